@@ -1,0 +1,45 @@
+// Package checkpoint stores how far each shard of a stream has been
+// processed, so that a restarted archiver resumes where the last one stopped
+// and never skips a record.
+//
+// A checkpoint promises one thing: every record of the shard up to and
+// including SequenceNumber was acknowledged by every sink. Resuming reads
+// AFTER_SEQUENCE_NUMBER, so a crash re-delivers at most the records after the
+// checkpoint and never loses one.
+package checkpoint
+
+import (
+	"context"
+	"errors"
+)
+
+// Checkpoint is the processing state of one shard.
+type Checkpoint struct {
+	// SequenceNumber is the last record of the shard that every sink
+	// acknowledged; empty when none was yet.
+	SequenceNumber string
+	// Finished is set once the shard was closed, read to its end and every
+	// one of its records acknowledged. A finished shard's children may be
+	// read.
+	Finished bool
+}
+
+// Store persists checkpoints. Implementations are safe for concurrent use.
+type Store interface {
+	// Load returns the checkpoint of every shard of the stream that has one.
+	Load(ctx context.Context, streamARN string) (map[string]Checkpoint, error)
+	// Save records cp as the shard's checkpoint. A store that fences writers
+	// (leases) returns an error matching ErrLeaseLost when this worker no
+	// longer owns the shard; the checkpoint is then not written.
+	Save(ctx context.Context, streamARN, shardID string, cp Checkpoint) error
+	// Close releases the store (and its lock, for the file store).
+	Close() error
+}
+
+// ErrLeaseLost is matched (errors.Is) by Save errors of a worker that no
+// longer owns the shard's lease.
+var ErrLeaseLost = errors.New("checkpoint: lease lost")
+
+// ErrLocked is matched (errors.Is) when a single-worker store is already in
+// use by another process.
+var ErrLocked = errors.New("checkpoint: store is locked by another process")

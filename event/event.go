@@ -1,0 +1,101 @@
+// Package event is the record model shared by the consumer and the sinks:
+// one decoded DynamoDB Streams record, classified by what happened to the
+// item. It sits below its users (consumer, sinks) and imports nothing else of
+// ours.
+//
+// Images are kept as DynamoDB attribute values (the SDK's streams types), so
+// nothing about an item is lost between the stream and an archive: numbers
+// stay decimal strings, binary stays bytes, sets stay sets. Render them with
+// [MarshalItem] (DynamoDB JSON) or [PlainJSON] (ordinary JSON).
+package event
+
+import (
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+)
+
+// Kind says what happened to an item.
+type Kind string
+
+// The four kinds. A REMOVE is Expired only when DynamoDB's TTL process made
+// it (userIdentity Type "Service", PrincipalId "dynamodb.amazonaws.com");
+// every other REMOVE is Deleted.
+const (
+	Expired  Kind = "expired"
+	Deleted  Kind = "deleted"
+	Inserted Kind = "inserted"
+	Modified Kind = "modified"
+)
+
+// Kinds lists every kind, in a stable order.
+var Kinds = []Kind{Expired, Deleted, Inserted, Modified}
+
+// Valid reports whether k is one of the four kinds.
+func (k Kind) Valid() bool {
+	switch k {
+	case Expired, Deleted, Inserted, Modified:
+		return true
+	}
+	return false
+}
+
+// Item is one item image in DynamoDB's attribute-value form.
+type Item = map[string]types.AttributeValue
+
+// Event is one stream record after decoding and classification.
+//
+// Position (StreamARN, ShardID, SequenceNumber) identifies the record
+// uniquely and is what checkpoints and deterministic sink object names are
+// derived from; EventID is the stream's own unique ID for the record and is
+// what de-duplicating sinks (NATS Nats-Msg-Id) key on.
+type Event struct {
+	Kind      Kind
+	Table     string
+	StreamARN string
+	ShardID   string
+	// SequenceNumber is the record's decimal sequence number within its
+	// shard. Compare with [CompareSequence], never as strings.
+	SequenceNumber string
+	EventID        string
+	// EventName is the stream's own name: INSERT, MODIFY or REMOVE.
+	EventName string
+	// ApproximateCreationTime is when DynamoDB wrote the record: for an
+	// expired item, the deletion time (to the stream's precision).
+	ApproximateCreationTime time.Time
+	Keys                    Item
+	OldImage                Item // nil unless the view type carries it
+	NewImage                Item // nil unless the view type carries it
+	// SizeBytes is the record's size as the stream reports it.
+	SizeBytes int64
+
+	// TTLAttribute is the table's TTL attribute name, when TTL is enabled
+	// and known.
+	TTLAttribute string
+	// TTLValue is the TTL attribute's decimal value in the old image of an
+	// expired item ("" when unknown, e.g. under KEYS_ONLY).
+	TTLValue string
+	// TTLTime is TTLValue read as epoch seconds (zero when unknown).
+	TTLTime time.Time
+	// TTLLag is the deletion time minus TTLTime (zero when unknown).
+	TTLLag time.Duration
+}
+
+// Image returns the fullest image of the item the event carries: the old
+// image of a REMOVE, the new image otherwise, falling back to the keys.
+func (e *Event) Image() Item {
+	if e.EventName == "REMOVE" || e.Kind == Expired || e.Kind == Deleted {
+		if e.OldImage != nil {
+			return e.OldImage
+		}
+	} else if e.NewImage != nil {
+		return e.NewImage
+	}
+	if e.OldImage != nil {
+		return e.OldImage
+	}
+	if e.NewImage != nil {
+		return e.NewImage
+	}
+	return e.Keys
+}
