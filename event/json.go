@@ -1,0 +1,783 @@
+package event
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+)
+
+// This file is the one place that renders items and events as JSON.
+//
+// DynamoDB JSON ([MarshalItem]) is the attribute-value form of DynamoDB's own
+// APIs and S3 exports: {"name":{"S":"x"},"n":{"N":"12.50"}}. It is lossless:
+// numbers stay the decimal strings DynamoDB stored, binary is base64, sets
+// stay sets. Attribute names (and map keys) are written in sorted order, so
+// the same item always renders to the same bytes.
+//
+// Plain JSON ([PlainJSON]) is what a subscriber who does not know DynamoDB
+// expects: {"name":"x","n":12.50}. Numbers are JSON number literals holding
+// exactly DynamoDB's digits (no float rounding), binary is a base64 string,
+// sets are arrays, NULL is null. It cannot tell a string set from a list of
+// strings, so it is not meant for restoring items.
+//
+// The archive line ([AppendLine], [DecodeLine]) is one JSON object per event:
+//
+//	{"Item":{...},"Keys":{...},"OldImage":{...},"Metadata":{...}}
+//
+// described in full on [AppendLine].
+
+// MarshalItem renders item as DynamoDB JSON. A nil item renders as null.
+func MarshalItem(item Item) []byte {
+	return AppendItem(nil, item)
+}
+
+// AppendItem appends the DynamoDB JSON of item to dst and returns the
+// extended buffer.
+func AppendItem(dst []byte, item Item) []byte {
+	if item == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '{')
+	for i, k := range sortedKeys(item) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, k)
+		dst = append(dst, ':')
+		dst = appendAV(dst, item[k])
+	}
+	return append(dst, '}')
+}
+
+// MarshalAttributeValue renders one attribute value as DynamoDB JSON, e.g.
+// {"N":"42"}.
+func MarshalAttributeValue(av types.AttributeValue) []byte {
+	return appendAV(nil, av)
+}
+
+func appendAV(dst []byte, av types.AttributeValue) []byte {
+	switch v := av.(type) {
+	case *types.AttributeValueMemberS:
+		dst = append(dst, `{"S":`...)
+		dst = appendString(dst, v.Value)
+	case *types.AttributeValueMemberN:
+		dst = append(dst, `{"N":`...)
+		dst = appendString(dst, v.Value)
+	case *types.AttributeValueMemberB:
+		dst = append(dst, `{"B":`...)
+		dst = appendBase64(dst, v.Value)
+	case *types.AttributeValueMemberBOOL:
+		if v.Value {
+			return append(dst, `{"BOOL":true}`...)
+		}
+		return append(dst, `{"BOOL":false}`...)
+	case *types.AttributeValueMemberNULL:
+		return append(dst, `{"NULL":true}`...)
+	case *types.AttributeValueMemberSS:
+		dst = append(dst, `{"SS":`...)
+		dst = appendStrings(dst, v.Value)
+	case *types.AttributeValueMemberNS:
+		dst = append(dst, `{"NS":`...)
+		dst = appendStrings(dst, v.Value)
+	case *types.AttributeValueMemberBS:
+		dst = append(dst, `{"BS":[`...)
+		for i, b := range v.Value {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendBase64(dst, b)
+		}
+		dst = append(dst, ']')
+	case *types.AttributeValueMemberM:
+		dst = append(dst, `{"M":`...)
+		dst = AppendItem(dst, nonNil(v.Value))
+	case *types.AttributeValueMemberL:
+		dst = append(dst, `{"L":[`...)
+		for i, e := range v.Value {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendAV(dst, e)
+		}
+		dst = append(dst, ']')
+	default:
+		// An unknown member (a future SDK type) or nil: keep the output
+		// valid JSON and visibly marked rather than dropping the attribute.
+		return append(dst, `{"NULL":true}`...)
+	}
+	return append(dst, '}')
+}
+
+func nonNil(m Item) Item {
+	if m == nil {
+		return Item{}
+	}
+	return m
+}
+
+// PlainJSON renders item as ordinary JSON: N as a JSON number literal with
+// DynamoDB's exact digits, B as a base64 string, sets as arrays, NULL as
+// null. A nil item renders as null.
+func PlainJSON(item Item) []byte {
+	return AppendPlainJSON(nil, item)
+}
+
+// AppendPlainJSON appends the plain JSON of item to dst.
+func AppendPlainJSON(dst []byte, item Item) []byte {
+	if item == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '{')
+	for i, k := range sortedKeys(item) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, k)
+		dst = append(dst, ':')
+		dst = appendPlain(dst, item[k])
+	}
+	return append(dst, '}')
+}
+
+func appendPlain(dst []byte, av types.AttributeValue) []byte {
+	switch v := av.(type) {
+	case *types.AttributeValueMemberS:
+		return appendString(dst, v.Value)
+	case *types.AttributeValueMemberN:
+		return appendNumber(dst, v.Value)
+	case *types.AttributeValueMemberB:
+		return appendBase64(dst, v.Value)
+	case *types.AttributeValueMemberBOOL:
+		return strconv.AppendBool(dst, v.Value)
+	case *types.AttributeValueMemberNULL:
+		return append(dst, "null"...)
+	case *types.AttributeValueMemberSS:
+		return appendStrings(dst, v.Value)
+	case *types.AttributeValueMemberNS:
+		dst = append(dst, '[')
+		for i, n := range v.Value {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendNumber(dst, n)
+		}
+		return append(dst, ']')
+	case *types.AttributeValueMemberBS:
+		dst = append(dst, '[')
+		for i, b := range v.Value {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendBase64(dst, b)
+		}
+		return append(dst, ']')
+	case *types.AttributeValueMemberM:
+		return AppendPlainJSON(dst, nonNil(v.Value))
+	case *types.AttributeValueMemberL:
+		dst = append(dst, '[')
+		for i, e := range v.Value {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendPlain(dst, e)
+		}
+		return append(dst, ']')
+	}
+	return append(dst, "null"...)
+}
+
+// appendNumber writes a DynamoDB number as a JSON number literal with the
+// same digits. DynamoDB's own spellings that JSON does not allow (a leading
+// "+", ".5", "5.", leading zeros) are repaired without changing the value;
+// anything that is not a number at all is written as a string so the output
+// stays valid JSON.
+func appendNumber(dst []byte, n string) []byte {
+	if isJSONNumber(n) {
+		return append(dst, n...)
+	}
+	if fixed, ok := jsonNumber(n); ok {
+		return append(dst, fixed...)
+	}
+	return appendString(dst, n)
+}
+
+// isJSONNumber reports whether s matches JSON's number grammar.
+func isJSONNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	if i >= len(s) {
+		return false
+	}
+	if s[i] == '0' {
+		i++
+	} else if s[i] >= '1' && s[i] <= '9' {
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	} else {
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		d := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// jsonNumber rewrites a valid DynamoDB number into JSON's grammar.
+func jsonNumber(s string) (string, bool) {
+	if !ValidNumber(s) {
+		return "", false
+	}
+	neg := false
+	switch s[0] {
+	case '-':
+		neg = true
+		s = s[1:]
+	case '+':
+		s = s[1:]
+	}
+	mant, exp := s, ""
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant, exp = s[:i], s[i:]
+	}
+	intPart, frac, hasDot := strings.Cut(mant, ".")
+	intPart = strings.TrimLeft(intPart, "0")
+	if intPart == "" {
+		intPart = "0"
+	}
+	out := intPart
+	if hasDot && frac != "" {
+		out += "." + frac
+	}
+	if neg {
+		out = "-" + out
+	}
+	out += exp
+	return out, isJSONNumber(out)
+}
+
+// ValidNumber reports whether s is a decimal number as DynamoDB accepts it
+// in an N value: an optional sign, digits with an optional decimal point, an
+// optional exponent. It checks the spelling only, not DynamoDB's range and
+// precision limits.
+func ValidNumber(s string) bool {
+	i := 0
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		i++
+	}
+	digits := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+		digits++
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			digits++
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+func sortedKeys(m Item) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func appendStrings(dst []byte, ss []string) []byte {
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, s)
+	}
+	return append(dst, ']')
+}
+
+func appendBase64(dst []byte, b []byte) []byte {
+	dst = append(dst, '"')
+	dst = base64.StdEncoding.AppendEncode(dst, b)
+	return append(dst, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string. Invalid UTF-8 (which DynamoDB
+// never stores) becomes U+FFFD, as encoding/json does.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// UnmarshalItem parses DynamoDB JSON (as [MarshalItem] writes it) back into
+// an item. Every attribute value must be an object with exactly one of the
+// type keys S, N, B, SS, NS, BS, M, L, NULL, BOOL; numbers must be decimal
+// numbers, binary must be standard base64. Errors name the attribute path.
+func UnmarshalItem(data []byte) (Item, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("item: %w", err)
+	}
+	if raw == nil {
+		return nil, errors.New("item: null, want an object")
+	}
+	return decodeMap(raw, "")
+}
+
+func decodeMap(raw map[string]json.RawMessage, path string) (Item, error) {
+	item := make(Item, len(raw))
+	for k, v := range raw {
+		p := k
+		if path != "" {
+			p = path + "." + k
+		}
+		av, err := decodeAV(v, p)
+		if err != nil {
+			return nil, err
+		}
+		item[k] = av
+	}
+	return item, nil
+}
+
+// UnmarshalAttributeValue parses one DynamoDB JSON attribute value such as
+// {"N":"42"}.
+func UnmarshalAttributeValue(data []byte) (types.AttributeValue, error) {
+	return decodeAV(data, "value")
+}
+
+func decodeAV(data json.RawMessage, path string) (types.AttributeValue, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("attribute %q: want an object like {\"S\":\"...\"}", path)
+	}
+	if len(obj) != 1 {
+		return nil, fmt.Errorf("attribute %q: want exactly one type key, got %d", path, len(obj))
+	}
+	for typ, v := range obj {
+		bad := func(want string) error {
+			return fmt.Errorf("attribute %q: %s: want %s", path, typ, want)
+		}
+		switch typ {
+		case "S":
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				return nil, bad("a string")
+			}
+			return &types.AttributeValueMemberS{Value: s}, nil
+		case "N":
+			var s string
+			if json.Unmarshal(v, &s) != nil || !ValidNumber(s) {
+				return nil, bad("a decimal number in a string")
+			}
+			return &types.AttributeValueMemberN{Value: s}, nil
+		case "B":
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				return nil, bad("a base64 string")
+			}
+			b, err := base64.StdEncoding.DecodeString(s)
+			if err != nil {
+				return nil, bad("a base64 string")
+			}
+			return &types.AttributeValueMemberB{Value: b}, nil
+		case "BOOL":
+			var b bool
+			if json.Unmarshal(v, &b) != nil {
+				return nil, bad("true or false")
+			}
+			return &types.AttributeValueMemberBOOL{Value: b}, nil
+		case "NULL":
+			var b bool
+			if json.Unmarshal(v, &b) != nil || !b {
+				return nil, bad("true")
+			}
+			return &types.AttributeValueMemberNULL{Value: true}, nil
+		case "SS", "NS", "BS":
+			var ss []string
+			if json.Unmarshal(v, &ss) != nil || ss == nil {
+				return nil, bad("an array of strings")
+			}
+			switch typ {
+			case "SS":
+				return &types.AttributeValueMemberSS{Value: ss}, nil
+			case "NS":
+				for _, n := range ss {
+					if !ValidNumber(n) {
+						return nil, bad("an array of decimal numbers in strings")
+					}
+				}
+				return &types.AttributeValueMemberNS{Value: ss}, nil
+			}
+			bs := make([][]byte, len(ss))
+			for i, s := range ss {
+				b, err := base64.StdEncoding.DecodeString(s)
+				if err != nil {
+					return nil, bad("an array of base64 strings")
+				}
+				bs[i] = b
+			}
+			return &types.AttributeValueMemberBS{Value: bs}, nil
+		case "M":
+			var m map[string]json.RawMessage
+			if json.Unmarshal(v, &m) != nil || m == nil {
+				return nil, bad("an object")
+			}
+			item, err := decodeMap(m, path)
+			if err != nil {
+				return nil, err
+			}
+			return &types.AttributeValueMemberM{Value: item}, nil
+		case "L":
+			var l []json.RawMessage
+			if json.Unmarshal(v, &l) != nil || l == nil {
+				return nil, bad("an array")
+			}
+			out := make([]types.AttributeValue, len(l))
+			for i, e := range l {
+				av, err := decodeAV(e, path+"["+strconv.Itoa(i)+"]")
+				if err != nil {
+					return nil, err
+				}
+				out[i] = av
+			}
+			return &types.AttributeValueMemberL{Value: out}, nil
+		default:
+			return nil, fmt.Errorf("attribute %q: unknown type key %q (want S, N, B, SS, NS, BS, M, L, NULL or BOOL)", path, typ)
+		}
+	}
+	return nil, fmt.Errorf("attribute %q: want exactly one type key", path)
+}
+
+// AppendLine appends the archive line of e, followed by '\n', to dst. The
+// line is one JSON object:
+//
+//	{
+//	  "Item":     DynamoDB JSON of e.Image(): the old image of a REMOVE, the
+//	              new image otherwise (the keys alone under KEYS_ONLY),
+//	  "Keys":     DynamoDB JSON of the key attributes,
+//	  "OldImage": DynamoDB JSON of the old image, only for a MODIFY that
+//	              carries both images,
+//	  "Metadata": {
+//	    "kind":           "expired" | "deleted" | "inserted" | "modified",
+//	    "table":          table name,
+//	    "eventID":        the stream record's event ID,
+//	    "eventName":      "INSERT" | "MODIFY" | "REMOVE",
+//	    "sequenceNumber": decimal string,
+//	    "shardId", "streamArn",
+//	    "approximateCreationDateTime": RFC 3339 with nanoseconds, UTC,
+//	    "deletionTime":   same as above, only for REMOVE events,
+//	    "sizeBytes":      the record's size as the stream reported it,
+//	    "ttlAttribute":   the table's TTL attribute name (when known),
+//	    "ttlValue":       its value as a decimal string (when known),
+//	    "ttlTime":        ttlValue as RFC 3339 (when known),
+//	    "ttlLagSeconds":  deletion time minus TTL time, a JSON number with
+//	                      up to nine decimals (when known)
+//	  }
+//	}
+//
+// "Item" alone, fed to PutItem, restores the exact item: DynamoDB JSON keeps
+// every type and every digit. Keys within objects are sorted, so one event
+// always renders to the same bytes. [DecodeLine] reads a line back.
+func AppendLine(dst []byte, e *Event) []byte {
+	dst = append(dst, `{"Item":`...)
+	dst = AppendItem(dst, nonNil(e.Image()))
+	dst = append(dst, `,"Keys":`...)
+	dst = AppendItem(dst, nonNil(e.Keys))
+	if e.EventName == "MODIFY" && e.OldImage != nil && e.NewImage != nil {
+		dst = append(dst, `,"OldImage":`...)
+		dst = AppendItem(dst, e.OldImage)
+	}
+	dst = append(dst, `,"Metadata":{"kind":`...)
+	dst = appendString(dst, string(e.Kind))
+	dst = append(dst, `,"table":`...)
+	dst = appendString(dst, e.Table)
+	dst = append(dst, `,"eventID":`...)
+	dst = appendString(dst, e.EventID)
+	dst = append(dst, `,"eventName":`...)
+	dst = appendString(dst, e.EventName)
+	dst = append(dst, `,"sequenceNumber":`...)
+	dst = appendString(dst, e.SequenceNumber)
+	dst = append(dst, `,"shardId":`...)
+	dst = appendString(dst, e.ShardID)
+	dst = append(dst, `,"streamArn":`...)
+	dst = appendString(dst, e.StreamARN)
+	if !e.ApproximateCreationTime.IsZero() {
+		ts := e.ApproximateCreationTime.UTC().Format(time.RFC3339Nano)
+		dst = append(dst, `,"approximateCreationDateTime":`...)
+		dst = appendString(dst, ts)
+		if e.isRemove() {
+			dst = append(dst, `,"deletionTime":`...)
+			dst = appendString(dst, ts)
+		}
+	}
+	if e.SizeBytes != 0 {
+		dst = append(dst, `,"sizeBytes":`...)
+		dst = strconv.AppendInt(dst, e.SizeBytes, 10)
+	}
+	if e.TTLAttribute != "" {
+		dst = append(dst, `,"ttlAttribute":`...)
+		dst = appendString(dst, e.TTLAttribute)
+	}
+	if e.TTLValue != "" {
+		dst = append(dst, `,"ttlValue":`...)
+		dst = appendString(dst, e.TTLValue)
+	}
+	if !e.TTLTime.IsZero() {
+		dst = append(dst, `,"ttlTime":`...)
+		dst = appendString(dst, e.TTLTime.UTC().Format(time.RFC3339Nano))
+	}
+	if e.TTLLag != 0 {
+		dst = append(dst, `,"ttlLagSeconds":`...)
+		dst = appendSeconds(dst, e.TTLLag)
+	}
+	return append(dst, "}}\n"...)
+}
+
+// MarshalLine returns the archive line of e without the trailing newline.
+func MarshalLine(e *Event) []byte {
+	b := AppendLine(nil, e)
+	return b[:len(b)-1]
+}
+
+func (e *Event) isRemove() bool {
+	return e.EventName == "REMOVE" || (e.EventName == "" && (e.Kind == Expired || e.Kind == Deleted))
+}
+
+// appendSeconds writes d as exact decimal seconds (up to nine decimals).
+func appendSeconds(dst []byte, d time.Duration) []byte {
+	u := uint64(d)
+	if d < 0 {
+		dst = append(dst, '-')
+		u = uint64(-d) // wraps correctly for MinInt64
+	}
+	dst = strconv.AppendUint(dst, u/1e9, 10)
+	if frac := u % 1e9; frac != 0 {
+		f := strconv.FormatUint(frac+1e9, 10)[1:]
+		dst = append(dst, '.')
+		dst = append(dst, strings.TrimRight(f, "0")...)
+	}
+	return dst
+}
+
+// parseSeconds reads decimal seconds back into a Duration exactly.
+func parseSeconds(n json.Number) (time.Duration, error) {
+	r, ok := new(big.Rat).SetString(string(n))
+	if !ok {
+		return 0, fmt.Errorf("%q is not a number", n)
+	}
+	r.Mul(r, big.NewRat(1e9, 1))
+	if !r.IsInt() || !r.Num().IsInt64() {
+		return 0, fmt.Errorf("%q is not a duration in seconds with at most nine decimals", n)
+	}
+	return time.Duration(r.Num().Int64()), nil
+}
+
+type lineMeta struct {
+	Kind                        Kind        `json:"kind"`
+	Table                       string      `json:"table"`
+	EventID                     string      `json:"eventID"`
+	EventName                   string      `json:"eventName"`
+	SequenceNumber              string      `json:"sequenceNumber"`
+	ShardID                     string      `json:"shardId"`
+	StreamARN                   string      `json:"streamArn"`
+	ApproximateCreationDateTime string      `json:"approximateCreationDateTime"`
+	DeletionTime                string      `json:"deletionTime"`
+	SizeBytes                   int64       `json:"sizeBytes"`
+	TTLAttribute                string      `json:"ttlAttribute"`
+	TTLValue                    string      `json:"ttlValue"`
+	TTLTime                     string      `json:"ttlTime"`
+	TTLLagSeconds               json.Number `json:"ttlLagSeconds"`
+}
+
+type lineJSON struct {
+	Item     json.RawMessage `json:"Item"`
+	Keys     json.RawMessage `json:"Keys"`
+	OldImage json.RawMessage `json:"OldImage"`
+	Metadata *lineMeta       `json:"Metadata"`
+}
+
+// DecodeLine parses one archive line (as [AppendLine] writes it; a trailing
+// newline is allowed) back into an event. The image lands where it came
+// from: OldImage for a REMOVE, NewImage otherwise (plus OldImage for a
+// MODIFY that carried both). Errors name the field and the problem.
+func DecodeLine(line []byte) (Event, error) {
+	var l lineJSON
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if err := dec.Decode(&l); err != nil {
+		return Event{}, fmt.Errorf("archive line: %w", err)
+	}
+	if dec.More() {
+		return Event{}, errors.New("archive line: more than one JSON value")
+	}
+	if l.Metadata == nil {
+		return Event{}, errors.New("archive line: Metadata: missing")
+	}
+	if isNull(l.Item) {
+		return Event{}, errors.New("archive line: Item: missing")
+	}
+	m := l.Metadata
+	e := Event{
+		Kind:           m.Kind,
+		Table:          m.Table,
+		EventID:        m.EventID,
+		EventName:      m.EventName,
+		SequenceNumber: m.SequenceNumber,
+		ShardID:        m.ShardID,
+		StreamARN:      m.StreamARN,
+		SizeBytes:      m.SizeBytes,
+		TTLAttribute:   m.TTLAttribute,
+		TTLValue:       m.TTLValue,
+	}
+	if !e.Kind.Valid() {
+		return Event{}, fmt.Errorf("archive line: Metadata.kind: %q is not one of expired, deleted, inserted, modified", m.Kind)
+	}
+	switch e.EventName {
+	case "INSERT", "MODIFY", "REMOVE", "":
+	default:
+		return Event{}, fmt.Errorf("archive line: Metadata.eventName: %q is not INSERT, MODIFY or REMOVE", m.EventName)
+	}
+	if e.SequenceNumber != "" && strings.Trim(e.SequenceNumber, "0123456789") != "" {
+		return Event{}, fmt.Errorf("archive line: Metadata.sequenceNumber: %q is not a decimal number", m.SequenceNumber)
+	}
+	if e.TTLValue != "" && !ValidNumber(e.TTLValue) {
+		return Event{}, fmt.Errorf("archive line: Metadata.ttlValue: %q is not a number", m.TTLValue)
+	}
+	var err error
+	if m.ApproximateCreationDateTime != "" {
+		if e.ApproximateCreationTime, err = time.Parse(time.RFC3339Nano, m.ApproximateCreationDateTime); err != nil {
+			return Event{}, fmt.Errorf("archive line: Metadata.approximateCreationDateTime: %w", err)
+		}
+	}
+	if m.TTLTime != "" {
+		if e.TTLTime, err = time.Parse(time.RFC3339Nano, m.TTLTime); err != nil {
+			return Event{}, fmt.Errorf("archive line: Metadata.ttlTime: %w", err)
+		}
+	}
+	if m.TTLLagSeconds != "" {
+		if e.TTLLag, err = parseSeconds(m.TTLLagSeconds); err != nil {
+			return Event{}, fmt.Errorf("archive line: Metadata.ttlLagSeconds: %w", err)
+		}
+	}
+	item, err := UnmarshalItem(l.Item)
+	if err != nil {
+		return Event{}, fmt.Errorf("archive line: Item: %w", err)
+	}
+	if !isNull(l.Keys) {
+		if e.Keys, err = UnmarshalItem(l.Keys); err != nil {
+			return Event{}, fmt.Errorf("archive line: Keys: %w", err)
+		}
+	}
+	if e.isRemove() {
+		e.OldImage = item
+	} else {
+		e.NewImage = item
+	}
+	if !isNull(l.OldImage) {
+		if e.OldImage, err = UnmarshalItem(l.OldImage); err != nil {
+			return Event{}, fmt.Errorf("archive line: OldImage: %w", err)
+		}
+	}
+	return e, nil
+}
+
+func isNull(r json.RawMessage) bool {
+	return len(r) == 0 || string(bytes.TrimSpace(r)) == "null"
+}

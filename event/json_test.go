@@ -1,0 +1,264 @@
+package event
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+)
+
+// everyType is an item holding every DynamoDB attribute type, nested.
+func everyType() Item {
+	return Item{
+		"pk":    &types.AttributeValueMemberS{Value: "user#1 \"quoted\" \n\t<&> é 😀 \u2028"},
+		"n":     &types.AttributeValueMemberN{Value: "12345678901234567890123456789012345678"},
+		"frac":  &types.AttributeValueMemberN{Value: "-0.000000000000000000000000000000000001"},
+		"exp":   &types.AttributeValueMemberN{Value: "1E+5"},
+		"b":     &types.AttributeValueMemberB{Value: []byte{0, 1, 2, 0xff, 0xfe}},
+		"empty": &types.AttributeValueMemberB{Value: []byte{}},
+		"ss":    &types.AttributeValueMemberSS{Value: []string{"a", "b"}},
+		"ns":    &types.AttributeValueMemberNS{Value: []string{"1", "2.50"}},
+		"bs":    &types.AttributeValueMemberBS{Value: [][]byte{{1}, {2, 3}}},
+		"null":  &types.AttributeValueMemberNULL{Value: true},
+		"t":     &types.AttributeValueMemberBOOL{Value: true},
+		"f":     &types.AttributeValueMemberBOOL{Value: false},
+		"m": &types.AttributeValueMemberM{Value: Item{
+			"inner": &types.AttributeValueMemberN{Value: "7"},
+			"deep":  &types.AttributeValueMemberM{Value: Item{"x": &types.AttributeValueMemberL{Value: []types.AttributeValue{}}}},
+		}},
+		"l": &types.AttributeValueMemberL{Value: []types.AttributeValue{
+			&types.AttributeValueMemberS{Value: "x"},
+			&types.AttributeValueMemberN{Value: "0"},
+			&types.AttributeValueMemberNULL{Value: true},
+			&types.AttributeValueMemberM{Value: Item{}},
+		}},
+	}
+}
+
+func TestItemRoundTripEveryType(t *testing.T) {
+	item := everyType()
+	b := MarshalItem(item)
+	if !json.Valid(b) {
+		t.Fatalf("not valid JSON: %s", b)
+	}
+	got, err := UnmarshalItem(b)
+	if err != nil {
+		t.Fatalf("UnmarshalItem: %v\n%s", err, b)
+	}
+	if !reflect.DeepEqual(got, item) {
+		t.Fatalf("round trip differs:\n got %s\nwant %s", MarshalItem(got), b)
+	}
+	if again := MarshalItem(got); string(again) != string(b) {
+		t.Fatalf("rendering is not deterministic:\n%s\n%s", again, b)
+	}
+}
+
+func TestMarshalItemExact(t *testing.T) {
+	item := Item{
+		"b":  &types.AttributeValueMemberB{Value: []byte("hi")},
+		"a":  &types.AttributeValueMemberN{Value: "1.50"},
+		"ss": &types.AttributeValueMemberSS{Value: []string{"x"}},
+		"m":  &types.AttributeValueMemberM{Value: Item{"z": &types.AttributeValueMemberNULL{Value: true}, "y": &types.AttributeValueMemberBOOL{}}},
+	}
+	want := `{"a":{"N":"1.50"},"b":{"B":"aGk="},"m":{"M":{"y":{"BOOL":false},"z":{"NULL":true}}},"ss":{"SS":["x"]}}`
+	if got := string(MarshalItem(item)); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestPlainJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		av   types.AttributeValue
+		want string
+	}{
+		{"string", &types.AttributeValueMemberS{Value: "a\"b"}, `"a\"b"`},
+		{"big number keeps digits", &types.AttributeValueMemberN{Value: "12345678901234567890123456789012345678"}, `12345678901234567890123456789012345678`},
+		{"trailing zeros kept", &types.AttributeValueMemberN{Value: "1.50"}, `1.50`},
+		{"exponent", &types.AttributeValueMemberN{Value: "1E+5"}, `1E+5`},
+		{"plus sign repaired", &types.AttributeValueMemberN{Value: "+5"}, `5`},
+		{"bare fraction repaired", &types.AttributeValueMemberN{Value: ".5"}, `0.5`},
+		{"trailing dot repaired", &types.AttributeValueMemberN{Value: "-5."}, `-5`},
+		{"leading zeros repaired", &types.AttributeValueMemberN{Value: "007"}, `7`},
+		{"not a number stays a string", &types.AttributeValueMemberN{Value: "NaN"}, `"NaN"`},
+		{"binary", &types.AttributeValueMemberB{Value: []byte("hi")}, `"aGk="`},
+		{"string set", &types.AttributeValueMemberSS{Value: []string{"a", "b"}}, `["a","b"]`},
+		{"number set", &types.AttributeValueMemberNS{Value: []string{"1", "2.0"}}, `[1,2.0]`},
+		{"binary set", &types.AttributeValueMemberBS{Value: [][]byte{[]byte("hi")}}, `["aGk="]`},
+		{"null", &types.AttributeValueMemberNULL{Value: true}, `null`},
+		{"bool", &types.AttributeValueMemberBOOL{Value: true}, `true`},
+		{"map", &types.AttributeValueMemberM{Value: Item{"b": &types.AttributeValueMemberN{Value: "1"}, "a": &types.AttributeValueMemberS{Value: "x"}}}, `{"a":"x","b":1}`},
+		{"list", &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberN{Value: "1"}, &types.AttributeValueMemberS{Value: "x"}}}, `[1,"x"]`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := string(PlainJSON(Item{"v": tc.av}))
+			want := `{"v":` + tc.want + `}`
+			if got != want {
+				t.Fatalf("got %s, want %s", got, want)
+			}
+			if !json.Valid([]byte(got)) {
+				t.Fatalf("not valid JSON: %s", got)
+			}
+		})
+	}
+}
+
+func sampleEvent() Event {
+	item := everyType()
+	return Event{
+		Kind:                    Expired,
+		Table:                   "sessions",
+		StreamARN:               "arn:aws:dynamodb:us-east-1:000000000000:table/sessions/stream/2026-01-01T00:00:00.000",
+		ShardID:                 "shardId-00000001",
+		SequenceNumber:          "000000000000000000123",
+		EventID:                 "e-1",
+		EventName:               "REMOVE",
+		ApproximateCreationTime: time.Date(2026, 1, 2, 3, 4, 5, 600_000_000, time.UTC),
+		Keys:                    Item{"pk": item["pk"]},
+		OldImage:                item,
+		SizeBytes:               321,
+		TTLAttribute:            "expiresAt",
+		TTLValue:                "1767322800.25",
+		TTLTime:                 time.Unix(1767322800, 250_000_000).UTC(),
+		TTLLag:                  3*time.Hour + 4*time.Minute + 5*time.Second + 350*time.Millisecond + 7,
+	}
+}
+
+func TestLineRoundTrip(t *testing.T) {
+	removeEv := sampleEvent()
+	insertEv := sampleEvent()
+	insertEv.Kind, insertEv.EventName = Inserted, "INSERT"
+	insertEv.NewImage, insertEv.OldImage = insertEv.OldImage, nil
+	insertEv.TTLLag, insertEv.TTLTime, insertEv.TTLValue = 0, time.Time{}, ""
+	modifyEv := sampleEvent()
+	modifyEv.Kind, modifyEv.EventName = Modified, "MODIFY"
+	modifyEv.NewImage = Item{"pk": modifyEv.Keys["pk"], "v": &types.AttributeValueMemberN{Value: "2"}}
+	negLag := sampleEvent()
+	negLag.TTLLag = -1500 * time.Millisecond
+
+	for name, e := range map[string]Event{"remove": removeEv, "insert": insertEv, "modify": modifyEv, "negative lag": negLag} {
+		t.Run(name, func(t *testing.T) {
+			line := AppendLine(nil, &e)
+			if !strings.HasSuffix(string(line), "}\n") || strings.Count(string(line), "\n") != 1 {
+				t.Fatalf("not one line: %q", line)
+			}
+			if !json.Valid(line) {
+				t.Fatalf("invalid JSON: %s", line)
+			}
+			got, err := DecodeLine(line)
+			if err != nil {
+				t.Fatalf("DecodeLine: %v\n%s", err, line)
+			}
+			if !got.ApproximateCreationTime.Equal(e.ApproximateCreationTime) || !got.TTLTime.Equal(e.TTLTime) {
+				t.Fatalf("times differ: %v %v", got.ApproximateCreationTime, got.TTLTime)
+			}
+			got.ApproximateCreationTime, got.TTLTime = e.ApproximateCreationTime, e.TTLTime
+			if !reflect.DeepEqual(got, e) {
+				t.Fatalf("round trip differs:\n got %+v\nwant %+v\nline %s", got, e, line)
+			}
+			if again := AppendLine(nil, &got); string(again) != string(line) {
+				t.Fatalf("re-rendering differs:\n%s%s", again, line)
+			}
+		})
+	}
+}
+
+func TestLineRestoresItem(t *testing.T) {
+	e := sampleEvent()
+	var l struct{ Item json.RawMessage }
+	if err := json.Unmarshal(MarshalLine(&e), &l); err != nil {
+		t.Fatal(err)
+	}
+	item, err := UnmarshalItem(l.Item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(item, e.OldImage) {
+		t.Fatalf("Item is not the old image: %s", l.Item)
+	}
+	var meta struct{ Metadata map[string]any }
+	_ = json.Unmarshal(MarshalLine(&e), &meta)
+	for k, want := range map[string]any{
+		"kind": "expired", "table": "sessions", "eventID": "e-1", "sequenceNumber": "000000000000000000123",
+		"deletionTime": "2026-01-02T03:04:05.6Z", "ttlValue": "1767322800.25", "ttlAttribute": "expiresAt",
+	} {
+		if meta.Metadata[k] != want {
+			t.Errorf("Metadata.%s = %v, want %v", k, meta.Metadata[k], want)
+		}
+	}
+}
+
+func TestDecodeLineErrors(t *testing.T) {
+	tests := []struct {
+		name, line, want string
+	}{
+		{"not json", `nope`, "archive line"},
+		{"no metadata", `{"Item":{}}`, "Metadata: missing"},
+		{"no item", `{"Metadata":{"kind":"expired"}}`, "Item: missing"},
+		{"bad kind", `{"Item":{},"Metadata":{"kind":"gone"}}`, "Metadata.kind"},
+		{"bad event name", `{"Item":{},"Metadata":{"kind":"expired","eventName":"PUT"}}`, "Metadata.eventName"},
+		{"bad sequence", `{"Item":{},"Metadata":{"kind":"expired","sequenceNumber":"12a"}}`, "Metadata.sequenceNumber"},
+		{"bad time", `{"Item":{},"Metadata":{"kind":"expired","approximateCreationDateTime":"yesterday"}}`, "approximateCreationDateTime"},
+		{"bad lag", `{"Item":{},"Metadata":{"kind":"expired","ttlLagSeconds":1e-12}}`, "ttlLagSeconds"},
+		{"bad number", `{"Item":{"a":{"N":"x"}},"Metadata":{"kind":"expired"}}`, `attribute "a": N`},
+		{"bad base64", `{"Item":{"a":{"B":"!!"}},"Metadata":{"kind":"expired"}}`, `attribute "a": B`},
+		{"two type keys", `{"Item":{"a":{"S":"x","N":"1"}},"Metadata":{"kind":"expired"}}`, "exactly one type key"},
+		{"unknown type", `{"Item":{"a":{"X":"x"}},"Metadata":{"kind":"expired"}}`, `unknown type key "X"`},
+		{"nested path", `{"Item":{"a":{"M":{"b":{"L":[{"N":"q"}]}}}},"Metadata":{"kind":"expired"}}`, `attribute "a.b[0]"`},
+		{"null false", `{"Item":{"a":{"NULL":false}},"Metadata":{"kind":"expired"}}`, "NULL: want true"},
+		{"trailing value", `{"Item":{},"Metadata":{"kind":"expired"}} {}`, "more than one"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeLine([]byte(tc.line))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidNumber(t *testing.T) {
+	for s, want := range map[string]bool{
+		"0": true, "-1": true, "+1": true, "1.5": true, ".5": true, "5.": true, "1e10": true, "1E-5": true,
+		"": false, "-": false, ".": false, "e5": false, "1e": false, "1.2.3": false, "NaN": false, "Infinity": false, "0x10": false,
+	} {
+		if got := ValidNumber(s); got != want {
+			t.Errorf("ValidNumber(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// FuzzDecodeLine checks that DecodeLine never panics and that whatever it
+// accepts renders back to a line that decodes to the same event.
+func FuzzDecodeLine(f *testing.F) {
+	e := sampleEvent()
+	f.Add(MarshalLine(&e))
+	f.Add([]byte(`{"Item":{"a":{"L":[{"M":{"b":{"BS":["AA=="]}}}]}},"Metadata":{"kind":"deleted","eventName":"REMOVE"}}`))
+	f.Add([]byte(`{"Item":{},"Metadata":{"kind":"expired","ttlLagSeconds":-0.5}}`))
+	f.Add([]byte(`{"Item":{"n":{"N":"+.5e-3"}},"Keys":null,"Metadata":{"kind":"inserted"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ev, err := DecodeLine(data)
+		if err != nil {
+			return
+		}
+		line := AppendLine(nil, &ev)
+		if !json.Valid(line) {
+			t.Fatalf("rendered invalid JSON: %s", line)
+		}
+		ev2, err := DecodeLine(line)
+		if err != nil {
+			t.Fatalf("re-decode: %v\n%s", err, line)
+		}
+		if again := AppendLine(nil, &ev2); string(again) != string(line) {
+			t.Fatalf("not stable:\n%s%s", line, again)
+		}
+		if !json.Valid(PlainJSON(ev.Image())) {
+			t.Fatalf("plain JSON invalid: %s", PlainJSON(ev.Image()))
+		}
+	})
+}
