@@ -1,0 +1,53 @@
+package checkpoint_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/ttl-archiver/archiver/checkpoint"
+)
+
+// A file store keeps one archiver's checkpoints across restarts.
+func ExampleOpenFile() {
+	dir, err := os.MkdirTemp("", "checkpoints")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "archiver.json")
+	ctx := context.Background()
+
+	store, err := checkpoint.OpenFile(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	arn := "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/2026-01-01T00:00:00.000"
+	if err := store.Save(ctx, arn, "shardId-0001", checkpoint.Checkpoint{SequenceNumber: "4200"}); err != nil {
+		log.Fatal(err)
+	}
+
+	// A second archiver on the same file is refused while the first runs.
+	if _, err := checkpoint.OpenFile(path); err != nil {
+		fmt.Println("second open locked:", errors.Is(err, checkpoint.ErrLocked))
+	}
+	store.Close()
+
+	// After a restart the checkpoint is still there.
+	store, err = checkpoint.OpenFile(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	cps, err := store.Load(ctx, arn)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(cps["shardId-0001"].SequenceNumber)
+	// Output:
+	// second open locked: true
+	// 4200
+}

@@ -1,0 +1,351 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// fileFormatVersion is the version written into every checkpoint file.
+const fileFormatVersion = 1
+
+// FileStore keeps the checkpoints of every stream of one archiver in a
+// single JSON file. It is meant for one worker: OpenFile takes an exclusive
+// lock (flock) on PATH.lock, so a second archiver (or a second OpenFile in
+// the same process) pointed at the same file fails with an error matching
+// ErrLocked until Close.
+//
+// Every Save replaces the whole file atomically: the new content is written
+// to a temporary file in the same directory, fsynced, renamed over the old
+// file, and the directory is fsynced. A crash at any moment leaves either the
+// old or the new file, never a torn one. Concurrent Saves are grouped: one
+// write carries every change made before it started.
+//
+// FileStore is safe for concurrent use.
+type FileStore struct {
+	path string
+	lock *os.File
+
+	mu      sync.Mutex
+	streams map[string]map[string]Checkpoint
+	gen     uint64 // incremented by every change in memory
+	closed  bool
+
+	// write serialises file writes; it is a channel so waiting honours ctx.
+	write   chan struct{}
+	written uint64 // highest gen known to be on disk; guarded by write
+
+	// beforeRename, when set (tests only), runs after the temporary file is
+	// written and synced and before it replaces the checkpoint file.
+	beforeRename func(tmp string) error
+	// wrapWriter, when set (tests only), wraps the temporary file's writer.
+	wrapWriter func(io.Writer) io.Writer
+}
+
+var _ Store = (*FileStore)(nil)
+
+// fileData is the on-disk form of a FileStore.
+type fileData struct {
+	Version int                               `json:"version"`
+	Streams map[string]map[string]fileShardCP `json:"streams"`
+}
+
+type fileShardCP struct {
+	SequenceNumber string `json:"sequenceNumber,omitempty"`
+	Finished       bool   `json:"finished,omitempty"`
+}
+
+// OpenFile opens (or prepares to create) the checkpoint file at path and
+// locks it for this process. The file itself is created by the first Save;
+// its directory must exist. Leftover temporary files of an interrupted Save
+// are removed. The error matches ErrLocked when another holder has the lock,
+// and names the path when the file cannot be read or is not a valid
+// checkpoint file.
+func OpenFile(path string) (*FileStore, error) {
+	if path == "" {
+		return nil, errors.New("checkpoint: file store path is empty")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: file store path %q: %w", path, err)
+	}
+	lockPath := abs + ".lock"
+	lf, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: open lock file %s: %w", lockPath, err)
+	}
+	if err := flock(lf); err != nil {
+		lf.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) {
+			return nil, fmt.Errorf("checkpoint file %s (lock %s): %w", abs, lockPath, ErrLocked)
+		}
+		return nil, fmt.Errorf("checkpoint: lock %s: %w", lockPath, err)
+	}
+	s := &FileStore{
+		path:    abs,
+		lock:    lf,
+		streams: map[string]map[string]Checkpoint{},
+		write:   make(chan struct{}, 1),
+	}
+	s.removeTemps()
+	b, err := os.ReadFile(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return s, nil
+	case err != nil:
+		s.unlock()
+		return nil, fmt.Errorf("checkpoint: read %s: %w", abs, err)
+	}
+	streams, err := decodeFile(b)
+	if err != nil {
+		s.unlock()
+		return nil, fmt.Errorf("checkpoint: file %s: %w", abs, err)
+	}
+	s.streams = streams
+	return s, nil
+}
+
+func flock(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
+// decodeFile parses a checkpoint file's content.
+func decodeFile(b []byte) (map[string]map[string]Checkpoint, error) {
+	var d fileData
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return nil, fmt.Errorf("not a valid checkpoint file: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("not a valid checkpoint file: trailing data after the JSON object")
+	}
+	if d.Version != fileFormatVersion {
+		return nil, fmt.Errorf("field version: unsupported value %d (want %d)", d.Version, fileFormatVersion)
+	}
+	out := make(map[string]map[string]Checkpoint, len(d.Streams))
+	for arn, shards := range d.Streams {
+		if arn == "" {
+			return nil, errors.New("field streams: empty stream ARN")
+		}
+		m := make(map[string]Checkpoint, len(shards))
+		for id, cp := range shards {
+			if id == "" {
+				return nil, fmt.Errorf("field streams[%q]: empty shard ID", arn)
+			}
+			if !isDecimal(cp.SequenceNumber) {
+				return nil, fmt.Errorf("field streams[%q][%q].sequenceNumber: %q is not a decimal sequence number", arn, id, cp.SequenceNumber)
+			}
+			m[id] = Checkpoint{SequenceNumber: cp.SequenceNumber, Finished: cp.Finished}
+		}
+		out[arn] = m
+	}
+	return out, nil
+}
+
+func isDecimal(s string) bool {
+	if len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeFile renders checkpoints in the file format (deterministically).
+func encodeFile(streams map[string]map[string]Checkpoint) ([]byte, error) {
+	d := fileData{Version: fileFormatVersion, Streams: make(map[string]map[string]fileShardCP, len(streams))}
+	for arn, shards := range streams {
+		m := make(map[string]fileShardCP, len(shards))
+		for id, cp := range shards {
+			m[id] = fileShardCP(cp)
+		}
+		d.Streams[arn] = m
+	}
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// Path returns the absolute path of the checkpoint file.
+func (s *FileStore) Path() string { return s.path }
+
+// Load returns a copy of every checkpoint stored for the stream (an empty
+// map when there is none).
+func (s *FileStore) Load(ctx context.Context, streamARN string) (map[string]Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("checkpoint: file store %s is closed", s.path)
+	}
+	out := make(map[string]Checkpoint, len(s.streams[streamARN]))
+	for id, cp := range s.streams[streamARN] {
+		out[id] = cp
+	}
+	return out, nil
+}
+
+// Save records cp for the shard and returns once it is durable on disk. A
+// failed Save leaves the previous file in place; the change stays in memory
+// and is written by the next successful Save.
+func (s *FileStore) Save(ctx context.Context, streamARN, shardID string, cp Checkpoint) error {
+	if streamARN == "" || shardID == "" {
+		return errors.New("checkpoint: Save needs a stream ARN and a shard ID")
+	}
+	if !isDecimal(cp.SequenceNumber) {
+		return fmt.Errorf("checkpoint: Save %s: sequence number %q is not decimal", shardID, cp.SequenceNumber)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("checkpoint: file store %s is closed", s.path)
+	}
+	m := s.streams[streamARN]
+	if m == nil {
+		m = map[string]Checkpoint{}
+		s.streams[streamARN] = m
+	}
+	m[shardID] = cp
+	s.gen++
+	mine := s.gen
+	s.mu.Unlock()
+
+	select {
+	case s.write <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.write }()
+	if s.written >= mine {
+		return nil // a write that started after our change carried it
+	}
+	s.mu.Lock()
+	gen := s.gen
+	b, err := encodeFile(s.streams)
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("checkpoint: encode %s: %w", s.path, err)
+	}
+	if err := s.replace(b); err != nil {
+		return err
+	}
+	s.written = gen
+	return nil
+}
+
+// replace writes b to the checkpoint file atomically and durably.
+func (s *FileStore) replace(b []byte) (err error) {
+	dir, base := filepath.Split(s.path)
+	tmp, err := os.CreateTemp(dir, base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("checkpoint: create temporary file beside %s: %w", s.path, err)
+	}
+	tmpName := tmp.Name()
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmpName)
+		}
+	}()
+	var w io.Writer = tmp
+	if s.wrapWriter != nil {
+		w = s.wrapWriter(w)
+	}
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("checkpoint: write %s: %w", tmpName, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("checkpoint: fsync %s: %w", tmpName, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("checkpoint: close %s: %w", tmpName, err)
+	}
+	if s.beforeRename != nil {
+		if err := s.beforeRename(tmpName); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmpName, s.path); err != nil {
+		return fmt.Errorf("checkpoint: replace %s: %w", s.path, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("checkpoint: open directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("checkpoint: fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// removeTemps deletes temporary files left by a Save that crashed before
+// its rename. Only the lock holder calls it.
+func (s *FileStore) removeTemps() {
+	dir, base := filepath.Split(s.path)
+	matches, _ := filepath.Glob(filepath.Join(dir, globEscape(base)+".tmp-*"))
+	sort.Strings(matches)
+	for _, m := range matches {
+		os.Remove(m)
+	}
+}
+
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Close releases the lock. Later Load and Save calls fail. Close is
+// idempotent.
+func (s *FileStore) Close() error {
+	s.write <- struct{}{} // let a running write finish first
+	defer func() { <-s.write }()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.unlock()
+}
+
+func (s *FileStore) unlock() error {
+	if s.lock == nil {
+		return nil
+	}
+	err := s.lock.Close() // closing the descriptor releases the flock
+	s.lock = nil
+	if err != nil {
+		return fmt.Errorf("checkpoint: release lock of %s: %w", s.path, err)
+	}
+	return nil
+}
