@@ -1,0 +1,114 @@
+package shard
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the walker's Prometheus collectors. Labels are bounded: by
+// table (and a small fixed set of error kinds), never by shard.
+type metrics struct {
+	records     *prometheus.CounterVec // archiver_shard_records_read_total{table}
+	bytes       *prometheus.CounterVec // archiver_shard_bytes_read_total{table}
+	calls       *prometheus.CounterVec // archiver_shard_getrecords_calls_total{table}
+	errs        *prometheus.CounterVec // archiver_shard_api_errors_total{table,op,kind}
+	throttles   *prometheus.CounterVec // archiver_shard_throttles_total{table}
+	gaps        *prometheus.CounterVec // archiver_shard_trimmed_gaps_total{table}
+	age         *prometheus.GaugeVec   // archiver_shard_iterator_age_seconds{table}
+	active      *prometheus.GaugeVec   // archiver_shards_active{table}
+	ended       *prometheus.CounterVec // archiver_shards_ended_total{table}
+	discoveries *prometheus.CounterVec // archiver_shard_discoveries_total{table}
+
+	mu   sync.Mutex
+	ages map[string]map[string]float64 // table → reader key → seconds
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{ages: map[string]map[string]float64{}}
+	m.records = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_shard_records_read_total", Help: "Stream records read by GetRecords, by table.",
+	}, []string{"table"}))
+	m.bytes = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_shard_bytes_read_total", Help: "Approximate bytes (record SizeBytes) read by GetRecords, by table.",
+	}, []string{"table"}))
+	m.calls = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_shard_getrecords_calls_total", Help: "GetRecords calls, by table.",
+	}, []string{"table"}))
+	m.errs = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_shard_api_errors_total", Help: "Streams API errors, by table, operation and kind (throttled, expired_iterator, trimmed, not_found, rejected, other).",
+	}, []string{"table", "op", "kind"}))
+	m.throttles = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_shard_throttles_total", Help: "Throttled Streams API calls (after the SDK's own retries), by table.",
+	}, []string{"table"}))
+	m.gaps = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_shard_trimmed_gaps_total", Help: "Times a shard's next records had been trimmed from the stream before they were read (data lost upstream), by table.",
+	}, []string{"table"}))
+	m.age = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "archiver_shard_iterator_age_seconds", Help: "Largest age (now minus ApproximateCreationDateTime) of the last record read, over the table's active shards; 0 when caught up.",
+	}, []string{"table"}))
+	m.active = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "archiver_shards_active", Help: "Shards being read now, by table.",
+	}, []string{"table"}))
+	m.ended = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_shards_ended_total", Help: "Closed shards read to their end and finished, by table.",
+	}, []string{"table"}))
+	m.discoveries = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_shard_discoveries_total", Help: "Stream descriptions (DescribeStream paged to the end), by table.",
+	}, []string{"table"}))
+	return m
+}
+
+// register registers c, or returns the equal collector already registered
+// (so several walkers in one process share one registry).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if reg == nil {
+		return c
+	}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+	}
+	return c
+}
+
+// setAge records the age of the last record read by one reader and updates
+// the table's gauge to the largest age over its readers.
+func (m *metrics) setAge(table, key string, age time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.ages[table]
+	if t == nil {
+		t = map[string]float64{}
+		m.ages[table] = t
+	}
+	if age < 0 {
+		age = 0
+	}
+	t[key] = age.Seconds()
+	m.publishAge(table)
+}
+
+// dropAge forgets a reader that stopped.
+func (m *metrics) dropAge(table, key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.ages[table], key)
+	m.publishAge(table)
+}
+
+func (m *metrics) publishAge(table string) {
+	var max float64
+	for _, a := range m.ages[table] {
+		if a > max {
+			max = a
+		}
+	}
+	m.age.WithLabelValues(table).Set(max)
+}

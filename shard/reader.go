@@ -1,0 +1,375 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/event"
+)
+
+// maxFailures is how many consecutive non-throttling failures a reader
+// tolerates before it gives the shard back to the walker (which restarts it
+// later from its stored position).
+const maxFailures = 8
+
+// outcome is how a reader ended.
+type outcome int
+
+const (
+	outEnded   outcome = iota // closed shard read to its end, ShardEnded returned nil
+	outStopped                // assignment withdrawn or walker shutting down
+	outFailed                 // Process, ShardEnded or the API failed: restart later
+	outGone                   // ResourceNotFound: the shard or its stream is gone
+)
+
+func (o outcome) String() string {
+	return [...]string{"ended", "stopped", "failed", "gone"}[o]
+}
+
+// result is what a reader reports to the walker when it is done.
+type result struct {
+	rd      *reader
+	outcome outcome
+	err     error
+}
+
+// reader reads one shard: a fetch goroutine calls GetRecords and queues
+// batches within the byte budget; the reader's own goroutine hands them to
+// Process in order.
+type reader struct {
+	w         *Walker
+	table     string
+	streamARN string
+	shard     Shard
+	key       string
+	startType types.ShardIteratorType
+	startSeq  string // for AFTER_SEQUENCE_NUMBER
+	ctx       context.Context
+	cancel    context.CancelFunc
+	log       *zap.Logger
+}
+
+// run reads the shard until its end, its context ends or it fails, then
+// calls ShardEnded or ShardStopped and Release, and returns the outcome.
+func (r *reader) run() result {
+	o := &r.w.o
+	fctx, fcancel := context.WithCancel(r.ctx)
+	defer fcancel()
+	q := make(chan Batch, 64)
+	g := newGate(o.ShardBufferBytes)
+	var (
+		ended    bool
+		fetchErr error
+	)
+	go func() {
+		defer close(q)
+		ended, fetchErr = r.fetch(fctx, q, g)
+	}()
+	var procErr error
+	for b := range q {
+		if procErr == nil {
+			if err := o.Processor.Process(r.ctx, b); err != nil {
+				procErr = err
+				fcancel()
+			}
+		}
+		g.release(b.Bytes)
+	}
+	fcancel()
+
+	res := result{rd: r}
+	switch {
+	case procErr != nil && r.ctx.Err() == nil:
+		res.outcome, res.err = outFailed, fmt.Errorf("process: %w", procErr)
+	case r.ctx.Err() != nil:
+		res.outcome = outStopped
+	case fetchErr != nil && classify(fctx, fetchErr) == errNotFound:
+		res.outcome, res.err = outGone, fetchErr
+	case fetchErr != nil:
+		res.outcome, res.err = outFailed, fetchErr
+	case ended:
+		if err := o.Processor.ShardEnded(r.ctx, r.streamARN, r.shard.ID); err != nil {
+			if r.ctx.Err() != nil {
+				res.outcome = outStopped
+			} else {
+				res.outcome, res.err = outFailed, fmt.Errorf("shard ended: %w", err)
+			}
+		} else {
+			res.outcome = outEnded
+		}
+	default:
+		res.outcome, res.err = outFailed, errors.New("reader stopped without a reason")
+	}
+
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(r.ctx), o.StopTimeout)
+	defer scancel()
+	if res.outcome != outEnded {
+		if err := o.Processor.ShardStopped(sctx, r.streamARN, r.shard.ID); err != nil {
+			r.log.Warn("shard stopped callback failed", zap.Error(err))
+		}
+	}
+	if o.Assigner != nil {
+		if err := o.Assigner.Release(sctx, r.streamARN, r.shard.ID, res.outcome == outEnded); err != nil {
+			r.log.Warn("release failed", zap.Bool("finished", res.outcome == outEnded), zap.Error(err))
+		}
+	}
+	return res
+}
+
+// fetch reads GetRecords until the shard's end (ended true) or an error.
+func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *gate) (ended bool, err error) {
+	o := &r.w.o
+	m := r.w.m
+	var lastSeq string // last record queued for Process
+	it, err := r.iterator(ctx, lastSeq)
+	if err != nil {
+		return false, err
+	}
+	if it == "" {
+		return true, nil
+	}
+	idle, fails, throttles := 0, 0, 0
+	for {
+		if err := g.wait(ctx); err != nil {
+			return false, err
+		}
+		m.calls.WithLabelValues(r.table).Inc()
+		out, err := o.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{
+			ShardIterator: aws.String(it),
+			Limit:         aws.Int32(o.GetRecordsLimit),
+		})
+		if err != nil {
+			k := classify(ctx, err)
+			if k == errCanceled {
+				return false, ctx.Err()
+			}
+			m.errs.WithLabelValues(r.table, "GetRecords", k.String()).Inc()
+			switch k {
+			case errExpired:
+				r.log.Info("iterator expired, getting a new one", zap.String("sequence", lastSeq))
+				it, err = r.iterator(ctx, lastSeq)
+			case errTrimmed:
+				m.gaps.WithLabelValues(r.table).Inc()
+				r.log.Warn("records trimmed before they were read, continuing from trim horizon (gap)",
+					zap.String("sequence", lastSeq), zap.Error(err))
+				it, err = r.iteratorAt(ctx, types.ShardIteratorTypeTrimHorizon, "")
+			case errNotFound:
+				return false, fmt.Errorf("get records: %w", err)
+			case errThrottle:
+				m.throttles.WithLabelValues(r.table).Inc()
+				if !sleep(ctx, backoff(throttles, o.MinBackoff, o.MaxBackoff)) {
+					return false, ctx.Err()
+				}
+				throttles++
+				continue
+			default:
+				fails++
+				if k == errRejected || fails >= maxFailures {
+					return false, fmt.Errorf("get records (%d failures): %w", fails, err)
+				}
+				r.log.Warn("get records failed, retrying with a new iterator", zap.Int("failures", fails), zap.Error(err))
+				if !sleep(ctx, backoff(fails-1, o.MinBackoff, o.MaxBackoff)) {
+					return false, ctx.Err()
+				}
+				it, err = r.iterator(ctx, lastSeq)
+			}
+			if err != nil {
+				return false, err
+			}
+			if it == "" {
+				return true, nil
+			}
+			continue
+		}
+		fails, throttles = 0, 0
+
+		recs := out.Records
+		if lastSeq != "" {
+			recs = dropUpTo(recs, lastSeq)
+		}
+		if len(recs) > 0 {
+			b := Batch{Table: r.table, StreamARN: r.streamARN, ShardID: r.shard.ID, Records: recs}
+			for _, rec := range recs {
+				b.Bytes += recordSize(rec)
+			}
+			last := recs[len(recs)-1]
+			if last.Dynamodb != nil {
+				lastSeq = aws.ToString(last.Dynamodb.SequenceNumber)
+				if t := last.Dynamodb.ApproximateCreationDateTime; t != nil {
+					m.setAge(r.table, r.key, o.Now().Sub(*t))
+				}
+			}
+			m.records.WithLabelValues(r.table).Add(float64(len(recs)))
+			m.bytes.WithLabelValues(r.table).Add(float64(b.Bytes))
+			g.add(b.Bytes)
+			select {
+			case q <- b:
+			case <-ctx.Done():
+				return false, ctx.Err()
+			}
+		}
+		next := aws.ToString(out.NextShardIterator)
+		if next == "" {
+			return true, nil
+		}
+		it = next
+		if len(out.Records) == 0 {
+			m.setAge(r.table, r.key, 0)
+			if !sleep(ctx, idleDelay(idle, o.IdleBackoff)) {
+				return false, ctx.Err()
+			}
+			idle++
+		} else {
+			idle = 0
+		}
+	}
+}
+
+// iterator returns a shard iterator after lastSeq, or at the reader's start
+// when nothing was read yet. "" means the shard has nothing more (a closed
+// shard past its end).
+func (r *reader) iterator(ctx context.Context, lastSeq string) (string, error) {
+	if lastSeq != "" {
+		return r.iteratorAt(ctx, types.ShardIteratorTypeAfterSequenceNumber, lastSeq)
+	}
+	return r.iteratorAt(ctx, r.startType, r.startSeq)
+}
+
+// iteratorAt calls GetShardIterator with retries: throttling and transient
+// errors back off; trimmed data (a stored sequence already trimmed) counts a
+// gap and falls back to TRIM_HORIZON.
+func (r *reader) iteratorAt(ctx context.Context, typ types.ShardIteratorType, seq string) (string, error) {
+	o := &r.w.o
+	m := r.w.m
+	fails, throttles := 0, 0
+	for {
+		in := &dynamodbstreams.GetShardIteratorInput{
+			StreamArn:         aws.String(r.streamARN),
+			ShardId:           aws.String(r.shard.ID),
+			ShardIteratorType: typ,
+		}
+		if typ == types.ShardIteratorTypeAfterSequenceNumber || typ == types.ShardIteratorTypeAtSequenceNumber {
+			in.SequenceNumber = aws.String(seq)
+		}
+		out, err := o.Streams.GetShardIterator(ctx, in)
+		if err == nil {
+			return aws.ToString(out.ShardIterator), nil
+		}
+		k := classify(ctx, err)
+		if k == errCanceled {
+			return "", ctx.Err()
+		}
+		m.errs.WithLabelValues(r.table, "GetShardIterator", k.String()).Inc()
+		switch k {
+		case errTrimmed:
+			if typ != types.ShardIteratorTypeTrimHorizon {
+				m.gaps.WithLabelValues(r.table).Inc()
+				r.log.Warn("position trimmed from the stream, continuing from trim horizon (gap)",
+					zap.String("sequence", seq), zap.String("iterator_type", string(typ)), zap.Error(err))
+				typ, seq = types.ShardIteratorTypeTrimHorizon, ""
+				continue
+			}
+			fails++
+		case errNotFound:
+			return "", fmt.Errorf("get shard iterator: %w", err)
+		case errThrottle:
+			m.throttles.WithLabelValues(r.table).Inc()
+			if !sleep(ctx, backoff(throttles, o.MinBackoff, o.MaxBackoff)) {
+				return "", ctx.Err()
+			}
+			throttles++
+			continue
+		case errRejected:
+			return "", fmt.Errorf("get shard iterator %s %s: %w", typ, seq, err)
+		default:
+			fails++
+		}
+		if fails >= maxFailures {
+			return "", fmt.Errorf("get shard iterator %s (%d failures): %w", typ, fails, err)
+		}
+		r.log.Warn("get shard iterator failed, retrying", zap.Int("failures", fails), zap.Error(err))
+		if !sleep(ctx, backoff(fails-1, o.MinBackoff, o.MaxBackoff)) {
+			return "", ctx.Err()
+		}
+	}
+}
+
+// dropUpTo removes records at or before seq (after re-reading from an older
+// position, e.g. trim horizon after a gap), so a reader never hands a record
+// to Process twice.
+func dropUpTo(recs []types.Record, seq string) []types.Record {
+	i := 0
+	for i < len(recs) && recs[i].Dynamodb != nil && recs[i].Dynamodb.SequenceNumber != nil &&
+		event.CompareSequence(*recs[i].Dynamodb.SequenceNumber, seq) <= 0 {
+		i++
+	}
+	return recs[i:]
+}
+
+// recordSize is a record's approximate size for memory budgets.
+func recordSize(rec types.Record) int {
+	if rec.Dynamodb != nil && rec.Dynamodb.SizeBytes != nil && *rec.Dynamodb.SizeBytes > 0 {
+		return int(*rec.Dynamodb.SizeBytes)
+	}
+	return 100
+}
+
+// idleDelay is the wait after the n-th empty GetRecords in a row: it grows
+// from max/8 to max.
+func idleDelay(n int, maxD time.Duration) time.Duration {
+	if n >= 3 {
+		return maxD
+	}
+	return maxD >> (3 - n)
+}
+
+// gate is a reader's byte budget: the fetcher waits while the bytes queued
+// and not yet processed reach the limit.
+type gate struct {
+	mu    sync.Mutex
+	used  int
+	limit int
+	freed chan struct{}
+}
+
+func newGate(limit int) *gate { return &gate{limit: limit, freed: make(chan struct{}, 1)} }
+
+func (g *gate) wait(ctx context.Context) error {
+	for {
+		g.mu.Lock()
+		ok := g.used < g.limit
+		g.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-g.freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (g *gate) add(n int) {
+	g.mu.Lock()
+	g.used += n
+	g.mu.Unlock()
+}
+
+func (g *gate) release(n int) {
+	g.mu.Lock()
+	g.used -= n
+	g.mu.Unlock()
+	select {
+	case g.freed <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,331 @@
+// Package shard walks DynamoDB Streams: it finds each table's stream, keeps
+// the stream's shard lineage graph, and reads every shard in lineage order
+// (a child only after all of its parents were read to their end), handing
+// the records to a [Processor] in per-shard order.
+//
+// A [Walker] is the whole machine. It discovers streams (from a table's
+// LatestStreamArn, older streams of the table listed by ListStreams, or
+// explicit stream ARNs), pages DescribeStream to its end, starts each shard
+// from its stored [Position] (AFTER_SEQUENCE_NUMBER) or from TRIM_HORIZON
+// (or LATEST on a fresh start, when asked), polls GetRecords adaptively, and
+// survives the stream's faults: expired iterators, trimmed data, throttling
+// and a stream that goes away.
+//
+// # Lineage
+//
+// A shard is ready when it is not finished and every parent is finished or
+// gone from the stream (trimmed away). A shard is finished when its reader
+// reached the end of the closed shard and [Processor.ShardEnded] returned
+// nil, when its stored Position says Finished, or (after a restart) when
+// any of its descendants has a stored Position: a child is only ever started
+// after its parents were finished, so a child's checkpoint proves it even if
+// the parent's own Finished mark was never written.
+//
+// # Ownership
+//
+// One Walker never runs two readers on one shard. With an [Assigner] (a
+// lease store), several walkers in several processes split a stream's
+// shards; each reader stops as soon as its [Assignment]'s context ends.
+//
+// # Retries and the SDK's retryer
+//
+// The AWS SDK's standard retryer retries throttling (LimitExceededException,
+// ThrottlingException, ...), 5xx and network errors a bounded number of
+// times (3 attempts by default) and then returns the last error wrapped in
+// *retry.MaxAttemptsError, or joined with a retry-quota error; both unwrap,
+// so errors.As still finds the service's exception. The walker relies on
+// exactly that: it never sees an unbounded SDK retry loop, and it adds its
+// own bounded, jittered, context-aware exponential backoff on top. Expired
+// iterators, trimmed data and missing resources are not retried by the SDK
+// and reach the walker at once.
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// StreamsAPI is the part of the DynamoDB Streams API the walker calls.
+// *dynamodbstreams.Client satisfies it.
+type StreamsAPI interface {
+	DescribeStream(ctx context.Context, in *dynamodbstreams.DescribeStreamInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.DescribeStreamOutput, error)
+	GetShardIterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error)
+	GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error)
+	ListStreams(ctx context.Context, in *dynamodbstreams.ListStreamsInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.ListStreamsOutput, error)
+}
+
+// TableAPI is the part of the DynamoDB API the walker calls to find a
+// table's stream. *dynamodb.Client satisfies it.
+type TableAPI interface {
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+}
+
+// Shard is one shard as DescribeStream describes it.
+type Shard struct {
+	// ID is the shard ID.
+	ID string
+	// Parents holds the parent shard IDs (zero or one in DynamoDB Streams;
+	// a slice so that merges would fit).
+	Parents []string
+	// StartingSequence and EndingSequence are the shard's sequence number
+	// range. EndingSequence is set once the shard is closed.
+	StartingSequence, EndingSequence string
+}
+
+// Closed reports whether the shard is closed (no new records will enter it).
+func (s Shard) Closed() bool { return s.EndingSequence != "" }
+
+// Position is where a shard stands in the checkpoint store.
+type Position struct {
+	// SequenceNumber is the last record of the shard that was fully
+	// processed; the shard resumes AFTER it. Empty: none yet.
+	SequenceNumber string
+	// Finished is set once the shard was read to its end and every record
+	// processed; a finished shard is never read again.
+	Finished bool
+}
+
+// Batch is a non-empty run of records of one shard, in stream order.
+type Batch struct {
+	Table, StreamARN, ShardID string
+	Records                   []types.Record
+	// Bytes is the batch's approximate size (the sum of the records'
+	// SizeBytes), which memory budgets count.
+	Bytes int
+}
+
+// Processor receives the records. Process for one shard is never called
+// concurrently with itself; different shards run in parallel.
+type Processor interface {
+	// Process handles one batch; it may block (backpressure). An error
+	// stops that shard's reader (ShardStopped is then called); the walker
+	// restarts the shard later from its stored Position (at-least-once).
+	Process(ctx context.Context, b Batch) error
+	// ShardEnded is called once a closed shard was read to its end (all its
+	// batches passed to Process and returned). It returns after every
+	// record of the shard is acknowledged and the shard is recorded
+	// Finished; only then are the shard's children started. An error makes
+	// the walker treat the shard as stopped and restart it later.
+	ShardEnded(ctx context.Context, streamARN, shardID string) error
+	// ShardStopped is called when a shard's reader stops before the shard's
+	// end: its assignment was withdrawn (lease lost or handed off), the
+	// walker is shutting down, Process or ShardEnded failed, or the shard
+	// went away. It returns after the shard's in-flight records are
+	// acknowledged and checkpointed (or ctx ends). ctx is a fresh context
+	// bounded by Options.StopTimeout.
+	ShardStopped(ctx context.Context, streamARN, shardID string) error
+}
+
+// Positions loads stored positions (the consumer adapts a checkpoint store
+// to it). It is called at every discovery of a stream.
+type Positions interface {
+	Positions(ctx context.Context, streamARN string) (map[string]Position, error)
+}
+
+// Assigner decides which ready shards this walker reads (nil: all of them).
+// Ready shards are those not finished whose parents are all finished (or
+// gone from the stream).
+type Assigner interface {
+	// Assign is called every discovery round and at every shard end, per
+	// stream, with the stream's ready shards, in lineage order (the shards
+	// this walker is already reading included). It returns the ones this
+	// walker may read now, each with a context that is cancelled the moment
+	// this walker must stop reading it. Assignments for shards the walker
+	// already reads are ignored (their first Ctx stays in force). The
+	// walker starts at most MaxConcurrentShards readers; assignments beyond
+	// that are handed back at once with Release(finished=false).
+	Assign(ctx context.Context, streamARN string, ready []Shard) ([]Assignment, error)
+	// Release is called after the shard's reader stopped and
+	// Processor.ShardStopped or ShardEnded returned, so the lease can be
+	// let go (finished=false) or marked finished (finished=true).
+	Release(ctx context.Context, streamARN, shardID string, finished bool) error
+}
+
+// Assignment is one shard an Assigner lets this walker read, for as long as
+// Ctx is not done.
+type Assignment struct {
+	ShardID string
+	Ctx     context.Context
+}
+
+// StartPosition says where a shard with no stored Position starts.
+type StartPosition string
+
+// The start positions. The zero value means TrimHorizon.
+const (
+	// TrimHorizon reads every record still in the stream.
+	TrimHorizon StartPosition = "trim-horizon"
+	// Latest skips what is already in the stream when the walker first
+	// sees a stream with no stored positions at all: closed shards are
+	// skipped and open shards start at LATEST. Every shard found later
+	// (children, a new stream after re-enabling) starts at TRIM_HORIZON,
+	// and a stream with stored positions always resumes from them.
+	Latest StartPosition = "latest"
+)
+
+// ParseStartPosition parses "trim-horizon" (or "trim_horizon") and
+// "latest", case-insensitively; "" means TrimHorizon.
+func ParseStartPosition(s string) (StartPosition, error) {
+	switch strings.ToLower(strings.ReplaceAll(s, "_", "-")) {
+	case "", "trim-horizon":
+		return TrimHorizon, nil
+	case "latest":
+		return Latest, nil
+	}
+	return "", fmt.Errorf("start position %q: want trim-horizon or latest", s)
+}
+
+// Options configure a Walker. Streams, Processor and at least one of
+// TableNames or StreamARNs are required; TableNames also need Tables.
+type Options struct {
+	// Streams is the DynamoDB Streams client.
+	Streams StreamsAPI
+	// Tables is the DynamoDB client used to find tables' streams.
+	Tables TableAPI
+	// TableNames are tables whose streams are read: the table's latest
+	// stream, and older streams of the table still listed by ListStreams,
+	// oldest first (a newer stream of a table is read only after the older
+	// ones were read to their end).
+	TableNames []string
+	// StreamARNs are streams read as given, each independently.
+	StreamARNs []string
+	// Start is where a shard with no stored Position starts (default
+	// TrimHorizon).
+	Start StartPosition
+
+	// Processor receives the records. Required.
+	Processor Processor
+	// Positions loads stored positions; nil: none are stored.
+	Positions Positions
+	// Assigner decides which shards this walker reads; nil: all.
+	Assigner Assigner
+
+	// MaxConcurrentShards bounds the shards read at once (default 256).
+	MaxConcurrentShards int
+	// ShardBufferBytes is each reader's byte budget: a reader issues no
+	// GetRecords while the batches Process has not yet taken add up to
+	// this much, so it holds at most that plus one GetRecords response
+	// (default 4 MiB).
+	ShardBufferBytes int
+	// GetRecordsLimit is GetRecords' Limit (default 1000, the maximum).
+	GetRecordsLimit int32
+	// DiscoveryInterval is the period of re-discovery (default 10 s);
+	// shards are also re-discovered at every shard end.
+	DiscoveryInterval time.Duration
+	// IdleBackoff is the longest wait between GetRecords calls on a shard
+	// that returned nothing (default 250 ms); a call that returned records
+	// is followed at once.
+	IdleBackoff time.Duration
+	// MinBackoff and MaxBackoff bound the exponential backoff (with full
+	// jitter) after throttling and transient errors (defaults 50 ms, 5 s).
+	MinBackoff, MaxBackoff time.Duration
+	// StopTimeout bounds ShardStopped and Release calls after a reader
+	// stops (default 15 s).
+	StopTimeout time.Duration
+
+	// Logger receives the walker's logs (named "shard"); nil: none.
+	Logger *zap.Logger
+	// Registerer receives the walker's metrics; nil: not registered.
+	// Collectors already registered by another walker are shared.
+	Registerer prometheus.Registerer
+	// Now is the clock for iterator ages (default time.Now).
+	Now func() time.Time
+}
+
+func (o *Options) defaults() error {
+	if o.Streams == nil {
+		return errors.New("shard: Options.Streams is nil")
+	}
+	if o.Processor == nil {
+		return errors.New("shard: Options.Processor is nil")
+	}
+	if len(o.TableNames) == 0 && len(o.StreamARNs) == 0 {
+		return errors.New("shard: Options.TableNames and Options.StreamARNs are both empty: nothing to read")
+	}
+	if len(o.TableNames) > 0 && o.Tables == nil {
+		return errors.New("shard: Options.Tables is nil but Options.TableNames is set")
+	}
+	for i, n := range o.TableNames {
+		if n == "" {
+			return fmt.Errorf("shard: Options.TableNames[%d] is empty", i)
+		}
+	}
+	for i, a := range o.StreamARNs {
+		if !strings.HasPrefix(a, "arn:") || !strings.Contains(a, "/stream/") {
+			return fmt.Errorf("shard: Options.StreamARNs[%d] %q is not a stream ARN (arn:...:table/NAME/stream/LABEL)", i, a)
+		}
+	}
+	switch o.Start {
+	case "":
+		o.Start = TrimHorizon
+	case TrimHorizon, Latest:
+	default:
+		return fmt.Errorf("shard: Options.Start %q: want %q or %q", o.Start, TrimHorizon, Latest)
+	}
+	if o.MaxConcurrentShards < 0 || o.ShardBufferBytes < 0 || o.GetRecordsLimit < 0 || o.DiscoveryInterval < 0 ||
+		o.IdleBackoff < 0 || o.MinBackoff < 0 || o.MaxBackoff < 0 || o.StopTimeout < 0 {
+		return errors.New("shard: Options: limits and durations must not be negative")
+	}
+	if o.GetRecordsLimit > 1000 {
+		return fmt.Errorf("shard: Options.GetRecordsLimit %d: at most 1000", o.GetRecordsLimit)
+	}
+	if o.MaxConcurrentShards == 0 {
+		o.MaxConcurrentShards = 256
+	}
+	if o.ShardBufferBytes == 0 {
+		o.ShardBufferBytes = 4 << 20
+	}
+	if o.GetRecordsLimit == 0 {
+		o.GetRecordsLimit = 1000
+	}
+	if o.DiscoveryInterval == 0 {
+		o.DiscoveryInterval = 10 * time.Second
+	}
+	if o.IdleBackoff == 0 {
+		o.IdleBackoff = 250 * time.Millisecond
+	}
+	if o.MinBackoff == 0 {
+		o.MinBackoff = 50 * time.Millisecond
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = 5 * time.Second
+	}
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = o.MinBackoff
+	}
+	if o.StopTimeout == 0 {
+		o.StopTimeout = 15 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return nil
+}
+
+// TableFromStreamARN returns the table name in a stream ARN
+// (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME/stream/LABEL), or "" when the
+// ARN has no such part.
+func TableFromStreamARN(arn string) string {
+	i := strings.Index(arn, ":table/")
+	if i < 0 {
+		return ""
+	}
+	rest := arn[i+len(":table/"):]
+	j := strings.Index(rest, "/stream/")
+	if j <= 0 {
+		return ""
+	}
+	return rest[:j]
+}

@@ -1,0 +1,815 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/event"
+)
+
+// Walker reads streams shard by shard in lineage order. Create it with New
+// and call Run once.
+type Walker struct {
+	o       Options
+	log     *zap.Logger
+	m       *metrics
+	started atomic.Bool
+}
+
+// New checks o, fills in defaults and returns a Walker. It registers the
+// walker's metrics with o.Registerer.
+func New(o Options) (*Walker, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	return &Walker{o: o, log: o.Logger.Named("shard"), m: newMetrics(o.Registerer)}, nil
+}
+
+// Run discovers the streams and reads them until ctx ends. Then it stops
+// every reader, calls Processor.ShardStopped for each (with a fresh context
+// bounded by Options.StopTimeout, so they can flush) and Assigner.Release,
+// and returns nil. Run returns an error only when it is called twice.
+func (w *Walker) Run(ctx context.Context) error {
+	if !w.started.CompareAndSwap(false, true) {
+		return errors.New("shard: Walker.Run called twice")
+	}
+	r := &run{
+		w:       w,
+		o:       &w.o,
+		ctx:     ctx,
+		streams: map[string]*streamState{},
+		readers: map[string]*reader{},
+		results: make(chan result),
+		wake:    make(chan struct{}, 1),
+	}
+	for _, name := range w.o.TableNames {
+		r.tables = append(r.tables, &tableState{name: name})
+	}
+	for _, arn := range w.o.StreamARNs {
+		if r.streams[arn] == nil {
+			st := r.newStream(arn, TableFromStreamARN(arn), nil)
+			r.explicit = append(r.explicit, st)
+		}
+	}
+	return r.loop()
+}
+
+// tableState is one table given by name, and its streams, oldest first.
+type tableState struct {
+	name         string
+	latest       string
+	streams      []*streamState
+	listRejected bool
+	discovered   bool
+}
+
+// streamState is what the walker knows about one stream.
+type streamState struct {
+	arn    string
+	table  string // table name, for labels and batches
+	tbl    *tableState
+	label  string
+	shards map[string]*shardState
+	// positions are the last stored positions loaded.
+	positions      map[string]Position
+	positionsOK    bool
+	described      bool
+	fresh          bool // Start is Latest and this stream was there at the first discovery
+	gone           bool // ResourceNotFound: stream deleted or trimmed away entirely
+	done           bool // a replaced stream read to its end: no more reading
+	filterRejected bool // DescribeStream ShardFilter not supported by the endpoint
+	needRefresh    bool
+}
+
+// shardState is one shard of a stream.
+type shardState struct {
+	Shard
+	pos         Position
+	hasPos      bool
+	finished    bool // stored Finished, ended here, inferred from descendants, or skipped (Latest)
+	gone        bool // no longer listed by DescribeStream (trimmed)
+	running     bool
+	startLatest bool // start at LATEST the first time (fresh start with Latest)
+	started     bool
+	fails       int
+	retryAfter  time.Time
+}
+
+// run is the state of one Walker.Run; only the loop goroutine touches it.
+type run struct {
+	w        *Walker
+	o        *Options
+	ctx      context.Context
+	tables   []*tableState
+	explicit []*streamState
+	streams  map[string]*streamState
+	readers  map[string]*reader
+	results  chan result
+	wake     chan struct{}
+	wg       sync.WaitGroup
+	rounds   int
+}
+
+func readerKey(arn, id string) string { return arn + "|" + id }
+
+func (r *run) newStream(arn, table string, t *tableState) *streamState {
+	if table == "" {
+		table = arn
+	}
+	st := &streamState{arn: arn, table: table, tbl: t, shards: map[string]*shardState{}, label: streamLabel(arn)}
+	st.fresh = r.o.Start == Latest && r.rounds == 0
+	r.streams[arn] = st
+	return st
+}
+
+func streamLabel(arn string) string {
+	if i := strings.LastIndex(arn, "/stream/"); i >= 0 {
+		return arn[i+len("/stream/"):]
+	}
+	return arn
+}
+
+func (r *run) loop() error {
+	r.discoverAll()
+	r.rounds++
+	r.schedule()
+	tick := time.NewTicker(r.o.DiscoveryInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			r.shutdown()
+			return nil
+		case <-tick.C:
+			r.discoverAll()
+			r.rounds++
+			r.schedule()
+		case res := <-r.results:
+			r.handle(res)
+			r.refreshPending()
+			r.schedule()
+		case <-r.wake:
+			r.refreshPending()
+			r.schedule()
+		}
+	}
+}
+
+// shutdown waits for every reader (their contexts derive from r.ctx, which
+// ended): each calls ShardStopped and Release before it reports.
+func (r *run) shutdown() {
+	r.w.log.Info("stopping readers", zap.Int("readers", len(r.readers)))
+	for _, rd := range r.readers {
+		rd.cancel()
+	}
+	for len(r.readers) > 0 {
+		res := <-r.results
+		r.forget(res.rd)
+	}
+	r.wg.Wait()
+	r.w.log.Info("stopped")
+}
+
+// poke asks the loop for a refresh-and-schedule pass after d.
+func (r *run) poke(d time.Duration) {
+	time.AfterFunc(d, func() {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// discoverAll finds the tables' streams and refreshes every stream.
+func (r *run) discoverAll() {
+	for _, t := range r.tables {
+		if r.ctx.Err() != nil {
+			return
+		}
+		r.discoverTable(t)
+	}
+	for _, st := range r.allStreams() {
+		if r.ctx.Err() != nil {
+			return
+		}
+		if !st.gone && !st.done {
+			r.refresh(st)
+		}
+	}
+}
+
+// allStreams lists the streams in scheduling order: explicit ones, then
+// each table's streams oldest first.
+func (r *run) allStreams() []*streamState {
+	out := append([]*streamState(nil), r.explicit...)
+	for _, t := range r.tables {
+		for _, st := range t.streams {
+			if st.tbl == t {
+				out = append(out, st)
+			}
+		}
+	}
+	return out
+}
+
+// discoverTable reads the table's LatestStreamArn and lists its older
+// streams (ListStreams, paged), oldest first.
+func (r *run) discoverTable(t *tableState) {
+	log := r.w.log.With(zap.String("table", t.name))
+	out, err := r.o.Tables.DescribeTable(r.ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.name)})
+	if err != nil {
+		if classify(r.ctx, err) != errCanceled {
+			log.Warn("describe table failed", zap.Error(err))
+		}
+		return
+	}
+	latest := ""
+	if out.Table != nil {
+		latest = aws.ToString(out.Table.LatestStreamArn)
+	}
+	type found struct{ arn, label string }
+	var arns []found
+	if !t.listRejected {
+		var start *string
+		for {
+			lo, err := r.o.Streams.ListStreams(r.ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String(t.name), ExclusiveStartStreamArn: start})
+			if err != nil {
+				k := classify(r.ctx, err)
+				if k == errRejected {
+					t.listRejected = true
+				}
+				if k != errCanceled {
+					log.Info("list streams failed, using the table's latest stream only", zap.Error(err))
+				}
+				arns = nil
+				break
+			}
+			for _, s := range lo.Streams {
+				if aws.ToString(s.TableName) != t.name || aws.ToString(s.StreamArn) == "" {
+					continue
+				}
+				label := aws.ToString(s.StreamLabel)
+				if label == "" {
+					label = streamLabel(aws.ToString(s.StreamArn))
+				}
+				arns = append(arns, found{aws.ToString(s.StreamArn), label})
+			}
+			next := aws.ToString(lo.LastEvaluatedStreamArn)
+			if next == "" || (start != nil && next == *start) {
+				break
+			}
+			start = aws.String(next)
+		}
+	}
+	if latest == "" && len(arns) == 0 {
+		if !t.discovered {
+			log.Warn("table has no stream (enable DynamoDB Streams on it)")
+		}
+		t.discovered = true
+		return
+	}
+	if latest != "" {
+		arns = append(arns, found{latest, streamLabel(latest)})
+	}
+	first := !t.discovered
+	t.discovered = true
+	for _, f := range arns {
+		if st := r.streams[f.arn]; st != nil {
+			continue
+		}
+		st := r.newStream(f.arn, t.name, t)
+		st.label = f.label
+		if first && r.o.Start == Latest && f.arn != latest {
+			// A fresh start at LATEST ignores streams the table replaced.
+			st.done = true
+		}
+		t.streams = append(t.streams, st)
+		log.Info("stream found", zap.String("stream", f.arn))
+	}
+	if latest != "" && latest != t.latest && t.latest != "" {
+		log.Info("table's stream replaced; the old one is read to its end first",
+			zap.String("stream", latest), zap.String("old_stream", t.latest))
+	}
+	if latest != "" {
+		t.latest = latest
+	}
+	sort.SliceStable(t.streams, func(i, j int) bool {
+		a, b := t.streams[i], t.streams[j]
+		if (a.arn == t.latest) != (b.arn == t.latest) {
+			return b.arn == t.latest
+		}
+		return a.label < b.label
+	})
+}
+
+// refreshPending refreshes the streams that asked for it.
+func (r *run) refreshPending() {
+	for _, st := range r.allStreams() {
+		if st.needRefresh && !st.gone && r.ctx.Err() == nil {
+			r.refresh(st)
+		}
+	}
+}
+
+// refresh describes the stream to its end, loads its stored positions and
+// updates the lineage graph.
+func (r *run) refresh(st *streamState) {
+	st.needRefresh = false
+	shards, err := r.describe(st, nil)
+	if err != nil {
+		r.describeFailed(st, err)
+		return
+	}
+	r.w.m.discoveries.WithLabelValues(st.table).Inc()
+	seen := make(map[string]bool, len(shards))
+	for _, s := range shards {
+		seen[s.ID] = true
+		r.addShard(st, s)
+	}
+	for id, ss := range st.shards {
+		if !seen[id] && !ss.gone {
+			ss.gone = true
+			r.w.log.Info("shard gone from the stream", zap.String("table", st.table), zap.String("stream", st.arn), zap.String("shard", id))
+		}
+	}
+	first := !st.described
+	st.described = true
+	if !r.loadPositions(st) {
+		return
+	}
+	if first && st.fresh && len(st.positions) == 0 {
+		// Fresh start at LATEST: what the stream already holds is skipped.
+		for _, ss := range st.shards {
+			if ss.Closed() {
+				ss.finished = true
+			} else {
+				ss.startLatest = true
+			}
+		}
+	}
+	r.updateDone(st)
+}
+
+func (r *run) describeFailed(st *streamState, err error) {
+	switch classify(r.ctx, err) {
+	case errCanceled:
+	case errNotFound:
+		r.streamGone(st, err)
+	default:
+		st.needRefresh = true
+		r.poke(r.o.MaxBackoff)
+		r.w.log.Warn("describe stream failed", zap.String("table", st.table), zap.String("stream", st.arn), zap.Error(err))
+	}
+}
+
+// addShard adds a described shard to the graph or updates it.
+func (r *run) addShard(st *streamState, s Shard) *shardState {
+	ss := st.shards[s.ID]
+	if ss == nil {
+		ss = &shardState{Shard: s}
+		st.shards[s.ID] = ss
+		if p, ok := st.positions[s.ID]; ok {
+			ss.pos, ss.hasPos, ss.finished = p, true, p.Finished
+		}
+		r.inferParents(st, ss)
+		return ss
+	}
+	if s.EndingSequence != "" {
+		ss.EndingSequence = s.EndingSequence
+	}
+	ss.gone = false
+	return ss
+}
+
+// loadPositions loads the stream's stored positions and applies them.
+func (r *run) loadPositions(st *streamState) bool {
+	if r.o.Positions == nil {
+		st.positions, st.positionsOK = map[string]Position{}, true
+		return true
+	}
+	pos, err := r.o.Positions.Positions(r.ctx, st.arn)
+	if err != nil {
+		if r.ctx.Err() == nil {
+			r.w.log.Warn("loading positions failed", zap.String("table", st.table), zap.String("stream", st.arn), zap.Error(err))
+			st.needRefresh = true
+			r.poke(r.o.MaxBackoff)
+		}
+		return false
+	}
+	st.positions, st.positionsOK = pos, true
+	for id, p := range pos {
+		ss := st.shards[id]
+		if ss == nil {
+			continue
+		}
+		ss.pos, ss.hasPos = p, true
+		if p.Finished {
+			ss.finished = true
+		}
+	}
+	for id := range pos {
+		if ss := st.shards[id]; ss != nil {
+			r.inferParents(st, ss)
+		}
+	}
+	return true
+}
+
+// inferParents marks every known ancestor of a shard with a stored position
+// finished: a shard is only started after its parents were finished.
+func (r *run) inferParents(st *streamState, ss *shardState) {
+	if !ss.hasPos {
+		return
+	}
+	seen := map[string]bool{}
+	stack := append([]string(nil), ss.Parents...)
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		p := st.shards[id]
+		if p == nil {
+			continue
+		}
+		if !p.finished && !p.running {
+			p.finished = true
+			r.w.log.Debug("parent inferred finished from a child's position", zap.String("stream", st.arn), zap.String("shard", id), zap.String("child", ss.ID))
+		}
+		stack = append(stack, p.Parents...)
+	}
+}
+
+// describe pages DescribeStream to its end (with filter, only the shards
+// the filter selects). Throttling and transient errors are retried a few
+// times with backoff.
+func (r *run) describe(st *streamState, filter *types.ShardFilter) ([]Shard, error) {
+	var out []Shard
+	var start *string
+	for {
+		in := &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(st.arn), ExclusiveStartShardId: start, Limit: aws.Int32(100), ShardFilter: filter}
+		var resp *dynamodbstreams.DescribeStreamOutput
+		var err error
+		for attempt := 0; ; attempt++ {
+			resp, err = r.o.Streams.DescribeStream(r.ctx, in)
+			if err == nil {
+				break
+			}
+			k := classify(r.ctx, err)
+			r.w.m.errs.WithLabelValues(st.table, "DescribeStream", k.String()).Inc()
+			if (k != errThrottle && k != errOther) || attempt >= 4 {
+				return nil, err
+			}
+			if k == errThrottle {
+				r.w.m.throttles.WithLabelValues(st.table).Inc()
+			}
+			if !sleep(r.ctx, backoff(attempt, r.o.MinBackoff, r.o.MaxBackoff)) {
+				return nil, r.ctx.Err()
+			}
+		}
+		d := resp.StreamDescription
+		if d == nil {
+			return nil, fmt.Errorf("describe stream %s: response has no StreamDescription", st.arn)
+		}
+		for _, s := range d.Shards {
+			id := aws.ToString(s.ShardId)
+			if id == "" {
+				continue
+			}
+			sh := Shard{ID: id}
+			if p := aws.ToString(s.ParentShardId); p != "" {
+				sh.Parents = []string{p}
+			}
+			if rg := s.SequenceNumberRange; rg != nil {
+				sh.StartingSequence = aws.ToString(rg.StartingSequenceNumber)
+				sh.EndingSequence = aws.ToString(rg.EndingSequenceNumber)
+			}
+			out = append(out, sh)
+		}
+		next := aws.ToString(d.LastEvaluatedShardId)
+		if next == "" {
+			return out, nil
+		}
+		if start != nil && next == *start {
+			return nil, fmt.Errorf("describe stream %s: paging did not advance past shard %s", st.arn, next)
+		}
+		start = aws.String(next)
+	}
+}
+
+// children finds a finished shard's children: with ShardFilter
+// CHILD_SHARDS when the endpoint supports it, else by a full refresh.
+func (r *run) children(st *streamState, id string) {
+	if !st.filterRejected {
+		kids, err := r.describe(st, &types.ShardFilter{Type: types.ShardFilterTypeChildShards, ShardId: aws.String(id)})
+		if err == nil {
+			n := 0
+			for _, k := range kids {
+				if len(k.Parents) == 0 {
+					k.Parents = []string{id}
+				}
+				if st.shards[k.ID] == nil {
+					r.addShard(st, k)
+					n++
+				}
+			}
+			if len(kids) > 0 {
+				return
+			}
+		} else {
+			switch classify(r.ctx, err) {
+			case errCanceled:
+				return
+			case errNotFound:
+				r.streamGone(st, err)
+				return
+			case errRejected:
+				st.filterRejected = true
+				r.w.log.Info("endpoint rejects DescribeStream ShardFilter; finding children by full description", zap.String("stream", st.arn), zap.Error(err))
+			}
+		}
+	}
+	r.refresh(st)
+}
+
+// streamGone stops every reader of a stream that no longer exists.
+func (r *run) streamGone(st *streamState, err error) {
+	if st.gone {
+		return
+	}
+	st.gone, st.done = true, true
+	r.w.log.Info("stream gone, stopping its readers", zap.String("table", st.table), zap.String("stream", st.arn), zap.Error(err))
+	for _, rd := range r.readers {
+		if rd.streamARN == st.arn {
+			rd.cancel()
+		}
+	}
+}
+
+// updateDone marks a replaced stream done once every shard is finished or
+// gone: the table's newer stream may then start.
+func (r *run) updateDone(st *streamState) {
+	if st.done || st.tbl == nil || st.arn == st.tbl.latest || !st.described || !st.positionsOK {
+		return
+	}
+	for _, ss := range st.shards {
+		if !ss.finished && !ss.gone {
+			return
+		}
+		if ss.running {
+			return
+		}
+	}
+	st.done = true
+	r.w.log.Info("replaced stream read to its end", zap.String("table", st.table), zap.String("stream", st.arn))
+}
+
+// gated reports whether an older stream of the same table is still unread.
+func (r *run) gated(st *streamState) bool {
+	if st.tbl == nil {
+		return false
+	}
+	for _, o := range st.tbl.streams {
+		if o == st {
+			return false
+		}
+		if !o.done && !o.gone {
+			return true
+		}
+	}
+	return false
+}
+
+// ready lists the stream's ready shards in lineage order: not finished,
+// not gone, every parent finished or gone. running shards are included.
+func (r *run) ready(st *streamState, now time.Time) []*shardState {
+	if st.gone || st.done || !st.described || !st.positionsOK || r.gated(st) {
+		return nil
+	}
+	var out []*shardState
+	for _, ss := range st.shards {
+		if ss.finished || ss.gone {
+			continue
+		}
+		if !ss.running && now.Before(ss.retryAfter) {
+			continue
+		}
+		ok := true
+		for _, p := range ss.Parents {
+			if ps := st.shards[p]; ps != nil && !ps.finished && !ps.gone {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, ss)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if c := event.CompareSequence(out[i].StartingSequence, out[j].StartingSequence); c != 0 {
+			return c < 0
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// schedule starts readers for ready shards, within MaxConcurrentShards and
+// what the Assigner allows.
+func (r *run) schedule() {
+	if r.ctx.Err() != nil {
+		return
+	}
+	now := time.Now()
+	for _, st := range r.allStreams() {
+		if r.ctx.Err() != nil {
+			return
+		}
+		ready := r.ready(st, now)
+		if r.o.Assigner == nil {
+			var start []*shardState
+			for _, ss := range ready {
+				if !ss.running && len(r.readers)+len(start) < r.o.MaxConcurrentShards {
+					start = append(start, ss)
+				}
+			}
+			if len(start) == 0 || !r.reloadBeforeStart(st) {
+				continue
+			}
+			for _, ss := range start {
+				if !ss.finished && !ss.running {
+					r.start(st, ss, nil)
+				}
+			}
+			continue
+		}
+		if st.gone || st.done || !st.described || !st.positionsOK {
+			continue
+		}
+		list := make([]Shard, len(ready))
+		for i, ss := range ready {
+			list[i] = ss.Shard
+		}
+		asg, err := r.o.Assigner.Assign(r.ctx, st.arn, list)
+		if err != nil {
+			if r.ctx.Err() == nil {
+				r.w.log.Warn("assign failed", zap.String("table", st.table), zap.String("stream", st.arn), zap.Error(err))
+			}
+			continue
+		}
+		readySet := make(map[string]bool, len(ready))
+		for _, ss := range ready {
+			readySet[ss.ID] = true
+		}
+		var fresh []Assignment
+		for _, a := range asg {
+			ss := st.shards[a.ShardID]
+			switch {
+			case ss != nil && ss.running:
+				// Already reading it under an earlier assignment.
+			case ss == nil || !readySet[a.ShardID] || len(r.readers)+len(fresh) >= r.o.MaxConcurrentShards:
+				r.release(st, a.ShardID, ss != nil && ss.finished)
+			default:
+				fresh = append(fresh, a)
+			}
+		}
+		if len(fresh) == 0 {
+			continue
+		}
+		if !r.reloadBeforeStart(st) {
+			for _, a := range fresh {
+				r.release(st, a.ShardID, false)
+			}
+			continue
+		}
+		for _, a := range fresh {
+			ss := st.shards[a.ShardID]
+			if ss.finished {
+				r.release(st, a.ShardID, true)
+				continue
+			}
+			r.start(st, ss, a.Ctx)
+		}
+	}
+}
+
+// reloadBeforeStart loads the freshest positions before readers start, so a
+// shard another reader (or worker) just checkpointed resumes after its
+// latest checkpoint.
+func (r *run) reloadBeforeStart(st *streamState) bool {
+	if r.o.Positions == nil {
+		return true
+	}
+	return r.loadPositions(st)
+}
+
+func (r *run) release(st *streamState, id string, finished bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.o.StopTimeout)
+	defer cancel()
+	if err := r.o.Assigner.Release(ctx, st.arn, id, finished); err != nil {
+		r.w.log.Warn("release failed", zap.String("stream", st.arn), zap.String("shard", id), zap.Error(err))
+	}
+}
+
+// start launches a reader for ss; actx (nil: none) is its assignment.
+func (r *run) start(st *streamState, ss *shardState, actx context.Context) {
+	key := readerKey(st.arn, ss.ID)
+	if r.readers[key] != nil {
+		panic("shard: two readers for one shard") // unreachable: ss.running guards it
+	}
+	rctx, cancel := context.WithCancel(r.ctx)
+	stop := func() bool { return false }
+	if actx != nil {
+		stop = context.AfterFunc(actx, cancel)
+	}
+	rd := &reader{
+		w: r.w, table: st.table, streamARN: st.arn, shard: ss.Shard, key: key,
+		ctx: rctx, cancel: cancel,
+	}
+	switch {
+	case ss.hasPos && ss.pos.SequenceNumber != "":
+		rd.startType, rd.startSeq = types.ShardIteratorTypeAfterSequenceNumber, ss.pos.SequenceNumber
+	case ss.startLatest && !ss.started:
+		rd.startType = types.ShardIteratorTypeLatest
+	default:
+		rd.startType = types.ShardIteratorTypeTrimHorizon
+	}
+	rd.log = r.w.log.With(zap.String("table", st.table), zap.String("stream", st.arn), zap.String("shard", ss.ID))
+	ss.running, ss.started = true, true
+	r.readers[key] = rd
+	r.w.m.active.WithLabelValues(st.table).Inc()
+	rd.log.Debug("reader started", zap.String("iterator_type", string(rd.startType)), zap.String("sequence", rd.startSeq))
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		res := rd.run()
+		stop()
+		cancel()
+		r.results <- res
+	}()
+}
+
+// forget removes a stopped reader from the books.
+func (r *run) forget(rd *reader) {
+	delete(r.readers, rd.key)
+	r.w.m.active.WithLabelValues(rd.table).Dec()
+	r.w.m.dropAge(rd.table, rd.key)
+	if st := r.streams[rd.streamARN]; st != nil {
+		if ss := st.shards[rd.shard.ID]; ss != nil {
+			ss.running = false
+		}
+	}
+}
+
+// handle books a reader's result.
+func (r *run) handle(res result) {
+	rd := res.rd
+	r.forget(rd)
+	st := r.streams[rd.streamARN]
+	if st == nil {
+		return
+	}
+	ss := st.shards[rd.shard.ID]
+	log := rd.log
+	switch res.outcome {
+	case outEnded:
+		ss.finished, ss.fails = true, 0
+		r.w.m.ended.WithLabelValues(st.table).Inc()
+		log.Info("shard finished")
+		if !st.gone && r.ctx.Err() == nil {
+			r.children(st, ss.ID)
+		}
+		r.updateDone(st)
+	case outStopped:
+		log.Debug("reader stopped")
+	case outGone:
+		log.Info("shard or stream not found, re-describing", zap.Error(res.err))
+		ss.fails++
+		ss.retryAfter = time.Now().Add(backoff(ss.fails-1, r.o.MinBackoff, r.o.MaxBackoff))
+		if !st.gone && r.ctx.Err() == nil {
+			r.refresh(st)
+		}
+		r.poke(time.Until(ss.retryAfter))
+	case outFailed:
+		ss.fails++
+		d := backoff(ss.fails-1, 4*r.o.MinBackoff, 6*r.o.MaxBackoff)
+		ss.retryAfter = time.Now().Add(d)
+		log.Warn("reader failed, restarting the shard later from its stored position", zap.Int("failures", ss.fails), zap.Duration("retry_in", d), zap.Error(res.err))
+		st.needRefresh = true
+		r.poke(d)
+	}
+}
