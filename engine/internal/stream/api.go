@@ -1,0 +1,534 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ttl-archiver/archiver/engine/internal/awserr"
+)
+
+// Limits of the Streams API, as AWS documents them.
+const (
+	MaxGetRecordsLimit     = 1000    // records per GetRecords
+	MaxGetRecordsBytes     = 1 << 20 // bytes of records per GetRecords
+	MaxDescribeStreamLimit = 100     // shards per DescribeStream page
+	MaxListStreamsLimit    = 100     // streams per ListStreams page
+)
+
+// Handle serves one Streams API operation. op is the operation name without
+// the "DynamoDBStreams_20120810." prefix; body is the raw JSON request. It
+// returns a JSON-encodable response or an *awserr.Error (never anything
+// else, never a panic).
+func (r *Registry) Handle(ctx context.Context, op string, body []byte) (any, error) {
+	switch op {
+	case "ListStreams":
+		var in listStreamsIn
+		if err := decode(body, &in); err != nil {
+			return nil, err
+		}
+		return r.listStreams(in)
+	case "DescribeStream":
+		var in describeStreamIn
+		if err := decode(body, &in); err != nil {
+			return nil, err
+		}
+		return r.describeStream(in)
+	case "GetShardIterator":
+		var in getShardIteratorIn
+		if err := decode(body, &in); err != nil {
+			return nil, err
+		}
+		return r.getShardIterator(in)
+	case "GetRecords":
+		var in getRecordsIn
+		if err := decode(body, &in); err != nil {
+			return nil, err
+		}
+		return r.getRecords(in)
+	}
+	return nil, awserr.Newf(awserr.CodeUnknownOperation, "Unknown operation: DynamoDBStreams_20120810.%s", op)
+}
+
+// decode reads a JSON 1.0 request body; an empty body is an empty request.
+func decode(body []byte, v any) error {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return awserr.Newf(awserr.CodeSerialization, "Unexpected value type in field %s: %s is not valid there", te.Field, te.Value)
+		}
+		return awserr.Newf(awserr.CodeSerialization, "Could not parse request body: %s", err.Error())
+	}
+	return nil
+}
+
+// --- request and response shapes ---
+
+type listStreamsIn struct {
+	TableName               *string
+	Limit                   *int64
+	ExclusiveStartStreamArn *string
+}
+
+type listStreamsOut struct {
+	LastEvaluatedStreamArn string          `json:"LastEvaluatedStreamArn,omitempty"`
+	Streams                []streamSummary `json:"Streams"`
+}
+
+type streamSummary struct {
+	StreamArn   string `json:"StreamArn"`
+	StreamLabel string `json:"StreamLabel"`
+	TableName   string `json:"TableName"`
+}
+
+type describeStreamIn struct {
+	StreamArn             *string
+	Limit                 *int64
+	ExclusiveStartShardId *string
+	ShardFilter           *struct {
+		Type    *string
+		ShardId *string
+	}
+}
+
+type describeStreamOut struct {
+	StreamDescription streamDescription `json:"StreamDescription"`
+}
+
+type streamDescription struct {
+	CreationRequestDateTime epochTime   `json:"CreationRequestDateTime"`
+	KeySchema               []keyElem   `json:"KeySchema,omitempty"`
+	LastEvaluatedShardId    string      `json:"LastEvaluatedShardId,omitempty"`
+	Shards                  []shardDesc `json:"Shards"`
+	StreamArn               string      `json:"StreamArn"`
+	StreamLabel             string      `json:"StreamLabel"`
+	StreamStatus            string      `json:"StreamStatus"`
+	StreamViewType          string      `json:"StreamViewType"`
+	TableName               string      `json:"TableName"`
+}
+
+type shardDesc struct {
+	ParentShardId       string   `json:"ParentShardId,omitempty"`
+	SequenceNumberRange seqRange `json:"SequenceNumberRange"`
+	ShardId             string   `json:"ShardId"`
+}
+
+type seqRange struct {
+	EndingSequenceNumber   string `json:"EndingSequenceNumber,omitempty"`
+	StartingSequenceNumber string `json:"StartingSequenceNumber"`
+}
+
+type getShardIteratorIn struct {
+	StreamArn         *string
+	ShardId           *string
+	ShardIteratorType *string
+	SequenceNumber    *string
+}
+
+type getShardIteratorOut struct {
+	ShardIterator string `json:"ShardIterator"`
+}
+
+type getRecordsIn struct {
+	ShardIterator *string
+	Limit         *int64
+}
+
+// getRecordsOut renders its pre-encoded records without re-encoding them.
+type getRecordsOut struct {
+	next    string
+	records [][]byte
+}
+
+func (o *getRecordsOut) MarshalJSON() ([]byte, error) {
+	n := 64 + len(o.next)
+	for _, r := range o.records {
+		n += len(r) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	if o.next != "" {
+		b = append(b, `"NextShardIterator":`...)
+		b = strconv.AppendQuote(b, o.next)
+		b = append(b, ',')
+	}
+	b = append(b, `"Records":[`...)
+	for i, r := range o.records {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r...)
+	}
+	return append(b, "]}"...), nil
+}
+
+// epochTime is a timestamp on the wire: epoch seconds as a JSON number,
+// with milliseconds.
+type epochTime time.Time
+
+func (t epochTime) MarshalJSON() ([]byte, error) {
+	ms := time.Time(t).UnixMilli()
+	return strconv.AppendFloat(nil, float64(ms)/1000, 'f', -1, 64), nil
+}
+
+// --- validation, with AWS's wording ---
+
+type verrs []string
+
+func (v *verrs) add(format string, args ...any) { *v = append(*v, fmt.Sprintf(format, args...)) }
+
+func (v verrs) err() error {
+	switch len(v) {
+	case 0:
+		return nil
+	case 1:
+		return awserr.Validation("1 validation error detected: %s", v[0])
+	}
+	return awserr.Validation("%d validation errors detected: %s", len(v), strings.Join(v, "; "))
+}
+
+func (v *verrs) required(name string, p *string) {
+	if p == nil {
+		v.add("Value null at '%s' failed to satisfy constraint: Member must not be null", name)
+	}
+}
+
+func (v *verrs) length(name string, p *string, lo, hi int) {
+	if p == nil {
+		return
+	}
+	if n := len(*p); n < lo {
+		v.add("Value '%s' at '%s' failed to satisfy constraint: Member must have length greater than or equal to %d", *p, name, lo)
+	} else if n > hi {
+		v.add("Value '%s' at '%s' failed to satisfy constraint: Member must have length less than or equal to %d", *p, name, hi)
+	}
+}
+
+func (v *verrs) limit(p *int64, hi int64) {
+	if p == nil {
+		return
+	}
+	if *p < 1 {
+		v.add("Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *p)
+	} else if hi > 0 && *p > hi {
+		v.add("Value '%d' at 'limit' failed to satisfy constraint: Member must have value less than or equal to %d", *p, hi)
+	}
+}
+
+var tableNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
+
+var streamARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{12}:table/[a-zA-Z0-9_.-]{1,255}/stream/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}$`)
+
+// lookupStream finds a live stream by ARN with AWS's errors.
+func (r *Registry) lookupStream(arn string) (*Stream, error) {
+	if !streamARNRE.MatchString(arn) {
+		return nil, awserr.Validation("Invalid StreamArn: %s", arn)
+	}
+	s := r.Lookup(arn)
+	if s == nil {
+		return nil, awserr.NotFound("Requested resource not found: Stream: %s not found", arn)
+	}
+	return s, nil
+}
+
+func shardNotFound(id, arn string) error {
+	return awserr.NotFound("Requested resource not found: Shard: %s in Stream: %s not found", id, arn)
+}
+
+// --- ListStreams ---
+
+func (r *Registry) listStreams(in listStreamsIn) (any, error) {
+	var v verrs
+	v.length("tableName", in.TableName, 3, 255)
+	if in.TableName != nil && len(*in.TableName) >= 3 && len(*in.TableName) <= 255 && !tableNameRE.MatchString(*in.TableName) {
+		v.add("Value '%s' at 'tableName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+", *in.TableName)
+	}
+	v.limit(in.Limit, 0)
+	v.length("exclusiveStartStreamArn", in.ExclusiveStartStreamArn, 37, 1024)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	limit := MaxListStreamsLimit
+	if in.Limit != nil && *in.Limit < int64(limit) {
+		limit = int(*in.Limit)
+	}
+	r.Tick() // drops streams whose retention has run out
+
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var after uint32
+	if in.ExclusiveStartStreamArn != nil {
+		ord, ok := r.everOrd[*in.ExclusiveStartStreamArn]
+		if !ok {
+			return nil, awserr.NotFound("Requested resource not found: Stream: %s not found", *in.ExclusiveStartStreamArn)
+		}
+		after = ord
+	}
+	out := &listStreamsOut{Streams: []streamSummary{}}
+	for _, s := range r.list {
+		if s.ord <= after || (in.TableName != nil && s.table != *in.TableName) {
+			continue
+		}
+		if len(out.Streams) == limit {
+			out.LastEvaluatedStreamArn = out.Streams[limit-1].StreamArn
+			break
+		}
+		out.Streams = append(out.Streams, streamSummary{StreamArn: s.arn, StreamLabel: s.label, TableName: s.table})
+	}
+	return out, nil
+}
+
+// --- DescribeStream ---
+
+func (r *Registry) describeStream(in describeStreamIn) (any, error) {
+	var v verrs
+	v.required("streamArn", in.StreamArn)
+	v.length("streamArn", in.StreamArn, 37, 1024)
+	v.limit(in.Limit, 0)
+	v.length("exclusiveStartShardId", in.ExclusiveStartShardId, 28, 65)
+	var parent *string
+	if f := in.ShardFilter; f != nil {
+		v.length("shardFilter.shardId", f.ShardId, 28, 65)
+		if f.Type != nil && *f.Type != "CHILD_SHARDS" {
+			v.add("Value '%s' at 'shardFilter.type' failed to satisfy constraint: Member must satisfy enum value set: [CHILD_SHARDS]", *f.Type)
+		}
+		if f.Type != nil || f.ShardId != nil {
+			if f.Type == nil {
+				v.add("ShardFilter.Type must be CHILD_SHARDS when ShardFilter.ShardId is set")
+			} else if f.ShardId == nil {
+				v.add("ShardFilter.ShardId is required when ShardFilter.Type is CHILD_SHARDS")
+			}
+			parent = f.ShardId
+		}
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	limit := MaxDescribeStreamLimit
+	if in.Limit != nil && *in.Limit < int64(limit) {
+		limit = int(*in.Limit)
+	}
+	s, err := r.lookupStream(*in.StreamArn)
+	if err != nil {
+		return nil, err
+	}
+	now := r.opts.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maintainLocked(now)
+	var after uint32
+	if in.ExclusiveStartShardId != nil {
+		ord, ok := s.ordByID[*in.ExclusiveStartShardId]
+		if !ok {
+			return nil, shardNotFound(*in.ExclusiveStartShardId, s.arn)
+		}
+		after = ord
+	}
+	d := streamDescription{
+		CreationRequestDateTime: epochTime(s.created),
+		KeySchema:               s.keySchema,
+		Shards:                  []shardDesc{},
+		StreamArn:               s.arn,
+		StreamLabel:             s.label,
+		StreamStatus:            s.status,
+		StreamViewType:          s.viewType,
+		TableName:               s.table,
+	}
+	for _, sh := range s.shards {
+		if sh.ord <= after || (parent != nil && sh.parent != *parent) {
+			continue
+		}
+		if len(d.Shards) == limit {
+			d.LastEvaluatedShardId = d.Shards[limit-1].ShardId
+			break
+		}
+		sd := shardDesc{ParentShardId: sh.parent, ShardId: sh.id, SequenceNumberRange: seqRange{StartingSequenceNumber: formatSeq(sh.start)}}
+		if sh.closed() {
+			sd.SequenceNumberRange.EndingSequenceNumber = formatSeq(sh.end)
+		}
+		d.Shards = append(d.Shards, sd)
+	}
+	return &describeStreamOut{StreamDescription: d}, nil
+}
+
+// --- GetShardIterator ---
+
+func (r *Registry) getShardIterator(in getShardIteratorIn) (any, error) {
+	var v verrs
+	v.required("streamArn", in.StreamArn)
+	v.length("streamArn", in.StreamArn, 37, 1024)
+	v.required("shardId", in.ShardId)
+	v.length("shardId", in.ShardId, 28, 65)
+	v.required("shardIteratorType", in.ShardIteratorType)
+	typ := ""
+	if in.ShardIteratorType != nil {
+		typ = *in.ShardIteratorType
+		switch typ {
+		case "TRIM_HORIZON", "LATEST", "AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER":
+		default:
+			v.add("Value '%s' at 'shardIteratorType' failed to satisfy constraint: Member must satisfy enum value set: [TRIM_HORIZON, LATEST, AT_SEQUENCE_NUMBER, AFTER_SEQUENCE_NUMBER]", typ)
+		}
+	}
+	v.length("sequenceNumber", in.SequenceNumber, 21, 40)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	bySeq := typ == "AT_SEQUENCE_NUMBER" || typ == "AFTER_SEQUENCE_NUMBER"
+	if bySeq && in.SequenceNumber == nil {
+		return nil, awserr.Validation("SequenceNumber is required when ShardIteratorType is %s", typ)
+	}
+	if bySeq && !validSeqSyntax(*in.SequenceNumber) {
+		return nil, awserr.Validation("Invalid SequenceNumber: %s is not a decimal sequence number", *in.SequenceNumber)
+	}
+	if !bySeq && in.SequenceNumber != nil {
+		return nil, awserr.Validation("SequenceNumber must not be set when ShardIteratorType is %s", typ)
+	}
+	s, err := r.lookupStream(*in.StreamArn)
+	if err != nil {
+		return nil, err
+	}
+	now := r.opts.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maintainLocked(now)
+	ord, ok := s.ordByID[*in.ShardId]
+	sh := s.byOrd[ord]
+	if !ok || sh == nil {
+		return nil, shardNotFound(*in.ShardId, s.arn)
+	}
+	var pos uint64
+	switch typ {
+	case "TRIM_HORIZON":
+		pos = 0
+	case "LATEST":
+		if sh.closed() {
+			pos = sh.end + 1
+		} else {
+			pos = s.lastSeq + 1
+		}
+	default:
+		n := seqValue(*in.SequenceNumber)
+		if n < sh.start || (sh.closed() && n > sh.end) || n > s.lastSeq {
+			return nil, awserr.Validation("Invalid SequenceNumber: %s is outside the range of shard %s", *in.SequenceNumber, sh.id)
+		}
+		pos = n
+		if typ == "AFTER_SEQUENCE_NUMBER" {
+			pos = n + 1
+		}
+		if pos <= sh.trimmed {
+			return nil, awserr.Newf(awserr.CodeTrimmedDataAccess,
+				"Attempted to access trimmed data: sequence number %s of shard %s is older than its trim horizon", *in.SequenceNumber, sh.id)
+		}
+	}
+	it := iterator{arn: s.arn, streamID: s.ord, shardID: sh.ord, pos: pos, issued: now.UnixNano(), epoch: r.epoch.Load()}
+	return &getShardIteratorOut{ShardIterator: r.encodeIterator(it)}, nil
+}
+
+// --- GetRecords ---
+
+func (r *Registry) getRecords(in getRecordsIn) (any, error) {
+	var v verrs
+	v.required("shardIterator", in.ShardIterator)
+	v.length("shardIterator", in.ShardIterator, 1, 2048)
+	v.limit(in.Limit, MaxGetRecordsLimit)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	limit := MaxGetRecordsLimit
+	if in.Limit != nil {
+		limit = int(*in.Limit)
+	}
+	if r.takeThrottle() {
+		return nil, awserr.New(awserr.CodeLimitExceeded, "Rate exceeded for shard: too many GetRecords requests (injected throttle)")
+	}
+	it, ok := r.decodeIterator(*in.ShardIterator)
+	if !ok {
+		return nil, awserr.Validation("Invalid ShardIterator: the iterator is malformed or was not issued by this server")
+	}
+	now := r.opts.Now()
+	if r.expired(it, now) {
+		return nil, awserr.Newf(awserr.CodeExpiredIterator,
+			"Iterator expired. The iterator was created at %s and is valid for %s (now %s)",
+			time.Unix(0, it.issued).UTC().Format(time.RFC3339Nano), IteratorLifetime, now.UTC().Format(time.RFC3339Nano))
+	}
+	r.mu.RLock()
+	s := r.byOrd[it.streamID]
+	r.mu.RUnlock()
+	if s == nil || s.arn != it.arn {
+		return nil, awserr.NotFound("Requested resource not found: Stream: %s not found", it.arn)
+	}
+	s.mu.Lock()
+	s.maintainLocked(now)
+	sh := s.byOrd[it.shardID]
+	if sh == nil {
+		s.mu.Unlock()
+		return nil, awserr.NotFound("Requested resource not found: Shard does not exist in Stream: %s", it.arn)
+	}
+	if it.pos != 0 && it.pos <= sh.trimmed {
+		s.mu.Unlock()
+		return nil, awserr.Newf(awserr.CodeTrimmedDataAccess,
+			"Attempted to access trimmed data: shard %s has been trimmed past the iterator's position", sh.id)
+	}
+	i := searchSeq(sh.recs, it.pos)
+	out := &getRecordsOut{}
+	bytes := 0
+	j := i
+	for ; j < len(sh.recs) && j-i < limit; j++ {
+		n := len(sh.recs[j].data)
+		if j > i && bytes+n > MaxGetRecordsBytes {
+			break
+		}
+		bytes += n
+	}
+	out.records = make([][]byte, j-i)
+	for k := i; k < j; k++ {
+		out.records[k-i] = sh.recs[k].data
+	}
+	next := it.pos
+	if j > i {
+		next = sh.recs[j-1].seq + 1
+	}
+	drained := sh.closed() && j == len(sh.recs)
+	s.mu.Unlock()
+	if !drained {
+		nit := iterator{arn: it.arn, streamID: it.streamID, shardID: it.shardID, pos: next, issued: now.UnixNano(), epoch: r.epoch.Load()}
+		out.next = r.encodeIterator(nit)
+	}
+	return out, nil
+}
+
+// searchSeq returns the index of the first record with seq >= pos.
+func searchSeq(recs []record, pos uint64) int {
+	lo, hi := 0, len(recs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if recs[m].seq < pos {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+func (r *Registry) takeThrottle() bool {
+	for {
+		n := r.throttle.Load()
+		if n <= 0 {
+			return false
+		}
+		if r.throttle.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}

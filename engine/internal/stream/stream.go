@@ -1,0 +1,660 @@
+// Package stream is the engine's DynamoDB Streams implementation: a
+// registry of every stream of an engine, the shards of each stream with
+// their lineage (rollover and split), the records in AWS's wire shape,
+// shard iterators, retention trimming, the four Streams API operations
+// (ListStreams, DescribeStream, GetShardIterator, GetRecords) and the
+// fault injection tests use (throttling, forced rollover and split,
+// trimming, iterator expiry).
+//
+// Time comes only from Options.Now. Age-based rollover and retention are
+// applied lazily (on Append and on every read of a stream) and by Tick,
+// which the engine calls from its background loop.
+package stream
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	mrand "math/rand/v2"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ttl-archiver/archiver/engine/internal/attr"
+)
+
+// Stream view types, as DynamoDB names them.
+const (
+	KeysOnly        = "KEYS_ONLY"
+	NewImage        = "NEW_IMAGE"
+	OldImage        = "OLD_IMAGE"
+	NewAndOldImages = "NEW_AND_OLD_IMAGES"
+)
+
+// Stream statuses.
+const (
+	StatusEnabled  = "ENABLED"
+	StatusDisabled = "DISABLED"
+)
+
+// IteratorLifetime is how long a shard iterator stays valid after it was
+// handed out, by the engine clock.
+const IteratorLifetime = 15 * time.Minute
+
+// DefaultRetention is the retention used when Options.Retention is zero.
+const DefaultRetention = 24 * time.Hour
+
+// Options configures a Registry.
+type Options struct {
+	Region, AccountID string           // used in ARNs and records; default us-east-1 / 000000000000
+	Shards            int              // open shards per stream (values below 1 mean 1)
+	Rollover          time.Duration    // close each open shard and open a child after this age (0 = never)
+	RolloverRecords   int              // ...or after this many records in the shard (0 = never)
+	Retention         time.Duration    // records older than this are trimmed (0 = DefaultRetention)
+	Now               func() time.Time // the engine's clock (nil = time.Now)
+}
+
+// Change is one committed write to an item, as Append records it.
+type Change struct {
+	EventName string    // "INSERT", "MODIFY", "REMOVE"
+	Keys      attr.Item // the item's primary key attributes
+	Old, New  attr.Item // full images (nil when absent); the stream keeps what its view type asks for
+	Service   bool      // a TTL delete: the record carries userIdentity {dynamodb.amazonaws.com, Service}
+}
+
+// Registry holds every stream of one engine, by ARN. All methods are safe
+// for concurrent use.
+type Registry struct {
+	opts Options
+	key  []byte // MAC key of shard iterators
+
+	mu        sync.RWMutex
+	byARN     map[string]*Stream
+	byOrd     map[uint32]*Stream
+	list      []*Stream            // live streams in creation order
+	everOrd   map[string]uint32    // every ARN ever created -> ordinal (for paging)
+	lastLabel map[string]time.Time // table -> time of its latest stream label
+	nextOrd   uint32
+	rnd       *mrand.Rand
+	salts     map[uint64]bool
+
+	throttle atomic.Int64  // GetRecords calls still to fail
+	epoch    atomic.Uint32 // iterators issued in an older epoch are expired
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry(o Options) *Registry {
+	if o.Shards < 1 {
+		o.Shards = 1
+	}
+	if o.Retention <= 0 {
+		o.Retention = DefaultRetention
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Region == "" {
+		o.Region = "us-east-1"
+	}
+	if o.AccountID == "" {
+		o.AccountID = "000000000000"
+	}
+	var seed [32]byte
+	_, _ = rand.Read(seed[:]) // never fails on supported platforms
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return &Registry{
+		opts:      o,
+		key:       key,
+		byARN:     map[string]*Stream{},
+		byOrd:     map[uint32]*Stream{},
+		everOrd:   map[string]uint32{},
+		lastLabel: map[string]time.Time{},
+		rnd:       mrand.New(mrand.NewChaCha8(seed)),
+		salts:     map[uint64]bool{},
+	}
+}
+
+// Stream is one stream of a table. Its shards are created and closed by
+// the registry; records enter through Append.
+type Stream struct {
+	reg      *Registry
+	ord      uint32
+	arn      string
+	label    string
+	table    string
+	viewType string
+	created  time.Time
+	salt     uint64 // first half of every eventID of this stream
+	rnd      *mrand.Rand
+
+	mu           sync.RWMutex
+	status       string
+	keySchema    []keyElem
+	lastSeq      uint64            // last sequence number handed out (records, shard ends)
+	shards       []*shard          // live shards in creation order
+	byOrd        map[uint32]*shard // live shards by ordinal
+	ordByID      map[string]uint32 // every shard ID ever created -> ordinal
+	open         []*shard          // open shards sorted by hash range
+	nextShardOrd uint32
+	lastMaintain time.Time
+}
+
+type keyElem struct {
+	AttributeName string
+	KeyType       string
+}
+
+// shard is one shard. Records are ordered by sequence number, which is
+// also their append order.
+type shard struct {
+	ord      uint32
+	id       string
+	parent   string
+	lo, hi   uint64 // inclusive range of key hashes this shard (and its children) own
+	created  time.Time
+	start    uint64 // StartingSequenceNumber
+	end      uint64 // EndingSequenceNumber; 0 while open
+	closedAt time.Time
+	count    int      // records ever appended
+	recs     []record // untrimmed records
+	trimmed  uint64   // highest sequence number trimmed away (0: none)
+}
+
+// record is a stream record kept compactly: its whole wire JSON is rendered
+// once at Append time.
+type record struct {
+	seq  uint64
+	at   int64  // creation time, unix nanoseconds
+	data []byte // the record's JSON, exactly as GetRecords returns it (never modified)
+}
+
+func (sh *shard) closed() bool { return sh.end != 0 }
+
+// Create makes a new ENABLED stream for a table with the registry's number
+// of open shards. Its label is the creation time in ISO 8601 with
+// milliseconds, unique per table even within one millisecond.
+func (r *Registry) Create(table string, viewType string) *Stream {
+	now := r.opts.Now().UTC()
+	r.mu.Lock()
+	lt := now.Truncate(time.Millisecond)
+	if last, ok := r.lastLabel[table]; ok && !lt.After(last) {
+		lt = last.Add(time.Millisecond)
+	}
+	r.lastLabel[table] = lt
+	label := lt.Format("2006-01-02T15:04:05.000")
+	r.nextOrd++
+	var salt uint64
+	for salt == 0 || r.salts[salt] {
+		salt = r.rnd.Uint64()
+	}
+	r.salts[salt] = true
+	s := &Stream{
+		reg:      r,
+		ord:      r.nextOrd,
+		arn:      fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s/stream/%s", r.opts.Region, r.opts.AccountID, table, label),
+		label:    label,
+		table:    table,
+		viewType: viewType,
+		created:  now,
+		salt:     salt,
+		rnd:      mrand.New(mrand.NewPCG(r.rnd.Uint64(), r.rnd.Uint64())),
+		status:   StatusEnabled,
+		byOrd:    map[uint32]*shard{},
+		ordByID:  map[string]uint32{},
+	}
+	r.byARN[s.arn] = s
+	r.byOrd[s.ord] = s
+	r.everOrd[s.arn] = s.ord
+	r.list = append(r.list, s)
+	r.mu.Unlock()
+
+	s.mu.Lock()
+	n := uint64(r.opts.Shards)
+	step := ^uint64(0) / n
+	for i := uint64(0); i < n; i++ {
+		lo := i * step
+		hi := lo + step - 1
+		if i == n-1 {
+			hi = ^uint64(0)
+		}
+		s.openShardLocked("", lo, hi, now)
+	}
+	s.lastMaintain = now
+	s.mu.Unlock()
+	return s
+}
+
+// ARN is the stream's ARN.
+func (s *Stream) ARN() string { return s.arn }
+
+// Label is the stream's label (the last part of the ARN).
+func (s *Stream) Label() string { return s.label }
+
+// ViewType is the stream's StreamViewType.
+func (s *Stream) ViewType() string { return s.viewType }
+
+// TableName is the table the stream belongs to.
+func (s *Stream) TableName() string { return s.table }
+
+// Status is the stream's StreamStatus: ENABLED or DISABLED.
+func (s *Stream) Status() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.status
+}
+
+// SetKeySchema records the table's key attribute names, which
+// DescribeStream returns as KeySchema. rangeKey is "" for a table without a
+// sort key. (An addition to the contract: Create does not know the keys.)
+func (s *Stream) SetKeySchema(hashKey, rangeKey string) {
+	ks := []keyElem{{hashKey, "HASH"}}
+	if rangeKey != "" {
+		ks = append(ks, keyElem{rangeKey, "RANGE"})
+	}
+	s.mu.Lock()
+	s.keySchema = ks
+	s.mu.Unlock()
+}
+
+// Lookup returns the live stream with this ARN, or nil.
+func (r *Registry) Lookup(arn string) *Stream {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byARN[arn]
+}
+
+// openShardLocked opens a shard owning key hashes lo..hi. s.mu is held.
+func (s *Stream) openShardLocked(parent string, lo, hi uint64, now time.Time) *shard {
+	s.nextShardOrd++
+	var id string
+	for {
+		suffix := s.rnd.Uint32()
+		id = fmt.Sprintf("shardId-%020d-%08x", now.UnixMilli(), suffix)
+		if _, dup := s.ordByID[id]; !dup {
+			break
+		}
+	}
+	sh := &shard{
+		ord:     s.nextShardOrd,
+		id:      id,
+		parent:  parent,
+		lo:      lo,
+		hi:      hi,
+		created: now,
+		start:   s.lastSeq + 1,
+	}
+	s.shards = append(s.shards, sh)
+	s.byOrd[sh.ord] = sh
+	s.ordByID[id] = sh.ord
+	i := sort.Search(len(s.open), func(i int) bool { return s.open[i].lo > lo })
+	s.open = append(s.open, nil)
+	copy(s.open[i+1:], s.open[i:])
+	s.open[i] = sh
+	return sh
+}
+
+// closeShardLocked closes an open shard: it gets an EndingSequenceNumber
+// above every record it holds and leaves the open set. s.mu is held.
+func (s *Stream) closeShardLocked(sh *shard, now time.Time) {
+	s.lastSeq++
+	sh.end = s.lastSeq
+	sh.closedAt = now
+	for i, o := range s.open {
+		if o == sh {
+			s.open = append(s.open[:i], s.open[i+1:]...)
+			break
+		}
+	}
+}
+
+// rolloverLocked closes an open shard and opens one child owning the same
+// key hashes.
+func (s *Stream) rolloverLocked(sh *shard, now time.Time) {
+	s.closeShardLocked(sh, now)
+	s.openShardLocked(sh.id, sh.lo, sh.hi, now)
+}
+
+// shardForLocked returns the open shard owning key hash h (nil when the
+// stream has no open shard).
+func (s *Stream) shardForLocked(h uint64) *shard {
+	i := sort.Search(len(s.open), func(i int) bool { return s.open[i].hi >= h })
+	if i == len(s.open) {
+		return nil
+	}
+	return s.open[i]
+}
+
+// Append records one change. The engine calls it while holding the lock
+// that orders writes to that item, so a key's records enter the stream in
+// commit order. The shard is chosen by a hash of the key among the open
+// shards, each of which owns a fixed range of hashes that its children
+// inherit, so one item's records always land in one shard lineage, in
+// order. Appends to a disabled stream are ignored. Safe for concurrent use.
+func (s *Stream) Append(c Change) {
+	now := s.reg.opts.Now()
+	withOld := c.Old != nil && (s.viewType == OldImage || s.viewType == NewAndOldImages)
+	withNew := c.New != nil && (s.viewType == NewImage || s.viewType == NewAndOldImages)
+	size := attr.ItemSize(c.Keys)
+	if withOld {
+		size += attr.ItemSize(c.Old)
+	}
+	if withNew {
+		size += attr.ItemSize(c.New)
+	}
+
+	// Render the whole record outside the lock, with fixed-width
+	// placeholders for the sequence number and eventID.
+	b := make([]byte, 0, 320+size+size/2)
+	b = append(b, `{"awsRegion":`...)
+	b = strconv.AppendQuote(b, s.reg.opts.Region)
+	b = append(b, `,"dynamodb":{"ApproximateCreationDateTime":`...)
+	b = strconv.AppendInt(b, now.Unix(), 10)
+	b = append(b, `,"Keys":`...)
+	k0 := len(b)
+	b = attr.AppendItemJSON(b, c.Keys)
+	hf := fnv.New64a()
+	hf.Write(b[k0:])
+	h := mix64(hf.Sum64())
+	if withNew {
+		b = append(b, `,"NewImage":`...)
+		b = attr.AppendItemJSON(b, c.New)
+	}
+	if withOld {
+		b = append(b, `,"OldImage":`...)
+		b = attr.AppendItemJSON(b, c.Old)
+	}
+	b = append(b, `,"SequenceNumber":"`...)
+	seqOff := len(b)
+	b = append(b, "000000000000000000000"...)
+	b = append(b, `","SizeBytes":`...)
+	b = strconv.AppendInt(b, int64(size), 10)
+	b = append(b, `,"StreamViewType":`...)
+	b = strconv.AppendQuote(b, s.viewType)
+	b = append(b, `},"eventID":"`...)
+	idOff := len(b)
+	b = appendHex(b, s.salt)
+	b = append(b, "0000000000000000"...)
+	b = append(b, `","eventName":`...)
+	b = strconv.AppendQuote(b, c.EventName)
+	b = append(b, `,"eventSource":"aws:dynamodb","eventVersion":"1.1"`...)
+	if c.Service {
+		b = append(b, `,"userIdentity":{"PrincipalId":"dynamodb.amazonaws.com","Type":"Service"}`...)
+	}
+	b = append(b, '}')
+	if cap(b)-len(b) > len(b)/8 {
+		b = append(make([]byte, 0, len(b)), b...) // keep only what is used
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status != StatusEnabled {
+		return
+	}
+	if now.Sub(s.lastMaintain) >= time.Second {
+		s.maintainLocked(now)
+	}
+	sh := s.shardForLocked(h)
+	if sh == nil {
+		return
+	}
+	if ro := s.reg.opts.Rollover; ro > 0 && now.Sub(sh.created) >= ro {
+		s.rolloverLocked(sh, now)
+		sh = s.shardForLocked(h)
+	}
+	s.lastSeq++
+	seq := s.lastSeq
+	appendSeq(b[seqOff:seqOff], seq)
+	appendHex(b[idOff+16:idOff+16], seq)
+	at := now.UnixNano()
+	if n := len(sh.recs); n > 0 && sh.recs[n-1].at > at {
+		at = sh.recs[n-1].at // keep creation times ordered within the shard
+	}
+	sh.recs = append(sh.recs, record{seq: seq, at: at, data: b})
+	sh.count++
+	if rr := s.reg.opts.RolloverRecords; rr > 0 && sh.count >= rr {
+		s.rolloverLocked(sh, now)
+	}
+}
+
+// mix64 spreads FNV's output over all 64 bits (splitmix64 finalizer), so
+// range ownership is balanced across shards.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+func appendHex(b []byte, v uint64) []byte {
+	const digits = "0123456789abcdef"
+	for i := 60; i >= 0; i -= 4 {
+		b = append(b, digits[(v>>uint(i))&0xf])
+	}
+	return b
+}
+
+// maintainLocked applies age-based rollover and retention to the stream.
+// s.mu is held.
+func (s *Stream) maintainLocked(now time.Time) {
+	s.lastMaintain = now
+	if ro := s.reg.opts.Rollover; ro > 0 && s.status == StatusEnabled {
+		for _, sh := range append([]*shard(nil), s.open...) {
+			if now.Sub(sh.created) >= ro {
+				s.rolloverLocked(sh, now)
+			}
+		}
+	}
+	cutoff := now.Add(-s.reg.opts.Retention)
+	s.trimLocked(cutoff.UnixNano())
+	// Closed shards older than retention disappear, as in AWS.
+	kept := s.shards[:0]
+	for _, sh := range s.shards {
+		if sh.closed() && len(sh.recs) == 0 && !sh.closedAt.After(cutoff) {
+			delete(s.byOrd, sh.ord)
+			continue
+		}
+		kept = append(kept, sh)
+	}
+	for i := len(kept); i < len(s.shards); i++ {
+		s.shards[i] = nil
+	}
+	s.shards = kept
+}
+
+// trimLocked drops every record created before the cutoff (unix nanos).
+func (s *Stream) trimLocked(cutoff int64) {
+	for _, sh := range s.shards {
+		n := sort.Search(len(sh.recs), func(i int) bool { return sh.recs[i].at >= cutoff })
+		if n == 0 {
+			continue
+		}
+		sh.trimmed = sh.recs[n-1].seq
+		if n == len(sh.recs) {
+			sh.recs = nil
+			continue
+		}
+		// Copy the survivors when the dead prefix is most of the backing
+		// array, so trimmed records' memory is released.
+		if n > len(sh.recs)/2 {
+			rest := make([]record, len(sh.recs)-n, len(sh.recs)-n+len(sh.recs)/8+16)
+			copy(rest, sh.recs[n:])
+			sh.recs = rest
+		} else {
+			clear(sh.recs[:n])
+			sh.recs = sh.recs[n:]
+		}
+	}
+}
+
+// Tick applies age-based rollover and retention to every stream and drops
+// disabled streams that have no shards left. The engine calls it from its
+// background loop; reads and appends also apply it lazily.
+func (r *Registry) Tick() {
+	now := r.opts.Now()
+	r.mu.RLock()
+	list := append([]*Stream(nil), r.list...)
+	r.mu.RUnlock()
+	var gone []*Stream
+	for _, s := range list {
+		s.mu.Lock()
+		s.maintainLocked(now)
+		if s.status == StatusDisabled && len(s.shards) == 0 {
+			gone = append(gone, s)
+		}
+		s.mu.Unlock()
+	}
+	if len(gone) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range gone {
+		delete(r.byARN, s.arn)
+		delete(r.byOrd, s.ord)
+	}
+	kept := r.list[:0]
+	for _, s := range r.list {
+		if r.byOrd[s.ord] == s {
+			kept = append(kept, s)
+		}
+	}
+	for i := len(kept); i < len(r.list); i++ {
+		r.list[i] = nil
+	}
+	r.list = kept
+}
+
+// ErrNotFound is wrapped by the fault-injection methods when the stream or
+// shard does not exist.
+var ErrNotFound = errors.New("not found")
+
+func (r *Registry) stream(arn string) (*Stream, error) {
+	s := r.Lookup(arn)
+	if s == nil {
+		return nil, fmt.Errorf("stream %s: %w", arn, ErrNotFound)
+	}
+	return s, nil
+}
+
+// Disable closes every open shard of the stream and sets its status to
+// DISABLED. It stays readable until its records age out, then disappears.
+// Unknown ARNs are ignored.
+func (r *Registry) Disable(arn string) {
+	s := r.Lookup(arn)
+	if s == nil {
+		return
+	}
+	now := r.opts.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status == StatusDisabled {
+		return
+	}
+	for len(s.open) > 0 {
+		s.closeShardLocked(s.open[0], now)
+	}
+	s.status = StatusDisabled
+}
+
+// ThrottleGetRecords makes the next n GetRecords calls fail with
+// LimitExceededException (n <= 0 stops throttling).
+func (r *Registry) ThrottleGetRecords(n int) {
+	if n < 0 {
+		n = 0
+	}
+	r.throttle.Store(int64(n))
+}
+
+// Rollover closes every open shard of the stream now and opens one child
+// for each.
+func (r *Registry) Rollover(arn string) error {
+	s, err := r.stream(arn)
+	if err != nil {
+		return err
+	}
+	now := r.opts.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status != StatusEnabled {
+		return fmt.Errorf("rollover of %s: stream is %s", arn, s.status)
+	}
+	for _, sh := range append([]*shard(nil), s.open...) {
+		s.rolloverLocked(sh, now)
+	}
+	return nil
+}
+
+// Split closes an open shard and opens two children, each owning half of
+// its key hashes.
+func (r *Registry) Split(arn, shardID string) error {
+	s, err := r.stream(arn)
+	if err != nil {
+		return err
+	}
+	now := r.opts.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ord, ok := s.ordByID[shardID]
+	sh := s.byOrd[ord]
+	if !ok || sh == nil {
+		return fmt.Errorf("split of %s in %s: %w", shardID, arn, ErrNotFound)
+	}
+	if sh.closed() {
+		return fmt.Errorf("split of %s in %s: shard is closed", shardID, arn)
+	}
+	if sh.lo == sh.hi {
+		return fmt.Errorf("split of %s in %s: shard owns a single hash and cannot split", shardID, arn)
+	}
+	mid := sh.lo + (sh.hi-sh.lo)/2
+	s.closeShardLocked(sh, now)
+	s.openShardLocked(sh.id, sh.lo, mid, now)
+	s.openShardLocked(sh.id, mid+1, sh.hi, now)
+	return nil
+}
+
+// Trim drops every record of the stream created before `before`, as if
+// retention had passed for them; readers positioned on them get
+// TrimmedDataAccessException.
+func (r *Registry) Trim(arn string, before time.Time) error {
+	s, err := r.stream(arn)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.trimLocked(before.UnixNano())
+	return nil
+}
+
+// ExpireIterators expires every shard iterator handed out so far.
+func (r *Registry) ExpireIterators() { r.epoch.Add(1) }
+
+// ShardInfo describes one live shard, for tests and the engine's tooling.
+type ShardInfo struct {
+	ID, ParentID   string
+	Start, End     string // sequence numbers; End is "" while open
+	Records        int    // untrimmed records
+	Open           bool
+	HashLo, HashHi uint64
+}
+
+// Shards lists the live shards of the stream in creation order.
+func (s *Stream) Shards() []ShardInfo {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]ShardInfo, 0, len(s.shards))
+	for _, sh := range s.shards {
+		si := ShardInfo{ID: sh.id, ParentID: sh.parent, Start: formatSeq(sh.start), Records: len(sh.recs), Open: !sh.closed(), HashLo: sh.lo, HashHi: sh.hi}
+		if sh.closed() {
+			si.End = formatSeq(sh.end)
+		}
+		out = append(out, si)
+	}
+	return out
+}
