@@ -1,0 +1,175 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+func TestClassify(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	bg := context.Background()
+	resp := func(status int) error {
+		return &awshttp.ResponseError{ResponseError: &smithyhttp.ResponseError{
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}},
+			Err:      errors.New("boom"),
+		}}
+	}
+	tests := []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want errKind
+	}{
+		{"expired", bg, &types.ExpiredIteratorException{}, errExpired},
+		{"expired wrapped by retryer", bg, &retry.MaxAttemptsError{Attempt: 3, Err: fmt.Errorf("op: %w", &types.ExpiredIteratorException{})}, errExpired},
+		{"trimmed", bg, &types.TrimmedDataAccessException{}, errTrimmed},
+		{"limit exceeded", bg, &types.LimitExceededException{}, errThrottle},
+		{"limit exceeded after max attempts", bg, &retry.MaxAttemptsError{Attempt: 3, Err: &types.LimitExceededException{}}, errThrottle},
+		{"limit exceeded joined with quota error", bg, errors.Join(&types.LimitExceededException{}, errors.New("retry quota exceeded")), errThrottle},
+		{"not found", bg, &types.ResourceNotFoundException{}, errNotFound},
+		{"generic throttling code", bg, &smithy.GenericAPIError{Code: "ThrottlingException"}, errThrottle},
+		{"provisioned throughput", bg, &smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException"}, errThrottle},
+		{"generic expired code", bg, &smithy.GenericAPIError{Code: "ExpiredIteratorException"}, errExpired},
+		{"validation", bg, &smithy.GenericAPIError{Code: "ValidationException"}, errRejected},
+		{"internal server error", bg, &smithy.GenericAPIError{Code: "InternalServerError", Fault: smithy.FaultServer}, errOther},
+		{"http 503", bg, resp(503), errOther},
+		{"http 429", bg, resp(429), errThrottle},
+		{"network", bg, &net.OpError{Op: "dial", Err: errors.New("connection refused")}, errOther},
+		{"our context canceled", canceled, fmt.Errorf("op: %w", context.Canceled), errCanceled},
+		{"unknown", bg, errors.New("something"), errOther},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := classify(tc.ctx, tc.err); got != tc.want {
+				t.Errorf("classify(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestBackoffBounded(t *testing.T) {
+	minD, maxD := 50*time.Millisecond, 2*time.Second
+	for n := 0; n < 100; n++ {
+		d := backoff(n, minD, maxD)
+		if d < minD/2 || d > maxD {
+			t.Fatalf("backoff(%d) = %v, want within [%v, %v]", n, d, minD/2, maxD)
+		}
+	}
+}
+
+func TestSleepHonoursContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if sleep(ctx, time.Hour) {
+		t.Fatal("sleep with a done context reported a full wait")
+	}
+}
+
+func TestParseStartPosition(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    StartPosition
+		wantErr bool
+	}{
+		{"", TrimHorizon, false},
+		{"trim-horizon", TrimHorizon, false},
+		{"TRIM_HORIZON", TrimHorizon, false},
+		{"latest", Latest, false},
+		{"LATEST", Latest, false},
+		{"earliest", "", true},
+	}
+	for _, tc := range tests {
+		got, err := ParseStartPosition(tc.in)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("ParseStartPosition(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestTableFromStreamARN(t *testing.T) {
+	tests := map[string]string{
+		"arn:aws:dynamodb:us-east-1:000000000000:table/orders/stream/2026-01-01T00:00:00.000": "orders",
+		"arn:aws:dynamodb:us-east-1:000000000000:table/a/b/stream/x":                          "a/b",
+		"arn:aws:dynamodb:us-east-1:000000000000:table/orders":                                "",
+		"nonsense": "",
+	}
+	for in, want := range tests {
+		if got := TableFromStreamARN(in); got != want {
+			t.Errorf("TableFromStreamARN(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+type nopProcessor struct{}
+
+func (nopProcessor) Process(context.Context, Batch) error               { return nil }
+func (nopProcessor) ShardEnded(context.Context, string, string) error   { return nil }
+func (nopProcessor) ShardStopped(context.Context, string, string) error { return nil }
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	arn := "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/1"
+	streams := watch(t, nil)
+	tests := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"no streams client", Options{Processor: nopProcessor{}, StreamARNs: []string{arn}}, "Options.Streams"},
+		{"no processor", Options{Streams: streams, StreamARNs: []string{arn}}, "Options.Processor"},
+		{"nothing to read", Options{Streams: streams, Processor: nopProcessor{}}, "nothing to read"},
+		{"tables without client", Options{Streams: streams, Processor: nopProcessor{}, TableNames: []string{"t"}}, "Options.Tables"},
+		{"bad arn", Options{Streams: streams, Processor: nopProcessor{}, StreamARNs: []string{"orders"}}, "StreamARNs[0]"},
+		{"bad start", Options{Streams: streams, Processor: nopProcessor{}, StreamARNs: []string{arn}, Start: "middle"}, "Options.Start"},
+		{"negative", Options{Streams: streams, Processor: nopProcessor{}, StreamARNs: []string{arn}, MaxConcurrentShards: -1}, "negative"},
+		{"limit", Options{Streams: streams, Processor: nopProcessor{}, StreamARNs: []string{arn}, GetRecordsLimit: 5000}, "GetRecordsLimit"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New: %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestGateBoundsBytes(t *testing.T) {
+	g := newGate(100)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := g.wait(ctx); err != nil {
+		t.Fatalf("empty gate: %v", err)
+	}
+	g.add(150)
+	if err := g.wait(ctx); err == nil {
+		t.Fatal("gate over budget let the fetcher through")
+	}
+	g.release(150)
+	if err := g.wait(context.Background()); err != nil {
+		t.Fatalf("gate after release: %v", err)
+	}
+}
+
+func TestDropUpTo(t *testing.T) {
+	rec := func(seq string) types.Record {
+		return types.Record{Dynamodb: &types.StreamRecord{SequenceNumber: &seq}}
+	}
+	recs := []types.Record{rec("98"), rec("99"), rec("100"), rec("101")}
+	got := dropUpTo(recs, "99")
+	if len(got) != 2 || *got[0].Dynamodb.SequenceNumber != "100" {
+		t.Fatalf("dropUpTo kept %d records starting %v", len(got), got)
+	}
+}
