@@ -1,0 +1,245 @@
+package sinks
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// S3Config configures an S3 sink. Open fills it from
+// s3://BUCKET/PREFIX?region=&endpoint=&path-style=&sse=&kms-key-id=&storage-class=&flush-bytes=&flush-interval=&compression=&max-attempts=.
+type S3Config struct {
+	Bucket string
+	// Prefix is the key prefix, without leading or trailing slash ("" for
+	// none).
+	Prefix string
+	// Region defaults to the AWS configuration's region, or us-east-1 when
+	// an Endpoint is set and the configuration has none.
+	Region string
+	// Endpoint is an S3-compatible server's base URL (http or https).
+	Endpoint string
+	// PathStyle addresses the bucket in the path instead of the host name.
+	PathStyle bool
+	// SSE is "" (bucket default), "AES256" or "aws:kms".
+	SSE string
+	// KMSKeyID is the KMS key for SSE "aws:kms" ("" for the AWS managed key).
+	KMSKeyID string
+	// StorageClass is an S3 storage class such as STANDARD_IA ("" for the
+	// bucket default).
+	StorageClass string
+	// FlushBytes is the uncompressed size at which a shard's buffer is
+	// written as an object (default 8 MiB).
+	FlushBytes int64
+	// FlushInterval is the longest an event waits in a buffer (default 60s).
+	FlushInterval time.Duration
+	// Compression is "gzip" (default), "zstd" or "none".
+	Compression string
+	// MaxAttempts bounds the attempts of one upload before its batches are
+	// acknowledged with an error (the consumer retries them later); default 8.
+	MaxAttempts int
+	// RetryBase is the first retry delay (default 200ms), doubled up to 20s.
+	RetryBase time.Duration
+}
+
+var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
+func parseS3(p *params) (S3Config, error) {
+	c := S3Config{Bucket: p.u.Host, Prefix: strings.Trim(p.u.Path, "/")}
+	var err error
+	if p.u.User != nil {
+		return c, p.fail("", "credentials do not belong in an s3:// URL (they come from the AWS credential chain)")
+	}
+	if c.Bucket == "" {
+		return c, p.fail("bucket", "missing: want s3://BUCKET/PREFIX")
+	}
+	if !bucketName.MatchString(c.Bucket) {
+		return c, p.fail("bucket", fmt.Sprintf("%q is not a valid bucket name (3-63 lower-case letters, digits, dots and hyphens)", c.Bucket))
+	}
+	if strings.Contains(c.Prefix, "//") {
+		return c, p.fail("prefix", fmt.Sprintf("%q contains an empty path segment", c.Prefix))
+	}
+	if c.Region, err = p.str("region", ""); err != nil {
+		return c, err
+	}
+	if c.Endpoint, err = p.str("endpoint", ""); err != nil {
+		return c, err
+	}
+	if c.Endpoint != "" {
+		eu, perr := url.Parse(c.Endpoint)
+		if perr != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
+			return c, p.fail("endpoint", fmt.Sprintf("%q is not an http:// or https:// URL", c.Endpoint))
+		}
+	}
+	if c.PathStyle, err = p.boolean("path-style", false); err != nil {
+		return c, err
+	}
+	if c.SSE, err = p.oneOf("sse", "", "AES256", "aws:kms"); err != nil {
+		return c, err
+	}
+	if c.KMSKeyID, err = p.str("kms-key-id", ""); err != nil {
+		return c, err
+	}
+	if c.KMSKeyID != "" && c.SSE != "aws:kms" {
+		return c, p.fail("kms-key-id", "needs sse=aws:kms")
+	}
+	if c.StorageClass, err = p.str("storage-class", ""); err != nil {
+		return c, err
+	}
+	if c.StorageClass != "" {
+		ok := false
+		var names []string
+		for _, v := range s3types.StorageClass("").Values() {
+			names = append(names, string(v))
+			ok = ok || string(v) == c.StorageClass
+		}
+		if !ok {
+			return c, p.fail("storage-class", fmt.Sprintf("%q is not one of %s", c.StorageClass, strings.Join(names, ", ")))
+		}
+	}
+	if c.FlushBytes, err = p.size("flush-bytes", 8<<20, 1, 5<<30); err != nil {
+		return c, err
+	}
+	if c.FlushInterval, err = p.duration("flush-interval", 60*time.Second, time.Millisecond, 24*time.Hour); err != nil {
+		return c, err
+	}
+	if c.Compression, err = p.oneOf("compression", "gzip", "gzip", "zstd", "none"); err != nil {
+		return c, err
+	}
+	n, err := p.integer("max-attempts", 8, 1, 1000)
+	if err != nil {
+		return c, err
+	}
+	c.MaxAttempts = int(n)
+	return c, p.done()
+}
+
+// NATSConfig configures a NATS sink. Open fills it from
+// nats://[USER:PASSWORD@]HOST:PORT[,HOST:PORT]?subject=&jetstream=&create-stream=&creds=&nkey=&token=&tls-ca=&tls-cert=&tls-key=&format=&max-in-flight=&max-pending-bytes=&name=.
+type NATSConfig struct {
+	// Servers are nats:// (or tls://) URLs.
+	Servers []string
+	// Subject is the subject template (default "archiver.{table}.{kind}"):
+	// {table}, {kind} and {ATTR} for a key attribute ATTR (its S or N value)
+	// are replaced per event.
+	Subject string
+	// JetStream (default true) publishes with acknowledgements into existing
+	// streams (at-least-once). False publishes on core NATS: at-most-once,
+	// a batch is acknowledged once the server has received it (a flush
+	// round-trip), with no guarantee that any subscriber got it.
+	JetStream bool
+	// CreateStream, when set, creates (or updates) a JetStream stream of this
+	// name capturing the subject template's subjects.
+	CreateStream string
+	// Creds is a credentials file (JWT + nkey seed).
+	Creds string
+	// NKey is an nkey seed file.
+	NKey string
+	// Token, User and Password authenticate by token or user name.
+	Token, User, Password string
+	// TLSCA, TLSCert and TLSKey are PEM files: the CA to trust, and a client
+	// certificate and key.
+	TLSCA, TLSCert, TLSKey string
+	// Format is "envelope" (default: the archive line, see
+	// [event.AppendLine]) or "item" (the item as plain JSON).
+	Format string
+	// MaxInFlight bounds unacknowledged JetStream publishes (default 4096).
+	MaxInFlight int
+	// MaxPendingBytes bounds the bytes held while NATS is unreachable
+	// (default 64 MiB); Write blocks beyond it.
+	MaxPendingBytes int64
+	// Name is the NATS client connection name (default "ttl-archiver").
+	Name string
+}
+
+func parseNATS(p *params) (NATSConfig, error) {
+	c := NATSConfig{}
+	var err error
+	if p.u.Path != "" && p.u.Path != "/" {
+		return c, p.fail("path", fmt.Sprintf("%q: a nats:// URL has no path (use subject=)", p.u.Path))
+	}
+	if p.u.Host == "" {
+		return c, p.fail("host", "missing: want nats://HOST:PORT[,HOST:PORT]")
+	}
+	for _, h := range strings.Split(p.u.Host, ",") {
+		if h == "" || strings.ContainsAny(h, "/@?#") {
+			return c, p.fail("host", fmt.Sprintf("%q is not HOST:PORT", h))
+		}
+		c.Servers = append(c.Servers, "nats://"+h)
+	}
+	if p.u.User != nil {
+		c.User = p.u.User.Username()
+		c.Password, _ = p.u.User.Password()
+	}
+	if c.Subject, err = p.str("subject", "archiver.{table}.{kind}"); err != nil {
+		return c, err
+	}
+	if _, err := parseSubject(c.Subject); err != nil {
+		return c, p.fail("subject", err.Error())
+	}
+	if c.JetStream, err = p.boolean("jetstream", true); err != nil {
+		return c, err
+	}
+	if c.CreateStream, err = p.str("create-stream", ""); err != nil {
+		return c, err
+	}
+	if c.CreateStream != "" {
+		if !c.JetStream {
+			return c, p.fail("create-stream", "needs jetstream=true")
+		}
+		if strings.ContainsAny(c.CreateStream, " \t\r\n.*>/\\") {
+			return c, p.fail("create-stream", fmt.Sprintf("%q is not a valid stream name (no spaces, dots, *, >, slashes)", c.CreateStream))
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"creds", &c.Creds}, {"nkey", &c.NKey}, {"tls-ca", &c.TLSCA}, {"tls-cert", &c.TLSCert}, {"tls-key", &c.TLSKey}} {
+		if *f.dst, err = p.str(f.name, ""); err != nil {
+			return c, err
+		}
+	}
+	if c.Token, err = p.str("token", ""); err != nil {
+		return c, err
+	}
+	if u, err := p.str("user", ""); err != nil {
+		return c, err
+	} else if u != "" {
+		c.User = u
+	}
+	if pw, err := p.str("password", ""); err != nil {
+		return c, err
+	} else if pw != "" {
+		c.Password = pw
+	}
+	methods := 0
+	for _, s := range []string{c.Creds, c.NKey, c.Token, c.User} {
+		if s != "" {
+			methods++
+		}
+	}
+	if methods > 1 {
+		return c, p.fail("creds", "give one of creds, nkey, token or user/password, not several")
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return c, p.fail("tls-cert", "tls-cert and tls-key go together")
+	}
+	if c.Format, err = p.oneOf("format", "envelope", "envelope", "item"); err != nil {
+		return c, err
+	}
+	n, err := p.integer("max-in-flight", 4096, 1, 1<<20)
+	if err != nil {
+		return c, err
+	}
+	c.MaxInFlight = int(n)
+	if c.MaxPendingBytes, err = p.size("max-pending-bytes", 64<<20, 1<<10, 16<<30); err != nil {
+		return c, err
+	}
+	if c.Name, err = p.str("name", "ttl-archiver"); err != nil {
+		return c, err
+	}
+	return c, p.done()
+}

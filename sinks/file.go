@@ -1,0 +1,300 @@
+package sinks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/event"
+)
+
+// FileSink appends archive lines (see [event.AppendLine]) to one file per
+// table and hour of the event's creation time (UTC):
+//
+//	DIR/TABLE/YYYY-MM-DD/HH.jsonl
+//
+// A batch is acknowledged only after its lines were written and the file
+// (and any directory it had to create) fsynced. Batches queued together
+// share one fsync. A failed append is cut back off the file, so a retry
+// never leaves a torn line behind.
+type FileSink struct {
+	*serial
+	dir   string
+	log   *zap.Logger
+	m     sinkMetrics
+	files map[string]*os.File
+	buf   map[string][]byte
+}
+
+// maxOpenFiles bounds the file handles a FileSink keeps between batches.
+const maxOpenFiles = 64
+
+// NewFileSink opens a file sink writing under dir, creating dir if needed.
+func NewFileSink(dir string, o Options) (*FileSink, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("file sink: %w", err)
+	}
+	s := &FileSink{
+		dir:   dir,
+		log:   o.logger(),
+		m:     newSinkMetrics(o.Registerer, "file://"+dir),
+		files: map[string]*os.File{},
+		buf:   map[string][]byte{},
+	}
+	s.serial = newSerial(64, s.write, s.closeFiles)
+	return s, nil
+}
+
+// Name is "file://DIR".
+func (s *FileSink) Name() string { return "file://" + s.dir }
+
+// Path returns the file an event goes to.
+func (s *FileSink) Path(e *event.Event) (string, error) {
+	if err := checkTableName(e.Table); err != nil {
+		return "", err
+	}
+	t := e.ApproximateCreationTime.UTC()
+	return filepath.Join(s.dir, e.Table, t.Format("2006-01-02"), t.Format("15")+".jsonl"), nil
+}
+
+// checkTableName refuses table names that would escape the directory.
+// DynamoDB names are [a-zA-Z0-9_.-]{3,255}; anything else is a bug upstream.
+func checkTableName(t string) error {
+	if t == "" || t == "." || t == ".." || strings.ContainsAny(t, `/\`+"\x00") {
+		return fmt.Errorf("table name %q cannot be a directory name", t)
+	}
+	return nil
+}
+
+func (s *FileSink) write(reqs []serialReq) []error {
+	errs := make([]error, len(reqs))
+	touched := make([][]string, len(reqs))
+	var order []string
+	for i, r := range reqs {
+		for j := range r.b.Events {
+			e := &r.b.Events[j]
+			path, err := s.Path(e)
+			if err != nil {
+				errs[i] = fmt.Errorf("file sink: event %s: %w", e.EventID, err)
+				break
+			}
+			b, ok := s.buf[path]
+			if !ok {
+				order = append(order, path)
+			}
+			if len(touched[i]) == 0 || touched[i][len(touched[i])-1] != path {
+				touched[i] = append(touched[i], path)
+			}
+			s.buf[path] = event.AppendLine(b, e)
+		}
+	}
+	failed := map[string]error{}
+	for _, path := range order {
+		data := s.buf[path]
+		if err := s.appendSync(path, data); err != nil {
+			failed[path] = err
+			s.log.Error("file sink append failed", zap.String("path", path), zap.Error(err))
+		} else {
+			s.m.bytes.Add(float64(len(data)))
+			s.m.objects.Inc()
+		}
+		s.buf[path] = data[:0]
+	}
+	for i := range reqs {
+		if errs[i] != nil {
+			continue
+		}
+		for _, p := range touched[i] {
+			if err, ok := failed[p]; ok {
+				errs[i] = err
+				break
+			}
+		}
+	}
+	if len(s.buf) > maxOpenFiles {
+		clear(s.buf)
+	}
+	return errs
+}
+
+// appendSync appends data to path and fsyncs it; on failure it truncates
+// the file back to where it was.
+func (s *FileSink) appendSync(path string, data []byte) error {
+	f, err := s.open(path)
+	if err != nil {
+		return err
+	}
+	start, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		s.drop(path)
+		return fmt.Errorf("file sink: %w", err)
+	}
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if werr != nil {
+		if terr := f.Truncate(start); terr != nil {
+			werr = errors.Join(werr, fmt.Errorf("truncating after failed append: %w", terr))
+		}
+		s.drop(path)
+		return fmt.Errorf("file sink: %w", werr)
+	}
+	return nil
+}
+
+func (s *FileSink) open(path string) (*os.File, error) {
+	if f, ok := s.files[path]; ok {
+		return f, nil
+	}
+	if len(s.files) >= maxOpenFiles {
+		for p := range s.files {
+			s.drop(p)
+		}
+	}
+	dir := filepath.Dir(path)
+	created, err := mkdirAllSync(dir)
+	if err != nil {
+		return nil, fmt.Errorf("file sink: %w", err)
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("file sink: %w", err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) || created {
+		// A new file: its directory entry must be durable too.
+		if err := syncDir(dir); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("file sink: %w", err)
+		}
+	}
+	s.files[path] = f
+	return f, nil
+}
+
+func (s *FileSink) drop(path string) {
+	if f, ok := s.files[path]; ok {
+		f.Close()
+		delete(s.files, path)
+	}
+}
+
+func (s *FileSink) closeFiles() error {
+	var errs []error
+	for p, f := range s.files {
+		if err := f.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		delete(s.files, p)
+	}
+	return errors.Join(errs...)
+}
+
+// mkdirAllSync creates dir and its missing parents, fsyncing each parent of
+// a directory it created. It reports whether it created anything.
+func mkdirAllSync(dir string) (bool, error) {
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return false, fmt.Errorf("%s is not a directory", dir)
+		}
+		return false, nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if _, err := mkdirAllSync(parent); err != nil {
+			return false, err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return false, err
+	}
+	return true, syncDir(parent)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// WriterSink writes one line per event to an io.Writer: the archive line, or
+// with item=true the item as plain JSON ([event.PlainJSON]). An event is
+// acknowledged once the writer accepted its bytes (and, if the writer has a
+// Sync method that works, synced them). stdout:// is a WriterSink on
+// os.Stdout.
+type WriterSink struct {
+	*serial
+	name string
+	w    io.Writer
+	item bool
+	buf  []byte
+	m    sinkMetrics
+}
+
+// NewWriterSink returns a sink writing lines to w (os.Stdout when nil).
+func NewWriterSink(name string, w io.Writer, item bool, o Options) *WriterSink {
+	if w == nil {
+		w = os.Stdout
+	}
+	s := &WriterSink{name: name, w: w, item: item, m: newSinkMetrics(o.Registerer, name)}
+	s.serial = newSerial(64, s.write, nil)
+	return s
+}
+
+// Name is the name given to NewWriterSink ("stdout://" from Open).
+func (s *WriterSink) Name() string { return s.name }
+
+func (s *WriterSink) write(reqs []serialReq) []error {
+	errs := make([]error, len(reqs))
+	s.buf = s.buf[:0]
+	for _, r := range reqs {
+		for j := range r.b.Events {
+			e := &r.b.Events[j]
+			if s.item {
+				s.buf = event.AppendPlainJSON(s.buf, e.Image())
+				s.buf = append(s.buf, '\n')
+			} else {
+				s.buf = event.AppendLine(s.buf, e)
+			}
+		}
+	}
+	_, err := s.w.Write(s.buf)
+	if err == nil {
+		if sy, ok := s.w.(interface{ Sync() error }); ok {
+			// Terminals and pipes cannot be synced; that is not a failure.
+			if serr := sy.Sync(); serr != nil && !isUnsyncable(serr) {
+				err = serr
+			}
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("%s: %w", s.name, err)
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	s.m.bytes.Add(float64(len(s.buf)))
+	s.m.objects.Add(float64(len(reqs)))
+	if cap(s.buf) > 16<<20 {
+		s.buf = nil
+	}
+	return errs
+}
+
+// Flush returns once every batch written before it was acknowledged.
+func (s *WriterSink) Flush(ctx context.Context) error { return s.serial.Flush(ctx) }
+

@@ -1,0 +1,210 @@
+package sinks
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ttl-archiver/archiver/event"
+)
+
+// readLines decodes every archive line of a file.
+func readLines(t testing.TB, path string) []event.Event {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []event.Event
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		e, err := event.DecodeLine(sc.Bytes())
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func sameEvent(a, b event.Event) bool {
+	if !a.ApproximateCreationTime.Equal(b.ApproximateCreationTime) || !a.TTLTime.Equal(b.TTLTime) {
+		return false
+	}
+	a.ApproximateCreationTime, a.TTLTime = b.ApproximateCreationTime, b.TTLTime
+	return reflect.DeepEqual(a, b)
+}
+
+func TestFileSinkLayoutAndContent(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	s, _, err := Open(ctx, "file://"+dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAcks()
+	evs := testEvents("sessions", "shard-1", 1, 10)
+	// The last event falls in the next hour.
+	evs[9].ApproximateCreationTime = time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)
+	other := testEvents("carts", "shard-2", 1, 3)
+	if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs[:5]}, a.ack("b1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, Batch{ShardID: "shard-2", Events: other}, a.ack("b2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs[5:]}, a.ack("b3")); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"b1", "b2", "b3"} {
+		if err := a.waitAck(t, id); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	h05 := readLines(t, filepath.Join(dir, "sessions", "2026-03-04", "05.jsonl"))
+	h06 := readLines(t, filepath.Join(dir, "sessions", "2026-03-04", "06.jsonl"))
+	carts := readLines(t, filepath.Join(dir, "carts", "2026-03-04", "05.jsonl"))
+	if len(h05) != 9 || len(h06) != 1 || len(carts) != 3 {
+		t.Fatalf("lines per file: %d %d %d", len(h05), len(h06), len(carts))
+	}
+	for i := range h05 {
+		if !sameEvent(h05[i], evs[i]) {
+			t.Fatalf("line %d differs:\n%+v\n%+v", i, h05[i], evs[i])
+		}
+	}
+	if !sameEvent(h06[0], evs[9]) {
+		t.Fatal("06.jsonl differs")
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, Batch{Events: evs[:1]}, a.ack("late")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Write after Close: %v, want ErrClosed", err)
+	}
+	if n, _ := a.get("late"); n != 0 {
+		t.Fatal("a refused batch was acknowledged")
+	}
+}
+
+func TestFileSinkAppendsAcrossOpens(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	evs := testEvents("t1", "s", 1, 4)
+	for i := 0; i < 2; i++ {
+		s, err := NewFileSink(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := newAcks()
+		if err := s.Write(ctx, Batch{Events: evs[i*2 : i*2+2]}, a.ack("b")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := a.get("b"); n != 1 || err != nil {
+			t.Fatalf("Close did not flush: %d %v", n, err)
+		}
+	}
+	if got := readLines(t, filepath.Join(dir, "t1", "2026-03-04", "05.jsonl")); len(got) != 4 {
+		t.Fatalf("%d lines, want 4", len(got))
+	}
+}
+
+func TestFileSinkBadTableFailsTheBatch(t *testing.T) {
+	ctx := testCtx(t)
+	s, err := NewFileSink(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	a := newAcks()
+	evs := testEvents("../escape", "s", 1, 1)
+	if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.waitAck(t, "b"); err == nil || !strings.Contains(err.Error(), "table name") {
+		t.Fatalf("ack error %v, want a table-name error", err)
+	}
+}
+
+func TestFileSinkUnwritableDirectory(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	s, err := NewFileSink(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	// A regular file where the table directory should be.
+	if err := os.WriteFile(filepath.Join(dir, "blocked"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := newAcks()
+	if err := s.Write(ctx, Batch{Events: testEvents("blocked", "s", 1, 1)}, a.ack("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.waitAck(t, "b"); err == nil {
+		t.Fatal("append under a file was acknowledged without error")
+	}
+}
+
+func TestStdoutSink(t *testing.T) {
+	ctx := testCtx(t)
+	for _, format := range []string{"envelope", "item"} {
+		var buf bytes.Buffer
+		s, _, err := Open(ctx, "stdout://?format="+format, Options{Stdout: &buf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs := testEvents("t", "s", 1, 3)
+		a := newAcks()
+		if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := a.get("b"); n != 1 || err != nil {
+			t.Fatalf("after Flush: %d acks, err %v", n, err)
+		}
+		s.Close(ctx)
+		lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+		if len(lines) != 3 {
+			t.Fatalf("%s: %d lines", format, len(lines))
+		}
+		for i, l := range lines {
+			want := string(event.MarshalLine(&evs[i]))
+			if format == "item" {
+				want = string(event.PlainJSON(evs[i].OldImage))
+			}
+			if l != want {
+				t.Fatalf("%s line %d:\n%s\nwant\n%s", format, i, l, want)
+			}
+		}
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk on fire") }
+
+func TestWriterSinkErrorSurfaces(t *testing.T) {
+	ctx := testCtx(t)
+	s := NewWriterSink("test://", failingWriter{}, false, Options{})
+	defer s.Close(ctx)
+	a := newAcks()
+	if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 1)}, a.ack("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.waitAck(t, "b"); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Fatalf("ack error %v", err)
+	}
+}

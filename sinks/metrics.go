@@ -1,0 +1,65 @@
+package sinks
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the sinks' own figures, labelled by sink name. The consumer
+// counts writes, failures and latency per sink; these say what happens
+// inside: bytes and objects written, retries, what is buffered.
+type metrics struct {
+	bytes    *prometheus.CounterVec
+	objects  *prometheus.CounterVec
+	retries  *prometheus.CounterVec
+	buffered *prometheus.GaugeVec
+}
+
+type sinkMetrics struct {
+	bytes, objects, retries prometheus.Counter
+	buffered                prometheus.Gauge
+}
+
+func newSinkMetrics(reg prometheus.Registerer, sink string) sinkMetrics {
+	m := metrics{
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "archiver_sink_bytes_total", Help: "Bytes a sink wrote to its destination (after compression).",
+		}, []string{"sink"}),
+		objects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "archiver_sink_objects_total", Help: "Objects (S3), messages (NATS) or file appends a sink made durable.",
+		}, []string{"sink"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "archiver_sink_retries_total", Help: "Attempts a sink repeated after a retryable failure.",
+		}, []string{"sink"}),
+		buffered: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "archiver_sink_buffered_bytes", Help: "Bytes a sink holds that are not yet acknowledged.",
+		}, []string{"sink"}),
+	}
+	if reg != nil {
+		m.bytes = register(reg, m.bytes)
+		m.objects = register(reg, m.objects)
+		m.retries = register(reg, m.retries)
+		m.buffered = register(reg, m.buffered)
+	}
+	return sinkMetrics{
+		bytes:    m.bytes.WithLabelValues(sink),
+		objects:  m.objects.WithLabelValues(sink),
+		retries:  m.retries.WithLabelValues(sink),
+		buffered: m.buffered.WithLabelValues(sink),
+	}
+}
+
+// register registers c, or returns the collector already registered under
+// the same name, so several sinks can share one Registerer.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+	}
+	return c
+}

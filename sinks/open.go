@@ -1,0 +1,410 @@
+package sinks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/event"
+)
+
+// ErrClosed is returned by Write after Close.
+var ErrClosed = errors.New("sink closed")
+
+// Options carries what sinks need from their host process.
+type Options struct {
+	// Logger receives the sinks' logs (default zap.NewNop()).
+	Logger *zap.Logger
+	// Registerer receives the sinks' metrics (default: none registered).
+	// Several sinks may share one Registerer.
+	Registerer prometheus.Registerer
+	// AWSConfig returns the AWS configuration (credentials, retryer, HTTP
+	// client) the S3 sink uses for region. Production passes the default
+	// credential chain (the ECS task role); nil means
+	// config.LoadDefaultConfig with that region.
+	AWSConfig func(ctx context.Context, region string) (aws.Config, error)
+	// Stdout is where stdout:// writes (default os.Stdout).
+	Stdout io.Writer
+}
+
+func (o Options) logger() *zap.Logger {
+	if o.Logger == nil {
+		return zap.NewNop()
+	}
+	return o.Logger
+}
+
+// ConfigError reports a bad sink URL: which URL (with secrets redacted),
+// which parameter, and what is wrong with it.
+type ConfigError struct {
+	URL     string // the sink URL, secrets replaced by REDACTED
+	Param   string // the query parameter or URL part at fault ("" for the URL as a whole)
+	Problem string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Param == "" {
+		return fmt.Sprintf("sink %q: %s", e.URL, e.Problem)
+	}
+	return fmt.Sprintf("sink %q: %s: %s", e.URL, e.Param, e.Problem)
+}
+
+// Open parses a sink URL and opens the sink. It returns the sink and the
+// event kinds the caller should route to it (the events= parameter, default
+// [event.Expired]). Bad URLs give a *ConfigError naming the parameter and
+// the problem; unknown parameters are rejected.
+//
+// Schemes and parameters (every one optional unless noted):
+//
+//	file://DIR            newline-delimited archive lines, DIR/TABLE/YYYY-MM-DD/HH.jsonl
+//	stdout://             one line per event on standard output
+//	    format=envelope|item   archive line (default) or the item as plain JSON
+//	s3://BUCKET/PREFIX    see [S3Config]
+//	    region=, endpoint=, path-style=true|false, sse=AES256|aws:kms,
+//	    kms-key-id=, storage-class=, flush-bytes=8MiB, flush-interval=60s,
+//	    compression=gzip|zstd|none, max-attempts=
+//	nats://HOST:PORT[,HOST:PORT]   see [NATSConfig]
+//	    subject=archiver.{table}.{kind}, jetstream=true|false,
+//	    create-stream=NAME, creds=, nkey=, token=, user=, password=,
+//	    tls-ca=, tls-cert=, tls-key=, format=envelope|item,
+//	    max-in-flight=, max-pending-bytes=, name=
+//
+// Every scheme takes events=KIND[,KIND...] with kinds expired, deleted,
+// inserted, modified (or all).
+func Open(ctx context.Context, rawURL string, o Options) (Sink, []event.Kind, error) {
+	p, err := parseParams(rawURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	kinds, err := p.kinds()
+	if err != nil {
+		return nil, nil, err
+	}
+	var s Sink
+	switch p.u.Scheme {
+	case "file":
+		s, err = openFile(p, o)
+	case "stdout":
+		s, err = openStdout(p, o)
+	case "s3":
+		var c S3Config
+		if c, err = parseS3(p); err == nil {
+			s, err = NewS3(ctx, c, o)
+		}
+	case "nats":
+		var c NATSConfig
+		if c, err = parseNATS(p); err == nil {
+			s, err = NewNATS(ctx, c, o)
+		}
+	default:
+		return nil, nil, p.fail("", fmt.Sprintf("unknown scheme %q (want s3, nats, file or stdout)", p.u.Scheme))
+	}
+	if err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("sink %q: %w", p.redacted, err)
+	}
+	return s, kinds, nil
+}
+
+// params reads a sink URL's query parameters and remembers which were used,
+// so unknown ones can be rejected.
+type params struct {
+	u        *url.URL
+	redacted string
+	q        url.Values
+	used     map[string]bool
+}
+
+// secretParams are query parameters whose values never appear in errors,
+// logs or sink names.
+var secretParams = map[string]bool{"token": true, "password": true}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// Unparseable: keep only the scheme-ish prefix so no secret leaks.
+		if i := strings.IndexAny(raw, "?@"); i >= 0 {
+			return raw[:i] + "..."
+		}
+		return raw
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "REDACTED")
+		} else if u.User.Username() != "" {
+			u.User = url.User("REDACTED")
+		}
+	}
+	if u.RawQuery != "" {
+		parts := strings.Split(u.RawQuery, "&")
+		for i, kv := range parts {
+			k, _, _ := strings.Cut(kv, "=")
+			if dk, err := url.QueryUnescape(k); err == nil && secretParams[dk] {
+				parts[i] = k + "=REDACTED"
+			}
+		}
+		u.RawQuery = strings.Join(parts, "&")
+	}
+	return u.String()
+}
+
+func parseParams(raw string) (*params, error) {
+	red := redactURL(raw)
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, &ConfigError{URL: red, Problem: "not a URL: " + errorsUnwrapAll(err)}
+	}
+	if u.Scheme == "" {
+		return nil, &ConfigError{URL: red, Problem: "no scheme (want s3://, nats://, file:// or stdout://)"}
+	}
+	if u.Opaque != "" {
+		return nil, &ConfigError{URL: red, Problem: fmt.Sprintf("want %s://..., got %s:%s", u.Scheme, u.Scheme, "...")}
+	}
+	if u.Fragment != "" {
+		return nil, &ConfigError{URL: red, Param: "#" + u.Fragment, Problem: "fragments are not allowed"}
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, &ConfigError{URL: red, Param: "query", Problem: errorsUnwrapAll(err)}
+	}
+	return &params{u: u, redacted: red, q: q, used: map[string]bool{}}, nil
+}
+
+// errorsUnwrapAll renders err without repeating the raw URL (which may hold
+// secrets): url.Error's Err only.
+func errorsUnwrapAll(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+func (p *params) fail(param, problem string) error {
+	return &ConfigError{URL: p.redacted, Param: param, Problem: problem}
+}
+
+// get returns the parameter's value and whether it was given.
+func (p *params) get(name string) (string, bool, error) {
+	p.used[name] = true
+	vs, ok := p.q[name]
+	if !ok {
+		return "", false, nil
+	}
+	if len(vs) > 1 {
+		return "", false, p.fail(name, "given more than once")
+	}
+	return vs[0], true, nil
+}
+
+func (p *params) str(name, def string) (string, error) {
+	v, ok, err := p.get(name)
+	if err != nil || !ok {
+		return def, err
+	}
+	return v, nil
+}
+
+func (p *params) oneOf(name, def string, allowed ...string) (string, error) {
+	v, ok, err := p.get(name)
+	if err != nil || !ok {
+		return def, err
+	}
+	for _, a := range allowed {
+		if v == a {
+			return v, nil
+		}
+	}
+	return "", p.fail(name, "must be "+orList(allowed))
+}
+
+func orList(s []string) string {
+	switch len(s) {
+	case 0:
+		return ""
+	case 1:
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+func (p *params) boolean(name string, def bool) (bool, error) {
+	v, ok, err := p.get(name)
+	if err != nil || !ok {
+		return def, err
+	}
+	switch strings.ToLower(v) {
+	case "true", "1", "yes", "on", "":
+		return true, nil
+	case "false", "0", "no", "off":
+		return false, nil
+	}
+	return false, p.fail(name, fmt.Sprintf("%q is not true or false", v))
+}
+
+func (p *params) duration(name string, def, min, max time.Duration) (time.Duration, error) {
+	v, ok, err := p.get(name)
+	if err != nil || !ok {
+		return def, err
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, p.fail(name, fmt.Sprintf("%q is not a duration like 30s or 5m", v))
+	}
+	if d < min || d > max {
+		return 0, p.fail(name, fmt.Sprintf("%s is out of range [%s, %s]", d, min, max))
+	}
+	return d, nil
+}
+
+func (p *params) integer(name string, def, min, max int64) (int64, error) {
+	v, ok, err := p.get(name)
+	if err != nil || !ok {
+		return def, err
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, p.fail(name, fmt.Sprintf("%q is not an integer", v))
+	}
+	if n < min || n > max {
+		return 0, p.fail(name, fmt.Sprintf("%d is out of range [%d, %d]", n, min, max))
+	}
+	return n, nil
+}
+
+// size reads a byte size: a plain number of bytes or a number with one of
+// the suffixes B, KB, MB, GB (powers of 1000) or KiB, MiB, GiB (powers of
+// 1024).
+func (p *params) size(name string, def, min, max int64) (int64, error) {
+	v, ok, err := p.get(name)
+	if err != nil || !ok {
+		return def, err
+	}
+	n, ok := parseSize(v)
+	if !ok {
+		return 0, p.fail(name, fmt.Sprintf("%q is not a size like 8MiB or 1000000", v))
+	}
+	if n < min || n > max {
+		return 0, p.fail(name, fmt.Sprintf("%d bytes is out of range [%d, %d]", n, min, max))
+	}
+	return n, nil
+}
+
+func parseSize(s string) (int64, bool) {
+	units := []struct {
+		suffix string
+		mul    int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	mul := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mul = strings.TrimSuffix(s, u.suffix), u.mul
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mul {
+		return 0, false
+	}
+	return n * mul, true
+}
+
+// kinds parses events= (default expired).
+func (p *params) kinds() ([]event.Kind, error) {
+	v, ok, err := p.get("events")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return []event.Kind{event.Expired}, nil
+	}
+	if v == "all" {
+		return append([]event.Kind(nil), event.Kinds...), nil
+	}
+	var out []event.Kind
+	seen := map[event.Kind]bool{}
+	for _, s := range strings.Split(v, ",") {
+		k := event.Kind(strings.TrimSpace(s))
+		if !k.Valid() {
+			return nil, p.fail("events", fmt.Sprintf("%q is not a kind (want expired, deleted, inserted, modified or all)", s))
+		}
+		if seen[k] {
+			return nil, p.fail("events", fmt.Sprintf("%q listed twice", k))
+		}
+		seen[k] = true
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// done rejects every parameter no parser asked for.
+func (p *params) done() error {
+	var unknown []string
+	for k := range p.q {
+		if !p.used[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	allowed := make([]string, 0, len(p.used))
+	for k := range p.used {
+		allowed = append(allowed, k)
+	}
+	sort.Strings(allowed)
+	return p.fail(unknown[0], fmt.Sprintf("unknown parameter for %s:// (known: %s)", p.u.Scheme, strings.Join(allowed, ", ")))
+}
+
+// nameURL is the sink's public name: scheme, host and path, no query, no
+// credentials.
+func (p *params) nameURL() string {
+	u := *p.u
+	u.User = nil
+	u.RawQuery = ""
+	u.ForceQuery = false
+	return u.String()
+}
+
+func openFile(p *params, o Options) (Sink, error) {
+	dir := p.u.Host + p.u.Path
+	if p.u.User != nil || p.u.Port() != "" {
+		return nil, p.fail("", "want file://DIR (a directory path)")
+	}
+	if dir == "" {
+		return nil, p.fail("path", "missing directory: want file://DIR or file:///ABSOLUTE/DIR")
+	}
+	if err := p.done(); err != nil {
+		return nil, err
+	}
+	return NewFileSink(dir, o)
+}
+
+func openStdout(p *params, o Options) (Sink, error) {
+	if p.u.Host != "" || (p.u.Path != "" && p.u.Path != "/") {
+		return nil, p.fail("", "want stdout:// with nothing after it but parameters")
+	}
+	format, err := p.oneOf("format", "envelope", "envelope", "item")
+	if err != nil {
+		return nil, err
+	}
+	if err := p.done(); err != nil {
+		return nil, err
+	}
+	w := o.Stdout
+	return NewWriterSink("stdout://", w, format == "item", o), nil
+}

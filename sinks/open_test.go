@@ -1,0 +1,177 @@
+package sinks
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ttl-archiver/archiver/event"
+)
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		url, want string
+	}{
+		{"s3://b/p?compression=lz4", `sink "s3://b/p?compression=lz4": bucket: "b" is not a valid bucket name`},
+		{"s3://bucket/p?compression=lz4", `sink "s3://bucket/p?compression=lz4": compression: must be gzip, zstd or none`},
+		{"s3://bucket/p?flush-bytes=lots", `flush-bytes: "lots" is not a size`},
+		{"s3://bucket/p?flush-interval=0s", `flush-interval: 0s is out of range`},
+		{"s3://bucket/p?sse=des", `sse: must be AES256 or aws:kms`},
+		{"s3://bucket/p?kms-key-id=k", `kms-key-id: needs sse=aws:kms`},
+		{"s3://bucket/p?storage-class=COLD", `storage-class: "COLD" is not one of`},
+		{"s3://bucket/p?endpoint=localhost:9000", `endpoint: "localhost:9000" is not an http:// or https:// URL`},
+		{"s3://bucket/p?path-style=maybe", `path-style: "maybe" is not true or false`},
+		{"s3://bucket/p?region=a&region=b", `region: given more than once`},
+		{"s3://bucket/p?colour=red", `colour: unknown parameter for s3://`},
+		{"s3:///p", `bucket: missing`},
+		{"s3://key:secret@bucket/p", `credentials do not belong`},
+		{"s3://bucket/a//b", `prefix: "a//b" contains an empty path segment`},
+		{"s3://bucket/p?max-attempts=0", `max-attempts: 0 is out of range`},
+		{"nats://127.0.0.1:4222?subject=a..b", `subject: `},
+		{"nats://127.0.0.1:4222?subject=a.{table", `subject: `},
+		{"nats://127.0.0.1:4222?subject=a.*", `subject: `},
+		{"nats://127.0.0.1:4222?subject=a b", `subject: `},
+		{"nats://127.0.0.1:4222?jetstream=false&create-stream=X", `create-stream: needs jetstream=true`},
+		{"nats://127.0.0.1:4222?create-stream=a.b", `create-stream: "a.b" is not a valid stream name`},
+		{"nats://127.0.0.1:4222?token=s3cret&nkey=/x", `creds: give one of`},
+		{"nats://127.0.0.1:4222?tls-cert=/c", `tls-cert: tls-cert and tls-key go together`},
+		{"nats://127.0.0.1:4222?format=xml", `format: must be envelope or item`},
+		{"nats://127.0.0.1:4222/path", `path: "/path": a nats:// URL has no path`},
+		{"nats://", `host: missing`},
+		{"nats://127.0.0.1:4222?max-in-flight=-1", `max-in-flight: -1 is out of range`},
+		{"nats://127.0.0.1:4222?token=s3cret&bogus=1", `bogus: unknown parameter for nats://`},
+		{"file://" + dir + "?events=expired,gone", `events: "gone" is not a kind`},
+		{"file://" + dir + "?events=expired,expired", `events: "expired" listed twice`},
+		{"file://" + dir + "?format=item", `format: unknown parameter for file://`},
+		{"file://", `path: missing directory`},
+		{"stdout://somewhere", `want stdout://`},
+		{"stdout://?format=csv", `format: must be envelope or item`},
+		{"kafka://x", `unknown scheme "kafka"`},
+		{"no-scheme", `no scheme`},
+		{"s3://bucket/p#frag", `fragments are not allowed`},
+		{"%zz", `not a URL`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.url, func(t *testing.T) {
+			s, _, err := Open(testCtx(t), tc.url, Options{})
+			if err == nil {
+				s.Close(testCtx(t))
+				t.Fatalf("Open(%q) succeeded, want error containing %q", tc.url, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Open(%q) error:\n  %v\nwant it to contain\n  %s", tc.url, err, tc.want)
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %v is not a *ConfigError", err)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Fatalf("error leaks a secret: %v", err)
+			}
+		})
+	}
+}
+
+func TestOpenKinds(t *testing.T) {
+	dir := t.TempDir()
+	for q, want := range map[string][]event.Kind{
+		"":                        {event.Expired},
+		"?events=deleted,expired": {event.Deleted, event.Expired},
+		"?events=all":             event.Kinds,
+	} {
+		s, kinds, err := Open(testCtx(t), "file://"+dir+q, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if !reflect.DeepEqual(kinds, want) {
+			t.Errorf("%s: kinds %v, want %v", q, kinds, want)
+		}
+		if s.Name() != "file://"+dir {
+			t.Errorf("Name() = %q", s.Name())
+		}
+		s.Close(testCtx(t))
+	}
+}
+
+func TestParseS3Defaults(t *testing.T) {
+	p, err := parseParams("s3://my-bucket/archive/ttl/?endpoint=http://127.0.0.1:7070&path-style=true&sse=aws:kms&kms-key-id=alias/x&storage-class=STANDARD_IA&flush-bytes=1MiB&flush-interval=5s&compression=zstd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseS3(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := S3Config{Bucket: "my-bucket", Prefix: "archive/ttl", Endpoint: "http://127.0.0.1:7070", PathStyle: true,
+		SSE: "aws:kms", KMSKeyID: "alias/x", StorageClass: "STANDARD_IA", FlushBytes: 1 << 20,
+		FlushInterval: 5 * time.Second, Compression: "zstd", MaxAttempts: 8}
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("got  %+v\nwant %+v", c, want)
+	}
+	p, _ = parseParams("s3://bucket")
+	c, err = parseS3(p)
+	if err != nil || c.FlushBytes != 8<<20 || c.FlushInterval != time.Minute || c.Compression != "gzip" || c.Prefix != "" {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+}
+
+func TestParseNATS(t *testing.T) {
+	p, err := parseParams("nats://alice:pw@h1:4222,h2:4223?subject=ttl.{table}.{pk}&jetstream=false&format=item&max-pending-bytes=1MiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseNATS(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.Servers, []string{"nats://h1:4222", "nats://h2:4223"}) || c.User != "alice" || c.Password != "pw" ||
+		c.Subject != "ttl.{table}.{pk}" || c.JetStream || c.Format != "item" || c.MaxPendingBytes != 1<<20 {
+		t.Fatalf("got %+v", c)
+	}
+	if got := redactURL("nats://alice:pw@h1:4222?token=abc&subject=x"); strings.Contains(got, "pw") || strings.Contains(got, "abc") {
+		t.Fatalf("redactURL leaks: %s", got)
+	}
+}
+
+// FuzzOpenURL checks that parsing any sink URL returns a sink or an error,
+// never panics, and never echoes a token in its error.
+func FuzzOpenURL(f *testing.F) {
+	for _, s := range []string{
+		"s3://bucket/prefix?region=eu-west-1&compression=zstd&flush-bytes=1MiB",
+		"s3://bucket?sse=aws:kms&kms-key-id=k&storage-class=GLACIER",
+		"nats://a:1,b:2?subject=x.{table}.{kind}.{pk}&jetstream=true&token=s3cret",
+		"nats://u:p@h:1?subject=a.b&format=item",
+		"stdout://?format=item&events=all",
+		"file://dir?events=expired,deleted",
+		"s3://b/p?compression=lz4",
+		"%", "s3://", "nats://h:1?subject={", "nats://h:1?subject=a.{}.b",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		p, err := parseParams(raw)
+		if err != nil {
+			if strings.Contains(raw, "token=s3cret") && strings.Contains(err.Error(), "s3cret") {
+				t.Fatalf("error leaks token: %v", err)
+			}
+			return
+		}
+		if _, err := p.kinds(); err != nil {
+			return
+		}
+		switch p.u.Scheme {
+		case "s3":
+			_, err = parseS3(p)
+		case "nats":
+			_, err = parseNATS(p)
+		case "stdout":
+			_, err = p.oneOf("format", "envelope", "envelope", "item")
+		}
+		if err != nil && strings.Contains(raw, "token=s3cret") && strings.Contains(err.Error(), "s3cret") {
+			t.Fatalf("error leaks token: %v", err)
+		}
+	})
+}
