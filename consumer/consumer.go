@@ -1,0 +1,541 @@
+// Package consumer turns DynamoDB Streams records into archived events: it
+// decodes each record, classifies it (a TTL expiry, a user's delete, an
+// insert or a modify), hands each event to the sinks that want its kind, and
+// advances each shard's checkpoint only as far as every sink acknowledged
+// every event, contiguously. A crash therefore re-delivers at most the
+// records after the last checkpoint and never skips one.
+//
+// A [Consumer] drives a [shard.Walker] (which reads the shards in lineage
+// order) as its [shard.Processor], and adapts a [checkpoint.Store] as the
+// walker's [shard.Positions].
+//
+// # Order and retries
+//
+// Batches of one shard reach each sink in stream order. A sink that
+// acknowledges a batch with an error gets that batch and every later batch
+// of the shard again, in order, after an exponential backoff with jitter,
+// for as long as the consumer runs; the shard's checkpoint stays behind the
+// failed batch meanwhile and other sinks are not written again. Sinks must
+// therefore tolerate duplicates (the sinks package's contract).
+//
+// # Memory
+//
+// Each shard holds at most Config.MaxInFlightBytes of records that are not
+// yet acknowledged by every sink; Process blocks while the budget is full,
+// which stops the shard's reader (backpressure).
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/shard"
+	"github.com/ttl-archiver/archiver/sinks"
+)
+
+// TableAPI is the DynamoDB API the consumer needs: DescribeTable (to find
+// tables' streams) and DescribeTimeToLive (to find their TTL attribute).
+// *dynamodb.Client satisfies it.
+type TableAPI interface {
+	shard.TableAPI
+	TTLAPI
+}
+
+// Route sends the events of some kinds to a sink.
+type Route struct {
+	Sink sinks.Sink
+	// Kinds are the kinds the sink gets; empty means [event.Expired] only.
+	Kinds []event.Kind
+}
+
+// Config configures a Consumer. Streams, Store, Routes and at least one of
+// TableNames or StreamARNs are required; TableNames also need Tables.
+type Config struct {
+	// Streams is the DynamoDB Streams client.
+	Streams shard.StreamsAPI
+	// Tables is the DynamoDB client: it finds tables' streams and their TTL
+	// attribute. Optional with StreamARNs only (TTL values are then
+	// unknown).
+	Tables TableAPI
+	// TableNames and StreamARNs say what to read (see shard.Options).
+	TableNames []string
+	StreamARNs []string
+	// Start is where a shard with no checkpoint starts (default
+	// shard.TrimHorizon).
+	Start shard.StartPosition
+
+	// Store keeps the checkpoints. The consumer does not close it.
+	Store checkpoint.Store
+	// Assigner decides which shards this worker reads (a lease store); nil:
+	// every shard, one worker.
+	Assigner shard.Assigner
+	// Routes are the sinks and the kinds each gets. The consumer closes the
+	// sinks when Run returns.
+	Routes []Route
+
+	// MaxInFlightBytes bounds the bytes (record SizeBytes) of one shard's
+	// records not yet acknowledged by every sink (default 16 MiB). A batch
+	// larger than the budget is admitted alone.
+	MaxInFlightBytes int
+	// CheckpointInterval is how often a shard's advanced checkpoint is
+	// saved (default 1 s). Checkpoints are also saved when a shard ends or
+	// stops and at shutdown.
+	CheckpointInterval time.Duration
+	// RetryMinBackoff and RetryMaxBackoff bound the backoff between
+	// retries of a failed sink write (defaults 100 ms and 30 s).
+	RetryMinBackoff, RetryMaxBackoff time.Duration
+	// TTLRefresh is how long a table's TTL attribute is cached (default
+	// 5 min); an unknown attribute is looked up again after 10 s.
+	TTLRefresh time.Duration
+	// ShutdownTimeout bounds flushing sinks, final checkpoints and closing
+	// sinks after Run's context ended (default 25 s, inside ECS's 30 s).
+	ShutdownTimeout time.Duration
+
+	// Walker settings, passed to shard.Options (zero: the walker's
+	// defaults).
+	MaxConcurrentShards int
+	ShardBufferBytes    int
+	DiscoveryInterval   time.Duration
+	IdleBackoff         time.Duration
+	StopTimeout         time.Duration
+
+	// Logger receives logs (named "consumer"; the walker's are named
+	// "shard"); nil: none.
+	Logger *zap.Logger
+	// Registerer receives the consumer's and the walker's metrics; nil: not
+	// registered.
+	Registerer prometheus.Registerer
+}
+
+// route is a Route ready for use.
+type route struct {
+	sink  sinks.Sink
+	name  string
+	kinds map[event.Kind]bool
+}
+
+// Consumer reads streams and archives their events. Create it with New and
+// call Run once.
+type Consumer struct {
+	cfg    Config
+	store  checkpoint.Store
+	routes []*route
+	log    *zap.Logger
+	m      *metrics
+	ttl    *ttlCache
+	walker *shard.Walker
+
+	base context.Context // lanes and saves: lives until Run has shut down
+
+	mu     sync.Mutex
+	states map[string]*shardState
+	known  map[string]string // stream/shard → sequence number loaded from the store
+	ran    bool
+}
+
+// New checks the configuration and builds the consumer and its walker.
+func New(c Config) (*Consumer, error) {
+	if c.Streams == nil {
+		return nil, errors.New("consumer: Config.Streams is nil")
+	}
+	if c.Store == nil {
+		return nil, errors.New("consumer: Config.Store is nil")
+	}
+	if len(c.Routes) == 0 {
+		return nil, errors.New("consumer: Config.Routes is empty: no sink to archive to")
+	}
+	if c.MaxInFlightBytes < 0 || c.CheckpointInterval < 0 || c.RetryMinBackoff < 0 || c.RetryMaxBackoff < 0 ||
+		c.TTLRefresh < 0 || c.ShutdownTimeout < 0 {
+		return nil, errors.New("consumer: Config: budgets and durations must not be negative")
+	}
+	if c.MaxInFlightBytes == 0 {
+		c.MaxInFlightBytes = 16 << 20
+	}
+	if c.CheckpointInterval == 0 {
+		c.CheckpointInterval = time.Second
+	}
+	if c.RetryMinBackoff == 0 {
+		c.RetryMinBackoff = 100 * time.Millisecond
+	}
+	if c.RetryMaxBackoff == 0 {
+		c.RetryMaxBackoff = 30 * time.Second
+	}
+	if c.RetryMaxBackoff < c.RetryMinBackoff {
+		c.RetryMaxBackoff = c.RetryMinBackoff
+	}
+	if c.TTLRefresh == 0 {
+		c.TTLRefresh = 5 * time.Minute
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 25 * time.Second
+	}
+	log := c.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	cons := &Consumer{
+		cfg:    c,
+		store:  c.Store,
+		log:    log.Named("consumer"),
+		m:      newMetrics(c.Registerer),
+		states: map[string]*shardState{},
+		known:  map[string]string{},
+	}
+	for i, r := range c.Routes {
+		if r.Sink == nil {
+			return nil, fmt.Errorf("consumer: Config.Routes[%d].Sink is nil", i)
+		}
+		kinds := r.Kinds
+		if len(kinds) == 0 {
+			kinds = []event.Kind{event.Expired}
+		}
+		rt := &route{sink: r.Sink, name: r.Sink.Name(), kinds: map[event.Kind]bool{}}
+		for _, k := range kinds {
+			if !k.Valid() {
+				return nil, fmt.Errorf("consumer: Config.Routes[%d].Kinds: %q is not a kind (want expired, deleted, inserted or modified)", i, k)
+			}
+			rt.kinds[k] = true
+		}
+		cons.routes = append(cons.routes, rt)
+	}
+	var ttlAPI TTLAPI
+	var tables shard.TableAPI
+	if c.Tables != nil {
+		ttlAPI, tables = c.Tables, c.Tables
+	}
+	cons.ttl = newTTLCache(ttlAPI, c.TTLRefresh, time.Now, cons.log, cons.m)
+	w, err := shard.New(shard.Options{
+		Streams:             c.Streams,
+		Tables:              tables,
+		TableNames:          c.TableNames,
+		StreamARNs:          c.StreamARNs,
+		Start:               c.Start,
+		Processor:           cons,
+		Positions:           positions{cons},
+		Assigner:            c.Assigner,
+		MaxConcurrentShards: c.MaxConcurrentShards,
+		ShardBufferBytes:    c.ShardBufferBytes,
+		DiscoveryInterval:   c.DiscoveryInterval,
+		IdleBackoff:         c.IdleBackoff,
+		StopTimeout:         c.StopTimeout,
+		Logger:              log,
+		Registerer:          c.Registerer,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consumer: %w", err)
+	}
+	cons.walker = w
+	return cons, nil
+}
+
+// Run reads the streams until ctx ends. Then it stops reading, waits (up to
+// Config.ShutdownTimeout) for the sinks to acknowledge what they hold,
+// writes final checkpoints, closes the sinks and returns nil. It returns an
+// error only when reading could not go on for another reason. Run may be
+// called once.
+func (c *Consumer) Run(ctx context.Context) error {
+	c.mu.Lock()
+	if c.ran {
+		c.mu.Unlock()
+		return errors.New("consumer: Run called twice")
+	}
+	c.ran = true
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	c.base = base
+	c.mu.Unlock()
+	defer cancelBase()
+
+	saverDone := make(chan struct{})
+	saverCtx, stopSaver := context.WithCancel(base)
+	go func() {
+		defer close(saverDone)
+		c.saver(saverCtx)
+	}()
+
+	c.log.Info("consumer started", zap.Int("sinks", len(c.routes)))
+	runErr := c.walker.Run(ctx)
+	if runErr != nil && ctx.Err() != nil && errors.Is(runErr, ctx.Err()) {
+		runErr = nil
+	}
+
+	// The walker has stopped every reader (ShardStopped saved what was
+	// acknowledged). Make the sinks durable and checkpoint the rest.
+	sctx, cancel := context.WithTimeout(base, c.cfg.ShutdownTimeout)
+	defer cancel()
+	sinkList := c.uniqueSinks()
+	var wg sync.WaitGroup
+	for _, r := range sinkList {
+		wg.Add(1)
+		go func(r *route) {
+			defer wg.Done()
+			if err := r.sink.Flush(sctx); err != nil {
+				c.log.Warn("sink flush at shutdown failed", zap.String("sink", r.name), zap.Error(err))
+			}
+		}(r)
+	}
+	wg.Wait()
+	for _, s := range c.snapshot() {
+		if err := s.drain(sctx); err != nil {
+			c.log.Warn("shard not fully acknowledged at shutdown; its tail will be read again",
+				zap.String("shard", s.id), zap.Error(err))
+		}
+		if err := s.save(sctx, false); err != nil {
+			c.log.Warn("final checkpoint failed", zap.String("shard", s.id), zap.Error(err))
+		}
+		c.remove(s)
+	}
+	stopSaver()
+	<-saverDone
+	for _, r := range sinkList {
+		if err := r.sink.Close(sctx); err != nil {
+			c.log.Warn("sink close failed", zap.String("sink", r.name), zap.Error(err))
+		}
+	}
+	c.log.Info("consumer stopped")
+	if runErr != nil {
+		return fmt.Errorf("consumer: %w", runErr)
+	}
+	return nil
+}
+
+// uniqueSinks returns one route per distinct sink.
+func (c *Consumer) uniqueSinks() []*route {
+	var out []*route
+next:
+	for _, r := range c.routes {
+		if reflect.TypeOf(r.sink).Comparable() {
+			for _, o := range out {
+				if reflect.TypeOf(o.sink) == reflect.TypeOf(r.sink) && o.sink == r.sink {
+					continue next
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// saver saves advanced checkpoints every CheckpointInterval and keeps the
+// lag gauges current.
+func (c *Consumer) saver(ctx context.Context) {
+	t := time.NewTicker(c.cfg.CheckpointInterval)
+	defer t.Stop()
+	sem := make(chan struct{}, 16)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		var wg sync.WaitGroup
+		for _, s := range c.snapshot() {
+			recs, age := s.lag(now)
+			c.m.lagRecords.WithLabelValues(s.table, s.id).Set(float64(recs))
+			c.m.lagSeconds.WithLabelValues(s.table, s.id).Set(age.Seconds())
+			sem <- struct{}{}
+			wg.Add(1)
+			go func(s *shardState) {
+				defer func() { <-sem; wg.Done() }()
+				if err := s.save(ctx, false); err != nil && ctx.Err() == nil {
+					c.log.Warn("checkpoint save failed; retrying at the next interval",
+						zap.String("stream", s.arn), zap.String("shard", s.id), zap.Error(err))
+				}
+			}(s)
+		}
+		wg.Wait()
+	}
+}
+
+func stateKey(arn, id string) string { return arn + "\x00" + id }
+
+// state returns the shard's state, creating it on first use.
+func (c *Consumer) state(table, arn, id string) *shardState {
+	k := stateKey(arn, id)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.states[k]
+	if s == nil {
+		if table == "" {
+			table = shard.TableFromStreamARN(arn)
+		}
+		s = newShardState(c, k, table, arn, id, c.known[k])
+		c.states[k] = s
+	}
+	return s
+}
+
+func (c *Consumer) lookup(arn, id string) *shardState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.states[stateKey(arn, id)]
+}
+
+func (c *Consumer) snapshot() []*shardState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*shardState, 0, len(c.states))
+	for _, s := range c.states {
+		out = append(out, s)
+	}
+	return out
+}
+
+// remove tears the shard's state down.
+func (c *Consumer) remove(s *shardState) {
+	c.mu.Lock()
+	if c.states[s.key] == s {
+		delete(c.states, s.key)
+		// What was saved is what a restart of the shard resumes from.
+		s.saveMu.Lock()
+		if s.finished {
+			delete(c.known, s.key)
+		} else {
+			c.known[s.key] = s.saved
+		}
+		s.saveMu.Unlock()
+	}
+	c.mu.Unlock()
+	s.close()
+}
+
+// Process decodes, classifies and routes one batch. It blocks while the
+// shard's in-flight budget is full. It fails on a malformed record (naming
+// the field) and once the shard's lease was lost.
+func (c *Consumer) Process(ctx context.Context, b shard.Batch) error {
+	if len(b.Records) == 0 {
+		return nil
+	}
+	s := c.state(b.Table, b.StreamARN, b.ShardID)
+	ttlAttr := ""
+	for _, r := range b.Records {
+		if k, err := Classify(r); err == nil && k == event.Expired {
+			ttlAttr = c.ttl.attribute(ctx, s.table)
+			break
+		}
+	}
+	events := make([]event.Event, len(b.Records))
+	size := 0
+	for i, r := range b.Records {
+		e, err := decode(s.table, b.StreamARN, b.ShardID, i, r, ttlAttr)
+		if err != nil {
+			c.log.Error("malformed stream record; the shard stops and is retried",
+				zap.String("stream", b.StreamARN), zap.String("shard", b.ShardID), zap.Error(err))
+			return err
+		}
+		events[i] = e
+		size += int(e.SizeBytes)
+	}
+	if b.Bytes > 0 {
+		size = b.Bytes
+	}
+	en := &entry{last: events[len(events)-1].SequenceNumber, bytes: size, records: len(events),
+		first: events[0].ApproximateCreationTime}
+	subs := make([][]event.Event, len(c.routes))
+	for i := range events {
+		e := &events[i]
+		for j, r := range c.routes {
+			if r.kinds[e.Kind] {
+				subs[j] = append(subs[j], *e)
+			}
+		}
+	}
+	for _, sub := range subs {
+		if len(sub) > 0 {
+			en.pending++
+		}
+	}
+	if err := s.add(ctx, en); err != nil {
+		return err
+	}
+	for j, sub := range subs {
+		if len(sub) > 0 {
+			s.lanes[j].enqueue(&item{batch: sinks.Batch{StreamARN: b.StreamARN, ShardID: b.ShardID, Events: sub}, e: en})
+		}
+	}
+	for i := range events {
+		e := &events[i]
+		c.m.events.WithLabelValues(s.table, string(e.Kind)).Inc()
+		if e.Kind == event.Expired && !e.TTLTime.IsZero() && !e.ApproximateCreationTime.IsZero() {
+			c.m.ttlLag.WithLabelValues(s.table).Observe(e.TTLLag.Seconds())
+		}
+	}
+	return nil
+}
+
+// ShardEnded waits until every record of the closed shard was acknowledged
+// by every sink, then records the shard Finished.
+func (c *Consumer) ShardEnded(ctx context.Context, streamARN, shardID string) error {
+	s := c.state("", streamARN, shardID)
+	if err := s.drain(ctx); err != nil {
+		return fmt.Errorf("consumer: shard %s ended: %w", shardID, err)
+	}
+	if err := s.save(ctx, true); err != nil {
+		return err
+	}
+	c.log.Debug("shard finished", zap.String("stream", streamARN), zap.String("shard", shardID))
+	c.remove(s)
+	return nil
+}
+
+// ShardStopped waits (until ctx ends) for the shard's in-flight records to
+// be acknowledged, saves the checkpoint as far as they were, and forgets
+// the shard.
+func (c *Consumer) ShardStopped(ctx context.Context, streamARN, shardID string) error {
+	s := c.lookup(streamARN, shardID)
+	if s == nil {
+		return nil
+	}
+	derr := s.drain(ctx)
+	if derr != nil && !errors.Is(derr, checkpoint.ErrLeaseLost) {
+		c.log.Warn("shard stopped before all its records were acknowledged; the tail will be read again",
+			zap.String("stream", streamARN), zap.String("shard", shardID), zap.Error(derr))
+	}
+	sctx := ctx
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+	}
+	serr := s.save(sctx, false)
+	c.remove(s)
+	if serr != nil {
+		return serr
+	}
+	if derr != nil {
+		return fmt.Errorf("consumer: shard %s stopped: %w", shardID, derr)
+	}
+	return nil
+}
+
+// positions adapts the checkpoint store to shard.Positions.
+type positions struct{ c *Consumer }
+
+func (p positions) Positions(ctx context.Context, streamARN string) (map[string]shard.Position, error) {
+	cps, err := p.c.store.Load(ctx, streamARN)
+	if err != nil {
+		return nil, fmt.Errorf("consumer: load checkpoints of %s: %w", streamARN, err)
+	}
+	out := make(map[string]shard.Position, len(cps))
+	p.c.mu.Lock()
+	for id, cp := range cps {
+		out[id] = shard.Position{SequenceNumber: cp.SequenceNumber, Finished: cp.Finished}
+		if !cp.Finished {
+			k := stateKey(streamARN, id)
+			if _, active := p.c.states[k]; !active {
+				p.c.known[k] = cp.SequenceNumber
+			}
+		}
+	}
+	p.c.mu.Unlock()
+	return out, nil
+}

@@ -1,0 +1,81 @@
+package consumer
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the consumer's Prometheus collectors.
+type metrics struct {
+	events            *prometheus.CounterVec   // archiver_events_total{table,kind}
+	sinkWrites        *prometheus.CounterVec   // archiver_sink_writes_total{sink}
+	sinkFailures      *prometheus.CounterVec   // archiver_sink_failures_total{sink}
+	sinkLatency       *prometheus.HistogramVec // archiver_sink_latency_seconds{sink}
+	lagRecords        *prometheus.GaugeVec     // archiver_checkpoint_lag_records{table,shard}
+	lagSeconds        *prometheus.GaugeVec     // archiver_checkpoint_lag_seconds{table,shard}
+	ttlLag            *prometheus.HistogramVec // archiver_ttl_lag_seconds{table}
+	checkpointSaves   *prometheus.CounterVec   // archiver_checkpoint_saves_total{table}
+	checkpointErrors  *prometheus.CounterVec   // archiver_checkpoint_save_failures_total{table}
+	ttlLookupFailures *prometheus.CounterVec   // archiver_ttl_lookup_failures_total{table}
+	inflightBytes     *prometheus.GaugeVec     // archiver_consumer_inflight_bytes{table}
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{}
+	m.events = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_events_total", Help: "Stream records decoded and classified, by table and kind (expired, deleted, inserted, modified).",
+	}, []string{"table", "kind"}))
+	m.sinkWrites = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_sink_writes_total", Help: "Batches a sink acknowledged as durable, by sink.",
+	}, []string{"sink"}))
+	m.sinkFailures = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_sink_failures_total", Help: "Batches a sink refused or acknowledged with an error (each is retried), by sink.",
+	}, []string{"sink"}))
+	m.sinkLatency = register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "archiver_sink_latency_seconds", Help: "Time from handing a batch to a sink to its acknowledgement, by sink.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	}, []string{"sink"}))
+	m.lagRecords = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "archiver_checkpoint_lag_records", Help: "Records of an active shard handed to the consumer but not yet covered by a saved checkpoint.",
+	}, []string{"table", "shard"}))
+	m.lagSeconds = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "archiver_checkpoint_lag_seconds", Help: "Age (by ApproximateCreationDateTime) of the oldest record of an active shard not yet covered by a saved checkpoint; 0 when none.",
+	}, []string{"table", "shard"}))
+	m.ttlLag = register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "archiver_ttl_lag_seconds", Help: "For expired items: deletion time (the record's ApproximateCreationDateTime) minus the TTL value, by table.",
+		Buckets: []float64{1, 10, 60, 300, 900, 1800, 3600, 2 * 3600, 6 * 3600, 12 * 3600, 24 * 3600, 48 * 3600, 72 * 3600},
+	}, []string{"table"}))
+	m.checkpointSaves = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_checkpoint_saves_total", Help: "Checkpoints saved, by table.",
+	}, []string{"table"}))
+	m.checkpointErrors = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_checkpoint_save_failures_total", Help: "Checkpoint saves that failed (retried at the next interval), by table.",
+	}, []string{"table"}))
+	m.ttlLookupFailures = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_ttl_lookup_failures_total", Help: "DescribeTimeToLive calls that failed, by table.",
+	}, []string{"table"}))
+	m.inflightBytes = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "archiver_consumer_inflight_bytes", Help: "Bytes of records handed to the consumer and not yet acknowledged by every sink, by table.",
+	}, []string{"table"}))
+	return m
+}
+
+// register registers c, or returns the equal collector already registered
+// (so several consumers in one process share one registry).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if reg == nil {
+		return c
+	}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		// A clashing collector of another shape: keep ours unregistered
+		// rather than fail the consumer over a metric.
+	}
+	return c
+}

@@ -1,0 +1,448 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/sinks"
+)
+
+// shardState tracks one shard's records from Process until every sink
+// acknowledged them, and the shard's checkpoint.
+//
+// Every batch handed to Process becomes an entry, queued in stream order.
+// An entry is done when each sink that got some of its events acknowledged
+// them (an entry no sink wants is done at once). The checkpoint may advance
+// to an entry's last sequence number only when that entry and every entry
+// before it are done: the queue is popped from its head only.
+type shardState struct {
+	c                *Consumer
+	key              string
+	table, arn, id   string
+	ctx              context.Context // lanes' writes; cancelled at teardown
+	cancel           context.CancelFunc
+	lanes            []*lane // one per route, index-aligned with Consumer.routes
+	budget           int
+	lagLabelsCreated bool
+
+	mu       sync.Mutex
+	entries  []*entry // not yet done, in stream order (head may be done only transiently)
+	unsaved  []*entry // done, not yet covered by a saved checkpoint
+	acked    string   // highest sequence number up to which everything is done
+	last     string   // last sequence number handed to Process
+	bytes    int      // bytes of entries not yet done
+	err      error    // terminal: lease lost
+	progress chan struct{}
+
+	saveMu   sync.Mutex
+	saved    string // last saved sequence number
+	finished bool   // Finished was saved
+	closed   bool   // torn down: never save again
+}
+
+type entry struct {
+	last    string
+	pending int
+	bytes   int
+	records int
+	first   time.Time // creation time of the entry's first record
+}
+
+func newShardState(c *Consumer, key, table, arn, id, stored string) *shardState {
+	ctx, cancel := context.WithCancel(c.base)
+	s := &shardState{c: c, key: key, table: table, arn: arn, id: id, ctx: ctx, cancel: cancel,
+		budget: c.cfg.MaxInFlightBytes, acked: stored, last: stored, saved: stored, progress: make(chan struct{})}
+	s.lanes = make([]*lane, len(c.routes))
+	for i, r := range c.routes {
+		s.lanes[i] = &lane{s: s, r: r, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	}
+	return s
+}
+
+// signal wakes everyone waiting for progress. Called with s.mu held.
+func (s *shardState) signal() {
+	close(s.progress)
+	s.progress = make(chan struct{})
+}
+
+// fail makes the shard's state terminal (lease lost).
+func (s *shardState) fail(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+		s.signal()
+	}
+	s.mu.Unlock()
+}
+
+// add queues e once the shard's byte budget has room for it (a batch
+// larger than the budget is admitted alone). It blocks until then, until
+// ctx ends, or until the shard failed.
+func (s *shardState) add(ctx context.Context, e *entry) error {
+	for {
+		s.mu.Lock()
+		if s.err != nil {
+			err := s.err
+			s.mu.Unlock()
+			return err
+		}
+		if s.bytes == 0 || s.bytes+e.bytes <= s.budget {
+			s.entries = append(s.entries, e)
+			s.bytes += e.bytes
+			s.last = e.last
+			s.c.m.inflightBytes.WithLabelValues(s.table).Add(float64(e.bytes))
+			if e.pending == 0 {
+				s.advance()
+			}
+			s.mu.Unlock()
+			return nil
+		}
+		ch := s.progress
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// entryDone records one sink's acknowledgement of e.
+func (s *shardState) entryDone(e *entry) {
+	s.mu.Lock()
+	e.pending--
+	if e.pending == 0 {
+		s.advance()
+	}
+	s.mu.Unlock()
+}
+
+// advance pops done entries off the head. Called with s.mu held.
+func (s *shardState) advance() {
+	n := 0
+	freed := 0
+	for n < len(s.entries) && s.entries[n].pending == 0 {
+		e := s.entries[n]
+		s.acked = e.last
+		freed += e.bytes
+		s.unsaved = append(s.unsaved, e)
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	s.entries = append(s.entries[:0:0], s.entries[n:]...)
+	s.bytes -= freed
+	s.c.m.inflightBytes.WithLabelValues(s.table).Sub(float64(freed))
+	s.signal()
+}
+
+// drain waits until every entry is done, flushing the sinks that hold the
+// shard's events once everything queued was handed to them.
+func (s *shardState) drain(ctx context.Context) error {
+	flushedAt := make([]uint64, len(s.lanes))
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		if s.err != nil {
+			err := s.err
+			s.mu.Unlock()
+			return err
+		}
+		if len(s.entries) == 0 {
+			s.mu.Unlock()
+			return nil
+		}
+		ch := s.progress
+		s.mu.Unlock()
+		var flush []int
+		for i, l := range s.lanes {
+			if w, idle := l.idle(); idle && w != flushedAt[i] {
+				flush = append(flush, i)
+				flushedAt[i] = w
+			}
+		}
+		if len(flush) > 0 {
+			var wg sync.WaitGroup
+			for _, i := range flush {
+				wg.Add(1)
+				go func(r *route) {
+					defer wg.Done()
+					if err := r.sink.Flush(ctx); err != nil && ctx.Err() == nil {
+						s.c.log.Warn("sink flush failed", zap.String("sink", r.name), zap.Error(err))
+					}
+				}(s.lanes[i].r)
+			}
+			wg.Wait()
+			continue
+		}
+		select {
+		case <-ch:
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// save writes the shard's checkpoint if it advanced since the last save;
+// with finished, it records the shard Finished at its last sequence number
+// (every entry must be done).
+func (s *shardState) save(ctx context.Context, finished bool) error {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	if s.closed || s.finished {
+		return nil
+	}
+	s.mu.Lock()
+	seq, pending := s.acked, len(s.entries)
+	s.mu.Unlock()
+	if finished && pending > 0 {
+		return fmt.Errorf("consumer: shard %s: cannot finish with %d batches unacknowledged", s.id, pending)
+	}
+	if !finished && seq == s.saved {
+		return nil
+	}
+	cp := checkpoint.Checkpoint{SequenceNumber: seq, Finished: finished}
+	if err := s.c.store.Save(ctx, s.arn, s.id, cp); err != nil {
+		s.c.m.checkpointErrors.WithLabelValues(s.table).Inc()
+		if errors.Is(err, checkpoint.ErrLeaseLost) {
+			s.c.log.Warn("checkpoint refused: lease lost; stopping the shard",
+				zap.String("stream", s.arn), zap.String("shard", s.id), zap.String("sequence", seq))
+			s.fail(fmt.Errorf("consumer: shard %s: %w", s.id, err))
+		}
+		return fmt.Errorf("consumer: save checkpoint of shard %s: %w", s.id, err)
+	}
+	s.c.m.checkpointSaves.WithLabelValues(s.table).Inc()
+	s.saved = seq
+	s.finished = finished
+	s.mu.Lock()
+	n := 0
+	for n < len(s.unsaved) && event.CompareSequence(s.unsaved[n].last, seq) <= 0 {
+		n++
+	}
+	s.unsaved = append(s.unsaved[:0:0], s.unsaved[n:]...)
+	s.mu.Unlock()
+	return nil
+}
+
+// lag reports the records not covered by the saved checkpoint and the age
+// of the oldest of them.
+func (s *shardState) lag(now time.Time) (records int, age time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var oldest time.Time
+	for _, q := range [][]*entry{s.unsaved, s.entries} {
+		for _, e := range q {
+			records += e.records
+			if oldest.IsZero() && !e.first.IsZero() {
+				oldest = e.first
+			}
+		}
+	}
+	if !oldest.IsZero() && now.After(oldest) {
+		age = now.Sub(oldest)
+	}
+	return records, age
+}
+
+// close stops the shard's lanes; the state is never saved again.
+func (s *shardState) close() {
+	s.saveMu.Lock()
+	s.closed = true
+	s.saveMu.Unlock()
+	s.cancel()
+	for _, l := range s.lanes {
+		l.mu.Lock()
+		started := l.started
+		l.mu.Unlock()
+		if started {
+			<-l.done
+		}
+	}
+	s.mu.Lock()
+	s.c.m.inflightBytes.WithLabelValues(s.table).Sub(float64(s.bytes))
+	s.bytes = 0
+	s.mu.Unlock()
+	s.c.m.lagRecords.DeleteLabelValues(s.table, s.id)
+	s.c.m.lagSeconds.DeleteLabelValues(s.table, s.id)
+}
+
+// lane carries one shard's events to one route's sink, in stream order.
+//
+// A lane writes its queued batches in order and keeps every batch until the
+// sink acknowledged it. When the sink acknowledges a batch with an error
+// (or refuses it), the lane goes back to that batch and writes it and every
+// later batch again, in order, after an exponential backoff with jitter:
+// the destination may see duplicates but the last copy of each event is in
+// stream order. It retries until its shard is torn down.
+type lane struct {
+	s *shardState
+	r *route
+
+	mu       sync.Mutex
+	items    []*item // not yet acknowledged (head), in stream order
+	next     int     // index in items of the next batch to write
+	writes   uint64  // batches handed to the sink so far
+	failures int     // consecutive failures, for the backoff
+	retryAt  time.Time
+	started  bool
+	wake     chan struct{}
+	done     chan struct{}
+}
+
+type item struct {
+	batch   sinks.Batch
+	e       *entry
+	acked   bool
+	attempt int
+}
+
+// enqueue queues a batch for the sink, starting the lane's writer on first
+// use. It never blocks.
+func (l *lane) enqueue(it *item) {
+	l.mu.Lock()
+	l.items = append(l.items, it)
+	if !l.started {
+		l.started = true
+		go l.run()
+	}
+	l.mu.Unlock()
+	l.poke()
+}
+
+func (l *lane) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// idle reports the write count and whether the lane waits for
+// acknowledgements only: it holds unacknowledged batches and handed every
+// one of them to the sink.
+func (l *lane) idle() (uint64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writes, len(l.items) > 0 && l.next >= len(l.items)
+}
+
+func (l *lane) run() {
+	defer close(l.done)
+	ctx := l.s.ctx
+	for {
+		l.mu.Lock()
+		if l.next >= len(l.items) {
+			l.mu.Unlock()
+			select {
+			case <-l.wake:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		if wait := time.Until(l.retryAt); wait > 0 {
+			l.mu.Unlock()
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			continue
+		}
+		it := l.items[l.next]
+		l.next++
+		l.writes++
+		it.attempt++
+		attempt := it.attempt
+		l.mu.Unlock()
+
+		start := time.Now()
+		err := l.r.sink.Write(ctx, it.batch, func(err error) { l.ack(it, attempt, start, err) })
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			l.ack(it, attempt, start, fmt.Errorf("write refused: %w", err))
+		}
+	}
+}
+
+// ack handles the sink's acknowledgement of one attempt at writing it.
+func (l *lane) ack(it *item, attempt int, start time.Time, err error) {
+	m := l.s.c.m
+	if err == nil {
+		m.sinkWrites.WithLabelValues(l.r.name).Inc()
+		m.sinkLatency.WithLabelValues(l.r.name).Observe(time.Since(start).Seconds())
+		l.mu.Lock()
+		first := !it.acked
+		it.acked = true
+		n := 0
+		for n < len(l.items) && l.items[n].acked {
+			n++
+		}
+		if n > 0 {
+			l.items = append(l.items[:0:0], l.items[n:]...)
+			l.next = max(l.next-n, 0)
+			l.failures = 0
+		}
+		l.mu.Unlock()
+		if first {
+			l.s.entryDone(it.e)
+		}
+		return
+	}
+	m.sinkFailures.WithLabelValues(l.r.name).Inc()
+	if l.s.ctx.Err() != nil {
+		return // torn down: nothing to retry
+	}
+	l.mu.Lock()
+	if it.acked || attempt != it.attempt {
+		l.mu.Unlock()
+		return // a newer attempt decides
+	}
+	idx := -1
+	for i, x := range l.items {
+		if x == it {
+			idx = i
+			break
+		}
+	}
+	var wait time.Duration
+	if idx >= 0 && idx < l.next {
+		l.next = idx
+		l.failures++
+		wait = backoff(l.failures, l.s.c.cfg.RetryMinBackoff, l.s.c.cfg.RetryMaxBackoff)
+		l.retryAt = time.Now().Add(wait)
+	}
+	failures := l.failures
+	l.mu.Unlock()
+	l.s.c.log.Warn("sink failed a batch; retrying it and every later batch of the shard",
+		zap.String("sink", l.r.name), zap.String("shard", l.s.id),
+		zap.String("first_sequence", it.batch.Events[0].SequenceNumber),
+		zap.Int("consecutive_failures", failures), zap.Duration("retry_in", wait), zap.Error(err))
+	l.poke()
+}
+
+// backoff is the n-th (from 1) exponential backoff between lo and hi, with
+// jitter over its upper half.
+func backoff(n int, lo, hi time.Duration) time.Duration {
+	d := hi
+	if n < 40 {
+		if x := lo << (n - 1); x > 0 && x < hi {
+			d = x
+		}
+	}
+	return d/2 + rand.N(d/2+1)
+}
