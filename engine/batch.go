@@ -1,0 +1,304 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+
+	"github.com/ttl-archiver/archiver/engine/internal/attr"
+	"github.com/ttl-archiver/archiver/engine/internal/awserr"
+)
+
+const (
+	maxBatchGet      = 100
+	maxBatchWrite    = 25
+	maxBatchGetBytes = 16 << 20
+)
+
+type batchGetTable struct {
+	Keys                 []jitem  `json:"Keys"`
+	ProjectionExpression *string  `json:"ProjectionExpression"`
+	AttributesToGet      []string `json:"AttributesToGet"`
+	ConsistentRead       bool     `json:"ConsistentRead"`
+	exprFields
+}
+
+func (e *Engine) opBatchGetItem(ctx context.Context, body []byte) (any, error) {
+	var req struct {
+		RequestItems           map[string]*batchGetTable `json:"RequestItems"`
+		ReturnConsumedCapacity string                    `json:"ReturnConsumedCapacity"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if err := checkRCC(req.ReturnConsumedCapacity); err != nil {
+		return nil, err
+	}
+	if req.RequestItems == nil {
+		return nil, nullErr("requestItems")
+	}
+	if len(req.RequestItems) == 0 {
+		return nil, awserr.Validation("1 validation error detected: Value '{}' at 'requestItems' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	}
+	names := make([]string, 0, len(req.RequestItems))
+	total := 0
+	type plan struct {
+		t    *table
+		proj *projection
+		keys [][]byte
+	}
+	plans := map[string]*plan{}
+	for name, tr := range req.RequestItems {
+		if err := checkTableName(name, "requestItems.member.key"); err != nil {
+			return nil, err
+		}
+		if tr == nil || tr.Keys == nil {
+			return nil, nullErr("requestItems." + name + ".member.keys")
+		}
+		if len(tr.Keys) == 0 {
+			return nil, awserr.Validation("1 validation error detected: Value '[]' at 'requestItems.%s.member.keys' failed to satisfy constraint: Member must have length greater than or equal to 1", name)
+		}
+		total += len(tr.Keys)
+		names = append(names, name)
+	}
+	if total > maxBatchGet {
+		return nil, awserr.Validation("Too many items requested for the BatchGetItem call")
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		tr := req.RequestItems[name]
+		p, err := tr.params()
+		if err != nil {
+			return nil, err
+		}
+		proj, err := parseProjection(tr.ProjectionExpression, tr.AttributesToGet, p)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.CheckUnused(); err != nil {
+			return nil, err
+		}
+		t, err := e.lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		pl := &plan{t: t, proj: proj}
+		seen := map[string]bool{}
+		t.mu.RLock()
+		for _, k := range tr.Keys {
+			sk, err := t.keyOf(attr.Item(k))
+			if err != nil {
+				t.mu.RUnlock()
+				return nil, err
+			}
+			if seen[string(sk)] {
+				t.mu.RUnlock()
+				return nil, awserr.Validation("Provided list of item keys contains duplicates")
+			}
+			seen[string(sk)] = true
+			pl.keys = append(pl.keys, sk)
+		}
+		t.mu.RUnlock()
+		plans[name] = pl
+	}
+	responses := map[string][]json.RawMessage{}
+	unprocessed := map[string]*batchGetTable{}
+	var caps []*capacity
+	bytesOut := 0
+	for _, name := range names {
+		pl, tr := plans[name], req.RequestItems[name]
+		responses[name] = []json.RawMessage{}
+		units := 0.0
+		pl.t.mu.RLock()
+		for i, sk := range pl.keys {
+			if bytesOut >= maxBatchGetBytes {
+				u := unprocessed[name]
+				if u == nil {
+					u = &batchGetTable{ProjectionExpression: tr.ProjectionExpression, AttributesToGet: tr.AttributesToGet,
+						ConsistentRead: tr.ConsistentRead, exprFields: tr.exprFields}
+					unprocessed[name] = u
+				}
+				u.Keys = append(u.Keys, tr.Keys[i])
+				continue
+			}
+			ent := pl.t.items.Get(sk)
+			if ent == nil {
+				units += readUnits(0, tr.ConsistentRead)
+				continue
+			}
+			units += readUnits(int(ent.size), tr.ConsistentRead)
+			bytesOut += int(ent.size)
+			if pl.proj == nil {
+				responses[name] = append(responses[name], ent.raw)
+				continue
+			}
+			it, err := decodeStored(ent)
+			if err != nil {
+				pl.t.mu.RUnlock()
+				return nil, err
+			}
+			responses[name] = append(responses[name], attr.AppendItemJSON(nil, pl.proj.apply(it)))
+		}
+		pl.t.mu.RUnlock()
+		if c := consumed(req.ReturnConsumedCapacity, name, units, false, nil); c != nil {
+			caps = append(caps, c)
+		}
+	}
+	resp := map[string]any{"Responses": responses, "UnprocessedKeys": unprocessed}
+	if caps != nil {
+		resp["ConsumedCapacity"] = caps
+	}
+	return resp, nil
+}
+
+// MarshalJSON renders unprocessed keys in the request's shape.
+func (b *batchGetTable) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"Keys": b.Keys}
+	if b.ProjectionExpression != nil {
+		m["ProjectionExpression"] = *b.ProjectionExpression
+	}
+	if b.AttributesToGet != nil {
+		m["AttributesToGet"] = b.AttributesToGet
+	}
+	if b.ConsistentRead {
+		m["ConsistentRead"] = true
+	}
+	if b.ExpressionAttributeNames != nil {
+		m["ExpressionAttributeNames"] = b.ExpressionAttributeNames
+	}
+	return json.Marshal(m)
+}
+
+// MarshalJSON renders a decoded attribute map.
+func (j jitem) MarshalJSON() ([]byte, error) { return attr.AppendItemJSON(nil, attr.Item(j)), nil }
+
+type writeRequest struct {
+	PutRequest *struct {
+		Item jitem `json:"Item"`
+	} `json:"PutRequest"`
+	DeleteRequest *struct {
+		Key jitem `json:"Key"`
+	} `json:"DeleteRequest"`
+}
+
+func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error) {
+	var req struct {
+		RequestItems                map[string][]writeRequest `json:"RequestItems"`
+		ReturnConsumedCapacity      string                    `json:"ReturnConsumedCapacity"`
+		ReturnItemCollectionMetrics string                    `json:"ReturnItemCollectionMetrics"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if err := checkRCC(req.ReturnConsumedCapacity); err != nil {
+		return nil, err
+	}
+	if req.RequestItems == nil {
+		return nil, nullErr("requestItems")
+	}
+	if len(req.RequestItems) == 0 {
+		return nil, awserr.Validation("1 validation error detected: Value '{}' at 'requestItems' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	}
+	names := make([]string, 0, len(req.RequestItems))
+	total := 0
+	for name, reqs := range req.RequestItems {
+		if err := checkTableName(name, "requestItems.member.key"); err != nil {
+			return nil, err
+		}
+		if len(reqs) == 0 {
+			return nil, awserr.Validation("1 validation error detected: Value '[]' at 'requestItems.%s.member' failed to satisfy constraint: Member must have length greater than or equal to 1", name)
+		}
+		total += len(reqs)
+		names = append(names, name)
+	}
+	if total > maxBatchWrite {
+		return nil, awserr.Validation("1 validation error detected: Value at 'requestItems' failed to satisfy constraint: Map value must satisfy constraint: [Member must have length less than or equal to 25, Member must have length greater than or equal to 1]")
+	}
+	sort.Strings(names)
+	type op struct {
+		key  []byte
+		item attr.Item // nil for a delete
+		del  attr.Item
+		size int
+	}
+	plans := map[string][]op{}
+	tables := map[string]*table{}
+	for _, name := range names {
+		t, err := e.lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		tables[name] = t
+		seen := map[string]bool{}
+		t.mu.RLock()
+		for _, wr := range req.RequestItems[name] {
+			var o op
+			switch {
+			case wr.PutRequest != nil && wr.DeleteRequest != nil, wr.PutRequest == nil && wr.DeleteRequest == nil:
+				t.mu.RUnlock()
+				return nil, awserr.Validation("One or more parameter values were invalid: each WriteRequest in requestItems.%s must contain exactly one of PutRequest or DeleteRequest", name)
+			case wr.PutRequest != nil:
+				if wr.PutRequest.Item == nil {
+					t.mu.RUnlock()
+					return nil, nullErr("requestItems." + name + ".member.putRequest.item")
+				}
+				it := attr.Item(wr.PutRequest.Item)
+				if err := t.checkItem(it); err != nil {
+					t.mu.RUnlock()
+					return nil, err
+				}
+				o.size = attr.ItemSize(it)
+				if o.size > maxItemSize {
+					t.mu.RUnlock()
+					return nil, awserr.Validation("Item size has exceeded the maximum allowed size")
+				}
+				o.item = it
+				o.key = t.key.encode(nil, it)
+			default:
+				if wr.DeleteRequest.Key == nil {
+					t.mu.RUnlock()
+					return nil, nullErr("requestItems." + name + ".member.deleteRequest.key")
+				}
+				k, err := t.keyOf(attr.Item(wr.DeleteRequest.Key))
+				if err != nil {
+					t.mu.RUnlock()
+					return nil, err
+				}
+				o.key, o.del = k, attr.Item(wr.DeleteRequest.Key)
+			}
+			if seen[string(o.key)] {
+				t.mu.RUnlock()
+				return nil, awserr.Validation("Provided list of item keys contains duplicates")
+			}
+			seen[string(o.key)] = true
+			plans[name] = append(plans[name], o)
+		}
+		t.mu.RUnlock()
+	}
+	var caps []*capacity
+	for _, name := range names {
+		t := tables[name]
+		units := 0.0
+		for _, o := range plans[name] {
+			var err error
+			size := o.size
+			if o.item != nil {
+				_, size, err = t.put(o.item, nil, "", false)
+			} else {
+				_, size, err = t.delete(o.del, nil, "", false)
+			}
+			if err != nil {
+				return nil, err
+			}
+			units += writeUnits(size)
+		}
+		if c := consumed(req.ReturnConsumedCapacity, name, units, true, nil); c != nil {
+			caps = append(caps, c)
+		}
+	}
+	resp := map[string]any{"UnprocessedItems": map[string]any{}}
+	if caps != nil {
+		resp["ConsumedCapacity"] = caps
+	}
+	return resp, nil
+}

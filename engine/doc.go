@@ -1,0 +1,47 @@
+// Package engine is a local, in-memory DynamoDB and DynamoDB Streams
+// server whose Time to Live really deletes: a drop-in for DynamoDB Local in
+// tests and on laptops when the code under test reacts to TTL expiries.
+//
+// The engine speaks the DynamoDB JSON 1.0 protocol (X-Amz-Target
+// DynamoDB_20120810.*) and the Streams protocol (DynamoDBStreams_20120810.*)
+// on one endpoint and accepts any SigV4 credentials. Point any AWS SDK or
+// the AWS CLI at it:
+//
+//	srv, err := engine.Listen("127.0.0.1:0", engine.Options{})
+//	...
+//	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+//		o.BaseEndpoint = aws.String(srv.Endpoint())
+//	})
+//
+// or, from a shell, `archiver engine --listen 127.0.0.1:8000` and
+// `aws dynamodb list-tables --endpoint-url http://127.0.0.1:8000`.
+//
+// What it serves: tables (CreateTable, DescribeTable, ListTables,
+// UpdateTable with streams on/off and GSI create/delete with backfill,
+// DeleteTable), items (PutItem, GetItem, UpdateItem, DeleteItem, Query,
+// Scan, BatchGetItem, BatchWriteItem, TransactWriteItems, TransactGetItems)
+// with the whole expression language, global and local secondary indexes,
+// TTL (UpdateTimeToLive, DescribeTimeToLive) and the four Streams
+// operations. Errors carry AWS's codes and, where practical, its messages.
+//
+// TTL follows DynamoDB's documented rules. A background sweeper (every
+// Options.TTLInterval) deletes each item whose TTL attribute is a Number of
+// epoch seconds strictly below the clock's now and not more than five years
+// in the past; strings, other types and missing attributes never expire.
+// A TTL deletion removes the item from the table and every index and
+// enters the stream as a REMOVE record with userIdentity
+// {Type: "Service", PrincipalId: "dynamodb.amazonaws.com"}; a user's
+// DeleteItem has no userIdentity. Expired items stay readable and
+// updatable until a sweep reaches them, and an update that moves the TTL
+// into the future keeps the item. Sweeps work in chunks, releasing the
+// table lock between them, so reads and writes continue during a sweep of
+// millions of items. Options.TTLLag delays each deletion by a stable
+// per-item amount up to the given duration.
+//
+// For tests, Options.Clock takes a ManualClock, a negative TTLInterval
+// turns the sweeper off, and SweepTTL runs one sweep on demand. Faults:
+// ThrottleGetRecords, ForceRollover, SplitShard, TrimStream,
+// ExpireIterators, and Hooks.OnRequest to fail or observe any request.
+//
+// Everything lives in memory; nothing is persisted.
+package engine

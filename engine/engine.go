@@ -1,0 +1,382 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/engine/internal/awserr"
+	"github.com/ttl-archiver/archiver/engine/internal/stream"
+)
+
+// Clock is the engine's source of time: TTL expiry, stream record times,
+// iterator lifetimes and retention all read it.
+type Clock interface{ Now() time.Time }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// ManualClock is a Clock that only moves when told to. Tests use it to
+// expire items and age stream records without waiting. It is safe for
+// concurrent use.
+type ManualClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewManualClock returns a clock standing at t.
+func NewManualClock(t time.Time) *ManualClock { return &ManualClock{t: t} }
+
+// Now returns the clock's current time.
+func (c *ManualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Set moves the clock to t (backwards too).
+func (c *ManualClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+// Advance moves the clock forward by d and returns the new time.
+func (c *ManualClock) Advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	return c.t
+}
+
+// Options configures an Engine. The zero value is usable: region
+// us-east-1, account 000000000000, a TTL sweep every second, one shard per
+// stream, 24 h stream retention, real time.
+type Options struct {
+	Region    string // default us-east-1
+	AccountID string // default 000000000000
+
+	// TTLInterval is the pause between background TTL sweeps (default 1s).
+	// A negative value disables the sweeper; tests then call SweepTTL.
+	TTLInterval time.Duration
+	// TTLLag delays each expired item's deletion by a per-item delay in
+	// 0..TTLLag past its expiry, mimicking production's lag. The delay is
+	// derived from the item's key, so it is stable across sweeps.
+	TTLLag time.Duration
+
+	StreamShards         int           // open shards per stream (default 1)
+	ShardRollover        time.Duration // close and replace each shard after this age (0 = never)
+	ShardRolloverRecords int           // ...or after this many records (0 = never)
+	StreamRetention      time.Duration // stream records older than this are trimmed (default 24h)
+
+	Clock  Clock       // default: real time
+	Logger *zap.Logger // default: zap.NewNop()
+	Hooks  Hooks
+}
+
+// Hooks let tests intercept requests.
+type Hooks struct {
+	// OnRequest is called before each operation with the operation name
+	// ("PutItem", "GetRecords", ...) and the HTTP request, whose headers
+	// include Authorization (the SigV4 Credential's access key tells
+	// callers apart). A non-nil error is sent to the client instead of
+	// running the operation: an *Error with its code, message and status
+	// (400 unless set); any other error as a 500 InternalServerError.
+	// The request body has already been read; do not read it.
+	OnRequest func(op string, r *http.Request) error
+}
+
+// Error is an AWS error a hook sends to the client, e.g.
+// &Error{Code: "ProvisionedThroughputExceededException", Message: "..."}.
+type Error struct {
+	Code    string
+	Message string
+	Status  int // HTTP status; 400 when zero
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// NewError returns an *Error with the given code, message and status.
+func NewError(code, msg string, status int) *Error {
+	return &Error{Code: code, Message: msg, Status: status}
+}
+
+// Throttle returns the error DynamoDB sends when a table's throughput is
+// exceeded (ProvisionedThroughputExceededException, 400); the AWS SDKs
+// retry it.
+func Throttle() *Error {
+	return &Error{Code: awserr.CodeThroughputExceeded, Message: "The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."}
+}
+
+// Engine is an in-memory DynamoDB and DynamoDB Streams server with a real
+// TTL process. It is an http.Handler; all methods are safe for concurrent
+// use.
+type Engine struct {
+	o       Options
+	clock   Clock
+	log     *zap.Logger
+	streams *stream.Registry
+
+	mu     sync.RWMutex
+	tables map[string]*table
+
+	reqSeq   atomic.Uint64
+	reqSalt  uint64
+	seedSeq  atomic.Uint64
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+}
+
+// New returns an engine and starts its background sweeper (unless
+// o.TTLInterval < 0). Close stops it.
+func New(o Options) (*Engine, error) {
+	if o.Region == "" {
+		o.Region = "us-east-1"
+	}
+	if o.AccountID == "" {
+		o.AccountID = "000000000000"
+	}
+	if o.TTLInterval == 0 {
+		o.TTLInterval = time.Second
+	}
+	if o.TTLLag < 0 {
+		return nil, fmt.Errorf("engine: TTLLag must not be negative, got %v", o.TTLLag)
+	}
+	if o.StreamShards == 0 {
+		o.StreamShards = 1
+	}
+	if o.StreamShards < 0 || o.StreamShards > 1024 {
+		return nil, fmt.Errorf("engine: StreamShards must be 1..1024, got %d", o.StreamShards)
+	}
+	if o.ShardRollover < 0 || o.ShardRolloverRecords < 0 {
+		return nil, errors.New("engine: ShardRollover and ShardRolloverRecords must not be negative")
+	}
+	if o.StreamRetention == 0 {
+		o.StreamRetention = 24 * time.Hour
+	}
+	if o.StreamRetention < 0 {
+		return nil, fmt.Errorf("engine: StreamRetention must be positive, got %v", o.StreamRetention)
+	}
+	if o.Clock == nil {
+		o.Clock = realClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	e := &Engine{
+		o:      o,
+		clock:  o.Clock,
+		log:    o.Logger,
+		tables: map[string]*table{},
+		stop:   make(chan struct{}),
+	}
+	e.reqSalt = uint64(time.Now().UnixNano())
+	e.streams = stream.NewRegistry(stream.Options{
+		Region:          o.Region,
+		AccountID:       o.AccountID,
+		Shards:          o.StreamShards,
+		Rollover:        o.ShardRollover,
+		RolloverRecords: o.ShardRolloverRecords,
+		Retention:       o.StreamRetention,
+		Now:             o.Clock.Now,
+	})
+	if o.TTLInterval > 0 {
+		e.wg.Add(1)
+		go e.background(o.TTLInterval)
+	}
+	return e, nil
+}
+
+// background runs the TTL sweeper and the streams' housekeeping.
+func (e *Engine) background(every time.Duration) {
+	defer e.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-e.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+		}
+		if n, err := e.SweepTTL(ctx); err != nil && ctx.Err() == nil {
+			e.log.Warn("ttl sweep failed", zap.Error(err))
+		} else if n > 0 {
+			e.log.Debug("ttl sweep", zap.Int("deleted", n))
+		}
+		e.streams.Tick()
+	}
+}
+
+// Close stops the background work. The engine keeps serving requests.
+func (e *Engine) Close() error {
+	e.stopOnce.Do(func() { close(e.stop) })
+	e.wg.Wait()
+	return nil
+}
+
+// lookup returns the table or a ResourceNotFoundException.
+func (e *Engine) lookup(name string) (*table, error) {
+	e.mu.RLock()
+	t := e.tables[name]
+	e.mu.RUnlock()
+	if t == nil {
+		return nil, awserr.NotFound("Requested resource not found: Table: %s not found", name)
+	}
+	return t, nil
+}
+
+func (e *Engine) streamARN(tableName string) (string, error) {
+	t, err := e.lookup(tableName)
+	if err != nil {
+		return "", err
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.latest == nil {
+		return "", awserr.NotFound("Table %s has no stream", tableName)
+	}
+	return t.latest.ARN(), nil
+}
+
+// ThrottleGetRecords makes the next n GetRecords calls (any stream) fail
+// with LimitExceededException.
+func (e *Engine) ThrottleGetRecords(n int) { e.streams.ThrottleGetRecords(n) }
+
+// ForceRollover closes every open shard of the table's latest stream and
+// opens one child for each.
+func (e *Engine) ForceRollover(table string) error {
+	arn, err := e.streamARN(table)
+	if err != nil {
+		return err
+	}
+	return e.streams.Rollover(arn)
+}
+
+// SplitShard closes one open shard of the table's latest stream and opens
+// two children that share its key range.
+func (e *Engine) SplitShard(table, shardID string) error {
+	arn, err := e.streamARN(table)
+	if err != nil {
+		return err
+	}
+	return e.streams.Split(arn, shardID)
+}
+
+// TrimStream drops the records of the table's latest stream created before
+// the given time; reading them then fails with TrimmedDataAccessException.
+func (e *Engine) TrimStream(table string, before time.Time) error {
+	arn, err := e.streamARN(table)
+	if err != nil {
+		return err
+	}
+	return e.streams.Trim(arn, before)
+}
+
+// ExpireIterators expires every shard iterator handed out so far.
+func (e *Engine) ExpireIterators() { e.streams.ExpireIterators() }
+
+// StreamARN returns the ARN of the table's latest stream (enabled or
+// disabled).
+func (e *Engine) StreamARN(table string) (string, error) { return e.streamARN(table) }
+
+// Server is an Engine listening on a TCP address.
+type Server struct {
+	e    *Engine
+	ln   net.Listener
+	srv  *http.Server
+	done chan struct{}
+}
+
+// Listen starts an engine with options o serving on addr (use
+// "127.0.0.1:0" for a free port) and logs one line with its endpoint.
+func Listen(addr string, o Options) (*Server, error) {
+	e, err := New(o)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: listen on %s: %w", addr, err)
+	}
+	s := &Server{e: e, ln: ln, done: make(chan struct{})}
+	s.srv = &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second, ErrorLog: zap.NewStdLog(e.log)}
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			e.log.Error("engine server stopped", zap.Error(err))
+		}
+	}()
+	e.log.Info("engine listening", zap.String("endpoint", s.Endpoint()), zap.String("region", e.o.Region))
+	return s, nil
+}
+
+// Endpoint is the server's base URL, e.g. "http://127.0.0.1:8000".
+func (s *Server) Endpoint() string { return "http://" + s.ln.Addr().String() }
+
+// Engine returns the server's engine (for SweepTTL and fault injection).
+func (s *Server) Engine() *Engine { return s.e }
+
+// Shutdown stops accepting connections, waits for requests in flight (until
+// ctx is done) and stops the engine's background work.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		s.srv.Close()
+	}
+	<-s.done
+	s.e.Close()
+	return err
+}
+
+// Close shuts the server down gracefully, waiting at most 10 s for requests
+// in flight.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.Shutdown(ctx)
+}
+
+// ParseRollover parses the --shard-rollover flag: a Go duration ("4h",
+// "90s") rolls shards over by age, a plain integer ("500") by record count;
+// "" and "0" mean never.
+func ParseRollover(s string) (time.Duration, int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "0" {
+		return 0, 0, nil
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 {
+			return 0, 0, fmt.Errorf("shard rollover %q: record count must not be negative", s)
+		}
+		return 0, n, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, 0, fmt.Errorf("shard rollover %q: want a duration like 4h or a record count like 500", s)
+	}
+	if d < 0 {
+		return 0, 0, fmt.Errorf("shard rollover %q: duration must not be negative", s)
+	}
+	return d, 0, nil
+}

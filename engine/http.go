@@ -1,0 +1,296 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/engine/internal/attr"
+	"github.com/ttl-archiver/archiver/engine/internal/awserr"
+)
+
+// maxBody bounds a request body: DynamoDB's largest requests (BatchWriteItem,
+// TransactWriteItems) are capped at 16 MB of items plus some JSON overhead.
+const maxBody = 20 << 20
+
+const (
+	targetDynamoDB = "DynamoDB_20120810."
+	targetStreams  = "DynamoDBStreams_20120810."
+	errTypePrefix  = "com.amazonaws.dynamodb.v20120810#"
+)
+
+type opFunc func(e *Engine, ctx context.Context, body []byte) (any, error)
+
+// ops maps DynamoDB operation names to their handlers.
+var ops = map[string]opFunc{
+	"CreateTable":        (*Engine).opCreateTable,
+	"DescribeTable":      (*Engine).opDescribeTable,
+	"ListTables":         (*Engine).opListTables,
+	"DeleteTable":        (*Engine).opDeleteTable,
+	"UpdateTable":        (*Engine).opUpdateTable,
+	"DescribeTimeToLive": (*Engine).opDescribeTimeToLive,
+	"UpdateTimeToLive":   (*Engine).opUpdateTimeToLive,
+	"PutItem":            (*Engine).opPutItem,
+	"GetItem":            (*Engine).opGetItem,
+	"UpdateItem":         (*Engine).opUpdateItem,
+	"DeleteItem":         (*Engine).opDeleteItem,
+	"Query":              (*Engine).opQuery,
+	"Scan":               (*Engine).opScan,
+	"BatchGetItem":       (*Engine).opBatchGetItem,
+	"BatchWriteItem":     (*Engine).opBatchWriteItem,
+	"TransactWriteItems": (*Engine).opTransactWriteItems,
+	"TransactGetItems":   (*Engine).opTransactGetItems,
+	"DescribeEndpoints":  (*Engine).opDescribeEndpoints,
+	"DescribeLimits":     (*Engine).opDescribeLimits,
+}
+
+var streamOps = map[string]bool{"ListStreams": true, "DescribeStream": true, "GetShardIterator": true, "GetRecords": true}
+
+// ServeHTTP serves the DynamoDB JSON 1.0 protocol (X-Amz-Target
+// DynamoDB_20120810.<Op>) and the DynamoDB Streams protocol
+// (DynamoDBStreams_20120810.<Op>). Any credentials are accepted.
+func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	reqID := e.requestID()
+	h := w.Header()
+	h.Set("x-amzn-RequestId", reqID)
+	op := ""
+	defer func() {
+		if p := recover(); p != nil {
+			e.log.Error("engine: panic serving request", zap.String("op", op), zap.String("requestId", reqID),
+				zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+			e.writeError(w, awserr.New(awserr.CodeInternalServerError, "Internal server error"), 500)
+		}
+	}()
+	if r.Method != http.MethodPost {
+		if r.Method == http.MethodGet && r.URL.Path == "/" {
+			h.Set("Content-Type", "text/plain")
+			io.WriteString(w, "healthy: dynamodb."+e.o.Region+".amazonaws.com ")
+			return
+		}
+		e.writeError(w, awserr.New(awserr.CodeUnknownOperation, "Only POST requests are supported"), 0)
+		return
+	}
+	target := r.Header.Get("X-Amz-Target")
+	var streamsAPI bool
+	switch {
+	case strings.HasPrefix(target, targetDynamoDB):
+		op = target[len(targetDynamoDB):]
+	case strings.HasPrefix(target, targetStreams):
+		op = target[len(targetStreams):]
+		streamsAPI = true
+	default:
+		e.writeError(w, awserr.New(awserr.CodeUnknownOperation, "Missing or unknown X-Amz-Target header"), 0)
+		return
+	}
+	var fn opFunc
+	if streamsAPI {
+		if !streamOps[op] {
+			e.writeError(w, awserr.Newf(awserr.CodeUnknownOperation, "Unknown operation: %s", op), 0)
+			return
+		}
+	} else if fn = ops[op]; fn == nil {
+		e.writeError(w, awserr.Newf(awserr.CodeUnknownOperation, "Unknown operation: %s", op), 0)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			e.writeError(w, awserr.Validation("Request body exceeds the maximum allowed size of %d bytes", maxBody), 413)
+			return
+		}
+		e.writeError(w, awserr.Newf(awserr.CodeSerialization, "could not read request body: %v", err), 0)
+		return
+	}
+	if hook := e.o.Hooks.OnRequest; hook != nil {
+		if err := hook(op, r); err != nil {
+			var he *Error
+			if errors.As(err, &he) {
+				e.writeError(w, &awserr.Error{Code: he.Code, Message: he.Message, Status: he.Status}, 0)
+			} else {
+				e.writeError(w, awserr.New(awserr.CodeInternalServerError, err.Error()), 500)
+			}
+			return
+		}
+	}
+	var resp any
+	if streamsAPI {
+		resp, err = e.streams.Handle(r.Context(), op, body)
+	} else {
+		resp, err = fn(e, r.Context(), body)
+	}
+	if err != nil {
+		e.writeError(w, err, 0)
+		return
+	}
+	var out []byte
+	switch v := resp.(type) {
+	case rawResponse:
+		out = v
+	case json.Marshaler:
+		// The engine's own encoders produce valid JSON; skip
+		// encoding/json's re-validation of their output.
+		out, err = v.MarshalJSON()
+		if err != nil {
+			e.log.Error("engine: encoding response", zap.String("op", op), zap.Error(err))
+			e.writeError(w, awserr.New(awserr.CodeInternalServerError, "Internal server error"), 500)
+			return
+		}
+	default:
+		out, err = json.Marshal(resp)
+		if err != nil {
+			e.log.Error("engine: encoding response", zap.String("op", op), zap.Error(err))
+			e.writeError(w, awserr.New(awserr.CodeInternalServerError, "Internal server error"), 500)
+			return
+		}
+	}
+	e.write(w, 200, out)
+}
+
+// rawResponse is a response body already encoded as JSON.
+type rawResponse []byte
+
+func (e *Engine) write(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/x-amz-json-1.0")
+	h.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// condFailed is a ConditionalCheckFailedException that carries the item
+// (ReturnValuesOnConditionCheckFailure ALL_OLD).
+type condFailed struct {
+	item attr.Item
+}
+
+func (c *condFailed) Error() string { return "ConditionalCheckFailedException: The conditional request failed" }
+
+// txCanceled is a TransactionCanceledException with its reasons.
+type txCanceled struct {
+	reasons []cancelReason
+}
+
+type cancelReason struct {
+	Code    string    `json:"Code"`
+	Message string    `json:"Message,omitempty"`
+	Item    attr.Item `json:"Item,omitempty"`
+}
+
+func (t *txCanceled) Error() string { return "TransactionCanceledException: " + t.message() }
+
+func (t *txCanceled) message() string {
+	codes := make([]string, len(t.reasons))
+	for i, r := range t.reasons {
+		codes[i] = r.Code
+	}
+	return "Transaction cancelled, please refer cancellation reasons for specific reasons [" + strings.Join(codes, ", ") + "]"
+}
+
+// writeError sends err as an AWS error document. Errors that are not
+// *awserr.Error are bugs: they are logged and sent as a bare 500.
+func (e *Engine) writeError(w http.ResponseWriter, err error, status int) {
+	var doc = map[string]any{}
+	var ae *awserr.Error
+	var cf *condFailed
+	var tc *txCanceled
+	switch {
+	case errors.As(err, &cf):
+		doc["__type"] = errTypePrefix + awserr.CodeConditionalCheck
+		doc["message"] = "The conditional request failed"
+		if cf.item != nil {
+			doc["Item"] = cf.item
+		}
+	case errors.As(err, &tc):
+		doc["__type"] = errTypePrefix + "TransactionCanceledException"
+		doc["message"] = tc.message()
+		doc["CancellationReasons"] = tc.reasons
+	case errors.As(err, &ae):
+		doc["__type"] = errTypePrefix + ae.Code
+		doc["message"] = ae.Message
+		if status == 0 {
+			status = ae.HTTPStatus()
+		}
+	default:
+		e.log.Error("engine: internal error", zap.Error(err))
+		doc["__type"] = errTypePrefix + awserr.CodeInternalServerError
+		doc["message"] = "Internal server error"
+		status = 500
+	}
+	if status == 0 {
+		status = 400
+	}
+	b, merr := json.Marshal(doc)
+	if merr != nil {
+		b = []byte(`{"__type":"` + errTypePrefix + `InternalServerError","message":"Internal server error"}`)
+		status = 500
+	}
+	e.write(w, status, b)
+}
+
+func (e *Engine) requestID() string {
+	n := e.reqSeq.Add(1)
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	var b [52]byte
+	x := n*0x9E3779B97F4A7C15 ^ e.reqSalt
+	y := n ^ e.reqSalt*0xBF58476D1CE4E5B9
+	for i := range b {
+		if i%2 == 0 {
+			b[i] = alphabet[x%36]
+			x = x/36 + (x%36)*0x100000001B3
+		} else {
+			b[i] = alphabet[y%36]
+			y = y/36 + (y%36)*0x100000001B3
+		}
+	}
+	return string(b[:])
+}
+
+// decode parses a request body into req. An empty body counts as {}.
+func decode(body []byte, req any) error {
+	if len(strings.TrimSpace(string(body))) == 0 {
+		body = []byte("{}")
+	}
+	if err := json.Unmarshal(body, req); err != nil {
+		var ae *awserr.Error
+		if errors.As(err, &ae) {
+			return ae
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field := te.Field
+			if field == "" {
+				field = "request"
+			}
+			return awserr.Newf(awserr.CodeSerialization, "Unexpected value type in payload for field %s: expected %s", field, te.Type)
+		}
+		return awserr.Newf(awserr.CodeSerialization, "Malformed request body: %v", err)
+	}
+	return nil
+}
+
+// nullErr is AWS's wording for a required parameter that is missing.
+func nullErr(field string) error {
+	return awserr.Validation("1 validation error detected: Value null at '%s' failed to satisfy constraint: Member must not be null", field)
+}
+
+func (e *Engine) opDescribeEndpoints(ctx context.Context, body []byte) (any, error) {
+	return map[string]any{"Endpoints": []map[string]any{{"Address": "dynamodb." + e.o.Region + ".amazonaws.com", "CachePeriodInMinutes": 1440}}}, nil
+}
+
+func (e *Engine) opDescribeLimits(ctx context.Context, body []byte) (any, error) {
+	return map[string]any{"AccountMaxReadCapacityUnits": 80000, "AccountMaxWriteCapacityUnits": 80000,
+		"TableMaxReadCapacityUnits": 40000, "TableMaxWriteCapacityUnits": 40000}, nil
+}
+
+var _ = fmt.Sprintf

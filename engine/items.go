@@ -1,0 +1,972 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	"github.com/ttl-archiver/archiver/engine/internal/attr"
+	"github.com/ttl-archiver/archiver/engine/internal/awserr"
+	"github.com/ttl-archiver/archiver/engine/internal/expr"
+	"github.com/ttl-archiver/archiver/engine/internal/stream"
+)
+
+// maxItemSize is DynamoDB's 400 KB item limit.
+const maxItemSize = 400 * 1024
+
+// jitem decodes an attribute map with attr's strict codec.
+type jitem attr.Item
+
+func (j *jitem) UnmarshalJSON(b []byte) error {
+	it, err := attr.UnmarshalItemJSON(b)
+	if err != nil {
+		return err
+	}
+	*j = jitem(it)
+	return nil
+}
+
+// exprFields are the expression parameters shared by most operations.
+type exprFields struct {
+	ExpressionAttributeNames  map[string]string `json:"ExpressionAttributeNames"`
+	ExpressionAttributeValues jitem             `json:"ExpressionAttributeValues"`
+}
+
+func (f *exprFields) params() (*expr.Params, error) {
+	if f.ExpressionAttributeNames != nil && len(f.ExpressionAttributeNames) == 0 {
+		return nil, awserr.Validation("ExpressionAttributeNames must not be empty")
+	}
+	if f.ExpressionAttributeValues != nil && len(f.ExpressionAttributeValues) == 0 {
+		return nil, awserr.Validation("ExpressionAttributeValues must not be empty")
+	}
+	for k := range f.ExpressionAttributeNames {
+		if !strings.HasPrefix(k, "#") {
+			return nil, awserr.Validation("ExpressionAttributeNames contains invalid key: Syntax error; key: \"%s\"", k)
+		}
+	}
+	for k := range f.ExpressionAttributeValues {
+		if !strings.HasPrefix(k, ":") {
+			return nil, awserr.Validation("ExpressionAttributeValues contains invalid key: Syntax error; key: \"%s\"", k)
+		}
+	}
+	return expr.NewParams(f.ExpressionAttributeNames, attr.Item(f.ExpressionAttributeValues)), nil
+}
+
+// legacy holds the pre-expression parameters, which the engine rejects with
+// a clear message rather than silently ignoring.
+type legacy struct {
+	Expected            json.RawMessage `json:"Expected"`
+	ConditionalOperator json.RawMessage `json:"ConditionalOperator"`
+	AttributeUpdates    json.RawMessage `json:"AttributeUpdates"`
+	KeyConditions       json.RawMessage `json:"KeyConditions"`
+	QueryFilter         json.RawMessage `json:"QueryFilter"`
+	ScanFilter          json.RawMessage `json:"ScanFilter"`
+}
+
+func (l *legacy) check() error {
+	for name, v := range map[string]json.RawMessage{"Expected": l.Expected, "ConditionalOperator": l.ConditionalOperator,
+		"AttributeUpdates": l.AttributeUpdates, "KeyConditions": l.KeyConditions, "QueryFilter": l.QueryFilter, "ScanFilter": l.ScanFilter} {
+		if len(v) > 0 && string(v) != "null" {
+			return awserr.Validation("The legacy parameter %s is not supported by this engine; use the expression parameters instead", name)
+		}
+	}
+	return nil
+}
+
+func decodeStored(e *entry) (attr.Item, error) {
+	return attr.UnmarshalItemJSON(e.raw)
+}
+
+// expiryOf reads the TTL attribute as unix nanoseconds, or noExpiry when it
+// is missing, not a Number, or out of any plausible range.
+func expiryOf(it attr.Item, name string) int64 {
+	v, ok := it[name]
+	if !ok || v.T != attr.N {
+		return noExpiry
+	}
+	return expiryNanos(v.S)
+}
+
+// expiryNanos converts a canonical decimal string of epoch seconds to unix
+// nanoseconds.
+func expiryNanos(s string) int64 {
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	intPart, frac, _ := strings.Cut(s, ".")
+	if len(intPart) > 10 { // beyond year 2286 (or before 1653): never expires
+		return noExpiry
+	}
+	sec, err := strconv.ParseInt(intPart, 10, 64)
+	if err != nil {
+		return noExpiry
+	}
+	var ns int64
+	for i := 0; i < 9; i++ {
+		ns *= 10
+		if i < len(frac) {
+			ns += int64(frac[i] - '0')
+		}
+	}
+	total := sec*1e9 + ns
+	if neg {
+		total = -total
+	}
+	return total
+}
+
+// lag returns the per-item TTL delay in 0..lagNanos.
+func lagFor(key []byte, lagNanos int64) int64 {
+	if lagNanos <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write(key)
+	return int64(h.Sum64() % uint64(lagNanos+1))
+}
+
+// checkItemKeys validates the key attributes of an item being written
+// (PutItem, BatchWriteItem's PutRequest) and the index key attributes it
+// carries.
+func (t *table) checkItem(it attr.Item) error {
+	if err := checkKeyAttr(it, t.key.Hash, t.key.HashType, true); err != nil {
+		return err
+	}
+	if t.key.Range != "" {
+		if err := checkKeyAttr(it, t.key.Range, t.key.RangeType, true); err != nil {
+			return err
+		}
+	}
+	return t.checkIndexKeys(it)
+}
+
+func checkKeyAttr(it attr.Item, name string, typ attr.Type, put bool) error {
+	v, ok := it[name]
+	if !ok {
+		if put {
+			return awserr.Validation("One or more parameter values were invalid: Missing the key %s in the item", name)
+		}
+		return awserr.Validation("The provided key element does not match the schema")
+	}
+	if v.T != typ {
+		if put {
+			return awserr.Validation("One or more parameter values were invalid: Type mismatch for key %s expected: %s actual: %s", name, typ, v.T)
+		}
+		return awserr.Validation("The provided key element does not match the schema")
+	}
+	if (v.T == attr.S && v.S == "") || (v.T == attr.B && len(v.B) == 0) {
+		return awserr.Validation("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty %s value. Key: %s", map[attr.Type]string{attr.S: "string", attr.B: "binary"}[v.T], name)
+	}
+	if v.T == attr.S && len(v.S) > 2048 && name == "" {
+		return awserr.Validation("One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of2048 bytes")
+	}
+	return nil
+}
+
+// checkIndexKeys rejects items whose index key attributes have the wrong
+// type or are empty.
+func (t *table) checkIndexKeys(it attr.Item) error {
+	check := func(ix *index, name string, typ attr.Type) error {
+		v, ok := it[name]
+		if !ok {
+			return nil
+		}
+		if v.T != typ {
+			return awserr.Validation("One or more parameter values were invalid: Type mismatch for Index Key %s Expected: %s Actual: %s IndexName: %s", name, typ, v.T, ix.name)
+		}
+		if (v.T == attr.S && v.S == "") || (v.T == attr.B && len(v.B) == 0) {
+			return awserr.Validation("One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty %s value. IndexName: %s, IndexKey: %s", map[attr.Type]string{attr.S: "string", attr.B: "binary"}[v.T], ix.name, name)
+		}
+		return nil
+	}
+	for _, list := range [][]*index{t.lsis, t.gsis} {
+		for _, ix := range list {
+			if err := check(ix, ix.key.Hash, ix.key.HashType); err != nil {
+				return err
+			}
+			if ix.key.Range != "" {
+				if err := check(ix, ix.key.Range, ix.key.RangeType); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// keyOf validates a Key parameter (exactly the table's key attributes)
+// and returns its storage key.
+func (t *table) keyOf(key attr.Item) ([]byte, error) {
+	if key == nil {
+		return nil, nullErr("key")
+	}
+	n := 1
+	if t.key.Range != "" {
+		n = 2
+	}
+	if len(key) != n {
+		return nil, awserr.Validation("The provided key element does not match the schema")
+	}
+	if err := checkKeyAttr(key, t.key.Hash, t.key.HashType, false); err != nil {
+		return nil, err
+	}
+	if t.key.Range != "" {
+		if err := checkKeyAttr(key, t.key.Range, t.key.RangeType, false); err != nil {
+			return nil, err
+		}
+	}
+	return t.key.encode(nil, key), nil
+}
+
+// ---- index maintenance (t.mu held for writing) ----
+
+func (ix *index) entryKey(t *table, e *entry, it attr.Item) []byte {
+	h, ok := it[ix.key.Hash]
+	if !ok || h.T != ix.key.HashType {
+		return nil
+	}
+	k := appendComponent(make([]byte, 0, 64), h)
+	if ix.key.Range != "" {
+		r, ok := it[ix.key.Range]
+		if !ok || r.T != ix.key.RangeType {
+			return nil
+		}
+		k = appendComponent(k, r)
+	}
+	return append(k, e.key...)
+}
+
+func (ix *index) projectedSize(t *table, e *entry, it attr.Item) int64 {
+	if ix.projType == "ALL" {
+		return int64(e.size)
+	}
+	n := 0
+	for name, v := range it {
+		if ix.projects(t, name) {
+			n += attr.SizeOf(name, v)
+		}
+	}
+	return int64(n)
+}
+
+// projects reports whether the index holds attribute name.
+func (ix *index) projects(t *table, name string) bool {
+	if ix.projType == "ALL" || t.key.has(name) || ix.key.has(name) {
+		return true
+	}
+	for _, n := range ix.nonKey {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// project reduces a table item to what the index holds.
+func (ix *index) project(t *table, it attr.Item) attr.Item {
+	if ix.projType == "ALL" {
+		return it
+	}
+	out := attr.Item{}
+	for name, v := range it {
+		if ix.projects(t, name) {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+func (ix *index) add(t *table, e *entry, it attr.Item) {
+	if k := ix.entryKey(t, e, it); k != nil {
+		ix.list.Put(k, e)
+		ix.size += ix.projectedSize(t, e, it)
+	}
+}
+
+func (ix *index) remove(t *table, e *entry, it attr.Item) {
+	if k := ix.entryKey(t, e, it); k != nil {
+		if ix.list.Delete(k) != nil {
+			ix.size -= ix.projectedSize(t, e, it)
+		}
+	}
+}
+
+// needOld reports whether a write must decode the item it replaces.
+func (t *table) needOld() bool {
+	return len(t.gsis) > 0 || len(t.lsis) > 0 || t.stream != nil
+}
+
+// writeLocked replaces old (nil when absent) by a new item (nil to delete)
+// in the table, its indexes and its stream. oldItem must be the decoded old
+// item when old != nil and t.needOld(). t.mu is held for writing.
+func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry, newItem attr.Item, service bool) {
+	if old != nil {
+		t.size -= int64(old.size)
+		for _, ix := range t.lsis {
+			ix.remove(t, old, oldItem)
+		}
+		for _, ix := range t.gsis {
+			ix.remove(t, old, oldItem)
+		}
+	}
+	if ne != nil {
+		t.items.Put(key, ne)
+		t.size += int64(ne.size)
+		for _, ix := range t.lsis {
+			ix.add(t, ne, newItem)
+		}
+		for _, ix := range t.gsis {
+			ix.add(t, ne, newItem)
+		}
+	} else if old != nil {
+		t.items.Delete(key)
+	}
+	if t.stream != nil {
+		c := stream.Change{Old: oldItem, New: newItem, Service: service}
+		switch {
+		case old == nil && ne != nil:
+			c.EventName = "INSERT"
+			c.Keys = t.key.project(newItem)
+		case ne != nil:
+			c.EventName = "MODIFY"
+			c.Keys = t.key.project(newItem)
+		case old != nil:
+			c.EventName = "REMOVE"
+			c.Keys = t.key.project(oldItem)
+		default:
+			return
+		}
+		t.stream.Append(c)
+	}
+}
+
+// newEntry encodes an item for storage.
+func (t *table) newEntry(key []byte, it attr.Item, size int) *entry {
+	e := &entry{key: key, raw: attr.AppendItemJSON(make([]byte, 0, size+16*len(it)+16), it), size: int32(size), exp: noExpiry}
+	if t.ttlAttr != "" {
+		e.exp = expiryOf(it, t.ttlAttr)
+	}
+	return e
+}
+
+// ---- capacity ----
+
+type capacity struct {
+	TableName              string              `json:"TableName"`
+	CapacityUnits          float64             `json:"CapacityUnits"`
+	ReadCapacityUnits      float64             `json:"ReadCapacityUnits,omitempty"`
+	WriteCapacityUnits     float64             `json:"WriteCapacityUnits,omitempty"`
+	Table                  *capUnits           `json:"Table,omitempty"`
+	GlobalSecondaryIndexes map[string]capUnits `json:"GlobalSecondaryIndexes,omitempty"`
+	LocalSecondaryIndexes  map[string]capUnits `json:"LocalSecondaryIndexes,omitempty"`
+}
+
+type capUnits struct {
+	CapacityUnits      float64 `json:"CapacityUnits"`
+	ReadCapacityUnits  float64 `json:"ReadCapacityUnits,omitempty"`
+	WriteCapacityUnits float64 `json:"WriteCapacityUnits,omitempty"`
+}
+
+func checkRCC(s string) error {
+	switch s {
+	case "", "NONE", "TOTAL", "INDEXES":
+		return nil
+	}
+	return awserr.Validation("1 validation error detected: Value '%s' at 'returnConsumedCapacity' failed to satisfy constraint: Member must satisfy enum value set: [INDEXES, TOTAL, NONE]", s)
+}
+
+func writeUnits(size int) float64 {
+	u := (size + 1023) / 1024
+	if u < 1 {
+		u = 1
+	}
+	return float64(u)
+}
+
+func readUnits(size int, consistent bool) float64 {
+	u := float64((size + 4095) / 4096)
+	if u < 1 {
+		u = 1
+	}
+	if !consistent {
+		u /= 2
+	}
+	return u
+}
+
+// consumed builds a ConsumedCapacity for mode (TOTAL/INDEXES) or nil.
+func consumed(mode, tableName string, units float64, write bool, gsiUnits map[string]float64) *capacity {
+	if mode != "TOTAL" && mode != "INDEXES" {
+		return nil
+	}
+	c := &capacity{TableName: tableName, CapacityUnits: units}
+	total := units
+	for _, u := range gsiUnits {
+		total += u
+	}
+	c.CapacityUnits = total
+	if write {
+		c.WriteCapacityUnits = total
+	} else {
+		c.ReadCapacityUnits = total
+	}
+	if mode == "INDEXES" {
+		tu := capUnits{CapacityUnits: units}
+		if write {
+			tu.WriteCapacityUnits = units
+		} else {
+			tu.ReadCapacityUnits = units
+		}
+		c.Table = &tu
+		if len(gsiUnits) > 0 {
+			c.GlobalSecondaryIndexes = map[string]capUnits{}
+			for n, u := range gsiUnits {
+				cu := capUnits{CapacityUnits: u}
+				if write {
+					cu.WriteCapacityUnits = u
+				} else {
+					cu.ReadCapacityUnits = u
+				}
+				c.GlobalSecondaryIndexes[n] = cu
+			}
+		}
+	}
+	return c
+}
+
+// gsiWriteUnits charges one write per GSI whose key attributes are present
+// in the old or new item.
+func (t *table) gsiWriteUnits(oldItem, newItem attr.Item, size int) map[string]float64 {
+	if len(t.gsis) == 0 {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, ix := range t.gsis {
+		n := 0.0
+		for _, it := range []attr.Item{oldItem, newItem} {
+			if it == nil {
+				continue
+			}
+			if _, ok := it[ix.key.Hash]; ok {
+				n += writeUnits(size)
+			}
+		}
+		if n > 0 {
+			out[ix.name] = n
+		}
+	}
+	return out
+}
+
+// ---- PutItem / GetItem / DeleteItem / UpdateItem ----
+
+type writeCommon struct {
+	TableName                           string  `json:"TableName"`
+	ConditionExpression                 *string `json:"ConditionExpression"`
+	ReturnValues                        string  `json:"ReturnValues"`
+	ReturnConsumedCapacity              string  `json:"ReturnConsumedCapacity"`
+	ReturnItemCollectionMetrics         string  `json:"ReturnItemCollectionMetrics"`
+	ReturnValuesOnConditionCheckFailure string  `json:"ReturnValuesOnConditionCheckFailure"`
+	exprFields
+	legacy
+}
+
+func (w *writeCommon) validate(allowed ...string) error {
+	if err := checkTableName(w.TableName, "tableName"); err != nil {
+		return err
+	}
+	if err := w.legacy.check(); err != nil {
+		return err
+	}
+	if err := checkRCC(w.ReturnConsumedCapacity); err != nil {
+		return err
+	}
+	switch w.ReturnItemCollectionMetrics {
+	case "", "NONE", "SIZE":
+	default:
+		return awserr.Validation("1 validation error detected: Value '%s' at 'returnItemCollectionMetrics' failed to satisfy constraint: Member must satisfy enum value set: [SIZE, NONE]", w.ReturnItemCollectionMetrics)
+	}
+	switch w.ReturnValuesOnConditionCheckFailure {
+	case "", "NONE", "ALL_OLD":
+	default:
+		return awserr.Validation("1 validation error detected: Value '%s' at 'returnValuesOnConditionCheckFailure' failed to satisfy constraint: Member must satisfy enum value set: [ALL_OLD, NONE]", w.ReturnValuesOnConditionCheckFailure)
+	}
+	switch w.ReturnValues {
+	case "", "NONE":
+		return nil
+	case "ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW":
+		for _, a := range allowed {
+			if a == w.ReturnValues {
+				return nil
+			}
+		}
+		return awserr.Validation("Return values set to invalid value")
+	default:
+		return awserr.Validation("1 validation error detected: Value '%s' at 'returnValues' failed to satisfy constraint: Member must satisfy enum value set: [ALL_NEW, UPDATED_OLD, ALL_OLD, NONE, UPDATED_NEW]", w.ReturnValues)
+	}
+}
+
+// condition parses ConditionExpression (nil when absent).
+func parseCond(s *string, p *expr.Params, what string) (*expr.Condition, error) {
+	if s == nil {
+		return nil, nil
+	}
+	if *s == "" {
+		return nil, awserr.Validation("Invalid %s: The expression can not be empty;", what)
+	}
+	return expr.ParseCondition(*s, p)
+}
+
+func checkCond(c *expr.Condition, old attr.Item, rvccf string) error {
+	if c == nil {
+		return nil
+	}
+	subject := old
+	if subject == nil {
+		subject = attr.Item{}
+	}
+	ok, err := c.Eval(subject)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		cf := &condFailed{}
+		if rvccf == "ALL_OLD" && old != nil {
+			cf.item = old
+		}
+		return cf
+	}
+	return nil
+}
+
+type putItemRequest struct {
+	writeCommon
+	Item jitem `json:"Item"`
+}
+
+type writeResponse struct {
+	Attributes       attr.Item `json:"Attributes,omitempty"`
+	ConsumedCapacity *capacity `json:"ConsumedCapacity,omitempty"`
+}
+
+func (e *Engine) opPutItem(ctx context.Context, body []byte) (any, error) {
+	var req putItemRequest
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if err := req.validate("ALL_OLD"); err != nil {
+		return nil, err
+	}
+	if req.Item == nil {
+		return nil, nullErr("item")
+	}
+	p, err := req.params()
+	if err != nil {
+		return nil, err
+	}
+	cond, err := parseCond(req.ConditionExpression, p, "ConditionExpression")
+	if err != nil {
+		return nil, err
+	}
+	if err := p.CheckUnused(); err != nil {
+		return nil, err
+	}
+	t, err := e.lookup(req.TableName)
+	if err != nil {
+		return nil, err
+	}
+	item := attr.Item(req.Item)
+	old, size, err := t.put(item, cond, req.ReturnValuesOnConditionCheckFailure, req.ReturnValues == "ALL_OLD")
+	if err != nil {
+		return nil, err
+	}
+	resp := writeResponse{ConsumedCapacity: consumed(req.ReturnConsumedCapacity, t.name, writeUnits(size), true, t.gsiWriteUnitsSafe(old, item, size))}
+	if req.ReturnValues == "ALL_OLD" && old != nil {
+		resp.Attributes = old
+	}
+	return resp, nil
+}
+
+func (t *table) gsiWriteUnitsSafe(oldItem, newItem attr.Item, size int) map[string]float64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.gsiWriteUnits(oldItem, newItem, size)
+}
+
+// put stores item, replacing any item with its key, when cond (if any)
+// holds on the old item. It returns the old item when wantOld or the table
+// needed it anyway, and the size charged.
+func (t *table) put(item attr.Item, cond *expr.Condition, rvccf string, wantOld bool) (attr.Item, int, error) {
+	size := attr.ItemSize(item)
+	if size > maxItemSize {
+		return nil, 0, awserr.Validation("Item size has exceeded the maximum allowed size")
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.putLocked(item, size, cond, rvccf, wantOld)
+}
+
+func (t *table) putLocked(item attr.Item, size int, cond *expr.Condition, rvccf string, wantOld bool) (attr.Item, int, error) {
+	if err := t.checkItem(item); err != nil {
+		return nil, 0, err
+	}
+	key := t.key.encode(make([]byte, 0, 32), item)
+	old := t.items.Get(key)
+	var oldItem attr.Item
+	if old != nil && (wantOld || cond != nil || t.needOld()) {
+		var err error
+		if oldItem, err = decodeStored(old); err != nil {
+			return nil, 0, err
+		}
+	}
+	if err := checkCond(cond, oldItem, rvccf); err != nil {
+		return nil, 0, err
+	}
+	ne := t.newEntry(key, item, size)
+	t.writeLocked(key, old, oldItem, ne, item, false)
+	if old != nil && int(old.size) > size {
+		size = int(old.size)
+	}
+	return oldItem, size, nil
+}
+
+type keyRequest struct {
+	TableName string `json:"TableName"`
+	Key       jitem  `json:"Key"`
+}
+
+func (e *Engine) opGetItem(ctx context.Context, body []byte) (any, error) {
+	var req struct {
+		keyRequest
+		ConsistentRead         bool     `json:"ConsistentRead"`
+		ProjectionExpression   *string  `json:"ProjectionExpression"`
+		AttributesToGet        []string `json:"AttributesToGet"`
+		ReturnConsumedCapacity string   `json:"ReturnConsumedCapacity"`
+		exprFields
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if err := checkTableName(req.TableName, "tableName"); err != nil {
+		return nil, err
+	}
+	if err := checkRCC(req.ReturnConsumedCapacity); err != nil {
+		return nil, err
+	}
+	if req.Key == nil {
+		return nil, nullErr("key")
+	}
+	p, err := req.params()
+	if err != nil {
+		return nil, err
+	}
+	proj, err := parseProjection(req.ProjectionExpression, req.AttributesToGet, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.CheckUnused(); err != nil {
+		return nil, err
+	}
+	t, err := e.lookup(req.TableName)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.RLock()
+	key, err := t.keyOf(attr.Item(req.Key))
+	if err != nil {
+		t.mu.RUnlock()
+		return nil, err
+	}
+	ent := t.items.Get(key)
+	t.mu.RUnlock()
+	size := 0
+	if ent != nil {
+		size = int(ent.size)
+	}
+	cc := consumed(req.ReturnConsumedCapacity, t.name, readUnits(size, req.ConsistentRead), false, nil)
+	// Entries are immutable: their JSON can be sent as is.
+	out := make([]byte, 0, 64+size+len(t.name))
+	out = append(out, '{')
+	if ent != nil {
+		out = append(out, `"Item":`...)
+		if proj == nil {
+			out = append(out, ent.raw...)
+		} else {
+			it, err := decodeStored(ent)
+			if err != nil {
+				return nil, err
+			}
+			out = attr.AppendItemJSON(out, proj.apply(it))
+		}
+	}
+	if cc != nil {
+		if ent != nil {
+			out = append(out, ',')
+		}
+		b, _ := json.Marshal(cc)
+		out = append(out, `"ConsumedCapacity":`...)
+		out = append(out, b...)
+	}
+	out = append(out, '}')
+	return rawResponse(out), nil
+}
+
+// projection is a ProjectionExpression or the legacy AttributesToGet.
+type projection struct {
+	p     *expr.Projection
+	names []string
+}
+
+func parseProjection(s *string, attrsToGet []string, p *expr.Params) (*projection, error) {
+	if s != nil && attrsToGet != nil {
+		return nil, awserr.Validation("Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {AttributesToGet} Expression parameters: {ProjectionExpression}")
+	}
+	if attrsToGet != nil {
+		if len(attrsToGet) == 0 {
+			return nil, awserr.Validation("1 validation error detected: Value '[]' at 'attributesToGet' failed to satisfy constraint: Member must have length greater than or equal to 1")
+		}
+		seen := map[string]bool{}
+		for _, n := range attrsToGet {
+			if seen[n] {
+				return nil, awserr.Validation("One or more parameter values were invalid: Duplicate value in attribute name: %s", n)
+			}
+			seen[n] = true
+		}
+		return &projection{names: attrsToGet}, nil
+	}
+	if s == nil {
+		return nil, nil
+	}
+	if *s == "" {
+		return nil, awserr.Validation("Invalid ProjectionExpression: The expression can not be empty;")
+	}
+	pe, err := expr.ParseProjection(*s, p)
+	if err != nil {
+		return nil, err
+	}
+	return &projection{p: pe}, nil
+}
+
+func (pr *projection) apply(it attr.Item) attr.Item {
+	if pr.p != nil {
+		return pr.p.Apply(it)
+	}
+	out := attr.Item{}
+	for _, n := range pr.names {
+		if v, ok := it[n]; ok {
+			out[n] = v
+		}
+	}
+	return out
+}
+
+func (pr *projection) topLevel() []string {
+	if pr.p != nil {
+		return pr.p.TopLevel()
+	}
+	return pr.names
+}
+
+func (e *Engine) opDeleteItem(ctx context.Context, body []byte) (any, error) {
+	var req struct {
+		writeCommon
+		Key jitem `json:"Key"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if err := req.validate("ALL_OLD"); err != nil {
+		return nil, err
+	}
+	if req.Key == nil {
+		return nil, nullErr("key")
+	}
+	p, err := req.params()
+	if err != nil {
+		return nil, err
+	}
+	cond, err := parseCond(req.ConditionExpression, p, "ConditionExpression")
+	if err != nil {
+		return nil, err
+	}
+	if err := p.CheckUnused(); err != nil {
+		return nil, err
+	}
+	t, err := e.lookup(req.TableName)
+	if err != nil {
+		return nil, err
+	}
+	old, size, err := t.delete(attr.Item(req.Key), cond, req.ReturnValuesOnConditionCheckFailure, req.ReturnValues == "ALL_OLD")
+	if err != nil {
+		return nil, err
+	}
+	resp := writeResponse{ConsumedCapacity: consumed(req.ReturnConsumedCapacity, t.name, writeUnits(size), true, t.gsiWriteUnitsSafe(old, nil, size))}
+	if req.ReturnValues == "ALL_OLD" && old != nil {
+		resp.Attributes = old
+	}
+	return resp, nil
+}
+
+// delete removes the item with key when cond holds.
+func (t *table) delete(keyItem attr.Item, cond *expr.Condition, rvccf string, wantOld bool) (attr.Item, int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.deleteLocked(keyItem, cond, rvccf, wantOld)
+}
+
+func (t *table) deleteLocked(keyItem attr.Item, cond *expr.Condition, rvccf string, wantOld bool) (attr.Item, int, error) {
+	key, err := t.keyOf(keyItem)
+	if err != nil {
+		return nil, 0, err
+	}
+	old := t.items.Get(key)
+	var oldItem attr.Item
+	if old != nil && (wantOld || cond != nil || t.needOld()) {
+		if oldItem, err = decodeStored(old); err != nil {
+			return nil, 0, err
+		}
+	}
+	if err := checkCond(cond, oldItem, rvccf); err != nil {
+		return nil, 0, err
+	}
+	if old == nil {
+		return nil, 0, nil
+	}
+	t.writeLocked(key, old, oldItem, nil, nil, false)
+	return oldItem, int(old.size), nil
+}
+
+func (e *Engine) opUpdateItem(ctx context.Context, body []byte) (any, error) {
+	var req struct {
+		writeCommon
+		Key              jitem   `json:"Key"`
+		UpdateExpression *string `json:"UpdateExpression"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if err := req.validate("ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"); err != nil {
+		return nil, err
+	}
+	if req.Key == nil {
+		return nil, nullErr("key")
+	}
+	p, err := req.params()
+	if err != nil {
+		return nil, err
+	}
+	var upd *expr.Update
+	if req.UpdateExpression != nil {
+		if *req.UpdateExpression == "" {
+			return nil, awserr.Validation("Invalid UpdateExpression: The expression can not be empty;")
+		}
+		if upd, err = expr.ParseUpdate(*req.UpdateExpression, p); err != nil {
+			return nil, err
+		}
+	}
+	cond, err := parseCond(req.ConditionExpression, p, "ConditionExpression")
+	if err != nil {
+		return nil, err
+	}
+	if err := p.CheckUnused(); err != nil {
+		return nil, err
+	}
+	t, err := e.lookup(req.TableName)
+	if err != nil {
+		return nil, err
+	}
+	res, err := t.update(attr.Item(req.Key), upd, cond, req.ReturnValuesOnConditionCheckFailure)
+	if err != nil {
+		return nil, err
+	}
+	resp := writeResponse{ConsumedCapacity: consumed(req.ReturnConsumedCapacity, t.name, writeUnits(res.size), true, t.gsiWriteUnitsSafe(res.old, res.new, res.size))}
+	switch req.ReturnValues {
+	case "ALL_OLD":
+		resp.Attributes = res.old
+	case "ALL_NEW":
+		resp.Attributes = res.new
+	case "UPDATED_OLD", "UPDATED_NEW":
+		src := res.old
+		if req.ReturnValues == "UPDATED_NEW" {
+			src = res.new
+		}
+		out := attr.Item{}
+		for _, n := range res.touched {
+			if v, ok := src[n]; ok {
+				out[n] = v
+			}
+		}
+		if len(out) > 0 {
+			resp.Attributes = out
+		}
+	}
+	return resp, nil
+}
+
+type updateResult struct {
+	old, new attr.Item
+	touched  []string
+	size     int
+}
+
+// update applies upd to the item with key (creating it from its key when
+// absent) when cond holds.
+func (t *table) update(keyItem attr.Item, upd *expr.Update, cond *expr.Condition, rvccf string) (updateResult, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.updateLocked(keyItem, upd, cond, rvccf)
+}
+
+func (t *table) updateLocked(keyItem attr.Item, upd *expr.Update, cond *expr.Condition, rvccf string) (updateResult, error) {
+	var res updateResult
+	key, err := t.keyOf(keyItem)
+	if err != nil {
+		return res, err
+	}
+	old := t.items.Get(key)
+	var oldItem attr.Item
+	if old != nil {
+		if oldItem, err = decodeStored(old); err != nil {
+			return res, err
+		}
+	}
+	if err := checkCond(cond, oldItem, rvccf); err != nil {
+		return res, err
+	}
+	base := oldItem
+	if base == nil {
+		base = attr.CloneItem(keyItem)
+	}
+	newItem := base
+	if upd != nil {
+		var touched []string
+		newItem, touched, err = upd.Apply(base)
+		if err != nil {
+			return res, err
+		}
+		for _, n := range touched {
+			if t.key.has(n) {
+				return res, awserr.Validation("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", n)
+			}
+		}
+		res.touched = touched
+	}
+	size := attr.ItemSize(newItem)
+	if size > maxItemSize {
+		return res, awserr.Validation("Item size to update has exceeded the maximum allowed size")
+	}
+	if err := t.checkIndexKeys(newItem); err != nil {
+		return res, err
+	}
+	ne := t.newEntry(key, newItem, size)
+	t.writeLocked(key, old, oldItem, ne, newItem, false)
+	res.old, res.new = oldItem, newItem
+	res.size = size
+	if old != nil && int(old.size) > size {
+		res.size = int(old.size)
+	}
+	return res, nil
+}

@@ -1,0 +1,503 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"hash/fnv"
+
+	"github.com/ttl-archiver/archiver/engine/internal/attr"
+	"github.com/ttl-archiver/archiver/engine/internal/awserr"
+	"github.com/ttl-archiver/archiver/engine/internal/expr"
+)
+
+// pageCap is DynamoDB's 1 MB limit on the data a Query or Scan reads per
+// page.
+const pageCap = 1 << 20
+
+type readRequest struct {
+	TableName              string   `json:"TableName"`
+	IndexName              *string  `json:"IndexName"`
+	Limit                  *int     `json:"Limit"`
+	ExclusiveStartKey      jitem    `json:"ExclusiveStartKey"`
+	Select                 string   `json:"Select"`
+	ConsistentRead         bool     `json:"ConsistentRead"`
+	FilterExpression       *string  `json:"FilterExpression"`
+	ProjectionExpression   *string  `json:"ProjectionExpression"`
+	AttributesToGet        []string `json:"AttributesToGet"`
+	ReturnConsumedCapacity string   `json:"ReturnConsumedCapacity"`
+	exprFields
+	legacy
+
+	// Query
+	KeyConditionExpression *string `json:"KeyConditionExpression"`
+	ScanIndexForward       *bool   `json:"ScanIndexForward"`
+	// Scan
+	Segment       *int `json:"Segment"`
+	TotalSegments *int `json:"TotalSegments"`
+}
+
+// readPlan is a validated Query or Scan.
+type readPlan struct {
+	t       *table
+	ix      *index // nil for the table
+	kc      *expr.KeyCondition
+	filter  *expr.Condition
+	proj    *projection
+	sel     string
+	limit   int
+	forward bool
+	start   []byte // storage key to start after (in the list read)
+	segment int
+	total   int
+	rcc     string
+	consist bool
+}
+
+func (e *Engine) opQuery(ctx context.Context, body []byte) (any, error) {
+	return e.read(ctx, body, true)
+}
+
+func (e *Engine) opScan(ctx context.Context, body []byte) (any, error) {
+	return e.read(ctx, body, false)
+}
+
+func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error) {
+	var req readRequest
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if err := checkTableName(req.TableName, "tableName"); err != nil {
+		return nil, err
+	}
+	if err := req.legacy.check(); err != nil {
+		return nil, err
+	}
+	if err := checkRCC(req.ReturnConsumedCapacity); err != nil {
+		return nil, err
+	}
+	pl := &readPlan{forward: true, rcc: req.ReturnConsumedCapacity, consist: req.ConsistentRead}
+	if req.Limit != nil {
+		if *req.Limit < 1 {
+			return nil, awserr.Validation("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *req.Limit)
+		}
+		pl.limit = *req.Limit
+	}
+	if req.IndexName != nil {
+		if err := checkTableName(*req.IndexName, "indexName"); err != nil {
+			return nil, err
+		}
+	}
+	switch req.Select {
+	case "", "ALL_ATTRIBUTES", "ALL_PROJECTED_ATTRIBUTES", "SPECIFIC_ATTRIBUTES", "COUNT":
+	default:
+		return nil, awserr.Validation("1 validation error detected: Value '%s' at 'select' failed to satisfy constraint: Member must satisfy enum value set: [SPECIFIC_ATTRIBUTES, COUNT, ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES]", req.Select)
+	}
+	if query {
+		if req.Segment != nil || req.TotalSegments != nil {
+			return nil, awserr.Validation("Segment and TotalSegments are not valid parameters for Query")
+		}
+		if req.ScanIndexForward != nil {
+			pl.forward = *req.ScanIndexForward
+		}
+		if req.KeyConditionExpression == nil {
+			return nil, awserr.Validation("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
+		}
+	} else {
+		if req.KeyConditionExpression != nil {
+			return nil, awserr.Validation("KeyConditionExpression is not a valid parameter for Scan")
+		}
+		if req.ScanIndexForward != nil {
+			return nil, awserr.Validation("ScanIndexForward is not a valid parameter for Scan")
+		}
+		if (req.Segment == nil) != (req.TotalSegments == nil) {
+			if req.Segment != nil {
+				return nil, awserr.Validation("The TotalSegments parameter is required but was not present in the request when Segment parameter is present")
+			}
+			return nil, awserr.Validation("The Segment parameter is required but was not present in the request when parameter TotalSegments is present")
+		}
+		if req.TotalSegments != nil {
+			ts, sg := *req.TotalSegments, *req.Segment
+			if ts < 1 || ts > 1000000 {
+				return nil, awserr.Validation("1 validation error detected: Value '%d' at 'totalSegments' failed to satisfy constraint: Member must have value between 1 and 1000000", ts)
+			}
+			if sg < 0 {
+				return nil, awserr.Validation("1 validation error detected: Value '%d' at 'segment' failed to satisfy constraint: Member must have value greater than or equal to 0", sg)
+			}
+			if sg >= ts {
+				return nil, awserr.Validation("The Segment parameter is zero-based and must be less than parameter TotalSegments: Segment: %d is not less than TotalSegments: %d", sg, ts)
+			}
+			pl.segment, pl.total = sg, ts
+		}
+	}
+	p, err := req.params()
+	if err != nil {
+		return nil, err
+	}
+	if query {
+		if *req.KeyConditionExpression == "" {
+			return nil, awserr.Validation("Invalid KeyConditionExpression: The expression can not be empty;")
+		}
+		if pl.kc, err = expr.ParseKeyCondition(*req.KeyConditionExpression, p); err != nil {
+			return nil, err
+		}
+	}
+	if req.FilterExpression != nil {
+		if pl.filter, err = parseCond(req.FilterExpression, p, "FilterExpression"); err != nil {
+			return nil, err
+		}
+	}
+	if pl.proj, err = parseProjection(req.ProjectionExpression, req.AttributesToGet, p); err != nil {
+		return nil, err
+	}
+	if err := p.CheckUnused(); err != nil {
+		return nil, err
+	}
+	t, err := e.lookup(req.TableName)
+	if err != nil {
+		return nil, err
+	}
+	pl.t = t
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if req.IndexName != nil {
+		pl.ix = t.indexByName(*req.IndexName)
+		if pl.ix == nil {
+			return nil, awserr.Validation("The table does not have the specified index: %s", *req.IndexName)
+		}
+		if pl.ix.global && req.ConsistentRead {
+			return nil, awserr.Validation("Consistent reads are not supported on global secondary indexes")
+		}
+	}
+	// Select.
+	pl.sel = req.Select
+	if pl.sel == "" {
+		switch {
+		case pl.proj != nil:
+			pl.sel = "SPECIFIC_ATTRIBUTES"
+		case pl.ix != nil:
+			pl.sel = "ALL_PROJECTED_ATTRIBUTES"
+		default:
+			pl.sel = "ALL_ATTRIBUTES"
+		}
+	}
+	switch pl.sel {
+	case "SPECIFIC_ATTRIBUTES":
+		if pl.proj == nil {
+			return nil, awserr.Validation("One or more parameter values were invalid: Select type SPECIFIC_ATTRIBUTES requires ProjectionExpression or AttributesToGet")
+		}
+	case "ALL_PROJECTED_ATTRIBUTES":
+		if pl.ix == nil {
+			return nil, awserr.Validation("One or more parameter values were invalid: Select type ALL_PROJECTED_ATTRIBUTES is not allowed when querying or scanning the base table")
+		}
+	case "ALL_ATTRIBUTES":
+		if pl.ix != nil && pl.ix.global && pl.ix.projType != "ALL" {
+			return nil, awserr.Validation("One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not supported for global secondary index %s because its projection type is not ALL", pl.ix.name)
+		}
+	}
+	if pl.sel != "SPECIFIC_ATTRIBUTES" && pl.proj != nil {
+		return nil, awserr.Validation("One or more parameter values were invalid: Can not use ProjectionExpression or AttributesToGet with Select type %s", pl.sel)
+	}
+	keys := t.key
+	if pl.ix != nil {
+		keys = pl.ix.key
+	}
+	if pl.kc != nil {
+		if err := pl.kc.Validate(keys.Hash, keys.Range); err != nil {
+			return nil, err
+		}
+		if pl.kc.HashValue.T != keys.HashType {
+			return nil, awserr.Validation("One or more parameter values were invalid: Condition parameter type does not match schema type")
+		}
+		for _, v := range pl.kc.RangeValues {
+			if v.T != keys.RangeType {
+				return nil, awserr.Validation("One or more parameter values were invalid: Condition parameter type does not match schema type")
+			}
+		}
+		if pl.kc.RangeOp == "BETWEEN" && len(pl.kc.RangeValues) == 2 {
+			if c, ok := attr.Compare(pl.kc.RangeValues[0], pl.kc.RangeValues[1]); ok && c > 0 {
+				return nil, awserr.Validation("Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: {%s:%s}, upper bound operand: AttributeValue: {%s:%s}",
+					pl.kc.RangeValues[0].T, rawScalar(pl.kc.RangeValues[0]), pl.kc.RangeValues[1].T, rawScalar(pl.kc.RangeValues[1]))
+			}
+		}
+		if pl.kc.RangeOp == "begins_with" && len(pl.kc.RangeValues) == 1 && pl.kc.RangeValues[0].T == attr.N {
+			return nil, awserr.Validation("Invalid KeyConditionExpression: Incorrect operand type for operator or function; operator or function: begins_with, operand type: N")
+		}
+	}
+	if req.ExclusiveStartKey != nil {
+		if pl.start, err = pl.startKey(attr.Item(req.ExclusiveStartKey)); err != nil {
+			return nil, err
+		}
+	}
+	return pl.run()
+}
+
+func rawScalar(v attr.Value) string {
+	if v.T == attr.B {
+		return string(v.B)
+	}
+	return v.S
+}
+
+// startKey validates ExclusiveStartKey and encodes it for the list read.
+func (pl *readPlan) startKey(esk attr.Item) ([]byte, error) {
+	t := pl.t
+	bad := func() error {
+		return awserr.Validation("The provided starting key is invalid: The provided key element does not match the schema")
+	}
+	want := map[string]attr.Type{t.key.Hash: t.key.HashType}
+	if t.key.Range != "" {
+		want[t.key.Range] = t.key.RangeType
+	}
+	if pl.ix != nil {
+		want[pl.ix.key.Hash] = pl.ix.key.HashType
+		if pl.ix.key.Range != "" {
+			want[pl.ix.key.Range] = pl.ix.key.RangeType
+		}
+	}
+	if len(esk) != len(want) {
+		return nil, bad()
+	}
+	for n, ty := range want {
+		v, ok := esk[n]
+		if !ok || v.T != ty {
+			return nil, bad()
+		}
+	}
+	if pl.kc != nil {
+		keys := t.key
+		if pl.ix != nil {
+			keys = pl.ix.key
+		}
+		if !attr.Equal(esk[keys.Hash], pl.kc.HashValue) {
+			return nil, awserr.Validation("The provided starting key is outside query boundaries based on provided conditions")
+		}
+	}
+	tk := t.key.encode(nil, esk)
+	if pl.ix == nil {
+		return tk, nil
+	}
+	k := appendComponent(nil, esk[pl.ix.key.Hash])
+	if pl.ix.key.Range != "" {
+		k = appendComponent(k, esk[pl.ix.key.Range])
+	}
+	return append(k, tk...), nil
+}
+
+// bounds returns the [lo, hi) storage-key range a Query reads (nil = open).
+func (pl *readPlan) bounds() (lo, hi []byte) {
+	if pl.kc == nil {
+		return nil, nil
+	}
+	p := appendComponent(nil, pl.kc.HashValue)
+	pEnd := prefixEnd(p)
+	if pl.kc.RangeName == "" || len(pl.kc.RangeValues) == 0 {
+		return p, pEnd
+	}
+	with := func(v attr.Value) []byte { return appendComponent(append([]byte(nil), p...), v) }
+	v := pl.kc.RangeValues[0]
+	switch pl.kc.RangeOp {
+	case "=":
+		k := with(v)
+		return k, prefixEnd(k)
+	case "<":
+		return p, with(v)
+	case "<=":
+		return p, prefixEnd(with(v))
+	case ">":
+		return prefixEnd(with(v)), pEnd
+	case ">=":
+		return with(v), pEnd
+	case "BETWEEN":
+		return with(v), prefixEnd(with(pl.kc.RangeValues[1]))
+	case "begins_with":
+		k := appendEscaped(append([]byte(nil), p...), attr.OrderedKey(v))
+		return k, prefixEnd(k)
+	}
+	return p, pEnd
+}
+
+type readResponse struct {
+	Items            []json.RawMessage `json:"Items,omitempty"`
+	Count            int               `json:"Count"`
+	ScannedCount     int               `json:"ScannedCount"`
+	LastEvaluatedKey attr.Item         `json:"LastEvaluatedKey,omitempty"`
+	ConsumedCapacity *capacity         `json:"ConsumedCapacity,omitempty"`
+}
+
+// run reads one page. t.mu is held for reading.
+func (pl *readPlan) run() (any, error) {
+	t := pl.t
+	list := t.items
+	if pl.ix != nil {
+		list = pl.ix.list
+	}
+	lo, hi := pl.bounds()
+	if pl.start != nil {
+		if pl.forward {
+			if lo == nil || bytes.Compare(pl.start, lo) >= 0 {
+				lo = append(append([]byte(nil), pl.start...), 0) // just after start
+			}
+		} else if hi == nil || bytes.Compare(pl.start, hi) < 0 {
+			hi = pl.start
+		}
+	}
+	var n *slNode
+	if pl.forward {
+		if lo == nil {
+			n = list.First()
+		} else {
+			n = list.SeekGE(lo)
+		}
+	} else {
+		if hi == nil {
+			n = list.Last()
+		} else {
+			n = list.SeekLT(hi)
+		}
+	}
+	resp := readResponse{Items: []json.RawMessage{}}
+	read := 0
+	var lastItem attr.Item
+	for n != nil {
+		if pl.forward && hi != nil && bytes.Compare(n.key, hi) >= 0 {
+			n = nil
+			break
+		}
+		if !pl.forward && lo != nil && bytes.Compare(n.key, lo) < 0 {
+			n = nil
+			break
+		}
+		ent := n.val
+		if pl.total > 0 && segmentOf(ent, pl.total) != pl.segment {
+			n = step(n, pl.forward)
+			continue
+		}
+		var it attr.Item
+		needItem := pl.filter != nil || pl.proj != nil || (pl.ix != nil && pl.ix.projType != "ALL" && pl.sel != "ALL_ATTRIBUTES") ||
+			(pl.kc != nil && pl.kc.RangeName != "")
+		if needItem {
+			var err error
+			if it, err = decodeStored(ent); err != nil {
+				return nil, err
+			}
+			if pl.kc != nil && pl.kc.RangeName != "" {
+				rv, ok := it[pl.kc.RangeName]
+				if !ok || !pl.kc.MatchRange(rv) {
+					if pl.kc.RangeOp == "begins_with" {
+						n = nil
+						break
+					}
+					n = step(n, pl.forward)
+					continue
+				}
+			}
+		}
+		resp.ScannedCount++
+		read += int(ent.size)
+		lastItem = it
+		match := true
+		if pl.filter != nil {
+			ok, err := pl.filter.Eval(it)
+			if err != nil {
+				return nil, err
+			}
+			match = ok
+		}
+		if match {
+			resp.Count++
+			if pl.sel != "COUNT" {
+				resp.Items = append(resp.Items, pl.render(ent, it))
+			}
+		}
+		next := step(n, pl.forward)
+		if (pl.limit > 0 && resp.ScannedCount >= pl.limit) || read >= pageCap {
+			if (next != nil && pl.stillInRange(next, lo, hi)) || (pl.limit > 0 && resp.ScannedCount >= pl.limit) {
+				// DynamoDB returns a LastEvaluatedKey whenever Limit stops
+				// the read, even at the very end.
+				resp.LastEvaluatedKey = pl.lastKey(ent, lastItem)
+			}
+			break
+		}
+		n = next
+	}
+	if pl.sel == "COUNT" {
+		resp.Items = nil
+	}
+	units := readUnits(read, pl.consist)
+	var gsi map[string]float64
+	if pl.ix != nil && pl.ix.global {
+		gsi = map[string]float64{pl.ix.name: units}
+		units = 0
+	}
+	resp.ConsumedCapacity = consumed(pl.rcc, t.name, units, false, gsi)
+	return resp, nil
+}
+
+func step(n *slNode, forward bool) *slNode {
+	if forward {
+		return n.Next()
+	}
+	return n.Prev()
+}
+
+func (pl *readPlan) stillInRange(n *slNode, lo, hi []byte) bool {
+	if pl.forward {
+		return hi == nil || bytes.Compare(n.key, hi) < 0
+	}
+	return lo == nil || bytes.Compare(n.key, lo) >= 0
+}
+
+// lastKey renders LastEvaluatedKey: the table key, plus the index key for
+// index reads.
+func (pl *readPlan) lastKey(ent *entry, it attr.Item) attr.Item {
+	if it == nil {
+		var err error
+		if it, err = decodeStored(ent); err != nil {
+			return nil
+		}
+	}
+	k := pl.t.key.project(it)
+	if pl.ix != nil {
+		k[pl.ix.key.Hash] = it[pl.ix.key.Hash]
+		if pl.ix.key.Range != "" {
+			k[pl.ix.key.Range] = it[pl.ix.key.Range]
+		}
+	}
+	return k
+}
+
+// render encodes one result item as Select and the projection ask.
+func (pl *readPlan) render(ent *entry, it attr.Item) json.RawMessage {
+	switch {
+	case pl.proj != nil:
+		src := it
+		if pl.ix != nil && pl.ix.global {
+			src = pl.ix.project(pl.t, it)
+		}
+		return attr.AppendItemJSON(nil, pl.proj.apply(src))
+	case pl.ix != nil && pl.ix.projType != "ALL" && pl.sel == "ALL_PROJECTED_ATTRIBUTES":
+		return attr.AppendItemJSON(nil, pl.ix.project(pl.t, it))
+	default:
+		return json.RawMessage(ent.raw)
+	}
+}
+
+// segmentOf assigns an item to a Scan segment by its hash key, so that one
+// partition's items are all in one segment.
+func segmentOf(ent *entry, total int) int {
+	k := ent.key
+	end := len(k)
+	for i := 0; i+1 < len(k); i++ {
+		if k[i] == 0 {
+			if k[i+1] == 1 {
+				end = i
+				break
+			}
+			i++ // escaped 0x00
+		}
+	}
+	h := fnv.New32a()
+	h.Write(k[:end])
+	return int(h.Sum32() % uint32(total))
+}

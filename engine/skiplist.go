@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"bytes"
+	"math/rand/v2"
+)
+
+// skiplist is an ordered map from byte keys to items, the storage of a
+// table and of each of its indexes. It is not safe for concurrent use: the
+// table's lock guards it.
+type skiplist struct {
+	head   slNode
+	tail   *slNode // last node, nil when empty
+	level  int
+	length int
+	rnd    *rand.Rand
+	update [slMaxLevel]*slNode // scratch for insert/delete
+}
+
+const (
+	slMaxLevel = 24
+	slP        = 4 // one in slP nodes is promoted to the next level
+)
+
+type slNode struct {
+	key  []byte
+	val  *entry
+	prev *slNode // level-0 predecessor; nil for the first node
+	next []*slNode
+}
+
+func newSkiplist(seed uint64) *skiplist {
+	s := &skiplist{level: 1, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	s.head.next = make([]*slNode, slMaxLevel)
+	return s
+}
+
+func (s *skiplist) Len() int { return s.length }
+
+func (s *skiplist) randomLevel() int {
+	l := 1
+	for l < slMaxLevel && s.rnd.Uint32()%slP == 0 {
+		l++
+	}
+	return l
+}
+
+// seekGE returns the first node whose key is >= key, or nil. It fills
+// s.update with the predecessors at each level when fill is true.
+func (s *skiplist) seekGE(key []byte, fill bool) *slNode {
+	x := &s.head
+	for i := s.level - 1; i >= 0; i-- {
+		for n := x.next[i]; n != nil && bytes.Compare(n.key, key) < 0; n = x.next[i] {
+			x = n
+		}
+		if fill {
+			s.update[i] = x
+		}
+	}
+	return x.next[0]
+}
+
+// Get returns the value stored under key, or nil.
+func (s *skiplist) Get(key []byte) *entry {
+	n := s.seekGE(key, false)
+	if n != nil && bytes.Equal(n.key, key) {
+		return n.val
+	}
+	return nil
+}
+
+// Put stores val under key and returns the value it replaced, if any.
+func (s *skiplist) Put(key []byte, val *entry) *entry {
+	n := s.seekGE(key, true)
+	if n != nil && bytes.Equal(n.key, key) {
+		old := n.val
+		n.val = val
+		return old
+	}
+	lvl := s.randomLevel()
+	if lvl > s.level {
+		for i := s.level; i < lvl; i++ {
+			s.update[i] = &s.head
+		}
+		s.level = lvl
+	}
+	nn := &slNode{key: key, val: val, next: make([]*slNode, lvl)}
+	for i := 0; i < lvl; i++ {
+		nn.next[i] = s.update[i].next[i]
+		s.update[i].next[i] = nn
+	}
+	if p := s.update[0]; p != &s.head {
+		nn.prev = p
+	}
+	if nn.next[0] != nil {
+		nn.next[0].prev = nn
+	} else {
+		s.tail = nn
+	}
+	s.length++
+	return nil
+}
+
+// Delete removes key and returns its value, or nil when absent.
+func (s *skiplist) Delete(key []byte) *entry {
+	n := s.seekGE(key, true)
+	if n == nil || !bytes.Equal(n.key, key) {
+		return nil
+	}
+	for i := 0; i < len(n.next); i++ {
+		if s.update[i].next[i] == n {
+			s.update[i].next[i] = n.next[i]
+		}
+	}
+	if n.next[0] != nil {
+		n.next[0].prev = n.prev
+	} else {
+		s.tail = n.prev
+	}
+	for s.level > 1 && s.head.next[s.level-1] == nil {
+		s.level--
+	}
+	s.length--
+	return n.val
+}
+
+// First returns the first node, or nil.
+func (s *skiplist) First() *slNode { return s.head.next[0] }
+
+// Last returns the last node, or nil.
+func (s *skiplist) Last() *slNode { return s.tail }
+
+// SeekGE returns the first node with key >= k, or nil.
+func (s *skiplist) SeekGE(k []byte) *slNode { return s.seekGE(k, false) }
+
+// SeekLT returns the last node with key < k, or nil.
+func (s *skiplist) SeekLT(k []byte) *slNode {
+	n := s.seekGE(k, false)
+	if n == nil {
+		return s.tail
+	}
+	return n.prev
+}
+
+// Next returns the node after n, or nil.
+func (n *slNode) Next() *slNode { return n.next[0] }
+
+// Prev returns the node before n, or nil.
+func (n *slNode) Prev() *slNode { return n.prev }

@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"context"
+	"sort"
+	"time"
+)
+
+// sweepChunk is how many items a sweep looks at per hold of a table's
+// write lock; between chunks the lock is released so that reads and writes
+// go on during a sweep of millions of items.
+const sweepChunk = 2048
+
+// fiveYears is how far in the past a TTL value may be and still expire.
+const fiveYears = 5 * 365 * 24 * time.Hour
+
+// SweepTTL runs one full TTL pass over every table with TTL enabled and
+// returns how many items it deleted. An item is deleted when its TTL
+// attribute is a Number of epoch seconds strictly below now (plus the
+// item's share of Options.TTLLag) and not more than five years in the
+// past. Each deletion is a system delete: it leaves the table and its
+// indexes and enters the stream as a REMOVE from dynamodb.amazonaws.com.
+func (e *Engine) SweepTTL(ctx context.Context) (int, error) {
+	e.mu.RLock()
+	tables := make([]*table, 0, len(e.tables))
+	for _, t := range e.tables {
+		tables = append(tables, t)
+	}
+	e.mu.RUnlock()
+	sort.Slice(tables, func(i, j int) bool { return tables[i].name < tables[j].name })
+	total := 0
+	for _, t := range tables {
+		n, err := t.sweep(ctx, e.clock)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// sweep deletes the expired items of one table, chunk by chunk.
+func (t *table) sweep(ctx context.Context, clock Clock) (int, error) {
+	t.mu.RLock()
+	on := t.ttlAttr != ""
+	t.mu.RUnlock()
+	if !on {
+		return 0, nil
+	}
+	deleted := 0
+	var cursor []byte
+	var victims []*slNode
+	for {
+		if err := ctx.Err(); err != nil {
+			return deleted, err
+		}
+		now := clock.Now()
+		nowN := now.UnixNano()
+		oldest := now.Add(-fiveYears).UnixNano()
+		t.mu.Lock()
+		if t.ttlAttr == "" {
+			t.mu.Unlock()
+			return deleted, nil
+		}
+		n := t.items.First()
+		if cursor != nil {
+			n = t.items.SeekGE(cursor)
+		}
+		victims = victims[:0]
+		for i := 0; n != nil && i < sweepChunk; i, n = i+1, n.Next() {
+			exp := n.val.exp
+			if exp == noExpiry || exp < oldest {
+				continue
+			}
+			if exp+lagFor(n.key, t.lagNanos) < nowN {
+				victims = append(victims, n)
+			}
+		}
+		if n != nil {
+			cursor = n.key
+		}
+		for _, v := range victims {
+			ent := v.val
+			it, err := decodeStored(ent)
+			if err != nil {
+				t.mu.Unlock()
+				return deleted, err
+			}
+			// The entry was checked under this same lock hold, so a write
+			// that moved the TTL into the future has already replaced it.
+			t.writeLocked(ent.key, ent, it, nil, nil, true)
+			deleted++
+		}
+		t.mu.Unlock()
+		if n == nil {
+			return deleted, nil
+		}
+	}
+}
