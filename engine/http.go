@@ -174,7 +174,9 @@ type condFailed struct {
 	item attr.Item
 }
 
-func (c *condFailed) Error() string { return "ConditionalCheckFailedException: The conditional request failed" }
+func (c *condFailed) Error() string {
+	return "ConditionalCheckFailedException: The conditional request failed"
+}
 
 // txCanceled is a TransactionCanceledException with its reasons.
 type txCanceled struct {

@@ -16,7 +16,7 @@ func TestPutGetDelete(t *testing.T) {
 	e.createTable("tbl1", "N", nil)
 	big := N("12345678901234567890123456789012345678")
 	e.put("tbl1", item{"pk": S("a"), "sk": N("1.50"), "empty": S(""), "big": big,
-		"m": &types.AttributeValueMemberM{Value: item{"x": &types.AttributeValueMemberL{Value: []types.AttributeValue{N("1"), S("two")}}}},
+		"m":  &types.AttributeValueMemberM{Value: item{"x": &types.AttributeValueMemberL{Value: []types.AttributeValue{N("1"), S("two")}}}},
 		"ss": &types.AttributeValueMemberSS{Value: []string{"b", "a"}}})
 	got := e.get("tbl1", item{"pk": S("a"), "sk": N("1.5")})
 	if sOf(got, "empty") != "" || sOf(got, "big") != "12345678901234567890123456789012345678" || sOf(got, "sk") != "1.5" {
