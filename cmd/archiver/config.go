@@ -1,0 +1,628 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/internal/ops"
+)
+
+// runConfig is the effective configuration of `archiver run`.
+type runConfig struct {
+	Endpoint        string
+	Region          string
+	Tables          []string
+	StreamARNs      []string
+	Checkpoint      string
+	Sinks           []string
+	Start           string
+	WorkerID        string
+	ShutdownTimeout time.Duration
+	LogLevel        string
+	MetricsAddr     string
+	Metrics         string
+
+	ConfigFile  string
+	PrintConfig bool
+	// source says where each option's value came from: flag, env, file or
+	// default (keyed by option name).
+	source map[string]string
+}
+
+type optKind int
+
+const (
+	kindString optKind = iota
+	kindList
+	kindURLList // a list whose items are URLs that may themselves contain commas
+	kindDuration
+)
+
+// option is one setting of `archiver run`: a flag, an ARCHIVER_* variable
+// and a key of the YAML file, all with the same name.
+type option struct {
+	name    string // flag name and YAML key
+	alias   string // alternative YAML key (plural form of a repeatable)
+	kind    optKind
+	def     string
+	usage   string
+	secret  bool // values are URLs whose credentials must be masked
+	get     func(*runConfig) any
+	set     func(*runConfig, string, []string, time.Duration)
+	noFile  bool // flag and env only (config, print-config)
+	boolean bool
+}
+
+func (o option) env() string {
+	return "ARCHIVER_" + strings.ToUpper(strings.ReplaceAll(o.name, "-", "_"))
+}
+
+var runOptions = []option{
+	{name: "endpoint", usage: "DynamoDB and DynamoDB Streams endpoint URL (default: AWS's endpoint for the region)",
+		get: func(c *runConfig) any { return c.Endpoint }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Endpoint = s }},
+	{name: "region", usage: "AWS region (default: the AWS configuration's, or us-east-1 with a loopback --endpoint)",
+		get: func(c *runConfig) any { return c.Region }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Region = s }},
+	{name: "table", alias: "tables", kind: kindList, usage: "table whose stream to archive (repeatable)",
+		get: func(c *runConfig) any { return c.Tables }, set: func(c *runConfig, _ string, l []string, _ time.Duration) { c.Tables = l }},
+	{name: "stream-arn", alias: "stream-arns", kind: kindList, usage: "stream ARN to archive (repeatable)",
+		get: func(c *runConfig) any { return c.StreamARNs }, set: func(c *runConfig, _ string, l []string, _ time.Duration) { c.StreamARNs = l }},
+	{name: "checkpoint", secret: true, usage: "checkpoint store: file://PATH (one worker) or dynamodb://TABLE[?endpoint=&region=&create=true] (many workers)",
+		get: func(c *runConfig) any { return c.Checkpoint }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Checkpoint = s }},
+	{name: "sink", alias: "sinks", kind: kindURLList, secret: true, usage: "sink URL: s3://BUCKET/PREFIX, nats://HOST:PORT, file://DIR, stdout:// (repeatable; ?events=expired,deleted picks kinds)",
+		get: func(c *runConfig) any { return c.Sinks }, set: func(c *runConfig, _ string, l []string, _ time.Duration) { c.Sinks = l }},
+	{name: "start", def: "trim-horizon", usage: "where shards without a checkpoint start: trim-horizon or latest",
+		get: func(c *runConfig) any { return c.Start }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Start = s }},
+	{name: "worker-id", usage: "this worker's lease owner name (default: the ECS task ID, else HOST-PID)",
+		get: func(c *runConfig) any { return c.WorkerID }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.WorkerID = s }},
+	{name: "shutdown-timeout", kind: kindDuration, def: "25s", usage: "on SIGTERM, time to flush sinks, checkpoint and release leases (keep it under ECS's stopTimeout)",
+		get: func(c *runConfig) any { return c.ShutdownTimeout }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.ShutdownTimeout = d }},
+	{name: "log-level", def: "info", usage: "debug, info, warn or error",
+		get: func(c *runConfig) any { return c.LogLevel }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.LogLevel = s }},
+	{name: "metrics-addr", def: ":9090", usage: "listen address of /metrics, /healthz and /readyz",
+		get: func(c *runConfig) any { return c.MetricsAddr }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.MetricsAddr = s }},
+	{name: "metrics", def: "prometheus", usage: "prometheus (serve /metrics), emf (CloudWatch embedded metric format on stdout) or none",
+		get: func(c *runConfig) any { return c.Metrics }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Metrics = s }},
+	{name: "config", noFile: true, usage: "YAML configuration file (keys are the flag names)",
+		get: func(c *runConfig) any { return c.ConfigFile }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.ConfigFile = s }},
+	{name: "print-config", noFile: true, boolean: true, usage: "print the effective configuration (secrets masked) and exit",
+		get: func(c *runConfig) any { return c.PrintConfig }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.PrintConfig = s == "true" }},
+}
+
+// listFlag collects a repeatable flag.
+type listFlag struct {
+	vals []string
+	url  bool
+}
+
+func (l *listFlag) String() string { return strings.Join(l.vals, ",") }
+func (l *listFlag) Set(s string) error {
+	if l.url {
+		l.vals = append(l.vals, s)
+	} else {
+		l.vals = append(l.vals, splitList(s, false)...)
+	}
+	return nil
+}
+
+var schemeStart = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+
+// splitList splits a comma-separated list. For URL lists a comma separates
+// items only where the next item starts with a scheme ("x://"), so commas
+// inside a URL (nats://h1,h2 or ?events=expired,deleted) survive.
+func splitList(s string, urls bool) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != ',' {
+			continue
+		}
+		if urls && !schemeStart.MatchString(strings.TrimSpace(s[i+1:])) {
+			continue
+		}
+		out = append(out, s[start:i])
+		start = i + 1
+	}
+	out = append(out, s[start:])
+	res := out[:0]
+	for _, v := range out {
+		if v = strings.TrimSpace(v); v != "" {
+			res = append(res, v)
+		}
+	}
+	return res
+}
+
+// problems collects every configuration problem so they are reported at once.
+type problems []string
+
+func (p *problems) add(format string, a ...any) { *p = append(*p, fmt.Sprintf(format, a...)) }
+
+func (p problems) err(cmd string) error {
+	if len(p) == 0 {
+		return nil
+	}
+	lines := make([]string, len(p))
+	for i, s := range p {
+		lines[i] = "archiver " + cmd + ": " + s
+	}
+	return &usageError{msg: strings.Join(lines, "\n")}
+}
+
+// loadRunConfig resolves every option with precedence flag > environment >
+// config file > default, then validates the result. Every problem found is
+// reported in one *usageError, one line each, naming the flag (and the
+// variable or file key when the value came from there).
+func loadRunConfig(args []string, getenv func(string) string, stdout io.Writer) (*runConfig, error) {
+	fs := flag.NewFlagSet("archiver run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	strs := map[string]*string{}
+	lists := map[string]*listFlag{}
+	var printCfg bool
+	for _, o := range runOptions {
+		usage := fmt.Sprintf("%s (env %s)", o.usage, o.env())
+		switch {
+		case o.boolean:
+			fs.BoolVar(&printCfg, o.name, false, usage)
+		case o.kind == kindList || o.kind == kindURLList:
+			l := &listFlag{url: o.kind == kindURLList}
+			lists[o.name] = l
+			fs.Var(l, o.name, usage)
+		default:
+			s := new(string)
+			strs[o.name] = s
+			fs.StringVar(s, o.name, o.def, usage)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, "usage: archiver run [flags]\n\nEvery flag is also an environment variable (ARCHIVER_ + name in upper case,\nrepeatable flags comma-separated) and a key of the --config YAML file.\nPrecedence: flag > environment > file > default.\n\nflags:")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return nil, errHelp
+		}
+		return nil, usagef("archiver run: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("archiver run: unexpected argument %q (all settings are flags)", fs.Arg(0))
+	}
+	setFlags := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { setFlags[f.Name] = true })
+
+	cfg := &runConfig{source: map[string]string{}}
+	var probs problems
+
+	// The config file's path itself: flag > env.
+	cfgPath := *strs["config"]
+	if !setFlags["config"] {
+		cfgPath = getenv("ARCHIVER_CONFIG")
+	}
+	fileVals := map[string]*yaml.Node{}
+	if cfgPath != "" {
+		var err error
+		fileVals, err = readConfigFile(cfgPath)
+		if err != nil {
+			probs.add("--config %s: %v", cfgPath, err)
+			fileVals = map[string]*yaml.Node{}
+		}
+	}
+
+	for _, o := range runOptions {
+		var (
+			raw  string
+			list []string
+			src  = "default"
+			from = "--" + o.name
+		)
+		raw = o.def
+		switch {
+		case setFlags[o.name]:
+			src = "flag"
+			if l, ok := lists[o.name]; ok {
+				list = l.vals
+			} else if o.boolean {
+				raw = strconv.FormatBool(printCfg)
+			} else {
+				raw = *strs[o.name]
+			}
+		case getenv(o.env()) != "":
+			src, from = "env", fmt.Sprintf("--%s (from %s)", o.name, o.env())
+			raw = getenv(o.env())
+			if o.kind == kindList || o.kind == kindURLList {
+				list = splitList(raw, o.kind == kindURLList)
+			} else if o.boolean {
+				b, err := strconv.ParseBool(raw)
+				if err != nil {
+					probs.add("%s: %q is not true or false", from, raw)
+				}
+				raw = strconv.FormatBool(b)
+			}
+		case !o.noFile && fileNode(fileVals, o) != nil:
+			src, from = "file", fmt.Sprintf("--%s (from %s key %q)", o.name, cfgPath, fileKey(fileVals, o))
+			n := fileNode(fileVals, o)
+			var err error
+			if o.kind == kindList || o.kind == kindURLList {
+				list, err = nodeList(n)
+			} else {
+				raw, err = nodeScalar(n)
+			}
+			if err != nil {
+				probs.add("%s: %v", from, err)
+				continue
+			}
+		}
+		cfg.source[o.name] = src
+		var d time.Duration
+		if o.kind == kindDuration {
+			var err error
+			d, err = time.ParseDuration(raw)
+			if err != nil {
+				probs.add("%s: %q is not a duration like 25s or 1m", from, raw)
+				continue
+			}
+		}
+		o.set(cfg, strings.TrimSpace(raw), list, d)
+		validateOption(cfg, o, from, &probs)
+	}
+	validateRun(cfg, &probs)
+	if err := probs.err("run"); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func readConfigFile(path string) (map[string]*yaml.Node, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return map[string]*yaml.Node{}, nil
+		}
+		return nil, fmt.Errorf("not valid YAML: %w", err)
+	}
+	if len(doc.Content) == 0 {
+		return map[string]*yaml.Node{}, nil
+	}
+	m := doc.Content[0]
+	if m.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("want a mapping of option names to values at the top level")
+	}
+	known := map[string]bool{}
+	for _, o := range runOptions {
+		if !o.noFile {
+			known[o.name] = true
+			if o.alias != "" {
+				known[o.alias] = true
+			}
+		}
+	}
+	out := map[string]*yaml.Node{}
+	var unknown []string
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i].Value
+		if !known[k] {
+			unknown = append(unknown, fmt.Sprintf("%q (line %d)", k, m.Content[i].Line))
+			continue
+		}
+		out[k] = m.Content[i+1]
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("unknown key %s", strings.Join(unknown, ", "))
+	}
+	for _, o := range runOptions {
+		if o.alias != "" && out[o.name] != nil && out[o.alias] != nil {
+			return nil, fmt.Errorf("both %q and %q given; use one", o.name, o.alias)
+		}
+	}
+	return out, nil
+}
+
+func fileNode(vals map[string]*yaml.Node, o option) *yaml.Node {
+	if n := vals[o.name]; n != nil {
+		return n
+	}
+	if o.alias != "" {
+		return vals[o.alias]
+	}
+	return nil
+}
+
+func fileKey(vals map[string]*yaml.Node, o option) string {
+	if vals[o.name] != nil || o.alias == "" {
+		return o.name
+	}
+	return o.alias
+}
+
+func nodeScalar(n *yaml.Node) (string, error) {
+	if n.Kind != yaml.ScalarNode {
+		return "", fmt.Errorf("want a single value (line %d)", n.Line)
+	}
+	return n.Value, nil
+}
+
+func nodeList(n *yaml.Node) ([]string, error) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Value == "" {
+			return nil, nil
+		}
+		return []string{n.Value}, nil
+	case yaml.SequenceNode:
+		var out []string
+		for _, c := range n.Content {
+			if c.Kind != yaml.ScalarNode {
+				return nil, fmt.Errorf("want a list of strings (line %d)", c.Line)
+			}
+			out = append(out, c.Value)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("want a string or a list of strings (line %d)", n.Line)
+}
+
+var (
+	tableNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
+	regionRE    = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+	streamARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{12}:table/[A-Za-z0-9_.-]{3,255}/stream/.+$`)
+)
+
+// validateOption checks one option's value; from names the flag and where
+// the value came from.
+func validateOption(c *runConfig, o option, from string, p *problems) {
+	switch o.name {
+	case "endpoint":
+		if c.Endpoint != "" {
+			if err := checkHTTPURL(c.Endpoint); err != nil {
+				p.add("%s: %v", from, err)
+			}
+		}
+	case "region":
+		if c.Region != "" && !regionRE.MatchString(c.Region) {
+			p.add("%s: %q is not a region name like us-east-1", from, c.Region)
+		}
+	case "table":
+		for _, t := range c.Tables {
+			if !tableNameRE.MatchString(t) {
+				p.add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, t)
+			}
+		}
+	case "stream-arn":
+		for _, a := range c.StreamARNs {
+			if !streamARNRE.MatchString(a) {
+				p.add("%s: %q is not a DynamoDB stream ARN (arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE/stream/LABEL)", from, a)
+			}
+		}
+	case "checkpoint":
+		if c.Checkpoint == "" {
+			p.add("%s: required: file://PATH for one worker or dynamodb://TABLE for many", from)
+			return
+		}
+		if err := checkCheckpointURL(c.Checkpoint); err != nil {
+			p.add("%s: %v", from, err)
+		}
+	case "sink":
+		if len(c.Sinks) == 0 {
+			p.add("%s: at least one sink is required (s3://, nats://, file:// or stdout://)", from)
+		}
+		for _, s := range c.Sinks {
+			if err := checkSinkURL(s); err != nil {
+				p.add("%s: %v", from, err)
+			}
+		}
+	case "start":
+		if c.Start != "trim-horizon" && c.Start != "latest" {
+			p.add("%s: %q is not trim-horizon or latest", from, c.Start)
+		}
+	case "worker-id":
+		if strings.ContainsFunc(c.WorkerID, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
+			p.add("%s: %q must not contain spaces or control characters", from, c.WorkerID)
+		}
+	case "shutdown-timeout":
+		if c.ShutdownTimeout <= 0 {
+			p.add("%s: %s must be positive", from, c.ShutdownTimeout)
+		}
+	case "log-level":
+		if _, err := ops.ParseLevel(c.LogLevel); err != nil {
+			p.add("%s: %v", from, err)
+		}
+	case "metrics-addr":
+		if _, port, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			p.add("%s: %q is not HOST:PORT (e.g. :9090)", from, c.MetricsAddr)
+		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			p.add("%s: port %q is not a number from 0 to 65535", from, port)
+		}
+	case "metrics":
+		switch c.Metrics {
+		case "prometheus", "emf", "none":
+		default:
+			p.add("%s: %q is not prometheus, emf or none", from, c.Metrics)
+		}
+	}
+}
+
+// validateRun checks rules that involve several options.
+func validateRun(c *runConfig, p *problems) {
+	if len(c.Tables) == 0 && len(c.StreamARNs) == 0 {
+		p.add("--table or --stream-arn: name at least one table or stream ARN to archive")
+	}
+}
+
+func checkHTTPURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %w", s, errors.Unwrap(err))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%q: scheme must be http or https", s)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%q: missing host", s)
+	}
+	return nil
+}
+
+func checkCheckpointURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL", maskURL(s))
+	}
+	switch u.Scheme {
+	case "file":
+		if filePath(u) == "" {
+			return fmt.Errorf("%q: want file://PATH, e.g. file:///var/lib/archiver/checkpoints.json", s)
+		}
+		return nil
+	case "dynamodb":
+		_, err := checkpoint.ParseDynamoURL(s)
+		return err
+	}
+	return fmt.Errorf("%q: scheme must be file or dynamodb", maskURL(s))
+}
+
+// filePath returns the path of a file:// URL: file:///abs, file://./rel or
+// file://rel.
+func filePath(u *url.URL) string {
+	return u.Host + u.Path
+}
+
+func checkSinkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL", maskURL(s))
+	}
+	switch u.Scheme {
+	case "s3":
+		if u.Host == "" {
+			return fmt.Errorf("%q: want s3://BUCKET/PREFIX", maskURL(s))
+		}
+	case "nats":
+		if u.Host == "" {
+			return fmt.Errorf("%q: want nats://HOST:PORT", maskURL(s))
+		}
+	case "file":
+		if filePath(u) == "" {
+			return fmt.Errorf("%q: want file://DIR", maskURL(s))
+		}
+	case "stdout":
+	default:
+		return fmt.Errorf("%q: unknown scheme %q (want s3, nats, file or stdout)", maskURL(s), u.Scheme)
+	}
+	return nil
+}
+
+// secretParam reports whether a URL query parameter carries a secret (or
+// the location of one) and must be masked.
+func secretParam(name string) bool {
+	n := strings.ToLower(name)
+	for _, s := range []string{"token", "password", "passwd", "secret", "cred", "nkey", "seed", "jwt", "signature", "session", "tls-key", "access-key", "accesskey"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// maskURL replaces the credentials in a URL (user info, and query
+// parameters such as token=, password=, creds=, nkey=) with "REDACTED".
+func maskURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		// Mask anything that looks like user info or a secret parameter.
+		if i := strings.Index(s, "@"); i > 0 {
+			if j := strings.Index(s, "://"); j >= 0 && j < i {
+				s = s[:j+3] + "REDACTED" + s[i:]
+			}
+		}
+		return s
+	}
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "REDACTED")
+		} else {
+			u.User = url.User("REDACTED")
+		}
+	}
+	if u.RawQuery != "" {
+		parts := strings.Split(u.RawQuery, "&")
+		for i, kv := range parts {
+			k, _, _ := strings.Cut(kv, "=")
+			if key, err := url.QueryUnescape(k); err == nil && secretParam(key) {
+				parts[i] = k + "=REDACTED"
+			}
+		}
+		u.RawQuery = strings.Join(parts, "&")
+	}
+	return u.String()
+}
+
+// printConfig writes the effective configuration as YAML that --config
+// accepts, secrets masked, each line commented with the value's source.
+func printConfig(w io.Writer, c *runConfig) error {
+	root := &yaml.Node{Kind: yaml.MappingNode}
+	for _, o := range runOptions {
+		if o.noFile {
+			continue
+		}
+		k := &yaml.Node{Kind: yaml.ScalarNode, Value: o.name}
+		var v *yaml.Node
+		switch val := o.get(c).(type) {
+		case []string:
+			v = &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+			if len(val) > 1 || o.secret {
+				v.Style = 0
+			}
+			for _, s := range val {
+				if o.secret {
+					s = maskURL(s)
+				}
+				v.Content = append(v.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: s})
+			}
+		case time.Duration:
+			v = &yaml.Node{Kind: yaml.ScalarNode, Value: val.String()}
+		case string:
+			if o.secret {
+				val = maskURL(val)
+			}
+			v = &yaml.Node{Kind: yaml.ScalarNode, Value: val, Tag: "!!str"}
+		default:
+			v = &yaml.Node{Kind: yaml.ScalarNode, Value: fmt.Sprint(val)}
+		}
+		v.LineComment = c.source[o.name]
+		root.Content = append(root.Content, k, v)
+	}
+	fmt.Fprintln(w, "# effective configuration of archiver run (secrets masked); comments give each value's source")
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(root); err != nil {
+		return err
+	}
+	return enc.Close()
+}
+
+// envNames lists the ARCHIVER_* variables, for documentation and tests.
+func envNames() []string {
+	var out []string
+	for _, o := range runOptions {
+		out = append(out, o.env())
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envMap(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "archiver.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	file := writeFile(t, `
+region: eu-west-1
+tables: [FromFile]
+checkpoint: file:///var/lib/archiver/cp.json
+sinks:
+  - s3://bucket/prefix
+start: latest
+shutdown-timeout: 20s
+log-level: debug
+metrics: emf
+`)
+	base := []string{"--config", file}
+	cases := []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		check func(t *testing.T, c *runConfig)
+	}{
+		{"defaults", []string{"--table", "Sessions", "--checkpoint", "file://cp.json", "--sink", "stdout://"}, nil, func(t *testing.T, c *runConfig) {
+			if c.Start != "trim-horizon" || c.ShutdownTimeout != 25*time.Second || c.LogLevel != "info" ||
+				c.MetricsAddr != ":9090" || c.Metrics != "prometheus" || c.Region != "" || c.Endpoint != "" {
+				t.Fatalf("defaults = %+v", c)
+			}
+			if c.source["start"] != "default" || c.source["table"] != "flag" {
+				t.Fatalf("sources = %v", c.source)
+			}
+		}},
+		{"file over default", base, nil, func(t *testing.T, c *runConfig) {
+			if c.Region != "eu-west-1" || c.Start != "latest" || c.ShutdownTimeout != 20*time.Second ||
+				c.LogLevel != "debug" || c.Metrics != "emf" || strings.Join(c.Tables, ",") != "FromFile" ||
+				strings.Join(c.Sinks, ",") != "s3://bucket/prefix" || c.MetricsAddr != ":9090" {
+				t.Fatalf("cfg = %+v", c)
+			}
+			if c.source["region"] != "file" || c.source["metrics-addr"] != "default" {
+				t.Fatalf("sources = %v", c.source)
+			}
+		}},
+		{"env over file", base, map[string]string{
+			"ARCHIVER_REGION": "us-west-2", "ARCHIVER_TABLE": "Env1, Env2", "ARCHIVER_SHUTDOWN_TIMEOUT": "10s",
+			"ARCHIVER_SINK": "nats://h1:4222,h2:4222?events=expired,deleted,file://./out",
+		}, func(t *testing.T, c *runConfig) {
+			if c.Region != "us-west-2" || strings.Join(c.Tables, "|") != "Env1|Env2" || c.ShutdownTimeout != 10*time.Second ||
+				c.Start != "latest" {
+				t.Fatalf("cfg = %+v", c)
+			}
+			if strings.Join(c.Sinks, "|") != "nats://h1:4222,h2:4222?events=expired,deleted|file://./out" {
+				t.Fatalf("sinks = %q", c.Sinks)
+			}
+			if c.source["region"] != "env" || c.source["start"] != "file" {
+				t.Fatalf("sources = %v", c.source)
+			}
+		}},
+		{"flag over env", append(base, "--region", "ap-south-1", "--table", "Flag1", "--table", "Flag2", "--start", "trim-horizon"),
+			map[string]string{"ARCHIVER_REGION": "us-west-2", "ARCHIVER_TABLE": "Env1"}, func(t *testing.T, c *runConfig) {
+				if c.Region != "ap-south-1" || strings.Join(c.Tables, "|") != "Flag1|Flag2" || c.Start != "trim-horizon" {
+					t.Fatalf("cfg = %+v", c)
+				}
+			}},
+		{"config path from env", nil, map[string]string{"ARCHIVER_CONFIG": file}, func(t *testing.T, c *runConfig) {
+			if c.Region != "eu-west-1" {
+				t.Fatalf("cfg = %+v", c)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := loadRunConfig(tc.args, envMap(tc.env), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	ok := []string{"--table", "Sessions", "--checkpoint", "file://cp.json", "--sink", "stdout://"}
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		file string
+		want []string // every line must be present
+	}{
+		{"nothing", nil, nil, "", []string{
+			"--checkpoint: required", "--sink: at least one sink", "--table or --stream-arn"}},
+		{"bad start", append(ok, "--start", "middle"), nil, "", []string{`--start: "middle" is not trim-horizon or latest`}},
+		{"bad sink scheme", append(ok, "--sink", "ftp://x"), nil, "", []string{`--sink: "ftp://x": unknown scheme "ftp"`}},
+		{"bad duration from env", ok, map[string]string{"ARCHIVER_SHUTDOWN_TIMEOUT": "soon"}, "",
+			[]string{`--shutdown-timeout (from ARCHIVER_SHUTDOWN_TIMEOUT): "soon" is not a duration`}},
+		{"many problems at once", append(ok, "--metrics", "statsd", "--metrics-addr", "9090", "--log-level", "loud",
+			"--endpoint", "localhost:8000", "--region", "Mars", "--checkpoint", "redis://x"), nil, "", []string{
+			`--metrics: "statsd"`, `--metrics-addr: "9090" is not HOST:PORT`, `--log-level: unknown log level "loud"`,
+			`--endpoint: "localhost:8000": scheme must be http or https`, `--region: "Mars"`, `--checkpoint: "redis://x": scheme must be file or dynamodb`}},
+		{"bad dynamodb checkpoint", append(ok, "--checkpoint", "dynamodb://x?create=maybe"), nil, "", []string{"--checkpoint: ", "x"}},
+		{"bad stream arn", []string{"--stream-arn", "arn:nope", "--checkpoint", "file://c", "--sink", "stdout://"}, nil, "",
+			[]string{`--stream-arn: "arn:nope" is not a DynamoDB stream ARN`}},
+		{"unknown flag", []string{"--tabel", "x"}, nil, "", []string{"flag provided but not defined: -tabel"}},
+		{"unknown file key", ok, nil, "tabel: [x]\nregion: eu-west-1\n", []string{`unknown key "tabel" (line 1)`}},
+		{"file value of wrong shape", ok, nil, "region: [a, b]\n", []string{`--region (from `, `key "region"): want a single value`}},
+		{"not yaml", ok, nil, "region: [\n", []string{"not valid YAML"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				args = append([]string{"--config", writeFile(t, tc.file)}, args...)
+			}
+			_, err := loadRunConfig(args, envMap(tc.env), io.Discard)
+			var ue *usageError
+			if !errors.As(err, &ue) {
+				t.Fatalf("err = %v, want a usage error", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%s", w, err)
+				}
+			}
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !strings.HasPrefix(line, "archiver run: ") {
+					t.Errorf("line %q does not start with the command", line)
+				}
+			}
+			if n := len(strings.Split(err.Error(), "\n")); n < len(tc.want) && tc.name == "many problems at once" {
+				t.Errorf("want one line per problem, got %d", n)
+			}
+		})
+	}
+}
+
+func TestExitCodeForBadFlag(t *testing.T) {
+	var stderr bytes.Buffer
+	code := dispatch(t.Context(), []string{"run", "--start", "x"}, env{stdout: io.Discard, stderr: &stderr, getenv: envMap(nil)})
+	if code != 2 {
+		t.Fatalf("exit code %d, want 2", code)
+	}
+	if !strings.Contains(stderr.String(), "--start") {
+		t.Fatalf("stderr = %q", stderr.String())
+	}
+}
+
+func TestPrintConfigMasksSecrets(t *testing.T) {
+	var out bytes.Buffer
+	code := dispatch(t.Context(), []string{"run", "--print-config",
+		"--table", "Sessions",
+		"--checkpoint", "dynamodb://leases?region=eu-west-1",
+		"--sink", "nats://alice:hunter2@127.0.0.1:4222?subject=a.{table}&token=s3cr3t&creds=/run/secrets/nats.creds&nkey=SUAXYZ",
+		"--sink", "nats://tok123@127.0.0.1:4222",
+		"--sink", "s3://bucket/prefix?sse=aws:kms&kms-key-id=alias/k",
+	}, env{stdout: &out, stderr: io.Discard, getenv: envMap(map[string]string{"ARCHIVER_REGION": "eu-west-1"})})
+	if code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	s := out.String()
+	for _, secret := range []string{"hunter2", "s3cr3t", "nats.creds", "SUAXYZ", "tok123"} {
+		if strings.Contains(s, secret) {
+			t.Errorf("print-config shows %q:\n%s", secret, s)
+		}
+	}
+	for _, want := range []string{"alice:REDACTED@", "token=REDACTED", "subject=a.{table}", "kms-key-id=alias/k",
+		"region: eu-west-1 # env", "start: trim-horizon # default", "dynamodb://leases?region=eu-west-1"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("print-config lacks %q:\n%s", want, s)
+		}
+	}
+	// The output is itself a valid config file.
+	p := writeFile(t, s)
+	c, err := loadRunConfig([]string{"--config", p}, envMap(nil), io.Discard)
+	if err != nil {
+		t.Fatalf("printed config does not load: %v\n%s", err, s)
+	}
+	if c.Region != "eu-west-1" || len(c.Sinks) != 3 || c.Start != "trim-horizon" {
+		t.Fatalf("reloaded = %+v", c)
+	}
+}
+
+func TestSplitList(t *testing.T) {
+	cases := []struct {
+		in   string
+		urls bool
+		want string
+	}{
+		{"a,b, c ,", false, "a|b|c"},
+		{"nats://h1:1,h2:2?events=expired,deleted,file://x,stdout://", true, "nats://h1:1,h2:2?events=expired,deleted|file://x|stdout://"},
+		{"", true, ""},
+	}
+	for _, tc := range cases {
+		if got := strings.Join(splitList(tc.in, tc.urls), "|"); got != tc.want {
+			t.Errorf("splitList(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzConfigFile(f *testing.F) {
+	f.Add("region: eu-west-1\ntables: [a, b]\n")
+	f.Add("sink:\n  - nats://x\n  - {a: b}\n")
+	f.Add("- 1\n- 2\n")
+	f.Add(": :\n")
+	f.Fuzz(func(t *testing.T, body string) {
+		p := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := loadRunConfig([]string{"--config", p, "--table", "Sessions", "--checkpoint", "file://c", "--sink", "stdout://"}, envMap(nil), io.Discard)
+		var ue *usageError
+		if err != nil && !errors.As(err, &ue) {
+			t.Fatalf("error is not a usage error: %v", err)
+		}
+	})
+}
+
+func FuzzMaskURL(f *testing.F) {
+	f.Add("nats://u:p@h:1?token=x")
+	f.Add("nats://%zz@h")
+	f.Add("s3://b/p?password=a&password=b")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := maskURL(s)
+		if strings.Contains(s, "token=SECRETVALUE") && strings.Contains(out, "SECRETVALUE") {
+			t.Fatalf("maskURL(%q) = %q leaks the token", s, out)
+		}
+	})
+}

@@ -1,0 +1,10 @@
+package main
+
+import (
+	"context"
+	"errors"
+)
+
+func demoCmd(ctx context.Context, args []string, e env) error {
+	return errors.New("not wired yet")
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/internal/ops"
+)
+
+// engineCmd serves the local DynamoDB + Streams engine until ctx ends
+// (SIGINT/SIGTERM), then shuts it down cleanly.
+func engineCmd(ctx context.Context, args []string, e env) error {
+	fs := flag.NewFlagSet("archiver engine", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	listen := fs.String("listen", "127.0.0.1:8000", "address to serve DynamoDB and DynamoDB Streams on (loopback by default)")
+	ttlInterval := fs.Duration("ttl-interval", time.Second, "pause between TTL sweeps (negative: no sweeper)")
+	ttlLag := fs.Duration("ttl-lag", 0, "delay each expired item's deletion by a random 0..D, as production does")
+	shards := fs.Int("stream-shards", 1, "open shards per stream")
+	rollover := fs.String("shard-rollover", "4h", "close each shard and open its child after this age (e.g. 4h) or record count (e.g. 500); 0 = never")
+	retention := fs.Duration("stream-retention", 24*time.Hour, "stream records older than this are trimmed")
+	region := fs.String("region", "us-east-1", "region the engine reports in ARNs and records")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(e.stdout, "usage: archiver engine [flags]\n\nflags:")
+			fs.SetOutput(e.stdout)
+			fs.PrintDefaults()
+			return errHelp
+		}
+		return usagef("archiver engine: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("archiver engine: unexpected argument %q", fs.Arg(0))
+	}
+	var probs problems
+	if _, _, err := net.SplitHostPort(*listen); err != nil {
+		probs.add("--listen: %q is not HOST:PORT (e.g. 127.0.0.1:8000)", *listen)
+	}
+	if *ttlLag < 0 {
+		probs.add("--ttl-lag: %s must not be negative", *ttlLag)
+	}
+	if *shards < 1 || *shards > 1000 {
+		probs.add("--stream-shards: %d must be from 1 to 1000", *shards)
+	}
+	rollAge, rollRecords, err := engine.ParseRollover(*rollover)
+	if err != nil {
+		probs.add("--shard-rollover: %v", err)
+	}
+	if *retention <= 0 {
+		probs.add("--stream-retention: %s must be positive", *retention)
+	}
+	if !regionRE.MatchString(*region) {
+		probs.add("--region: %q is not a region name like us-east-1", *region)
+	}
+	if _, err := ops.ParseLevel(*logLevel); err != nil {
+		probs.add("--log-level: %v", err)
+	}
+	if err := probs.err("engine"); err != nil {
+		return err
+	}
+	log, err := ops.NewLogger(e.stdout, *logLevel, ops.FormatAuto)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	srv, err := engine.Listen(*listen, engine.Options{
+		Region:               *region,
+		TTLInterval:          *ttlInterval,
+		TTLLag:               *ttlLag,
+		StreamShards:         *shards,
+		ShardRollover:        rollAge,
+		ShardRolloverRecords: rollRecords,
+		StreamRetention:      *retention,
+		Logger:               log.Named("engine"),
+	})
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", *listen, err)
+	}
+	if host, _, _ := net.SplitHostPort(*listen); !isLoopbackHost(host) {
+		log.Warn("engine listening beyond loopback: it accepts any credentials", zap.String("listen", *listen))
+	}
+	<-ctx.Done()
+	log.Info("shutting down", zap.String("endpoint", srv.Endpoint()))
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// isLoopbackHost reports whether host (a name or an IP, from a URL or a
+// listen address) is this machine's loopback.
+func isLoopbackHost(host string) bool {
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

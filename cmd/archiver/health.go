@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ttl-archiver/archiver/internal/ops"
+)
+
+// healthCmd asks a running archiver's /readyz and succeeds when it is ready.
+// It is the ECS container health check (the image has no curl).
+func healthCmd(ctx context.Context, args []string, e env) error {
+	fs := flag.NewFlagSet("archiver health", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	def := e.getenv("ARCHIVER_METRICS_ADDR")
+	if def == "" {
+		def = ":9090"
+	}
+	addr := fs.String("addr", def, "the archiver's --metrics-addr (an empty host means 127.0.0.1; default $ARCHIVER_METRICS_ADDR or :9090)")
+	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
+	quiet := fs.Bool("quiet", false, "print nothing when ready")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(e.stdout, "usage: archiver health [flags]\n\nExit 0 when the archiver's /readyz answers 200, 1 otherwise.\n\nflags:")
+			fs.SetOutput(e.stdout)
+			fs.PrintDefaults()
+			return errHelp
+		}
+		return usagef("archiver health: %v", err)
+	}
+	if *timeout <= 0 {
+		return usagef("archiver health: --timeout: %s must be positive", *timeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if err := ops.Probe(ctx, *addr); err != nil {
+		return fmt.Errorf("not ready: %w", err)
+	}
+	if !*quiet {
+		fmt.Fprintln(e.stdout, "ready")
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+// Command archiver archives DynamoDB items that TTL expired, from the table's
+// stream to S3 and NATS.
+//
+//	archiver run      the long-lived consumer (an ECS task, or several)
+//	archiver engine   a local DynamoDB + Streams server whose TTL really deletes
+//	archiver demo     everything in one process: engine, NATS, archive folder
+//	archiver health   the container health check: exit 0 when /readyz says ready
+//	archiver version  print the version
+//
+// Exit codes: 0 success (also after SIGINT/SIGTERM), 1 runtime failure,
+// 2 bad flags, environment variables or configuration file.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set by release builds: -ldflags "-X main.version=v1.2.3".
+var version = ""
+
+// env is the process environment as the commands see it (tests pass their own).
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// usageError is a configuration problem: the command prints it and exits 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
+
+const topUsage = `usage: archiver <command> [flags]
+
+commands:
+  run       archive TTL-expired items from DynamoDB streams to sinks
+  engine    serve a local DynamoDB + DynamoDB Streams engine with a real TTL sweeper
+  demo      run engine, NATS and archiver in one process and show expiries live
+  health    exit 0 when the archiver's /readyz endpoint reports ready
+  version   print the version
+
+Run 'archiver <command> -h' for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(dispatch(ctx, os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}))
+}
+
+// dispatch runs the subcommand named by args[0] and returns the exit code.
+func dispatch(ctx context.Context, args []string, e env) int {
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, topUsage)
+		return 2
+	}
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "run":
+		err = runCmd(ctx, rest, e)
+	case "engine":
+		err = engineCmd(ctx, rest, e)
+	case "demo":
+		err = demoCmd(ctx, rest, e)
+	case "health":
+		err = healthCmd(ctx, rest, e)
+	case "version", "--version", "-version":
+		fmt.Fprintf(e.stdout, "archiver %s\n", appVersion())
+	case "help", "-h", "--help":
+		fmt.Fprint(e.stdout, topUsage)
+	default:
+		fmt.Fprintf(e.stderr, "archiver: unknown command %q\n%s", cmd, topUsage)
+		return 2
+	}
+	return exitCode(args[0], err, e.stderr)
+}
+
+func exitCode(cmd string, err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintln(stderr, ue.msg)
+		return 2
+	}
+	fmt.Fprintf(stderr, "archiver %s: %v\n", cmd, err)
+	return 1
+}
+
+// errHelp ends a command after it printed its usage for -h.
+var errHelp = errors.New("help requested")
+
+func appVersion() string {
+	if version != "" {
+		return version
+	}
+	return "dev"
+}

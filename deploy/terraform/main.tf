@@ -1,0 +1,277 @@
+# TTL Archiver on ECS Fargate: the archive bucket, the lease table, the task
+# and execution roles, the log group, the task definition and the service.
+# The task role's policy is deploy/iam-policy.json itself, filled in here, so
+# the policy the code is tested against is the policy that is deployed.
+
+terraform {
+  required_version = ">= 1.5"
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = ">= 5.0"
+    }
+  }
+}
+
+provider "aws" {
+  region = var.region
+}
+
+data "aws_caller_identity" "current" {}
+data "aws_partition" "current" {}
+
+locals {
+  lease_table = "${var.name}-leases"
+  use_kms     = var.kms_key_arn != ""
+
+  policy_template = jsondecode(templatefile("${path.module}/../iam-policy.json", {
+    partition    = data.aws_partition.current.partition
+    region       = var.region
+    account_id   = data.aws_caller_identity.current.account_id
+    source_table = var.source_table
+    lease_table  = local.lease_table
+    bucket       = var.bucket_name
+    prefix       = var.archive_prefix
+    kms_key_arn  = var.kms_key_arn
+  }))
+  # The KMS statement only applies with SSE-KMS.
+  task_policy = jsonencode(merge(local.policy_template, {
+    Statement = [for s in local.policy_template.Statement : s if local.use_kms || s.Sid != "EncryptArchiveWithKMS"]
+  }))
+
+  s3_sink = "s3://${var.bucket_name}/${var.archive_prefix}?sse=${local.use_kms ? "aws:kms" : "AES256"}"
+  sinks   = concat([local.s3_sink], var.extra_sinks)
+}
+
+# --- Archive bucket -------------------------------------------------------
+
+resource "aws_s3_bucket" "archive" {
+  bucket = var.bucket_name
+}
+
+resource "aws_s3_bucket_ownership_controls" "archive" {
+  bucket = aws_s3_bucket.archive.id
+  rule {
+    object_ownership = "BucketOwnerEnforced"
+  }
+}
+
+resource "aws_s3_bucket_public_access_block" "archive" {
+  bucket                  = aws_s3_bucket.archive.id
+  block_public_acls       = true
+  block_public_policy     = true
+  ignore_public_acls      = true
+  restrict_public_buckets = true
+}
+
+resource "aws_s3_bucket_server_side_encryption_configuration" "archive" {
+  bucket = aws_s3_bucket.archive.id
+  rule {
+    apply_server_side_encryption_by_default {
+      sse_algorithm     = local.use_kms ? "aws:kms" : "AES256"
+      kms_master_key_id = local.use_kms ? var.kms_key_arn : null
+    }
+    bucket_key_enabled = local.use_kms
+  }
+}
+
+resource "aws_s3_bucket_versioning" "archive" {
+  bucket = aws_s3_bucket.archive.id
+  versioning_configuration {
+    status = "Enabled"
+  }
+}
+
+resource "aws_s3_bucket_lifecycle_configuration" "archive" {
+  bucket = aws_s3_bucket.archive.id
+
+  rule {
+    id     = "archive-tiering"
+    status = "Enabled"
+    filter {
+      prefix = var.archive_prefix
+    }
+    transition {
+      days          = var.archive_transition_days
+      storage_class = "GLACIER_IR"
+    }
+    dynamic "expiration" {
+      for_each = var.archive_expiration_days > 0 ? [1] : []
+      content {
+        days = var.archive_expiration_days
+      }
+    }
+    noncurrent_version_expiration {
+      noncurrent_days = 30
+    }
+    abort_incomplete_multipart_upload {
+      days_after_initiation = 7
+    }
+  }
+}
+
+# Refuse plain-HTTP access to the archive.
+resource "aws_s3_bucket_policy" "archive" {
+  bucket = aws_s3_bucket.archive.id
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Sid       = "DenyInsecureTransport"
+      Effect    = "Deny"
+      Principal = "*"
+      Action    = "s3:*"
+      Resource  = [aws_s3_bucket.archive.arn, "${aws_s3_bucket.archive.arn}/*"]
+      Condition = { Bool = { "aws:SecureTransport" = "false" } }
+    }]
+  })
+  depends_on = [aws_s3_bucket_public_access_block.archive]
+}
+
+# --- Lease and checkpoint table -------------------------------------------
+# One item per shard (stream_arn, shard_id): owner, lease counter, expiry,
+# checkpoint. Created here, so the archiver's create=true is not needed.
+
+resource "aws_dynamodb_table" "leases" {
+  name         = local.lease_table
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "stream_arn"
+  range_key    = "shard_id"
+
+  attribute {
+    name = "stream_arn"
+    type = "S"
+  }
+  attribute {
+    name = "shard_id"
+    type = "S"
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+  server_side_encryption {
+    enabled = true
+  }
+}
+
+# --- Roles ----------------------------------------------------------------
+
+data "aws_iam_policy_document" "ecs_tasks_assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["ecs-tasks.amazonaws.com"]
+    }
+    condition {
+      test     = "ArnLike"
+      variable = "aws:SourceArn"
+      values   = ["arn:${data.aws_partition.current.partition}:ecs:${var.region}:${data.aws_caller_identity.current.account_id}:*"]
+    }
+  }
+}
+
+# The task role: what the archiver itself may do (deploy/iam-policy.json).
+resource "aws_iam_role" "task" {
+  name               = "${var.name}-task"
+  assume_role_policy = data.aws_iam_policy_document.ecs_tasks_assume.json
+}
+
+resource "aws_iam_role_policy" "task" {
+  name   = "${var.name}-archiver"
+  role   = aws_iam_role.task.id
+  policy = local.task_policy
+}
+
+# The execution role: what ECS needs to start the task (pull the image,
+# write logs). The archiver never runs with it.
+resource "aws_iam_role" "execution" {
+  name               = "${var.name}-execution"
+  assume_role_policy = data.aws_iam_policy_document.ecs_tasks_assume.json
+}
+
+resource "aws_iam_role_policy_attachment" "execution" {
+  role       = aws_iam_role.execution.name
+  policy_arn = "arn:${data.aws_partition.current.partition}:iam::aws:policy/service-role/AmazonECSTaskExecutionRolePolicy"
+}
+
+# --- Logs, task definition, service --------------------------------------
+
+resource "aws_cloudwatch_log_group" "archiver" {
+  name              = "/ecs/${var.name}"
+  retention_in_days = var.log_retention_days
+}
+
+resource "aws_ecs_task_definition" "archiver" {
+  family                   = var.name
+  requires_compatibilities = ["FARGATE"]
+  network_mode             = "awsvpc"
+  cpu                      = var.cpu
+  memory                   = var.memory
+  task_role_arn            = aws_iam_role.task.arn
+  execution_role_arn       = aws_iam_role.execution.arn
+
+  runtime_platform {
+    operating_system_family = "LINUX"
+    cpu_architecture        = "X86_64"
+  }
+
+  container_definitions = jsonencode([{
+    name                   = "archiver"
+    image                  = var.image
+    essential              = true
+    command                = ["run"]
+    user                   = "65532:65532"
+    readonlyRootFilesystem = true
+    stopTimeout            = 30
+    portMappings           = [{ containerPort = 9090, protocol = "tcp", name = "metrics" }]
+    environment = [
+      { name = "ARCHIVER_REGION", value = var.region },
+      { name = "ARCHIVER_TABLE", value = var.source_table },
+      { name = "ARCHIVER_CHECKPOINT", value = "dynamodb://${aws_dynamodb_table.leases.name}" },
+      { name = "ARCHIVER_SINK", value = join(",", local.sinks) },
+      { name = "ARCHIVER_SHUTDOWN_TIMEOUT", value = "25s" },
+      { name = "ARCHIVER_LOG_LEVEL", value = var.log_level },
+      { name = "ARCHIVER_METRICS", value = "prometheus" },
+      { name = "ARCHIVER_METRICS_ADDR", value = ":9090" },
+    ]
+    healthCheck = {
+      command     = ["CMD", "/archiver", "health", "--quiet"]
+      interval    = 30
+      timeout     = 5
+      retries     = 3
+      startPeriod = 30
+    }
+    logConfiguration = {
+      logDriver = "awslogs"
+      options = {
+        "awslogs-group"         = aws_cloudwatch_log_group.archiver.name
+        "awslogs-region"        = var.region
+        "awslogs-stream-prefix" = "archiver"
+      }
+    }
+  }])
+}
+
+resource "aws_ecs_service" "archiver" {
+  name            = var.name
+  cluster         = var.cluster_arn
+  task_definition = aws_ecs_task_definition.archiver.arn
+  desired_count   = var.desired_count
+  launch_type     = "FARGATE"
+
+  # Rolling deploys: new tasks start before old ones stop; the old ones hand
+  # their leases over on SIGTERM.
+  deployment_minimum_healthy_percent = 100
+  deployment_maximum_percent         = 200
+  deployment_circuit_breaker {
+    enable   = true
+    rollback = true
+  }
+
+  network_configuration {
+    subnets          = var.subnet_ids
+    security_groups  = var.security_group_ids
+    assign_public_ip = false
+  }
+}

@@ -1,0 +1,39 @@
+output "bucket_arn" {
+  description = "ARN of the archive bucket."
+  value       = aws_s3_bucket.archive.arn
+}
+
+output "lease_table_name" {
+  description = "The lease and checkpoint table (use as --checkpoint dynamodb://NAME)."
+  value       = aws_dynamodb_table.leases.name
+}
+
+output "task_role_arn" {
+  description = "Role the archiver runs with (deploy/iam-policy.json)."
+  value       = aws_iam_role.task.arn
+}
+
+output "execution_role_arn" {
+  description = "Role ECS uses to pull the image and write logs."
+  value       = aws_iam_role.execution.arn
+}
+
+output "task_definition_arn" {
+  description = "The archiver's task definition."
+  value       = aws_ecs_task_definition.archiver.arn
+}
+
+output "service_name" {
+  description = "The ECS service."
+  value       = aws_ecs_service.archiver.name
+}
+
+output "log_group" {
+  description = "CloudWatch log group of the tasks."
+  value       = aws_cloudwatch_log_group.archiver.name
+}
+
+output "task_policy_json" {
+  description = "The task role's policy as deployed."
+  value       = local.task_policy
+}
