@@ -1,0 +1,604 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// DynamoAPI is the part of the DynamoDB API the lease store uses; a
+// *dynamodb.Client satisfies it.
+type DynamoAPI interface {
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+// Defaults of DynamoOptions, chosen for ECS (a stop timeout of 30 s).
+const (
+	DefaultLeaseDuration = 20 * time.Second
+	DefaultRenewEvery    = 5 * time.Second
+)
+
+// DynamoOptions configures [OpenDynamo].
+type DynamoOptions struct {
+	// Client talks to DynamoDB (required).
+	Client DynamoAPI
+	// Table is the checkpoint and lease table (required).
+	Table string
+	// Create creates the table (PAY_PER_REQUEST) when it does not exist and
+	// waits until it is ACTIVE. Without it a missing table is an error.
+	Create bool
+	// WorkerID names this worker in lease items (required; see
+	// [DefaultWorkerID]). Two live processes must never share one.
+	WorkerID string
+	// LeaseDuration is how long a lease stays valid without renewal
+	// (default 20 s). Another worker may take a lease once it expired.
+	LeaseDuration time.Duration
+	// RenewEvery is the renewal period (default 5 s); it must be well below
+	// LeaseDuration (at most a third of it).
+	RenewEvery time.Duration
+	// SafetyMargin is how long before a lease's expiry this worker stops
+	// reading the shard when renewals keep failing (default LeaseDuration/4).
+	SafetyMargin time.Duration
+	// Now is the clock (default time.Now); lease expiries are compared
+	// across workers, so their clocks must agree to well within SafetyMargin.
+	Now func() time.Time
+	// Logger receives lease events (default: no logging).
+	Logger *zap.Logger
+	// Registerer receives the store's metrics (default: none).
+	Registerer prometheus.Registerer
+}
+
+// DynamoStore keeps checkpoints and shard leases in one DynamoDB table, so
+// that several workers can share a stream. It implements [Store]; with the
+// Assign and Release methods it also decides which shards this worker reads
+// (the shard package's Assigner).
+//
+// Table schema: partition key "stream_arn" (S), sort key "shard_id" (S). One
+// item per shard (stream_arn = the stream ARN):
+//
+//	lease_owner     S    worker holding the lease; absent when free
+//	lease_counter   N    fencing token, incremented whenever ownership changes
+//	lease_expiry_ms N    epoch milliseconds until which the owner may read
+//	checkpoint_seq  S    last acknowledged sequence number
+//	shard_finished  BOOL the shard was read to its end and acknowledged
+//	parent_shards   SS   parent shard IDs
+//	handoff_to      S    a worker that asked the owner to hand the lease over
+//	updated_ms      N    time of the last write
+//
+// (Every attribute name holds an underscore, so none is a reserved word in
+// expressions.)
+//
+// and one heartbeat item per live worker and stream (stream_arn =
+// "workers#" + stream ARN, shard_id = worker ID, lease_expiry_ms), so a
+// worker that holds nothing yet still counts when shares are computed.
+// Loading a stream's checkpoints is a Query on its partition.
+//
+// Every lease and checkpoint write is conditional on owner and
+// lease_counter, so a worker that lost a lease can never overwrite the new
+// owner's checkpoint: its Save fails with an error matching [ErrLeaseLost].
+type DynamoStore struct {
+	client  DynamoAPI
+	table   string
+	worker  string
+	leaseD  time.Duration
+	renewD  time.Duration
+	margin  time.Duration
+	now     func() time.Time
+	log     *zap.Logger
+	metrics *leaseMetrics
+
+	base       context.Context
+	baseCancel context.CancelFunc
+	wg         sync.WaitGroup
+	renewSem   chan struct{}
+
+	mu       sync.Mutex
+	leases   map[leaseKey]*lease
+	history  map[leaseKey]int64 // last counter this worker held per shard
+	streams  map[string]bool    // streams this worker takes part in (heartbeats)
+	halted   bool               // renewals stopped (abrupt stop, tests)
+	closed   bool
+	closeErr error
+}
+
+const (
+	attrStream    = "stream_arn"
+	attrShard     = "shard_id"
+	attrOwner     = "lease_owner"
+	attrCounter   = "lease_counter"
+	attrExpiry    = "lease_expiry_ms"
+	attrCheckpt   = "checkpoint_seq"
+	attrFinished  = "shard_finished"
+	attrParents   = "parent_shards"
+	attrHandoff   = "handoff_to"
+	attrUpdated   = "updated_ms"
+	workersPrefix = "workers#"
+)
+
+// OpenDynamo opens (and with Create, creates) the lease table and starts the
+// renewal timer. Close stops it; ReleaseAll lets every lease go first.
+func OpenDynamo(ctx context.Context, o DynamoOptions) (*DynamoStore, error) {
+	if o.Client == nil {
+		return nil, errors.New("checkpoint: DynamoOptions.Client is nil")
+	}
+	if o.Table == "" {
+		return nil, errors.New("checkpoint: DynamoOptions.Table is empty")
+	}
+	if o.WorkerID == "" {
+		return nil, errors.New("checkpoint: DynamoOptions.WorkerID is empty")
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = DefaultLeaseDuration
+	}
+	if o.RenewEvery == 0 {
+		o.RenewEvery = DefaultRenewEvery
+		if o.RenewEvery*3 > o.LeaseDuration {
+			o.RenewEvery = o.LeaseDuration / 4
+		}
+	}
+	if o.LeaseDuration < 0 || o.RenewEvery < 0 {
+		return nil, fmt.Errorf("checkpoint: DynamoOptions.LeaseDuration (%v) and RenewEvery (%v) must be positive", o.LeaseDuration, o.RenewEvery)
+	}
+	if o.RenewEvery*3 > o.LeaseDuration {
+		return nil, fmt.Errorf("checkpoint: DynamoOptions.RenewEvery (%v) must be at most a third of LeaseDuration (%v)", o.RenewEvery, o.LeaseDuration)
+	}
+	if o.SafetyMargin == 0 {
+		o.SafetyMargin = o.LeaseDuration / 4
+	}
+	if o.SafetyMargin < 0 || o.SafetyMargin >= o.LeaseDuration-o.RenewEvery {
+		return nil, fmt.Errorf("checkpoint: DynamoOptions.SafetyMargin (%v) must be positive and below LeaseDuration-RenewEvery (%v)", o.SafetyMargin, o.LeaseDuration-o.RenewEvery)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	m, err := newLeaseMetrics(o.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &DynamoStore{
+		client: o.Client, table: o.Table, worker: o.WorkerID,
+		leaseD: o.LeaseDuration, renewD: o.RenewEvery, margin: o.SafetyMargin,
+		now: o.Now, log: o.Logger.With(zap.String("worker", o.WorkerID), zap.String("lease_table", o.Table)),
+		metrics:  m,
+		renewSem: make(chan struct{}, 16),
+		leases:   map[leaseKey]*lease{},
+		history:  map[leaseKey]int64{},
+		streams:  map[string]bool{},
+	}
+	if err := s.ensureTable(ctx, o.Create); err != nil {
+		return nil, err
+	}
+	s.base, s.baseCancel = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go s.renewLoop()
+	return s, nil
+}
+
+// WorkerID returns the ID this store writes into the leases it owns.
+func (s *DynamoStore) WorkerID() string { return s.worker }
+
+func (s *DynamoStore) ensureTable(ctx context.Context, create bool) error {
+	out, err := s.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)})
+	var nf *types.ResourceNotFoundException
+	switch {
+	case err == nil:
+		if err := checkSchema(out.Table); err != nil {
+			return fmt.Errorf("checkpoint: table %q: %w", s.table, err)
+		}
+		if out.Table.TableStatus == types.TableStatusActive {
+			return nil
+		}
+	case errors.As(err, &nf):
+		if !create {
+			return fmt.Errorf("checkpoint: lease table %q does not exist (use create=true to create it): %w", s.table, err)
+		}
+		_, err := s.client.CreateTable(ctx, &dynamodb.CreateTableInput{
+			TableName:   aws.String(s.table),
+			BillingMode: types.BillingModePayPerRequest,
+			AttributeDefinitions: []types.AttributeDefinition{
+				{AttributeName: aws.String(attrStream), AttributeType: types.ScalarAttributeTypeS},
+				{AttributeName: aws.String(attrShard), AttributeType: types.ScalarAttributeTypeS},
+			},
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(attrStream), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(attrShard), KeyType: types.KeyTypeRange},
+			},
+		})
+		var inUse *types.ResourceInUseException
+		if err != nil && !errors.As(err, &inUse) { // another worker created it first
+			return fmt.Errorf("checkpoint: create lease table %q: %w", s.table, err)
+		}
+		s.log.Info("created lease table")
+	default:
+		return fmt.Errorf("checkpoint: describe lease table %q: %w", s.table, err)
+	}
+	// Wait for ACTIVE.
+	for delay := 50 * time.Millisecond; ; delay = min(delay*2, 2*time.Second) {
+		out, err := s.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)})
+		if err == nil && out.Table != nil && out.Table.TableStatus == types.TableStatusActive {
+			if err := checkSchema(out.Table); err != nil {
+				return fmt.Errorf("checkpoint: table %q: %w", s.table, err)
+			}
+			return nil
+		}
+		if err != nil && !errors.As(err, &nf) && !isRetryable(err) {
+			return fmt.Errorf("checkpoint: describe lease table %q: %w", s.table, err)
+		}
+		if err := sleepCtx(ctx, delay); err != nil {
+			return fmt.Errorf("checkpoint: waiting for lease table %q to become ACTIVE: %w", s.table, err)
+		}
+	}
+}
+
+func checkSchema(t *types.TableDescription) error {
+	if t == nil {
+		return errors.New("DescribeTable returned no table description")
+	}
+	var hash, rng string
+	for _, k := range t.KeySchema {
+		switch k.KeyType {
+		case types.KeyTypeHash:
+			hash = aws.ToString(k.AttributeName)
+		case types.KeyTypeRange:
+			rng = aws.ToString(k.AttributeName)
+		}
+	}
+	if hash != attrStream || rng != attrShard {
+		return fmt.Errorf("key schema is (%q, %q), want partition key %q and sort key %q: not a lease table", hash, rng, attrStream, attrShard)
+	}
+	return nil
+}
+
+// Load returns the checkpoints of every shard of the stream that has one
+// (a consistent Query on the stream's partition).
+func (s *DynamoStore) Load(ctx context.Context, streamARN string) (map[string]Checkpoint, error) {
+	rows, err := s.queryRows(ctx, streamARN)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Checkpoint, len(rows))
+	for id, r := range rows {
+		if r.checkpoint != "" || r.finished {
+			out[id] = Checkpoint{SequenceNumber: r.checkpoint, Finished: r.finished}
+		}
+	}
+	return out, nil
+}
+
+// Save writes the shard's checkpoint, conditional on this worker still
+// owning the shard's lease (owner and lease counter). It fails with an error
+// matching ErrLeaseLost when it does not; throttling is retried until ctx
+// ends.
+func (s *DynamoStore) Save(ctx context.Context, streamARN, shardID string, cp Checkpoint) error {
+	k := leaseKey{streamARN, shardID}
+	s.mu.Lock()
+	l := s.leases[k]
+	var counter int64
+	if l != nil {
+		counter = l.counter
+	}
+	halted := s.halted
+	s.mu.Unlock()
+	if halted {
+		return fmt.Errorf("checkpoint: save %s %s: %w", streamARN, shardID, errCrashed)
+	}
+	if l == nil {
+		return fmt.Errorf("checkpoint: save %s %s: worker %s holds no lease: %w", streamARN, shardID, s.worker, ErrLeaseLost)
+	}
+	upd := "SET " + attrUpdated + " = :now"
+	vals := map[string]types.AttributeValue{
+		":me":  &types.AttributeValueMemberS{Value: s.worker},
+		":c":   num(counter),
+		":now": num(s.now().UnixMilli()),
+	}
+	if cp.SequenceNumber != "" {
+		upd += ", " + attrCheckpt + " = :seq"
+		vals[":seq"] = &types.AttributeValueMemberS{Value: cp.SequenceNumber}
+	}
+	if cp.Finished {
+		upd += ", " + attrFinished + " = :t"
+		vals[":t"] = &types.AttributeValueMemberBOOL{Value: true}
+	}
+	var out *dynamodb.UpdateItemOutput
+	err := s.retry(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(s.table),
+			Key:                       itemKey(streamARN, shardID),
+			UpdateExpression:          aws.String(upd),
+			ConditionExpression:       aws.String(attrOwner + " = :me AND " + attrCounter + " = :c"),
+			ExpressionAttributeValues: vals,
+			ReturnValues:              types.ReturnValueAllNew,
+		})
+		return err
+	})
+	if isConditionFailed(err) {
+		s.lost(l, "checkpoint write found the lease owned by another worker")
+		return fmt.Errorf("checkpoint: save %s %s at %q: %w", streamARN, shardID, cp.SequenceNumber, ErrLeaseLost)
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint: save %s %s at %q: %w", streamARN, shardID, cp.SequenceNumber, err)
+	}
+	// The answer also shows a pending hand-off request: act on it now
+	// rather than at the next renewal.
+	if r, err := decodeRow(out.Attributes); err == nil {
+		s.noteHandoff(l, r.handoff)
+	}
+	return nil
+}
+
+// Close stops renewing leases and cancels every assignment's context. It
+// does not release leases (they expire); call ReleaseAll first for a
+// graceful hand-off.
+func (s *DynamoStore) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for _, l := range s.leases {
+		l.stopTimers()
+		l.cancel(errStoreClosed)
+	}
+	s.mu.Unlock()
+	s.baseCancel()
+	s.wg.Wait()
+	return nil
+}
+
+var errStoreClosed = errors.New("checkpoint: lease store closed")
+
+// ---- rows ----
+
+type leaseKey struct{ stream, shard string }
+
+type row struct {
+	shard      string
+	owner      string
+	counter    int64
+	expiryMS   int64
+	checkpoint string
+	finished   bool
+	parents    []string
+	handoff    string
+	exists     bool
+}
+
+func (r row) expired(now time.Time) bool { return r.expiryMS <= now.UnixMilli() }
+
+// live reports whether r's lease is held by someone at now.
+func (r row) live(now time.Time) bool { return r.owner != "" && !r.expired(now) }
+
+func itemKey(stream, shard string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		attrStream: &types.AttributeValueMemberS{Value: stream},
+		attrShard:  &types.AttributeValueMemberS{Value: shard},
+	}
+}
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func decodeRow(it map[string]types.AttributeValue) (row, error) {
+	var r row
+	if it == nil {
+		return r, nil
+	}
+	r.exists = true
+	str := func(name string) (string, error) {
+		switch v := it[name].(type) {
+		case nil:
+			return "", nil
+		case *types.AttributeValueMemberS:
+			return v.Value, nil
+		default:
+			return "", fmt.Errorf("attribute %s is %T, want a string", name, v)
+		}
+	}
+	number := func(name string) (int64, error) {
+		switch v := it[name].(type) {
+		case nil:
+			return 0, nil
+		case *types.AttributeValueMemberN:
+			n, err := strconv.ParseInt(v.Value, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("attribute %s: %w", name, err)
+			}
+			return n, nil
+		default:
+			return 0, fmt.Errorf("attribute %s is %T, want a number", name, v)
+		}
+	}
+	var err error
+	if r.shard, err = str(attrShard); err != nil {
+		return r, err
+	}
+	if r.owner, err = str(attrOwner); err != nil {
+		return r, err
+	}
+	if r.checkpoint, err = str(attrCheckpt); err != nil {
+		return r, err
+	}
+	if r.handoff, err = str(attrHandoff); err != nil {
+		return r, err
+	}
+	if r.counter, err = number(attrCounter); err != nil {
+		return r, err
+	}
+	if r.expiryMS, err = number(attrExpiry); err != nil {
+		return r, err
+	}
+	if v, ok := it[attrFinished].(*types.AttributeValueMemberBOOL); ok {
+		r.finished = v.Value
+	}
+	if v, ok := it[attrParents].(*types.AttributeValueMemberSS); ok {
+		r.parents = v.Value
+	}
+	return r, nil
+}
+
+// queryRows reads every shard item of the stream (consistent read).
+func (s *DynamoStore) queryRows(ctx context.Context, partition string) (map[string]row, error) {
+	rows := map[string]row{}
+	var start map[string]types.AttributeValue
+	for {
+		var out *dynamodb.QueryOutput
+		err := s.retry(ctx, func(ctx context.Context) error {
+			var err error
+			out, err = s.client.Query(ctx, &dynamodb.QueryInput{
+				TableName:                 aws.String(s.table),
+				KeyConditionExpression:    aws.String(attrStream + " = :p"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: partition}},
+				ConsistentRead:            aws.Bool(true),
+				ExclusiveStartKey:         start,
+			})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: query %s in table %s: %w", partition, s.table, err)
+		}
+		for _, it := range out.Items {
+			r, err := decodeRow(it)
+			if err != nil {
+				return nil, fmt.Errorf("checkpoint: table %s, %s: bad item: %w", s.table, partition, err)
+			}
+			rows[r.shard] = r
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return rows, nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}
+
+// ---- errors and retries ----
+
+func isConditionFailed(err error) bool {
+	var c *types.ConditionalCheckFailedException
+	if errors.As(err, &c) {
+		return true
+	}
+	var api smithy.APIError
+	return errors.As(err, &api) && api.ErrorCode() == "ConditionalCheckFailedException"
+}
+
+// isRetryable reports throttling and transient server errors.
+func isRetryable(err error) bool {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "ProvisionedThroughputExceededException", "ThrottlingException",
+			"RequestLimitExceeded", "LimitExceededException", "InternalServerError",
+			"ServiceUnavailable", "TransactionConflictException":
+			return true
+		}
+		return api.ErrorFault() == smithy.FaultServer
+	}
+	var te interface{ Timeout() bool }
+	if errors.As(err, &te) && te.Timeout() {
+		return true
+	}
+	return false
+}
+
+// retry runs op until it succeeds, fails for good, or ctx ends; throttling
+// and transient errors are retried with capped, jittered exponential
+// backoff.
+func (s *DynamoStore) retry(ctx context.Context, op func(context.Context) error) error {
+	delay := 25 * time.Millisecond
+	for {
+		err := op(ctx)
+		if err == nil || !isRetryable(err) {
+			return err
+		}
+		s.metrics.throttles.Inc()
+		d := delay/2 + rand.N(delay/2+1)
+		if e := sleepCtx(ctx, d); e != nil {
+			return fmt.Errorf("%w (gave up: %w)", err, e)
+		}
+		delay = min(delay*2, time.Second)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ---- metrics ----
+
+type leaseMetrics struct {
+	held                  prometheus.Gauge
+	takes, steals, losses prometheus.Counter
+	renewFailures         prometheus.Counter
+	throttles             prometheus.Counter
+}
+
+func newLeaseMetrics(reg prometheus.Registerer) (*leaseMetrics, error) {
+	m := &leaseMetrics{
+		held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "archiver_leases_held",
+			Help: "Shard leases this worker holds."}),
+		takes: prometheus.NewCounter(prometheus.CounterOpts{Name: "archiver_lease_takes_total",
+			Help: "Free, expired or new shard leases this worker took."}),
+		steals: prometheus.NewCounter(prometheus.CounterOpts{Name: "archiver_lease_steals_total",
+			Help: "Leases this worker received from another worker by hand-off (balancing)."}),
+		losses: prometheus.NewCounter(prometheus.CounterOpts{Name: "archiver_lease_losses_total",
+			Help: "Leases this worker found taken by another worker."}),
+		renewFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "archiver_lease_renew_failures_total",
+			Help: "Lease renewals that failed (throttling, errors); the lease is renewed again or given up before it expires."}),
+		throttles: prometheus.NewCounter(prometheus.CounterOpts{Name: "archiver_lease_table_retries_total",
+			Help: "Lease table requests retried after throttling or a transient error."}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var regErr error
+	register := func(c prometheus.Collector) prometheus.Collector {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				return are.ExistingCollector
+			}
+			regErr = err
+		}
+		return c
+	}
+	m.held = register(m.held).(prometheus.Gauge)
+	m.takes = register(m.takes).(prometheus.Counter)
+	m.steals = register(m.steals).(prometheus.Counter)
+	m.losses = register(m.losses).(prometheus.Counter)
+	m.renewFailures = register(m.renewFailures).(prometheus.Counter)
+	m.throttles = register(m.throttles).(prometheus.Counter)
+	if regErr != nil {
+		return nil, fmt.Errorf("checkpoint: register lease metrics: %w", regErr)
+	}
+	return m, nil
+}

@@ -1,0 +1,620 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/ttl-archiver/archiver/engine"
+)
+
+// testEngine is an in-process engine whose request hook tests can swap.
+type testEngine struct {
+	srv  *engine.Server
+	hook atomic.Pointer[func(op string, r *http.Request) error]
+}
+
+func startEngine(t *testing.T, o engine.Options) *testEngine {
+	t.Helper()
+	te := &testEngine{}
+	user := o.Hooks.OnRequest
+	o.Hooks.OnRequest = func(op string, r *http.Request) error {
+		if h := te.hook.Load(); h != nil {
+			if err := (*h)(op, r); err != nil {
+				return err
+			}
+		}
+		if user != nil {
+			return user(op, r)
+		}
+		return nil
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	srv, err := engine.Listen("127.0.0.1:0", o)
+	if err != nil {
+		t.Fatalf("engine.Listen: %v", err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	te.srv = srv
+	return te
+}
+
+func (te *testEngine) setHook(h func(op string, r *http.Request) error) {
+	if h == nil {
+		te.hook.Store(nil)
+		return
+	}
+	te.hook.Store(&h)
+}
+
+// dynamoClient is a real SDK client for the engine, signing with accessKey
+// (the engine's hook reads it back from the Authorization header).
+func (te *testEngine) dynamoClient(accessKey string) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(te.srv.Endpoint()),
+		Credentials:  credentials.NewStaticCredentialsProvider(accessKey, "secret", ""),
+	})
+}
+
+// accessKey returns the SigV4 access key of a request.
+func accessKey(r *http.Request) string {
+	a := r.Header.Get("Authorization")
+	i := strings.Index(a, "Credential=")
+	if i < 0 {
+		return ""
+	}
+	a = a[i+len("Credential="):]
+	if j := strings.IndexByte(a, '/'); j >= 0 {
+		return a[:j]
+	}
+	return a
+}
+
+type storeOpts struct {
+	lease, renew time.Duration
+	now          func() time.Time
+	reg          prometheus.Registerer
+}
+
+func openStore(t *testing.T, te *testEngine, table, worker string, so storeOpts) *DynamoStore {
+	t.Helper()
+	if so.lease == 0 {
+		so.lease = 2 * time.Second
+	}
+	if so.renew == 0 {
+		so.renew = so.lease / 5
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := OpenDynamo(ctx, DynamoOptions{
+		Client: te.dynamoClient(worker), Table: table, Create: true, WorkerID: worker,
+		LeaseDuration: so.lease, RenewEvery: so.renew, Now: so.now,
+		Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named(worker), Registerer: so.reg,
+	})
+	if err != nil {
+		t.Fatalf("OpenDynamo(%s): %v", worker, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// metricValue reads a metric of the store from its test registry.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		if g := m.GetGauge(); g != nil {
+			return g.GetValue()
+		}
+		return m.GetCounter().GetValue()
+	}
+	t.Fatalf("metric %s not registered", name)
+	return 0
+}
+
+func shards(ids ...string) []readyShard {
+	out := make([]readyShard, len(ids))
+	for i, id := range ids {
+		out[i] = readyShard{id: id}
+	}
+	return out
+}
+
+func ids(as []assigned) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.shard
+	}
+	return out
+}
+
+// eventually polls f until it returns nil or the deadline passes.
+func eventually(t *testing.T, d time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %v", what, d, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func getRow(t *testing.T, s *DynamoStore, stream, shard string) row {
+	t.Helper()
+	out, err := s.client.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: itemKey(stream, shard), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatalf("GetItem: %v", err)
+	}
+	r, err := decodeRow(out.Item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+const testStream = "arn:aws:dynamodb:us-east-1:000000000000:table/T/stream/2026-01-01T00:00:00.000"
+
+func TestOpenDynamoTable(t *testing.T) {
+	te := startEngine(t, engine.Options{TTLInterval: -1})
+	ctx := context.Background()
+	_, err := OpenDynamo(ctx, DynamoOptions{Client: te.dynamoClient("a"), Table: "leases", WorkerID: "a"})
+	if err == nil || !strings.Contains(err.Error(), "create=true") {
+		t.Fatalf("missing table without Create: err = %v, want one suggesting create=true", err)
+	}
+	s := openStore(t, te, "leases", "a", storeOpts{})
+	desc, err := s.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("leases")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc.Table.TableStatus != types.TableStatusActive {
+		t.Errorf("status %s, want ACTIVE", desc.Table.TableStatus)
+	}
+	if bm := desc.Table.BillingModeSummary; bm == nil || bm.BillingMode != types.BillingModePayPerRequest {
+		t.Errorf("billing mode summary %+v, want PAY_PER_REQUEST", bm)
+	}
+	// A second worker opens the existing table, with or without Create.
+	openStore(t, te, "leases", "b", storeOpts{})
+	if _, err := OpenDynamo(ctx, DynamoOptions{Client: te.dynamoClient("c"), Table: "leases", WorkerID: "c"}); err != nil {
+		t.Fatalf("existing table without Create: %v", err)
+	}
+	// A table with another key schema is refused.
+	_, err = s.client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String("other"), BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenDynamo(ctx, DynamoOptions{Client: te.dynamoClient("c"), Table: "other", WorkerID: "c"}); err == nil || !strings.Contains(err.Error(), "not a lease table") {
+		t.Fatalf("foreign table: err = %v", err)
+	}
+}
+
+func TestOpenDynamoOptionErrors(t *testing.T) {
+	te := startEngine(t, engine.Options{TTLInterval: -1})
+	c := te.dynamoClient("x")
+	for _, tc := range []struct {
+		name string
+		o    DynamoOptions
+		want string
+	}{
+		{"no client", DynamoOptions{Table: "t12", WorkerID: "w"}, "Client"},
+		{"no table", DynamoOptions{Client: c, WorkerID: "w"}, "Table"},
+		{"no worker", DynamoOptions{Client: c, Table: "t12"}, "WorkerID"},
+		{"renew too slow", DynamoOptions{Client: c, Table: "t12", WorkerID: "w", LeaseDuration: time.Second, RenewEvery: time.Second}, "RenewEvery"},
+		{"negative", DynamoOptions{Client: c, Table: "t12", WorkerID: "w", LeaseDuration: -time.Second}, "LeaseDuration"},
+		{"margin", DynamoOptions{Client: c, Table: "t12", WorkerID: "w", LeaseDuration: time.Second, RenewEvery: 100 * time.Millisecond, SafetyMargin: time.Second}, "SafetyMargin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := OpenDynamo(context.Background(), tc.o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSaveLoadRelease(t *testing.T) {
+	te := startEngine(t, engine.Options{TTLInterval: -1})
+	ctx := context.Background()
+	s := openStore(t, te, "leases", "a", storeOpts{lease: 5 * time.Second})
+
+	if err := s.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: "100"}); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("Save without a lease: %v, want ErrLeaseLost", err)
+	}
+	got, err := s.assign(ctx, testStream, []readyShard{{id: "s1"}, {id: "s2", parents: []string{"s0"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(ids(got)) != "[s1 s2]" {
+		t.Fatalf("assigned %v, want [s1 s2]", ids(got))
+	}
+	if err := s.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: "100"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(ctx, testStream, "s2", Checkpoint{SequenceNumber: "7"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: "200", Finished: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, testStream, "s1", true); err != nil {
+		t.Fatal(err)
+	}
+	if got[0].ctx.Err() == nil {
+		t.Error("released shard's assignment context not cancelled")
+	}
+	if err := s.Release(ctx, testStream, "s1", true); err != nil {
+		t.Errorf("second Release: %v", err)
+	}
+	cps, err := s.Load(ctx, testStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Checkpoint{"s1": {SequenceNumber: "200", Finished: true}, "s2": {SequenceNumber: "7"}}
+	if fmt.Sprint(cps) != fmt.Sprint(want) {
+		t.Fatalf("Load = %v, want %v", cps, want)
+	}
+	r := getRow(t, s, testStream, "s1")
+	if r.owner != "" || !r.finished || r.counter != 2 {
+		t.Errorf("released finished row = %+v, want no owner, finished, counter 2", r)
+	}
+	if r := getRow(t, s, testStream, "s2"); fmt.Sprint(r.parents) != "[s0]" || r.owner != "a" {
+		t.Errorf("row s2 = %+v, want parents [s0], owner a", r)
+	}
+	// Other streams are not mixed in, and heartbeats are not checkpoints.
+	if cps, err := s.Load(ctx, testStream+"x"); err != nil || len(cps) != 0 {
+		t.Errorf("Load(other stream) = %v, %v", cps, err)
+	}
+	// A finished shard is never assigned again.
+	again, err := s.assign(ctx, testStream, shards("s1", "s2"))
+	if err != nil || fmt.Sprint(ids(again)) != "[s2]" {
+		t.Fatalf("assign after finish = %v, %v; want [s2]", ids(again), err)
+	}
+	if err := s.ReleaseAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := getRow(t, s, testStream, "s2"); r.owner != "" || r.checkpoint != "7" {
+		t.Errorf("after ReleaseAll: %+v", r)
+	}
+}
+
+// A stale owner (its lease expired and was taken) can never write a
+// checkpoint over the new owner's.
+func TestFencingStaleOwner(t *testing.T) {
+	te := startEngine(t, engine.Options{TTLInterval: -1})
+	ctx := context.Background()
+	a := openStore(t, te, "leases", "a", storeOpts{lease: 3 * time.Second})
+	// b's clock runs a minute ahead: a's lease looks expired to it.
+	b := openStore(t, te, "leases", "b", storeOpts{lease: 3 * time.Second, now: func() time.Time { return time.Now().Add(time.Minute) }})
+	ga, err := a.assign(ctx, testStream, shards("s1"))
+	if err != nil || len(ga) != 1 {
+		t.Fatalf("a: %v %v", ga, err)
+	}
+	if err := a.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: "10"}); err != nil {
+		t.Fatal(err)
+	}
+	gb, err := b.assign(ctx, testStream, shards("s1"))
+	if err != nil || len(gb) != 1 {
+		t.Fatalf("b did not take the expired lease: %v %v", ids(gb), err)
+	}
+	if err := b.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: "20"}); err != nil {
+		t.Fatal(err)
+	}
+	err = a.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: "15"})
+	if !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("stale owner's Save: %v, want ErrLeaseLost", err)
+	}
+	if ga[0].ctx.Err() == nil || !errors.Is(context.Cause(ga[0].ctx), ErrLeaseLost) {
+		t.Errorf("stale owner's assignment: err %v cause %v, want cancelled with ErrLeaseLost", ga[0].ctx.Err(), context.Cause(ga[0].ctx))
+	}
+	if err := a.Release(ctx, testStream, "s1", false); err != nil {
+		t.Errorf("stale owner's Release: %v", err)
+	}
+	r := getRow(t, b, testStream, "s1")
+	if r.owner != "b" || r.checkpoint != "20" {
+		t.Fatalf("row = %+v, want owner b, checkpoint 20", r)
+	}
+	// b keeps its lease and checkpoints.
+	if err := b.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: "30"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A worker that stops renewing (killed) loses its leases once they expire,
+// and another worker takes them over.
+func TestExpiryTakeover(t *testing.T) {
+	te := startEngine(t, engine.Options{TTLInterval: -1})
+	ctx := context.Background()
+	a := openStore(t, te, "leases", "a", storeOpts{lease: time.Second})
+	regB := prometheus.NewRegistry()
+	b := openStore(t, te, "leases", "b", storeOpts{lease: time.Second, reg: regB})
+	all := shards("s1", "s2", "s3", "s4")
+	ga, err := a.assign(ctx, testStream, all)
+	if err != nil || len(ga) != 4 {
+		t.Fatalf("a: %v %v", ids(ga), err)
+	}
+	// While a renews, b gets none of them (b has no share of free leases)
+	// though it asks for a hand-off.
+	time.Sleep(1500 * time.Millisecond) // longer than a lease: renewals must have happened
+	gb, err := b.assign(ctx, testStream, all)
+	if err != nil || len(gb) != 0 {
+		t.Fatalf("b took live leases: %v %v", ids(gb), err)
+	}
+	a.crash()
+	start := time.Now()
+	eventually(t, 30*time.Second, "b takes a's expired leases", func() error {
+		gb, err = b.assign(ctx, testStream, all)
+		if err != nil {
+			return err
+		}
+		if len(gb) != 4 {
+			return fmt.Errorf("b holds %v", ids(gb))
+		}
+		return nil
+	})
+	t.Logf("take-over after a crash: %v (lease 1s)", time.Since(start))
+	if n := metricValue(t, regB, "archiver_lease_takes_total"); n < 4 {
+		t.Errorf("takes = %v", n)
+	}
+	if n := metricValue(t, regB, "archiver_leases_held"); n != 4 {
+		t.Errorf("held = %v", n)
+	}
+	for _, sh := range []string{"s1", "s2", "s3", "s4"} {
+		if err := a.Save(ctx, testStream, sh, Checkpoint{SequenceNumber: "1"}); err == nil {
+			t.Errorf("crashed store wrote %s", sh)
+		}
+		if r := getRow(t, b, testStream, sh); r.owner != "b" || r.counter != 2 {
+			t.Errorf("%s: %+v", sh, r)
+		}
+	}
+}
+
+// Balancing: a newcomer asks the loaded worker for a lease; the owner's
+// assignment is cancelled (ErrHandOff), it checkpoints and releases, and the
+// lease goes straight to the newcomer.
+func TestHandOff(t *testing.T) {
+	te := startEngine(t, engine.Options{TTLInterval: -1})
+	ctx := context.Background()
+	a := openStore(t, te, "leases", "a", storeOpts{lease: 2 * time.Second})
+	regB := prometheus.NewRegistry()
+	b := openStore(t, te, "leases", "b", storeOpts{lease: 2 * time.Second, reg: regB})
+	all := shards("s1", "s2", "s3", "s4")
+	ga, err := a.assign(ctx, testStream, all)
+	if err != nil || len(ga) != 4 {
+		t.Fatalf("a: %v %v", ids(ga), err)
+	}
+	// a's reader loop: on a hand-off, checkpoint and release.
+	var released sync.Map
+	for _, as := range ga {
+		go func() {
+			<-as.ctx.Done()
+			if !errors.Is(context.Cause(as.ctx), ErrHandOff) {
+				return
+			}
+			if err := a.Save(ctx, testStream, as.shard, Checkpoint{SequenceNumber: "42"}); err != nil {
+				t.Errorf("final checkpoint of %s during hand-off: %v", as.shard, err)
+			}
+			if err := a.Release(ctx, testStream, as.shard, false); err != nil {
+				t.Errorf("release %s: %v", as.shard, err)
+			}
+			released.Store(as.shard, true)
+		}()
+	}
+	var gb []assigned
+	eventually(t, 30*time.Second, "b gets its fair share by hand-off", func() error {
+		gb, err = b.assign(ctx, testStream, all)
+		if err != nil {
+			return err
+		}
+		if len(gb) != 2 {
+			return fmt.Errorf("b holds %v", ids(gb))
+		}
+		return nil
+	})
+	// Settled: b holds 2, a holds 2, no more requests.
+	ga, err = a.assign(ctx, testStream, all)
+	if err != nil || len(ga) != 2 {
+		t.Fatalf("a after hand-off: %v %v", ids(ga), err)
+	}
+	for _, as := range gb {
+		if r := getRow(t, b, testStream, as.shard); r.owner != "b" || r.checkpoint != "42" || r.handoff != "" {
+			t.Errorf("handed-over %s: %+v", as.shard, r)
+		}
+		if _, ok := released.Load(as.shard); !ok {
+			t.Errorf("%s reached b without a's release", as.shard)
+		}
+	}
+	if n := metricValue(t, regB, "archiver_lease_steals_total"); n != 2 {
+		t.Errorf("steals = %v, want 2", n)
+	}
+	time.Sleep(3 * time.Second)
+	ga2, _ := a.assign(ctx, testStream, all)
+	gb2, _ := b.assign(ctx, testStream, all)
+	if len(ga2) != 2 || len(gb2) != 2 {
+		t.Errorf("not stable: a %v, b %v", ids(ga2), ids(gb2))
+	}
+}
+
+// A busy consumer (nobody calls Assign or Save for a long time) does not
+// cost the lease: renewal runs on its own timer.
+func TestRenewWhileConsumerBlocked(t *testing.T) {
+	te := startEngine(t, engine.Options{TTLInterval: -1})
+	ctx := context.Background()
+	a := openStore(t, te, "leases", "a", storeOpts{lease: time.Second})
+	b := openStore(t, te, "leases", "b", storeOpts{lease: time.Second})
+	ga, err := a.assign(ctx, testStream, shards("s1"))
+	if err != nil || len(ga) != 1 {
+		t.Fatal(ids(ga), err)
+	}
+	first := getRow(t, a, testStream, "s1").expiryMS
+	// The "consumer" is stuck for several lease durations; meanwhile b
+	// keeps trying to take the shard.
+	deadline := time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		gb, err := b.assign(ctx, testStream, shards("s1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(gb) != 0 {
+			t.Fatalf("b took a's lease while a was renewing")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if ga[0].ctx.Err() != nil {
+		t.Fatalf("a's assignment cancelled: %v", context.Cause(ga[0].ctx))
+	}
+	if last := getRow(t, a, testStream, "s1").expiryMS; last <= first {
+		t.Fatalf("lease expiry did not advance: %d -> %d", first, last)
+	}
+	if err := a.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: "5"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A throttled lease table: saves retry through brief throttling; renewals
+// that keep failing stop the reader before the lease expires, and only then
+// can another worker take the shard.
+func TestThrottledTable(t *testing.T) {
+	te := startEngine(t, engine.Options{TTLInterval: -1})
+	ctx := context.Background()
+	regA := prometheus.NewRegistry()
+	a := openStore(t, te, "leases", "a", storeOpts{lease: 2 * time.Second, reg: regA})
+	b := openStore(t, te, "leases", "b", storeOpts{lease: 2 * time.Second})
+	ga, err := a.assign(ctx, testStream, shards("s1"))
+	if err != nil || len(ga) != 1 {
+		t.Fatal(ids(ga), err)
+	}
+
+	// Brief throttling: a's next 5 requests are throttled, then pass.
+	var left atomic.Int32
+	left.Store(5)
+	te.setHook(func(op string, r *http.Request) error {
+		if accessKey(r) == "a" && left.Add(-1) >= 0 {
+			return engine.Throttle()
+		}
+		return nil
+	})
+	if err := a.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: "9"}); err != nil {
+		t.Fatalf("Save through brief throttling: %v", err)
+	}
+	if getRow(t, b, testStream, "s1").checkpoint != "9" {
+		t.Fatal("checkpoint not written")
+	}
+
+	// Lasting throttling of a's lease writes.
+	var stoppedAt atomic.Int64
+	go func() {
+		<-ga[0].ctx.Done()
+		stoppedAt.Store(time.Now().UnixMilli())
+	}()
+	te.setHook(func(op string, r *http.Request) error {
+		if accessKey(r) == "a" && op == "UpdateItem" {
+			return engine.NewError("ThrottlingException", "Rate of requests exceeds the allowed throughput.", 400)
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, "a stops reading", func() error {
+		if ga[0].ctx.Err() == nil {
+			return errors.New("still reading")
+		}
+		return nil
+	})
+	if c := context.Cause(ga[0].ctx); !errors.Is(c, ErrRenewFailed) {
+		t.Errorf("cause %v, want ErrRenewFailed", c)
+	}
+	expiry := getRow(t, b, testStream, "s1").expiryMS
+	if stop := stoppedAt.Load(); stop == 0 || stop >= expiry {
+		t.Errorf("a stopped reading at %d, not before its lease expiry %d", stop, expiry)
+	}
+	eventually(t, 30*time.Second, "b takes the expired lease", func() error {
+		gb, err := b.assign(ctx, testStream, shards("s1"))
+		if err != nil {
+			return err
+		}
+		if len(gb) != 1 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if n := metricValue(t, regA, "archiver_lease_renew_failures_total"); n < 1 {
+		t.Errorf("renew failures = %v", n)
+	}
+	te.setHook(nil)
+	if err := a.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: "10"}); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("a's Save after b took over: %v, want ErrLeaseLost", err)
+	}
+}
+
+// Children wait while a parent is recorded unfinished and leased.
+func TestParentsBeforeChildren(t *testing.T) {
+	te := startEngine(t, engine.Options{TTLInterval: -1})
+	ctx := context.Background()
+	a := openStore(t, te, "leases", "a", storeOpts{lease: 5 * time.Second})
+	b := openStore(t, te, "leases", "b", storeOpts{lease: 5 * time.Second})
+	if g, err := a.assign(ctx, testStream, shards("p")); err != nil || len(g) != 1 {
+		t.Fatal(ids(g), err)
+	}
+	// b's (stale) view says the child is ready: the table says otherwise.
+	child := []readyShard{{id: "c", parents: []string{"p"}}}
+	if g, err := b.assign(ctx, testStream, child); err != nil || len(g) != 0 {
+		t.Fatalf("child leased while its parent is read: %v %v", ids(g), err)
+	}
+	if err := a.Release(ctx, testStream, "p", true); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := b.assign(ctx, testStream, child); err != nil || len(g) != 1 {
+		t.Fatalf("child not leased after its parent finished: %v %v", ids(g), err)
+	}
+}
+
+func TestCloseCancelsAssignments(t *testing.T) {
+	te := startEngine(t, engine.Options{TTLInterval: -1})
+	ctx := context.Background()
+	a := openStore(t, te, "leases", "a", storeOpts{})
+	g, err := a.assign(ctx, testStream, shards("s1"))
+	if err != nil || len(g) != 1 {
+		t.Fatal(ids(g), err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if g[0].ctx.Err() == nil {
+		t.Fatal("assignment survives Close")
+	}
+	if _, err := a.assign(ctx, testStream, shards("s1")); err == nil {
+		t.Fatal("Assign after Close succeeded")
+	}
+}

@@ -1,0 +1,149 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DynamoURL is a parsed `dynamodb://TABLE?endpoint=&region=&create=true`
+// checkpoint location.
+type DynamoURL struct {
+	Table    string
+	Endpoint string // "" = the region's AWS endpoint
+	Region   string // "" = the default chain's region
+	Create   bool   // create the table when missing
+}
+
+// ParseDynamoURL parses a `dynamodb://TABLE[?endpoint=URL&region=R&create=BOOL]`
+// checkpoint URL. Errors name the part that is wrong.
+func ParseDynamoURL(raw string) (DynamoURL, error) {
+	var d DynamoURL
+	u, err := url.Parse(raw)
+	if err != nil {
+		return d, fmt.Errorf("checkpoint URL %q: %w", raw, err)
+	}
+	if u.Scheme != "dynamodb" {
+		return d, fmt.Errorf("checkpoint URL %q: scheme %q is not dynamodb://", raw, u.Scheme)
+	}
+	if u.Opaque != "" {
+		return d, fmt.Errorf("checkpoint URL %q: want dynamodb://TABLE", raw)
+	}
+	if u.User != nil {
+		return d, fmt.Errorf("checkpoint URL %q: user information is not allowed", raw)
+	}
+	if u.Port() != "" {
+		return d, fmt.Errorf("checkpoint URL %q: table name must not contain a port", raw)
+	}
+	if u.Path != "" && u.Path != "/" {
+		return d, fmt.Errorf("checkpoint URL %q: unexpected path %q after the table name", raw, u.Path)
+	}
+	if u.Fragment != "" {
+		return d, fmt.Errorf("checkpoint URL %q: unexpected fragment %q", raw, u.Fragment)
+	}
+	d.Table = u.Host
+	if err := validTableName(d.Table); err != nil {
+		return d, fmt.Errorf("checkpoint URL %q: table: %w", raw, err)
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return d, fmt.Errorf("checkpoint URL %q: query: %w", raw, err)
+	}
+	for name, vals := range q {
+		if len(vals) != 1 {
+			return d, fmt.Errorf("checkpoint URL %q: parameter %s given %d times", raw, name, len(vals))
+		}
+		v := vals[0]
+		switch name {
+		case "endpoint":
+			e, err := url.Parse(v)
+			if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
+				return d, fmt.Errorf("checkpoint URL %q: parameter endpoint %q is not an http(s)://host[:port] URL", raw, v)
+			}
+			d.Endpoint = v
+		case "region":
+			if v == "" || strings.ContainsFunc(v, func(r rune) bool {
+				return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-')
+			}) {
+				return d, fmt.Errorf("checkpoint URL %q: parameter region %q is not a region name like eu-west-1", raw, v)
+			}
+			d.Region = v
+		case "create":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return d, fmt.Errorf("checkpoint URL %q: parameter create %q is not true or false", raw, v)
+			}
+			d.Create = b
+		default:
+			return d, fmt.Errorf("checkpoint URL %q: unknown parameter %q (want endpoint, region or create)", raw, name)
+		}
+	}
+	return d, nil
+}
+
+// validTableName applies DynamoDB's table-name rules.
+func validTableName(name string) error {
+	if len(name) < 3 || len(name) > 255 {
+		return fmt.Errorf("name %q must be 3 to 255 characters long", name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return fmt.Errorf("name %q contains %q; allowed are letters, digits, '_', '-' and '.'", name, r)
+		}
+	}
+	return nil
+}
+
+// DefaultWorkerID names this worker: the ECS task ID (the last segment of the
+// TaskARN from the task metadata endpoint, $ECS_CONTAINER_METADATA_URI_V4)
+// when running on ECS, else "HOSTNAME-PID".
+func DefaultWorkerID(ctx context.Context) string {
+	if id, err := ecsTaskID(ctx, os.Getenv("ECS_CONTAINER_METADATA_URI_V4"), http.DefaultClient); err == nil {
+		return id
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "worker"
+	}
+	return host + "-" + strconv.Itoa(os.Getpid())
+}
+
+// ecsTaskID reads the task ID from the ECS task metadata endpoint v4.
+func ecsTaskID(ctx context.Context, base string, client *http.Client) (string, error) {
+	if base == "" {
+		return "", errors.New("not on ECS: ECS_CONTAINER_METADATA_URI_V4 is not set")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/task", nil)
+	if err != nil {
+		return "", fmt.Errorf("ECS metadata: %w", err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("ECS metadata: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("ECS metadata: %s", resp.Status)
+	}
+	var meta struct {
+		TaskARN string `json:"TaskARN"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&meta); err != nil {
+		return "", fmt.Errorf("ECS metadata: decode task: %w", err)
+	}
+	i := strings.LastIndexByte(meta.TaskARN, '/')
+	if meta.TaskARN == "" || i == len(meta.TaskARN)-1 {
+		return "", fmt.Errorf("ECS metadata: TaskARN %q has no task ID", meta.TaskARN)
+	}
+	return meta.TaskARN[i+1:], nil
+}
