@@ -144,16 +144,18 @@ type getRecordsIn struct {
 	Limit         *int64
 }
 
-// getRecordsOut renders its pre-encoded records without re-encoding them.
+// getRecordsOut renders the records it holds straight into the response.
 type getRecordsOut struct {
 	next    string
-	records [][]byte
+	s       *Stream
+	events  []string
+	records []record
 }
 
 func (o *getRecordsOut) MarshalJSON() ([]byte, error) {
 	n := 64 + len(o.next)
-	for _, r := range o.records {
-		n += len(r) + 1
+	for i := range o.records {
+		n += len(o.records[i].data) + recordOverhead
 	}
 	b := make([]byte, 0, n)
 	b = append(b, '{')
@@ -163,11 +165,11 @@ func (o *getRecordsOut) MarshalJSON() ([]byte, error) {
 		b = append(b, ',')
 	}
 	b = append(b, `"Records":[`...)
-	for i, r := range o.records {
+	for i := range o.records {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, r...)
+		b = o.s.appendRecord(b, &o.records[i], o.events)
 	}
 	return append(b, "]}"...), nil
 }
@@ -480,20 +482,17 @@ func (r *Registry) getRecords(in getRecordsIn) (any, error) {
 			"Attempted to access trimmed data: shard %s has been trimmed past the iterator's position", sh.id)
 	}
 	i := searchSeq(sh.recs, it.pos)
-	out := &getRecordsOut{}
+	out := &getRecordsOut{s: s, events: s.events}
 	bytes := 0
 	j := i
 	for ; j < len(sh.recs) && j-i < limit; j++ {
-		n := len(sh.recs[j].data)
+		n := len(sh.recs[j].data) + recordOverhead
 		if j > i && bytes+n > MaxGetRecordsBytes {
 			break
 		}
 		bytes += n
 	}
-	out.records = make([][]byte, j-i)
-	for k := i; k < j; k++ {
-		out.records[k-i] = sh.recs[k].data
-	}
+	out.records = append([]record(nil), sh.recs[i:j]...)
 	next := it.pos
 	if j > i {
 		next = sh.recs[j-1].seq + 1

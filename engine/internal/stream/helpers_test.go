@@ -62,7 +62,9 @@ func newEnv(t testing.TB, o Options) *env {
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(srv.URL),
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
-		Retryer:      aws.NopRetryer{},
+		// The default retryer stays on: the SDK's HTTP/1.1 transport now and
+		// then fails a body read with "use of closed network connection"
+		// (aws/aws-sdk-go-v2#2737), which it treats as retryable.
 	})
 	return &env{reg: reg, clk: clk, client: client}
 }

@@ -141,6 +141,7 @@ type Stream struct {
 	open         []*shard          // open shards sorted by hash range
 	nextShardOrd uint32
 	lastMaintain time.Time
+	events       []string // event names by record.ev: INSERT, MODIFY, REMOVE, then any other seen
 }
 
 type keyElem struct {
@@ -164,12 +165,18 @@ type shard struct {
 	trimmed  uint64   // highest sequence number trimmed away (0: none)
 }
 
-// record is a stream record kept compactly: its whole wire JSON is rendered
-// once at Append time.
+// record is a stream record kept compactly: only what varies between
+// records is stored (the key and image JSON, concatenated, and a few
+// numbers); GetRecords renders the rest of the wire JSON around it.
 type record struct {
 	seq  uint64
 	at   int64  // creation time, unix nanoseconds
-	data []byte // the record's JSON, exactly as GetRecords returns it (never modified)
+	data []byte // Keys JSON, then NewImage JSON, then OldImage JSON (never modified)
+	kEnd uint32 // end of Keys in data
+	nEnd uint32 // end of NewImage in data (== kEnd when absent); OldImage runs to the end
+	size uint32 // SizeBytes
+	ev   uint8  // index into Stream.events
+	svc  bool   // TTL delete: carries userIdentity
 }
 
 func (sh *shard) closed() bool { return sh.end != 0 }
@@ -205,6 +212,7 @@ func (r *Registry) Create(table string, viewType string) *Stream {
 		status:   StatusEnabled,
 		byOrd:    map[uint32]*shard{},
 		ordByID:  map[string]uint32{},
+		events:   []string{"INSERT", "MODIFY", "REMOVE"},
 	}
 	r.byARN[s.arn] = s
 	r.byOrd[s.ord] = s
@@ -346,48 +354,24 @@ func (s *Stream) Append(c Change) {
 		size += attr.ItemSize(c.New)
 	}
 
-	// Render the whole record outside the lock, with fixed-width
-	// placeholders for the sequence number and eventID.
-	b := make([]byte, 0, 320+size+size/2)
-	b = append(b, `{"awsRegion":`...)
-	b = strconv.AppendQuote(b, s.reg.opts.Region)
-	b = append(b, `,"dynamodb":{"ApproximateCreationDateTime":`...)
-	b = strconv.AppendInt(b, now.Unix(), 10)
-	b = append(b, `,"Keys":`...)
-	k0 := len(b)
+	// Encode the key and images outside the lock.
+	b := make([]byte, 0, 2*size+16)
 	b = attr.AppendItemJSON(b, c.Keys)
+	kEnd := len(b)
 	hf := fnv.New64a()
-	hf.Write(b[k0:])
+	hf.Write(b)
 	h := mix64(hf.Sum64())
 	if withNew {
-		b = append(b, `,"NewImage":`...)
 		b = attr.AppendItemJSON(b, c.New)
 	}
+	nEnd := len(b)
 	if withOld {
-		b = append(b, `,"OldImage":`...)
 		b = attr.AppendItemJSON(b, c.Old)
 	}
-	b = append(b, `,"SequenceNumber":"`...)
-	seqOff := len(b)
-	b = append(b, "000000000000000000000"...)
-	b = append(b, `","SizeBytes":`...)
-	b = strconv.AppendInt(b, int64(size), 10)
-	b = append(b, `,"StreamViewType":`...)
-	b = strconv.AppendQuote(b, s.viewType)
-	b = append(b, `},"eventID":"`...)
-	idOff := len(b)
-	b = appendHex(b, s.salt)
-	b = append(b, "0000000000000000"...)
-	b = append(b, `","eventName":`...)
-	b = strconv.AppendQuote(b, c.EventName)
-	b = append(b, `,"eventSource":"aws:dynamodb","eventVersion":"1.1"`...)
-	if c.Service {
-		b = append(b, `,"userIdentity":{"PrincipalId":"dynamodb.amazonaws.com","Type":"Service"}`...)
-	}
-	b = append(b, '}')
 	if cap(b)-len(b) > len(b)/8 {
 		b = append(make([]byte, 0, len(b)), b...) // keep only what is used
 	}
+	rec := record{data: b, kEnd: uint32(kEnd), nEnd: uint32(nEnd), size: uint32(size), svc: c.Service}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -406,19 +390,72 @@ func (s *Stream) Append(c Change) {
 		sh = s.shardForLocked(h)
 	}
 	s.lastSeq++
-	seq := s.lastSeq
-	appendSeq(b[seqOff:seqOff], seq)
-	appendHex(b[idOff+16:idOff+16], seq)
-	at := now.UnixNano()
-	if n := len(sh.recs); n > 0 && sh.recs[n-1].at > at {
-		at = sh.recs[n-1].at // keep creation times ordered within the shard
+	rec.seq = s.lastSeq
+	rec.ev = s.eventIndexLocked(c.EventName)
+	rec.at = now.UnixNano()
+	if n := len(sh.recs); n > 0 && sh.recs[n-1].at > rec.at {
+		rec.at = sh.recs[n-1].at // keep creation times ordered within the shard
 	}
-	sh.recs = append(sh.recs, record{seq: seq, at: at, data: b})
+	sh.recs = append(sh.recs, rec)
 	sh.count++
 	if rr := s.reg.opts.RolloverRecords; rr > 0 && sh.count >= rr {
 		s.rolloverLocked(sh, now)
 	}
 }
+
+// eventIndexLocked interns an event name. The engine only sends INSERT,
+// MODIFY and REMOVE; anything else is kept verbatim (up to 256 names).
+func (s *Stream) eventIndexLocked(name string) uint8 {
+	for i, n := range s.events {
+		if n == name {
+			return uint8(i)
+		}
+	}
+	if len(s.events) == 256 {
+		return 1
+	}
+	s.events = append(s.events, name)
+	return uint8(len(s.events) - 1)
+}
+
+// appendRecord renders a record's wire JSON; events is a snapshot of
+// s.events taken under s.mu after the record was appended.
+func (s *Stream) appendRecord(b []byte, r *record, events []string) []byte {
+	b = append(b, `{"awsRegion":`...)
+	b = strconv.AppendQuote(b, s.reg.opts.Region)
+	b = append(b, `,"dynamodb":{"ApproximateCreationDateTime":`...)
+	b = strconv.AppendInt(b, r.at/int64(time.Second), 10)
+	b = append(b, `,"Keys":`...)
+	b = append(b, r.data[:r.kEnd]...)
+	if r.nEnd > r.kEnd {
+		b = append(b, `,"NewImage":`...)
+		b = append(b, r.data[r.kEnd:r.nEnd]...)
+	}
+	if int(r.nEnd) < len(r.data) {
+		b = append(b, `,"OldImage":`...)
+		b = append(b, r.data[r.nEnd:]...)
+	}
+	b = append(b, `,"SequenceNumber":"`...)
+	b = appendSeq(b, r.seq)
+	b = append(b, `","SizeBytes":`...)
+	b = strconv.AppendUint(b, uint64(r.size), 10)
+	b = append(b, `,"StreamViewType":`...)
+	b = strconv.AppendQuote(b, s.viewType)
+	b = append(b, `},"eventID":"`...)
+	b = appendHex(b, s.salt)
+	b = appendHex(b, r.seq)
+	b = append(b, `","eventName":`...)
+	b = strconv.AppendQuote(b, events[r.ev])
+	b = append(b, `,"eventSource":"aws:dynamodb","eventVersion":"1.1"`...)
+	if r.svc {
+		b = append(b, `,"userIdentity":{"PrincipalId":"dynamodb.amazonaws.com","Type":"Service"}`...)
+	}
+	return append(b, '}')
+}
+
+// recordOverhead bounds the bytes appendRecord adds around a record's data
+// (for the 1 MB response cap).
+const recordOverhead = 400
 
 // mix64 spreads FNV's output over all 64 bits (splitmix64 finalizer), so
 // range ownership is balanced across shards.

@@ -665,7 +665,9 @@ func TestThrottle(t *testing.T) {
 	it := aws.String(getIter(t, e, s.ARN(), s.Shards()[0].ID, "TRIM_HORIZON", ""))
 	e.reg.ThrottleGetRecords(2)
 	for i, want := range []string{"LimitExceededException", "LimitExceededException", "", ""} {
-		_, err := e.client.GetRecords(bg, &dynamodbstreams.GetRecordsInput{ShardIterator: it})
+		_, err := e.client.GetRecords(bg, &dynamodbstreams.GetRecordsInput{ShardIterator: it}, func(o *dynamodbstreams.Options) {
+			o.Retryer = aws.NopRetryer{} // the SDK would retry the throttle
+		})
 		if errCode(err) != want {
 			t.Fatalf("call %d: %v, want %q", i, err, want)
 		}
