@@ -28,7 +28,7 @@ func testItem() attr.Item {
 		"m": attr.Map(attr.Item{
 			"a":     attr.MustNum("1"),
 			"child": attr.Map(attr.Item{"z": attr.Str("zz")}),
-			"lst":  attr.List(attr.MustNum("7"), attr.MustNum("8")),
+			"lst":   attr.List(attr.MustNum("7"), attr.MustNum("8")),
 		}),
 		"Status":   attr.Str("active"),
 		"odd-name": attr.Str("dash"),
