@@ -832,7 +832,7 @@ func TestValidation(t *testing.T) {
 // poll, with rollovers in between, then checks every key's records are
 // complete and in order. Run with -race.
 func TestConcurrentAppendAndRead(t *testing.T) {
-	e := newEnv(t, Options{Shards: 4, RolloverRecords: 300})
+	e := newEnv(t, Options{Shards: 4, RolloverRecords: 300, Rollover: time.Second})
 	s := e.reg.Create("t", NewImage)
 	const writers, perWriter = 8, 400
 	var wg sync.WaitGroup
@@ -862,6 +862,19 @@ func TestConcurrentAppendAndRead(t *testing.T) {
 			}
 		}()
 	}
+	readers.Add(1)
+	go func() { // the engine's background loop
+		defer readers.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			e.clk.Advance(time.Millisecond)
+			e.reg.Tick()
+		}
+	}()
 	want := map[string][]string{}
 	var mu sync.Mutex
 	for w := 0; w < writers; w++ {
@@ -926,4 +939,42 @@ func FuzzHandle(f *testing.F) {
 			t.Fatalf("%s %q: response does not encode: %v", op, body, err)
 		}
 	})
+}
+
+// TestRetentionTrimsUnderAReader: a reader that falls behind by more than
+// the retention gets TrimmedDataAccessException from its next GetRecords.
+func TestRetentionTrimsUnderAReader(t *testing.T) {
+	e := newEnv(t, Options{Retention: 10 * time.Minute})
+	s := e.reg.Create("t", KeysOnly)
+	s.Append(Change{EventName: "INSERT", Keys: key("a")})
+	e.clk.Advance(time.Minute)
+	s.Append(Change{EventName: "INSERT", Keys: key("b")})
+	shard := s.Shards()[0].ID
+	out, err := e.client.GetRecords(bg, &dynamodbstreams.GetRecordsInput{
+		ShardIterator: aws.String(getIter(t, e, s.ARN(), shard, "TRIM_HORIZON", "")), Limit: aws.Int32(1)})
+	if err != nil || len(out.Records) != 1 {
+		t.Fatalf("first read: %v", err)
+	}
+	e.clk.Advance(10*time.Minute + time.Second) // "b" is now older than the retention
+	_, err = e.client.GetRecords(bg, &dynamodbstreams.GetRecordsInput{ShardIterator: out.NextShardIterator})
+	if errCode(err) != "TrimmedDataAccessException" {
+		t.Fatalf("reader behind the trim horizon: %v", err)
+	}
+	// Starting over from TRIM_HORIZON works and finds nothing.
+	if got := e.readShard(t, s.ARN(), shard, 0); len(got) != 0 {
+		t.Fatalf("read %d records after retention", len(got))
+	}
+}
+
+// TestUnusualEventName keeps an event name the engine never sends verbatim
+// rather than dropping or rewriting the record.
+func TestUnusualEventName(t *testing.T) {
+	e := newEnv(t, Options{})
+	s := e.reg.Create("t", KeysOnly)
+	s.Append(Change{EventName: "REMOVE", Keys: key("a")})
+	s.Append(Change{EventName: "CUSTOM", Keys: key("a")})
+	recs := e.readShard(t, s.ARN(), s.Shards()[0].ID, 0)
+	if len(recs) != 2 || recs[0].EventName != "REMOVE" || recs[1].EventName != "CUSTOM" {
+		t.Fatalf("records %+v", recs)
+	}
 }
