@@ -297,4 +297,3 @@ func (s *WriterSink) write(reqs []serialReq) []error {
 
 // Flush returns once every batch written before it was acknowledged.
 func (s *WriterSink) Flush(ctx context.Context) error { return s.serial.Flush(ctx) }
-

@@ -121,3 +121,5 @@ func testCtx(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+type typesS = types.AttributeValueMemberS

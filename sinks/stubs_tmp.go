@@ -10,7 +10,3 @@ func NewS3(ctx context.Context, c S3Config, o Options) (Sink, error) {
 	return nil, errors.New("s3 sink: not implemented yet")
 }
 
-// NewNATS is not implemented yet.
-func NewNATS(ctx context.Context, c NATSConfig, o Options) (Sink, error) {
-	return nil, errors.New("nats sink: not implemented yet")
-}

@@ -1,0 +1,584 @@
+package sinks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/event"
+)
+
+// Headers the NATS sink sets on every message besides Nats-Msg-Id (the
+// stream event ID, which JetStream de-duplicates on).
+const (
+	HeaderTable     = "Archiver-Table"
+	HeaderKind      = "Archiver-Kind"
+	HeaderKeys      = "Archiver-Keys" // DynamoDB JSON of the key attributes
+	HeaderShard     = "Archiver-Shard"
+	HeaderSequence  = "Archiver-Sequence"
+	HeaderEventName = "Archiver-Event-Name"
+)
+
+// NATSSink publishes one message per event.
+//
+// In JetStream mode (the default) it publishes asynchronously with at most
+// MaxInFlight messages awaiting acknowledgement and acknowledges a batch
+// only when JetStream acknowledged every message of it (at-least-once; a
+// re-published message carries the same Nats-Msg-Id, so JetStream drops the
+// copy inside its duplicate window). It publishes only into streams that
+// already capture the subjects, unless CreateStream names one to create; a
+// template no stream captures is an error at start-up.
+//
+// A message that fails (timeout, no responders while a server restarts,
+// connection lost) is published again with backoff, in place, for up to
+// RetryFor; only then is its batch acknowledged with the error (the
+// consumer retries the batch later). While NATS is unreachable the client
+// reconnects forever and messages wait in memory bounded by
+// MaxPendingBytes: Write blocks beyond that (backpressure), nothing is
+// dropped. Messages of one shard are published in order; a message that had
+// to be re-published can land after later ones of the same shard (readers
+// that need order use the Archiver-Sequence header).
+//
+// In core mode (jetstream=false) delivery is at-most-once: a batch is
+// acknowledged once the server received its messages (a flush round-trip),
+// whether or not any subscriber got them.
+type NATSSink struct {
+	c      NATSConfig
+	name   string
+	log    *zap.Logger
+	m      sinkMetrics
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	tmpl   subjectTemplate
+	budget *byteBudget
+
+	// JetStream mode.
+	mu     sync.RWMutex
+	closed bool
+	queue  chan *natsInflight
+	done   chan struct{}
+	kill   chan struct{} // closed when Close's context ends: give up waiting
+	stream string
+
+	// Core mode.
+	core *serial
+}
+
+type natsBatch struct {
+	mu        sync.Mutex
+	ack       Ack
+	remaining int
+	err       error
+}
+
+func (b *natsBatch) done(err error) {
+	b.mu.Lock()
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+	b.remaining--
+	fire := b.remaining == 0
+	ack, berr := b.ack, b.err
+	b.mu.Unlock()
+	if fire {
+		ack(berr)
+	}
+}
+
+type natsInflight struct {
+	msg   *nats.Msg
+	fut   jetstream.PubAckFuture
+	batch *natsBatch
+	size  int64
+	flush chan struct{}
+}
+
+// NATSRetryFor is how long a NATS message is re-published before its batch
+// is acknowledged with an error.
+const NATSRetryFor = 2 * time.Minute
+
+// NewNATS connects to NATS and checks the subject template against the
+// server (JetStream mode: some stream must capture it).
+func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
+	tmpl, err := parseSubject(c.Subject)
+	if err != nil {
+		return nil, &ConfigError{URL: "nats://" + strings.Join(serverHosts(c.Servers), ","), Param: "subject", Problem: err.Error()}
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 4096
+	}
+	if c.MaxPendingBytes <= 0 {
+		c.MaxPendingBytes = 64 << 20
+	}
+	if c.Format == "" {
+		c.Format = "envelope"
+	}
+	if c.Name == "" {
+		c.Name = "ttl-archiver"
+	}
+	s := &NATSSink{
+		c:      c,
+		name:   "nats://" + strings.Join(serverHosts(c.Servers), ","),
+		log:    o.logger(),
+		tmpl:   tmpl,
+		budget: newByteBudget(c.MaxPendingBytes),
+	}
+	s.m = newSinkMetrics(o.Registerer, s.name)
+	opts := []nats.Option{
+		nats.Name(c.Name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectJitter(100*time.Millisecond, time.Second),
+		nats.Timeout(5 * time.Second),
+		// Everything we hold is bounded by MaxPendingBytes; let the
+		// client buffer that much while it reconnects.
+		nats.ReconnectBufSize(int(c.MaxPendingBytes) + 1<<20),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			s.log.Warn("nats disconnected; events wait until it is back", zap.String("sink", s.name), zap.Error(err))
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			s.log.Info("nats reconnected", zap.String("sink", s.name), zap.String("server", nc.ConnectedUrlRedacted()))
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			s.log.Warn("nats error", zap.String("sink", s.name), zap.Error(err))
+		}),
+	}
+	switch {
+	case c.Creds != "":
+		opts = append(opts, nats.UserCredentials(c.Creds))
+	case c.NKey != "":
+		nk, err := nats.NkeyOptionFromSeed(c.NKey)
+		if err != nil {
+			return nil, fmt.Errorf("nats sink: nkey: %w", err)
+		}
+		opts = append(opts, nk)
+	case c.Token != "":
+		opts = append(opts, nats.Token(c.Token))
+	case c.User != "":
+		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	}
+	if c.TLSCA != "" {
+		opts = append(opts, nats.RootCAs(c.TLSCA))
+	}
+	if c.TLSCert != "" {
+		opts = append(opts, nats.ClientCert(c.TLSCert, c.TLSKey))
+	}
+	nc, err := nats.Connect(strings.Join(c.Servers, ","), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("nats sink %s: connect: %w", s.name, err)
+	}
+	s.nc = nc
+	if !c.JetStream {
+		s.core = newSerial(64, s.writeCore, func() error { return s.drain() })
+		return s, nil
+	}
+	s.js, err = jetstream.New(nc,
+		jetstream.WithPublishAsyncMaxPending(c.MaxInFlight),
+		jetstream.WithPublishAsyncTimeout(10*time.Second),
+	)
+	if err == nil {
+		err = s.checkStream(ctx)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("nats sink %s: %w", s.name, err)
+	}
+	s.queue = make(chan *natsInflight, c.MaxInFlight)
+	s.done = make(chan struct{})
+	s.kill = make(chan struct{})
+	go s.acker()
+	return s, nil
+}
+
+func serverHosts(servers []string) []string {
+	out := make([]string, len(servers))
+	for i, s := range servers {
+		out[i] = strings.TrimPrefix(strings.TrimPrefix(s, "nats://"), "tls://")
+	}
+	return out
+}
+
+// checkStream makes sure some stream captures the template's subjects,
+// creating one when CreateStream asks for it.
+func (s *NATSSink) checkStream(ctx context.Context) error {
+	filter := s.tmpl.filter()
+	if s.c.CreateStream != "" {
+		_, err := s.js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:       s.c.CreateStream,
+			Subjects:   []string{filter},
+			Storage:    jetstream.FileStorage,
+			Duplicates: 2 * time.Minute,
+		})
+		if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return fmt.Errorf("create-stream %q for subjects %q: %w", s.c.CreateStream, filter, err)
+		}
+	}
+	name, err := s.js.StreamNameBySubject(ctx, filter)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("subject: no JetStream stream captures %q (template %q): create a stream for these subjects, set create-stream=NAME, or use jetstream=false for at-most-once core NATS", filter, s.c.Subject)
+	}
+	if err != nil {
+		return fmt.Errorf("looking up the stream for %q: %w", filter, err)
+	}
+	s.stream = name
+	return nil
+}
+
+// Name is "nats://HOST:PORT[,...]" without credentials.
+func (s *NATSSink) Name() string { return s.name }
+
+// Stream is the JetStream stream that captures the sink's subjects ("" in
+// core mode).
+func (s *NATSSink) Stream() string { return s.stream }
+
+// message renders one event as a NATS message.
+func (s *NATSSink) message(e *event.Event) *nats.Msg {
+	var data []byte
+	if s.c.Format == "item" {
+		data = event.PlainJSON(e.Image())
+	} else {
+		data = event.MarshalLine(e)
+	}
+	id := e.EventID
+	if id == "" {
+		id = e.StreamARN + "/" + e.ShardID + "/" + e.SequenceNumber
+	}
+	h := nats.Header{}
+	h.Set(jetstream.MsgIDHeader, id)
+	h.Set(HeaderTable, e.Table)
+	h.Set(HeaderKind, string(e.Kind))
+	h.Set(HeaderKeys, string(event.MarshalItem(nonNilItem(e.Keys))))
+	h.Set(HeaderShard, e.ShardID)
+	h.Set(HeaderSequence, e.SequenceNumber)
+	h.Set(HeaderEventName, e.EventName)
+	return &nats.Msg{Subject: s.tmpl.render(e), Header: h, Data: data}
+}
+
+func nonNilItem(i event.Item) event.Item {
+	if i == nil {
+		return event.Item{}
+	}
+	return i
+}
+
+func msgSize(m *nats.Msg) int64 {
+	n := len(m.Subject) + len(m.Data)
+	for k, vs := range m.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return int64(n)
+}
+
+// Write publishes the batch's events. It blocks while MaxPendingBytes are
+// held or MaxInFlight messages await acknowledgement.
+func (s *NATSSink) Write(ctx context.Context, b Batch, ack Ack) error {
+	if ack == nil {
+		ack = func(error) {}
+	}
+	if s.core != nil {
+		return s.core.Write(ctx, b, ack)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	msgs := make([]*nats.Msg, len(b.Events))
+	sizes := make([]int64, len(b.Events))
+	var total int64
+	for i := range b.Events {
+		msgs[i] = s.message(&b.Events[i])
+		sizes[i] = msgSize(msgs[i])
+		total += sizes[i]
+	}
+	if err := s.budget.acquire(ctx, total); err != nil {
+		return err
+	}
+	s.m.buffered.Add(float64(total))
+	if len(msgs) == 0 {
+		select {
+		case s.queue <- &natsInflight{batch: &natsBatch{ack: ack, remaining: 1}}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	nb := &natsBatch{ack: ack, remaining: len(msgs)}
+	for i, m := range msgs {
+		fut, err := s.publish(ctx, m)
+		if err == nil {
+			select {
+			case s.queue <- &natsInflight{msg: m, fut: fut, batch: nb, size: sizes[i]}:
+				continue
+			case <-ctx.Done():
+				err = ctx.Err()
+				// fut is in flight: it completes on its own, unobserved.
+			}
+		}
+		// Stopped part-way: the caller keeps the batch (it will write it
+		// again), so the messages queued so far must not acknowledge it.
+		nb.mu.Lock()
+		nb.ack = func(error) {}
+		nb.mu.Unlock()
+		var rest int64
+		for _, sz := range sizes[i:] {
+			rest += sz
+		}
+		s.budget.release(rest)
+		s.m.buffered.Sub(float64(rest))
+		for range msgs[i:] {
+			nb.done(err)
+		}
+		return err
+	}
+	return nil
+}
+
+// publish starts one asynchronous publish, retrying with backoff while the
+// client refuses it (stalled, reconnect buffer full).
+func (s *NATSSink) publish(ctx context.Context, m *nats.Msg) (jetstream.PubAckFuture, error) {
+	delay := 10 * time.Millisecond
+	for {
+		fut, err := s.js.PublishMsgAsync(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+		if err == nil {
+			return fut, nil
+		}
+		if errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) {
+			return nil, fmt.Errorf("publishing to %q: %w", m.Subject, err)
+		}
+		if errors.Is(err, nats.ErrConnectionClosed) {
+			return nil, fmt.Errorf("publishing to %q: %w", m.Subject, err)
+		}
+		s.m.retries.Inc()
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		delay = min(delay*2, time.Second)
+	}
+}
+
+// acker waits for every publish's acknowledgement in order, re-publishes
+// failures, and acknowledges batches.
+func (s *NATSSink) acker() {
+	defer close(s.done)
+	for inf := range s.queue {
+		if inf.flush != nil {
+			close(inf.flush)
+			continue
+		}
+		if inf.msg == nil {
+			inf.batch.done(nil)
+			continue
+		}
+		err := s.await(inf)
+		s.budget.release(inf.size)
+		s.m.buffered.Sub(float64(inf.size))
+		if err == nil {
+			s.m.objects.Inc()
+			s.m.bytes.Add(float64(len(inf.msg.Data)))
+		}
+		inf.batch.done(err)
+	}
+}
+
+func (s *NATSSink) await(inf *natsInflight) error {
+	start := time.Now()
+	delay := 50 * time.Millisecond
+	fut := inf.fut
+	for {
+		var err error
+		select {
+		case <-fut.Ok():
+			return nil
+		case err = <-fut.Err():
+		case <-s.kill:
+			return fmt.Errorf("nats sink closed before JetStream acknowledged %q", inf.msg.Subject)
+		}
+		if errors.Is(err, nats.ErrMaxPayload) {
+			return fmt.Errorf("publishing to %q: %w", inf.msg.Subject, err)
+		}
+		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
+			if fatal := s.uncaptured(inf.msg.Subject); fatal != nil {
+				return fatal
+			}
+		}
+		if time.Since(start) > NATSRetryFor {
+			return fmt.Errorf("publishing to %q: gave up after %s: %w", inf.msg.Subject, NATSRetryFor, err)
+		}
+		s.log.Debug("nats publish failed; publishing again", zap.String("subject", inf.msg.Subject), zap.Error(err))
+		for {
+			s.m.retries.Inc()
+			select {
+			case <-time.After(delay):
+			case <-s.kill:
+				return fmt.Errorf("nats sink closed before JetStream acknowledged %q", inf.msg.Subject)
+			}
+			delay = min(delay*2, 2*time.Second)
+			var perr error
+			fut, perr = s.js.PublishMsgAsync(&nats.Msg{Subject: inf.msg.Subject, Header: inf.msg.Header, Data: inf.msg.Data})
+			if perr == nil {
+				break
+			}
+			if errors.Is(perr, nats.ErrConnectionClosed) || time.Since(start) > NATSRetryFor {
+				return fmt.Errorf("publishing to %q: %w", inf.msg.Subject, perr)
+			}
+		}
+	}
+}
+
+// uncaptured returns an error when JetStream answers and no stream captures
+// subject (a permanent misconfiguration rather than a restarting server).
+func (s *NATSSink) uncaptured(subject string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := s.js.StreamNameBySubject(ctx, subject); errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("publishing to %q: no JetStream stream captures this subject", subject)
+	}
+	return nil
+}
+
+// Flush returns once every batch written before it was acknowledged.
+func (s *NATSSink) Flush(ctx context.Context) error {
+	if s.core != nil {
+		return s.core.Flush(ctx)
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	ch := make(chan struct{})
+	select {
+	case s.queue <- &natsInflight{flush: ch}:
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	s.mu.RUnlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close waits for every outstanding acknowledgement (until ctx ends: then
+// the rest are acknowledged with an error), then closes the connection.
+func (s *NATSSink) Close(ctx context.Context) error {
+	if s.core != nil {
+		return s.core.Close(ctx)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.queue)
+	s.mu.Unlock()
+	var err error
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		close(s.kill)
+		<-s.done
+		err = ctx.Err()
+	}
+	s.nc.Close()
+	return err
+}
+
+// writeCore publishes batches on core NATS and acknowledges them once the
+// server confirmed receipt with a flush round-trip.
+func (s *NATSSink) writeCore(reqs []serialReq) []error {
+	errs := make([]error, len(reqs))
+	var n int
+	var bytes int64
+	var err error
+	for _, r := range reqs {
+		for i := range r.b.Events {
+			m := s.message(&r.b.Events[i])
+			if err = s.nc.PublishMsg(m); err != nil {
+				break
+			}
+			n++
+			bytes += int64(len(m.Data))
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = s.nc.FlushTimeout(10 * time.Second)
+	}
+	if err != nil {
+		err = fmt.Errorf("nats sink %s: %w", s.name, err)
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	s.m.objects.Add(float64(n))
+	s.m.bytes.Add(float64(bytes))
+	return errs
+}
+
+func (s *NATSSink) drain() error {
+	s.nc.Close()
+	return nil
+}
+
+// byteBudget bounds bytes held: acquire blocks while the budget is spent
+// (a single request larger than the whole budget passes when nothing else
+// is held, so it cannot wait forever).
+type byteBudget struct {
+	mu   sync.Mutex
+	used int64
+	max  int64
+	wake chan struct{}
+}
+
+func newByteBudget(max int64) *byteBudget {
+	return &byteBudget{max: max, wake: make(chan struct{})}
+}
+
+func (b *byteBudget) acquire(ctx context.Context, n int64) error {
+	for {
+		b.mu.Lock()
+		if b.used == 0 || b.used+n <= b.max {
+			b.used += n
+			b.mu.Unlock()
+			return nil
+		}
+		ch := b.wake
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (b *byteBudget) release(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	close(b.wake)
+	b.wake = make(chan struct{})
+	b.mu.Unlock()
+}

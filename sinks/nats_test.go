@@ -1,0 +1,554 @@
+package sinks
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/ttl-archiver/archiver/event"
+)
+
+// natsServer is an embedded nats-server with JetStream on a free loopback
+// port, storing into a temporary directory.
+type natsServer struct {
+	t     testing.TB
+	srv   *server.Server
+	opts  server.Options
+	url   string
+	mutex sync.Mutex
+}
+
+func startNATS(t testing.TB, tweak func(*server.Options)) *natsServer {
+	t.Helper()
+	opts := server.Options{
+		Host:      "127.0.0.1",
+		Port:      -1,
+		JetStream: true,
+		StoreDir:  t.TempDir(),
+		NoLog:     true,
+		NoSigs:    true,
+	}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	ns := &natsServer{t: t, opts: opts}
+	ns.start()
+	ns.opts.Port = ns.srv.Addr().(*net.TCPAddr).Port
+	ns.url = fmt.Sprintf("127.0.0.1:%d", ns.opts.Port)
+	t.Cleanup(ns.stop)
+	return ns
+}
+
+func (ns *natsServer) start() {
+	ns.t.Helper()
+	opts := ns.opts
+	srv, err := server.NewServer(&opts)
+	if err != nil {
+		ns.t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		ns.t.Fatal("nats-server not ready within 30s")
+	}
+	ns.mutex.Lock()
+	ns.srv = srv
+	ns.mutex.Unlock()
+}
+
+func (ns *natsServer) stop() {
+	ns.mutex.Lock()
+	srv := ns.srv
+	ns.srv = nil
+	ns.mutex.Unlock()
+	if srv != nil {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}
+}
+
+// client connects a plain client (for test set-up and checks).
+func (ns *natsServer) client(t testing.TB, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect("nats://"+ns.url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
+func createStream(t testing.TB, js jetstream.JetStream, name string, subjects ...string) jetstream.Stream {
+	t.Helper()
+	st, err := js.CreateStream(testCtx(t), jetstream.StreamConfig{Name: name, Subjects: subjects, Duplicates: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// streamMsgs reads every message of a stream in order.
+func streamMsgs(t testing.TB, st jetstream.Stream) []*jetstream.RawStreamMsg {
+	t.Helper()
+	ctx := testCtx(t)
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("GetMsg %d: %v", seq, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func streamCount(t testing.TB, st jetstream.Stream) uint64 {
+	t.Helper()
+	info, err := st.Info(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+func TestNATSJetStreamPublishesWithHeaders(t *testing.T) {
+	ctx := testCtx(t)
+	ns := startNATS(t, nil)
+	_, js := ns.client(t)
+	st := createStream(t, js, "TTL", "ttl.>")
+	s, kinds, err := Open(ctx, "nats://"+ns.url+"?subject=ttl.{table}.{kind}.{pk}&events=expired,deleted", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	if len(kinds) != 2 || s.Name() != "nats://"+ns.url {
+		t.Fatalf("kinds %v name %q", kinds, s.Name())
+	}
+	evs := testEvents("sessions", "shard-1", 1, 20)
+	a := newAcks()
+	for i := 0; i < 4; i++ {
+		if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs[i*5 : i*5+5]}, a.ack(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 4; i++ {
+		if err := a.waitAck(t, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs := streamMsgs(t, st)
+	if len(msgs) != 20 {
+		t.Fatalf("%d messages in the stream, want 20", len(msgs))
+	}
+	for i, m := range msgs {
+		e := evs[i]
+		wantSubj := "ttl.sessions.expired." + strings.ReplaceAll(e.Keys["pk"].(*typesS).Value, ".", "_")
+		if m.Subject != wantSubj {
+			t.Fatalf("message %d subject %q, want %q", i, m.Subject, wantSubj)
+		}
+		for h, want := range map[string]string{
+			"Nats-Msg-Id": e.EventID, HeaderTable: "sessions", HeaderKind: "expired", HeaderShard: "shard-1",
+			HeaderSequence: e.SequenceNumber, HeaderKeys: string(event.MarshalItem(e.Keys)), HeaderEventName: "REMOVE",
+		} {
+			if got := m.Header.Get(h); got != want {
+				t.Fatalf("message %d header %s = %q, want %q", i, h, got, want)
+			}
+		}
+		got, err := event.DecodeLine(m.Data)
+		if err != nil || !sameEvent(got, e) {
+			t.Fatalf("message %d payload does not decode to the event (%v): %s", i, err, m.Data)
+		}
+	}
+}
+
+func TestNATSDeduplicatesByEventID(t *testing.T) {
+	ctx := testCtx(t)
+	ns := startNATS(t, nil)
+	_, js := ns.client(t)
+	st := createStream(t, js, "TTL", "archiver.>")
+	s, _, err := Open(ctx, "nats://"+ns.url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	evs := testEvents("t", "s", 1, 10)
+	a := newAcks()
+	// The same batch twice (a consumer retry after a crash).
+	for _, id := range []string{"first", "again"} {
+		if err := s.Write(ctx, Batch{Events: evs}, a.ack(id)); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.waitAck(t, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := streamCount(t, st); n != 10 {
+		t.Fatalf("stream holds %d messages, want 10 (duplicates dropped by Nats-Msg-Id)", n)
+	}
+}
+
+func TestNATSNoStreamIsAStartupError(t *testing.T) {
+	ctx := testCtx(t)
+	ns := startNATS(t, nil)
+	_, js := ns.client(t)
+	createStream(t, js, "OTHER", "orders.>")
+	_, _, err := Open(ctx, "nats://"+ns.url+"?subject=archiver.{table}.{kind}", Options{})
+	if err == nil || !strings.Contains(err.Error(), `no JetStream stream captures "archiver.*.*"`) {
+		t.Fatalf("Open error %v, want a no-stream error", err)
+	}
+}
+
+func TestNATSCreateStream(t *testing.T) {
+	ctx := testCtx(t)
+	ns := startNATS(t, nil)
+	_, js := ns.client(t)
+	s, _, err := Open(ctx, "nats://"+ns.url+"?subject=exp.{table}&create-stream=EXPIRED&format=item", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := testEvents("t1", "s", 1, 3)
+	a := newAcks()
+	if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := a.get("b"); n != 1 || err != nil {
+		t.Fatalf("Close did not flush: %d %v", n, err)
+	}
+	st, err := js.Stream(ctx, "EXPIRED")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := streamMsgs(t, st)
+	if len(msgs) != 3 || msgs[0].Subject != "exp.t1" || string(msgs[0].Data) != string(event.PlainJSON(evs[0].OldImage)) {
+		t.Fatalf("got %d messages; first %q %s", len(msgs), msgs[0].Subject, msgs[0].Data)
+	}
+	// Opening again with the stream in place is fine.
+	s2, _, err := Open(ctx, "nats://"+ns.url+"?subject=exp.{table}&create-stream=EXPIRED", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.Close(ctx)
+}
+
+func TestNATSCoreMode(t *testing.T) {
+	ctx := testCtx(t)
+	ns := startNATS(t, nil)
+	nc, _ := ns.client(t)
+	sub, err := nc.SubscribeSync("core.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	s, _, err := Open(ctx, "nats://"+ns.url+"?subject=core.{table}.{sk}&jetstream=false", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	evs := testEvents("t", "s", 7, 2)
+	a := newAcks()
+	if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.waitAck(t, "b"); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"core.t.7", "core.t.8"} {
+		m, err := sub.NextMsg(30 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Subject != want || m.Header.Get("Nats-Msg-Id") != evs[i].EventID {
+			t.Fatalf("got %q %v", m.Subject, m.Header)
+		}
+	}
+}
+
+// TestNATSServerDownMidStream stops the server for about ten seconds while
+// batches flow, restarts it on the same port and store, and checks that
+// every event arrives exactly once and every batch was acknowledged
+// without error.
+func TestNATSServerDownMidStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stops a server for 10s; skipped with -short")
+	}
+	ctx := testCtx(t)
+	ns := startNATS(t, nil)
+	_, js := ns.client(t)
+	createStream(t, js, "TTL", "archiver.>")
+	s, _, err := Open(ctx, "nats://"+ns.url+"?max-pending-bytes=256KiB&max-in-flight=64", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batches, per = 60, 25
+	a := newAcks()
+	writerDone := make(chan error, 1)
+	go func() {
+		for i := 0; i < batches; i++ {
+			evs := testEvents("t", "s", i*per, per)
+			if err := s.Write(ctx, Batch{Events: evs}, a.ack(fmt.Sprint(i))); err != nil {
+				writerDone <- err
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		writerDone <- nil
+	}()
+	waitFor(t, "some batches acknowledged", func() bool { return len(a.all()) >= 5 })
+	ns.stop()
+	time.Sleep(10 * time.Second) // the outage itself, not a wait for a condition
+	ackedWhileDown := len(a.all())
+	ns.start()
+	if err := <-writerDone; err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < batches; i++ {
+		if err := a.waitAck(t, fmt.Sprint(i)); err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, js2 := ns.client(t)
+	st, err := js2.Stream(ctx, "TTL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, m := range streamMsgs(t, st) {
+		seen[m.Header.Get("Nats-Msg-Id")]++
+	}
+	for i := 0; i < batches*per; i++ {
+		id := fmt.Sprintf("t-s-%d", i)
+		if seen[id] != 1 {
+			t.Fatalf("event %s stored %d times (acked while down: %d)", id, seen[id], ackedWhileDown)
+		}
+	}
+	if len(seen) != batches*per {
+		t.Fatalf("%d distinct events, want %d", len(seen), batches*per)
+	}
+}
+
+func TestNATSAuth(t *testing.T) {
+	dir := t.TempDir()
+	seed, pub := newNKey(t)
+	seedFile := filepath.Join(dir, "user.nk")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ca, certFile, keyFile, caFile := newTLSFiles(t, dir)
+	tests := []struct {
+		name   string
+		tweak  func(*server.Options)
+		query  string
+		badArg string // a query that must fail to connect
+	}{
+		{"token", func(o *server.Options) { o.Authorization = "s3cret" }, "token=s3cret", "token=wrong"},
+		{"user", func(o *server.Options) { o.Users = []*server.User{{Username: "alice", Password: "pw"}} }, "user=alice&password=pw", "user=alice&password=nope"},
+		{"nkey", func(o *server.Options) { o.Nkeys = []*server.NkeyUser{{Nkey: pub}} }, "nkey=" + seedFile, "token=x"},
+		{"tls", func(o *server.Options) {
+			cfg, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: certFile, KeyFile: keyFile, CaFile: caFile, Verify: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.TLSConfig = cfg
+			o.TLS = true
+			o.TLSVerify = true
+		}, "tls-ca=" + caFile + "&tls-cert=" + certFile + "&tls-key=" + keyFile, "tls-ca=" + caFile},
+	}
+	_ = ca
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			ns := startNATS(t, tc.tweak)
+			u := "nats://" + ns.url + "?subject=auth.{table}&create-stream=AUTH&" + tc.query
+			s, _, err := Open(ctx, u, Options{})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			a := newAcks()
+			if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 3)}, a.ack("b")); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.waitAck(t, "b"); err != nil {
+				t.Fatal(err)
+			}
+			s.Close(ctx)
+			bad, _, err := Open(ctx, "nats://"+ns.url+"?subject=auth.{table}&"+tc.badArg, Options{})
+			if err == nil {
+				bad.Close(ctx)
+				t.Fatal("Open with wrong credentials succeeded")
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Fatalf("error leaks the token: %v", err)
+			}
+		})
+	}
+}
+
+func newNKey(t testing.TB) (seed []byte, pub string) {
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ = kp.Seed()
+	pub, _ = kp.PublicKey()
+	return seed, pub
+}
+
+// newTLSFiles makes a CA and a certificate for 127.0.0.1 signed by it
+// (used by the server and as the client certificate).
+func newTLSFiles(t testing.TB, dir string) (ca *x509.Certificate, certFile, keyFile, caFile string) {
+	t.Helper()
+	caKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ = x509.ParseCertificate(caDER)
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	caFile = write("ca.pem", "CERTIFICATE", caDER)
+	certFile = write("cert.pem", "CERTIFICATE", der)
+	keyFile = write("key.pem", "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(key))
+	_ = tls.VersionTLS12
+	return ca, certFile, keyFile, caFile
+}
+
+func TestSubjectTemplate(t *testing.T) {
+	e := testEvents("my.table", "s", 1, 1)[0]
+	e.Keys["pk"] = &typesS{Value: "a b.c*d>e"}
+	tests := []struct{ tmpl, want string }{
+		{"archiver.{table}.{kind}", "archiver.my_table.expired"},
+		{"x.{pk}", "x.a_b_c_d_e"},
+		{"x.{sk}", "x.1"},
+		{"x.{missing}", "x._"},
+		{"pre-{table}-post.{kind}", "pre-my_table-post.expired"},
+	}
+	for _, tc := range tests {
+		tmpl, err := parseSubject(tc.tmpl)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.tmpl, err)
+		}
+		if got := tmpl.render(&e); got != tc.want {
+			t.Errorf("%s rendered %q, want %q", tc.tmpl, got, tc.want)
+		}
+	}
+	if f := mustSubject(t, "a.{table}.b-{kind}.c").filter(); f != "a.*.*.c" {
+		t.Errorf("filter %q", f)
+	}
+	for _, bad := range []string{"", ".a", "a.", "a..b", "a.*", "a.>", "a b", "a.{", "a.}", "a.{}", "a.{x.y}", "a.\x01"} {
+		if _, err := parseSubject(bad); err == nil {
+			t.Errorf("parseSubject(%q) accepted", bad)
+		}
+	}
+}
+
+func mustSubject(t testing.TB, s string) subjectTemplate {
+	tmpl, err := parseSubject(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tmpl
+}
+
+func TestNATSWriteBlocksWhileDownAndHonoursContext(t *testing.T) {
+	ctx := testCtx(t)
+	ns := startNATS(t, nil)
+	_, js := ns.client(t)
+	createStream(t, js, "TTL", "archiver.>")
+	s, _, err := Open(ctx, "nats://"+ns.url+"?max-pending-bytes=4KiB", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.stop()
+	a := newAcks()
+	// With the server gone, the budget fills and Write blocks until its
+	// context ends: an error, never a silent drop.
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var werr error
+	taken := 0
+	for i := 0; i < 100 && werr == nil; i++ {
+		werr = s.Write(wctx, Batch{Events: testEvents("t", "s", i*5, 5)}, a.ack(fmt.Sprint(i)))
+		if werr == nil {
+			taken++
+		}
+	}
+	if !errors.Is(werr, context.DeadlineExceeded) {
+		t.Fatalf("Write while down: %v, want context.DeadlineExceeded", werr)
+	}
+	cctx, ccancel := context.WithTimeout(ctx, time.Second)
+	defer ccancel()
+	s.Close(cctx)
+	// Every batch Write took was acknowledged exactly once (with an error,
+	// as Close gave up waiting).
+	if got := len(a.all()); got != taken {
+		t.Fatalf("%d batches taken, %d acknowledged", taken, got)
+	}
+	for id, n := range a.all() {
+		if n != 1 {
+			t.Fatalf("batch %s acknowledged %d times", id, n)
+		}
+	}
+}
