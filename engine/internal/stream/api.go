@@ -161,7 +161,7 @@ func (o *getRecordsOut) MarshalJSON() ([]byte, error) {
 	b = append(b, '{')
 	if o.next != "" {
 		b = append(b, `"NextShardIterator":`...)
-		b = strconv.AppendQuote(b, o.next)
+		b = append(b, jsonString(o.next)...)
 		b = append(b, ',')
 	}
 	b = append(b, `"Records":[`...)
@@ -229,7 +229,7 @@ func (v *verrs) limit(p *int64, hi int64) {
 
 var tableNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
 
-var streamARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{12}:table/[a-zA-Z0-9_.-]{1,255}/stream/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}$`)
+var streamARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:dynamodb:[^:]*:[^:]*:table/[a-zA-Z0-9_.-]{1,255}/stream/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}$`)
 
 // lookupStream finds a live stream by ARN with AWS's errors.
 func (r *Registry) lookupStream(arn string) (*Stream, error) {

@@ -13,6 +13,7 @@ package stream
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -130,6 +131,8 @@ type Stream struct {
 	created  time.Time
 	salt     uint64 // first half of every eventID of this stream
 	rnd      *mrand.Rand
+	prefix   string // start of every record's JSON, up to ApproximateCreationDateTime's value
+	viewJSON string // viewType as a JSON string
 
 	mu           sync.RWMutex
 	status       string
@@ -141,7 +144,7 @@ type Stream struct {
 	open         []*shard          // open shards sorted by hash range
 	nextShardOrd uint32
 	lastMaintain time.Time
-	events       []string // event names by record.ev: INSERT, MODIFY, REMOVE, then any other seen
+	events       []string // event names as JSON strings by record.ev: INSERT, MODIFY, REMOVE, then any other seen
 }
 
 type keyElem struct {
@@ -212,7 +215,9 @@ func (r *Registry) Create(table string, viewType string) *Stream {
 		status:   StatusEnabled,
 		byOrd:    map[uint32]*shard{},
 		ordByID:  map[string]uint32{},
-		events:   []string{"INSERT", "MODIFY", "REMOVE"},
+		events:   []string{`"INSERT"`, `"MODIFY"`, `"REMOVE"`},
+		prefix:   `{"awsRegion":` + jsonString(r.opts.Region) + `,"dynamodb":{"ApproximateCreationDateTime":`,
+		viewJSON: jsonString(viewType),
 	}
 	r.byARN[s.arn] = s
 	r.byOrd[s.ord] = s
@@ -406,24 +411,23 @@ func (s *Stream) Append(c Change) {
 // eventIndexLocked interns an event name. The engine only sends INSERT,
 // MODIFY and REMOVE; anything else is kept verbatim (up to 256 names).
 func (s *Stream) eventIndexLocked(name string) uint8 {
+	q := jsonString(name)
 	for i, n := range s.events {
-		if n == name {
+		if n == q {
 			return uint8(i)
 		}
 	}
 	if len(s.events) == 256 {
 		return 1
 	}
-	s.events = append(s.events, name)
+	s.events = append(s.events, q)
 	return uint8(len(s.events) - 1)
 }
 
 // appendRecord renders a record's wire JSON; events is a snapshot of
 // s.events taken under s.mu after the record was appended.
 func (s *Stream) appendRecord(b []byte, r *record, events []string) []byte {
-	b = append(b, `{"awsRegion":`...)
-	b = strconv.AppendQuote(b, s.reg.opts.Region)
-	b = append(b, `,"dynamodb":{"ApproximateCreationDateTime":`...)
+	b = append(b, s.prefix...)
 	b = strconv.AppendInt(b, r.at/int64(time.Second), 10)
 	b = append(b, `,"Keys":`...)
 	b = append(b, r.data[:r.kEnd]...)
@@ -440,17 +444,23 @@ func (s *Stream) appendRecord(b []byte, r *record, events []string) []byte {
 	b = append(b, `","SizeBytes":`...)
 	b = strconv.AppendUint(b, uint64(r.size), 10)
 	b = append(b, `,"StreamViewType":`...)
-	b = strconv.AppendQuote(b, s.viewType)
+	b = append(b, s.viewJSON...)
 	b = append(b, `},"eventID":"`...)
 	b = appendHex(b, s.salt)
 	b = appendHex(b, r.seq)
 	b = append(b, `","eventName":`...)
-	b = strconv.AppendQuote(b, events[r.ev])
+	b = append(b, events[r.ev]...)
 	b = append(b, `,"eventSource":"aws:dynamodb","eventVersion":"1.1"`...)
 	if r.svc {
 		b = append(b, `,"userIdentity":{"PrincipalId":"dynamodb.amazonaws.com","Type":"Service"}`...)
 	}
 	return append(b, '}')
+}
+
+// jsonString returns s as a JSON string literal.
+func jsonString(s string) string {
+	q, _ := json.Marshal(s) // a string always marshals
+	return string(q)
 }
 
 // recordOverhead bounds the bytes appendRecord adds around a record's data

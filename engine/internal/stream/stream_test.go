@@ -647,6 +647,14 @@ func TestGetRecordsLimits(t *testing.T) {
 	if sizes[0] != 3 { // three 300 KB records fit in 1 MB, four do not
 		t.Fatalf("first page %d records (pages %v)", sizes[0], sizes)
 	}
+	// The rendered response stays within 1 MB.
+	resp, err := e.reg.Handle(bg, "GetRecords", []byte(`{"ShardIterator":"`+getIter(t, e, s.ARN(), shard, "TRIM_HORIZON", "")+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(resp); len(b) > MaxGetRecordsBytes+4096 {
+		t.Fatalf("response of %d bytes", len(b))
+	}
 	for _, c := range []struct {
 		limit int
 		want  string
@@ -976,5 +984,24 @@ func TestUnusualEventName(t *testing.T) {
 	recs := e.readShard(t, s.ARN(), s.Shards()[0].ID, 0)
 	if len(recs) != 2 || recs[0].EventName != "REMOVE" || recs[1].EventName != "CUSTOM" {
 		t.Fatalf("records %+v", recs)
+	}
+}
+
+// TestRenderedJSONIsValid renders records with awkward strings everywhere
+// the stream writes them itself; the HTTP layer sends MarshalJSON's output
+// without re-validating it.
+func TestRenderedJSONIsValid(t *testing.T) {
+	e := newEnv(t, Options{Region: "us-\x00east-\"1\\"})
+	s := e.reg.Create("t", NewAndOldImages)
+	img := attr.Item{"pk": attr.Str("a\x01\"\\\u2028é"), "b": attr.Bin([]byte{0, 1, 2}), "l": attr.List(attr.Null(), attr.Bool(false)), "m": attr.Map(attr.Item{"x\ty": attr.NumSet("1", "2")})}
+	s.Append(Change{EventName: "MOD\x02IFY\"", Keys: attr.Item{"pk": img["pk"]}, Old: img, New: img, Service: true})
+	body, _ := json.Marshal(map[string]string{"ShardIterator": getIter(t, e, s.ARN(), s.Shards()[0].ID, "TRIM_HORIZON", "")})
+	resp, err := e.reg.Handle(bg, "GetRecords", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := resp.(*getRecordsOut).MarshalJSON()
+	if err != nil || !json.Valid(b) {
+		t.Fatalf("invalid JSON (%v): %s", err, b)
 	}
 }
