@@ -76,7 +76,7 @@ func TestParseNumber(t *testing.T) {
 		}
 		// Canonical strings parse back to themselves.
 		n2, err := ParseNumber(n.String())
-		if err != nil || n2 != n {
+		if err != nil || n2.Cmp(n) != 0 || n2.String() != n.String() {
 			t.Errorf("round trip of %q: %v %v", tc.in, n2, err)
 		}
 	}
@@ -551,7 +551,7 @@ func FuzzParseNumber(f *testing.F) {
 		if err != nil {
 			t.Fatalf("canonical %q of %q does not parse: %v", c, s, err)
 		}
-		if n2 != n || n2.String() != c {
+		if n2.Cmp(n) != 0 || n2.String() != c {
 			t.Fatalf("round trip %q -> %q -> %q", s, c, n2.String())
 		}
 		if n.Cmp(n2) != 0 || !bytes.Equal(AppendNumberKey(nil, n), AppendNumberKey(nil, n2)) {

@@ -42,11 +42,18 @@ func AppendNumberKey(dst []byte, n Number) []byte {
 		return append(dst, keyZero)
 	case 1:
 		dst = append(dst, keyPos, byte(n.exp-minExp))
-		return append(dst, n.digits...)
+		for i := 0; i < len(n.mant); i++ {
+			if n.mant[i] != '.' {
+				dst = append(dst, n.mant[i])
+			}
+		}
+		return dst
 	}
 	dst = append(dst, keyNeg, byte(255-(n.exp-minExp)))
-	for i := 0; i < len(n.digits); i++ {
-		dst = append(dst, '9'-n.digits[i]+'0')
+	for i := 0; i < len(n.mant); i++ {
+		if n.mant[i] != '.' {
+			dst = append(dst, '9'-n.mant[i]+'0')
+		}
 	}
 	return append(dst, keyTerm)
 }

@@ -28,13 +28,40 @@ const (
 // Number is a DynamoDB decimal: up to 38 significant digits, magnitude
 // between 1E-130 and 9.99…E+125, or zero. It is never a float64.
 //
-// The zero Number is 0. A non-zero Number is sign × 0.digits × 10^exp where
-// digits has no leading or trailing zeros, so equal values have equal
-// representations.
+// The zero Number is 0. A non-zero Number is sign × 0.d1d2…dk × 10^exp
+// where the significant digits d have no leading or trailing zeros. To
+// parse without allocating, the digits are kept as the span of the input
+// they were read from, which may contain one decimal point (at index dot).
+// Compare Numbers with Cmp, not ==.
 type Number struct {
-	neg    bool
-	digits string // significant digits, "" for zero
-	exp    int
+	neg  bool
+	mant string // significant digits, possibly with one '.'; "" for zero
+	dot  int    // index of '.' in mant, or -1
+	exp  int
+}
+
+// nd returns the number of significant digits.
+func (n Number) nd() int {
+	if n.dot > 0 {
+		return len(n.mant) - 1
+	}
+	return len(n.mant)
+}
+
+// digit returns the i-th significant digit character.
+func (n Number) digit(i int) byte {
+	if n.dot > 0 && i >= n.dot {
+		return n.mant[i+1]
+	}
+	return n.mant[i]
+}
+
+// digits returns the significant digits without the point.
+func (n Number) digits() string {
+	if n.dot <= 0 {
+		return n.mant
+	}
+	return n.mant[:n.dot] + n.mant[n.dot+1:]
 }
 
 // ParseNumber parses a decimal ("12", "-0.5", "+3.") or exponent form
@@ -118,11 +145,9 @@ func parseNumber(s string) (Number, string) {
 	}
 	// value = 0.d(firstNZ)... × 10^(intDigits - firstNZIdx + e)
 	exp := intDigits - firstNZIdx + e
-	digits := s[firstNZ : lastNZ+1]
-	if strings.IndexByte(digits, '.') >= 0 {
-		digits = strings.Replace(digits, ".", "", 1)
-	}
-	if len(digits) > MaxDigits {
+	n := Number{neg: neg, mant: s[firstNZ : lastNZ+1], dot: -1, exp: exp}
+	n.dot = strings.IndexByte(n.mant, '.')
+	if n.nd() > MaxDigits {
 		return Number{}, msgPrecision
 	}
 	if exp > maxExp {
@@ -131,16 +156,16 @@ func parseNumber(s string) (Number, string) {
 	if exp < minExp {
 		return Number{}, msgUnderflow
 	}
-	return Number{neg: neg, digits: digits, exp: exp}, ""
+	return n, ""
 }
 
 // IsZero reports whether n is 0.
-func (n Number) IsZero() bool { return n.digits == "" }
+func (n Number) IsZero() bool { return n.mant == "" }
 
 // Sign returns -1, 0 or +1.
 func (n Number) Sign() int {
 	switch {
-	case n.digits == "":
+	case n.mant == "":
 		return 0
 	case n.neg:
 		return -1
@@ -151,43 +176,15 @@ func (n Number) Sign() int {
 // String returns the canonical decimal form: no exponent, no leading zeros,
 // no trailing zeros after the point, "0" for zero ("1.5E+2" -> "150").
 func (n Number) String() string {
-	if n.digits == "" {
+	if n.mant == "" {
 		return "0"
 	}
-	var b strings.Builder
-	d := n.digits
-	size := len(d) + 2
-	if n.exp <= 0 {
-		size += -n.exp + 1
-	} else if n.exp > len(d) {
-		size += n.exp - len(d)
-	}
-	b.Grow(size)
-	if n.neg {
-		b.WriteByte('-')
-	}
-	switch {
-	case n.exp <= 0:
-		b.WriteString("0.")
-		for i := 0; i < -n.exp; i++ {
-			b.WriteByte('0')
-		}
-		b.WriteString(d)
-	case n.exp >= len(d):
-		b.WriteString(d)
-		for i := len(d); i < n.exp; i++ {
-			b.WriteByte('0')
-		}
-	default:
-		b.WriteString(d[:n.exp])
-		b.WriteByte('.')
-		b.WriteString(d[n.exp:])
-	}
-	return b.String()
+	var buf [64]byte
+	return string(n.appendCanonical(buf[:0]))
 }
 
 // Digits returns the number of significant digits (0 for zero).
-func (n Number) Digits() int { return len(n.digits) }
+func (n Number) Digits() int { return n.nd() }
 
 // Cmp compares n and o numerically: -1, 0 or +1.
 func (n Number) Cmp(o Number) int {
@@ -208,7 +205,7 @@ func (n Number) Cmp(o Number) int {
 	case n.exp > o.exp:
 		c = 1
 	default:
-		c = strings.Compare(n.digits, o.digits)
+		c = compareDigits(n, o)
 	}
 	if sn < 0 {
 		c = -c
@@ -216,9 +213,31 @@ func (n Number) Cmp(o Number) int {
 	return c
 }
 
+// compareDigits compares significant digit strings as 0.d fractions: a
+// proper prefix is the smaller.
+func compareDigits(n, o Number) int {
+	a, b := n.nd(), o.nd()
+	for i := 0; i < a && i < b; i++ {
+		x, y := n.digit(i), o.digit(i)
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 // Neg returns -n.
 func (n Number) Neg() Number {
-	if n.digits == "" {
+	if n.mant == "" {
 		return n
 	}
 	n.neg = !n.neg
@@ -228,10 +247,10 @@ func (n Number) Neg() Number {
 // Add returns n+o, or a ValidationException when the exact result needs
 // more than 38 significant digits or leaves DynamoDB's range.
 func (n Number) Add(o Number) (Number, error) {
-	if o.digits == "" {
+	if o.mant == "" {
 		return n, nil
 	}
-	if n.digits == "" {
+	if n.mant == "" {
 		return o, nil
 	}
 	a, as := n.big()
@@ -256,11 +275,11 @@ func (n Number) Sub(o Number) (Number, error) { return n.Add(o.Neg()) }
 
 // big returns n as an integer i and scale s with n = i × 10^s.
 func (n Number) big() (*big.Int, int) {
-	i, _ := new(big.Int).SetString(n.digits, 10)
+	i, _ := new(big.Int).SetString(n.digits(), 10)
 	if n.neg {
 		i.Neg(i)
 	}
-	return i, n.exp - len(n.digits)
+	return i, n.exp - n.nd()
 }
 
 func fromBig(i *big.Int, scale int) (Number, error) {
@@ -280,13 +299,13 @@ func fromBig(i *big.Int, scale int) (Number, error) {
 	if len(s) > MaxDigits {
 		return Number{}, awserr.Validation(msgPrecision)
 	}
-	return Number{neg: neg, digits: s, exp: exp}, nil
+	return Number{neg: neg, mant: s, dot: -1, exp: exp}, nil
 }
 
 // EpochSeconds returns the integer part of n (the fraction truncated toward
 // zero) as an int64, and false when it does not fit.
 func (n Number) EpochSeconds() (int64, bool) {
-	if n.digits == "" || n.exp <= 0 {
+	if n.mant == "" || n.exp <= 0 {
 		return 0, true
 	}
 	if n.exp > 19 {
@@ -295,8 +314,8 @@ func (n Number) EpochSeconds() (int64, bool) {
 	var u uint64
 	for k := 0; k < n.exp; k++ {
 		d := uint64(0)
-		if k < len(n.digits) {
-			d = uint64(n.digits[k] - '0')
+		if k < n.nd() {
+			d = uint64(n.digit(k) - '0')
 		}
 		u = u*10 + d
 	}
@@ -313,11 +332,53 @@ func (n Number) EpochSeconds() (int64, bool) {
 	return int64(u), true
 }
 
-// canonicalNumber parses s and returns its canonical string.
+// canonicalNumber parses s and returns its canonical string, reusing s
+// when it already is canonical (the usual case) so nothing is allocated.
 func canonicalNumber(s string) (string, string) {
 	n, msg := parseNumber(s)
 	if msg != "" {
 		return "", msg
 	}
+	var buf [64]byte
+	if c := n.appendCanonical(buf[:0]); string(c) == s {
+		return s, ""
+	}
 	return n.String(), ""
+}
+
+// appendCanonical appends String()'s form of n to dst.
+func (n Number) appendCanonical(dst []byte) []byte {
+	if n.mant == "" {
+		return append(dst, '0')
+	}
+	if n.neg {
+		dst = append(dst, '-')
+	}
+	nd := n.nd()
+	switch {
+	case n.exp <= 0:
+		dst = append(dst, '0', '.')
+		for i := 0; i < -n.exp; i++ {
+			dst = append(dst, '0')
+		}
+		for i := 0; i < nd; i++ {
+			dst = append(dst, n.digit(i))
+		}
+	case n.exp >= nd:
+		for i := 0; i < nd; i++ {
+			dst = append(dst, n.digit(i))
+		}
+		for i := nd; i < n.exp; i++ {
+			dst = append(dst, '0')
+		}
+	default:
+		for i := 0; i < n.exp; i++ {
+			dst = append(dst, n.digit(i))
+		}
+		dst = append(dst, '.')
+		for i := n.exp; i < nd; i++ {
+			dst = append(dst, n.digit(i))
+		}
+	}
+	return dst
 }

@@ -68,7 +68,7 @@ func valueSize(v Value) int {
 
 func numberSize(s string) int {
 	n, msg := parseNumber(s)
-	d := len(n.digits)
+	d := n.nd()
 	if msg != "" {
 		d = len(s)
 	}

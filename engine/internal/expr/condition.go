@@ -43,13 +43,13 @@ func (o cmpOp) String() string { return cmpNames[o] }
 
 // cond is one node of a condition tree.
 type cond struct {
-	kind   condKind
-	op     cmpOp
-	paren  bool // written inside parentheses
-	l, r   *cond
-	a      operand   // left operand / function's first argument
-	b, c   operand   // right operand; BETWEEN bounds; function's second argument
-	list   []operand // IN list
+	kind  condKind
+	op    cmpOp
+	paren bool // written inside parentheses
+	l, r  *cond
+	// args are the operands: left and right of a comparison; value, lower
+	// and upper bound of BETWEEN; value then list of IN; a function's arguments.
+	args   []operand
 	typ    attr.Type // attribute_type
 	fnName string
 }
@@ -177,7 +177,7 @@ func (ps *parser) parsePrimary() *cond {
 	if isFunc && !ps.isKeyword("BETWEEN") && !ps.isKeyword("IN") && (ps.tok.kind < tEq || ps.tok.kind > tGe) {
 		// A function that is not a condition, used as one.
 		ps.semantic("The function is not allowed to be used this way in an expression; function: %s", a.text)
-		return &cond{kind: cExists, a: a}
+		return &cond{kind: cExists, args: []operand{a}}
 	}
 	switch {
 	case ps.isKeyword("BETWEEN"):
@@ -190,14 +190,15 @@ func (ps *parser) parsePrimary() *cond {
 		ps.advance()
 		hi := ps.parseCondOperand()
 		ps.checkBetween(&a, &lo, &hi)
-		return &cond{kind: cBetween, a: a, b: lo, c: hi}
+		return &cond{kind: cBetween, args: []operand{a, lo, hi}}
 	case ps.isKeyword("IN"):
 		ps.advance()
 		list := ps.parseArgs(ps.parseCondOperand)
 		if len(list) > MaxInOperands {
 			ps.semantic("The IN operator is provided with too many operands; number of operands: %d", len(list))
 		}
-		return &cond{kind: cIn, a: a, list: list}
+		args := make([]operand, 0, len(list)+1)
+		return &cond{kind: cIn, args: append(append(args, a), list...)}
 	}
 	var op cmpOp
 	switch ps.tok.kind {
@@ -223,7 +224,7 @@ func (ps *parser) parsePrimary() *cond {
 		ps.literalType(op.String(), &a, attr.N, attr.S, attr.B)
 		ps.literalType(op.String(), &b, attr.N, attr.S, attr.B)
 	}
-	return &cond{kind: cCmp, op: op, a: a, b: b}
+	return &cond{kind: cCmp, op: op, args: []operand{a, b}}
 }
 
 func (ps *parser) checkBetween(a, lo, hi *operand) {
@@ -300,12 +301,12 @@ func (ps *parser) parseCondFunc(name string) *cond {
 			c.kind = cNotExists
 		}
 		if ps.nArgs(name, args, 1) && ps.needPath(name, &args[0]) {
-			c.a = args[0]
+			c.args = args
 		}
 	case "attribute_type":
 		c.kind = cType
 		if ps.nArgs(name, args, 2) && ps.needPath(name, &args[0]) {
-			c.a = args[0]
+			c.args = args
 			t := args[1]
 			if t.kind != opValue {
 				ps.semantic("Incorrect operand type for operator or function; operator or function: %s, operand type: %s", name, "document path")
@@ -322,14 +323,14 @@ func (ps *parser) parseCondFunc(name string) *cond {
 	case "begins_with":
 		c.kind = cBeginsWith
 		if ps.nArgs(name, args, 2) {
-			c.a, c.b = args[0], args[1]
-			ps.literalType(name, &c.a, attr.S, attr.B)
-			ps.literalType(name, &c.b, attr.S, attr.B)
+			c.args = args
+			ps.literalType(name, &args[0], attr.S, attr.B)
+			ps.literalType(name, &args[1], attr.S, attr.B)
 		}
 	case "contains":
 		c.kind = cContains
 		if ps.nArgs(name, args, 2) {
-			c.a, c.b = args[0], args[1]
+			c.args = args
 		}
 	}
 	return c
@@ -385,8 +386,8 @@ func (c *cond) eval(item attr.Item) bool {
 	case cNot:
 		return !c.l.eval(item)
 	case cCmp:
-		a, oka := c.a.value(item)
-		b, okb := c.b.value(item)
+		a, oka := c.args[0].value(item)
+		b, okb := c.args[1].value(item)
 		if !oka || !okb {
 			return c.op == opNe
 		}
@@ -410,9 +411,9 @@ func (c *cond) eval(item attr.Item) bool {
 		}
 		return r >= 0
 	case cBetween:
-		a, ok1 := c.a.value(item)
-		lo, ok2 := c.b.value(item)
-		hi, ok3 := c.c.value(item)
+		a, ok1 := c.args[0].value(item)
+		lo, ok2 := c.args[1].value(item)
+		hi, ok3 := c.args[2].value(item)
 		if !ok1 || !ok2 || !ok3 {
 			return false
 		}
@@ -420,28 +421,28 @@ func (c *cond) eval(item attr.Item) bool {
 		r2, ok2 := attr.Compare(a, hi)
 		return ok1 && ok2 && r1 >= 0 && r2 <= 0
 	case cIn:
-		a, ok := c.a.value(item)
+		a, ok := c.args[0].value(item)
 		if !ok {
 			return false
 		}
-		for i := range c.list {
-			if b, ok := c.list[i].value(item); ok && attr.Equal(a, b) {
+		for i := 1; i < len(c.args); i++ {
+			if b, ok := c.args[i].value(item); ok && attr.Equal(a, b) {
 				return true
 			}
 		}
 		return false
 	case cExists:
-		_, ok := c.a.path.resolve(item)
+		_, ok := c.args[0].path.resolve(item)
 		return ok
 	case cNotExists:
-		_, ok := c.a.path.resolve(item)
+		_, ok := c.args[0].path.resolve(item)
 		return !ok
 	case cType:
-		v, ok := c.a.path.resolve(item)
+		v, ok := c.args[0].path.resolve(item)
 		return ok && v.T == c.typ
 	case cBeginsWith:
-		a, ok1 := c.a.value(item)
-		b, ok2 := c.b.value(item)
+		a, ok1 := c.args[0].value(item)
+		b, ok2 := c.args[1].value(item)
 		if !ok1 || !ok2 || a.T != b.T {
 			return false
 		}
@@ -453,8 +454,8 @@ func (c *cond) eval(item attr.Item) bool {
 		}
 		return false
 	case cContains:
-		a, ok1 := c.a.value(item)
-		b, ok2 := c.b.value(item)
+		a, ok1 := c.args[0].value(item)
+		b, ok2 := c.args[1].value(item)
 		if !ok1 || !ok2 {
 			return false
 		}

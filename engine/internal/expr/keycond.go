@@ -128,7 +128,7 @@ func keyPartOf(c *cond) (keyPart, error) {
 	}
 	switch c.kind {
 	case cCmp:
-		a, b := &c.a, &c.b
+		a, b := &c.args[0], &c.args[1]
 		op := c.op.String()
 		if a.kind == opValue && b.kind == opPath {
 			a, b = b, a
@@ -143,30 +143,30 @@ func keyPartOf(c *cond) (keyPart, error) {
 		}
 		return keyPart{name: name, op: op, values: []attr.Value{b.val}}, nil
 	case cBetween:
-		name, err := keyPath(&c.a)
+		name, err := keyPath(&c.args[0])
 		if err != nil {
 			return keyPart{}, err
 		}
-		if err := needValue(&c.b); err != nil {
+		if err := needValue(&c.args[1]); err != nil {
 			return keyPart{}, err
 		}
-		if err := needValue(&c.c); err != nil {
+		if err := needValue(&c.args[2]); err != nil {
 			return keyPart{}, err
 		}
-		return keyPart{name: name, op: "BETWEEN", values: []attr.Value{c.b.val, c.c.val}}, nil
+		return keyPart{name: name, op: "BETWEEN", values: []attr.Value{c.args[1].val, c.args[2].val}}, nil
 	}
 	// begins_with
-	name, err := keyPath(&c.a)
+	name, err := keyPath(&c.args[0])
 	if err != nil {
 		return keyPart{}, err
 	}
-	if err := needValue(&c.b); err != nil {
+	if err := needValue(&c.args[1]); err != nil {
 		return keyPart{}, err
 	}
-	if c.b.val.T != attr.S && c.b.val.T != attr.B {
-		return keyPart{}, awserr.Validation("Invalid %s: Incorrect operand type for operator or function; operator or function: begins_with, operand type: %s", kindKey, c.b.val.T)
+	if c.args[1].val.T != attr.S && c.args[1].val.T != attr.B {
+		return keyPart{}, awserr.Validation("Invalid %s: Incorrect operand type for operator or function; operator or function: begins_with, operand type: %s", kindKey, c.args[1].val.T)
 	}
-	return keyPart{name: name, op: "begins_with", values: []attr.Value{c.b.val}}, nil
+	return keyPart{name: name, op: "begins_with", values: []attr.Value{c.args[1].val}}, nil
 }
 
 // Validate checks the condition against a table's or index's key schema

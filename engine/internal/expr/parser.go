@@ -319,7 +319,7 @@ func (ps *parser) parseArgs(arg func() operand) []operand {
 	if !ps.expect(tLParen) {
 		return nil
 	}
-	var args []operand
+	args := make([]operand, 0, 2)
 	for ps.err == nil {
 		args = append(args, arg())
 		if ps.tok.kind == tComma {
