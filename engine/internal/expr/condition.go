@@ -152,7 +152,7 @@ func (ps *parser) parsePrimary() *cond {
 	if ps.err != nil {
 		return nil
 	}
-	if ps.tok.kind == tLParen {
+	if ps.tok.kind == tLParen && !ps.parenIsOperand() {
 		ps.advance()
 		x := ps.parseOr()
 		if !ps.expect(tRParen) {
@@ -160,7 +160,7 @@ func (ps *parser) parsePrimary() *cond {
 		}
 		if x != nil {
 			if x.paren {
-				ps.semantic("The expression has redundant parentheses;")
+				ps.semantic(eParens, "The expression has redundant parentheses;")
 			}
 			x.paren = true
 		}
@@ -176,7 +176,7 @@ func (ps *parser) parsePrimary() *cond {
 	}
 	if isFunc && !ps.isKeyword("BETWEEN") && !ps.isKeyword("IN") && (ps.tok.kind < tEq || ps.tok.kind > tGe) {
 		// A function that is not a condition, used as one.
-		ps.semantic("The function is not allowed to be used this way in an expression; function: %s", a.text)
+		ps.semantic(eMisusedFunc, "The function is not allowed to be used this way in an expression; function: %s", a.text)
 		return &cond{kind: cExists, args: []operand{a}}
 	}
 	switch {
@@ -195,7 +195,7 @@ func (ps *parser) parsePrimary() *cond {
 		ps.advance()
 		list := ps.parseArgs(ps.parseCondOperand)
 		if len(list) > MaxInOperands {
-			ps.semantic("The IN operator is provided with too many operands; number of operands: %d", len(list))
+			ps.semantic(eOperand, "The IN operator is provided with too many operands; number of operands: %d", len(list))
 		}
 		args := make([]operand, 0, len(list)+1)
 		return &cond{kind: cIn, args: append(append(args, a), list...)}
@@ -220,26 +220,55 @@ func (ps *parser) parsePrimary() *cond {
 	}
 	ps.advance()
 	b := ps.parseCondOperand()
-	if op >= opLt {
-		ps.literalType(op.String(), &a, attr.N, attr.S, attr.B)
-		ps.literalType(op.String(), &b, attr.N, attr.S, attr.B)
-	}
+	ps.checkDistinct(op.String(), &a, &b)
 	return &cond{kind: cCmp, op: op, args: []operand{a, b}}
 }
 
 func (ps *parser) checkBetween(a, lo, hi *operand) {
-	for _, o := range []*operand{a, lo, hi} {
-		ps.literalType("BETWEEN", o, attr.N, attr.S, attr.B)
-	}
 	if lo.kind == opValue && hi.kind == opValue && lo.val.T != 0 && hi.val.T != 0 {
 		if lo.val.T != hi.val.T {
-			ps.semantic("The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: {%s:%s}, upper bound operand: AttributeValue: {%s:%s}",
+			ps.semantic(eFunction, "The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: {%s:%s}, upper bound operand: AttributeValue: {%s:%s}",
 				lo.val.T, scalarText(lo.val), hi.val.T, scalarText(hi.val))
 		} else if c, ok := attr.Compare(lo.val, hi.val); ok && c > 0 {
-			ps.semantic("The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: {%s:%s}, upper bound operand: AttributeValue: {%s:%s}",
+			ps.semantic(eFunction, "The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: {%s:%s}, upper bound operand: AttributeValue: {%s:%s}",
 				lo.val.T, scalarText(lo.val), hi.val.T, scalarText(hi.val))
 		}
 	}
+}
+
+// checkDistinct rejects an operator or function whose two operands are the
+// same document path, as DynamoDB does.
+func (ps *parser) checkDistinct(op string, a, b *operand) {
+	if a.kind != opPath || b.kind != opPath || len(a.path) != len(b.path) {
+		return
+	}
+	for i := range a.path {
+		if a.path[i] != b.path[i] {
+			return
+		}
+	}
+	ps.semantic(eDistinct, "The first operand must be distinct from the remaining operands for this operator or function; operator: %s, first operand: %s", op, a.path)
+}
+
+// parenIsOperand looks ahead from a '(' to its matching ')' and reports
+// whether a comparator, BETWEEN or IN follows, that is, whether the
+// parentheses enclose an operand rather than a condition.
+func (ps *parser) parenIsOperand() bool {
+	l := ps.lx
+	depth := 1
+	for depth > 0 {
+		t := l.next()
+		switch t.kind {
+		case tEOF:
+			return false
+		case tLParen:
+			depth++
+		case tRParen:
+			depth--
+		}
+	}
+	t := l.next()
+	return t.kind >= tEq && t.kind <= tGe || keyword(ps.src, t, "BETWEEN") || keyword(ps.src, t, "IN")
 }
 
 func scalarText(v attr.Value) string {
@@ -255,6 +284,19 @@ func (ps *parser) parseCondOperand() operand {
 		return operand{}
 	}
 	switch ps.tok.kind {
+	case tLParen:
+		if !ps.enter() {
+			return operand{}
+		}
+		defer ps.leave()
+		ps.advance()
+		o := ps.parseCondOperand()
+		ps.expect(tRParen)
+		if o.paren {
+			ps.semantic(eParens, "The expression has redundant parentheses;")
+		}
+		o.paren = true
+		return o
 	case tValue:
 		return ps.parseValueRef()
 	case tIdent, tName:
@@ -265,16 +307,19 @@ func (ps *parser) parseCondOperand() operand {
 			switch cls {
 			case fnOperand:
 			case fnCondition:
-				ps.semantic("The function is not allowed to be used this way in an expression; function: %s", name)
+				ps.semantic(eMisusedFunc, "The function is not allowed to be used this way in an expression; function: %s", name)
 			case fnUpdate:
-				ps.semantic("The function is not allowed in a %s; function: %s", strings.TrimSuffix(ps.kind, "Expression")+" expression", name)
+				ps.semantic(eMisusedFunc, "The function is not allowed in a %s; function: %s", strings.TrimSuffix(ps.kind, "Expression")+" expression", name)
 			default:
-				ps.semantic("Invalid function name; function: %s", name)
+				ps.semantic(eUnknownFunc, "Invalid function name; function: %s", name)
 			}
 			args := ps.parseArgs(ps.parseCondOperand)
 			o := operand{kind: opSize, text: name}
-			if cls == fnOperand && ps.nArgs(name, args, 1) && ps.needPath(name, &args[0]) {
-				o.path = args[0].path
+			if cls == fnOperand && ps.nArgs(name, args, 1) {
+				o.args = args
+				if t := args[0].val.T; args[0].kind == opValue && (t == attr.N || t == attr.BOOL || t == attr.NULL) {
+					ps.semantic(eFunction, "Incorrect operand type for operator or function; operator or function: %s, operand type: %s", name, t)
+				}
 			}
 			return o
 		}
@@ -309,14 +354,14 @@ func (ps *parser) parseCondFunc(name string) *cond {
 			c.args = args
 			t := args[1]
 			if t.kind != opValue {
-				ps.semantic("Incorrect operand type for operator or function; operator or function: %s, operand type: %s", name, "document path")
+				ps.semantic(eFunction, "Incorrect operand type for operator or function; operator or function: %s, operand type: %s", name, "document path")
 			} else if t.val.T != 0 {
 				if t.val.T != attr.S {
-					ps.semantic("Incorrect operand type for operator or function; operator or function: %s, operand type: %s", name, t.val.T)
+					ps.semantic(eFunction, "Incorrect operand type for operator or function; operator or function: %s, operand type: %s", name, t.val.T)
 				} else if ty, ok := attr.ParseType(t.val.S); ok {
 					c.typ = ty
 				} else {
-					ps.semantic("Invalid attribute type name found; type: %s, valid types: { B,NULL,SS,BOOL,L,BS,N,NS,S,M }", t.val.S)
+					ps.semantic(eFunction, "Invalid attribute type name found; type: %s, valid types: {B,NULL,SS,BOOL,L,BS,N,NS,S,M}", t.val.S)
 				}
 			}
 		}
@@ -324,6 +369,7 @@ func (ps *parser) parseCondFunc(name string) *cond {
 		c.kind = cBeginsWith
 		if ps.nArgs(name, args, 2) {
 			c.args = args
+			ps.checkDistinct(name, &args[0], &args[1])
 			ps.literalType(name, &args[0], attr.S, attr.B)
 			ps.literalType(name, &args[1], attr.S, attr.B)
 		}
@@ -331,6 +377,7 @@ func (ps *parser) parseCondFunc(name string) *cond {
 		c.kind = cContains
 		if ps.nArgs(name, args, 2) {
 			c.args = args
+			ps.checkDistinct(name, &args[0], &args[1])
 		}
 	}
 	return c
@@ -344,7 +391,7 @@ func (o *operand) value(item attr.Item) (attr.Value, bool) {
 	case opPath:
 		return o.path.resolve(item)
 	case opSize:
-		v, ok := o.path.resolve(item)
+		v, ok := o.args[0].value(item)
 		if !ok {
 			return attr.Value{}, false
 		}

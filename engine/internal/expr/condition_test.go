@@ -216,6 +216,17 @@ func TestConditionEval(t *testing.T) {
 		{"attribute_exists(n) AND (s = :s OR s = :a) AND NOT contains(ss, :blue)", true},
 		{"((n = :n10) AND (s = :s)) OR (n = :n5)", true},
 		{"\tn\n=\r:n10 ", true},
+		// parenthesized operands
+		{"(n) = :n10", true},
+		{"(n) = (:n10) AND ((s) = :s)", true},
+		{"(size(s)) > :n5", true},
+		{"(n) BETWEEN (:n5) AND :n20", true},
+		{"n IN ((:n5), :n10)", true},
+		{"((n) = :n10)", true},
+		{"NOT (n) = :n10", false},
+		{"size(:s) > :n5", true},
+		{"n < :t", false},
+		{"m.a <> l[1]", true},
 	}
 	for _, tc := range tests {
 		c, err := parseCond(t, tc.expr)
@@ -303,15 +314,19 @@ func TestConditionErrors(t *testing.T) {
 		{"begins_with(s)", "Incorrect number of operands for operator or function; operator or function: begins_with, number of operands: 1"},
 		{"begins_with(s, :n5)", "Incorrect operand type for operator or function; operator or function: begins_with, operand type: N"},
 		{"attribute_type(s, :n5)", "Incorrect operand type for operator or function; operator or function: attribute_type, operand type: N"},
-		{"attribute_type(s, :typeBad)", "Invalid attribute type name found; type: STRING, valid types: { B,NULL,SS,BOOL,L,BS,N,NS,S,M }"},
-		{"size(:s) = :n5", "Operator or function requires a document path; operator or function: size"},
+		{"attribute_type(s, :typeBad)", "Invalid attribute type name found; type: STRING, valid types: {B,NULL,SS,BOOL,L,BS,N,NS,S,M}"},
+		{"size(:n5) = :n5", "Incorrect operand type for operator or function; operator or function: size, operand type: N"},
+		{"n = n", "The first operand must be distinct from the remaining operands for this operator or function; operator: =, first operand: [n]"},
+		{"#m.a < m.a", "The first operand must be distinct from the remaining operands for this operator or function; operator: <, first operand: [m, a]"},
+		{"contains(l[1], l[1])", "operator: contains, first operand: [l, [1]]"},
+		{"((n)) = :n5", "The expression has redundant parentheses;"},
+		{"(n = :n5", `Syntax error; token: "<EOF>"`},
+		{"(n) = :n5)", `Syntax error; token: ")"`},
 		{"size(s)", "The function is not allowed to be used this way in an expression; function: size"},
 		{"attribute_exists(n) = :t", "Syntax error"},
 		{"size(attribute_exists(n)) = :n5", "The function is not allowed to be used this way in an expression; function: attribute_exists"},
 		{"list_append(l, l) = :l3", "function: list_append"},
 		// operand types
-		{"n < :t", "Incorrect operand type for operator or function; operator or function: <, operand type: BOOL"},
-		{"n >= :m", "operator or function: >=, operand type: M"},
 		{"n BETWEEN :n20 AND :n5", "The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: {N:20}, upper bound operand: AttributeValue: {N:5}"},
 		{"n BETWEEN :n5 AND :s", "The BETWEEN operator requires same data type for lower and upper bounds"},
 		// redundant parentheses

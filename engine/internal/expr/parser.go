@@ -99,20 +99,47 @@ const (
 
 // operand is a value-producing term of an expression.
 type operand struct {
-	kind opKind
-	path path
-	val  attr.Value
-	args []operand // function arguments or the two sides of + and -
-	text string    // source text, for messages
+	kind  opKind
+	path  path
+	val   attr.Value
+	args  []operand // function arguments or the two sides of + and -
+	text  string    // source text, for messages
+	paren bool      // written inside parentheses
 }
 
 func (o *operand) isPath() bool { return o.kind == opPath }
 
+// errCat classifies semantic errors. DynamoDB reports at most one error per
+// expression; when several are present, the category decides which.
+type errCat uint8
+
+const (
+	eParens errCat = iota
+	eUnknownFunc
+	eMisusedFunc
+	eReserved
+	eSection
+	eUndefName
+	eUndefValue
+	ePaths
+	eOperand
+	eDistinct
+	eFunction
+	eOther
+	nErrCats
+)
+
+// Reporting order of the categories, per expression family.
+var (
+	condOrder   = []errCat{eParens, eUnknownFunc, eMisusedFunc, eReserved, eUndefName, eUndefValue, eOperand, eDistinct, eFunction, eOther}
+	updateOrder = []errCat{eReserved, eUnknownFunc, eMisusedFunc, eSection, eUndefName, eUndefValue, ePaths, eOperand, eFunction, eOther}
+)
+
 // parser is the recursive-descent parser shared by every expression kind.
 // Syntax errors are sticky: the first one is kept and the token stream is
 // forced to EOF so every loop ends. Semantic errors (undefined or reserved
-// names, wrong operand types) are kept separately and reported only when
-// the syntax is valid, as DynamoDB does.
+// names, wrong operand types, ...) are kept per category and reported only
+// when the syntax is valid, as DynamoDB does.
 type parser struct {
 	lx    lexer
 	src   string
@@ -121,15 +148,17 @@ type parser struct {
 	prev  token
 	p     *Params
 	depth int
+	order []errCat
 
-	err       error // first syntax error
-	reservErr error // first reserved-word use
-	undefErr  error // first undefined placeholder
-	semErr    error // first other semantic error
+	err  error // first syntax error
+	errs [nErrCats]error
 }
 
 func newParser(kind, src string, p *Params) *parser {
-	ps := &parser{lx: lexer{src: src}, src: src, kind: kind, p: p}
+	ps := &parser{lx: lexer{src: src}, src: src, kind: kind, p: p, order: condOrder}
+	if kind == kindUpdate || kind == kindProjection {
+		ps.order = updateOrder
+	}
 	ps.tok = ps.lx.next()
 	ps.prev = token{kind: tEOF, start: -1}
 	return ps
@@ -146,17 +175,18 @@ func checkSize(kind, s string) error {
 	return nil
 }
 
-// result returns the error to report, by precedence.
+// result returns the error to report: a syntax error, else the first
+// semantic error in the kind's reporting order.
 func (ps *parser) result() error {
-	switch {
-	case ps.err != nil:
+	if ps.err != nil {
 		return ps.err
-	case ps.reservErr != nil:
-		return ps.reservErr
-	case ps.undefErr != nil:
-		return ps.undefErr
 	}
-	return ps.semErr
+	for _, c := range ps.order {
+		if ps.errs[c] != nil {
+			return ps.errs[c]
+		}
+	}
+	return nil
 }
 
 func (ps *parser) text(t token) string { return ps.src[t.start:t.end] }
@@ -194,10 +224,10 @@ func (ps *parser) fail() {
 	ps.lx.pos = len(ps.src)
 }
 
-// semantic records a non-syntax error (first one wins).
-func (ps *parser) semantic(format string, args ...any) {
-	if ps.semErr == nil {
-		ps.semErr = awserr.Validation("Invalid "+ps.kind+": "+format, args...)
+// semantic records a non-syntax error of a category (first one wins).
+func (ps *parser) semantic(c errCat, format string, args ...any) {
+	if ps.errs[c] == nil {
+		ps.errs[c] = awserr.Validation("Invalid "+ps.kind+": "+format, args...)
 	}
 }
 
@@ -218,16 +248,16 @@ func (ps *parser) pathElemName() (string, bool) {
 	switch t.kind {
 	case tIdent:
 		name := ps.text(t)
-		if isReserved(name) && ps.reservErr == nil {
-			ps.reservErr = awserr.Validation("Invalid %s: Attribute name is a reserved keyword; reserved keyword: %s", ps.kind, name)
+		if isReserved(name) {
+			ps.semantic(eReserved, "Attribute name is a reserved keyword; reserved keyword: %s", name)
 		}
 		ps.advance()
 		return name, true
 	case tName:
 		ref := ps.text(t)
 		name, ok := ps.p.name(ref)
-		if !ok && ps.undefErr == nil {
-			ps.undefErr = awserr.Validation("Invalid %s: An expression attribute name used in the document path is not defined; attribute name: %s", ps.kind, ref)
+		if !ok {
+			ps.semantic(eUndefName, "An expression attribute name used in the document path is not defined; attribute name: %s", ref)
 		}
 		ps.advance()
 		return name, true
@@ -271,7 +301,7 @@ func (ps *parser) parsePath() path {
 			p = append(p, pathElem{idx: n})
 		default:
 			if len(p)-1 > MaxPathDepth {
-				ps.semantic("The document path has too many nesting levels; nesting levels: %d", len(p)-1)
+				ps.semantic(eOther, "The document path has too many nesting levels; nesting levels: %d", len(p)-1)
 			}
 			return p
 		}
@@ -283,8 +313,8 @@ func (ps *parser) parsePath() path {
 func (ps *parser) parseValueRef() operand {
 	ref := ps.text(ps.tok)
 	v, ok := ps.p.value(ref)
-	if !ok && ps.undefErr == nil {
-		ps.undefErr = awserr.Validation("Invalid %s: An expression attribute value used in expression is not defined; attribute value: %s", ps.kind, ref)
+	if !ok {
+		ps.semantic(eUndefValue, "An expression attribute value used in expression is not defined; attribute value: %s", ref)
 	}
 	ps.advance()
 	return operand{kind: opValue, val: v, text: ref}
@@ -334,7 +364,7 @@ func (ps *parser) parseArgs(arg func() operand) []operand {
 
 func (ps *parser) nArgs(fn string, args []operand, n int) bool {
 	if len(args) != n {
-		ps.semantic("Incorrect number of operands for operator or function; operator or function: %s, number of operands: %d", fn, len(args))
+		ps.semantic(eOperand, "Incorrect number of operands for operator or function; operator or function: %s, number of operands: %d", fn, len(args))
 		return false
 	}
 	return true
@@ -342,7 +372,7 @@ func (ps *parser) nArgs(fn string, args []operand, n int) bool {
 
 func (ps *parser) needPath(fn string, o *operand) bool {
 	if !o.isPath() {
-		ps.semantic("Operator or function requires a document path; operator or function: %s", fn)
+		ps.semantic(eFunction, "Operator or function requires a document path; operator or function: %s", fn)
 		return false
 	}
 	return true
@@ -358,7 +388,7 @@ func (ps *parser) literalType(fn string, o *operand, allowed ...attr.Type) {
 			return
 		}
 	}
-	ps.semantic("Incorrect operand type for operator or function; operator or function: %s, operand type: %s", fn, o.val.T)
+	ps.semantic(eFunction, "Incorrect operand type for operator or function; operator or function: %s, operand type: %s", fn, o.val.T)
 }
 
 // enter/leave bound recursion.

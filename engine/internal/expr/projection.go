@@ -63,10 +63,10 @@ func ParseProjection(s string, p *Params) (*Projection, error) {
 		}
 		break
 	}
-	if err := ps.result(); err != nil {
-		return nil, err
+	if ps.err == nil {
+		ps.errs[ePaths] = checkPaths(kindProjection, paths)
 	}
-	if err := checkPaths(kindProjection, paths); err != nil {
+	if err := ps.result(); err != nil {
 		return nil, err
 	}
 	proj := &Projection{paths: paths, root: &projNode{}}

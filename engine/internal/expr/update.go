@@ -61,7 +61,7 @@ func ParseUpdate(s string, p *Params) (*Update, error) {
 			break
 		}
 		if seen[k] {
-			ps.semantic("The %q section can only be used once in an update expression;", clauseNames[k])
+			ps.semantic(eSection, "The %q section can only be used once in an update expression;", clauseNames[k])
 		}
 		seen[k] = true
 		ps.advance()
@@ -73,14 +73,14 @@ func ParseUpdate(s string, p *Params) (*Update, error) {
 			ps.advance()
 		}
 	}
+	if ps.err == nil {
+		paths := make([]path, len(u.actions))
+		for i := range u.actions {
+			paths[i] = u.actions[i].path
+		}
+		ps.errs[ePaths] = checkPaths(kindUpdate, paths)
+	}
 	if err := ps.result(); err != nil {
-		return nil, err
-	}
-	paths := make([]path, len(u.actions))
-	for i := range u.actions {
-		paths[i] = u.actions[i].path
-	}
-	if err := checkPaths(kindUpdate, paths); err != nil {
 		return nil, err
 	}
 	return u, nil
@@ -105,10 +105,10 @@ func (ps *parser) parseAction(k actKind) action {
 			break
 		}
 		if k == actAdd && t != attr.N && !a.val.val.IsSet() {
-			ps.semantic("Incorrect operand type for operator or function; operator: ADD, operand type: %s, typeSet: ALLOWED_FOR_ADD_OPERAND", longType(t))
+			ps.semantic(eOperand, "Incorrect operand type for operator or function; operator: ADD, operand type: %s, typeSet: ALLOWED_FOR_ADD_OPERAND", longType(t))
 		}
 		if k == actDelete && !a.val.val.IsSet() {
-			ps.semantic("Incorrect operand type for operator or function; operator: DELETE, operand type: %s, typeSet: ALLOWED_FOR_DELETE_OPERAND", longType(t))
+			ps.semantic(eOperand, "Incorrect operand type for operator or function; operator: DELETE, operand type: %s, typeSet: ALLOWED_FOR_DELETE_OPERAND", longType(t))
 		}
 	}
 	return a
@@ -164,6 +164,15 @@ func (ps *parser) parseUpdOperand() operand {
 		return operand{}
 	}
 	switch ps.tok.kind {
+	case tLParen:
+		if !ps.enter() {
+			return operand{}
+		}
+		defer ps.leave()
+		ps.advance()
+		o := ps.parseSetValue()
+		ps.expect(tRParen)
+		return o
 	case tValue:
 		return ps.parseValueRef()
 	case tIdent, tName:
@@ -192,9 +201,9 @@ func (ps *parser) parseUpdOperand() operand {
 			}
 		default:
 			if functionClass(name) != 0 {
-				ps.semantic("The function is not allowed in an update expression; function: %s", name)
+				ps.semantic(eMisusedFunc, "The function is not allowed in an update expression; function: %s", name)
 			} else {
-				ps.semantic("Invalid function name; function: %s", name)
+				ps.semantic(eUnknownFunc, "Invalid function name; function: %s", name)
 			}
 		}
 		return operand{}
