@@ -1,0 +1,606 @@
+package sinks
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"path"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/event"
+)
+
+// S3API is the part of *s3.Client the S3 sink uses.
+type S3API interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+}
+
+// S3Sink archives events as newline-delimited archive lines (see
+// [event.AppendLine]) in S3 objects, compressed with gzip (default), zstd or
+// not at all, under Hive-style keys that Athena and Glue discover:
+//
+//	PREFIX/table=T/kind=K/dt=YYYY-MM-DD/hr=HH/SHARD-FIRSTSEQ-LASTSEQ.jsonl.gz
+//
+// (.jsonl.zst for zstd, .jsonl without compression). dt and hr are the
+// events' creation hour (UTC); FIRSTSEQ and LASTSEQ are the sequence numbers
+// of the object's first and last record.
+//
+// Events are buffered per table, kind, shard and hour, and a buffer becomes
+// one object when it reaches FlushBytes (uncompressed), when its oldest
+// event has waited FlushInterval, on Flush and on Close. Every object holds
+// records of one shard only, in stream order. That is what makes names
+// deterministic: a stream position range names exactly one set of records,
+// so an upload retried (by the sink, or by the consumer after a crash
+// re-delivers from its checkpoint and the buffer is cut at the same record)
+// produces the same key and the same bytes. Objects are written with
+// If-None-Match: *, so a retry never overwrites; a 412 answer is checked
+// against the object's SHA-256 and counts as success when the content is
+// identical (an existing object with other content is an error naming the
+// key). A re-delivery cut at a different record (an interval flush fired at
+// another moment) yields a second, overlapping object: at-least-once, and
+// readers de-duplicate by Metadata.eventID.
+//
+// Uploads carry Content-Type application/x-ndjson, Content-Encoding gzip or
+// zstd, an x-amz-checksum-sha256, the configured server-side encryption and
+// storage class, and metadata (records, first-sequence, last-sequence).
+// Failed uploads are retried with exponential backoff and jitter on 5xx,
+// throttling and network errors, up to MaxAttempts; then the batches in the
+// object are acknowledged with the error, and the consumer retries them. A
+// batch is acknowledged only after S3 confirmed every object holding its
+// events.
+type S3Sink struct {
+	c      S3Config
+	api    S3API
+	name   string
+	log    *zap.Logger
+	m      sinkMetrics
+	budget *byteBudget
+	sem    chan struct{}
+	zenc   *zstd.Encoder
+	ext    string
+
+	mu       sync.Mutex
+	closed   bool
+	bufs     map[s3BufKey]*s3Buffer
+	inflight map[*s3Upload]struct{}
+
+	stop   chan struct{}
+	ticker chan struct{}
+	now    func() time.Time
+}
+
+type s3BufKey struct {
+	table string
+	kind  event.Kind
+	shard string
+	hour  int64 // Unix hours
+}
+
+type s3Buffer struct {
+	key         s3BufKey
+	data        []byte
+	first, last string
+	records     int
+	opened      time.Time
+	batches     []*s3Batch
+}
+
+type s3Upload struct {
+	done chan struct{}
+}
+
+type s3Batch struct {
+	mu        sync.Mutex
+	ack       Ack
+	remaining int
+	err       error
+}
+
+func (b *s3Batch) done(err error) {
+	b.mu.Lock()
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+	b.remaining--
+	fire := b.remaining == 0
+	b.mu.Unlock()
+	if fire {
+		b.ack(b.err)
+	}
+}
+
+// uploadConcurrency bounds the PutObject calls one S3 sink runs at once.
+const uploadConcurrency = 4
+
+// NewS3 opens an S3 sink. Credentials and the HTTP client come from
+// o.AWSConfig (default: the AWS default chain).
+func NewS3(ctx context.Context, c S3Config, o Options) (*S3Sink, error) {
+	region := c.Region
+	if region == "" && c.Endpoint != "" {
+		region = "us-east-1"
+	}
+	load := o.AWSConfig
+	if load == nil {
+		load = func(ctx context.Context, region string) (aws.Config, error) {
+			var opts []func(*config.LoadOptions) error
+			if region != "" {
+				opts = append(opts, config.WithRegion(region))
+			}
+			return config.LoadDefaultConfig(ctx, opts...)
+		}
+	}
+	cfg, err := load(ctx, region)
+	if err != nil {
+		return nil, fmt.Errorf("s3 sink: loading AWS configuration: %w", err)
+	}
+	if region == "" {
+		region = cfg.Region
+	}
+	if region == "" {
+		return nil, &ConfigError{URL: "s3://" + c.Bucket + "/" + c.Prefix, Param: "region", Problem: "not set and the AWS configuration has none"}
+	}
+	client := s3.NewFromConfig(cfg, func(so *s3.Options) {
+		so.Region = region
+		if c.Endpoint != "" {
+			so.BaseEndpoint = aws.String(c.Endpoint)
+		}
+		so.UsePathStyle = c.PathStyle
+		// The sink retries whole uploads itself (with the same key and
+		// bytes), so the SDK's own retries would only multiply attempts.
+		so.RetryMaxAttempts = 1
+	})
+	return NewS3WithClient(c, client, o)
+}
+
+// NewS3WithClient opens an S3 sink on a given client (tests, benchmarks,
+// callers with their own client set-up).
+func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
+	if c.FlushBytes <= 0 {
+		c.FlushBytes = 8 << 20
+	}
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = time.Minute
+	}
+	if c.Compression == "" {
+		c.Compression = "gzip"
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 8
+	}
+	if c.RetryBase <= 0 {
+		c.RetryBase = 200 * time.Millisecond
+	}
+	s := &S3Sink{
+		c:        c,
+		api:      api,
+		name:     "s3://" + path.Join(c.Bucket, c.Prefix),
+		log:      o.logger(),
+		sem:      make(chan struct{}, uploadConcurrency),
+		bufs:     map[s3BufKey]*s3Buffer{},
+		inflight: map[*s3Upload]struct{}{},
+		stop:     make(chan struct{}),
+		ticker:   make(chan struct{}),
+		now:      time.Now,
+	}
+	s.m = newSinkMetrics(o.Registerer, s.name)
+	// Memory bound: what is buffered plus what is being uploaded.
+	s.budget = newByteBudget(max(4*c.FlushBytes, 64<<20))
+	switch c.Compression {
+	case "gzip":
+		s.ext = ".jsonl.gz"
+	case "zstd":
+		s.ext = ".jsonl.zst"
+		enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			return nil, fmt.Errorf("s3 sink: zstd: %w", err)
+		}
+		s.zenc = enc
+	case "none":
+		s.ext = ".jsonl"
+	default:
+		return nil, fmt.Errorf("s3 sink: compression %q: must be gzip, zstd or none", c.Compression)
+	}
+	go s.tick()
+	return s, nil
+}
+
+// Name is "s3://BUCKET/PREFIX".
+func (s *S3Sink) Name() string { return s.name }
+
+// Key returns the object key for a buffer of records of one table, kind,
+// shard and hour from first to last.
+func (s *S3Sink) Key(table string, kind event.Kind, shard string, hour time.Time, first, last string) string {
+	h := hour.UTC()
+	name := fmt.Sprintf("table=%s/kind=%s/dt=%s/hr=%s/%s-%s-%s%s",
+		table, kind, h.Format("2006-01-02"), h.Format("15"), shard, first, last, s.ext)
+	if s.c.Prefix == "" {
+		return name
+	}
+	return s.c.Prefix + "/" + name
+}
+
+// Write buffers the batch's events. It blocks while the sink holds its
+// memory budget (4 × FlushBytes, at least 64 MiB) in buffers and uploads.
+func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
+	if ack == nil {
+		ack = func(error) {}
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(b.Events) == 0 {
+		go ack(nil)
+		return nil
+	}
+	lines := make([][]byte, len(b.Events))
+	var total int64
+	var buf []byte
+	for i := range b.Events {
+		if err := checkTableName(b.Events[i].Table); err != nil {
+			return fmt.Errorf("s3 sink: event %s: %w", b.Events[i].EventID, err)
+		}
+		start := len(buf)
+		buf = event.AppendLine(buf, &b.Events[i])
+		lines[i] = buf[start:len(buf):len(buf)]
+		total += int64(len(lines[i]))
+	}
+	if err := s.budget.acquireOrKick(ctx, total, s.cutAll); err != nil {
+		return err
+	}
+	s.m.buffered.Add(float64(total))
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.budget.release(total)
+		s.m.buffered.Sub(float64(total))
+		return ErrClosed
+	}
+	sb := &s3Batch{ack: ack, remaining: 1} // 1: held until the loop is done
+	now := s.now()
+	for i := range b.Events {
+		e := &b.Events[i]
+		k := s3BufKey{table: e.Table, kind: e.Kind, shard: e.ShardID, hour: e.ApproximateCreationTime.Unix() / 3600}
+		if e.ApproximateCreationTime.Unix() < 0 && e.ApproximateCreationTime.Unix()%3600 != 0 {
+			k.hour-- // floor for times before 1970
+		}
+		if k.shard == "" {
+			k.shard = b.ShardID
+		}
+		bf := s.bufs[k]
+		if bf == nil {
+			bf = &s3Buffer{key: k, first: e.SequenceNumber, opened: now, data: make([]byte, 0, min(s.c.FlushBytes+64<<10, 16<<20))}
+			s.bufs[k] = bf
+		}
+		if n := len(bf.batches); n == 0 || bf.batches[n-1] != sb {
+			bf.batches = append(bf.batches, sb)
+			sb.mu.Lock()
+			sb.remaining++
+			sb.mu.Unlock()
+		}
+		bf.data = append(bf.data, lines[i]...)
+		bf.last = e.SequenceNumber
+		bf.records++
+		if int64(len(bf.data)) >= s.c.FlushBytes {
+			s.cutLocked(bf)
+		}
+	}
+	s.mu.Unlock()
+	sb.done(nil)
+	return nil
+}
+
+// cutLocked turns a buffer into an upload. s.mu is held.
+func (s *S3Sink) cutLocked(bf *s3Buffer) {
+	delete(s.bufs, bf.key)
+	up := &s3Upload{done: make(chan struct{})}
+	s.inflight[up] = struct{}{}
+	go s.upload(bf, up)
+}
+
+func (s *S3Sink) cutAll() {
+	s.mu.Lock()
+	for _, bf := range s.bufs {
+		s.cutLocked(bf)
+	}
+	s.mu.Unlock()
+}
+
+// tick cuts buffers whose oldest event waited FlushInterval.
+func (s *S3Sink) tick() {
+	defer close(s.ticker)
+	every := min(max(s.c.FlushInterval/4, 5*time.Millisecond), time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		now := s.now()
+		s.mu.Lock()
+		for _, bf := range s.bufs {
+			if now.Sub(bf.opened) >= s.c.FlushInterval {
+				s.cutLocked(bf)
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (s *S3Sink) upload(bf *s3Buffer, up *s3Upload) {
+	s.sem <- struct{}{}
+	err := s.put(bf)
+	<-s.sem
+	s.budget.release(int64(len(bf.data)))
+	s.m.buffered.Sub(float64(len(bf.data)))
+	for _, b := range bf.batches {
+		b.done(err)
+	}
+	s.mu.Lock()
+	delete(s.inflight, up)
+	s.mu.Unlock()
+	close(up.done)
+}
+
+func (s *S3Sink) compress(data []byte) ([]byte, error) {
+	switch s.c.Compression {
+	case "gzip":
+		var out bytes.Buffer
+		out.Grow(len(data)/4 + 64)
+		zw, err := gzip.NewWriterLevel(&out, gzip.DefaultCompression)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := zw.Write(data); err != nil {
+			return nil, err
+		}
+		if err := zw.Close(); err != nil {
+			return nil, err
+		}
+		return out.Bytes(), nil
+	case "zstd":
+		return s.zenc.EncodeAll(data, make([]byte, 0, len(data)/4+64)), nil
+	}
+	return data, nil
+}
+
+// put uploads one buffer as one object, retrying retryable failures.
+func (s *S3Sink) put(bf *s3Buffer) error {
+	body, err := s.compress(bf.data)
+	if err != nil {
+		return fmt.Errorf("s3 sink: compressing: %w", err)
+	}
+	sum := sha256.Sum256(body)
+	checksum := base64.StdEncoding.EncodeToString(sum[:])
+	key := s.Key(bf.key.table, bf.key.kind, bf.key.shard, time.Unix(bf.key.hour*3600, 0), bf.first, bf.last)
+	in := &s3.PutObjectInput{
+		Bucket:         aws.String(s.c.Bucket),
+		Key:            aws.String(key),
+		IfNoneMatch:    aws.String("*"),
+		ContentType:    aws.String("application/x-ndjson"),
+		ContentLength:  aws.Int64(int64(len(body))),
+		ChecksumSHA256: aws.String(checksum),
+		Metadata: map[string]string{
+			"records":        strconv.Itoa(bf.records),
+			"first-sequence": bf.first,
+			"last-sequence":  bf.last,
+		},
+	}
+	if s.c.Compression != "none" {
+		in.ContentEncoding = aws.String(s.c.Compression)
+	}
+	switch s.c.SSE {
+	case "AES256":
+		in.ServerSideEncryption = s3types.ServerSideEncryptionAes256
+	case "aws:kms":
+		in.ServerSideEncryption = s3types.ServerSideEncryptionAwsKms
+		if s.c.KMSKeyID != "" {
+			in.SSEKMSKeyId = aws.String(s.c.KMSKeyID)
+		}
+	}
+	if s.c.StorageClass != "" {
+		in.StorageClass = s3types.StorageClass(s.c.StorageClass)
+	}
+	delay := s.c.RetryBase
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		in.Body = bytes.NewReader(body)
+		_, err = s.api.PutObject(ctx, in)
+		if err != nil && isPreconditionFailed(err) {
+			err = s.sameContent(ctx, key, body, checksum)
+			if err == nil {
+				s.log.Info("s3 object already there with the same content", zap.String("key", key))
+			}
+		}
+		cancel()
+		if err == nil {
+			s.m.objects.Inc()
+			s.m.bytes.Add(float64(len(body)))
+			return nil
+		}
+		if !retryableS3(err) || attempt >= s.c.MaxAttempts {
+			s.log.Error("s3 upload failed", zap.String("key", key), zap.Int("attempts", attempt), zap.Error(err))
+			return fmt.Errorf("s3 sink: put s3://%s/%s (attempt %d): %w", s.c.Bucket, key, attempt, err)
+		}
+		s.m.retries.Inc()
+		s.log.Warn("s3 upload failed; retrying", zap.String("key", key), zap.Int("attempt", attempt), zap.Error(err))
+		// Full jitter: sleep a random time up to the current delay.
+		time.Sleep(delay/2 + rand.N(delay/2+1))
+		delay = min(delay*2, 20*time.Second)
+	}
+}
+
+// errConflict is returned when an object exists under the key with other
+// content than the sink would write.
+var errConflict = errors.New("object exists with different content")
+
+// sameContent checks that the object at key holds exactly body.
+func (s *S3Sink) sameContent(ctx context.Context, key string, body []byte, checksum string) error {
+	head, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{
+		Bucket: aws.String(s.c.Bucket), Key: aws.String(key), ChecksumMode: s3types.ChecksumModeEnabled,
+	})
+	if err != nil {
+		return fmt.Errorf("checking existing object: %w", err)
+	}
+	if head.ChecksumSHA256 != nil && head.ChecksumType != s3types.ChecksumTypeComposite {
+		if *head.ChecksumSHA256 == checksum {
+			return nil
+		}
+		return fmt.Errorf("%s: %w (sha256 %s, want %s)", key, errConflict, *head.ChecksumSHA256, checksum)
+	}
+	if head.ContentLength != nil && *head.ContentLength != int64(len(body)) {
+		return fmt.Errorf("%s: %w (%d bytes, want %d)", key, errConflict, *head.ContentLength, len(body))
+	}
+	get, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.c.Bucket), Key: aws.String(key)})
+	if err != nil {
+		return fmt.Errorf("checking existing object: %w", err)
+	}
+	defer get.Body.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, get.Body); err != nil {
+		return fmt.Errorf("checking existing object: %w", err)
+	}
+	if got := base64.StdEncoding.EncodeToString(h.Sum(nil)); got != checksum {
+		return fmt.Errorf("%s: %w (sha256 %s, want %s)", key, errConflict, got, checksum)
+	}
+	return nil
+}
+
+func isPreconditionFailed(err error) bool {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "PreconditionFailed" {
+		return true
+	}
+	var re *smithyhttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusPreconditionFailed
+}
+
+// retryableS3 reports whether an upload error is worth another attempt:
+// 5xx, throttling, timeouts, conflicts of concurrent conditional writes and
+// network errors. Other 4xx (access denied, no such bucket, bad request) and
+// content conflicts are not.
+func retryableS3(err error) bool {
+	if errors.Is(err, errConflict) {
+		return false
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() != 0 {
+		code := re.HTTPStatusCode()
+		if code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code == http.StatusConflict {
+			return true
+		}
+		var ae smithy.APIError
+		if errors.As(err, &ae) {
+			switch ae.ErrorCode() {
+			case "SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "RequestTimeTooSkewed", "InternalError", "ServiceUnavailable", "ConditionalRequestConflict":
+				return true
+			}
+		}
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	// No HTTP response at all (connection refused, reset, DNS): retry.
+	var oe *smithy.OperationError
+	return errors.As(err, &oe)
+}
+
+// Flush uploads every buffer now and returns once every batch written
+// before it was acknowledged.
+func (s *S3Sink) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	for _, bf := range s.bufs {
+		s.cutLocked(bf)
+	}
+	waits := make([]chan struct{}, 0, len(s.inflight))
+	for up := range s.inflight {
+		waits = append(waits, up.done)
+	}
+	s.mu.Unlock()
+	for _, ch := range waits {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Close uploads what is buffered and waits for every upload (until ctx
+// ends; uploads still running then finish and acknowledge on their own).
+func (s *S3Sink) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.stop)
+	s.mu.Unlock()
+	<-s.ticker
+	err := s.Flush(ctx)
+	if s.zenc != nil && err == nil {
+		s.zenc.Close()
+	}
+	return err
+}
+
+// acquireOrKick is acquire, calling kick once if it has to wait (so a sink
+// whose budget is held by buffers that are not full yet uploads them rather
+// than waiting for their interval).
+func (b *byteBudget) acquireOrKick(ctx context.Context, n int64, kick func()) error {
+	kicked := false
+	for {
+		b.mu.Lock()
+		if b.used == 0 || b.used+n <= b.max {
+			b.used += n
+			b.mu.Unlock()
+			return nil
+		}
+		ch := b.wake
+		b.mu.Unlock()
+		if !kicked {
+			kicked = true
+			kick()
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,420 @@
+package sinks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ttl-archiver/archiver/event"
+)
+
+func openS3(t testing.TB, endpoint, query string) *S3Sink {
+	t.Helper()
+	u := "s3://archive/ttl?endpoint=" + endpoint + "&path-style=true&" + query
+	s, _, err := Open(testCtx(t), u, Options{AWSConfig: testAWSConfig})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", u, err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s.(*S3Sink)
+}
+
+func TestS3KeysAndContent(t *testing.T) {
+	v := startVersity(t)
+	for _, comp := range []string{"gzip", "zstd", "none"} {
+		t.Run(comp, func(t *testing.T) {
+			ctx := testCtx(t)
+			s := openS3(t, v.endpoint, "compression="+comp+"&flush-interval=1h")
+			s.c.Prefix = "ttl/" + comp
+			a := newAcks()
+			sh1 := testEvents("sessions", "shardId-0001", 100, 6)
+			sh1[5].ApproximateCreationTime = testStart.Add(time.Hour) // next hour
+			sh2 := testEvents("sessions", "shardId-0002", 7, 3)
+			del := testEvents("carts", "shardId-0001", 50, 2)
+			for i := range del {
+				del[i].Kind = event.Deleted
+			}
+			for id, b := range map[string]Batch{
+				"sh1": {ShardID: "shardId-0001", Events: sh1},
+				"sh2": {ShardID: "shardId-0002", Events: sh2},
+				"del": {ShardID: "shardId-0001", Events: del},
+			} {
+				if err := s.Write(ctx, b, a.ack(id)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := len(a.all()); n != 0 {
+				t.Fatalf("%d batches acknowledged before anything was uploaded", n)
+			}
+			if err := s.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"sh1", "sh2", "del"} {
+				if n, err := a.get(id); n != 1 || err != nil {
+					t.Fatalf("batch %s: %d acks, err %v", id, n, err)
+				}
+			}
+			ext := map[string]string{"gzip": ".jsonl.gz", "zstd": ".jsonl.zst", "none": ".jsonl"}[comp]
+			p := "ttl/" + comp + "/"
+			want := []string{
+				p + "table=carts/kind=deleted/dt=2026-03-04/hr=05/shardId-0001-000000000000000000050-000000000000000000051" + ext,
+				p + "table=sessions/kind=expired/dt=2026-03-04/hr=05/shardId-0001-000000000000000000100-000000000000000000104" + ext,
+				p + "table=sessions/kind=expired/dt=2026-03-04/hr=05/shardId-0002-000000000000000000007-000000000000000000009" + ext,
+				p + "table=sessions/kind=expired/dt=2026-03-04/hr=06/shardId-0001-000000000000000000105-000000000000000000105" + ext,
+			}
+			got := v.objects(t, p)
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("keys:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			evs, out := v.read(t, want[1])
+			if len(evs) != 5 {
+				t.Fatalf("%d lines, want 5", len(evs))
+			}
+			for i := range evs {
+				if !sameEvent(evs[i], sh1[i]) {
+					t.Fatalf("line %d does not decode to the original event", i)
+				}
+			}
+			if aws.ToString(out.ContentType) != "application/x-ndjson" {
+				t.Errorf("Content-Type %q", aws.ToString(out.ContentType))
+			}
+			wantEnc := map[string]string{"gzip": "gzip", "zstd": "zstd", "none": ""}[comp]
+			if aws.ToString(out.ContentEncoding) != wantEnc {
+				t.Errorf("Content-Encoding %q, want %q", aws.ToString(out.ContentEncoding), wantEnc)
+			}
+			if out.Metadata["records"] != "5" || out.Metadata["first-sequence"] != "000000000000000000100" {
+				t.Errorf("metadata %v", out.Metadata)
+			}
+		})
+	}
+}
+
+// TestS3RetryAfterLostResponse: the object is stored but the response is
+// lost (the proxy answers 500); the sink uploads again with the same key and
+// bytes, gets 412 from If-None-Match, finds the same content and succeeds.
+func TestS3RetryAfterLostResponse(t *testing.T) {
+	v := startVersity(t)
+	px := startProxy(t, v.endpoint)
+	var lost atomic.Int32
+	px.setFault(func(w http.ResponseWriter, r *http.Request, forward func(http.ResponseWriter)) bool {
+		if r.Method == http.MethodPut && lost.Add(1) == 1 {
+			forward(discard{})
+			http.Error(w, "lost", http.StatusInternalServerError)
+			return true
+		}
+		return false
+	})
+	reg := prometheus.NewRegistry()
+	s, err := NewS3(testCtx(t), S3Config{Bucket: "archive", Prefix: "lost", Endpoint: px.url, PathStyle: true, RetryBase: 10 * time.Millisecond}, Options{AWSConfig: testAWSConfig, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	a := newAcks()
+	evs := testEvents("t", "s", 1, 10)
+	if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := a.get("b"); n != 1 || err != nil {
+		t.Fatalf("%d acks, err %v", n, err)
+	}
+	puts := px.puts()
+	if len(puts) != 2 || puts[1].Header.Get("If-None-Match") != "*" || puts[0].URL.Path != puts[1].URL.Path {
+		t.Fatalf("want two PUTs of one key with If-None-Match: *, got %d", len(puts))
+	}
+	if ids := v.allEventIDs(t, "lost/"); len(ids) != 10 {
+		t.Fatalf("%d events stored, want 10", len(ids))
+	}
+	if got := gatherCounter(t, reg, "archiver_sink_retries_total"); got != 1 {
+		t.Fatalf("retries metric %v, want 1", got)
+	}
+}
+
+type discard struct{ h http.Header }
+
+func (d discard) Header() http.Header {
+	if d.h == nil {
+		d.h = http.Header{}
+	}
+	return d.h
+}
+func (discard) Write(b []byte) (int, error) { return len(b), nil }
+func (discard) WriteHeader(int)             {}
+
+// TestS3IfNoneMatchNeverOverwrites: an object with other content under the
+// key is an error, and the object is left alone.
+func TestS3IfNoneMatchNeverOverwrites(t *testing.T) {
+	v := startVersity(t)
+	ctx := testCtx(t)
+	s := openS3(t, v.endpoint, "compression=none")
+	evs := testEvents("t", "s", 1, 2)
+	key := s.Key("t", event.Expired, "s", testStart.Truncate(time.Hour), evs[0].SequenceNumber, evs[1].SequenceNumber)
+	if _, err := v.client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("archive"), Key: aws.String(key), Body: strings.NewReader("other\n")}); err != nil {
+		t.Fatal(err)
+	}
+	// versitygw itself refuses a conditional overwrite.
+	_, err := v.client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("archive"), Key: aws.String(key), Body: strings.NewReader("x"), IfNoneMatch: aws.String("*")})
+	if !isPreconditionFailed(err) {
+		t.Fatalf("conditional overwrite: %v, want 412 PreconditionFailed", err)
+	}
+	a := newAcks()
+	if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
+		t.Fatal(err)
+	}
+	s.Flush(ctx)
+	if _, err := a.get("b"); err == nil || !errors.Is(err, errConflict) || !strings.Contains(err.Error(), key) {
+		t.Fatalf("ack error %v, want a conflict naming the key", err)
+	}
+	out, _ := v.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("archive"), Key: aws.String(key)})
+	body := make([]byte, 16)
+	n, _ := out.Body.Read(body)
+	if string(body[:n]) != "other\n" {
+		t.Fatalf("existing object was overwritten: %q", body[:n])
+	}
+	// The same records written again (a re-delivery after a crash) with the
+	// same content under a key of their own: success, one object.
+	evs2 := testEvents("t", "s", 10, 3)
+	for i := 0; i < 2; i++ {
+		if err := s.Write(ctx, Batch{Events: evs2}, a.ack(fmt.Sprint("again", i))); err != nil {
+			t.Fatal(err)
+		}
+		s.Flush(ctx)
+		if n, err := a.get(fmt.Sprint("again", i)); n != 1 || err != nil {
+			t.Fatalf("round %d: %d acks, %v", i, n, err)
+		}
+	}
+	if keys := v.objects(t, "ttl/table=t/"); len(keys) != 2 {
+		t.Fatalf("keys %v", keys)
+	}
+}
+
+func TestS3SendsSSEAndStorageClass(t *testing.T) {
+	v := startVersity(t)
+	px := startProxy(t, v.endpoint)
+	// versitygw does not implement KMS; the proxy records the headers and
+	// answers the PUT as S3 would, so the sink's requests can be checked.
+	px.setFault(func(w http.ResponseWriter, r *http.Request, forward func(http.ResponseWriter)) bool {
+		if r.Method == http.MethodPut && r.Header.Get("X-Amz-Server-Side-Encryption") == "aws:kms" {
+			w.Header().Set("ETag", `"0"`)
+			w.WriteHeader(http.StatusOK)
+			return true
+		}
+		return false
+	})
+	for _, tc := range []struct {
+		query string
+		want  map[string]string
+	}{
+		{"sse=AES256&storage-class=STANDARD_IA", map[string]string{"X-Amz-Server-Side-Encryption": "AES256", "X-Amz-Storage-Class": "STANDARD_IA"}},
+		{"sse=aws:kms&kms-key-id=alias/archive", map[string]string{"X-Amz-Server-Side-Encryption": "aws:kms", "X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id": "alias/archive"}},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			ctx := testCtx(t)
+			before := len(px.puts())
+			s := openS3(t, px.url, tc.query)
+			a := newAcks()
+			if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 1)}, a.ack("b")); err != nil {
+				t.Fatal(err)
+			}
+			s.Flush(ctx)
+			if n, err := a.get("b"); n != 1 || err != nil {
+				t.Fatalf("%d acks, %v", n, err)
+			}
+			puts := px.puts()[before:]
+			if len(puts) != 1 {
+				t.Fatalf("%d PUTs", len(puts))
+			}
+			h := puts[0].Header
+			tc.want["Content-Type"] = "application/x-ndjson"
+			tc.want["Content-Encoding"] = "gzip"
+			tc.want["If-None-Match"] = "*"
+			for k, want := range tc.want {
+				if got := h.Get(k); got != want {
+					t.Errorf("header %s = %q, want %q", k, got, want)
+				}
+			}
+			if h.Get("X-Amz-Checksum-Sha256") == "" && !strings.Contains(h.Get("X-Amz-Trailer"), "sha256") {
+				t.Errorf("no SHA-256 checksum sent: %v", h)
+			}
+		})
+	}
+}
+
+func TestS3FlushOnSizeIntervalAndClose(t *testing.T) {
+	v := startVersity(t)
+	t.Run("size", func(t *testing.T) {
+		ctx := testCtx(t)
+		s := openS3(t, v.endpoint, "flush-bytes=4KiB&flush-interval=1h")
+		s.c.Prefix = "size"
+		a := newAcks()
+		evs := testEvents("t", "s", 1, 40) // about 40 × 700 bytes
+		for i := 0; i < 40; i += 4 {
+			if err := s.Write(ctx, Batch{Events: evs[i : i+4]}, a.ack(fmt.Sprint(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Without Flush: buffers past 4 KiB are uploaded on their own.
+		waitFor(t, "size-triggered uploads", func() bool { return len(v.objects(t, "size/")) >= 5 })
+		waitFor(t, "acks", func() bool { return len(a.all()) >= 5 })
+		for id, n := range a.all() {
+			if _, err := a.get(id); n != 1 || err != nil {
+				t.Fatalf("batch %s: %d acks, %v", id, n, err)
+			}
+		}
+	})
+	t.Run("interval", func(t *testing.T) {
+		ctx := testCtx(t)
+		s := openS3(t, v.endpoint, "flush-interval=200ms")
+		s.c.Prefix = "interval"
+		a := newAcks()
+		if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 3)}, a.ack("b")); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.waitAck(t, "b"); err != nil {
+			t.Fatal(err)
+		}
+		if keys := v.objects(t, "interval/"); len(keys) != 1 {
+			t.Fatalf("keys %v", keys)
+		}
+	})
+	t.Run("close", func(t *testing.T) {
+		ctx := testCtx(t)
+		s := openS3(t, v.endpoint, "flush-interval=1h")
+		s.c.Prefix = "close"
+		a := newAcks()
+		if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 3)}, a.ack("b")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := a.get("b"); n != 1 || err != nil {
+			t.Fatalf("%d acks, %v", n, err)
+		}
+		if keys := v.objects(t, "close/"); len(keys) != 1 {
+			t.Fatalf("keys %v", keys)
+		}
+		if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 9, 1)}, a.ack("late")); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Write after Close: %v", err)
+		}
+	})
+}
+
+// TestS3RetriesServerErrorsAndSlowResponses puts a fault proxy in front of
+// versitygw: 503s, throttling and a slow response, then success.
+func TestS3RetriesServerErrorsAndSlowResponses(t *testing.T) {
+	v := startVersity(t)
+	px := startProxy(t, v.endpoint)
+	var n atomic.Int32
+	px.setFault(func(w http.ResponseWriter, r *http.Request, forward func(http.ResponseWriter)) bool {
+		if r.Method != http.MethodPut {
+			return false
+		}
+		switch n.Add(1) {
+		case 1:
+			http.Error(w, "<Error><Code>ServiceUnavailable</Code></Error>", http.StatusServiceUnavailable)
+			return true
+		case 2:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `<?xml version="1.0"?><Error><Code>SlowDown</Code><Message>Reduce your request rate.</Message></Error>`)
+			return true
+		case 3:
+			time.Sleep(300 * time.Millisecond) // slow, then fine
+		}
+		return false
+	})
+	ctx := testCtx(t)
+	s, err := NewS3(ctx, S3Config{Bucket: "archive", Prefix: "faults", Endpoint: px.url, PathStyle: true, RetryBase: 10 * time.Millisecond}, Options{AWSConfig: testAWSConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	a := newAcks()
+	if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 5)}, a.ack("b")); err != nil {
+		t.Fatal(err)
+	}
+	s.Flush(ctx)
+	if c, err := a.get("b"); c != 1 || err != nil {
+		t.Fatalf("%d acks, %v", c, err)
+	}
+	if got := n.Load(); got != 3 {
+		t.Fatalf("%d PUT attempts, want 3", got)
+	}
+	if ids := v.allEventIDs(t, "faults/"); len(ids) != 5 {
+		t.Fatalf("%d events stored", len(ids))
+	}
+}
+
+func TestS3GivesUpWithAnError(t *testing.T) {
+	v := startVersity(t)
+	ctx := testCtx(t)
+	for name, endpoint := range map[string]string{
+		"always 500":  startFailingProxy(t, v.endpoint),
+		"unreachable": "http://" + freePort(t),
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := NewS3(ctx, S3Config{Bucket: "archive", Endpoint: endpoint, PathStyle: true, MaxAttempts: 3, RetryBase: 5 * time.Millisecond}, Options{AWSConfig: testAWSConfig})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := newAcks()
+			if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 1)}, a.ack("b")); err != nil {
+				t.Fatal(err)
+			}
+			s.Close(ctx)
+			if c, err := a.get("b"); c != 1 || err == nil || !strings.Contains(err.Error(), "attempt 3") {
+				t.Fatalf("%d acks, err %v; want one ack with the error after 3 attempts", c, err)
+			}
+		})
+	}
+	t.Run("no such bucket is not retried", func(t *testing.T) {
+		s, err := NewS3(ctx, S3Config{Bucket: "missing", Endpoint: v.endpoint, PathStyle: true, MaxAttempts: 5, RetryBase: time.Second}, Options{AWSConfig: testAWSConfig})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := newAcks()
+		s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 1)}, a.ack("b"))
+		s.Close(ctx)
+		if c, err := a.get("b"); c != 1 || err == nil || !strings.Contains(err.Error(), "attempt 1") {
+			t.Fatalf("%d acks, err %v", c, err)
+		}
+	})
+}
+
+func startFailingProxy(t testing.TB, target string) string {
+	px := startProxy(t, target)
+	px.setFault(func(w http.ResponseWriter, r *http.Request, _ func(http.ResponseWriter)) bool {
+		http.Error(w, "boom", http.StatusInternalServerError)
+		return true
+	})
+	return px.url
+}
+
+func gatherCounter(t testing.TB, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
