@@ -1,0 +1,545 @@
+package checkpoint_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/consumer"
+	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/sinks"
+)
+
+// ---- observation: which worker read which shard when ----
+
+type readCall struct {
+	worker     string
+	start, end time.Time
+}
+
+// readLog records every GetRecords call per shard.
+type readLog struct {
+	mu     sync.Mutex
+	calls  map[string][]readCall // shard → calls
+	byKey  map[string]int        // access key → GetRecords seen by the engine
+	byWrap map[string]int        // worker → GetRecords seen by its client
+}
+
+func newReadLog() *readLog {
+	return &readLog{calls: map[string][]readCall{}, byKey: map[string]int{}, byWrap: map[string]int{}}
+}
+
+// watchedStreams is the worker's real Streams client, observed: it maps
+// iterators back to their shards so each GetRecords call is logged with its
+// shard and caller.
+type watchedStreams struct {
+	*dynamodbstreams.Client
+	worker string
+	log    *readLog
+	mu     sync.Mutex
+	iters  map[string]string // iterator → shard
+}
+
+func (w *watchedStreams) GetShardIterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error) {
+	out, err := w.Client.GetShardIterator(ctx, in, optFns...)
+	if err == nil && out.ShardIterator != nil {
+		w.mu.Lock()
+		w.iters[*out.ShardIterator] = aws.ToString(in.ShardId)
+		w.mu.Unlock()
+	}
+	return out, err
+}
+
+func (w *watchedStreams) GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error) {
+	it := aws.ToString(in.ShardIterator)
+	w.mu.Lock()
+	sh := w.iters[it]
+	delete(w.iters, it)
+	w.mu.Unlock()
+	start := time.Now()
+	out, err := w.Client.GetRecords(ctx, in, optFns...)
+	end := time.Now()
+	w.log.mu.Lock()
+	w.log.calls[sh] = append(w.log.calls[sh], readCall{worker: w.worker, start: start, end: end})
+	w.log.byWrap[w.worker]++
+	w.log.mu.Unlock()
+	if err == nil && out.NextShardIterator != nil {
+		w.mu.Lock()
+		w.iters[*out.NextShardIterator] = sh
+		w.mu.Unlock()
+	} else if err != nil {
+		// The walker may retry with the same iterator.
+		w.mu.Lock()
+		w.iters[it] = sh
+		w.mu.Unlock()
+	}
+	return out, err
+}
+
+// ---- the far end: a sink that records what each worker delivered ----
+
+type delivery struct {
+	worker string
+	key    string
+	at     time.Time
+}
+
+type farEnd struct {
+	mu   sync.Mutex
+	recs map[string][]delivery // event ID → deliveries
+	keys map[string]int        // item key → deliveries
+}
+
+type recSink struct {
+	worker string
+	end    *farEnd
+}
+
+func (s *recSink) Name() string { return "rec-" + s.worker }
+
+func (s *recSink) Write(ctx context.Context, b sinks.Batch, ack sinks.Ack) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := time.Now()
+	s.end.mu.Lock()
+	for _, ev := range b.Events {
+		key := ""
+		if v, ok := ev.Keys["id"].(*stypes.AttributeValueMemberS); ok {
+			key = v.Value
+		}
+		s.end.recs[ev.EventID] = append(s.end.recs[ev.EventID], delivery{worker: s.worker, key: key, at: now})
+		s.end.keys[key]++
+	}
+	s.end.mu.Unlock()
+	ack(nil)
+	return nil
+}
+
+func (s *recSink) Flush(context.Context) error { return nil }
+func (s *recSink) Close(context.Context) error { return nil }
+
+func (f *farEnd) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.keys)
+}
+
+// ---- workers ----
+
+type mwWorker struct {
+	name   string
+	store  *checkpoint.DynamoStore
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Run returned
+	err    error         // Run's result, once done
+}
+
+type mwEnv struct {
+	t        *testing.T
+	srv      *engine.Server
+	ddb      *dynamodb.Client
+	stream   string
+	log      *readLog
+	end      *farEnd
+	lease    time.Duration
+	nextItem int
+}
+
+func (env *mwEnv) client(key string) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(env.srv.Endpoint()),
+		Credentials: credentials.NewStaticCredentialsProvider(key, "secret", ""),
+	})
+}
+
+func (env *mwEnv) startWorker(name string) *mwWorker {
+	t := env.t
+	ctx, cancel := context.WithCancel(context.Background())
+	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named(name)
+	store, err := checkpoint.OpenDynamo(ctx, checkpoint.DynamoOptions{
+		Client: env.client(name), Table: "leases", Create: true, WorkerID: name,
+		LeaseDuration: env.lease, RenewEvery: env.lease / 6, Logger: logger.Named("lease"),
+	})
+	if err != nil {
+		t.Fatalf("OpenDynamo(%s): %v", name, err)
+	}
+	streams := &watchedStreams{
+		Client: dynamodbstreams.New(dynamodbstreams.Options{
+			Region: "us-east-1", BaseEndpoint: aws.String(env.srv.Endpoint()),
+			Credentials: credentials.NewStaticCredentialsProvider(name, "secret", ""),
+		}),
+		worker: name, log: env.log, iters: map[string]string{},
+	}
+	c, err := consumer.New(consumer.Config{
+		Streams: streams, Tables: env.client(name), TableNames: []string{"items"},
+		Store: store, Assigner: store,
+		Routes:             []consumer.Route{{Sink: &recSink{worker: name, end: env.end}}},
+		CheckpointInterval: 200 * time.Millisecond,
+		DiscoveryInterval:  300 * time.Millisecond,
+		IdleBackoff:        100 * time.Millisecond,
+		StopTimeout:        5 * time.Second,
+		ShutdownTimeout:    10 * time.Second,
+		Logger:             logger,
+	})
+	if err != nil {
+		t.Fatalf("consumer.New(%s): %v", name, err)
+	}
+	w := &mwWorker{name: name, store: store, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		w.err = c.Run(ctx)
+		close(w.done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-w.done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("worker %s did not stop", name)
+		}
+		store.Close()
+	})
+	return w
+}
+
+// stop ends the worker's consumer (graceful: final checkpoints, releases).
+func (w *mwWorker) stop(t *testing.T) {
+	t.Helper()
+	w.cancel()
+	select {
+	case <-w.done:
+		if w.err != nil {
+			t.Errorf("worker %s: Run: %v", w.name, w.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("worker %s: Run did not return", w.name)
+	}
+}
+
+// writeExpired writes n items whose TTL passed an hour ago and lets the
+// engine's TTL process delete them.
+func (env *mwEnv) writeExpired(n int) []string {
+	t := env.t
+	ctx := context.Background()
+	exp := strconv.FormatInt(time.Now().Add(-time.Hour).Unix(), 10)
+	var keys []string
+	for i := 0; i < n; i += 25 {
+		var reqs []dtypes.WriteRequest
+		for j := i; j < min(i+25, n); j++ {
+			key := fmt.Sprintf("k%06d", env.nextItem)
+			env.nextItem++
+			keys = append(keys, key)
+			reqs = append(reqs, dtypes.WriteRequest{PutRequest: &dtypes.PutRequest{Item: map[string]dtypes.AttributeValue{
+				"id":      &dtypes.AttributeValueMemberS{Value: key},
+				"exp":     &dtypes.AttributeValueMemberN{Value: exp},
+				"payload": &dtypes.AttributeValueMemberS{Value: strings.Repeat("x", 100)},
+			}}})
+		}
+		for len(reqs) > 0 {
+			out, err := env.ddb.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]dtypes.WriteRequest{"items": reqs}})
+			if err != nil {
+				t.Fatalf("BatchWriteItem: %v", err)
+			}
+			reqs = out.UnprocessedItems["items"]
+		}
+	}
+	if _, err := env.srv.Engine().SweepTTL(ctx); err != nil {
+		t.Fatalf("SweepTTL: %v", err)
+	}
+	return keys
+}
+
+// rows reads the lease table's items of the stream.
+func (env *mwEnv) rows() map[string]map[string]dtypes.AttributeValue {
+	out, err := env.ddb.Query(context.Background(), &dynamodb.QueryInput{
+		TableName: aws.String("leases"), ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String("stream_arn = :s"),
+		ExpressionAttributeValues: map[string]dtypes.AttributeValue{":s": &dtypes.AttributeValueMemberS{Value: env.stream}},
+	})
+	if err != nil {
+		env.t.Fatalf("Query leases: %v", err)
+	}
+	rows := map[string]map[string]dtypes.AttributeValue{}
+	for _, it := range out.Items {
+		rows[it["shard_id"].(*dtypes.AttributeValueMemberS).Value] = it
+	}
+	return rows
+}
+
+func attrS(it map[string]dtypes.AttributeValue, name string) string {
+	if v, ok := it[name].(*dtypes.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func attrN(it map[string]dtypes.AttributeValue, name string) int64 {
+	if v, ok := it[name].(*dtypes.AttributeValueMemberN); ok {
+		n, _ := strconv.ParseInt(v.Value, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func finished(it map[string]dtypes.AttributeValue) bool {
+	v, ok := it["shard_finished"].(*dtypes.AttributeValueMemberBOOL)
+	return ok && v.Value
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, f func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		err := f()
+		if err == nil {
+			return time.Since(start)
+		}
+		if time.Since(start) > d {
+			t.Fatalf("%s: not within %v: %v", what, d, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// pickedUp waits until none of the shards is owned by gone (each is owned by
+// another worker or finished) and returns how long that took.
+func (env *mwEnv) pickedUp(gone string, shards []string, since time.Time) time.Duration {
+	waitFor(env.t, 60*time.Second, "shards of "+gone+" picked up", func() error {
+		rows := env.rows()
+		for _, sh := range shards {
+			r := rows[sh]
+			if finished(r) {
+				continue
+			}
+			if o := attrS(r, "lease_owner"); o == "" || o == gone {
+				return fmt.Errorf("shard %s owned by %q", sh, o)
+			}
+		}
+		return nil
+	})
+	return time.Since(since)
+}
+
+func (env *mwEnv) allArrived(keys []string) {
+	waitFor(env.t, 90*time.Second, "every expired item reaches the sink", func() error {
+		env.end.mu.Lock()
+		defer env.end.mu.Unlock()
+		missing := 0
+		for _, k := range keys {
+			if env.end.keys[k] == 0 {
+				missing++
+			}
+		}
+		if missing > 0 {
+			return fmt.Errorf("%d of %d missing", missing, len(keys))
+		}
+		return nil
+	})
+}
+
+// TestMultiWorker runs three workers in one process on a 16-shard stream
+// with rollover: they spread the shards evenly, one is killed (its shards
+// are taken once its leases expire), one stops gracefully (its shards are
+// taken at once), no shard is ever read by two workers at once, every
+// expired item reaches the sink, and duplicates come only from the killed
+// worker's un-checkpointed tail.
+func TestMultiWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-worker scenario takes about a minute")
+	}
+	env := &mwEnv{t: t, log: newReadLog(), end: &farEnd{recs: map[string][]delivery{}, keys: map[string]int{}}, lease: 3 * time.Second}
+	srv, err := engine.Listen("127.0.0.1:0", engine.Options{
+		TTLInterval: -1, StreamShards: 16, ShardRolloverRecords: 60, Logger: zap.NewNop(),
+		Hooks: engine.Hooks{OnRequest: func(op string, r *http.Request) error {
+			if op == "GetRecords" {
+				a := r.Header.Get("Authorization")
+				if i := strings.Index(a, "Credential="); i >= 0 {
+					key, _, _ := strings.Cut(a[i+len("Credential="):], "/")
+					env.log.mu.Lock()
+					env.log.byKey[key]++
+					env.log.mu.Unlock()
+				}
+			}
+			return nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	env.srv = srv
+	env.ddb = env.client("test")
+	ctx := context.Background()
+	_, err = env.ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String("items"), BillingMode: dtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []dtypes.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: dtypes.ScalarAttributeTypeS}},
+		KeySchema:            []dtypes.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: dtypes.KeyTypeHash}},
+		StreamSpecification:  &dtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: dtypes.StreamViewTypeNewAndOldImages},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.ddb.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String("items"),
+		TimeToLiveSpecification: &dtypes.TimeToLiveSpecification{AttributeName: aws.String("exp"), Enabled: aws.Bool(true)}}); err != nil {
+		t.Fatal(err)
+	}
+	if env.stream, err = srv.Engine().StreamARN("items"); err != nil {
+		t.Fatal(err)
+	}
+
+	a, b, c := env.startWorker("worker-a"), env.startWorker("worker-b"), env.startWorker("worker-c")
+	workers := []*mwWorker{a, b, c}
+
+	// Phase 1: items expire while three workers share the stream.
+	var all []string
+	keys := env.writeExpired(600)
+	all = append(all, keys...)
+	env.allArrived(all)
+
+	// Even spread once settled: nobody above its fair share + 1.
+	held := func(ws []*mwWorker) (map[string]int, int) {
+		m, total := map[string]int{}, 0
+		for _, w := range ws {
+			m[w.name] = len(w.store.HeldShards(env.stream))
+			total += m[w.name]
+		}
+		return m, total
+	}
+	settle := waitFor(t, 60*time.Second, "shards spread evenly", func() error {
+		m, total := held(workers)
+		fair := int(math.Ceil(float64(total) / 3))
+		for _, h := range m {
+			if h > fair+1 || h == 0 || total < 16 {
+				return fmt.Errorf("held %v (fair share %d of %d)", m, fair, total)
+			}
+		}
+		return nil
+	})
+	m, total := held(workers)
+	t.Logf("spread after settling (%v): %v of %d shards", settle, m, total)
+	for i := 0; i < 20; i++ { // it stays settled
+		m, total := held(workers)
+		fair := int(math.Ceil(float64(total) / 3))
+		for n, h := range m {
+			if h > fair+1 {
+				t.Errorf("after settling: %s holds %d > fair share %d + 1 (%v)", n, h, fair, m)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Phase 2: worker c is killed while items keep expiring.
+	keys = env.writeExpired(300)
+	all = append(all, keys...)
+	cShards := c.store.HeldShards(env.stream)
+	killedAt := time.Now()
+	c.store.Crash()
+	c.stop(t) // its process is gone: the consumer's final writes fail
+	keys = env.writeExpired(300)
+	all = append(all, keys...)
+	took := env.pickedUp("worker-c", cShards, killedAt)
+	t.Logf("killed worker's %d shards picked up after %v (lease %v)", len(cShards), took, env.lease)
+	env.allArrived(all)
+
+	// Phase 3: worker b stops gracefully (as on SIGTERM).
+	bShards := b.store.HeldShards(env.stream)
+	stopAt := time.Now()
+	b.stop(t)
+	if err := b.store.ReleaseAll(ctx); err != nil {
+		t.Errorf("ReleaseAll: %v", err)
+	}
+	t.Logf("graceful stop of worker b took %v", time.Since(stopAt))
+	took = env.pickedUp("worker-b", bShards, stopAt)
+	t.Logf("gracefully stopped worker's %d shards picked up after %v", len(bShards), took)
+	keys = env.writeExpired(400)
+	all = append(all, keys...)
+	env.allArrived(all)
+	a.stop(t)
+
+	// Every expired item arrived; duplicates only from the killed worker's
+	// tail: each duplicated record was also delivered by worker c.
+	env.end.mu.Lock()
+	dups, badDups := 0, 0
+	for id, ds := range env.end.recs {
+		if len(ds) < 2 {
+			continue
+		}
+		dups += len(ds) - 1
+		byC := false
+		for _, d := range ds {
+			byC = byC || d.worker == "worker-c"
+		}
+		if !byC {
+			badDups++
+			if badDups <= 5 {
+				t.Errorf("record %s (key %s) delivered %d times, never by the killed worker: %+v", id, ds[0].key, len(ds), ds)
+			}
+		}
+	}
+	for _, k := range all {
+		if env.end.keys[k] == 0 {
+			t.Errorf("expired item %s never reached the sink", k)
+		}
+	}
+	env.end.mu.Unlock()
+	t.Logf("%d expired items, %d duplicate deliveries (killed worker's tail), %d not explained", len(all), dups, badDups)
+
+	// No shard was ever read by two workers at once: per shard, GetRecords
+	// calls of different workers never interleave, and every change of
+	// reader is backed by a change of lease (the lease counter).
+	rows := env.rows()
+	env.log.mu.Lock()
+	defer env.log.mu.Unlock()
+	shardsRead, handovers := 0, 0
+	for sh, calls := range env.log.calls {
+		if sh == "" {
+			t.Errorf("%d GetRecords calls with an unknown iterator", len(calls))
+			continue
+		}
+		shardsRead++
+		sort.Slice(calls, func(i, j int) bool { return calls[i].start.Before(calls[j].start) })
+		changes := 0
+		lastEnd := map[string]time.Time{}
+		for i, cl := range calls {
+			if i > 0 && calls[i-1].worker != cl.worker {
+				changes++
+				prev := calls[i-1].worker
+				if lastEnd[prev].After(cl.start) {
+					t.Errorf("shard %s: %s called GetRecords at %s while %s's call ran until %s",
+						sh, cl.worker, cl.start.Format("15:04:05.000"), prev, lastEnd[prev].Format("15:04:05.000"))
+				}
+			}
+			if cl.end.After(lastEnd[cl.worker]) {
+				lastEnd[cl.worker] = cl.end
+			}
+		}
+		handovers += changes
+		if counter := attrN(rows[sh], "lease_counter"); int64(changes) > counter {
+			t.Errorf("shard %s changed reader %d times but its lease only %d times", sh, changes, counter)
+		}
+	}
+	for _, w := range workers {
+		if env.log.byKey[w.name] == 0 {
+			t.Errorf("engine saw no GetRecords from %s", w.name)
+		}
+	}
+	t.Logf("%d shards read, %d reader hand-overs; GetRecords per worker (engine): %v, (clients): %v",
+		shardsRead, handovers, env.log.byKey, env.log.byWrap)
+}
