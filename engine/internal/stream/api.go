@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -133,6 +135,7 @@ type getShardIteratorIn struct {
 	ShardId           *string
 	ShardIteratorType *string
 	SequenceNumber    *string
+	Timestamp         *float64 // AT_TIMESTAMP: epoch seconds
 }
 
 type getShardIteratorOut struct {
@@ -376,9 +379,9 @@ func (r *Registry) getShardIterator(in getShardIteratorIn) (any, error) {
 	if in.ShardIteratorType != nil {
 		typ = *in.ShardIteratorType
 		switch typ {
-		case "TRIM_HORIZON", "LATEST", "AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER":
+		case "TRIM_HORIZON", "LATEST", "AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER", "AT_TIMESTAMP":
 		default:
-			v.add("Value '%s' at 'shardIteratorType' failed to satisfy constraint: Member must satisfy enum value set: [TRIM_HORIZON, LATEST, AT_SEQUENCE_NUMBER, AFTER_SEQUENCE_NUMBER]", typ)
+			v.add("Value '%s' at 'shardIteratorType' failed to satisfy constraint: Member must satisfy enum value set: [TRIM_HORIZON, LATEST, AT_SEQUENCE_NUMBER, AFTER_SEQUENCE_NUMBER, AT_TIMESTAMP]", typ)
 		}
 	}
 	v.length("sequenceNumber", in.SequenceNumber, 21, 40)
@@ -394,6 +397,12 @@ func (r *Registry) getShardIterator(in getShardIteratorIn) (any, error) {
 	}
 	if !bySeq && in.SequenceNumber != nil {
 		return nil, awserr.Validation("SequenceNumber must not be set when ShardIteratorType is %s", typ)
+	}
+	if typ == "AT_TIMESTAMP" && in.Timestamp == nil {
+		return nil, awserr.Validation("Timestamp is required when ShardIteratorType is AT_TIMESTAMP")
+	}
+	if typ != "AT_TIMESTAMP" && in.Timestamp != nil {
+		return nil, awserr.Validation("Timestamp must not be set when ShardIteratorType is %s", typ)
 	}
 	s, err := r.lookupStream(*in.StreamArn)
 	if err != nil {
@@ -413,10 +422,22 @@ func (r *Registry) getShardIterator(in getShardIteratorIn) (any, error) {
 	case "TRIM_HORIZON":
 		pos = 0
 	case "LATEST":
-		if sh.closed() {
-			pos = sh.end + 1
-		} else {
-			pos = s.lastSeq + 1
+		pos = sh.afterLast(s.lastSeq)
+	case "AT_TIMESTAMP":
+		// The first record created at or after the time; past the last
+		// record when there is none (like LATEST).
+		// The wire carries epoch seconds with milliseconds; round to the
+		// millisecond so float error cannot skip a record.
+		ms := math.Round(*in.Timestamp * 1e3)
+		pos = sh.afterLast(s.lastSeq)
+		switch {
+		case ms <= float64(math.MinInt64/1e6) || ms != ms:
+			pos = 0
+		case ms < float64(math.MaxInt64/1e6):
+			at := int64(ms) * 1e6
+			if i := sort.Search(len(sh.recs), func(i int) bool { return sh.recs[i].at >= at }); i < len(sh.recs) {
+				pos = sh.recs[i].seq
+			}
 		}
 	default:
 		n := seqValue(*in.SequenceNumber)

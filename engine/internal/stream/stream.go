@@ -184,6 +184,15 @@ type record struct {
 
 func (sh *shard) closed() bool { return sh.end != 0 }
 
+// afterLast is the position just past the shard's last record: past its end
+// when closed, else past the stream's last sequence number.
+func (sh *shard) afterLast(lastSeq uint64) uint64 {
+	if sh.closed() {
+		return sh.end + 1
+	}
+	return lastSeq + 1
+}
+
 // Create makes a new ENABLED stream for a table with the registry's number
 // of open shards. Its label is the creation time in ISO 8601 with
 // milliseconds, unique per table even within one millisecond.

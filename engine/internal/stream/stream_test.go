@@ -807,7 +807,11 @@ func TestValidation(t *testing.T) {
 		{"DescribeStream", `{"StreamArn":"` + arn + `","Limit":0}`, "ValidationException", "limit"},
 		{"DescribeStream", `{"StreamArn":"` + arn + `","Limit":1000}`, "", ""},
 		{"GetShardIterator", `{}`, "ValidationException", "3 validation errors detected"},
-		{"GetShardIterator", `{"StreamArn":"` + arn + `","ShardId":"` + shard + `","ShardIteratorType":"AT_TIMESTAMP"}`, "ValidationException", "enum value set"},
+		{"GetShardIterator", `{"StreamArn":"` + arn + `","ShardId":"` + shard + `","ShardIteratorType":"AT_TIMESTAMP"}`, "ValidationException", "Timestamp is required"},
+		{"GetShardIterator", `{"StreamArn":"` + arn + `","ShardId":"` + shard + `","ShardIteratorType":"SOMETIME"}`, "ValidationException", "enum value set"},
+		{"GetShardIterator", `{"StreamArn":"` + arn + `","ShardId":"` + shard + `","ShardIteratorType":"LATEST","Timestamp":1}`, "ValidationException", "Timestamp must not be set"},
+		{"GetShardIterator", `{"StreamArn":"` + arn + `","ShardId":"` + shard + `","ShardIteratorType":"AT_TIMESTAMP","Timestamp":1e300}`, "", ""},
+		{"GetShardIterator", `{"StreamArn":"` + arn + `","ShardId":"` + shard + `","ShardIteratorType":"AT_TIMESTAMP","Timestamp":-1e300}`, "", ""},
 		{"GetShardIterator", `{"StreamArn":"` + arn + `","ShardId":"` + shard + `","ShardIteratorType":"AT_SEQUENCE_NUMBER"}`, "ValidationException", "SequenceNumber is required"},
 		{"GetShardIterator", `{"StreamArn":"` + arn + `","ShardId":"` + shard + `","ShardIteratorType":"AT_SEQUENCE_NUMBER","SequenceNumber":"12345"}`, "ValidationException", "sequenceNumber"},
 		{"GetShardIterator", `{"StreamArn":"` + arn + `","ShardId":"` + shard + `","ShardIteratorType":"AT_SEQUENCE_NUMBER","SequenceNumber":"1234567890123456789012x"}`, "ValidationException", "Invalid SequenceNumber"},
@@ -1003,5 +1007,40 @@ func TestRenderedJSONIsValid(t *testing.T) {
 	b, err := resp.(*getRecordsOut).MarshalJSON()
 	if err != nil || !json.Valid(b) {
 		t.Fatalf("invalid JSON (%v): %s", err, b)
+	}
+}
+
+func TestAtTimestampIterator(t *testing.T) {
+	e := newEnv(t, Options{})
+	s := e.reg.Create("t", NewImage)
+	start := e.clk.Now()
+	for i := 1; i <= 4; i++ {
+		s.Append(Change{EventName: "INSERT", Keys: key("k"), New: attr.Item{"pk": attr.Str("k"), "v": attr.MustNum(strconv.Itoa(i))}})
+		e.clk.Advance(time.Minute)
+	}
+	shard := s.Shards()[0].ID
+	cases := []struct {
+		at   time.Time
+		want string
+	}{
+		{start.Add(-time.Hour), "1,2,3,4"},
+		{start, "1,2,3,4"},
+		{start.Add(90 * time.Second), "3,4"},
+		{start.Add(3 * time.Minute), "4"},
+		{start.Add(time.Hour), ""},
+	}
+	for _, tc := range cases {
+		out, err := e.client.GetShardIterator(bg, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(s.ARN()), ShardId: aws.String(shard),
+			ShardIteratorType: types.ShardIteratorTypeAtTimestamp, Timestamp: aws.Time(tc.at)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range e.drain(t, out.ShardIterator, 0) {
+			got = append(got, r.Dynamodb.NewImage["v"].(*types.AttributeValueMemberN).Value)
+		}
+		if strings.Join(got, ",") != tc.want {
+			t.Errorf("AT_TIMESTAMP %v read %v, want %s", tc.at, got, tc.want)
+		}
 	}
 }
