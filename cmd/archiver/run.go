@@ -3,9 +3,27 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/consumer"
+	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/shard"
+	"github.com/ttl-archiver/archiver/sinks"
 )
 
-// runCmd is `archiver run`.
+// runCmd is `archiver run`: it archives until SIGINT/SIGTERM, then stops
+// reading, flushes the sinks, writes final checkpoints, releases its leases
+// and returns nil, all within --shutdown-timeout.
 func runCmd(ctx context.Context, args []string, e env) error {
 	cfg, err := loadRunConfig(args, e.getenv, e.stdout)
 	if err != nil {
@@ -14,5 +32,287 @@ func runCmd(ctx context.Context, args []string, e env) error {
 	if cfg.PrintConfig {
 		return printConfig(e.stdout, cfg)
 	}
-	return errors.New("not wired yet")
+	log, err := ops.NewLogger(e.stdout, cfg.LogLevel, ops.FormatAuto)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	reg := ops.NewRegistry(ops.Version(version))
+	return runPipeline(ctx, cfg, pipelineDeps{log: log, reg: reg, stdout: e.stdout})
+}
+
+// pipelineDeps are what runPipeline takes from its host (run or demo).
+type pipelineDeps struct {
+	log    *zap.Logger
+	reg    *prometheus.Registry
+	stdout interface{ Write([]byte) (int, error) }
+	// ready, when set, receives the health server's address once it listens.
+	ready func(addr string)
+	// sinksOpened, when set, receives the opened sinks (the demo counts them).
+	extraRoutes []consumer.Route
+}
+
+// runPipeline wires clients, checkpoint store, sinks, consumer and the
+// health server from cfg and runs until ctx ends.
+func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
+	log := d.log.Named("archiver")
+	shutdownDeadline := func() time.Time { return time.Now().Add(cfg.ShutdownTimeout) }
+
+	awsCfg, err := loadAWSConfig(ctx, cfg.Region, cfg.Endpoint, log)
+	if err != nil {
+		return err
+	}
+	ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+	})
+	streams := dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+	})
+
+	store, assigner, err := openCheckpoint(ctx, cfg, awsCfg, d)
+	if err != nil {
+		return err
+	}
+	storeClosed := false
+	defer func() {
+		if !storeClosed {
+			_ = store.Close()
+		}
+	}()
+
+	var routes []consumer.Route
+	var opened []sinks.Sink
+	closeSinks := func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		for _, s := range opened {
+			_ = s.Close(cctx)
+		}
+	}
+	sinkOpts := sinks.Options{
+		Logger:     d.log.Named("sinks"),
+		Registerer: d.reg,
+		Stdout:     d.stdout,
+		AWSConfig: func(ctx context.Context, region string) (aws.Config, error) {
+			c := awsCfg.Copy()
+			if region != "" {
+				c.Region = region
+			}
+			return c, nil
+		},
+	}
+	for _, u := range cfg.Sinks {
+		s, kinds, err := sinks.Open(ctx, u, sinkOpts)
+		if err != nil {
+			closeSinks()
+			var ce *sinks.ConfigError
+			if errors.As(err, &ce) {
+				return usagef("archiver run: --sink: %v", err)
+			}
+			return fmt.Errorf("open sink %s: %w", maskURL(u), err)
+		}
+		opened = append(opened, s)
+		routes = append(routes, consumer.Route{Sink: s, Kinds: kinds})
+		log.Info("sink opened", zap.String("sink", s.Name()), zap.Strings("kinds", kindNames(kinds)))
+	}
+	for _, r := range d.extraRoutes {
+		opened = append(opened, r.Sink)
+		routes = append(routes, r)
+	}
+
+	start, err := shard.ParseStartPosition(cfg.Start)
+	if err != nil {
+		closeSinks()
+		return usagef("archiver run: --start: %v", err)
+	}
+	// The shutdown budget: reader stop and sink flush each get 40 %, the
+	// rest is for the final lease release and store close.
+	cons, err := consumer.New(consumer.Config{
+		Streams:         streams,
+		Tables:          ddb,
+		TableNames:      cfg.Tables,
+		StreamARNs:      cfg.StreamARNs,
+		Start:           start,
+		Store:           store,
+		Assigner:        assigner,
+		Routes:          routes,
+		ShutdownTimeout: cfg.ShutdownTimeout * 2 / 5,
+		StopTimeout:     cfg.ShutdownTimeout * 2 / 5,
+		Logger:          d.log,
+		Registerer:      d.reg,
+	})
+	if err != nil {
+		closeSinks()
+		return fmt.Errorf("consumer: %w", err)
+	}
+
+	// Health and metrics.
+	var gatherer prometheus.Gatherer
+	if cfg.Metrics == "prometheus" {
+		gatherer = d.reg
+	}
+	srv := ops.NewServer(gatherer, d.log.Named("ops"))
+	srv.AddCheck("stream", ops.CachedCheck(streamCheck(ddb, streams, cfg.Tables, cfg.StreamARNs), 10*time.Second))
+	srv.AddCheck("sinks", ops.ReadyCheck(opened...))
+	if r, ok := store.(ops.Readier); ok {
+		srv.AddCheck("leases", func(context.Context) error { return r.Ready() })
+	}
+	if err := srv.Listen(cfg.MetricsAddr); err != nil {
+		closeSinks()
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = srv.Close(cctx)
+	}()
+	if d.ready != nil {
+		d.ready(srv.Addr())
+	}
+	emfDone := make(chan struct{})
+	emfCtx, stopEMF := context.WithCancel(context.WithoutCancel(ctx))
+	if cfg.Metrics == "emf" {
+		emf := &ops.EMF{Gatherer: d.reg, W: d.stdout}
+		go func() {
+			defer close(emfDone)
+			if err := emf.Run(emfCtx); err != nil {
+				log.Warn("EMF export failed", zap.Error(err))
+			}
+		}()
+	} else {
+		close(emfDone)
+	}
+	defer func() { stopEMF(); <-emfDone }()
+
+	log.Info("archiver running",
+		zap.Strings("tables", cfg.Tables), zap.Strings("stream_arns", cfg.StreamARNs),
+		zap.Int("sinks", len(routes)), zap.String("metrics_addr", srv.Addr()), zap.String("version", ops.Version(version)))
+
+	done := make(chan error, 1)
+	go func() { done <- cons.Run(ctx) }()
+	var runErr error
+	select {
+	case runErr = <-done:
+	case <-ctx.Done():
+		deadline := shutdownDeadline()
+		log.Info("shutting down: stop reading, flush sinks, write final checkpoints, release leases",
+			zap.Duration("timeout", cfg.ShutdownTimeout))
+		select {
+		case runErr = <-done:
+		case <-time.After(time.Until(deadline)):
+			return fmt.Errorf("shutdown did not finish within --shutdown-timeout %s", cfg.ShutdownTimeout)
+		}
+		// Release what is still leased, with what is left of the budget.
+		rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+		if ra, ok := store.(interface{ ReleaseAll(context.Context) error }); ok {
+			if err := ra.ReleaseAll(rctx); err != nil {
+				log.Warn("releasing leases failed; other workers take them when they expire", zap.Error(err))
+			}
+		}
+		cancel()
+	}
+	storeClosed = true
+	if err := store.Close(); err != nil {
+		log.Warn("closing the checkpoint store failed", zap.Error(err))
+	}
+	if runErr != nil {
+		return runErr
+	}
+	log.Info("archiver stopped")
+	return nil
+}
+
+func kindNames(k []event.Kind) []string {
+	out := make([]string, len(k))
+	for i, v := range k {
+		out[i] = string(v)
+	}
+	return out
+}
+
+// openCheckpoint opens the --checkpoint store; a dynamodb:// store is also
+// the shard assigner (leases).
+func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pipelineDeps) (checkpoint.Store, shard.Assigner, error) {
+	u, err := url.Parse(cfg.Checkpoint)
+	if err != nil {
+		return nil, nil, usagef("archiver run: --checkpoint: %v", err)
+	}
+	switch u.Scheme {
+	case "file":
+		fs, err := checkpoint.OpenFile(filePath(u))
+		if err != nil {
+			return nil, nil, fmt.Errorf("--checkpoint: %w", err)
+		}
+		return fs, nil, nil
+	case "dynamodb":
+		du, err := checkpoint.ParseDynamoURL(cfg.Checkpoint)
+		if err != nil {
+			return nil, nil, usagef("archiver run: --checkpoint: %v", err)
+		}
+		// The lease table lives where the source table does unless the
+		// URL says otherwise.
+		endpoint := du.Endpoint
+		if endpoint == "" {
+			endpoint = cfg.Endpoint
+		}
+		c := awsCfg
+		if du.Region != "" && du.Region != awsCfg.Region {
+			c = awsCfg.Copy()
+			c.Region = du.Region
+		}
+		client := dynamodb.NewFromConfig(c, func(o *dynamodb.Options) {
+			if endpoint != "" {
+				o.BaseEndpoint = aws.String(endpoint)
+			}
+		})
+		worker := cfg.WorkerID
+		if worker == "" {
+			wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			worker = checkpoint.DefaultWorkerID(wctx)
+			cancel()
+		}
+		st, err := checkpoint.OpenDynamo(ctx, checkpoint.DynamoOptions{
+			Client:     client,
+			Table:      du.Table,
+			Create:     du.Create,
+			WorkerID:   worker,
+			Logger:     d.log.Named("checkpoint"),
+			Registerer: d.reg,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--checkpoint %s: %w", maskURL(cfg.Checkpoint), err)
+		}
+		d.log.Named("archiver").Info("lease store opened", zap.String("table", du.Table), zap.String("worker_id", worker))
+		return st, st, nil
+	}
+	return nil, nil, usagef("archiver run: --checkpoint: scheme %q is not file or dynamodb", u.Scheme)
+}
+
+// streamCheck is the "stream reachable" readiness check: every table
+// answers DescribeTable with a stream, every stream ARN answers
+// DescribeStream.
+func streamCheck(ddb *dynamodb.Client, streams *dynamodbstreams.Client, tables, arns []string) ops.Check {
+	return func(ctx context.Context) error {
+		var errs []error
+		for _, t := range tables {
+			out, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t)})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("table %s: %w", t, err))
+				continue
+			}
+			if out.Table == nil || aws.ToString(out.Table.LatestStreamArn) == "" {
+				errs = append(errs, fmt.Errorf("table %s: no stream enabled", t))
+			}
+		}
+		for _, a := range arns {
+			if _, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(a), Limit: aws.Int32(1)}); err != nil {
+				errs = append(errs, fmt.Errorf("stream %s: %w", a, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
 }
