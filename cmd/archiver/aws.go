@@ -60,4 +60,3 @@ func loadAWSConfig(ctx context.Context, region, endpoint string, log *zap.Logger
 	}
 	return cfg, nil
 }
-

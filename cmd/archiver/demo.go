@@ -34,15 +34,15 @@ const demoTable = "SessionData"
 type demoSummary struct {
 	ExpiringWritten int
 	UserDeletes     int
-	Archived        int // distinct expired events in the archive folder
-	Published       int // distinct expired events received on NATS
-	DeletesSeen     int // user deletes the consumer classified (not archived)
-	DeletesArchived int // must stay 0
+	Archived        int           // distinct expired events in the archive folder
+	Published       int           // distinct expired events received on NATS
+	DeletesSeen     int           // user deletes the consumer classified (not archived)
+	DeletesArchived int           // must stay 0
 	LagP50, LagMax  time.Duration // deletion time - ExpirationTime
 	// NATSP50, NATSMax: arrival on NATS - ExpirationTime (TTL sweep lag +
 	// stream + archiver).
 	NATSP50, NATSMax time.Duration
-	ArchiveDir      string
+	ArchiveDir       string
 }
 
 // demoCmd runs the engine, an embedded NATS server with JetStream and the

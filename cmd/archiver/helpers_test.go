@@ -82,4 +82,3 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
