@@ -146,3 +146,44 @@ func FuzzParseKeyCondition(f *testing.F) {
 		}
 	})
 }
+
+func FuzzLegacy(f *testing.F) {
+	for _, s := range []string{
+		`{"a":{"Value":{"N":"1"}},"c":{"Exists":false}}`,
+		`{"a":{"ComparisonOperator":"BETWEEN","AttributeValueList":[{"N":"1"},{"N":"2"}]}}`,
+		`{"a":{"ComparisonOperator":"EQ","AttributeValueList":[{"N":"5"}]},"c":{"ComparisonOperator":"BEGINS_WITH","AttributeValueList":[{"S":"x"}]}}`,
+		`{"a":{"Action":"ADD","Value":{"N":"1"}},"l":{"Action":"ADD","Value":{"L":[]}},"s":{"Action":"DELETE"}}`,
+	} {
+		f.Add([]byte(s), "OR")
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, op string) {
+		var ae *awserr.Error
+		check := func(err error) {
+			if err != nil && !errors.As(err, &ae) {
+				t.Fatalf("error is not an *awserr.Error: %v", err)
+			}
+		}
+		if c, err := LegacyExpected(raw, op); err == nil && c != nil {
+			c.Matches(fuzzItem())
+		} else {
+			check(err)
+		}
+		if c, err := LegacyFilter(raw, op); err == nil && c != nil {
+			c.Matches(fuzzItem())
+		} else {
+			check(err)
+		}
+		if k, err := LegacyKeyConditions(raw); err == nil {
+			checkErr(t, k.Validate("a", "c"))
+			k.MatchRange(attr.Str("x"))
+		} else {
+			check(err)
+		}
+		if u, err := LegacyAttributeUpdates(raw); err == nil {
+			_, _, err := u.Apply(fuzzItem())
+			checkErr(t, err)
+		} else {
+			check(err)
+		}
+	})
+}
