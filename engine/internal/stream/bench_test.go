@@ -30,6 +30,20 @@ func BenchmarkAppend(b *testing.B) {
 	})
 }
 
+func BenchmarkAppendEncoded(b *testing.B) {
+	reg := NewRegistry(Options{Shards: 4})
+	s := reg.Create("bench", NewAndOldImages)
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c := expiredItem(int(n.Add(1)))
+			_ = s.AppendEncoded(EncodedChange{EventName: c.EventName, Keys: attr.AppendItemJSON(nil, c.Keys), Old: attr.AppendItemJSON(nil, c.Old),
+				Size: attr.ItemSize(c.Keys) + attr.ItemSize(c.Old), Service: true})
+		}
+	})
+}
+
 func BenchmarkGetRecordsDrain(b *testing.B) {
 	reg := NewRegistry(Options{Shards: 1})
 	s := reg.Create("bench", NewAndOldImages)

@@ -357,7 +357,6 @@ func (s *Stream) shardForLocked(h uint64) *shard {
 // inherit, so one item's records always land in one shard lineage, in
 // order. Appends to a disabled stream are ignored. Safe for concurrent use.
 func (s *Stream) Append(c Change) {
-	now := s.reg.opts.Now()
 	withOld := c.Old != nil && (s.viewType == OldImage || s.viewType == NewAndOldImages)
 	withNew := c.New != nil && (s.viewType == NewImage || s.viewType == NewAndOldImages)
 	size := attr.ItemSize(c.Keys)
@@ -372,9 +371,6 @@ func (s *Stream) Append(c Change) {
 	b := make([]byte, 0, 2*size+16)
 	b = attr.AppendItemJSON(b, c.Keys)
 	kEnd := len(b)
-	hf := fnv.New64a()
-	hf.Write(b)
-	h := mix64(hf.Sum64())
 	if withNew {
 		b = attr.AppendItemJSON(b, c.New)
 	}
@@ -385,7 +381,72 @@ func (s *Stream) Append(c Change) {
 	if cap(b)-len(b) > len(b)/8 {
 		b = append(make([]byte, 0, len(b)), b...) // keep only what is used
 	}
-	rec := record{data: b, kEnd: uint32(kEnd), nEnd: uint32(nEnd), size: uint32(size), svc: c.Service}
+	s.append(c.EventName, record{data: b, kEnd: uint32(kEnd), nEnd: uint32(nEnd), size: uint32(size), svc: c.Service})
+}
+
+// EncodedChange is a Change whose key and images are already DynamoDB JSON
+// objects, exactly as attr.AppendItemJSON writes them (keys sorted; the
+// shard is chosen by a hash of Keys, so it must be that canonical form for
+// Append and AppendEncoded to agree). Nil Old/New mean absent.
+type EncodedChange struct {
+	EventName      string
+	Keys, Old, New []byte
+	// Size is SizeBytes: attr.ItemSize of Keys plus that of each image the
+	// stream's view type keeps (see Stream.ViewType).
+	Size    int
+	Service bool
+}
+
+// AppendEncoded is Append for a change whose JSON the caller already holds
+// (for instance the stored image of an item the TTL sweeper deletes): it
+// saves decoding and re-encoding. The stream keeps only the images its view
+// type asks for; the byte slices are copied. Keys, and every image kept,
+// must be a JSON object: otherwise nothing is appended and the error says
+// which part is wrong (a bug in the caller, never a client mistake).
+func (s *Stream) AppendEncoded(c EncodedChange) error {
+	withOld := c.Old != nil && (s.viewType == OldImage || s.viewType == NewAndOldImages)
+	withNew := c.New != nil && (s.viewType == NewImage || s.viewType == NewAndOldImages)
+	for _, p := range []struct {
+		name string
+		b    []byte
+		use  bool
+	}{{"Keys", c.Keys, true}, {"Old", c.Old, withOld}, {"New", c.New, withNew}} {
+		if p.use && (len(p.b) < 2 || p.b[0] != '{' || !json.Valid(p.b)) {
+			return fmt.Errorf("stream %s: AppendEncoded: %s is not a JSON object", s.arn, p.name)
+		}
+	}
+	n := len(c.Keys)
+	if withOld {
+		n += len(c.Old)
+	}
+	if withNew {
+		n += len(c.New)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, c.Keys...)
+	kEnd := len(b)
+	if withNew {
+		b = append(b, c.New...)
+	}
+	nEnd := len(b)
+	if withOld {
+		b = append(b, c.Old...)
+	}
+	size := c.Size
+	if size < 0 {
+		size = 0
+	}
+	s.append(c.EventName, record{data: b, kEnd: uint32(kEnd), nEnd: uint32(nEnd), size: uint32(size), svc: c.Service})
+	return nil
+}
+
+// append adds a record (data, kEnd, nEnd, size, svc set) to the shard that
+// owns its key.
+func (s *Stream) append(eventName string, rec record) {
+	hf := fnv.New64a()
+	hf.Write(rec.data[:rec.kEnd])
+	h := mix64(hf.Sum64())
+	now := s.reg.opts.Now()
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -405,7 +466,7 @@ func (s *Stream) Append(c Change) {
 	}
 	s.lastSeq++
 	rec.seq = s.lastSeq
-	rec.ev = s.eventIndexLocked(c.EventName)
+	rec.ev = s.eventIndexLocked(eventName)
 	rec.at = now.UnixNano()
 	if n := len(sh.recs); n > 0 && sh.recs[n-1].at > rec.at {
 		rec.at = sh.recs[n-1].at // keep creation times ordered within the shard

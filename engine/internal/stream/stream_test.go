@@ -1044,3 +1044,48 @@ func TestAtTimestampIterator(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendEncoded: the pre-encoded path lands a key in the same shard and
+// renders the same record as Append.
+func TestAppendEncoded(t *testing.T) {
+	e := newEnv(t, Options{Shards: 8})
+	s := e.reg.Create("t", OldImage)
+	old := attr.Item{"pk": attr.Str("x"), "exp": attr.MustNum("1700000000")}
+	for i := 0; i < 20; i++ {
+		k := attr.Item{"pk": attr.Str(fmt.Sprint("key", i))}
+		s.Append(Change{EventName: "REMOVE", Keys: k, Old: old, Service: true})
+		err := s.AppendEncoded(EncodedChange{EventName: "REMOVE", Keys: attr.AppendItemJSON(nil, k), Old: attr.AppendItemJSON(nil, old),
+			New: []byte("not used by OLD_IMAGE"), Size: attr.ItemSize(k) + attr.ItemSize(old), Service: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for _, sh := range s.Shards() {
+		recs := e.readShard(t, s.ARN(), sh.ID, 0)
+		if len(recs)%2 != 0 {
+			t.Fatalf("shard %s holds %d records: a key's two records were split", sh.ID, len(recs))
+		}
+		for i := 0; i+1 < len(recs); i += 2 {
+			a, b := recs[i], recs[i+1]
+			if aws.ToInt64(a.Dynamodb.SizeBytes) != aws.ToInt64(b.Dynamodb.SizeBytes) || len(b.Dynamodb.OldImage) != 2 || b.Dynamodb.NewImage != nil ||
+				b.UserIdentity == nil || a.Dynamodb.Keys["pk"].(*types.AttributeValueMemberS).Value != b.Dynamodb.Keys["pk"].(*types.AttributeValueMemberS).Value {
+				t.Fatalf("records differ: %+v / %+v", a.Dynamodb, b.Dynamodb)
+			}
+		}
+		n += len(recs)
+	}
+	if n != 40 {
+		t.Fatalf("%d records", n)
+	}
+	for _, bad := range []EncodedChange{
+		{EventName: "REMOVE"},
+		{EventName: "REMOVE", Keys: []byte(`{"pk":`)},
+		{EventName: "REMOVE", Keys: []byte(`[]`)},
+		{EventName: "REMOVE", Keys: []byte(`{}`), Old: []byte(`{`)},
+	} {
+		if err := s.AppendEncoded(bad); err == nil {
+			t.Errorf("AppendEncoded(%q, %q) accepted", bad.Keys, bad.Old)
+		}
+	}
+}
