@@ -67,9 +67,12 @@ func (p *Params) CheckUnused() error {
 	if p == nil {
 		return nil
 	}
-	for k := range p.names {
+	for k, v := range p.names {
 		if !validRef(k, '#') {
 			return awserr.Validation("ExpressionAttributeNames contains invalid key: Syntax error; key: %q", k)
+		}
+		if v == "" {
+			return awserr.Validation("ExpressionAttributeNames contains invalid value: Empty attribute name; key: %q", k)
 		}
 	}
 	for k := range p.values {
