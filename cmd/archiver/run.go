@@ -157,7 +157,7 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 	}
 	srv := ops.NewServer(gatherer, d.log.Named("ops"))
 	srv.AddCheck("stream", ops.CachedCheck(streamCheck(ddb, streams, cfg.Tables, cfg.StreamARNs), 10*time.Second))
-	srv.AddCheck("sinks", ops.ReadyCheck(opened...))
+	srv.AddCheck("sinks", sinksCheck(opened, cfg.Sinks))
 	if r, ok := store.(ops.Readier); ok {
 		srv.AddCheck("leases", func(context.Context) error { return r.Ready() })
 	}

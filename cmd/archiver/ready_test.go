@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/internal/ops"
+)
+
+func startNATS(t *testing.T) *natsserver.Server {
+	t.Helper()
+	ns, err := natsserver.NewServer(&natsserver.Options{
+		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(20 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	return ns
+}
+
+// TestReadyzUnreadyWhenNATSDown runs the pipeline with a NATS sink and
+// checks that /readyz is 200 while NATS is up and 503 naming the sinks once
+// the NATS server stopped, while /healthz stays 200.
+func TestReadyzUnreadyWhenNATSDown(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	srv := startEngine(t, engine.Options{TTLInterval: -1})
+	if _, err := createSessionTable(ctx, ddbClient(srv.Endpoint()), "SessionData"); err != nil {
+		t.Fatal(err)
+	}
+	ns := startNATS(t)
+	dir := t.TempDir()
+	cfg, err := loadRunConfig([]string{
+		"--endpoint", srv.Endpoint(), "--table", "SessionData",
+		"--checkpoint", "file://" + filepath.Join(dir, "cp.json"),
+		"--sink", ns.ClientURL() + "?subject=t.{table}.{kind}&create-stream=T",
+		"--metrics-addr", "127.0.0.1:0",
+	}, envMap(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- runPipeline(ctx, cfg, pipelineDeps{log: zap.NewNop(), reg: ops.NewRegistry("test"), stdout: io.Discard,
+			ready: func(a string) { addr <- a }})
+	}()
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case err := <-done:
+		t.Fatalf("pipeline ended: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("health server did not start")
+	}
+	status := func(path string) int {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	waitFor(t, "/readyz 200 with NATS up", 30*time.Second, func() bool { return status("/readyz") == 200 })
+	health := func() int {
+		return dispatch(ctx, []string{"health", "--quiet", "--addr", base[len("http://"):]}, env{stdout: io.Discard, stderr: io.Discard, getenv: envMap(nil)})
+	}
+	if code := health(); code != 0 {
+		t.Fatalf("archiver health = %d with NATS up, want 0", code)
+	}
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	// The stream check is cached for a few seconds; the sinks check is not.
+	waitFor(t, "/readyz 503 with NATS down", 30*time.Second, func() bool { return status("/readyz") == http.StatusServiceUnavailable })
+	if code := status("/healthz"); code != 200 {
+		t.Fatalf("/healthz = %d while alive, want 200", code)
+	}
+	if code := health(); code != 1 {
+		t.Fatalf("archiver health = %d with NATS down, want 1", code)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("pipeline did not stop")
+	}
+}
