@@ -84,8 +84,8 @@ func (s *FileSink) write(reqs []serialReq) []error {
 				errs[i] = fmt.Errorf("file sink: event %s: %w", e.EventID, err)
 				break
 			}
-			b, ok := s.buf[path]
-			if !ok {
+			b := s.buf[path]
+			if len(b) == 0 {
 				order = append(order, path)
 			}
 			if len(touched[i]) == 0 || touched[i][len(touched[i])-1] != path {

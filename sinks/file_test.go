@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -206,5 +207,29 @@ func TestWriterSinkErrorSurfaces(t *testing.T) {
 	}
 	if err := a.waitAck(t, "b"); err == nil || !strings.Contains(err.Error(), "disk on fire") {
 		t.Fatalf("ack error %v", err)
+	}
+}
+
+// TestFileSinkSamePathAcrossRounds: batches written one after another to the
+// same file each land (a regression: the second round's lines were skipped).
+func TestFileSinkSamePathAcrossRounds(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	s, err := NewFileSink(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	a := newAcks()
+	for i := 0; i < 3; i++ {
+		if err := s.Write(ctx, Batch{Events: testEvents("t", "s", i*2, 2)}, a.ack(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.waitAck(t, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(readLines(t, filepath.Join(dir, "t", "2026-03-04", "05.jsonl"))); got != (i+1)*2 {
+			t.Fatalf("after batch %d: %d lines, want %d", i, got, (i+1)*2)
+		}
 	}
 }

@@ -110,20 +110,34 @@ func createStream(t testing.TB, js jetstream.JetStream, name string, subjects ..
 }
 
 // streamMsgs reads every message of a stream in order.
-func streamMsgs(t testing.TB, st jetstream.Stream) []*jetstream.RawStreamMsg {
+func streamMsgs(t testing.TB, st jetstream.Stream) []jetstream.Msg {
 	t.Helper()
 	ctx := testCtx(t)
 	info, err := st.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*jetstream.RawStreamMsg
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		m, err := st.GetMsg(ctx, seq)
+	want := int(info.State.Msgs)
+	if want == 0 {
+		return nil
+	}
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []jetstream.Msg
+	deadline := time.Now().Add(30 * time.Second)
+	for len(out) < want && time.Now().Before(deadline) {
+		batch, err := cons.Fetch(want-len(out), jetstream.FetchMaxWait(time.Second))
 		if err != nil {
-			t.Fatalf("GetMsg %d: %v", seq, err)
+			t.Fatal(err)
 		}
-		out = append(out, m)
+		for m := range batch.Messages() {
+			out = append(out, m)
+		}
+	}
+	if len(out) < want {
+		t.Fatalf("read %d of %d stream messages", len(out), want)
 	}
 	return out
 }
@@ -169,20 +183,20 @@ func TestNATSJetStreamPublishesWithHeaders(t *testing.T) {
 	for i, m := range msgs {
 		e := evs[i]
 		wantSubj := "ttl.sessions.expired." + strings.ReplaceAll(e.Keys["pk"].(*typesS).Value, ".", "_")
-		if m.Subject != wantSubj {
-			t.Fatalf("message %d subject %q, want %q", i, m.Subject, wantSubj)
+		if m.Subject() != wantSubj {
+			t.Fatalf("message %d subject %q, want %q", i, m.Subject(), wantSubj)
 		}
 		for h, want := range map[string]string{
 			"Nats-Msg-Id": e.EventID, HeaderTable: "sessions", HeaderKind: "expired", HeaderShard: "shard-1",
 			HeaderSequence: e.SequenceNumber, HeaderKeys: string(event.MarshalItem(e.Keys)), HeaderEventName: "REMOVE",
 		} {
-			if got := m.Header.Get(h); got != want {
+			if got := m.Headers().Get(h); got != want {
 				t.Fatalf("message %d header %s = %q, want %q", i, h, got, want)
 			}
 		}
-		got, err := event.DecodeLine(m.Data)
+		got, err := event.DecodeLine(m.Data())
 		if err != nil || !sameEvent(got, e) {
-			t.Fatalf("message %d payload does not decode to the event (%v): %s", i, err, m.Data)
+			t.Fatalf("message %d payload does not decode to the event (%v): %s", i, err, m.Data())
 		}
 	}
 }
@@ -248,8 +262,8 @@ func TestNATSCreateStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := streamMsgs(t, st)
-	if len(msgs) != 3 || msgs[0].Subject != "exp.t1" || string(msgs[0].Data) != string(event.PlainJSON(evs[0].OldImage)) {
-		t.Fatalf("got %d messages; first %q %s", len(msgs), msgs[0].Subject, msgs[0].Data)
+	if len(msgs) != 3 || msgs[0].Subject() != "exp.t1" || string(msgs[0].Data()) != string(event.PlainJSON(evs[0].OldImage)) {
+		t.Fatalf("got %d messages; first %q %s", len(msgs), msgs[0].Subject(), msgs[0].Data())
 	}
 	// Opening again with the stream in place is fine.
 	s2, _, err := Open(ctx, "nats://"+ns.url+"?subject=exp.{table}&create-stream=EXPIRED", Options{})
@@ -348,7 +362,7 @@ func TestNATSServerDownMidStream(t *testing.T) {
 	}
 	seen := map[string]int{}
 	for _, m := range streamMsgs(t, st) {
-		seen[m.Header.Get("Nats-Msg-Id")]++
+		seen[m.Headers().Get("Nats-Msg-Id")]++
 	}
 	for i := 0; i < batches*per; i++ {
 		id := fmt.Sprintf("t-s-%d", i)
