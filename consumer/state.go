@@ -145,7 +145,7 @@ func (s *shardState) advance() {
 	s.signal()
 }
 
-// drain waits until every entry is done, flushing the sinks that hold the
+// drain waits until every entry is done and every lane is empty, flushing the sinks that hold the
 // shard's events once everything queued was handed to them.
 func (s *shardState) drain(ctx context.Context) error {
 	flushedAt := make([]uint64, len(s.lanes))
@@ -158,12 +158,12 @@ func (s *shardState) drain(ctx context.Context) error {
 			s.mu.Unlock()
 			return err
 		}
-		if len(s.entries) == 0 {
-			s.mu.Unlock()
-			return nil
-		}
+		entries := len(s.entries)
 		ch := s.progress
 		s.mu.Unlock()
+		if entries == 0 && s.lanesEmpty() {
+			return nil
+		}
 		var flush []int
 		for i, l := range s.lanes {
 			if w, idle := l.idle(); idle && w != flushedAt[i] {
@@ -192,6 +192,20 @@ func (s *shardState) drain(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// lanesEmpty reports whether every lane finished its work, rewrites for
+// order included.
+func (s *shardState) lanesEmpty() bool {
+	for _, l := range s.lanes {
+		l.mu.Lock()
+		n := len(l.items)
+		l.mu.Unlock()
+		if n > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // save writes the shard's checkpoint if it advanced since the last save;
@@ -301,10 +315,17 @@ type lane struct {
 }
 
 type item struct {
-	batch   sinks.Batch
-	e       *entry
-	acked   bool
-	attempt int
+	batch sinks.Batch
+	e     *entry
+	// durable is set by the first successful acknowledgement: the entry is
+	// then told once.
+	durable bool
+	// acked is set when an attempt at or after minAttempt succeeded: one
+	// written after every earlier batch's last copy, so the item may leave
+	// the lane.
+	acked      bool
+	attempt    int
+	minAttempt int
 }
 
 // enqueue queues a batch for the sink, starting the lane's writer on first
@@ -386,8 +407,11 @@ func (l *lane) ack(it *item, attempt int, start time.Time, err error) {
 		m.sinkWrites.WithLabelValues(l.r.name).Inc()
 		m.sinkLatency.WithLabelValues(l.r.name).Observe(time.Since(start).Seconds())
 		l.mu.Lock()
-		first := !it.acked
-		it.acked = true
+		first := !it.durable
+		it.durable = true
+		if attempt >= it.minAttempt {
+			it.acked = true
+		}
 		n := 0
 		for n < len(l.items) && l.items[n].acked {
 			n++
@@ -408,9 +432,9 @@ func (l *lane) ack(it *item, attempt int, start time.Time, err error) {
 		return // torn down: nothing to retry
 	}
 	l.mu.Lock()
-	if it.acked || attempt != it.attempt {
+	if attempt != it.attempt || attempt < it.minAttempt {
 		l.mu.Unlock()
-		return // a newer attempt decides
+		return // a newer attempt decides, or a rewrite is already due
 	}
 	idx := -1
 	for i, x := range l.items {
@@ -421,6 +445,14 @@ func (l *lane) ack(it *item, attempt int, start time.Time, err error) {
 	}
 	var wait time.Duration
 	if idx >= 0 && idx < l.next {
+		// Write it and every later batch again, in order: the last copy of
+		// each must come after the last copy of the batches before it, so
+		// earlier successes of the later batches no longer count for order
+		// (they still count for the checkpoint: they are durable).
+		for _, x := range l.items[idx:l.next] {
+			x.acked = false
+			x.minAttempt = x.attempt + 1
+		}
 		l.next = idx
 		l.failures++
 		wait = backoff(l.failures, l.s.c.cfg.RetryMinBackoff, l.s.c.cfg.RetryMaxBackoff)

@@ -1,0 +1,489 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/shard"
+	"github.com/ttl-archiver/archiver/sinks"
+)
+
+const testARN = "arn:aws:dynamodb:us-east-1:000000000000:table/tbl/stream/2026-01-01T00:00:00.000"
+
+// nopStreams is never called: unit tests drive the Processor directly.
+type nopStreams struct{ shard.StreamsAPI }
+
+// newUnitConsumer builds a consumer whose Processor methods tests call
+// directly (no walker running), with its checkpoint saver running.
+func newUnitConsumer(t *testing.T, store checkpoint.Store, mod func(*Config), routes ...Route) *Consumer {
+	t.Helper()
+	cfg := Config{
+		Streams: nopStreams{}, StreamARNs: []string{testARN}, Store: store, Routes: routes,
+		CheckpointInterval: 5 * time.Millisecond, RetryMinBackoff: time.Millisecond, RetryMaxBackoff: 10 * time.Millisecond,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.base = ctx
+	done := make(chan struct{})
+	go func() { defer close(done); c.saver(ctx) }()
+	t.Cleanup(func() {
+		for _, s := range c.snapshot() {
+			c.remove(s)
+		}
+		cancel()
+		<-done
+	})
+	return c
+}
+
+var seqCounter = map[string]int{}
+
+// mkBatch builds a batch of records of the given kinds with consecutive
+// sequence numbers starting at first.
+func mkBatch(shardID string, first int, kinds ...event.Kind) shard.Batch {
+	b := shard.Batch{Table: "tbl", StreamARN: testARN, ShardID: shardID}
+	for i, k := range kinds {
+		seq := fmt.Sprintf("%021d", first+i)
+		r := types.Record{
+			EventID: aws.String(shardID + "-" + seq),
+			Dynamodb: &types.StreamRecord{
+				SequenceNumber: aws.String(seq),
+				SizeBytes:      aws.Int64(100),
+				Keys:           map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprint(first + i)}},
+			},
+		}
+		switch k {
+		case event.Expired:
+			r.EventName = types.OperationTypeRemove
+			r.UserIdentity = ident("Service", "dynamodb.amazonaws.com")
+		case event.Deleted:
+			r.EventName = types.OperationTypeRemove
+		case event.Inserted:
+			r.EventName = types.OperationTypeInsert
+		case event.Modified:
+			r.EventName = types.OperationTypeModify
+		}
+		b.Records = append(b.Records, r)
+		b.Bytes += 100
+	}
+	return b
+}
+
+func seqOf(n int) string { return fmt.Sprintf("%021d", n) }
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestTrackerRandom is a property test: random batches on several shards,
+// two sinks with different kinds, random failures and out-of-order acks.
+// Every save is checked against what the sinks made durable at that moment,
+// and at the end every wanted event is durable, in per-shard order.
+func TestTrackerRandom(t *testing.T) {
+	for round := 0; round < 5; round++ {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(round), 7))
+			var rngMu sync.Mutex
+			chance := func(p float64) bool { rngMu.Lock(); defer rngMu.Unlock(); return rng.Float64() < p }
+			a := newFakeSink("a")
+			a.maxDelay = 2 * time.Millisecond
+			b := newFakeSink("b")
+			b.maxDelay = 2 * time.Millisecond
+			b.fail = func(sinks.Batch) error {
+				if chance(0.2) {
+					return errors.New("injected")
+				}
+				return nil
+			}
+			store := newMemStore()
+			// wanted[sink][shard/seq] is filled before Process hands a batch on.
+			var wantMu sync.Mutex
+			wantA, wantB := map[string]bool{}, map[string]bool{}
+			store.check = func(arn, sh string, cp checkpoint.Checkpoint) error {
+				da, db := a.durableSet(), b.durableSet()
+				wantMu.Lock()
+				defer wantMu.Unlock()
+				for k := range wantA {
+					if k[:len(sh)+1] == sh+"/" && event.CompareSequence(k[len(sh)+1:], cp.SequenceNumber) <= 0 && !da[k] {
+						return fmt.Errorf("checkpoint %s %s passes %s not durable in a", sh, cp.SequenceNumber, k)
+					}
+				}
+				for k := range wantB {
+					if k[:len(sh)+1] == sh+"/" && event.CompareSequence(k[len(sh)+1:], cp.SequenceNumber) <= 0 && !db[k] {
+						return fmt.Errorf("checkpoint %s %s passes %s not durable in b", sh, cp.SequenceNumber, k)
+					}
+				}
+				return nil
+			}
+			c := newUnitConsumer(t, store, func(c *Config) { c.MaxInFlightBytes = 3000 },
+				Route{Sink: a}, Route{Sink: b, Kinds: []event.Kind{event.Expired, event.Deleted}})
+			ctx := context.Background()
+			const shards = 4
+			last := make([]int, shards)
+			var wg sync.WaitGroup
+			for s := 0; s < shards; s++ {
+				wg.Add(1)
+				go func(s int) {
+					defer wg.Done()
+					id := fmt.Sprintf("shard-%d", s)
+					n := 1
+					for i := 0; i < 40; i++ {
+						var kinds []event.Kind
+						rngMu.Lock()
+						size := 1 + rng.IntN(15)
+						for j := 0; j < size; j++ {
+							kinds = append(kinds, event.Kinds[rng.IntN(4)])
+						}
+						rngMu.Unlock()
+						wantMu.Lock()
+						for j, k := range kinds {
+							key := id + "/" + seqOf(n+j)
+							if k == event.Expired {
+								wantA[key] = true
+							}
+							if k == event.Expired || k == event.Deleted {
+								wantB[key] = true
+							}
+						}
+						wantMu.Unlock()
+						if err := c.Process(ctx, mkBatch(id, n, kinds...)); err != nil {
+							t.Error(err)
+							return
+						}
+						n += len(kinds)
+					}
+					last[s] = n - 1
+					if err := c.ShardEnded(ctx, testARN, id); err != nil {
+						t.Error(err)
+					}
+				}(s)
+			}
+			wg.Wait()
+			for _, err := range store.problems() {
+				t.Error(err)
+			}
+			for s := 0; s < shards; s++ {
+				id := fmt.Sprintf("shard-%d", s)
+				cp := store.get(testARN, id)
+				if !cp.Finished || cp.SequenceNumber != seqOf(last[s]) {
+					t.Errorf("%s checkpoint %+v, want finished at %d", id, cp, last[s])
+				}
+			}
+			for name, pair := range map[string]struct {
+				s    *fakeSink
+				want map[string]bool
+			}{"a": {a, wantA}, "b": {b, wantB}} {
+				got := pair.s.durableSet()
+				for k := range pair.want {
+					if !got[k] {
+						t.Errorf("sink %s never made %s durable", name, k)
+					}
+				}
+				for k := range got {
+					if !pair.want[k] {
+						t.Errorf("sink %s got unwanted %s", name, k)
+					}
+				}
+				checkLastCopyOrder(t, name, pair.s.events())
+			}
+			// Sink a never fails: exactly once.
+			if n, want := len(a.events()), len(wantA); n != want {
+				t.Errorf("sink a got %d events, want exactly %d", n, want)
+			}
+		})
+	}
+}
+
+// checkLastCopyOrder checks that, per shard, the last durable copy of each
+// event comes in stream order.
+func checkLastCopyOrder(t *testing.T, name string, evs []event.Event) {
+	t.Helper()
+	lastPos := map[string]int{}
+	for i, e := range evs {
+		lastPos[e.ShardID+"/"+e.SequenceNumber] = i
+	}
+	byShard := map[string][]event.Event{}
+	for _, e := range evs {
+		byShard[e.ShardID] = append(byShard[e.ShardID], e)
+	}
+	for sh, list := range byShard {
+		seqs := map[string]bool{}
+		for _, e := range list {
+			seqs[e.SequenceNumber] = true
+		}
+		ordered := make([]string, 0, len(seqs))
+		for s := range seqs {
+			ordered = append(ordered, s)
+		}
+		sort.Slice(ordered, func(i, j int) bool { return event.CompareSequence(ordered[i], ordered[j]) < 0 })
+		for i := 1; i < len(ordered); i++ {
+			if lastPos[sh+"/"+ordered[i-1]] > lastPos[sh+"/"+ordered[i]] {
+				t.Errorf("sink %s shard %s: last copy of %s after last copy of %s", name, sh, ordered[i-1], ordered[i])
+				return
+			}
+		}
+	}
+}
+
+func TestUnwantedRecordsAdvanceAfterEarlierAcks(t *testing.T) {
+	ctx := context.Background()
+	a := newFakeSink("a")
+	a.hold = true
+	store := newMemStore()
+	c := newUnitConsumer(t, store, nil, Route{Sink: a})
+	if err := c.Process(ctx, mkBatch("s", 1, event.Expired, event.Inserted)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Process(ctx, mkBatch("s", 3, event.Inserted, event.Modified, event.Deleted)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "batch written", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return len(a.held) == 1 })
+	// Give the saver many intervals: nothing may be saved past record 1.
+	time.Sleep(50 * time.Millisecond)
+	if cp := store.get(testARN, "s"); cp.SequenceNumber != "" {
+		t.Fatalf("checkpoint %+v saved before the sink acknowledged", cp)
+	}
+	a.release()
+	waitFor(t, "checkpoint at 5", func() bool { return store.get(testARN, "s").SequenceNumber == seqOf(5) })
+	// Records no sink wants, with nothing before them pending, advance alone.
+	if err := c.Process(ctx, mkBatch("s", 6, event.Inserted)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "checkpoint at 6", func() bool { return store.get(testARN, "s").SequenceNumber == seqOf(6) })
+}
+
+func TestBackpressure(t *testing.T) {
+	ctx := context.Background()
+	a := newFakeSink("a")
+	a.hold = true
+	store := newMemStore()
+	c := newUnitConsumer(t, store, func(c *Config) { c.MaxInFlightBytes = 250 }, Route{Sink: a})
+	// 200 bytes: fits.
+	if err := c.Process(ctx, mkBatch("s", 1, event.Expired, event.Expired)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Process(ctx, mkBatch("s", 3, event.Expired)) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Process returned (%v) while the budget was full", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	a.release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// A batch bigger than the whole budget is admitted alone.
+	if err := c.Process(ctx, mkBatch("s", 4, event.Expired, event.Expired, event.Expired, event.Expired)); err != nil {
+		t.Fatal(err)
+	}
+	// A blocked Process honours its context.
+	waitFor(t, "all acknowledged", func() bool { return len(a.events()) == 7 })
+	a.mu.Lock()
+	a.hold = true
+	a.mu.Unlock()
+	if err := c.Process(ctx, mkBatch("s", 8, event.Expired, event.Expired, event.Expired)); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := c.Process(cctx, mkBatch("s", 11, event.Expired)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("blocked Process error %v, want deadline exceeded", err)
+	}
+	a.release()
+}
+
+func TestFailingSinkHoldsCheckpointAndOnlyThatSinkRetries(t *testing.T) {
+	ctx := context.Background()
+	good := newFakeSink("good")
+	bad := newFakeSink("bad")
+	var failing = true
+	var mu sync.Mutex
+	bad.fail = func(sinks.Batch) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return errors.New("destination down")
+		}
+		return nil
+	}
+	store := newMemStore()
+	c := newUnitConsumer(t, store, nil, Route{Sink: good}, Route{Sink: bad})
+	for i := 0; i < 10; i++ {
+		if err := c.Process(ctx, mkBatch("s", 1+i*3, event.Expired, event.Expired, event.Expired)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "good sink has everything", func() bool { return len(good.events()) == 30 })
+	waitFor(t, "several failed attempts", func() bool { bad.mu.Lock(); defer bad.mu.Unlock(); return bad.failures >= 5 })
+	if cp := store.get(testARN, "s"); cp.SequenceNumber != "" {
+		t.Fatalf("checkpoint %+v advanced past batches the bad sink failed", cp)
+	}
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	if err := c.ShardEnded(ctx, testARN, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if cp := store.get(testARN, "s"); !cp.Finished || cp.SequenceNumber != seqOf(30) {
+		t.Fatalf("checkpoint %+v", cp)
+	}
+	if n := len(good.events()); n != 30 {
+		t.Errorf("good sink got %d events, want exactly 30 (no retries to it)", n)
+	}
+	if got := bad.durableSet(); len(got) != 30 {
+		t.Errorf("bad sink made %d distinct events durable, want 30", len(got))
+	}
+	checkLastCopyOrder(t, "bad", bad.events())
+}
+
+func TestRefusedWriteIsRetried(t *testing.T) {
+	ctx := context.Background()
+	a := newFakeSink("a")
+	var n int
+	var mu sync.Mutex
+	a.refuseOn = func(sinks.Batch) error {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		if n <= 3 {
+			return errors.New("at capacity")
+		}
+		return nil
+	}
+	store := newMemStore()
+	c := newUnitConsumer(t, store, nil, Route{Sink: a})
+	if err := c.Process(ctx, mkBatch("s", 1, event.Expired)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ShardEnded(ctx, testARN, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.events(); len(got) != 1 {
+		t.Fatalf("got %d events", len(got))
+	}
+}
+
+func TestLeaseLostStopsShard(t *testing.T) {
+	ctx := context.Background()
+	a := newFakeSink("a")
+	store := newMemStore()
+	store.failFn = func(string, string, checkpoint.Checkpoint) error {
+		return fmt.Errorf("conditional check failed: %w", checkpoint.ErrLeaseLost)
+	}
+	c := newUnitConsumer(t, store, nil, Route{Sink: a})
+	if err := c.Process(ctx, mkBatch("s", 1, event.Expired)); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	waitFor(t, "Process to fail", func() bool {
+		err = c.Process(ctx, mkBatch("s", 2, event.Expired))
+		return err != nil
+	})
+	if !errors.Is(err, checkpoint.ErrLeaseLost) {
+		t.Fatalf("Process error %v, want ErrLeaseLost", err)
+	}
+	if err := c.ShardStopped(ctx, testARN, "s"); !errors.Is(err, checkpoint.ErrLeaseLost) {
+		t.Fatalf("ShardStopped error %v, want ErrLeaseLost", err)
+	}
+	// A new reader of the shard starts fresh.
+	store.mu.Lock()
+	store.failFn = nil
+	store.mu.Unlock()
+	if err := c.Process(ctx, mkBatch("s", 3, event.Expired)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestShardStoppedSavesAckedPrefix(t *testing.T) {
+	ctx := context.Background()
+	a := newFakeSink("a")
+	store := newMemStore()
+	c := newUnitConsumer(t, store, func(c *Config) { c.CheckpointInterval = time.Hour }, Route{Sink: a})
+	if err := c.Process(ctx, mkBatch("s", 1, event.Expired, event.Expired)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "first ack", func() bool { return len(a.events()) == 2 })
+	a.mu.Lock()
+	a.hold = true
+	a.mu.Unlock()
+	if err := c.Process(ctx, mkBatch("s", 3, event.Expired)); err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	if err := c.ShardStopped(sctx, testARN, "s"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ShardStopped = %v, want a deadline error", err)
+	}
+	if cp := store.get(testARN, "s"); cp.SequenceNumber != seqOf(2) || cp.Finished {
+		t.Fatalf("checkpoint %+v, want 2 (the acknowledged prefix)", cp)
+	}
+	a.release()
+}
+
+func TestShardEndedWithoutRecords(t *testing.T) {
+	store := newMemStore()
+	store.cps[testARN] = map[string]checkpoint.Checkpoint{"s": {SequenceNumber: "77"}}
+	c := newUnitConsumer(t, store, nil, Route{Sink: newFakeSink("a")})
+	if _, err := (positions{c}).Positions(context.Background(), testARN); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ShardEnded(context.Background(), testARN, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if cp := store.get(testARN, "s"); !cp.Finished || cp.SequenceNumber != "77" {
+		t.Fatalf("checkpoint %+v, want finished at 77", cp)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	good := Config{Streams: nopStreams{}, StreamARNs: []string{testARN}, Store: newMemStore(), Routes: []Route{{Sink: newFakeSink("a")}}}
+	cases := []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"no streams", func(c *Config) { c.Streams = nil }},
+		{"no store", func(c *Config) { c.Store = nil }},
+		{"no routes", func(c *Config) { c.Routes = nil }},
+		{"nil sink", func(c *Config) { c.Routes = []Route{{}} }},
+		{"bad kind", func(c *Config) { c.Routes = []Route{{Sink: newFakeSink("a"), Kinds: []event.Kind{"purged"}}} }},
+		{"negative", func(c *Config) { c.MaxInFlightBytes = -1 }},
+		{"nothing to read", func(c *Config) { c.StreamARNs = nil }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good
+			tc.mod(&c)
+			if _, err := New(c); err == nil {
+				t.Fatal("New accepted a bad config")
+			}
+		})
+	}
+	if _, err := New(good); err != nil {
+		t.Fatal(err)
+	}
+}
