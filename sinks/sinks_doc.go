@@ -1,0 +1,40 @@
+// # Sink URLs
+//
+// [Open] turns a URL into a sink: s3://BUCKET/PREFIX, nats://HOST:PORT,
+// file://DIR or stdout://, each with query parameters (see [Open]);
+// events=expired,deleted,... says which kinds the caller routes to it
+// (default expired).
+//
+// # The archive line
+//
+// The file sink, the S3 sink, stdout:// and the NATS sink's envelope
+// format all write one JSON object per event ([event.AppendLine]):
+//
+//	{"Item":{"pk":{"S":"user#1"},"expiresAt":{"N":"1767322800"},...},
+//	 "Keys":{"pk":{"S":"user#1"}},
+//	 "Metadata":{"kind":"expired","table":"sessions","eventID":"...",
+//	   "eventName":"REMOVE","sequenceNumber":"...","shardId":"...",
+//	   "streamArn":"...","approximateCreationDateTime":"2026-01-02T03:04:05Z",
+//	   "deletionTime":"2026-01-02T03:04:05Z","sizeBytes":321,
+//	   "ttlAttribute":"expiresAt","ttlValue":"1767322800",
+//	   "ttlTime":"2026-01-02T03:00:00Z","ttlLagSeconds":245}}
+//
+// Item is the item's last image in DynamoDB JSON, the same form as
+// DynamoDB's own S3 export: every type kept (S, N as the exact decimal
+// string, B base64, SS, NS, BS, M, L, NULL, BOOL), so PutItem with Item
+// restores the exact item. Keys are the key attributes; OldImage appears
+// only for a MODIFY that carried both images. Metadata fields with unknown
+// values are left out. Object keys inside the line are sorted, so the same
+// event always renders to the same bytes. [event.DecodeLine] reads a line
+// back into an event.
+//
+// # Where events go
+//
+//   - file://DIR: DIR/TABLE/YYYY-MM-DD/HH.jsonl (hour of the event's
+//     creation time, UTC), appended and fsynced before the ack.
+//   - stdout://: one line per event.
+//   - s3://: PREFIX/table=T/kind=K/dt=YYYY-MM-DD/hr=HH/SHARD-FIRSTSEQ-LASTSEQ.jsonl.gz
+//     (see [S3Sink] for buffering, naming and retries).
+//   - nats://: one message per event on the subject template, with
+//     Nats-Msg-Id set to the event ID (see [NATSSink]).
+package sinks
