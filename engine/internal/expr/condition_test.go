@@ -429,3 +429,22 @@ func BenchmarkEvalCondition(b *testing.B) {
 		}
 	}
 }
+
+// TestSyntaxErrorsAsAWS checks messages captured from real DynamoDB responses.
+func TestSyntaxErrorsAsAWS(t *testing.T) {
+	p := func() *Params {
+		return NewParams(map[string]string{"#v": "v"}, map[string]attr.Value{":i": attr.MustNum("1"), ":incr": attr.MustNum("1")})
+	}
+	_, err := ParseCondition("ADD #v :i", p())
+	wantValidation(t, "update as condition", err, `Invalid ConditionExpression: Syntax error; token: "ADD", near: "ADD #v"`)
+	_, err = ParseUpdate("ADD hits : incr", p())
+	wantValidation(t, "spaced placeholder", err, `Invalid UpdateExpression: Syntax error; token: ":", near: "hits : incr"`)
+	_, err = ParseUpdate("INVALID SYNTAX HERE", p())
+	wantValidation(t, "no clause", err, `Invalid UpdateExpression: Syntax error; token: "INVALID", near: "INVALID SYNTAX"`)
+	_, err = ParseUpdate("SET a = :i, #, b = :i", p())
+	wantValidation(t, "lone hash", err, `Syntax error; token: "#", near: ", #,"`)
+	_, err = ParseUpdate("ADD srTas.MarketplaceFacilitatorTax-Principal :i", p())
+	wantValidation(t, "dash", err, `Syntax error; token: "-", near: "MarketplaceFacilitatorTax-Principal"`)
+	_, err = ParseUpdate("SET a = :i, b = :i REMOVE delete", p())
+	wantValidation(t, "keyword as name", err, `Syntax error; token: "delete"`)
+}

@@ -248,6 +248,12 @@ func (ps *parser) pathElemName() (string, bool) {
 	switch t.kind {
 	case tIdent:
 		name := ps.text(t)
+		if isGrammarKeyword(name) {
+			// Keywords of the grammar are never names, not even reserved ones:
+			// DynamoDB reports a syntax error at them.
+			ps.fail()
+			return "", false
+		}
 		if isReserved(name) {
 			ps.semantic(eReserved, "Attribute name is a reserved keyword; reserved keyword: %s", name)
 		}
@@ -264,6 +270,29 @@ func (ps *parser) pathElemName() (string, bool) {
 	}
 	ps.fail()
 	return "", false
+}
+
+// isGrammarKeyword reports whether an identifier is one of the expression
+// grammar's own keywords (any case).
+func isGrammarKeyword(name string) bool {
+	switch len(name) {
+	case 2, 3, 6, 7:
+	default:
+		return false
+	}
+	var buf [7]byte
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 'a' && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	switch string(buf[:len(name)]) {
+	case "AND", "OR", "NOT", "IN", "BETWEEN", "SET", "REMOVE", "ADD", "DELETE":
+		return true
+	}
+	return false
 }
 
 // parsePath reads a document path: name ('.' name | '[' n ']')*.
