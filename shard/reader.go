@@ -75,7 +75,9 @@ func (r *reader) run() result {
 	}()
 	var procErr error
 	for b := range q {
-		if procErr == nil {
+		// Once the reader must stop, queued batches are dropped: they were
+		// never processed, so the shard resumes before them.
+		if procErr == nil && r.ctx.Err() == nil {
 			if err := o.Processor.Process(r.ctx, b); err != nil {
 				procErr = err
 				fcancel()
