@@ -33,6 +33,8 @@ type DynamoAPI interface {
 const (
 	DefaultLeaseDuration = 20 * time.Second
 	DefaultRenewEvery    = 5 * time.Second
+	// DefaultPruneFinishedAfter is how long finished shards stay recorded.
+	DefaultPruneFinishedAfter = 72 * time.Hour
 )
 
 // DynamoOptions configures [OpenDynamo].
@@ -56,6 +58,11 @@ type DynamoOptions struct {
 	// SafetyMargin is how long before a lease's expiry this worker stops
 	// reading the shard when renewals keep failing (default LeaseDuration/4).
 	SafetyMargin time.Duration
+	// PruneFinishedAfter is how long a finished shard's item is kept after
+	// its last write (default 72 h, well past the stream's 24 h retention,
+	// after which the shard is gone from the stream); negative: forever.
+	// Heartbeats of workers gone for ten lease durations are deleted too.
+	PruneFinishedAfter time.Duration
 	// Now is the clock (default time.Now); lease expiries are compared
 	// across workers, so their clocks must agree to well within SafetyMargin.
 	Now func() time.Time
@@ -100,6 +107,7 @@ type DynamoStore struct {
 	leaseD  time.Duration
 	renewD  time.Duration
 	margin  time.Duration
+	pruneD  time.Duration
 	now     func() time.Time
 	log     *zap.Logger
 	metrics *leaseMetrics
@@ -168,6 +176,9 @@ func OpenDynamo(ctx context.Context, o DynamoOptions) (*DynamoStore, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.PruneFinishedAfter == 0 {
+		o.PruneFinishedAfter = DefaultPruneFinishedAfter
+	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
@@ -177,7 +188,7 @@ func OpenDynamo(ctx context.Context, o DynamoOptions) (*DynamoStore, error) {
 	}
 	s := &DynamoStore{
 		client: o.Client, table: o.Table, worker: o.WorkerID,
-		leaseD: o.LeaseDuration, renewD: o.RenewEvery, margin: o.SafetyMargin,
+		leaseD: o.LeaseDuration, renewD: o.RenewEvery, margin: o.SafetyMargin, pruneD: o.PruneFinishedAfter,
 		now: o.Now, log: o.Logger.With(zap.String("worker", o.WorkerID), zap.String("lease_table", o.Table)),
 		metrics:  m,
 		renewSem: make(chan struct{}, 16),
@@ -382,6 +393,7 @@ type row struct {
 	finished   bool
 	parents    []string
 	handoff    string
+	updatedMS  int64
 	exists     bool
 }
 
@@ -448,6 +460,9 @@ func decodeRow(it map[string]types.AttributeValue) (row, error) {
 		return r, err
 	}
 	if r.expiryMS, err = number(attrExpiry); err != nil {
+		return r, err
+	}
+	if r.updatedMS, err = number(attrUpdated); err != nil {
 		return r, err
 	}
 	if v, ok := it[attrFinished].(*types.AttributeValueMemberBOOL); ok {

@@ -89,6 +89,7 @@ func accessKey(r *http.Request) string {
 
 type storeOpts struct {
 	lease, renew time.Duration
+	prune        time.Duration
 	now          func() time.Time
 	reg          prometheus.Registerer
 }
@@ -105,7 +106,7 @@ func openStore(t *testing.T, te *testEngine, table, worker string, so storeOpts)
 	defer cancel()
 	s, err := OpenDynamo(ctx, DynamoOptions{
 		Client: te.dynamoClient(worker), Table: table, Create: true, WorkerID: worker,
-		LeaseDuration: so.lease, RenewEvery: so.renew, Now: so.now,
+		LeaseDuration: so.lease, RenewEvery: so.renew, Now: so.now, PruneFinishedAfter: so.prune,
 		Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named(worker), Registerer: so.reg,
 	})
 	if err != nil {
@@ -616,5 +617,51 @@ func TestCloseCancelsAssignments(t *testing.T) {
 	}
 	if _, err := a.assign(ctx, testStream, shards("s1")); err == nil {
 		t.Fatal("Assign after Close succeeded")
+	}
+}
+
+// Finished shards stay recorded until PruneFinishedAfter; heartbeats of
+// long-gone workers are deleted.
+func TestPrune(t *testing.T) {
+	te := startEngine(t, engine.Options{TTLInterval: -1})
+	ctx := context.Background()
+	a := openStore(t, te, "leases", "a", storeOpts{lease: time.Second, prune: 200 * time.Millisecond})
+	if g, err := a.assign(ctx, testStream, shards("s1", "s2")); err != nil || len(g) != 2 {
+		t.Fatal(ids(g), err)
+	}
+	if err := a.Release(ctx, testStream, "s1", true); err != nil {
+		t.Fatal(err)
+	}
+	_, err := a.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("leases"), Item: map[string]types.AttributeValue{
+		attrStream: &types.AttributeValueMemberS{Value: workersPrefix + testStream},
+		attrShard:  &types.AttributeValueMemberS{Value: "gone-worker"},
+		attrExpiry: num(time.Now().Add(-time.Hour).UnixMilli()),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.assign(ctx, testStream, shards("s2")); err != nil {
+		t.Fatal(err)
+	}
+	if r := getRow(t, a, testStream, "s1"); !r.exists || !r.finished {
+		t.Fatalf("finished shard pruned too early: %+v", r)
+	}
+	eventually(t, 30*time.Second, "finished shard and dead heartbeat pruned", func() error {
+		if _, err := a.assign(ctx, testStream, shards("s2")); err != nil {
+			return err
+		}
+		if r := getRow(t, a, testStream, "s1"); r.exists {
+			return fmt.Errorf("s1 still there: %+v", r)
+		}
+		if r := getRow(t, a, workersPrefix+testStream, "gone-worker"); r.exists {
+			return errors.New("dead heartbeat still there")
+		}
+		return nil
+	})
+	if r := getRow(t, a, testStream, "s2"); r.owner != "a" {
+		t.Fatalf("held shard touched: %+v", r)
+	}
+	if r := getRow(t, a, workersPrefix+testStream, "a"); !r.exists {
+		t.Fatal("own heartbeat missing")
 	}
 }

@@ -316,6 +316,7 @@ func (s *DynamoStore) assign(ctx context.Context, stream string, ready []readySh
 		return nil, err
 	}
 	now := s.now()
+	s.prune(ctx, stream, rows, beats, now)
 	live := map[string]bool{s.worker: true}
 	for w, b := range beats {
 		if !b.expired(now) {
@@ -394,6 +395,46 @@ func (s *DynamoStore) assign(ctx context.Context, stream string, ready []readySh
 		}
 	}
 	return out, nil
+}
+
+// prune deletes (a few per round) heartbeats of workers gone for ten lease
+// durations and finished shards' items older than PruneFinishedAfter. Each
+// delete is conditional on the item being unchanged since it was read.
+func (s *DynamoStore) prune(ctx context.Context, stream string, rows, beats map[string]row, now time.Time) {
+	const perRound = 10
+	n := 0
+	del := func(partition, sk, cond string, vals map[string]types.AttributeValue) {
+		n++
+		_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(s.table), Key: itemKey(partition, sk),
+			ConditionExpression: aws.String(cond), ExpressionAttributeValues: vals,
+		})
+		if err != nil && !isConditionFailed(err) {
+			s.log.Debug("pruning lease table item failed", zap.String("partition", partition), zap.String("item", sk), zap.Error(err))
+		}
+	}
+	for w, b := range beats {
+		if n >= perRound {
+			return
+		}
+		if w != s.worker && b.expiryMS < now.Add(-10*s.leaseD).UnixMilli() {
+			del(workersPrefix+stream, w, attrExpiry+" = :e", map[string]types.AttributeValue{":e": num(b.expiryMS)})
+			delete(beats, w)
+		}
+	}
+	if s.pruneD < 0 {
+		return
+	}
+	for id, r := range rows {
+		if n >= perRound {
+			return
+		}
+		if r.finished && r.owner == "" && r.updatedMS > 0 && r.updatedMS < now.Add(-s.pruneD).UnixMilli() {
+			del(stream, id, attrFinished+" = :t AND "+attrUpdated+" = :u AND attribute_not_exists("+attrOwner+")",
+				map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}, ":u": num(r.updatedMS)})
+			delete(rows, id)
+		}
+	}
 }
 
 // parentBusy reports whether a parent of the shard is recorded unfinished

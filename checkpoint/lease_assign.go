@@ -21,6 +21,10 @@ func (s *DynamoStore) Assign(ctx context.Context, streamARN string, ready []shar
 	for i, sh := range ready {
 		rs[i] = readyShard{id: sh.ID, parents: sh.Parents}
 	}
+	// Bounded, so a throttled table cannot hold up the walker's schedule;
+	// the next round tries again.
+	ctx, cancel := context.WithTimeout(ctx, s.leaseD/2)
+	defer cancel()
 	got, err := s.assign(ctx, streamARN, rs)
 	if err != nil {
 		return nil, err

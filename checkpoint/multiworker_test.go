@@ -404,14 +404,23 @@ func TestMultiWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	a, b, c := env.startWorker("worker-a"), env.startWorker("worker-b"), env.startWorker("worker-c")
-	workers := []*mwWorker{a, b, c}
-
-	// Phase 1: items expire while three workers share the stream.
+	// Phase 1: worker a starts alone and takes every shard; b and c join
+	// and get their shares by hand-off while items keep expiring.
+	a := env.startWorker("worker-a")
 	var all []string
-	keys := env.writeExpired(600)
+	keys := env.writeExpired(300)
 	all = append(all, keys...)
-	env.allArrived(all)
+	waitFor(t, 60*time.Second, "worker a takes every shard", func() error {
+		if n := len(a.store.HeldShards(env.stream)); n < 16 {
+			return fmt.Errorf("holds %d", n)
+		}
+		return nil
+	})
+	joined := time.Now()
+	b, c := env.startWorker("worker-b"), env.startWorker("worker-c")
+	workers := []*mwWorker{a, b, c}
+	keys = env.writeExpired(300)
+	all = append(all, keys...)
 
 	// Even spread once settled: nobody above its fair share + 1.
 	held := func(ws []*mwWorker) (map[string]int, int) {
@@ -433,7 +442,9 @@ func TestMultiWorker(t *testing.T) {
 		return nil
 	})
 	m, total := held(workers)
-	t.Logf("spread after settling (%v): %v of %d shards", settle, m, total)
+	t.Logf("spread after settling (%v after b and c joined): %v of %d shards", time.Since(joined), m, total)
+	_ = settle
+	env.allArrived(all)
 	for i := 0; i < 20; i++ { // it stays settled
 		m, total := held(workers)
 		fair := int(math.Ceil(float64(total) / 3))
