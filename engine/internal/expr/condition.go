@@ -325,6 +325,9 @@ func (ps *parser) parseCondOperand() operand {
 		}
 		start := ps.tok.start
 		p := ps.parsePath()
+		if ps.err != nil {
+			return operand{}
+		}
 		return operand{kind: opPath, path: p, text: ps.src[start:ps.prev.end]}
 	}
 	ps.fail()

@@ -179,6 +179,9 @@ func (ps *parser) parseUpdOperand() operand {
 		if !ps.isFuncCall() {
 			start := ps.tok.start
 			p := ps.parsePath()
+			if ps.err != nil {
+				return operand{}
+			}
 			return operand{kind: opPath, path: p, text: ps.src[start:ps.prev.end]}
 		}
 		if !ps.enter() {
