@@ -1,0 +1,268 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/ttl-archiver/archiver/event"
+)
+
+// Every table in these tests has a string hash key "id" and the TTL
+// attribute "exp".
+const (
+	keyAttr = "id"
+	ttlAttr = "exp"
+)
+
+// ddbClient is a real DynamoDB client for endpoint, signing with accessKey
+// (engine hooks tell callers apart by it).
+func ddbClient(endpoint, accessKey string) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider(accessKey, "secret", ""),
+	})
+}
+
+// streamsClient is a real DynamoDB Streams client for endpoint.
+func streamsClient(endpoint, accessKey string) *dynamodbstreams.Client {
+	return dynamodbstreams.New(dynamodbstreams.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider(accessKey, "secret", ""),
+	})
+}
+
+// createTable creates table (hash key "id", stream with both images) and
+// enables TTL on "exp".
+func createTable(t testing.TB, ctx context.Context, db *dynamodb.Client, table string) {
+	t.Helper()
+	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(table),
+		BillingMode:          dtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []dtypes.AttributeDefinition{{AttributeName: aws.String(keyAttr), AttributeType: dtypes.ScalarAttributeTypeS}},
+		KeySchema:            []dtypes.KeySchemaElement{{AttributeName: aws.String(keyAttr), KeyType: dtypes.KeyTypeHash}},
+		StreamSpecification:  &dtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: dtypes.StreamViewTypeNewAndOldImages},
+	})
+	if err != nil {
+		t.Fatalf("CreateTable %s: %v", table, err)
+	}
+	_, err = db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String(table),
+		TimeToLiveSpecification: &dtypes.TimeToLiveSpecification{AttributeName: aws.String(ttlAttr), Enabled: aws.Bool(true)},
+	})
+	if err != nil {
+		t.Fatalf("UpdateTimeToLive %s: %v", table, err)
+	}
+}
+
+// putItems writes one item per key with the TTL value exp (epoch seconds)
+// and a small payload, 25 at a time, retrying unprocessed items.
+func putItems(ctx context.Context, db *dynamodb.Client, table string, keys []string, exp int64) error {
+	expS := strconv.FormatInt(exp, 10)
+	for i := 0; i < len(keys); i += 25 {
+		var reqs []dtypes.WriteRequest
+		for _, k := range keys[i:min(i+25, len(keys))] {
+			reqs = append(reqs, dtypes.WriteRequest{PutRequest: &dtypes.PutRequest{Item: map[string]dtypes.AttributeValue{
+				keyAttr:   &dtypes.AttributeValueMemberS{Value: k},
+				ttlAttr:   &dtypes.AttributeValueMemberN{Value: expS},
+				"payload": &dtypes.AttributeValueMemberS{Value: "session data for " + k},
+				"n":       &dtypes.AttributeValueMemberN{Value: "12.50"},
+			}}})
+		}
+		for attempt := 0; len(reqs) > 0; attempt++ {
+			out, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]dtypes.WriteRequest{table: reqs}})
+			if err != nil {
+				return fmt.Errorf("BatchWriteItem: %w", err)
+			}
+			reqs = out.UnprocessedItems[table]
+			if len(reqs) > 0 {
+				if attempt > 100 {
+					return fmt.Errorf("BatchWriteItem: %d items still unprocessed", len(reqs))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+	return nil
+}
+
+// expiredTTL is a TTL value an hour in the past: the engine's TTL process
+// deletes such items at its next sweep.
+func expiredTTL() int64 { return time.Now().Add(-time.Hour).Unix() }
+
+// keyRange returns n keys prefix-000000, prefix-000001, ...
+func keyRange(prefix string, from, n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s-%06d", prefix, from+i)
+	}
+	return keys
+}
+
+// itemKey is the "id" of an event's keys ("" if absent).
+func itemKey(keys event.Item) string {
+	if v, ok := keys[keyAttr].(*stypes.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+// waitFor polls f every 100 ms until it returns nil or d passes (then the
+// test fails with f's last error). No timing is asserted: d is generous.
+func waitFor(t testing.TB, d time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %v", what, d, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// tally counts deliveries at a far end: per item key and per kind.
+type tally struct {
+	mu     sync.Mutex
+	byKey  map[string]int        // key → deliveries
+	kinds  map[string]event.Kind // key → kind of its last delivery
+	events map[string]int        // event ID → deliveries
+	lines  int
+	torn   int // lines that did not decode (see readFileSink)
+}
+
+func newTally() *tally {
+	return &tally{byKey: map[string]int{}, kinds: map[string]event.Kind{}, events: map[string]int{}}
+}
+
+func (ta *tally) add(ev *event.Event) {
+	ta.mu.Lock()
+	defer ta.mu.Unlock()
+	k := itemKey(ev.Keys)
+	ta.byKey[k]++
+	ta.kinds[k] = ev.Kind
+	ta.events[ev.EventID]++
+	ta.lines++
+}
+
+// missing returns how many of keys were never delivered, and the first few.
+func (ta *tally) missing(keys []string) (int, []string) {
+	ta.mu.Lock()
+	defer ta.mu.Unlock()
+	n := 0
+	var first []string
+	for _, k := range keys {
+		if ta.byKey[k] == 0 {
+			n++
+			if len(first) < 5 {
+				first = append(first, k)
+			}
+		}
+	}
+	return n, first
+}
+
+// duplicates is deliveries beyond the first, counted per stream record
+// (event ID).
+func (ta *tally) duplicates() int {
+	ta.mu.Lock()
+	defer ta.mu.Unlock()
+	d := 0
+	for _, n := range ta.events {
+		d += n - 1
+	}
+	return d
+}
+
+// allArrived returns an error naming the missing keys, or nil.
+func (ta *tally) allArrived(keys []string) error {
+	if n, first := ta.missing(keys); n > 0 {
+		return fmt.Errorf("%d of %d keys missing (e.g. %s)", n, len(keys), strings.Join(first, ", "))
+	}
+	return nil
+}
+
+// readFileSink reads every archive line a file sink wrote under dir
+// (DIR/TABLE/YYYY-MM-DD/HH.jsonl). A line that does not decode is counted as
+// torn; if it holds a later complete line glued to a torn prefix (a process
+// killed mid-append, then the restarted sink appending after the torn
+// bytes), that complete line is still counted, so a torn tail does not hide
+// a re-delivered record.
+func readFileSink(t testing.TB, dir string) *tally {
+	t.Helper()
+	ta := newTally()
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".jsonl") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatalf("reading file sink %s: %v", dir, err)
+	}
+	sort.Strings(files)
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("reading %s: %v", p, err)
+		}
+		decodeLines(t, data, ta)
+	}
+	return ta
+}
+
+// decodeLines adds every archive line of data to ta (see readFileSink for
+// torn lines).
+func decodeLines(t testing.TB, data []byte, ta *tally) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		ev, err := event.DecodeLine(line)
+		if err == nil {
+			ta.add(&ev)
+			continue
+		}
+		ta.mu.Lock()
+		ta.torn++
+		ta.mu.Unlock()
+		t.Logf("archive line does not decode (%v): %.200s", err, line)
+		if i := bytes.LastIndex(line, []byte(`{"Item":`)); i > 0 {
+			if ev, err := event.DecodeLine(line[i:]); err == nil {
+				ta.add(&ev)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("scanning archive lines: %v", err)
+	}
+}
