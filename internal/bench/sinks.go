@@ -1,13 +1,398 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/klauspost/compress/gzip"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/sinks"
 )
 
-// runSinksBench is a placeholder until the sinks figures are measured.
+const (
+	sinksBenchNATSRecords = 100_000
+	sinksBenchS3Records   = 200_000
+	sinksBenchShards      = 4
+	sinksBenchBatch       = 250
+	sinksBenchFlushBytes  = 8 << 20
+	sinksBenchS3Access    = "AKIABENCHARCHIVER"
+	sinksBenchS3Secret    = "bench-secret-for-versitygw-only"
+)
+
+// runSinksBench measures records/s through the NATS JetStream sink beside a
+// raw PublishAsync loop of the same messages, and through the S3 sink (gzip)
+// into versitygw beside a raw PutObject loop of the same object bytes. Both
+// baselines run in the same process, on the same servers, right before.
 func runSinksBench(ctx context.Context, w io.Writer) error {
-	_, err := fmt.Fprintln(w, "not measured yet")
-	return err
+	var errs []error
+	if err := sinksBenchNATS(ctx, w); err != nil {
+		errs = append(errs, fmt.Errorf("nats: %w", err))
+	}
+	if err := sinksBenchS3(ctx, w); err != nil {
+		errs = append(errs, fmt.Errorf("s3: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// sinksBenchEvents makes n expired events spread over the shards, each with
+// a typical session item (~400 bytes as an archive line).
+func sinksBenchEvents(prefix string, n int) [][]event.Event {
+	perShard := make([][]event.Event, sinksBenchShards)
+	t0 := time.Now().UTC().Truncate(time.Hour)
+	for i := 0; i < n; i++ {
+		shard := i % sinksBenchShards
+		seq := i / sinksBenchShards
+		keys := event.Item{"pk": &stypes.AttributeValueMemberS{Value: fmt.Sprintf("session#%s#%09d", prefix, i)}}
+		perShard[shard] = append(perShard[shard], event.Event{
+			Kind:                    event.Expired,
+			Table:                   "sessions",
+			StreamARN:               "arn:aws:dynamodb:us-east-1:000000000000:table/sessions/stream/bench",
+			ShardID:                 fmt.Sprintf("shardId-%s-%04d", prefix, shard),
+			SequenceNumber:          fmt.Sprintf("%021d", 1000+seq),
+			EventID:                 fmt.Sprintf("%s-%d", prefix, i),
+			EventName:               "REMOVE",
+			ApproximateCreationTime: t0.Add(time.Duration(seq) * time.Microsecond),
+			Keys:                    keys,
+			OldImage: event.Item{
+				"pk":        keys["pk"],
+				"user":      &stypes.AttributeValueMemberS{Value: fmt.Sprintf("user-%d", i%5000)},
+				"expiresAt": &stypes.AttributeValueMemberN{Value: fmt.Sprint(1767322800 + i)},
+				"cart":      &stypes.AttributeValueMemberL{Value: []stypes.AttributeValue{&stypes.AttributeValueMemberS{Value: "sku-1"}, &stypes.AttributeValueMemberN{Value: "2"}}},
+				"flags":     &stypes.AttributeValueMemberSS{Value: []string{"beta", "mobile"}},
+				"token":     &stypes.AttributeValueMemberB{Value: bytes.Repeat([]byte{byte(i)}, 32)},
+			},
+			TTLAttribute: "expiresAt",
+			TTLValue:     fmt.Sprint(1767322800 + i),
+			TTLTime:      time.Unix(int64(1767322800+i), 0).UTC(),
+			TTLLag:       90 * time.Second,
+		})
+	}
+	return perShard
+}
+
+// sinksBenchWrite writes every shard's events in batches (shards
+// interleaved, as the consumer does) and waits for every acknowledgement.
+func sinksBenchWrite(ctx context.Context, s sinks.Sink, perShard [][]event.Event) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	ack := func(err error) {
+		if err != nil {
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = err
+			}
+			mu.Unlock()
+		}
+		wg.Done()
+	}
+	for off := 0; ; off += sinksBenchBatch {
+		wrote := false
+		for _, evs := range perShard {
+			if off >= len(evs) {
+				continue
+			}
+			wrote = true
+			end := min(off+sinksBenchBatch, len(evs))
+			wg.Add(1)
+			if err := s.Write(ctx, sinks.Batch{ShardID: evs[0].ShardID, Events: evs[off:end]}, ack); err != nil {
+				wg.Done()
+				return err
+			}
+		}
+		if !wrote {
+			break
+		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		return err
+	}
+	wg.Wait()
+	return firstErr
+}
+
+func sinksBenchRatio(w io.Writer, name string, sinkRate, rawRate float64, baseline string) {
+	fmt.Fprintf(w, "%-28s %10.0f records/s   %s %10.0f records/s   ratio %5.1f%% (target >= 70%%)\n",
+		name, sinkRate, baseline, rawRate, 100*sinkRate/rawRate)
+}
+
+func sinksBenchNATS(ctx context.Context, w io.Writer) error {
+	dir, err := os.MkdirTemp("", "sinks-bench-nats")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
+	if err != nil {
+		return err
+	}
+	go srv.Start()
+	defer srv.Shutdown()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		return errors.New("nats-server did not start")
+	}
+	url := srv.ClientURL()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	if err != nil {
+		return err
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BENCH", Subjects: []string{"archiver.>"}, Storage: jetstream.FileStorage}); err != nil {
+		return err
+	}
+
+	// The same messages the sink sends (subject, headers, envelope), made
+	// up front so the loop measures the broker alone.
+	raw := sinksBenchEvents("raw", sinksBenchNATSRecords)
+	var msgs []*nats.Msg
+	for _, evs := range raw {
+		for i := range evs {
+			e := &evs[i]
+			h := nats.Header{}
+			h.Set(jetstream.MsgIDHeader, e.EventID)
+			h.Set(sinks.HeaderTable, e.Table)
+			h.Set(sinks.HeaderKind, string(e.Kind))
+			h.Set(sinks.HeaderKeys, string(event.MarshalItem(e.Keys)))
+			h.Set(sinks.HeaderShard, e.ShardID)
+			h.Set(sinks.HeaderSequence, e.SequenceNumber)
+			h.Set(sinks.HeaderEventName, e.EventName)
+			msgs = append(msgs, &nats.Msg{Subject: "archiver.sessions.expired", Header: h, Data: event.MarshalLine(e)})
+		}
+	}
+	start := time.Now()
+	for _, m := range msgs {
+		if _, err := js.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute)); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	rawRate := float64(len(msgs)) / time.Since(start).Seconds()
+
+	s, _, err := sinks.Open(ctx, url+"?subject=archiver.{table}.{kind}", sinks.Options{})
+	if err != nil {
+		return err
+	}
+	evs := sinksBenchEvents("sink", sinksBenchNATSRecords)
+	start = time.Now()
+	if err := sinksBenchWrite(ctx, s, evs); err != nil {
+		return err
+	}
+	sinkRate := float64(sinksBenchNATSRecords) / time.Since(start).Seconds()
+	if err := s.Close(ctx); err != nil {
+		return err
+	}
+	sinksBenchRatio(w, "nats jetstream sink", sinkRate, rawRate, "raw PublishAsync")
+	return nil
+}
+
+// sinksBenchVersitygw starts versitygw (from $PATH or .tools/bin; `make
+// bench` builds it) on a free loopback port.
+func sinksBenchVersitygw(dir string) (endpoint string, stop func(), err error) {
+	bin, err := exec.LookPath("versitygw")
+	if err != nil {
+		bin = filepath.Join(".tools", "bin", "versitygw")
+		if _, serr := os.Stat(bin); serr != nil {
+			return "", nil, fmt.Errorf("versitygw not on $PATH or in .tools/bin: run make tools")
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(bin, "--access", sinksBenchS3Access, "--secret", sinksBenchS3Secret, "--port", addr, "--quiet", "posix", dir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	stop = func() { cmd.Process.Kill(); <-exited }
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return "http://" + addr, stop, nil
+		}
+		select {
+		case <-exited:
+			return "", nil, fmt.Errorf("versitygw exited: %s", out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, errors.New("versitygw did not listen within 30s")
+		}
+	}
+}
+
+func sinksBenchS3(ctx context.Context, w io.Writer) error {
+	dir, err := os.MkdirTemp("", "sinks-bench-s3")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	endpoint, stop, err := sinksBenchVersitygw(dir)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	awsConfig := func(ctx context.Context, region string) (aws.Config, error) {
+		return aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider(sinksBenchS3Access, sinksBenchS3Secret, "")}, nil
+	}
+	cfg, _ := awsConfig(ctx, "us-east-1")
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(endpoint)
+		o.UsePathStyle = true
+	})
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("bench")}); err != nil {
+		return err
+	}
+
+	// Baseline: the objects the sink would write (lines cut per shard at
+	// flush-bytes, gzip), built up front, then PutObject with the sink's
+	// upload concurrency.
+	raw := sinksBenchEvents("raw", sinksBenchS3Records)
+	type object struct {
+		key   string
+		body  []byte
+		lines []byte // the uncompressed archive lines
+	}
+	var objects []object
+	for _, evs := range raw {
+		var buf []byte
+		first := 0
+		cut := func(last int) error {
+			var z bytes.Buffer
+			zw, _ := gzip.NewWriterLevel(&z, gzip.DefaultCompression)
+			if _, err := zw.Write(buf); err != nil {
+				return err
+			}
+			if err := zw.Close(); err != nil {
+				return err
+			}
+			key := fmt.Sprintf("%s-%s-%s.jsonl.gz", evs[0].ShardID, evs[first].SequenceNumber, evs[last].SequenceNumber)
+			objects = append(objects, object{key, z.Bytes(), append([]byte(nil), buf...)})
+			buf, first = buf[:0], last+1
+			return nil
+		}
+		for i := range evs {
+			buf = event.AppendLine(buf, &evs[i])
+			if len(buf) >= sinksBenchFlushBytes {
+				if err := cut(i); err != nil {
+					return err
+				}
+			}
+		}
+		if len(buf) > 0 {
+			if err := cut(len(evs) - 1); err != nil {
+				return err
+			}
+		}
+	}
+	putAll := func(prefix string, compress bool) (float64, error) {
+		start := time.Now()
+		work := make(chan object)
+		errc := make(chan error, 4)
+		var wg sync.WaitGroup
+		for i := 0; i < 4; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for o := range work {
+					body := o.body
+					if compress {
+						var z bytes.Buffer
+						zw, _ := gzip.NewWriterLevel(&z, gzip.DefaultCompression)
+						zw.Write(o.lines)
+						zw.Close()
+						body = z.Bytes()
+					}
+					_, err := client.PutObject(ctx, &s3.PutObjectInput{
+						Bucket: aws.String("bench"), Key: aws.String(prefix + o.key), Body: bytes.NewReader(body),
+						ContentType: aws.String("application/x-ndjson"), ContentEncoding: aws.String("gzip"),
+					})
+					if err != nil {
+						select {
+						case errc <- err:
+						default:
+						}
+					}
+				}
+			}()
+		}
+		for _, o := range objects {
+			work <- o
+		}
+		close(work)
+		wg.Wait()
+		select {
+		case err := <-errc:
+			return 0, err
+		default:
+		}
+		return float64(sinksBenchS3Records) / time.Since(start).Seconds(), nil
+	}
+	rawRate, err := putAll("raw/", false)
+	if err != nil {
+		return err
+	}
+	gzipRate, err := putAll("rawgzip/", true)
+	if err != nil {
+		return err
+	}
+
+	s, _, err := sinks.Open(ctx, "s3://bench/sink?endpoint="+endpoint+"&path-style=true&flush-bytes=8MiB", sinks.Options{AWSConfig: awsConfig})
+	if err != nil {
+		return err
+	}
+	evs := sinksBenchEvents("sink", sinksBenchS3Records)
+	start := time.Now()
+	if err := sinksBenchWrite(ctx, s, evs); err != nil {
+		return err
+	}
+	sinkRate := float64(sinksBenchS3Records) / time.Since(start).Seconds()
+	if err := s.Close(ctx); err != nil {
+		return err
+	}
+	sinksBenchRatio(w, "s3 sink (gzip, versitygw)", sinkRate, rawRate, "raw PutObject")
+	sinksBenchRatio(w, "s3 sink (gzip, versitygw)", sinkRate, gzipRate, "gzip+PutObject")
+	fmt.Fprintf(w, "%-28s %d objects, %.1f MiB compressed for %d records\n", "", len(objects), float64(sinksBenchTotal(objects, func(o object) int { return len(o.body) }))/(1<<20), sinksBenchS3Records)
+	return nil
+}
+
+func sinksBenchTotal[T any](xs []T, f func(T) int) int {
+	n := 0
+	for _, x := range xs {
+		n += f(x)
+	}
+	return n
 }
