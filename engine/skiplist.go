@@ -23,10 +23,11 @@ const (
 )
 
 type slNode struct {
-	key  []byte
-	val  *entry
-	prev *slNode // level-0 predecessor; nil for the first node
-	next []*slNode
+	key    []byte
+	val    *entry
+	prev   *slNode // level-0 predecessor; nil for the first node
+	next   []*slNode
+	inline [1]*slNode // next's storage for level-1 nodes (most of them)
 }
 
 func newSkiplist(seed uint64) *skiplist {
@@ -84,7 +85,12 @@ func (s *skiplist) Put(key []byte, val *entry) *entry {
 		}
 		s.level = lvl
 	}
-	nn := &slNode{key: key, val: val, next: make([]*slNode, lvl)}
+	nn := &slNode{key: key, val: val}
+	if lvl == 1 {
+		nn.next = nn.inline[:]
+	} else {
+		nn.next = make([]*slNode, lvl)
+	}
 	for i := 0; i < lvl; i++ {
 		nn.next[i] = s.update[i].next[i]
 		s.update[i].next[i] = nn
@@ -107,6 +113,42 @@ func (s *skiplist) Delete(key []byte) *entry {
 	if n == nil || !bytes.Equal(n.key, key) {
 		return nil
 	}
+	s.unlink(n)
+	return n.val
+}
+
+// DeleteSorted removes keys given in ascending order. Each search resumes
+// from the previous key's predecessors, so deleting a run of neighbouring
+// keys costs far less than as many Delete calls.
+func (s *skiplist) DeleteSorted(keys [][]byte) {
+	for i := range s.update {
+		s.update[i] = &s.head
+	}
+	for _, key := range keys {
+		var x *slNode
+		for i := s.level - 1; i >= 0; i-- {
+			y := s.update[i]
+			if x != nil && (y == &s.head || bytes.Compare(x.key, y.key) > 0) {
+				y = x
+			}
+			for n := y.next[i]; n != nil && bytes.Compare(n.key, key) < 0; n = y.next[i] {
+				y = n
+			}
+			s.update[i] = y
+			if y != &s.head {
+				x = y
+			}
+		}
+		n := s.update[0].next[0]
+		if n == nil || !bytes.Equal(n.key, key) {
+			continue
+		}
+		s.unlink(n)
+	}
+}
+
+// unlink removes n; s.update holds its predecessors.
+func (s *skiplist) unlink(n *slNode) {
 	for i := 0; i < len(n.next); i++ {
 		if s.update[i].next[i] == n {
 			s.update[i].next[i] = n.next[i]
@@ -121,7 +163,6 @@ func (s *skiplist) Delete(key []byte) *entry {
 		s.level--
 	}
 	s.length--
-	return n.val
 }
 
 // First returns the first node, or nil.

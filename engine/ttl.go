@@ -1,9 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"sort"
 	"time"
+
+	"github.com/ttl-archiver/archiver/engine/internal/attr"
+	"github.com/ttl-archiver/archiver/engine/internal/stream"
 )
 
 // sweepChunk is how many items a sweep looks at per hold of a table's
@@ -49,7 +54,7 @@ func (t *table) sweep(ctx context.Context, clock Clock) (int, error) {
 	}
 	deleted := 0
 	var cursor []byte
-	var victims []*slNode
+	var victims []*entry
 	for {
 		if err := ctx.Err(); err != nil {
 			return deleted, err
@@ -73,27 +78,59 @@ func (t *table) sweep(ctx context.Context, clock Clock) (int, error) {
 				continue
 			}
 			if exp+lagFor(n.key, t.lagNanos) < nowN {
-				victims = append(victims, n)
+				victims = append(victims, n.val)
 			}
 		}
 		if n != nil {
 			cursor = n.key
 		}
-		for _, v := range victims {
-			ent := v.val
-			it, err := decodeStored(ent)
-			if err != nil {
+		if len(victims) > 0 {
+			if err := t.removeExpiredLocked(victims); err != nil {
 				t.mu.Unlock()
 				return deleted, err
 			}
-			// The entry was checked under this same lock hold, so a write
-			// that moved the TTL into the future has already replaced it.
-			t.writeLocked(ent.key, ent, it, nil, nil, true)
-			deleted++
+			deleted += len(victims)
 		}
 		t.mu.Unlock()
 		if n == nil {
 			return deleted, nil
 		}
 	}
+}
+
+// removeExpiredLocked deletes expired entries (in table key order) as
+// system deletes: from the table, every index and into the stream. The
+// entries were checked under this same lock hold, so a write that moved a
+// TTL into the future has already replaced its entry. t.mu is held.
+func (t *table) removeExpiredLocked(victims []*entry) error {
+	items := make([]attr.Item, len(victims))
+	keys := make([][]byte, len(victims))
+	for i, ent := range victims {
+		it, err := decodeStored(ent)
+		if err != nil {
+			return err
+		}
+		items[i], keys[i] = it, ent.key
+		t.size -= int64(ent.size)
+	}
+	t.items.DeleteSorted(keys)
+	for _, list := range [][]*index{t.lsis, t.gsis} {
+		for _, ix := range list {
+			ikeys := keys[:0:0]
+			for i, ent := range victims {
+				if k := ix.entryKey(t, ent, items[i]); k != nil {
+					ikeys = append(ikeys, k)
+					ix.size -= ix.projectedSize(t, ent, items[i])
+				}
+			}
+			slices.SortFunc(ikeys, bytes.Compare)
+			ix.list.DeleteSorted(ikeys)
+		}
+	}
+	if t.stream != nil {
+		for _, it := range items {
+			t.stream.Append(stream.Change{EventName: "REMOVE", Keys: t.key.project(it), Old: it, Service: true})
+		}
+	}
+	return nil
 }
