@@ -1,0 +1,413 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/sinks"
+)
+
+func openStore(t *testing.T, path string) *checkpoint.FileStore {
+	t.Helper()
+	s, err := checkpoint.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newFileSink(t *testing.T, dir string) *sinks.FileSink {
+	t.Helper()
+	s, err := sinks.NewFileSink(dir, sinks.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// countKeys counts events per key of the given kind.
+func countKeys(evs []event.Event, kind event.Kind) map[string]int {
+	m := map[string]int{}
+	for _, e := range evs {
+		if e.Kind == kind {
+			m[pkOf(e)]++
+		}
+	}
+	return m
+}
+
+// TestScenarioEndToEnd is the main scenario: 10,000 items with
+// TTLs already past, a stream of 4 shards rolling over every 500 records
+// and a forced split in the middle, archived through the file sink; then a
+// restart after a clean stop re-delivers nothing.
+func TestScenarioEndToEnd(t *testing.T) {
+	b := newBed(t, engine.Options{StreamShards: 4, ShardRolloverRecords: 500})
+	const table = "sessions"
+	b.createTable(table)
+	dir := t.TempDir()
+	cpPath := filepath.Join(dir, "checkpoints.json")
+	store := openStore(t, cpPath)
+	archive := filepath.Join(dir, "archive")
+	all := newFakeSink("all-kinds")
+	cfg := b.config(t, table, store,
+		Route{Sink: newFileSink(t, archive)},
+		Route{Sink: all, Kinds: event.Kinds})
+	r := start(t, cfg)
+
+	// Users' own items: inserted, modified, deleted by the user; and items
+	// whose TTL is in the future.
+	b.put(table, "user", 0, 100, time.Now().Add(48*time.Hour).Unix())
+	b.put(table, "user", 0, 100, time.Now().Add(72*time.Hour).Unix()) // MODIFY
+	for i := 0; i < 100; i++ {
+		if _, err := b.db.DeleteItem(context.Background(), deleteInput(table, fmt.Sprintf("user-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.put(table, "future", 0, 50, time.Now().Add(time.Hour).Unix())
+
+	b.put(table, "exp", 0, 5000, past)
+	b.sweep(5000)
+	// A forced split in the middle.
+	open := b.openShards(table)
+	if len(open) == 0 {
+		t.Fatal("no open shard to split")
+	}
+	if err := b.eng.SplitShard(table, open[0]); err != nil {
+		t.Fatal(err)
+	}
+	b.put(table, "exp", 5000, 10000, past)
+	b.sweep(5000)
+
+	waitFor(t, "10,000 expired items archived", func() bool {
+		return len(countKeys(all.events(), event.Expired)) == 10000
+	})
+	r.stop(t)
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	evs := readArchive(t, archive)
+	got := countKeys(evs, event.Expired)
+	if len(got) != 10000 || len(evs) != 10000 {
+		t.Fatalf("archive has %d events for %d keys, want 10,000 expired keys once each", len(evs), len(got))
+	}
+	for k, n := range got {
+		if n != 1 {
+			t.Errorf("key %s archived %d times in one run", k, n)
+		}
+	}
+	for _, e := range evs {
+		if e.Kind != event.Expired {
+			t.Fatalf("file sink got a %s event; by default only expired ones are archived", e.Kind)
+		}
+		if e.TTLAttribute != "expires" || e.TTLValue != fmt.Sprint(past) || e.TTLLag <= 0 || e.OldImage["payload"] == nil {
+			t.Fatalf("expired event lacks its TTL or image: %+v", e)
+		}
+	}
+	// The all-kinds sink: classification and per-key order.
+	kinds := map[event.Kind]int{}
+	perKey := map[string][]event.Kind{}
+	for _, e := range all.events() {
+		kinds[e.Kind]++
+		perKey[pkOf(e)] = append(perKey[pkOf(e)], e.Kind)
+	}
+	if kinds[event.Deleted] != 100 || kinds[event.Modified] != 100 || kinds[event.Inserted] != 100+50+10000 || kinds[event.Expired] != 10000 {
+		t.Errorf("kinds seen: %v", kinds)
+	}
+	for k, seq := range perKey {
+		want := []event.Kind{event.Inserted, event.Expired}
+		switch {
+		case len(k) > 5 && k[:5] == "user-":
+			want = []event.Kind{event.Inserted, event.Modified, event.Deleted}
+		case len(k) > 7 && k[:7] == "future-":
+			want = []event.Kind{event.Inserted}
+		}
+		if fmt.Sprint(seq) != fmt.Sprint(want) {
+			t.Fatalf("key %s: events %v, want %v in that order", k, seq, want)
+		}
+	}
+
+	// Restart after a clean stop: nothing is delivered again; new expiries
+	// are.
+	store2 := openStore(t, cpPath)
+	defer store2.Close()
+	archive2 := filepath.Join(dir, "archive2")
+	cfg2 := b.config(t, table, store2, Route{Sink: newFileSink(t, archive2)})
+	r2 := start(t, cfg2)
+	b.put(table, "late", 0, 20, past)
+	b.sweep(20)
+	waitFor(t, "the 20 new expiries", func() bool { return len(readArchive(t, archive2)) >= 20 })
+	r2.stop(t)
+	evs2 := readArchive(t, archive2)
+	if n := len(countKeys(evs2, event.Expired)); n != 20 || len(evs2) != 20 {
+		t.Fatalf("after a clean restart the archive got %d events (%d keys), want only the 20 new ones", len(evs2), n)
+	}
+}
+
+// crashStore loses every Save once crashed, as if the process died after
+// the sinks wrote and before the checkpoint did.
+type crashStore struct {
+	checkpoint.Store
+	crashed atomic.Bool
+}
+
+func (c *crashStore) Save(ctx context.Context, arn, id string, cp checkpoint.Checkpoint) error {
+	if c.crashed.Load() {
+		return errors.New("process killed (simulated)")
+	}
+	return c.Store.Save(ctx, arn, id, cp)
+}
+
+// TestScenarioCrashRestart kills the consumer (simulated) between sink
+// writes and checkpoints: the restart re-delivers at most the records after
+// the checkpoints and loses none.
+func TestScenarioCrashRestart(t *testing.T) {
+	b := newBed(t, engine.Options{StreamShards: 4, ShardRolloverRecords: 500})
+	const table = "crash"
+	b.createTable(table)
+	dir := t.TempDir()
+	cpPath := filepath.Join(dir, "cp.json")
+	file := openStore(t, cpPath)
+	store := &crashStore{Store: file}
+	first := newFakeSink("first")
+	var once sync.Once
+	first.onWrite = func(sinks.Batch) {
+		// Crash once half the items reached the sink.
+		if len(first.log) > 0 && countWritten(first) >= 1500 {
+			once.Do(func() { store.crashed.Store(true) })
+		}
+	}
+	r := start(t, b.config(t, table, store, Route{Sink: first}))
+	b.put(table, "exp", 0, 3000, past)
+	b.sweep(3000)
+	waitFor(t, "the crash", func() bool { return store.crashed.Load() })
+	r.stop(t)
+	file.Close()
+
+	// What the checkpoints say survived the crash.
+	file2 := openStore(t, cpPath)
+	defer file2.Close()
+	cps, err := file2.Load(context.Background(), b.streamARN(table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := newFakeSink("second")
+	r2 := start(t, b.config(t, table, file2, Route{Sink: second}))
+	firstKeys := countKeys(first.events(), event.Expired)
+	waitFor(t, "every item delivered by one run or the other", func() bool {
+		got := countKeys(second.events(), event.Expired)
+		for k := range firstKeys {
+			got[k]++
+		}
+		return len(got) == 3000
+	})
+	r2.stop(t)
+	redelivered := 0
+	for _, e := range second.events() {
+		if firstKeys[pkOf(e)] == 0 {
+			continue
+		}
+		redelivered++
+		cp := cps[e.ShardID]
+		if cp.Finished || event.CompareSequence(e.SequenceNumber, cp.SequenceNumber) <= 0 {
+			t.Errorf("re-delivered %s (shard %s seq %s) at or before its checkpoint %+v", pkOf(e), e.ShardID, e.SequenceNumber, cp)
+		}
+	}
+	t.Logf("crash after %d items: %d re-delivered (the un-checkpointed tail)", len(firstKeys), redelivered)
+}
+
+func countWritten(f *fakeSink) int {
+	n := 0
+	for _, r := range f.log {
+		n += len(r.events)
+	}
+	return n
+}
+
+// TestScenarioFaults: each stream fault the walker must survive, with every
+// expired item arriving.
+func TestScenarioFaults(t *testing.T) {
+	cases := []struct {
+		name   string
+		during func(b *bed, table string)
+	}{
+		{"expired iterators", func(b *bed, table string) { b.eng.ExpireIterators() }},
+		{"throttling", func(b *bed, table string) { b.eng.ThrottleGetRecords(10) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := newBed(t, engine.Options{StreamShards: 2, ShardRolloverRecords: 300})
+			const table = "faults"
+			b.createTable(table)
+			store := openStore(t, filepath.Join(t.TempDir(), "cp.json"))
+			defer store.Close()
+			sink := newFakeSink("s")
+			r := start(t, b.config(t, table, store, Route{Sink: sink}))
+			for round := 0; round < 5; round++ {
+				b.put(table, fmt.Sprintf("r%d", round), 0, 200, past)
+				c.during(b, table)
+				b.sweep(200)
+				c.during(b, table)
+				time.Sleep(20 * time.Millisecond)
+			}
+			waitFor(t, "all 1,000 expired items", func() bool { return len(countKeys(sink.events(), event.Expired)) == 1000 })
+			r.stop(t)
+			for k, n := range countKeys(sink.events(), event.Expired) {
+				if n != 1 {
+					t.Errorf("%s delivered %d times", k, n)
+				}
+			}
+		})
+	}
+}
+
+// TestScenarioTrimmedData: records trimmed from the stream while the
+// consumer was stopped are a gap it logs and counts; it goes on with what
+// is still there.
+func TestScenarioTrimmedData(t *testing.T) {
+	b := newBed(t, engine.Options{StreamShards: 2})
+	const table = "trimmed"
+	b.createTable(table)
+	cpPath := filepath.Join(t.TempDir(), "cp.json")
+	store := openStore(t, cpPath)
+	sink := newFakeSink("s")
+	r := start(t, b.config(t, table, store, Route{Sink: sink}))
+	b.put(table, "a", 0, 100, past)
+	b.sweep(100)
+	waitFor(t, "batch a", func() bool { return len(countKeys(sink.events(), event.Expired)) == 100 })
+	r.stop(t)
+	store.Close()
+
+	b.put(table, "b", 0, 100, past)
+	b.sweep(100)
+	time.Sleep(20 * time.Millisecond)
+	cut := time.Now()
+	time.Sleep(20 * time.Millisecond)
+	b.put(table, "c", 0, 100, past)
+	b.sweep(100)
+	if err := b.eng.TrimStream(table, cut); err != nil {
+		t.Fatal(err)
+	}
+
+	store = openStore(t, cpPath)
+	defer store.Close()
+	sink2 := newFakeSink("s2")
+	reg := prometheus.NewRegistry()
+	cfg := b.config(t, table, store, Route{Sink: sink2})
+	cfg.Registerer = reg
+	r2 := start(t, cfg)
+	waitFor(t, "batch c", func() bool {
+		n := 0
+		for k := range countKeys(sink2.events(), event.Expired) {
+			if k[0] == 'c' {
+				n++
+			}
+		}
+		return n == 100
+	})
+	r2.stop(t)
+	for k := range countKeys(sink2.events(), event.Expired) {
+		if k[0] == 'a' {
+			t.Fatalf("%s re-delivered after the trim", k)
+		}
+	}
+	if v := counterSum(t, reg, "archiver_shard_trimmed_gaps_total"); v < 1 {
+		t.Errorf("trimmed gaps counted %v, want at least 1", v)
+	}
+}
+
+func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if c := m.GetCounter(); c != nil {
+				sum += c.GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// TestScenarioSinkOutage: a sink failing for a while holds the checkpoint
+// back; everything arrives once it recovers.
+func TestScenarioSinkOutage(t *testing.T) {
+	b := newBed(t, engine.Options{StreamShards: 2, ShardRolloverRecords: 200})
+	const table = "outage"
+	b.createTable(table)
+	store := openStore(t, filepath.Join(t.TempDir(), "cp.json"))
+	defer store.Close()
+	sink := newFakeSink("flaky")
+	var down atomic.Bool
+	down.Store(true)
+	sink.fail = func(sinks.Batch) error {
+		if down.Load() {
+			return errors.New("destination unavailable")
+		}
+		return nil
+	}
+	cfg := b.config(t, table, store, Route{Sink: sink})
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	r := start(t, cfg)
+	b.put(table, "x", 0, 500, past)
+	b.sweep(500)
+	waitFor(t, "failures", func() bool { return counterSum(t, reg, "archiver_sink_failures_total") >= 5 })
+	cps, err := store.Load(context.Background(), b.streamARN(table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(sink.events()); n != 0 {
+		t.Fatalf("a failing sink made %d events durable", n)
+	}
+	down.Store(false)
+	waitFor(t, "all 500 after recovery", func() bool { return len(countKeys(sink.events(), event.Expired)) == 500 })
+	r.stop(t)
+	// No checkpoint taken during the outage passed an expired record.
+	for _, e := range sink.events() {
+		if cp := cps[e.ShardID]; cp.Finished || event.CompareSequence(e.SequenceNumber, cp.SequenceNumber) <= 0 {
+			t.Fatalf("shard %s was checkpointed at %+v during the outage, past expired record %s", e.ShardID, cp, e.SequenceNumber)
+		}
+	}
+}
+
+// TestScenario200Shards runs the consumer over 200 shards under -race.
+func TestScenario200Shards(t *testing.T) {
+	b := newBed(t, engine.Options{StreamShards: 200})
+	const table = "wide"
+	b.createTable(table)
+	store := openStore(t, filepath.Join(t.TempDir(), "cp.json"))
+	defer store.Close()
+	sink := newFakeSink("s")
+	sink.maxDelay = time.Millisecond
+	r := start(t, b.config(t, table, store, Route{Sink: sink}))
+	b.put(table, "w", 0, 4000, past)
+	b.sweep(4000)
+	waitFor(t, "4,000 expired items", func() bool { return len(countKeys(sink.events(), event.Expired)) == 4000 })
+	r.stop(t)
+	shards := map[string]bool{}
+	for _, e := range sink.events() {
+		shards[e.ShardID] = true
+	}
+	if len(shards) < 100 {
+		t.Errorf("events came from %d shards, want them spread over most of the 200", len(shards))
+	}
+}
