@@ -45,5 +45,11 @@ tools:
 bench: tools
 	$(GO) run ./internal/bench
 
+# The crash loop of issue 5 at full length: `archiver run` as a real process,
+# killed with SIGKILL 20 times while items keep expiring; every expired key
+# must reach the sink. `make test` runs it with fewer rounds.
+crashloop:
+	CRASHLOOP_ROUNDS=20 $(GO) test -run TestCrashLoop -count=1 -v -timeout 20m ./internal/e2e/
+
 clean:
 	rm -rf bin .tools
