@@ -548,8 +548,29 @@ type putItemRequest struct {
 }
 
 type writeResponse struct {
-	Attributes       attr.Item `json:"Attributes,omitempty"`
-	ConsumedCapacity *capacity `json:"ConsumedCapacity,omitempty"`
+	Attributes       attr.Item
+	ConsumedCapacity *capacity
+}
+
+// MarshalJSON renders the response with attr's encoder.
+func (r writeResponse) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	if len(r.Attributes) > 0 {
+		b = append(b, `"Attributes":`...)
+		b = attr.AppendItemJSON(b, r.Attributes)
+	}
+	if r.ConsumedCapacity != nil {
+		c, err := json.Marshal(r.ConsumedCapacity)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, `"ConsumedCapacity":`...)
+		b = append(b, c...)
+	}
+	return append(b, '}'), nil
 }
 
 func (e *Engine) opPutItem(ctx context.Context, body []byte) (any, error) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"hash/fnv"
+	"strconv"
 
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
 	"github.com/ttl-archiver/archiver/engine/internal/awserr"
@@ -318,11 +319,48 @@ func (pl *readPlan) bounds() (lo, hi []byte) {
 }
 
 type readResponse struct {
-	Items            []json.RawMessage `json:"Items,omitempty"`
-	Count            int               `json:"Count"`
-	ScannedCount     int               `json:"ScannedCount"`
-	LastEvaluatedKey attr.Item         `json:"LastEvaluatedKey,omitempty"`
-	ConsumedCapacity *capacity         `json:"ConsumedCapacity,omitempty"`
+	Items            []json.RawMessage
+	Count            int
+	ScannedCount     int
+	LastEvaluatedKey attr.Item
+	ConsumedCapacity *capacity
+}
+
+// MarshalJSON writes the page without re-validating the stored items.
+func (r readResponse) MarshalJSON() ([]byte, error) {
+	n := 96
+	for _, it := range r.Items {
+		n += len(it) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	if r.Items != nil {
+		b = append(b, `"Items":[`...)
+		for i, it := range r.Items {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, it...)
+		}
+		b = append(b, "],"...)
+	}
+	b = append(b, `"Count":`...)
+	b = strconv.AppendInt(b, int64(r.Count), 10)
+	b = append(b, `,"ScannedCount":`...)
+	b = strconv.AppendInt(b, int64(r.ScannedCount), 10)
+	if r.LastEvaluatedKey != nil {
+		b = append(b, `,"LastEvaluatedKey":`...)
+		b = attr.AppendItemJSON(b, r.LastEvaluatedKey)
+	}
+	if r.ConsumedCapacity != nil {
+		c, err := json.Marshal(r.ConsumedCapacity)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"ConsumedCapacity":`...)
+		b = append(b, c...)
+	}
+	return append(b, '}'), nil
 }
 
 // run reads one page. t.mu is held for reading.
@@ -373,24 +411,14 @@ func (pl *readPlan) run() (any, error) {
 			n = step(n, pl.forward)
 			continue
 		}
+		// The key bounds select exactly the items the key condition
+		// matches (storage keys sort as DynamoDB orders key values), so
+		// items are decoded only when something must look inside them.
 		var it attr.Item
-		needItem := pl.filter != nil || pl.proj != nil || (pl.ix != nil && pl.ix.projType != "ALL" && pl.sel != "ALL_ATTRIBUTES") ||
-			(pl.kc != nil && pl.kc.RangeName != "")
-		if needItem {
+		if pl.filter != nil || pl.proj != nil || (pl.ix != nil && pl.ix.projType != "ALL" && pl.sel == "ALL_PROJECTED_ATTRIBUTES") {
 			var err error
 			if it, err = decodeStored(ent); err != nil {
 				return nil, err
-			}
-			if pl.kc != nil && pl.kc.RangeName != "" {
-				rv, ok := it[pl.kc.RangeName]
-				if !ok || !pl.kc.MatchRange(rv) {
-					if pl.kc.RangeOp == "begins_with" {
-						n = nil
-						break
-					}
-					n = step(n, pl.forward)
-					continue
-				}
 			}
 		}
 		resp.ScannedCount++
