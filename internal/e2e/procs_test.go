@@ -213,3 +213,20 @@ func (k *keyLog) all() []string {
 	defer k.mu.Unlock()
 	return append([]string(nil), k.keys...)
 }
+
+// drop forgets keys (items legitimately gone, e.g. trimmed before read).
+func (k *keyLog) drop(keys []string) {
+	gone := make(map[string]bool, len(keys))
+	for _, key := range keys {
+		gone[key] = true
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	kept := k.keys[:0]
+	for _, key := range k.keys {
+		if !gone[key] {
+			kept = append(kept, key)
+		}
+	}
+	k.keys = kept
+}
