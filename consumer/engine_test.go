@@ -398,9 +398,14 @@ func TestScenario200Shards(t *testing.T) {
 	defer store.Close()
 	sink := newFakeSink("s")
 	sink.maxDelay = time.Millisecond
-	r := start(t, b.config(t, table, store, Route{Sink: sink}))
+	// Written before the consumer starts: 200 readers polling while the
+	// engine takes writes slow the writes down a lot under -race.
 	b.put(table, "w", 0, 4000, past)
 	b.sweep(4000)
+	cfg := b.config(t, table, store, Route{Sink: sink})
+	cfg.IdleBackoff = 250 * time.Millisecond
+	cfg.DiscoveryInterval = time.Second
+	r := start(t, cfg)
 	waitFor(t, "4,000 expired items", func() bool { return len(countKeys(sink.events(), event.Expired)) == 4000 })
 	r.stop(t)
 	shards := map[string]bool{}
