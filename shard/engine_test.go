@@ -71,41 +71,48 @@ func (e *testEnv) createTable(t testing.TB, name string) string {
 	return arn
 }
 
-// put writes items pk=<prefix><i> for i in [from, to), 8 at a time.
+// put writes items pk=<prefix><i> for i in [from, to) with BatchWriteItem,
+// 25 items a call, 4 calls at a time.
 func (e *testEnv) put(t testing.TB, table, prefix string, from, to int) {
 	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	next := make(chan int)
-	for w := 0; w < 8; w++ {
+	errs := make(chan error, 4)
+	next := make(chan [2]int)
+	for w := 0; w < 4; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				_, err := e.ddb.PutItem(context.Background(), &dynamodb.PutItemInput{
-					TableName: aws.String(table),
-					Item: map[string]dtypes.AttributeValue{
+			for r := range next {
+				var reqs []dtypes.WriteRequest
+				for i := r[0]; i < r[1]; i++ {
+					reqs = append(reqs, dtypes.WriteRequest{PutRequest: &dtypes.PutRequest{Item: map[string]dtypes.AttributeValue{
 						"pk":   &dtypes.AttributeValueMemberS{Value: fmt.Sprintf("%s%05d", prefix, i)},
 						"body": &dtypes.AttributeValueMemberS{Value: "some payload"},
-					},
-				})
-				if err != nil {
-					select {
-					case errs <- err:
-					default:
+					}}})
+				}
+				items := map[string][]dtypes.WriteRequest{table: reqs}
+				for len(items) > 0 {
+					out, err := e.ddb.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: items})
+					if err != nil {
+						select {
+						case errs <- err:
+						default:
+						}
+						break
 					}
+					items = out.UnprocessedItems
 				}
 			}
 		}()
 	}
-	for i := from; i < to; i++ {
-		next <- i
+	for i := from; i < to; i += 25 {
+		next <- [2]int{i, min(i+25, to)}
 	}
 	close(next)
 	wg.Wait()
 	select {
 	case err := <-errs:
-		t.Fatalf("put item: %v", err)
+		t.Fatalf("batch write: %v", err)
 	default:
 	}
 }
@@ -376,6 +383,31 @@ func TestPagingPastOneHundredShards(t *testing.T) {
 	if ws.describes < 2 {
 		t.Errorf("DescribeStream called %d times, want paging (>= 2)", ws.describes)
 	}
+}
+
+// TestBoundedConcurrency reads 6 open shards with 2 reader slots: idle
+// readers give their slot up, so every shard is read, never more than 2 at
+// once.
+func TestBoundedConcurrency(t *testing.T) {
+	e := newEnv(t, engine.Options{StreamShards: 6, ShardRolloverRecords: 120})
+	arn := e.createTable(t, "narrow")
+	rec := newRecorder(t)
+	ws := watch(t, e.streams)
+	e.put(t, "narrow", "k", 0, 600)
+	startWalker(t, Options{Streams: ws, StreamARNs: []string{arn}, Processor: rec, Positions: rec,
+		MaxConcurrentShards: 2, IdleYield: 100 * time.Millisecond})
+	e.put(t, "narrow", "k", 600, 900)
+	waitFor(t, "900 records", 90*time.Second, func() bool { return rec.distinct() >= 900 })
+	rec.mu.Lock()
+	maxLive := rec.maxLive
+	rec.mu.Unlock()
+	if maxLive > 2 {
+		t.Errorf("%d shards were read at once, want at most MaxConcurrentShards = 2", maxLive)
+	}
+	if d := rec.duplicates(); d != 0 {
+		t.Errorf("%d duplicates", d)
+	}
+	rec.check(t, arn, describeAll(t, e.streams, arn))
 }
 
 // TestTwoHundredShardsRace reads 200 shards at once under the race detector
@@ -770,4 +802,38 @@ func TestStreamGone(t *testing.T) {
 	if d := rec.duplicates(); d != 0 {
 		t.Errorf("%d duplicates", d)
 	}
+}
+
+// capturingTB records Errorf calls instead of failing the test.
+type capturingTB struct {
+	testing.TB
+	mu   sync.Mutex
+	errs []string
+}
+
+func (c *capturingTB) Errorf(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.errs = append(c.errs, fmt.Sprintf(format, args...))
+}
+
+func (c *capturingTB) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.errs)
+}
+
+// TestWatcherCatchesTwoReaders proves the two-readers detector the other
+// tests rely on: two walkers without an Assigner on one stream read every
+// shard twice at once, and the detector must say so.
+func TestWatcherCatchesTwoReaders(t *testing.T) {
+	e := newEnv(t, engine.Options{StreamShards: 2})
+	arn := e.createTable(t, "twice")
+	tb := &capturingTB{TB: t}
+	ws := watch(tb, e.streams)
+	a, b := newRecorder(t), newRecorder(t)
+	startWalker(t, Options{Streams: ws, StreamARNs: []string{arn}, Processor: a, Positions: a})
+	startWalker(t, Options{Streams: ws, StreamARNs: []string{arn}, Processor: b, Positions: b})
+	e.put(t, "twice", "k", 0, 200)
+	waitFor(t, "the detector to fire", 30*time.Second, func() bool { return tb.count() > 0 })
 }

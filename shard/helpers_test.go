@@ -35,6 +35,8 @@ type recorder struct {
 	parents  map[string][]string
 	errs     []string
 	total    int
+	live     map[string]bool // shards between their first Process and ShardEnded/ShardStopped
+	maxLive  int
 
 	// failOnce, when set, makes Process fail once for a shard.
 	failOnce map[string]bool
@@ -46,7 +48,7 @@ func newRecorder(t testing.TB) *recorder {
 	return &recorder{
 		t: t, pos: map[string]map[string]Position{}, keys: map[string]int{}, byStream: map[string]int{},
 		inFlight: map[string]bool{}, ended: map[string]int{}, first: map[string]int{}, lastSeq: map[string]string{},
-		parents: map[string][]string{}, failOnce: map[string]bool{},
+		parents: map[string][]string{}, failOnce: map[string]bool{}, live: map[string]bool{},
 	}
 }
 
@@ -61,6 +63,10 @@ func (r *recorder) Process(ctx context.Context, b Batch) error {
 		r.errorf("concurrent Process on shard %s", b.ShardID)
 	}
 	r.inFlight[k] = true
+	r.live[k] = true
+	if len(r.live) > r.maxLive {
+		r.maxLive = len(r.live)
+	}
 	block := r.block != nil && r.block(b)
 	fail := r.failOnce[b.ShardID]
 	delete(r.failOnce, b.ShardID)
@@ -121,6 +127,7 @@ func (r *recorder) ShardEnded(ctx context.Context, arn, id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := arn + "|" + id
+	delete(r.live, k)
 	r.ended[k] = len(r.events)
 	r.events = append(r.events, "ended "+id)
 	m := r.pos[arn]
@@ -140,6 +147,7 @@ func (r *recorder) ShardStopped(ctx context.Context, arn, id string) error {
 	if ctx.Err() != nil {
 		r.errorf("ShardStopped(%s) got a done context", id)
 	}
+	delete(r.live, arn+"|"+id)
 	r.events = append(r.events, "stopped "+id)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -55,6 +56,12 @@ type reader struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	log       *zap.Logger
+	// idleSince is when the reader caught up (first empty GetRecords after
+	// records), unix nanoseconds; 0 while records flow.
+	idleSince atomic.Int64
+	// yielded is set when the walker stops the reader to give its slot to
+	// a waiting shard.
+	yielded atomic.Bool
 }
 
 // run reads the shard until its end, its context ends or it fails, then
@@ -225,12 +232,14 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *gate) (ended bool
 		it = next
 		if len(out.Records) == 0 {
 			m.setAge(r.table, r.key, 0)
+			r.idleSince.CompareAndSwap(0, time.Now().UnixNano())
 			if !sleep(ctx, idleDelay(idle, o.IdleBackoff)) {
 				return false, ctx.Err()
 			}
 			idle++
 		} else {
 			idle = 0
+			r.idleSince.Store(0)
 		}
 	}
 }

@@ -228,6 +228,12 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the exponential backoff (with full
 	// jitter) after throttling and transient errors (defaults 50 ms, 5 s).
 	MinBackoff, MaxBackoff time.Duration
+	// IdleYield: while ready shards wait for a reader slot (more ready
+	// shards than MaxConcurrentShards), a reader that has been caught up
+	// (GetRecords returning nothing) for this long gives its slot up; the
+	// shard goes to the back of the queue and is read again later
+	// (default 5 s; negative: never).
+	IdleYield time.Duration
 	// StopTimeout bounds ShardStopped and Release calls after a reader
 	// stops (default 15 s).
 	StopTimeout time.Duration
@@ -301,6 +307,9 @@ func (o *Options) defaults() error {
 	}
 	if o.MaxBackoff < o.MinBackoff {
 		o.MaxBackoff = o.MinBackoff
+	}
+	if o.IdleYield == 0 {
+		o.IdleYield = 5 * time.Second
 	}
 	if o.StopTimeout == 0 {
 		o.StopTimeout = 15 * time.Second

@@ -105,6 +105,7 @@ type shardState struct {
 	started     bool
 	fails       int
 	retryAfter  time.Time
+	yieldedAt   time.Time // when its reader last gave its slot up
 }
 
 // run is the state of one Walker.Run; only the loop goroutine touches it.
@@ -120,6 +121,8 @@ type run struct {
 	wake     chan struct{}
 	wg       sync.WaitGroup
 	rounds   int
+	// yieldCheck is set while a timer to re-check idle readers is pending.
+	yieldCheck atomic.Bool
 }
 
 func readerKey(arn, id string) string { return arn + "|" + id }
@@ -620,6 +623,10 @@ func (r *run) ready(st *streamState, now time.Time) []*shardState {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
+		// Shards that gave their slot up go last, longest waiting first.
+		if !out[i].yieldedAt.Equal(out[j].yieldedAt) {
+			return out[i].yieldedAt.Before(out[j].yieldedAt)
+		}
 		if c := event.CompareSequence(out[i].StartingSequence, out[j].StartingSequence); c != 0 {
 			return c < 0
 		}
@@ -635,6 +642,12 @@ func (r *run) schedule() {
 		return
 	}
 	now := time.Now()
+	waiting := 0
+	defer func() {
+		if waiting > 0 {
+			r.yieldIdle(waiting)
+		}
+	}()
 	for _, st := range r.allStreams() {
 		if r.ctx.Err() != nil {
 			return
@@ -643,8 +656,13 @@ func (r *run) schedule() {
 		if r.o.Assigner == nil {
 			var start []*shardState
 			for _, ss := range ready {
-				if !ss.running && len(r.readers)+len(start) < r.o.MaxConcurrentShards {
+				if ss.running {
+					continue
+				}
+				if len(r.readers)+len(start) < r.o.MaxConcurrentShards {
 					start = append(start, ss)
+				} else {
+					waiting++
 				}
 			}
 			if len(start) == 0 || !r.reloadBeforeStart(st) {
@@ -681,8 +699,11 @@ func (r *run) schedule() {
 			switch {
 			case ss != nil && ss.running:
 				// Already reading it under an earlier assignment.
-			case ss == nil || !readySet[a.ShardID] || len(r.readers)+len(fresh) >= r.o.MaxConcurrentShards:
+			case ss == nil || !readySet[a.ShardID]:
 				r.release(st, a.ShardID, ss != nil && ss.finished)
+			case len(r.readers)+len(fresh) >= r.o.MaxConcurrentShards:
+				waiting++
+				r.release(st, a.ShardID, false)
 			default:
 				fresh = append(fresh, a)
 			}
@@ -704,6 +725,40 @@ func (r *run) schedule() {
 			}
 			r.start(st, ss, a.Ctx)
 		}
+	}
+}
+
+// yieldIdle stops up to n readers that have been caught up for IdleYield,
+// longest idle first, so that shards waiting for a slot get read.
+func (r *run) yieldIdle(n int) {
+	if r.o.IdleYield < 0 {
+		return
+	}
+	now := time.Now()
+	var cands []*reader
+	for _, rd := range r.readers {
+		if rd.yielded.Load() {
+			n--
+			continue
+		}
+		if s := rd.idleSince.Load(); s != 0 && now.Sub(time.Unix(0, s)) >= r.o.IdleYield {
+			cands = append(cands, rd)
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].idleSince.Load() < cands[j].idleSince.Load() })
+	for i := 0; i < n && i < len(cands); i++ {
+		cands[i].yielded.Store(true)
+		cands[i].log.Debug("idle reader gives its slot to a waiting shard")
+		cands[i].cancel()
+	}
+	if n > len(cands) && r.yieldCheck.CompareAndSwap(false, true) {
+		time.AfterFunc(r.o.IdleYield/2, func() {
+			r.yieldCheck.Store(false)
+			select {
+			case r.wake <- struct{}{}:
+			default:
+			}
+		})
 	}
 }
 
@@ -795,7 +850,10 @@ func (r *run) handle(res result) {
 		}
 		r.updateDone(st)
 	case outStopped:
-		log.Debug("reader stopped")
+		if rd.yielded.Load() {
+			ss.yieldedAt = time.Now()
+		}
+		log.Debug("reader stopped", zap.Bool("yielded", rd.yielded.Load()))
 	case outGone:
 		log.Info("shard or stream not found, re-describing", zap.Error(res.err))
 		ss.fails++
