@@ -2,12 +2,286 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/consumer"
+	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/sinks"
 )
 
-// runConsumerBench is a placeholder until the consumer figures are measured.
+const (
+	consumerBenchItems  = 200_000
+	consumerBenchShards = 4
+)
+
+// runConsumerBench measures the consumer against the source's limit: the
+// engine's stream holds 200,000 TTL expiries (REMOVE records only: the
+// stream is enabled after the items were written); the baseline is a raw
+// GetRecords drain of every shard in parallel, the figure is the consumer
+// archiving the same stream into the file sink (fsynced NDJSON). Both read
+// the same engine over HTTP with the real SDK in the same run.
 func runConsumerBench(ctx context.Context, w io.Writer) error {
-	_, err := fmt.Fprintln(w, "not measured yet")
-	return err
+	srv, err := engine.Listen("127.0.0.1:0", engine.Options{TTLInterval: -1, StreamShards: consumerBenchShards})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("bench", "bench", "")}
+	ep := aws.String(srv.Endpoint())
+	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = ep })
+	st := dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) { o.BaseEndpoint = ep })
+	const table = "bench"
+
+	t0 := time.Now()
+	if err := benchTable(ctx, db, table); err != nil {
+		return err
+	}
+	if err := benchPut(ctx, db, table, consumerBenchItems); err != nil {
+		return err
+	}
+	// Enable the stream only now, so that it holds the expiries alone.
+	if _, err := db.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(table),
+		StreamSpecification: &dtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: dtypes.StreamViewTypeNewAndOldImages}}); err != nil {
+		return fmt.Errorf("enable stream: %w", err)
+	}
+	n, err := srv.Engine().SweepTTL(ctx)
+	if err != nil {
+		return err
+	}
+	if n != consumerBenchItems {
+		return fmt.Errorf("sweep deleted %d items, want %d", n, consumerBenchItems)
+	}
+	arn, err := srv.Engine().StreamARN(table)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "setup: %d expired items in %d shards (%.1fs)\n", consumerBenchItems, consumerBenchShards, time.Since(t0).Seconds())
+
+	raw, err := benchRawDrain(ctx, st, arn, consumerBenchItems)
+	if err != nil {
+		return fmt.Errorf("raw drain: %w", err)
+	}
+	rawRate := float64(consumerBenchItems) / raw.Seconds()
+	fmt.Fprintf(w, "raw GetRecords drain (baseline): %8.0f records/s (%.2fs)\n", rawRate, raw.Seconds())
+
+	took, err := benchConsume(ctx, st, db, table, consumerBenchItems)
+	if err != nil {
+		return fmt.Errorf("consumer: %w", err)
+	}
+	rate := float64(consumerBenchItems) / took.Seconds()
+	fmt.Fprintf(w, "consumer -> file sink:           %8.0f expired records/s (%.2fs)\n", rate, took.Seconds())
+	fmt.Fprintf(w, "ratio consumer/raw: %.0f%% (target >= 70%%)\n", 100*rate/rawRate)
+	return nil
+}
+
+func benchTable(ctx context.Context, db *dynamodb.Client, table string) error {
+	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(table),
+		BillingMode:          dtypes.BillingModePayPerRequest,
+		KeySchema:            []dtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: dtypes.KeyTypeHash}},
+		AttributeDefinitions: []dtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: dtypes.ScalarAttributeTypeS}},
+	})
+	if err != nil {
+		return fmt.Errorf("create table: %w", err)
+	}
+	_, err = db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String(table),
+		TimeToLiveSpecification: &dtypes.TimeToLiveSpecification{AttributeName: aws.String("expires"), Enabled: aws.Bool(true)},
+	})
+	if err != nil {
+		return fmt.Errorf("enable TTL: %w", err)
+	}
+	return nil
+}
+
+// benchPut writes n items whose TTL passed an hour ago, ~200 bytes each.
+func benchPut(ctx context.Context, db *dynamodb.Client, table string, n int) error {
+	expires := strconv.FormatInt(time.Now().Add(-time.Hour).Unix(), 10)
+	payload := make([]byte, 128)
+	var wg sync.WaitGroup
+	var first error
+	var mu sync.Mutex
+	next := atomic.Int64{}
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(25)) - 25
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				var reqs []dtypes.WriteRequest
+				for j := i; j < min(i+25, n); j++ {
+					reqs = append(reqs, dtypes.WriteRequest{PutRequest: &dtypes.PutRequest{Item: map[string]dtypes.AttributeValue{
+						"pk":      &dtypes.AttributeValueMemberS{Value: "item-" + strconv.Itoa(j)},
+						"expires": &dtypes.AttributeValueMemberN{Value: expires},
+						"owner":   &dtypes.AttributeValueMemberS{Value: "user-" + strconv.Itoa(j%997)},
+						"payload": &dtypes.AttributeValueMemberB{Value: payload},
+					}}})
+				}
+				in := &dynamodb.BatchWriteItemInput{RequestItems: map[string][]dtypes.WriteRequest{table: reqs}}
+				for len(in.RequestItems) > 0 {
+					out, err := db.BatchWriteItem(ctx, in)
+					if err != nil {
+						mu.Lock()
+						if first == nil {
+							first = fmt.Errorf("put: %w", err)
+						}
+						mu.Unlock()
+						return
+					}
+					in.RequestItems = out.UnprocessedItems
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// benchRawDrain reads every shard of the stream from TRIM_HORIZON, all in
+// parallel, until want records were read: the source's limit.
+func benchRawDrain(ctx context.Context, st *dynamodbstreams.Client, arn string, want int) (time.Duration, error) {
+	start := time.Now()
+	var shards []stypes.Shard
+	in := &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)}
+	for {
+		out, err := st.DescribeStream(ctx, in)
+		if err != nil {
+			return 0, err
+		}
+		shards = append(shards, out.StreamDescription.Shards...)
+		if out.StreamDescription.LastEvaluatedShardId == nil {
+			break
+		}
+		in.ExclusiveStartShardId = out.StreamDescription.LastEvaluatedShardId
+	}
+	var total atomic.Int64
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(shards))
+	var wg sync.WaitGroup
+	for _, sh := range shards {
+		wg.Add(1)
+		go func(id string) {
+			defer wg.Done()
+			it, err := st.GetShardIterator(dctx, &dynamodbstreams.GetShardIteratorInput{
+				StreamArn: aws.String(arn), ShardId: aws.String(id), ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon})
+			if err != nil {
+				errs <- err
+				return
+			}
+			iter := it.ShardIterator
+			for iter != nil && dctx.Err() == nil {
+				out, err := st.GetRecords(dctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1000)})
+				if err != nil {
+					if dctx.Err() == nil {
+						errs <- err
+					}
+					return
+				}
+				if total.Add(int64(len(out.Records))) >= int64(want) {
+					cancel()
+					return
+				}
+				if len(out.Records) == 0 {
+					return // an open shard read to its current end
+				}
+				iter = out.NextShardIterator
+			}
+		}(aws.ToString(sh.ShardId))
+	}
+	wg.Wait()
+	took := time.Since(start)
+	select {
+	case err := <-errs:
+		return 0, err
+	default:
+	}
+	if got := total.Load(); got < int64(want) {
+		return 0, fmt.Errorf("read %d records, want %d", got, want)
+	}
+	return took, nil
+}
+
+// countingSink counts the events the wrapped sink acknowledged.
+type countingSink struct {
+	sinks.Sink
+	acked atomic.Int64
+	done  chan struct{}
+	want  int64
+	once  sync.Once
+}
+
+func (c *countingSink) Write(ctx context.Context, b sinks.Batch, ack sinks.Ack) error {
+	n := int64(len(b.Events))
+	return c.Sink.Write(ctx, b, func(err error) {
+		if err == nil && c.acked.Add(n) >= c.want {
+			c.once.Do(func() { close(c.done) })
+		}
+		ack(err)
+	})
+}
+
+// benchConsume runs the consumer into the file sink until every expired
+// record was acknowledged by the sink.
+func benchConsume(ctx context.Context, st *dynamodbstreams.Client, db *dynamodb.Client, table string, want int) (time.Duration, error) {
+	dir, err := os.MkdirTemp("", "archiver-bench-consumer-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	file, err := sinks.NewFileSink(filepath.Join(dir, "archive"), sinks.Options{})
+	if err != nil {
+		return 0, err
+	}
+	sink := &countingSink{Sink: file, done: make(chan struct{}), want: int64(want)}
+	store, err := checkpoint.OpenFile(filepath.Join(dir, "checkpoints.json"))
+	if err != nil {
+		return 0, err
+	}
+	defer store.Close()
+	c, err := consumer.New(consumer.Config{
+		Streams: st, Tables: db, TableNames: []string{table}, Store: store,
+		Routes: []consumer.Route{{Sink: sink}},
+	})
+	if err != nil {
+		return 0, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	runErr := make(chan error, 1)
+	go func() { runErr <- c.Run(rctx) }()
+	var took time.Duration
+	select {
+	case <-sink.done:
+		took = time.Since(start)
+	case err := <-runErr:
+		return 0, fmt.Errorf("consumer stopped early: %v", err)
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	cancel()
+	if err := <-runErr; err != nil && !errors.Is(err, context.Canceled) {
+		return 0, err
+	}
+	return took, nil
 }
