@@ -96,8 +96,10 @@ type Hooks struct {
 	OnRequest func(op string, r *http.Request) error
 }
 
-// Error is an AWS error a hook sends to the client, e.g.
-// &Error{Code: "ProvisionedThroughputExceededException", Message: "..."}.
+// Error is an AWS error: one a hook sends to the client, e.g.
+// &Error{Code: "ProvisionedThroughputExceededException", Message: "..."},
+// or one the fault-injection methods return (Code
+// "ResourceNotFoundException" for a table without a stream, ...).
 type Error struct {
 	Code    string
 	Message string
@@ -245,6 +247,16 @@ func (e *Engine) lookup(name string) (*table, error) {
 	return t, nil
 }
 
+// public converts the engine's internal wire errors into *Error so that
+// callers of the Go API can inspect them with errors.As.
+func public(err error) error {
+	var ae *awserr.Error
+	if errors.As(err, &ae) {
+		return &Error{Code: ae.Code, Message: ae.Message, Status: ae.HTTPStatus()}
+	}
+	return err
+}
+
 func (e *Engine) streamARN(tableName string) (string, error) {
 	t, err := e.lookup(tableName)
 	if err != nil {
@@ -267,9 +279,9 @@ func (e *Engine) ThrottleGetRecords(n int) { e.streams.ThrottleGetRecords(n) }
 func (e *Engine) ForceRollover(table string) error {
 	arn, err := e.streamARN(table)
 	if err != nil {
-		return err
+		return public(err)
 	}
-	return e.streams.Rollover(arn)
+	return public(e.streams.Rollover(arn))
 }
 
 // SplitShard closes one open shard of the table's latest stream and opens
@@ -277,9 +289,9 @@ func (e *Engine) ForceRollover(table string) error {
 func (e *Engine) SplitShard(table, shardID string) error {
 	arn, err := e.streamARN(table)
 	if err != nil {
-		return err
+		return public(err)
 	}
-	return e.streams.Split(arn, shardID)
+	return public(e.streams.Split(arn, shardID))
 }
 
 // TrimStream drops the records of the table's latest stream created before
@@ -287,9 +299,9 @@ func (e *Engine) SplitShard(table, shardID string) error {
 func (e *Engine) TrimStream(table string, before time.Time) error {
 	arn, err := e.streamARN(table)
 	if err != nil {
-		return err
+		return public(err)
 	}
-	return e.streams.Trim(arn, before)
+	return public(e.streams.Trim(arn, before))
 }
 
 // ExpireIterators expires every shard iterator handed out so far.
@@ -297,7 +309,10 @@ func (e *Engine) ExpireIterators() { e.streams.ExpireIterators() }
 
 // StreamARN returns the ARN of the table's latest stream (enabled or
 // disabled).
-func (e *Engine) StreamARN(table string) (string, error) { return e.streamARN(table) }
+func (e *Engine) StreamARN(table string) (string, error) {
+	arn, err := e.streamARN(table)
+	return arn, public(err)
+}
 
 // Server is an Engine listening on a TCP address.
 type Server struct {

@@ -310,6 +310,9 @@ func (pl *readPlan) bounds() (lo, hi []byte) {
 	case ">=":
 		return with(v), pEnd
 	case "BETWEEN":
+		if len(pl.kc.RangeValues) < 2 {
+			return p, pEnd
+		}
 		return with(v), prefixEnd(with(pl.kc.RangeValues[1]))
 	case "begins_with":
 		k := appendEscaped(append([]byte(nil), p...), attr.OrderedKey(v))

@@ -144,7 +144,8 @@ func TestStreamEndToEnd(t *testing.T) {
 	if err == nil {
 		t.Fatal("iterator at a trimmed sequence number was handed out")
 	}
-	if err := e.eng.ForceRollover("nope"); errCode(err) == "" {
+	var ee *engine.Error
+	if err := e.eng.ForceRollover("nope"); !asErr(err, &ee) || ee.Code != "ResourceNotFoundException" {
 		t.Fatalf("rollover of a missing table: %v", err)
 	}
 }
@@ -164,5 +165,40 @@ func TestStreamDisableKeepsRecords(t *testing.T) {
 	recs := e.readAll("str1")
 	if len(recs) != 1 || recs[0].Dynamodb.NewImage != nil {
 		t.Fatalf("records of the disabled KEYS_ONLY stream: %+v", recs)
+	}
+}
+
+// TestStreamCommitOrder: concurrent updates of one item enter the stream in
+// commit order, so the counter in the new images counts up without gaps.
+func TestStreamCommitOrder(t *testing.T) {
+	e, _ := streamEnv(t, engine.Options{StreamShards: 3}, types.StreamViewTypeNewImage)
+	const workers, each = 8, 25
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		go func() {
+			for i := 0; i < each; i++ {
+				_, err := e.db.UpdateItem(e.ctx, &dynamodb.UpdateItemInput{TableName: aws.String("str1"), Key: item{"pk": S("hot"), "sk": N("1")},
+					UpdateExpression: aws.String("ADD n :one"), ExpressionAttributeValues: item{":one": N("1")}})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < workers; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs := e.readAll("str1")
+	if len(recs) != workers*each {
+		t.Fatalf("%d records", len(recs))
+	}
+	for i, r := range recs {
+		if got := r.Dynamodb.NewImage["n"].(*stypes.AttributeValueMemberN).Value; got != fmt.Sprint(i+1) {
+			t.Fatalf("record %d has n=%s", i, got)
+		}
 	}
 }
