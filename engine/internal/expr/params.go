@@ -3,6 +3,23 @@
 // by a hand-written recursive-descent parser and evaluated against
 // attr.Items with DynamoDB's semantics. Every client mistake is an
 // *awserr.Error ValidationException worded as DynamoDB words it.
+//
+// Use: build one Params per request from its ExpressionAttributeNames and
+// ExpressionAttributeValues, parse each expression of the request with it
+// (ParseCondition, ParseFilter, ParseKeyCondition, ParseProjection,
+// ParseUpdate), then call Params.CheckUnused. Parsed values are immutable:
+// Condition.Eval, Projection.Apply, Update.Apply and KeyCondition.MatchRange
+// may run concurrently. The legacy parameters (Expected, KeyConditions,
+// QueryFilter/ScanFilter, AttributeUpdates, AttributesToGet) translate into
+// the same types (LegacyExpected, LegacyFilter, LegacyKeyConditions,
+// LegacyAttributeUpdates, NewProjection).
+//
+// Semantics follow DynamoDB: comparisons between different types are false
+// (and <> true), as is any comparison with a missing attribute (<> true
+// again); size() counts UTF-8 bytes of a string, bytes of a binary and
+// elements of sets, lists and maps; every update value is computed from the
+// item as it was before the update; a DELETE that empties a set removes the
+// attribute.
 package expr
 
 import (
