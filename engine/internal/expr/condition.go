@@ -558,3 +558,40 @@ func contains(a, b attr.Value) bool {
 	}
 	return false
 }
+
+// TopLevel returns the top-level attribute names the condition reads, in
+// the order first written (for DynamoDB's rule that a Query filter may not
+// name key attributes).
+func (c *Condition) TopLevel() []string {
+	if c == nil || c.root == nil {
+		return nil
+	}
+	var out []string
+	var walkOp func(o *operand)
+	walkOp = func(o *operand) {
+		if o.kind == opPath && len(o.path) > 0 {
+			for _, n := range out {
+				if n == o.path[0].name {
+					return
+				}
+			}
+			out = append(out, o.path[0].name)
+		}
+		for i := range o.args {
+			walkOp(&o.args[i])
+		}
+	}
+	var walk func(x *cond)
+	walk = func(x *cond) {
+		if x == nil {
+			return
+		}
+		walk(x.l)
+		walk(x.r)
+		for i := range x.args {
+			walkOp(&x.args[i])
+		}
+	}
+	walk(c.root)
+	return out
+}

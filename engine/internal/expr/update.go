@@ -552,3 +552,22 @@ func hasMember(t attr.Type, set []string, x string) bool {
 	}
 	return false
 }
+
+// UpdatedPaths returns a projection of the document paths the update
+// writes or removes. Applied to the item before and after the update it
+// gives DynamoDB's ReturnValues UPDATED_OLD and UPDATED_NEW (nested updates
+// return only the nested part). Paths of one update never overlap, so the
+// projection is always valid.
+func (u *Update) UpdatedPaths() *Projection {
+	proj := &Projection{root: &projNode{}}
+	for _, a := range u.actions {
+		proj.paths = append(proj.paths, a.path)
+		n := proj.root
+		for _, e := range a.path {
+			n = n.child(e)
+		}
+		n.leaf = true
+	}
+	sortOrders(proj.root)
+	return proj
+}

@@ -433,3 +433,29 @@ func BenchmarkUpdateApply(b *testing.B) {
 		}
 	}
 }
+
+func TestUpdatedPathsAndConditionTopLevel(t *testing.T) {
+	base := item(t, `{"pk":{"S":"k"},"n":{"N":"5"},"m":{"M":{"a":{"N":"1"},"b":{"N":"2"}}},"l":{"L":[{"S":"a"},{"S":"b"}]},"gone":{"S":"x"}}`)
+	u, err := ParseUpdate("SET m.a = :one, n = n + :one, l[1] = :s REMOVE gone", NewParams(nil, updValues()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _, err := u.Apply(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proj := u.UpdatedPaths()
+	if got := itemJSON(proj.Apply(base)); got != `{"gone":{"S":"x"},"l":{"L":[{"S":"b"}]},"m":{"M":{"a":{"N":"1"}}},"n":{"N":"5"}}` {
+		t.Errorf("UPDATED_OLD = %s", got)
+	}
+	if got := itemJSON(proj.Apply(after)); got != `{"l":{"L":[{"S":"new"}]},"m":{"M":{"a":{"N":"1"}}},"n":{"N":"6"}}` {
+		t.Errorf("UPDATED_NEW = %s", got)
+	}
+	c, err := ParseCondition("attribute_exists(pk) AND (size(m.a) > :one OR contains(l, n)) AND pk <> :s", NewParams(nil, updValues()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.TopLevel(); !reflect.DeepEqual(got, []string{"pk", "m", "l", "n"}) {
+		t.Errorf("TopLevel = %v", got)
+	}
+}
