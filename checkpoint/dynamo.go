@@ -187,7 +187,7 @@ func OpenDynamo(ctx context.Context, o DynamoOptions) (*DynamoStore, error) {
 		return nil, err
 	}
 	s := &DynamoStore{
-		client: o.Client, table: o.Table, worker: o.WorkerID,
+		client: ownRetries{o.Client}, table: o.Table, worker: o.WorkerID,
 		leaseD: o.LeaseDuration, renewD: o.RenewEvery, margin: o.SafetyMargin, pruneD: o.PruneFinishedAfter,
 		now: o.Now, log: o.Logger.With(zap.String("worker", o.WorkerID), zap.String("lease_table", o.Table)),
 		metrics:  m,
@@ -510,6 +510,44 @@ func (s *DynamoStore) queryRows(ctx context.Context, partition string) (map[stri
 
 // ---- errors and retries ----
 
+// ownRetries turns off the SDK's retries for the store's calls: its backoff
+// (seconds, growing to 20 s) and retry quota do not fit leases that must be
+// renewed within a few seconds. The store retries throttling and transient
+// errors itself with short backoff, bounded by each lease's deadline.
+type ownRetries struct{ c DynamoAPI }
+
+func noSDKRetry(fns []func(*dynamodb.Options)) []func(*dynamodb.Options) {
+	return append(fns, func(o *dynamodb.Options) { o.Retryer = aws.NopRetryer{} })
+}
+
+func (r ownRetries) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, fns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	return r.c.CreateTable(ctx, in, noSDKRetry(fns)...)
+}
+
+func (r ownRetries) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, fns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return r.c.DescribeTable(ctx, in, noSDKRetry(fns)...)
+}
+
+func (r ownRetries) GetItem(ctx context.Context, in *dynamodb.GetItemInput, fns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return r.c.GetItem(ctx, in, noSDKRetry(fns)...)
+}
+
+func (r ownRetries) PutItem(ctx context.Context, in *dynamodb.PutItemInput, fns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return r.c.PutItem(ctx, in, noSDKRetry(fns)...)
+}
+
+func (r ownRetries) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, fns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return r.c.UpdateItem(ctx, in, noSDKRetry(fns)...)
+}
+
+func (r ownRetries) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, fns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return r.c.DeleteItem(ctx, in, noSDKRetry(fns)...)
+}
+
+func (r ownRetries) Query(ctx context.Context, in *dynamodb.QueryInput, fns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return r.c.Query(ctx, in, noSDKRetry(fns)...)
+}
+
 func isConditionFailed(err error) bool {
 	var c *types.ConditionalCheckFailedException
 	if errors.As(err, &c) {
@@ -531,11 +569,13 @@ func isRetryable(err error) bool {
 		}
 		return api.ErrorFault() == smithy.FaultServer
 	}
-	var te interface{ Timeout() bool }
-	if errors.As(err, &te) && te.Timeout() {
-		return true
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false // the caller's deadline: retrying cannot help
 	}
-	return false
+	// No answer from the service (connection refused or reset, EOF): the
+	// SDK would have retried these.
+	var re interface{ HTTPStatusCode() int }
+	return !errors.As(err, &re) || re.HTTPStatusCode() == 0
 }
 
 // retry runs op until it succeeds, fails for good, or ctx ends; throttling

@@ -2,6 +2,7 @@ package checkpoint_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
@@ -102,9 +105,11 @@ type delivery struct {
 }
 
 type farEnd struct {
-	mu   sync.Mutex
-	recs map[string][]delivery // event ID → deliveries
-	keys map[string]int        // item key → deliveries
+	failUntil atomic.Int64 // unix ms: until then every write fails
+	failed    atomic.Int64
+	mu        sync.Mutex
+	recs      map[string][]delivery // event ID → deliveries
+	keys      map[string]int        // item key → deliveries
 }
 
 type recSink struct {
@@ -119,6 +124,11 @@ func (s *recSink) Write(ctx context.Context, b sinks.Batch, ack sinks.Ack) error
 		return err
 	}
 	now := time.Now()
+	if now.UnixMilli() < s.end.failUntil.Load() {
+		s.end.failed.Add(1)
+		ack(errors.New("sink unavailable (test fault)"))
+		return nil
+	}
 	s.end.mu.Lock()
 	for _, ev := range b.Events {
 		key := ""
@@ -146,6 +156,7 @@ func (f *farEnd) count() int {
 
 type mwWorker struct {
 	name   string
+	reg    *prometheus.Registry
 	store  *checkpoint.DynamoStore
 	cancel context.CancelFunc
 	done   chan struct{} // closed when Run returned
@@ -161,6 +172,7 @@ type mwEnv struct {
 	end      *farEnd
 	lease    time.Duration
 	nextItem int
+	fault    atomic.Pointer[func(op, key string) error]
 }
 
 func (env *mwEnv) client(key string) *dynamodb.Client {
@@ -174,9 +186,10 @@ func (env *mwEnv) startWorker(name string) *mwWorker {
 	t := env.t
 	ctx, cancel := context.WithCancel(context.Background())
 	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named(name)
+	reg := prometheus.NewRegistry()
 	store, err := checkpoint.OpenDynamo(ctx, checkpoint.DynamoOptions{
 		Client: env.client(name), Table: "leases", Create: true, WorkerID: name,
-		LeaseDuration: env.lease, RenewEvery: env.lease / 6, Logger: logger.Named("lease"),
+		LeaseDuration: env.lease, RenewEvery: env.lease / 6, Logger: logger.Named("lease"), Registerer: reg,
 	})
 	if err != nil {
 		t.Fatalf("OpenDynamo(%s): %v", name, err)
@@ -195,6 +208,8 @@ func (env *mwEnv) startWorker(name string) *mwWorker {
 		CheckpointInterval: 200 * time.Millisecond,
 		DiscoveryInterval:  300 * time.Millisecond,
 		IdleBackoff:        100 * time.Millisecond,
+		RetryMinBackoff:    50 * time.Millisecond,
+		RetryMaxBackoff:    500 * time.Millisecond,
 		StopTimeout:        5 * time.Second,
 		ShutdownTimeout:    10 * time.Second,
 		Logger:             logger,
@@ -202,7 +217,7 @@ func (env *mwEnv) startWorker(name string) *mwWorker {
 	if err != nil {
 		t.Fatalf("consumer.New(%s): %v", name, err)
 	}
-	w := &mwWorker{name: name, store: store, cancel: cancel, done: make(chan struct{})}
+	w := &mwWorker{name: name, reg: reg, store: store, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		w.err = c.Run(ctx)
 		close(w.done)
@@ -236,6 +251,12 @@ func (w *mwWorker) stop(t *testing.T) {
 // writeExpired writes n items whose TTL passed an hour ago and lets the
 // engine's TTL process delete them.
 func (env *mwEnv) writeExpired(n int) []string {
+	return env.writeExpiredThen(n, nil)
+}
+
+// writeExpiredThen is writeExpired calling beforeSweep (if not nil) just
+// before the items expire.
+func (env *mwEnv) writeExpiredThen(n int, beforeSweep func()) []string {
 	t := env.t
 	ctx := context.Background()
 	exp := strconv.FormatInt(time.Now().Add(-time.Hour).Unix(), 10)
@@ -259,6 +280,9 @@ func (env *mwEnv) writeExpired(n int) []string {
 			}
 			reqs = out.UnprocessedItems["items"]
 		}
+	}
+	if beforeSweep != nil {
+		beforeSweep()
 	}
 	if _, err := env.srv.Engine().SweepTTL(ctx); err != nil {
 		t.Fatalf("SweepTTL: %v", err)
@@ -301,6 +325,63 @@ func attrN(it map[string]dtypes.AttributeValue, name string) int64 {
 func finished(it map[string]dtypes.AttributeValue) bool {
 	v, ok := it["shard_finished"].(*dtypes.AttributeValueMemberBOOL)
 	return ok && v.Value
+}
+
+// newMWEnv starts an engine with a 16-shard stream that rolls over every
+// 60 records, a table "items" with TTL on "exp", and the observation hooks.
+func newMWEnv(t *testing.T) *mwEnv {
+	env := &mwEnv{t: t, log: newReadLog(), end: &farEnd{recs: map[string][]delivery{}, keys: map[string]int{}}, lease: 3 * time.Second}
+	srv, err := engine.Listen("127.0.0.1:0", engine.Options{
+		TTLInterval: -1, StreamShards: 16, ShardRolloverRecords: 60, Logger: zap.NewNop(),
+		Hooks: engine.Hooks{OnRequest: func(op string, r *http.Request) error {
+			key := ""
+			a := r.Header.Get("Authorization")
+			if i := strings.Index(a, "Credential="); i >= 0 {
+				key, _, _ = strings.Cut(a[i+len("Credential="):], "/")
+			}
+			if op == "GetRecords" {
+				env.log.mu.Lock()
+				env.log.byKey[key]++
+				env.log.mu.Unlock()
+			}
+			if f := env.fault.Load(); f != nil {
+				return (*f)(op, key)
+			}
+			return nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	env.srv = srv
+	env.ddb = env.client("test")
+	ctx := context.Background()
+	_, err = env.ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String("items"), BillingMode: dtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []dtypes.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: dtypes.ScalarAttributeTypeS}},
+		KeySchema:            []dtypes.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: dtypes.KeyTypeHash}},
+		StreamSpecification:  &dtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: dtypes.StreamViewTypeNewAndOldImages},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.ddb.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String("items"),
+		TimeToLiveSpecification: &dtypes.TimeToLiveSpecification{AttributeName: aws.String("exp"), Enabled: aws.Bool(true)}}); err != nil {
+		t.Fatal(err)
+	}
+	if env.stream, err = srv.Engine().StreamARN("items"); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+func (env *mwEnv) setFault(f func(op, key string) error) {
+	if f == nil {
+		env.fault.Store(nil)
+		return
+	}
+	env.fault.Store(&f)
 }
 
 func waitFor(t *testing.T, d time.Duration, what string, f func() error) time.Duration {
@@ -364,45 +445,8 @@ func TestMultiWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-worker scenario takes about a minute")
 	}
-	env := &mwEnv{t: t, log: newReadLog(), end: &farEnd{recs: map[string][]delivery{}, keys: map[string]int{}}, lease: 3 * time.Second}
-	srv, err := engine.Listen("127.0.0.1:0", engine.Options{
-		TTLInterval: -1, StreamShards: 16, ShardRolloverRecords: 60, Logger: zap.NewNop(),
-		Hooks: engine.Hooks{OnRequest: func(op string, r *http.Request) error {
-			if op == "GetRecords" {
-				a := r.Header.Get("Authorization")
-				if i := strings.Index(a, "Credential="); i >= 0 {
-					key, _, _ := strings.Cut(a[i+len("Credential="):], "/")
-					env.log.mu.Lock()
-					env.log.byKey[key]++
-					env.log.mu.Unlock()
-				}
-			}
-			return nil
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	env.srv = srv
-	env.ddb = env.client("test")
+	env := newMWEnv(t)
 	ctx := context.Background()
-	_, err = env.ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String("items"), BillingMode: dtypes.BillingModePayPerRequest,
-		AttributeDefinitions: []dtypes.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: dtypes.ScalarAttributeTypeS}},
-		KeySchema:            []dtypes.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: dtypes.KeyTypeHash}},
-		StreamSpecification:  &dtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: dtypes.StreamViewTypeNewAndOldImages},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.ddb.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String("items"),
-		TimeToLiveSpecification: &dtypes.TimeToLiveSpecification{AttributeName: aws.String("exp"), Enabled: aws.Bool(true)}}); err != nil {
-		t.Fatal(err)
-	}
-	if env.stream, err = srv.Engine().StreamARN("items"); err != nil {
-		t.Fatal(err)
-	}
 
 	// Phase 1: worker a starts alone and takes every shard; b and c join
 	// and get their shares by hand-off while items keep expiring.
@@ -512,6 +556,16 @@ func TestMultiWorker(t *testing.T) {
 	env.end.mu.Unlock()
 	t.Logf("%d expired items, %d duplicate deliveries (killed worker's tail), %d not explained", len(all), dups, badDups)
 
+	env.logLeaseMetrics(workers)
+	env.checkExclusiveReads([]string{"worker-a", "worker-b", "worker-c"})
+}
+
+// checkExclusiveReads asserts that no shard was ever read by two workers at
+// once: per shard, GetRecords calls of different workers never overlap,
+// and every change of reader is backed by a change of lease (the lease
+// counter).
+func (env *mwEnv) checkExclusiveReads(workers []string) {
+	t := env.t
 	// No shard was ever read by two workers at once: per shard, GetRecords
 	// calls of different workers never interleave, and every change of
 	// reader is backed by a change of lease (the lease counter).
@@ -547,10 +601,137 @@ func TestMultiWorker(t *testing.T) {
 		}
 	}
 	for _, w := range workers {
-		if env.log.byKey[w.name] == 0 {
-			t.Errorf("engine saw no GetRecords from %s", w.name)
+		if env.log.byKey[w] == 0 {
+			t.Errorf("engine saw no GetRecords from %s", w)
 		}
 	}
 	t.Logf("%d shards read, %d reader hand-overs; GetRecords per worker (engine): %v, (clients): %v",
 		shardsRead, handovers, env.log.byKey, env.log.byWrap)
+}
+
+// openShards lists the stream's open shards.
+func (env *mwEnv) openShards() []string {
+	client := dynamodbstreams.New(dynamodbstreams.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(env.srv.Endpoint()),
+		Credentials: credentials.NewStaticCredentialsProvider("test", "secret", ""),
+	})
+	var open []string
+	var start *string
+	for {
+		out, err := client.DescribeStream(context.Background(), &dynamodbstreams.DescribeStreamInput{
+			StreamArn: aws.String(env.stream), ExclusiveStartShardId: start})
+		if err != nil {
+			env.t.Fatalf("DescribeStream: %v", err)
+		}
+		for _, sh := range out.StreamDescription.Shards {
+			if sh.SequenceNumberRange == nil || sh.SequenceNumberRange.EndingSequenceNumber == nil {
+				open = append(open, aws.ToString(sh.ShardId))
+			}
+		}
+		start = out.StreamDescription.LastEvaluatedShardId
+		if start == nil {
+			return open
+		}
+	}
+}
+
+// TestMultiWorkerFaults runs three workers through the stream's and the
+// lease table's faults: GetRecords throttling, expired iterators, shard
+// splits, trimmed data, a sink down for a while, a lease table throttled
+// some of the time and, once, entirely for longer than a lease. No expired
+// item is lost and no shard is read by two workers at once.
+func TestMultiWorkerFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-worker fault scenario takes about a minute")
+	}
+	env := newMWEnv(t)
+	workers := []string{"worker-a", "worker-b", "worker-c"}
+	var ws []*mwWorker
+	for _, w := range workers {
+		ws = append(ws, env.startWorker(w))
+	}
+	var all []string
+	all = append(all, env.writeExpired(300)...)
+	env.allArrived(all)
+	// Everything so far was delivered: trim it from the stream. Readers
+	// positioned in it see TrimmedDataAccessException.
+	if err := env.srv.Engine().TrimStream("items", time.Now()); err != nil {
+		t.Fatalf("TrimStream: %v", err)
+	}
+
+	// The lease table throttles 30% of the workers' requests, and during
+	// one window every one of them, for longer than a lease.
+	var fullThrottle atomic.Bool
+	var throttled atomic.Int64
+	var n atomic.Int64
+	leaseOps := map[string]bool{"UpdateItem": true, "PutItem": true, "Query": true, "DeleteItem": true, "GetItem": true}
+	env.setFault(func(op, key string) error {
+		if !strings.HasPrefix(key, "worker-") || !leaseOps[op] {
+			return nil
+		}
+		if fullThrottle.Load() || n.Add(1)%10 < 3 {
+			throttled.Add(1)
+			return engine.Throttle()
+		}
+		return nil
+	})
+	e := env.srv.Engine()
+	for round := 0; round < 12; round++ {
+		var sinkDown func()
+		if round == 4 {
+			sinkDown = func() { env.end.failUntil.Store(time.Now().Add(3 * time.Second).UnixMilli()) }
+		}
+		all = append(all, env.writeExpiredThen(100, sinkDown)...)
+		switch round {
+		case 1, 5, 9:
+			e.ThrottleGetRecords(30)
+		case 2, 7:
+			e.ExpireIterators()
+		case 3, 8:
+			if open := env.openShards(); len(open) > 0 {
+				if err := e.SplitShard("items", open[round%len(open)]); err != nil {
+					t.Errorf("SplitShard: %v", err)
+				}
+			}
+		case 6:
+			fullThrottle.Store(true)
+			time.Sleep(env.lease + time.Second)
+			fullThrottle.Store(false)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	env.setFault(nil)
+	env.allArrived(all)
+	t.Logf("lease table requests throttled: %d; sink writes failed: %d", throttled.Load(), env.end.failed.Load())
+
+	env.end.mu.Lock()
+	dups := 0
+	for _, ds := range env.end.recs {
+		dups += len(ds) - 1
+	}
+	env.end.mu.Unlock()
+	t.Logf("%d expired items, all delivered; %d duplicate deliveries (leases lost under throttling)", len(all), dups)
+	env.logLeaseMetrics(ws)
+	env.checkExclusiveReads(workers)
+}
+
+// logLeaseMetrics logs each worker's lease counters.
+func (env *mwEnv) logLeaseMetrics(ws []*mwWorker) {
+	for _, w := range ws {
+		mfs, err := w.reg.Gather()
+		if err != nil {
+			env.t.Fatal(err)
+		}
+		var parts []string
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				v := m.GetCounter().GetValue()
+				if g := m.GetGauge(); g != nil {
+					v = g.GetValue()
+				}
+				parts = append(parts, fmt.Sprintf("%s=%v", strings.TrimPrefix(mf.GetName(), "archiver_"), v))
+			}
+		}
+		env.t.Logf("%s: %s", w.name, strings.Join(parts, " "))
+	}
 }
