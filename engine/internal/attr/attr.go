@@ -5,7 +5,7 @@ package attr
 
 import (
 	"bytes"
-	"sort"
+	"slices"
 )
 
 // Type is a DynamoDB attribute type.
@@ -238,6 +238,14 @@ func Equal(a, b Value) bool {
 		if len(a.SS) != len(b.SS) {
 			return false
 		}
+		if len(a.SS) <= 16 {
+			for _, x := range a.SS {
+				if !slices.Contains(b.SS, x) {
+					return false
+				}
+			}
+			return true
+		}
 		set := make(map[string]struct{}, len(a.SS))
 		for _, s := range a.SS {
 			set[s] = struct{}{}
@@ -316,14 +324,4 @@ func EqualItems(a, b Item) bool {
 		}
 	}
 	return true
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys(m map[string]Value) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

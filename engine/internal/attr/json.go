@@ -2,6 +2,7 @@ package attr
 
 import (
 	"encoding/base64"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -92,7 +93,13 @@ func AppendItemJSON(dst []byte, it Item) []byte {
 			dst = x.AppendJSON(dst)
 		}
 	} else if len(it) > 1 {
-		for i, k := range sortedKeys(it) {
+		var buf [16]string
+		keys := buf[:0]
+		for k := range it {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
