@@ -665,3 +665,38 @@ func TestPrune(t *testing.T) {
 		t.Fatal("own heartbeat missing")
 	}
 }
+
+// A hand-off requested by a worker that is gone since frees the lease
+// rather than handing it to nobody.
+func TestHandOffToGoneWorker(t *testing.T) {
+	te := startEngine(t, engine.Options{TTLInterval: -1})
+	ctx := context.Background()
+	a := openStore(t, te, "leases", "a", storeOpts{lease: 2 * time.Second})
+	g, err := a.assign(ctx, testStream, shards("s1"))
+	if err != nil || len(g) != 1 {
+		t.Fatal(ids(g), err)
+	}
+	_, err = a.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String("leases"), Key: itemKey(testStream, "s1"),
+		UpdateExpression:          aws.String("SET " + attrHandoff + " = :g"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":g": &types.AttributeValueMemberS{Value: "ghost"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "a sees the hand-off request", func() error {
+		if g[0].ctx.Err() == nil {
+			return errors.New("still reading")
+		}
+		return nil
+	})
+	if c := context.Cause(g[0].ctx); !errors.Is(c, ErrHandOff) {
+		t.Fatalf("cause %v, want ErrHandOff", c)
+	}
+	if err := a.Release(ctx, testStream, "s1", false); err != nil {
+		t.Fatal(err)
+	}
+	if r := getRow(t, a, testStream, "s1"); r.owner != "" || r.handoff != "" {
+		t.Fatalf("row = %+v, want free", r)
+	}
+}

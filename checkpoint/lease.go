@@ -663,6 +663,10 @@ func (s *DynamoStore) release(ctx context.Context, stream, shard string, finishe
 		})
 	}
 	var err error
+	if to != "" && !s.workerLive(ctx, stream, to) {
+		s.log.Info("hand-off requester is gone; freeing the lease instead", zap.String("stream", stream), zap.String("shard", shard), zap.String("to", to))
+		to = ""
+	}
 	if to != "" {
 		tv := map[string]types.AttributeValue{":to": &types.AttributeValueMemberS{Value: to},
 			":exp": num(now.Add(s.leaseD).UnixMilli())}
@@ -700,6 +704,24 @@ func (s *DynamoStore) release(ctx context.Context, stream, shard string, finishe
 	default:
 		return fmt.Errorf("checkpoint: release %s %s: %w", stream, shard, err)
 	}
+}
+
+// workerLive reports whether the worker's heartbeat for the stream is
+// current (on errors: true, the lease then expires if it is not).
+func (s *DynamoStore) workerLive(ctx context.Context, stream, worker string) bool {
+	var out *dynamodb.GetItemOutput
+	err := s.retry(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = s.client.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: aws.String(s.table), Key: itemKey(workersPrefix+stream, worker), ConsistentRead: aws.Bool(true),
+		})
+		return err
+	})
+	if err != nil {
+		return true
+	}
+	r, err := decodeRow(out.Item)
+	return err != nil || (r.exists && !r.expired(s.now()))
 }
 
 // ReleaseAll lets go of every lease this worker holds (cancelling their
