@@ -29,6 +29,9 @@ type testEnv struct {
 	eng     *engine.Engine
 	ddb     *dynamodb.Client
 	streams *dynamodbstreams.Client
+	// streamsNoRetry is a Streams client whose SDK retryer is off
+	// (RetryMaxAttempts 1): every throttle reaches the walker.
+	streamsNoRetry *dynamodbstreams.Client
 }
 
 func newEnv(t testing.TB, o engine.Options) *testEnv {
@@ -47,6 +50,8 @@ func newEnv(t testing.TB, o engine.Options) *testEnv {
 		eng:     srv.Engine(),
 		ddb:     dynamodb.New(dynamodb.Options{BaseEndpoint: aws.String(srv.Endpoint()), Region: "us-east-1", Credentials: creds}),
 		streams: dynamodbstreams.New(dynamodbstreams.Options{BaseEndpoint: aws.String(srv.Endpoint()), Region: "us-east-1", Credentials: creds}),
+		streamsNoRetry: dynamodbstreams.New(dynamodbstreams.Options{BaseEndpoint: aws.String(srv.Endpoint()), Region: "us-east-1", Credentials: creds,
+			RetryMaxAttempts: 1}),
 	}
 }
 
@@ -210,9 +215,10 @@ func TestScenarios(t *testing.T) {
 		engine engine.Options
 		items  int
 		// during runs after the first half of the items was written.
-		during func(t *testing.T, e *testEnv, table, arn string)
-		opts   func(o *Options, ws *watchedStreams)
-		check  func(t *testing.T, e *testEnv, ws *watchedStreams, reg *prometheus.Registry, arn string)
+		during  func(t *testing.T, e *testEnv, table, arn string)
+		noRetry bool // read with the SDK's retries off
+		opts    func(o *Options, ws *watchedStreams)
+		check   func(t *testing.T, e *testEnv, ws *watchedStreams, reg *prometheus.Registry, arn string)
 	}{
 		{
 			name:   "several shards",
@@ -285,9 +291,28 @@ func TestScenarios(t *testing.T) {
 			},
 		},
 		{
+			// The SDK retries each throttle (up to 3 attempts, with its
+			// own backoff) before the walker sees it.
 			name:   "throttling",
 			engine: engine.Options{StreamShards: 2, ShardRolloverRecords: 300},
 			items:  1500,
+			during: func(t *testing.T, e *testEnv, table, arn string) {
+				e.eng.ThrottleGetRecords(9)
+			},
+			opts: func(o *Options, ws *watchedStreams) {
+				o.MinBackoff, o.MaxBackoff = 5*time.Millisecond, 100*time.Millisecond
+			},
+			check: func(t *testing.T, e *testEnv, ws *watchedStreams, reg *prometheus.Registry, arn string) {
+				if metricSum(t, reg, "archiver_shard_throttles_total") == 0 {
+					t.Errorf("archiver_shard_throttles_total = 0 after 9 injected throttles")
+				}
+			},
+		},
+		{
+			name:    "throttling, SDK retries off",
+			engine:  engine.Options{StreamShards: 2, ShardRolloverRecords: 300},
+			items:   1500,
+			noRetry: true,
 			during: func(t *testing.T, e *testEnv, table, arn string) {
 				e.eng.ThrottleGetRecords(40)
 			},
@@ -323,7 +348,11 @@ func TestScenarios(t *testing.T) {
 					rec.failOnce[s.ID] = true
 				}
 			}
-			ws := watch(t, e.streams)
+			var client StreamsAPI = e.streams
+			if tc.noRetry {
+				client = e.streamsNoRetry
+			}
+			ws := watch(t, client)
 			reg := prometheus.NewRegistry()
 			o := Options{Streams: ws, Tables: e.ddb, TableNames: []string{table}, Processor: rec, Positions: rec, Registerer: reg}
 			if tc.opts != nil {

@@ -37,7 +37,40 @@
 // exactly that: it never sees an unbounded SDK retry loop, and it adds its
 // own bounded, jittered, context-aware exponential backoff on top. Expired
 // iterators, trimmed data and missing resources are not retried by the SDK
-// and reach the walker at once.
+// and reach the walker at once. The walker reacts to each:
+//
+//   - ExpiredIteratorException: a new iterator AFTER the last record
+//     queued for Process (or at the reader's original start).
+//   - TrimmedDataAccessException: the gap is logged and counted
+//     (archiver_shard_trimmed_gaps_total), reading goes on from
+//     TRIM_HORIZON; records at or before the last one read are dropped.
+//   - LimitExceededException, throttling codes, HTTP 429: backoff, same
+//     iterator, for as long as it takes.
+//   - 5xx, network and unknown errors: backoff and a fresh iterator; after
+//     8 in a row the reader gives the shard back (ShardStopped) and the
+//     walker restarts it later from its stored Position.
+//   - ResourceNotFoundException: the stream is described again; a stream
+//     that is gone has its readers stopped and is dropped, a shard that is
+//     gone counts as trimmed away (its children may start).
+//
+// # Concurrency and memory
+//
+// At most MaxConcurrentShards readers run at once. While ready shards wait
+// for a slot, a reader that has been caught up for IdleYield gives its slot
+// up, so more open shards than slots are all read in turn. Each reader
+// holds at most ShardBufferBytes of batches Process has not taken, plus one
+// GetRecords response.
+//
+// # Metrics
+//
+// Registered with Options.Registerer, labelled by table (never by shard):
+// archiver_shard_records_read_total, archiver_shard_bytes_read_total,
+// archiver_shard_getrecords_calls_total,
+// archiver_shard_api_errors_total{table,op,kind},
+// archiver_shard_throttles_total, archiver_shard_trimmed_gaps_total,
+// archiver_shard_iterator_age_seconds (gauge: the largest age over the
+// table's active shards), archiver_shards_active (gauge),
+// archiver_shards_ended_total and archiver_shard_discoveries_total.
 package shard
 
 import (
