@@ -7,8 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ttl-archiver/archiver/event"
 )
 
 // TestCrashLoop is issue 5's crash loop: `archiver run` as a real process
@@ -22,6 +29,7 @@ import (
 // (the killed processes' un-checkpointed tails) are reported, not limited.
 // CRASHLOOP_SEED replays a run's kill moments.
 func TestCrashLoop(t *testing.T) {
+	t.Parallel()
 	rounds := 5
 	if s := os.Getenv("CRASHLOOP_ROUNDS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -59,7 +67,10 @@ func TestCrashLoop(t *testing.T) {
 	createTable(t, ctx, db, "sessions")
 	t.Logf("engine up and table created %v after start", time.Since(t0).Round(time.Millisecond))
 
-	// The writer: 25 expired items every 20 ms until told to stop.
+	// The writer: 25 expired items every 20 ms until told to stop, and
+	// user activity the default sink must not archive: two live items
+	// (TTL an hour ahead) per batch, one overwritten (MODIFY), one deleted
+	// by the user (REMOVE without the TTL service's identity).
 	var written keyLog
 	stopWriting := make(chan struct{})
 	writerDone := make(chan error, 1)
@@ -77,6 +88,20 @@ func TestCrashLoop(t *testing.T) {
 				return
 			}
 			written.add(keys...)
+			live := keyRange("u", i, 2)
+			for r := 0; r < 2; r++ { // insert, then modify
+				if err := putItems(ctx, db, "sessions", live, time.Now().Add(time.Hour).Unix()); err != nil {
+					writerDone <- err
+					return
+				}
+			}
+			if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+				TableName: aws.String("sessions"),
+				Key:       map[string]dtypes.AttributeValue{keyAttr: &dtypes.AttributeValueMemberS{Value: live[0]}},
+			}); err != nil {
+				writerDone <- err
+				return
+			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
@@ -141,13 +166,42 @@ func TestCrashLoop(t *testing.T) {
 		t.Errorf("after the graceful stop: %v", err)
 	}
 	for k, kind := range got.kinds {
-		if kind != "expired" {
-			t.Errorf("key %s archived as %q, want expired", k, kind)
+		if kind != event.Expired || strings.HasPrefix(k, "u-") {
+			t.Errorf("key %s archived as %q; want only expired items (user inserts, modifies and deletes are not archived by default)", k, kind)
 		}
 	}
 	if got.torn > 0 {
 		t.Errorf("%d archive lines in the file sink do not decode (torn by a kill and not repaired on restart)", got.torn)
 	}
+	dups := got.duplicates()
+
+	// A restart after the clean stop re-delivers nothing: a last batch of
+	// expired items arrives exactly once and nothing else is added.
+	sentinels := keyRange("after-clean-stop", 0, 200)
+	again := start(rounds + 1)
+	if err := putItems(ctx, db, "sessions", sentinels, expiredTTL()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the restarted archiver archives a new batch", func() error {
+		if again.exited() {
+			t.Fatalf("archiver run exited on its own: %v\n%s", again.err, again.tail(30))
+		}
+		return readFileSink(t, sinkDir).allArrived(sentinels)
+	})
+	if err := again.stop(40 * time.Second); err != nil {
+		t.Errorf("archiver run after SIGTERM: %v (want exit code 0)\n%s", err, again.tail(30))
+	}
+	after := readFileSink(t, sinkDir)
+	if extra := after.lines - got.lines - len(sentinels); extra != 0 {
+		t.Errorf("restart after a clean stop: %d lines added for %d new expired items (%d re-delivered), want none re-delivered",
+			after.lines-got.lines, len(sentinels), extra)
+	}
+	for _, k := range sentinels {
+		if after.byKey[k] != 1 {
+			t.Errorf("restart after a clean stop: %s archived %d times, want once", k, after.byKey[k])
+		}
+	}
+
 	t.Logf("crash loop: %d kill -9 rounds, %d expired items, %d archive lines, %d duplicate deliveries (%.2f%%), %d torn lines",
-		killed, len(keys), got.lines, got.duplicates(), 100*float64(got.duplicates())/float64(max(1, len(keys))), got.torn)
+		killed, len(keys), got.lines, dups, 100*float64(dups)/float64(max(1, len(keys))), got.torn)
 }

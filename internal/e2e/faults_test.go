@@ -502,6 +502,7 @@ func TestFaults(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			env := newFaultEnv(t, faultWorkers())
 			tc.run(t, env)
 		})

@@ -25,7 +25,11 @@ import (
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
-// pipelineItems is E2E_ITEMS (default 50,000; 5,000 with -short).
+// pipelineItems is E2E_ITEMS, by default 50,000, but 5,000 with -short or
+// under the race detector (which makes the engine about ten times slower:
+// 50,000 items would take minutes on 2 cores; `go test -run
+// TestPipelineS3AndJetStream ./internal/e2e/` without -race runs the full
+// 50,000 in about a minute).
 func pipelineItems(t *testing.T) int {
 	if s := os.Getenv("E2E_ITEMS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -34,7 +38,7 @@ func pipelineItems(t *testing.T) int {
 		}
 		return n
 	}
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		return 5000
 	}
 	return 50000
@@ -50,6 +54,7 @@ func pipelineItems(t *testing.T) int {
 // reach S3 (gzip JSONL objects, decoded) and JetStream (one message per
 // record, unique Nats-Msg-Id), and none of the user deletes may reach either.
 func TestPipelineS3AndJetStream(t *testing.T) {
+	t.Parallel()
 	n := pipelineItems(t)
 	const deletes = 300
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
