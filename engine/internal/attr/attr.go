@@ -46,11 +46,14 @@ func ParseType(s string) (Type, bool) {
 }
 
 // Value is one attribute value; T says which fields are used.
+//
+// The fields are ordered so that a Value is 128 bytes: Go maps store
+// values up to that size inline, so an Item insert does not allocate.
 type Value struct {
 	T    Type
+	Bool bool             // BOOL (NULL has no payload: T==NULL)
 	S    string           // S; for N: the canonical decimal string (see Number)
 	B    []byte           // B
-	Bool bool             // BOOL (NULL has no payload: T==NULL)
 	SS   []string         // SS; NS (canonical decimal strings)
 	BS   [][]byte         // BS
 	M    map[string]Value // M (non-nil, may be empty)

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/ttl-archiver/archiver/engine/internal/awserr"
 )
@@ -561,4 +562,12 @@ func FuzzParseNumber(f *testing.F) {
 			t.Fatalf("%s - itself = %v, %v", c, z, err)
 		}
 	})
+}
+
+func TestValueSizeInlineInMaps(t *testing.T) {
+	// Go maps store values of at most 128 bytes inline; larger ones cost an
+	// allocation per insert.
+	if s := unsafe.Sizeof(Value{}); s > 128 {
+		t.Errorf("attr.Value is %d bytes, want <= 128", s)
+	}
 }

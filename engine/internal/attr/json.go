@@ -460,6 +460,37 @@ func (d *decoder) skip(depth int) error {
 	return d.syntax()
 }
 
+// countMembers estimates the members of the object whose first member
+// starts at the cursor, so its map is allocated once: it counts the commas
+// at the object's own nesting level, up to a bound.
+func (d *decoder) countMembers() int {
+	n, depth := 1, 0
+	for i := d.i; i < len(d.b); i++ {
+		switch d.b[i] {
+		case '"':
+			for i++; i < len(d.b) && d.b[i] != '"'; i++ {
+				if d.b[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return n
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				if n++; n == 64 {
+					return n
+				}
+			}
+		}
+	}
+	return n
+}
+
 // isNull consumes a JSON null if one is at the cursor.
 func (d *decoder) isNull() bool {
 	d.ws()
@@ -606,12 +637,12 @@ func (d *decoder) object(depth int) (Item, error) {
 	if err := d.expect('{'); err != nil {
 		return nil, err
 	}
-	m := Item{}
 	d.ws()
 	if d.peek() == '}' {
 		d.i++
-		return m, nil
+		return Item{}, nil
 	}
+	m := make(Item, d.countMembers())
 	for {
 		k, err := d.str()
 		if err != nil {
