@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,10 +54,12 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
+	msg := fmt.Sprintf("sink %q: %s: %s", e.URL, e.Param, e.Problem)
 	if e.Param == "" {
-		return fmt.Sprintf("sink %q: %s", e.URL, e.Problem)
+		msg = fmt.Sprintf("sink %q: %s", e.URL, e.Problem)
 	}
-	return fmt.Sprintf("sink %q: %s: %s", e.URL, e.Param, e.Problem)
+	// Values echoed in the problem text never carry a secret either.
+	return secretPattern.ReplaceAllString(msg, "${1}=REDACTED")
 }
 
 // Open parses a sink URL and opens the sink. It returns the sink and the
@@ -132,7 +135,15 @@ type params struct {
 // logs or sink names.
 var secretParams = map[string]bool{"token": true, "password": true}
 
+// secretPattern catches secret-looking parameters anywhere in a string
+// that did not parse as a query (a typo'd URL), as a last line of defence.
+var secretPattern = regexp.MustCompile(`(?i)(token|password)=[^&#]*`)
+
 func redactURL(raw string) string {
+	return secretPattern.ReplaceAllString(redactParsed(raw), "${1}=REDACTED")
+}
+
+func redactParsed(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		// Unparseable: keep only the scheme-ish prefix so no secret leaks.
@@ -174,7 +185,7 @@ func parseParams(raw string) (*params, error) {
 		return nil, &ConfigError{URL: red, Problem: fmt.Sprintf("want %s://..., got %s:%s", u.Scheme, u.Scheme, "...")}
 	}
 	if u.Fragment != "" {
-		return nil, &ConfigError{URL: red, Param: "#" + u.Fragment, Problem: "fragments are not allowed"}
+		return nil, &ConfigError{URL: red, Param: "fragment", Problem: "a sink URL has no #fragment"}
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {

@@ -295,7 +295,7 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 		}
 		bf := s.bufs[k]
 		if bf == nil {
-			bf = &s3Buffer{key: k, first: e.SequenceNumber, opened: now, data: make([]byte, 0, min(s.c.FlushBytes+64<<10, 16<<20))}
+			bf = &s3Buffer{key: k, first: e.SequenceNumber, opened: now, data: make([]byte, 0, min(s.c.FlushBytes+64<<10, 64<<10))}
 			s.bufs[k] = bf
 		}
 		if n := len(bf.batches); n == 0 || bf.batches[n-1] != sb {
