@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/event"
@@ -486,4 +487,38 @@ func TestNewValidates(t *testing.T) {
 	if _, err := New(good); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestMetrics(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	a := newFakeSink("a")
+	n := 0
+	a.fail = func(sinks.Batch) error {
+		n++
+		if n == 1 {
+			return errors.New("once")
+		}
+		return nil
+	}
+	store := newMemStore()
+	c := newUnitConsumer(t, store, func(c *Config) { c.Registerer = reg }, Route{Sink: a})
+	if err := c.Process(ctx, mkBatch("s", 1, event.Expired, event.Expired, event.Deleted, event.Inserted)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ShardEnded(ctx, testARN, "s"); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]float64{
+		"archiver_events_total":           4,
+		"archiver_sink_writes_total":      1,
+		"archiver_sink_failures_total":    1,
+		"archiver_checkpoint_saves_total": 1,
+	} {
+		if got := counterSum(t, reg, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	// A second consumer on the same registry shares the collectors.
+	newUnitConsumer(t, newMemStore(), func(c *Config) { c.Registerer = reg }, Route{Sink: newFakeSink("b")})
 }

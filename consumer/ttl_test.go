@@ -1,0 +1,81 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// ttlAPI answers DescribeTimeToLive from a script, to inject failures and
+// attribute changes the engine cannot produce on demand.
+type ttlAPI struct {
+	mu    sync.Mutex
+	attr  string
+	err   error
+	calls int
+}
+
+func (f *ttlAPI) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.err != nil {
+		return nil, f.err
+	}
+	d := &types.TimeToLiveDescription{TimeToLiveStatus: types.TimeToLiveStatusDisabled}
+	if f.attr != "" {
+		d = &types.TimeToLiveDescription{TimeToLiveStatus: types.TimeToLiveStatusEnabled, AttributeName: aws.String(f.attr)}
+	}
+	return &dynamodb.DescribeTimeToLiveOutput{TimeToLiveDescription: d}, nil
+}
+
+func TestTTLCache(t *testing.T) {
+	api := &ttlAPI{err: errors.New("throttled")}
+	now := time.Unix(1000, 0)
+	reg := prometheus.NewRegistry()
+	c := newTTLCache(api, 5*time.Minute, func() time.Time { return now }, zap.NewNop(), newMetrics(reg))
+	ctx := context.Background()
+	steps := []struct {
+		name      string
+		advance   time.Duration
+		setAttr   string
+		setErr    error
+		want      string
+		wantCalls int
+	}{
+		{"first lookup fails: unknown", 0, "", errors.New("throttled"), "", 1},
+		{"unknown is not retried at once", time.Second, "expires", nil, "", 1},
+		{"unknown is retried after 10s", 10 * time.Second, "expires", nil, "expires", 2},
+		{"known is cached", time.Minute, "other", nil, "expires", 2},
+		{"known is refreshed on the timer", 5 * time.Minute, "other", nil, "other", 3},
+		{"a failed refresh keeps the last answer", 5 * time.Minute, "", errors.New("down"), "other", 4},
+		{"disabled TTL: unknown", 5 * time.Minute, "", nil, "", 5},
+	}
+	for _, s := range steps {
+		now = now.Add(s.advance)
+		api.mu.Lock()
+		api.attr, api.err = s.setAttr, s.setErr
+		api.mu.Unlock()
+		if got := c.attribute(ctx, "tbl"); got != s.want {
+			t.Fatalf("%s: attribute = %q, want %q", s.name, got, s.want)
+		}
+		if api.calls != s.wantCalls {
+			t.Fatalf("%s: %d calls, want %d", s.name, api.calls, s.wantCalls)
+		}
+	}
+	if v := counterSum(t, reg, "archiver_ttl_lookup_failures_total"); v != 2 {
+		t.Errorf("lookup failures counted %v, want 2", v)
+	}
+	// No API (stream ARNs only): unknown, no call.
+	if got := newTTLCache(nil, time.Minute, time.Now, zap.NewNop(), newMetrics(nil)).attribute(ctx, "tbl"); got != "" {
+		t.Errorf("attribute without an API = %q", got)
+	}
+}
