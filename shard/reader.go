@@ -79,6 +79,7 @@ func (r *reader) run() result {
 	go func() {
 		defer close(q)
 		ended, fetchErr = r.fetch(fctx, q, g)
+		r.idleSince.Store(0) // never yield a reader that is finishing
 	}()
 	var procErr error
 	for b := range q {

@@ -59,7 +59,7 @@ func (w *Walker) Run(ctx context.Context) error {
 	}
 	for _, arn := range w.o.StreamARNs {
 		if r.streams[arn] == nil {
-			st := r.newStream(arn, TableFromStreamARN(arn), nil)
+			st := r.newStream(arn, TableFromStreamARN(arn), nil, true)
 			r.explicit = append(r.explicit, st)
 		}
 	}
@@ -87,6 +87,7 @@ type streamState struct {
 	positionsOK    bool
 	described      bool
 	fresh          bool // Start is Latest and this stream was there at the first discovery
+	freshApplied   bool // the Latest start was decided (at the first positions load)
 	gone           bool // ResourceNotFound: stream deleted or trimmed away entirely
 	done           bool // a replaced stream read to its end: no more reading
 	filterRejected bool // DescribeStream ShardFilter not supported by the endpoint
@@ -106,6 +107,7 @@ type shardState struct {
 	fails       int
 	retryAfter  time.Time
 	yieldedAt   time.Time // when its reader last gave its slot up
+	missed      int       // descriptions in a row without this (open) shard
 }
 
 // run is the state of one Walker.Run; only the loop goroutine touches it.
@@ -120,19 +122,20 @@ type run struct {
 	results  chan result
 	wake     chan struct{}
 	wg       sync.WaitGroup
-	rounds   int
 	// yieldCheck is set while a timer to re-check idle readers is pending.
 	yieldCheck atomic.Bool
 }
 
 func readerKey(arn, id string) string { return arn + "|" + id }
 
-func (r *run) newStream(arn, table string, t *tableState) *streamState {
+// newStream adds a stream; fresh says it was found at the walker's first
+// look at its table (or given explicitly), where a Latest start applies.
+func (r *run) newStream(arn, table string, t *tableState, fresh bool) *streamState {
 	if table == "" {
 		table = arn
 	}
 	st := &streamState{arn: arn, table: table, tbl: t, shards: map[string]*shardState{}, label: streamLabel(arn)}
-	st.fresh = r.o.Start == Latest && r.rounds == 0
+	st.fresh = r.o.Start == Latest && fresh
 	r.streams[arn] = st
 	return st
 }
@@ -146,7 +149,6 @@ func streamLabel(arn string) string {
 
 func (r *run) loop() error {
 	r.discoverAll()
-	r.rounds++
 	r.schedule()
 	tick := time.NewTicker(r.o.DiscoveryInterval)
 	defer tick.Stop()
@@ -157,7 +159,6 @@ func (r *run) loop() error {
 			return nil
 		case <-tick.C:
 			r.discoverAll()
-			r.rounds++
 			r.schedule()
 		case res := <-r.results:
 			r.handle(res)
@@ -292,7 +293,7 @@ func (r *run) discoverTable(t *tableState) {
 		if st := r.streams[f.arn]; st != nil {
 			continue
 		}
-		st := r.newStream(f.arn, t.name, t)
+		st := r.newStream(f.arn, t.name, t, first)
 		st.label = f.label
 		if first && r.o.Start == Latest && f.arn != latest {
 			// A fresh start at LATEST ignores streams the table replaced.
@@ -342,17 +343,41 @@ func (r *run) refresh(st *streamState) {
 		r.addShard(st, s)
 	}
 	for id, ss := range st.shards {
-		if !seen[id] && !ss.gone {
-			ss.gone = true
+		if seen[id] {
+			ss.missed = 0
+			continue
+		}
+		// A shard we last saw open cannot have been trimmed away since
+		// (its records stay 24 h after it closes): only after several
+		// descriptions without it is it taken for gone.
+		if !ss.Closed() {
+			if ss.missed++; ss.missed < 3 {
+				r.w.log.Warn("open shard missing from the stream description", zap.String("stream", st.arn), zap.String("shard", id))
+				continue
+			}
+		}
+		// Trimmed away. Forgotten unless still being read: a shard whose
+		// parent is unknown may start, exactly as if the parent were
+		// known and gone, so the graph need not keep it.
+		if !ss.gone {
 			r.w.log.Info("shard gone from the stream", zap.String("table", st.table), zap.String("stream", st.arn), zap.String("shard", id))
 		}
+		ss.gone = true
+		if !ss.running {
+			delete(st.shards, id)
+		}
 	}
-	first := !st.described
 	st.described = true
 	if !r.loadPositions(st) {
 		return
 	}
-	if first && st.fresh && len(st.positions) == 0 {
+	if st.fresh && !st.freshApplied {
+		st.freshApplied = true
+	} else {
+		r.updateDone(st)
+		return
+	}
+	if len(st.positions) == 0 {
 		// Fresh start at LATEST: what the stream already holds is skipped.
 		for _, ss := range st.shards {
 			if ss.Closed() {
@@ -839,6 +864,9 @@ func (r *run) handle(res result) {
 		return
 	}
 	ss := st.shards[rd.shard.ID]
+	if ss == nil {
+		return
+	}
 	log := rd.log
 	switch res.outcome {
 	case outEnded:
