@@ -119,7 +119,7 @@ type DynamoStore struct {
 
 	mu       sync.Mutex
 	leases   map[leaseKey]*lease
-	history  map[leaseKey]int64 // last counter this worker held per shard
+	history  map[leaseKey]int64 // last counter held per shard, until released: never re-adopted
 	streams  map[string]bool    // streams this worker takes part in (heartbeats)
 	halted   bool               // renewals stopped (abrupt stop, tests)
 	closed   bool

@@ -691,6 +691,9 @@ func (s *DynamoStore) release(ctx context.Context, stream, shard string, finishe
 	switch {
 	case err == nil:
 		s.drop(l, errReleased)
+		// The item no longer names this worker at l's counter: nothing to
+		// guard against re-adopting.
+		delete(s.history, k)
 		return nil
 	case isConditionFailed(err):
 		if s.leases[k] == l {
