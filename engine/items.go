@@ -313,7 +313,7 @@ func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 		}
 	}
 	if ne != nil {
-		t.items.Put(key, ne)
+		t.items.Put(ne.key, ne)
 		t.size += int64(ne.size)
 		for _, ix := range t.lsis {
 			ix.add(t, ne, newItem)
@@ -345,7 +345,22 @@ func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 
 // newEntry encodes an item for storage.
 func (t *table) newEntry(key []byte, it attr.Item, size int) *entry {
-	e := &entry{key: key, raw: attr.AppendItemJSON(make([]byte, 0, size+16*len(it)+16), it), size: int32(size), exp: noExpiry}
+	// Key and JSON share one exactly sized allocation: a million stored
+	// items should cost the GC as few objects and bytes as possible.
+	sp, _ := t.scratch.Get().(*[]byte)
+	if sp == nil {
+		b := make([]byte, 0, 1024)
+		sp = &b
+	}
+	js := attr.AppendItemJSON((*sp)[:0], it)
+	buf := make([]byte, len(key)+len(js))
+	copy(buf, key)
+	copy(buf[len(key):], js)
+	if cap(js) <= 64<<10 {
+		*sp = js
+		t.scratch.Put(sp)
+	}
+	e := &entry{key: buf[:len(key):len(key)], raw: buf[len(key):], size: int32(size), exp: noExpiry}
 	if t.ttlAttr != "" {
 		e.exp = expiryOf(it, t.ttlAttr)
 	}

@@ -65,6 +65,8 @@ type table struct {
 	tags       []map[string]string
 	tableClass string
 	lagNanos   int64
+
+	scratch sync.Pool // *[]byte buffers for encoding items
 }
 
 // indexByName returns the named index or nil.
