@@ -448,3 +448,23 @@ func TestSyntaxErrorsAsAWS(t *testing.T) {
 	_, err = ParseUpdate("SET a = :i, b = :i REMOVE delete", p())
 	wantValidation(t, "keyword as name", err, `Syntax error; token: "delete"`)
 }
+
+func TestNilConditionAndKeyTypes(t *testing.T) {
+	var c *Condition
+	if ok, err := c.Eval(attr.Item{}); !ok || err != nil || c.TopLevel() != nil {
+		t.Error("nil condition should hold")
+	}
+	p := NewParams(nil, map[string]attr.Value{":h": attr.Str("h"), ":a": attr.MustNum("5"), ":b": attr.MustNum("9")})
+	k, err := ParseKeyCondition("pk = :h AND sk BETWEEN :a AND :b", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Validate("pk", "sk"); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.CheckTypes(attr.S, attr.N); err != nil {
+		t.Error(err)
+	}
+	k.RangeValues[0], k.RangeValues[1] = k.RangeValues[1], k.RangeValues[0]
+	wantValidation(t, "reversed bounds", k.CheckTypes(attr.S, attr.N), "The BETWEEN operator requires upper bound to be greater than or equal to lower bound")
+}

@@ -35,6 +35,8 @@ func updValues() map[string]attr.Value {
 		":ssab":  attr.StrSet("a", "b"),
 		":ns":    attr.NumSet("3", "1.0"),
 		":bs":    attr.BinSet([]byte{1}),
+		":bs3":   attr.BinSet([]byte{3}, []byte{1}),
+		":ns1":   attr.NumSet("1.00"),
 		":m":     attr.Map(attr.Item{"k": attr.Str("v")}),
 		":t":     attr.Bool(true),
 	}
@@ -87,6 +89,9 @@ func TestUpdateApply(t *testing.T) {
 		{"ADD c :one", `{"c":{"N":"1"}}`, nil, []string{"c"}},
 		{"ADD ss :ss", `{"ss":{"SS":["a","b","c"]}}`, nil, []string{"ss"}},
 		{"ADD ns :ns", `{"ns":{"NS":["1","2","3"]}}`, nil, []string{"ns"}},
+		{"ADD bs :bs", `{}`, nil, []string{"bs"}},
+		{"ADD bs :bs3", `{"bs":{"BS":["AQ==","Ag==","Aw=="]}}`, nil, []string{"bs"}},
+		{"ADD ns :ns1", `{}`, nil, []string{"ns"}},
 		{"ADD newset :ss", `{"newset":{"SS":["b","c"]}}`, nil, []string{"newset"}},
 		{"ADD m.a :one", `{"m":{"M":{"a":{"N":"2"},"child":{"M":{"z":{"S":"zz"}}},"lst":{"L":[{"N":"7"}]}}}}`, nil, []string{"m"}},
 		// DELETE
