@@ -170,6 +170,7 @@ func TestCrashLoop(t *testing.T) {
 			t.Errorf("key %s archived as %q; want only expired items (user inserts, modifies and deletes are not archived by default)", k, kind)
 		}
 	}
+	got.checkItems(t, "file sink")
 	if got.torn > 0 {
 		t.Errorf("%d archive lines in the file sink do not decode (torn by a kill and not repaired on restart)", got.torn)
 	}

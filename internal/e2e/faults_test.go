@@ -317,6 +317,7 @@ func (env *faultEnv) finish() *tally {
 	if err := got.allArrived(keys); err != nil {
 		env.t.Errorf("after the graceful stop: %v", err)
 	}
+	got.checkItems(env.t, "far end")
 	if got.torn > 0 {
 		env.t.Errorf("%d archive lines do not decode", got.torn)
 	}

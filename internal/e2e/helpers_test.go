@@ -30,6 +30,10 @@ import (
 const (
 	keyAttr = "id"
 	ttlAttr = "exp"
+	// preciseN is a number with DynamoDB's full 38 digits of precision,
+	// already in DynamoDB's canonical form (no trailing zeros: DynamoDB
+	// and the engine store 12.50 as 12.5).
+	preciseN = "12.500000000000000000000000000000000001"
 )
 
 // ddbClient is a real DynamoDB client for endpoint, signing with accessKey
@@ -85,7 +89,7 @@ func putItems(ctx context.Context, db *dynamodb.Client, table string, keys []str
 				keyAttr:   &dtypes.AttributeValueMemberS{Value: k},
 				ttlAttr:   &dtypes.AttributeValueMemberN{Value: expS},
 				"payload": &dtypes.AttributeValueMemberS{Value: "session data for " + k},
-				"n":       &dtypes.AttributeValueMemberN{Value: "12.50"},
+				"n":       &dtypes.AttributeValueMemberN{Value: preciseN},
 			}}})
 		}
 		for attempt := 0; len(reqs) > 0; attempt++ {
@@ -150,7 +154,9 @@ type tally struct {
 	kinds  map[string]event.Kind // key → kind of its last delivery
 	events map[string]int        // event ID → deliveries
 	lines  int
-	torn   int // lines that did not decode (see readFileSink)
+	torn   int      // lines that did not decode (see readFileSink)
+	bad    []string // events whose item is not the item written (first few)
+	nbad   int
 }
 
 func newTally() *tally {
@@ -165,6 +171,46 @@ func (ta *tally) add(ev *event.Event) {
 	ta.kinds[k] = ev.Kind
 	ta.events[ev.EventID]++
 	ta.lines++
+	if err := checkImage(ev); err != nil {
+		ta.nbad++
+		if len(ta.bad) < 5 {
+			ta.bad = append(ta.bad, err.Error())
+		}
+	}
+}
+
+// checkImage checks that an archived event carries the item exactly as
+// putItems wrote it (a number with 38 significant digits keeps every one:
+// nothing on the way goes through float64) and, for an expiry, the TTL
+// metadata.
+func checkImage(ev *event.Event) error {
+	k := itemKey(ev.Keys)
+	img := ev.Image()
+	if v, ok := img["payload"].(*stypes.AttributeValueMemberS); !ok || v.Value != "session data for "+k {
+		return fmt.Errorf("%s: payload %#v, want %q", k, img["payload"], "session data for "+k)
+	}
+	if v, ok := img["n"].(*stypes.AttributeValueMemberN); !ok || v.Value != preciseN {
+		return fmt.Errorf("%s: n %#v, want N %s", k, img["n"], preciseN)
+	}
+	exp, ok := img[ttlAttr].(*stypes.AttributeValueMemberN)
+	if !ok {
+		return fmt.Errorf("%s: no %s attribute in the image", k, ttlAttr)
+	}
+	if ev.Kind == event.Expired && (ev.TTLAttribute != ttlAttr || ev.TTLValue != exp.Value || ev.TTLTime.IsZero()) {
+		return fmt.Errorf("%s: TTL metadata attribute %q value %q time %v, want %q %q", k, ev.TTLAttribute, ev.TTLValue, ev.TTLTime, ttlAttr, exp.Value)
+	}
+	return nil
+}
+
+// checkItems fails the test if some delivered item was not the item
+// written.
+func (ta *tally) checkItems(t testing.TB, where string) {
+	t.Helper()
+	ta.mu.Lock()
+	defer ta.mu.Unlock()
+	if ta.nbad > 0 {
+		t.Errorf("%s: %d archived events do not carry the written item, e.g.:\n%s", where, ta.nbad, strings.Join(ta.bad, "\n"))
+	}
 }
 
 // missing returns how many of keys were never delivered, and the first few.

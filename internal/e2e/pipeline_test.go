@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync"
 	"testing"
@@ -194,6 +195,19 @@ func TestPipelineS3AndJetStream(t *testing.T) {
 	}
 	msgs := readStream(t, ctx, st)
 	fileT := readFileSink(t, fileDir)
+	s3r.tally.checkItems(t, "S3")
+	msgs.tally.checkItems(t, "JetStream")
+	fileT.checkItems(t, "file sink")
+	for subj, n := range msgs.subjects {
+		if subj != "archiver.sessions.expired" {
+			t.Errorf("JetStream: %d messages on subject %s, want archiver.sessions.expired", n, subj)
+		}
+	}
+	for _, k := range s3r.keys {
+		if !s3KeyRE.MatchString(k) {
+			t.Errorf("S3 object key %s does not match %s", k, s3KeyRE)
+		}
+	}
 	checkFarEnd(t, "S3", s3r.tally, keys, delKeys)
 	checkFarEnd(t, "JetStream", msgs.tally, keys, delKeys)
 	if len(msgs.msgIDs) != n || msgs.tally.lines != n {
@@ -214,6 +228,9 @@ func TestPipelineS3AndJetStream(t *testing.T) {
 	t.Logf("%d expired, %d user deletes: S3 %d lines in %d objects (%d duplicates), JetStream %d messages, file sink %d lines",
 		n, deletes, s3r.tally.lines, s3r.objects, s3r.tally.duplicates(), msgs.tally.lines, fileT.lines)
 }
+
+// s3KeyRE is the Hive-style object key issue 4 asks for.
+var s3KeyRE = regexp.MustCompile(`^ttl/table=sessions/kind=expired/dt=\d{4}-\d{2}-\d{2}/hr=\d{2}/shardId-[^/]+-\d+-\d+\.jsonl\.gz$`)
 
 // checkFarEnd asserts that every expired key arrived as kind expired and no
 // user delete arrived at all.

@@ -149,6 +149,7 @@ type s3Reader struct {
 	prefix  string
 	seen    map[string]bool
 	tally   *tally
+	keys    []string
 	objects int
 }
 
@@ -174,6 +175,7 @@ func (r *s3Reader) poll(t testing.TB, ctx context.Context) error {
 				return err
 			}
 			r.seen[key] = true
+			r.keys = append(r.keys, key)
 			r.objects++
 		}
 		if out.NextContinuationToken == nil {
@@ -248,9 +250,10 @@ func natsClient(t testing.TB, url string) jetstream.JetStream {
 // jsMessages is what a JetStream stream holds: deliveries per key and per
 // Nats-Msg-Id, and kinds by header.
 type jsMessages struct {
-	tally  *tally
-	msgIDs map[string]int
-	kinds  map[string]int // Archiver-Kind header → messages
+	tally    *tally
+	msgIDs   map[string]int
+	kinds    map[string]int // Archiver-Kind header → messages
+	subjects map[string]int
 }
 
 // readStream reads every message of st and decodes its envelope payload.
@@ -261,7 +264,7 @@ func readStream(t testing.TB, ctx context.Context, st jetstream.Stream) *jsMessa
 		t.Fatal(err)
 	}
 	want := int(info.State.Msgs)
-	res := &jsMessages{tally: newTally(), msgIDs: map[string]int{}, kinds: map[string]int{}}
+	res := &jsMessages{tally: newTally(), msgIDs: map[string]int{}, kinds: map[string]int{}, subjects: map[string]int{}}
 	if want == 0 {
 		return res
 	}
@@ -280,6 +283,7 @@ func readStream(t testing.TB, ctx context.Context, st jetstream.Stream) *jsMessa
 			n++
 			res.msgIDs[m.Headers().Get("Nats-Msg-Id")]++
 			res.kinds[m.Headers().Get("Archiver-Kind")]++
+			res.subjects[m.Subject()]++
 			ev, err := event.DecodeLine(m.Data())
 			if err != nil {
 				t.Errorf("JetStream message on %s does not decode: %v", m.Subject(), err)
