@@ -331,6 +331,19 @@ func TestScenarios(t *testing.T) {
 			items:  1200,
 		},
 		{
+			name:   "shard end fails once per shard",
+			engine: engine.Options{StreamShards: 2, ShardRolloverRecords: 200},
+			items:  1200,
+			opts: func(o *Options, ws *watchedStreams) {
+				o.MinBackoff, o.MaxBackoff = 5*time.Millisecond, 50*time.Millisecond
+			},
+			check: func(t *testing.T, e *testEnv, ws *watchedStreams, reg *prometheus.Registry, arn string) {
+				if metricSum(t, reg, "archiver_shards_ended_total") < 4 {
+					t.Errorf("archiver_shards_ended_total = %v, want >= 4 after retried shard ends", metricSum(t, reg, "archiver_shards_ended_total"))
+				}
+			},
+		},
+		{
 			name:   "small byte budget",
 			engine: engine.Options{StreamShards: 2},
 			items:  1000,
@@ -348,6 +361,7 @@ func TestScenarios(t *testing.T) {
 					rec.failOnce[s.ID] = true
 				}
 			}
+			rec.failEndOnce = tc.name == "shard end fails once per shard"
 			var client StreamsAPI = e.streams
 			if tc.noRetry {
 				client = e.streamsNoRetry
@@ -387,6 +401,26 @@ func TestScenarios(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSeveralStreams reads one table by name and another by stream ARN in
+// one walker.
+func TestSeveralStreams(t *testing.T) {
+	e := newEnv(t, engine.Options{StreamShards: 3, ShardRolloverRecords: 100})
+	arnA := e.createTable(t, "alpha")
+	arnB := e.createTable(t, "beta")
+	rec := newRecorder(t)
+	startWalker(t, Options{Streams: watch(t, e.streams), Tables: e.ddb, TableNames: []string{"alpha"}, StreamARNs: []string{arnB}, Processor: rec, Positions: rec})
+	e.put(t, "alpha", "a", 0, 600)
+	e.put(t, "beta", "b", 0, 400)
+	waitFor(t, "1000 records", 60*time.Second, func() bool { return rec.distinct() >= 1000 })
+	rec.mu.Lock()
+	if rec.byStream[arnA] != 600 || rec.byStream[arnB] != 400 {
+		t.Errorf("read %d from a and %d from b, want 600 and 400", rec.byStream[arnA], rec.byStream[arnB])
+	}
+	rec.mu.Unlock()
+	rec.check(t, arnA, describeAll(t, e.streams, arnA))
+	rec.check(t, arnB, describeAll(t, e.streams, arnB))
 }
 
 // TestPagingPastOneHundredShards reads a stream of 120 open shards: shards

@@ -40,6 +40,9 @@ type recorder struct {
 
 	// failOnce, when set, makes Process fail once for a shard.
 	failOnce map[string]bool
+	// failEndOnce makes the first ShardEnded of every shard fail.
+	failEndOnce bool
+	endFailed   map[string]bool
 	// blockShard, when set, makes Process for these shards wait for ctx.
 	block func(b Batch) bool
 }
@@ -48,7 +51,7 @@ func newRecorder(t testing.TB) *recorder {
 	return &recorder{
 		t: t, pos: map[string]map[string]Position{}, keys: map[string]int{}, byStream: map[string]int{},
 		inFlight: map[string]bool{}, ended: map[string]int{}, first: map[string]int{}, lastSeq: map[string]string{},
-		parents: map[string][]string{}, failOnce: map[string]bool{}, live: map[string]bool{},
+		parents: map[string][]string{}, failOnce: map[string]bool{}, live: map[string]bool{}, endFailed: map[string]bool{},
 	}
 }
 
@@ -128,6 +131,11 @@ func (r *recorder) ShardEnded(ctx context.Context, arn, id string) error {
 	defer r.mu.Unlock()
 	k := arn + "|" + id
 	delete(r.live, k)
+	if r.failEndOnce && !r.endFailed[k] {
+		r.endFailed[k] = true
+		r.events = append(r.events, "end failed "+id)
+		return fmt.Errorf("injected ShardEnded failure on %s", id)
+	}
 	r.ended[k] = len(r.events)
 	r.events = append(r.events, "ended "+id)
 	m := r.pos[arn]
