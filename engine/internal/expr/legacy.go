@@ -73,12 +73,16 @@ func legacyCond(name string, lc legacyCondition) (*cond, error) {
 			}
 		}
 	}
-	if op == "BETWEEN" {
-		if vals[0].T != vals[1].T {
-			return nil, invalid("AttributeValues inside AttributeValueList must be of same type")
+	if op == "BETWEEN" || op == "IN" {
+		for _, v := range vals[1:] {
+			if v.T != vals[0].T {
+				return nil, invalid("AttributeValues inside AttributeValueList must be of same type")
+			}
 		}
+	}
+	if op == "BETWEEN" {
 		if c, ok := attr.Compare(vals[0], vals[1]); ok && c > 0 {
-			return nil, invalid("The BETWEEN condition was provided a range where the lower bound is greater than the upper bound")
+			return nil, awserr.Validation("The BETWEEN condition was provided a range where the lower bound is greater than the upper bound")
 		}
 	}
 	p := operand{kind: opPath, path: path{{name: name, idx: -1}}, text: name}
@@ -147,9 +151,17 @@ func LegacyExpected(raw []byte, conditionalOperator string) (*Condition, error) 
 	var conds []*cond
 	for _, name := range sortedNames(m) {
 		lc := m[name]
+		if lc.Value != nil && lc.AttributeValueList != nil {
+			return nil, invalid("Value and AttributeValueList cannot be used together for Attribute: %s", name)
+		}
 		if lc.ComparisonOperator != "" {
-			if lc.Value != nil || lc.Exists != nil {
-				return nil, invalid("Value or Exists cannot be used with ComparisonOperator for Attribute: %s", name)
+			if lc.Exists != nil {
+				return nil, invalid("Exists and ComparisonOperator cannot be used together for Attribute: %s", name)
+			}
+			if lc.Value != nil {
+				lc.AttributeValueList = []attr.Value{*lc.Value}
+			} else if lc.AttributeValueList == nil && legacyOps[lc.ComparisonOperator] != 0 {
+				return nil, invalid("Value or AttributeValueList must be used with ComparisonOperator: %s for Attribute: %s", lc.ComparisonOperator, name)
 			}
 			c, err := legacyCond(name, lc)
 			if err != nil {
@@ -158,7 +170,7 @@ func LegacyExpected(raw []byte, conditionalOperator string) (*Condition, error) 
 			conds = append(conds, c)
 			continue
 		}
-		if len(lc.AttributeValueList) > 0 {
+		if lc.AttributeValueList != nil {
 			return nil, invalid("AttributeValueList can only be used with a ComparisonOperator for Attribute: %s", name)
 		}
 		exists := lc.Exists == nil || *lc.Exists
@@ -263,7 +275,7 @@ func LegacyAttributeUpdates(raw []byte) (*Update, error) {
 	if err := decodeLegacy("AttributeUpdates", raw, &m); err != nil {
 		return nil, err
 	}
-	u := &Update{}
+	u := &Update{legacy: true}
 	for _, name := range sortedNames(m) {
 		e := m[name]
 		p := path{{name: name, idx: -1}}

@@ -32,6 +32,7 @@ func TestLegacyExpected(t *testing.T) {
 		{`{"ss":{"ComparisonOperator":"CONTAINS","AttributeValueList":[{"S":"red"}]}}`, "", true},
 		{`{"ss":{"ComparisonOperator":"NOT_CONTAINS","AttributeValueList":[{"S":"red"}]}}`, "", false},
 		{`{"s":{"ComparisonOperator":"BEGINS_WITH","AttributeValueList":[{"S":"hé"}]}}`, "", true},
+		{`{"n":{"ComparisonOperator":"GE","Value":{"N":"10"}}}`, "", true},
 	}
 	for _, tc := range tests {
 		c, err := LegacyExpected([]byte(tc.raw), tc.op)
@@ -49,10 +50,17 @@ func TestLegacyExpected(t *testing.T) {
 	errs := []struct{ raw, op, want string }{
 		{`{"n":{"Exists":true}}`, "", "Value must be provided when Exists is true for Attribute: n"},
 		{`{"n":{"Exists":false,"Value":{"N":"1"}}}`, "", "Value cannot be used when Exists is false for Attribute: n"},
-		{`{"n":{"ComparisonOperator":"EQ"}}`, "", "Invalid number of argument(s) for the EQ ComparisonOperator"},
+		{`{"n":{"ComparisonOperator":"EQ"}}`, "", "One or more parameter values were invalid: Value or AttributeValueList must be used with ComparisonOperator: EQ for Attribute: n"},
+		{`{"n":{"ComparisonOperator":"EQ","AttributeValueList":[]}}`, "", "Invalid number of argument(s) for the EQ ComparisonOperator"},
+		{`{"a":{"Exists":true,"ComparisonOperator":"LT"}}`, "", "One or more parameter values were invalid: Exists and ComparisonOperator cannot be used together for Attribute: a"},
+		{`{"a":{"AttributeValueList":[]}}`, "", "One or more parameter values were invalid: AttributeValueList can only be used with a ComparisonOperator for Attribute: a"},
+		{`{"a":{"Value":{"S":"a"},"AttributeValueList":[]}}`, "", "One or more parameter values were invalid: Value and AttributeValueList cannot be used together for Attribute: a"},
+		{`{"a":{"Value":{"S":"a"},"ComparisonOperator":"BETWEEN"}}`, "", "One or more parameter values were invalid: Invalid number of argument(s) for the BETWEEN ComparisonOperator"},
+		{`{"a":{"Value":{"S":"a"},"ComparisonOperator":"NULL"}}`, "", "Invalid number of argument(s) for the NULL ComparisonOperator"},
+		{`{"a":{"ComparisonOperator":"IN","AttributeValueList":[{"S":"b"},{"N":"1"}]}}`, "", "One or more parameter values were invalid: AttributeValues inside AttributeValueList must be of same type"},
 		{`{"n":{"ComparisonOperator":"LT","AttributeValueList":[{"BOOL":true}]}}`, "", "ComparisonOperator LT is not valid for BOOL AttributeValue type"},
 		{`{"n":{"ComparisonOperator":"XX","AttributeValueList":[{"N":"1"}]}}`, "", "failed to satisfy constraint"},
-		{`{"n":{"ComparisonOperator":"BETWEEN","AttributeValueList":[{"N":"5"},{"N":"1"}]}}`, "", "lower bound is greater than the upper bound"},
+		{`{"n":{"ComparisonOperator":"BETWEEN","AttributeValueList":[{"N":"5"},{"N":"1"}]}}`, "", "The BETWEEN condition was provided a range where the lower bound is greater than the upper bound"},
 		{`{"n":{"Value":{"N":"x"}}}`, "", "A value provided cannot be converted into a number"},
 		{`{"n":{"Value":{"N":"1"}},"m":{"Value":{"N":"1"}}}`, "XOR", "conditionalOperator"},
 	}
@@ -120,4 +128,10 @@ func TestLegacyAttributeUpdates(t *testing.T) {
 		_, err := LegacyAttributeUpdates([]byte(tc.raw))
 		wantValidation(t, tc.raw, err, tc.want)
 	}
+	mismatch, err := LegacyAttributeUpdates([]byte(`{"ss":{"Action":"ADD","Value":{"NS":["1"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = mismatch.Apply(base)
+	wantValidation(t, "legacy type mismatch", err, "Type mismatch for attribute to update")
 }

@@ -393,7 +393,13 @@ func (ps *parser) parseArgs(arg func() operand) []operand {
 
 func (ps *parser) nArgs(fn string, args []operand, n int) bool {
 	if len(args) != n {
-		ps.semantic(eOperand, "Incorrect number of operands for operator or function; operator or function: %s, number of operands: %d", fn, len(args))
+		// Conditions report operand counts before operand types; update
+		// expressions report them with the function errors.
+		cat := eOperand
+		if ps.kind == kindUpdate {
+			cat = eFunction
+		}
+		ps.semantic(cat, "Incorrect number of operands for operator or function; operator or function: %s, number of operands: %d", fn, len(args))
 		return false
 	}
 	return true
@@ -436,17 +442,17 @@ func (ps *parser) enter() bool {
 
 func (ps *parser) leave() { ps.depth-- }
 
-// pathsOverlap checks a set of paths the way DynamoDB does for update and
-// projection expressions: no path may equal or contain another, and no two
-// may use a map key and a list index at the same position.
+// checkPaths checks a set of paths the way DynamoDB does for update and
+// projection expressions: no path may equal or contain another ("overlap",
+// reported first) and no two may use a map key and a list index at the
+// same position ("conflict"). Each path is compared with the ones written
+// before it; the earlier one is "path one".
 func checkPaths(kind string, paths []path) error {
-	for i := 0; i < len(paths); i++ {
-		for j := i + 1; j < len(paths); j++ {
+	var conflict error
+	for j := 1; j < len(paths); j++ {
+		for i := 0; i < j; i++ {
 			a, b := paths[i], paths[j]
-			n := len(a)
-			if len(b) < n {
-				n = len(b)
-			}
+			n := min(len(a), len(b))
 			k := 0
 			for k < n && a[k] == b[k] {
 				k++
@@ -454,10 +460,10 @@ func checkPaths(kind string, paths []path) error {
 			if k == n {
 				return awserr.Validation("Invalid %s: Two document paths overlap with each other; must remove or rewrite one of these paths; path one: %s, path two: %s", kind, a, b)
 			}
-			if (a[k].idx >= 0) != (b[k].idx >= 0) {
-				return awserr.Validation("Invalid %s: Two document paths conflict with each other; must remove or rewrite one of these paths; path one: %s, path two: %s", kind, a, b)
+			if conflict == nil && (a[k].idx >= 0) != (b[k].idx >= 0) {
+				conflict = awserr.Validation("Invalid %s: Two document paths conflict with each other; must remove or rewrite one of these paths; path one: %s, path two: %s", kind, a, b)
 			}
 		}
 	}
-	return nil
+	return conflict
 }

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"errors"
 	"sort"
 
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
@@ -29,6 +30,7 @@ type action struct {
 // Update is a parsed UpdateExpression.
 type Update struct {
 	actions []action
+	legacy  bool // built from AttributeUpdates: type errors are worded for it
 }
 
 // Runtime errors, as DynamoDB words them.
@@ -286,6 +288,17 @@ func (o *operand) eval(item attr.Item) (attr.Value, error) {
 // Every value is computed from item as it was before the update, as in
 // DynamoDB. Errors are ValidationExceptions worded as DynamoDB's.
 func (u *Update) Apply(item attr.Item) (attr.Item, []string, error) {
+	out, touched, err := u.apply(item)
+	if err != nil && u.legacy {
+		var ae *awserr.Error
+		if errors.As(err, &ae) && ae.Message == msgBadType {
+			err = awserr.Validation("Type mismatch for attribute to update")
+		}
+	}
+	return out, touched, err
+}
+
+func (u *Update) apply(item attr.Item) (attr.Item, []string, error) {
 	// Compute SET values first, against the original item.
 	vals := make([]attr.Value, len(u.actions))
 	for i := range u.actions {
@@ -454,6 +467,14 @@ func addPath(out attr.Item, p path, v attr.Value) error {
 func deletePath(out attr.Item, p path, v attr.Value) error {
 	cur, ok := get(out, p)
 	if !ok {
+		// Nothing to delete, but the path must still be a valid place.
+		if len(p) > 1 {
+			parent, ok := container(out, p)
+			last := p[len(p)-1]
+			if !ok || last.idx >= 0 && parent.T != attr.L || last.idx < 0 && parent.T != attr.M {
+				return awserr.Validation(msgBadPath)
+			}
+		}
 		return nil
 	}
 	if !v.IsSet() || cur.T != v.T {
