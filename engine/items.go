@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"hash/fnv"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -54,25 +55,76 @@ func (f *exprFields) params() (*expr.Params, error) {
 	return expr.NewParams(f.ExpressionAttributeNames, attr.Item(f.ExpressionAttributeValues)), nil
 }
 
-// legacy holds the pre-expression parameters, which the engine rejects with
-// a clear message rather than silently ignoring.
+// legacy holds the pre-expression parameters (Expected, AttributeUpdates,
+// KeyConditions, QueryFilter, ScanFilter with ConditionalOperator), which
+// expr translates into the structures the expressions build.
 type legacy struct {
 	Expected            json.RawMessage `json:"Expected"`
-	ConditionalOperator json.RawMessage `json:"ConditionalOperator"`
+	ConditionalOperator *string         `json:"ConditionalOperator"`
 	AttributeUpdates    json.RawMessage `json:"AttributeUpdates"`
 	KeyConditions       json.RawMessage `json:"KeyConditions"`
 	QueryFilter         json.RawMessage `json:"QueryFilter"`
 	ScanFilter          json.RawMessage `json:"ScanFilter"`
 }
 
-func (l *legacy) check() error {
-	for name, v := range map[string]json.RawMessage{"Expected": l.Expected, "ConditionalOperator": l.ConditionalOperator,
-		"AttributeUpdates": l.AttributeUpdates, "KeyConditions": l.KeyConditions, "QueryFilter": l.QueryFilter, "ScanFilter": l.ScanFilter} {
-		if len(v) > 0 && string(v) != "null" {
-			return awserr.Validation("The legacy parameter %s is not supported by this engine; use the expression parameters instead", name)
+func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
+// checkMix rejects a request that uses legacy and expression parameters
+// together; each map says which parameters of either kind are present.
+func checkMix(legacyParams, exprParams map[string]bool) error {
+	var l, x []string
+	for n, ok := range legacyParams {
+		if ok {
+			l = append(l, n)
 		}
 	}
-	return nil
+	for n, ok := range exprParams {
+		if ok {
+			x = append(x, n)
+		}
+	}
+	if len(l) == 0 || len(x) == 0 {
+		return nil
+	}
+	sort.Strings(l)
+	sort.Strings(x)
+	return mixed(strings.Join(l, ", "), strings.Join(x, ", "))
+}
+
+// mixed is DynamoDB's error for a request that uses a legacy parameter and
+// its expression counterpart together.
+func mixed(legacyName, exprName string) error {
+	return awserr.Validation("Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {%s} Expression parameters: {%s}", legacyName, exprName)
+}
+
+func (l *legacy) condOp() (string, error) {
+	if l.ConditionalOperator == nil {
+		return "", nil
+	}
+	switch *l.ConditionalOperator {
+	case "AND", "OR":
+		return *l.ConditionalOperator, nil
+	}
+	return "", awserr.Validation("1 validation error detected: Value '%s' at 'conditionalOperator' failed to satisfy constraint: Member must satisfy enum value set: [AND, OR]", *l.ConditionalOperator)
+}
+
+// condition returns the write's condition from ConditionExpression or the
+// legacy Expected parameter.
+func (w *writeCommon) condition(p *expr.Params) (*expr.Condition, error) {
+	if present(w.Expected) {
+		if w.ConditionExpression != nil {
+			return nil, mixed("Expected", "ConditionExpression")
+		}
+		op, err := w.condOp()
+		if err != nil {
+			return nil, err
+		}
+		return expr.LegacyExpected(w.Expected, op)
+	}
+	if w.ConditionalOperator != nil {
+		return nil, awserr.Validation("ConditionalOperator can only be used when Expected or QueryFilter or ScanFilter are present")
+	}
+	return parseCond(w.ConditionExpression, p, "ConditionExpression")
 }
 
 func decodeStored(e *entry) (attr.Item, error) {
@@ -493,9 +545,6 @@ func (w *writeCommon) validate(allowed ...string) error {
 	if err := checkTableName(w.TableName, "tableName"); err != nil {
 		return err
 	}
-	if err := w.legacy.check(); err != nil {
-		return err
-	}
 	if err := checkRCC(w.ReturnConsumedCapacity); err != nil {
 		return err
 	}
@@ -603,7 +652,7 @@ func (e *Engine) opPutItem(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cond, err := parseCond(req.ConditionExpression, p, "ConditionExpression")
+	cond, err := req.condition(p)
 	if err != nil {
 		return nil, err
 	}
@@ -824,7 +873,7 @@ func (e *Engine) opDeleteItem(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cond, err := parseCond(req.ConditionExpression, p, "ConditionExpression")
+	cond, err := req.condition(p)
 	if err != nil {
 		return nil, err
 	}
@@ -894,8 +943,19 @@ func (e *Engine) opUpdateItem(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkMix(map[string]bool{"Expected": present(req.Expected), "AttributeUpdates": present(req.AttributeUpdates)},
+		map[string]bool{"ConditionExpression": req.ConditionExpression != nil, "UpdateExpression": req.UpdateExpression != nil}); err != nil {
+		return nil, err
+	}
 	var upd *expr.Update
-	if req.UpdateExpression != nil {
+	if present(req.AttributeUpdates) {
+		if req.UpdateExpression != nil {
+			return nil, mixed("AttributeUpdates", "UpdateExpression")
+		}
+		if upd, err = expr.LegacyAttributeUpdates(req.AttributeUpdates); err != nil {
+			return nil, err
+		}
+	} else if req.UpdateExpression != nil {
 		if *req.UpdateExpression == "" {
 			return nil, awserr.Validation("Invalid UpdateExpression: The expression can not be empty;")
 		}
@@ -903,7 +963,7 @@ func (e *Engine) opUpdateItem(ctx context.Context, body []byte) (any, error) {
 			return nil, err
 		}
 	}
-	cond, err := parseCond(req.ConditionExpression, p, "ConditionExpression")
+	cond, err := req.condition(p)
 	if err != nil {
 		return nil, err
 	}

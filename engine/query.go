@@ -71,9 +71,6 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 	if err := checkTableName(req.TableName, "tableName"); err != nil {
 		return nil, err
 	}
-	if err := req.legacy.check(); err != nil {
-		return nil, err
-	}
 	if err := checkRCC(req.ReturnConsumedCapacity); err != nil {
 		return nil, err
 	}
@@ -101,7 +98,7 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 		if req.ScanIndexForward != nil {
 			pl.forward = *req.ScanIndexForward
 		}
-		if req.KeyConditionExpression == nil {
+		if req.KeyConditionExpression == nil && !present(req.KeyConditions) {
 			return nil, awserr.Validation("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
 		}
 	} else {
@@ -131,20 +128,56 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 			pl.segment, pl.total = sg, ts
 		}
 	}
+	if err := checkMix(map[string]bool{"KeyConditions": present(req.KeyConditions), "QueryFilter": present(req.QueryFilter),
+		"ScanFilter": present(req.ScanFilter), "AttributesToGet": req.AttributesToGet != nil},
+		map[string]bool{"KeyConditionExpression": req.KeyConditionExpression != nil, "FilterExpression": req.FilterExpression != nil,
+			"ProjectionExpression": req.ProjectionExpression != nil}); err != nil {
+		return nil, err
+	}
 	p, err := req.params()
 	if err != nil {
 		return nil, err
 	}
 	if query {
-		if *req.KeyConditionExpression == "" {
-			return nil, awserr.Validation("Invalid KeyConditionExpression: The expression can not be empty;")
+		switch {
+		case present(req.KeyConditions) && req.KeyConditionExpression != nil:
+			return nil, mixed("KeyConditions", "KeyConditionExpression")
+		case present(req.KeyConditions):
+			pl.kc, err = expr.LegacyKeyConditions(req.KeyConditions)
+		case *req.KeyConditionExpression == "":
+			err = awserr.Validation("Invalid KeyConditionExpression: The expression can not be empty;")
+		default:
+			pl.kc, err = expr.ParseKeyCondition(*req.KeyConditionExpression, p)
 		}
-		if pl.kc, err = expr.ParseKeyCondition(*req.KeyConditionExpression, p); err != nil {
+		if err != nil {
 			return nil, err
 		}
+	} else if present(req.QueryFilter) || present(req.KeyConditions) {
+		return nil, awserr.Validation("QueryFilter and KeyConditions are not valid parameters for Scan")
 	}
-	if req.FilterExpression != nil {
-		if pl.filter, err = parseCond(req.FilterExpression, p, "FilterExpression"); err != nil {
+	legacyFilter, legacyName := req.ScanFilter, "ScanFilter"
+	if query {
+		legacyFilter, legacyName = req.QueryFilter, "QueryFilter"
+		if present(req.ScanFilter) {
+			return nil, awserr.Validation("ScanFilter is not a valid parameter for Query")
+		}
+	}
+	switch {
+	case present(legacyFilter) && req.FilterExpression != nil:
+		return nil, mixed(legacyName, "FilterExpression")
+	case present(legacyFilter):
+		op, err := req.condOp()
+		if err != nil {
+			return nil, err
+		}
+		if pl.filter, err = expr.LegacyFilter(legacyFilter, op); err != nil {
+			return nil, err
+		}
+	case req.FilterExpression != nil:
+		if *req.FilterExpression == "" {
+			return nil, awserr.Validation("Invalid FilterExpression: The expression can not be empty;")
+		}
+		if pl.filter, err = expr.ParseFilter(*req.FilterExpression, p); err != nil {
 			return nil, err
 		}
 	}
@@ -206,6 +239,13 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 	if pl.kc != nil {
 		if err := pl.kc.Validate(keys.Hash, keys.Range); err != nil {
 			return nil, err
+		}
+		if pl.filter != nil {
+			for _, n := range pl.filter.TopLevel() {
+				if keys.has(n) {
+					return nil, awserr.Validation("Filter Expression can only contain non-primary key attributes: Primary key attribute: %s", n)
+				}
+			}
 		}
 		if pl.kc.HashValue.T != keys.HashType {
 			return nil, awserr.Validation("One or more parameter values were invalid: Condition parameter type does not match schema type")

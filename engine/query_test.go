@@ -232,3 +232,47 @@ func TestPageCap(t *testing.T) {
 		t.Fatalf("scan through pages: %d", n)
 	}
 }
+
+func TestLegacyParameters(t *testing.T) {
+	e := queryEnv(t)
+	// Expected + AttributeUpdates.
+	_, err := e.db.PutItem(e.ctx, &dynamodb.PutItemInput{TableName: aws.String("qtbl"), Item: item{"pk": S("p0"), "sk": N("0"), "x": N("1")},
+		Expected: map[string]types.ExpectedAttributeValue{"x": {Value: N("99")}}})
+	if errCode(err) != "ConditionalCheckFailedException" {
+		t.Fatalf("Expected: %v", err)
+	}
+	_, err = e.db.UpdateItem(e.ctx, &dynamodb.UpdateItemInput{TableName: aws.String("qtbl"), Key: item{"pk": S("p0"), "sk": N("0")},
+		AttributeUpdates: map[string]types.AttributeValueUpdate{"x": {Action: types.AttributeActionAdd, Value: N("10")}},
+		Expected:         map[string]types.ExpectedAttributeValue{"pk": {Exists: aws.Bool(true), Value: S("p0")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sOf(e.get("qtbl", item{"pk": S("p0"), "sk": N("0")}), "x"); got != "15" {
+		t.Fatalf("AttributeUpdates ADD: x=%s", got)
+	}
+	// KeyConditions + QueryFilter.
+	out, err := e.db.Query(e.ctx, &dynamodb.QueryInput{TableName: aws.String("qtbl"),
+		KeyConditions: map[string]types.Condition{
+			"pk": {ComparisonOperator: types.ComparisonOperatorEq, AttributeValueList: []types.AttributeValue{S("p1")}},
+			"sk": {ComparisonOperator: types.ComparisonOperatorGe, AttributeValueList: []types.AttributeValue{N("0")}}},
+		QueryFilter: map[string]types.Condition{"x": {ComparisonOperator: types.ComparisonOperatorLt, AttributeValueList: []types.AttributeValue{N("8")}}}})
+	if err != nil || keysOf(out.Items, "sk") != "0,1,2" {
+		t.Fatalf("legacy query: %v %s", err, keysOf(out.Items, "sk"))
+	}
+	sc, err := e.db.Scan(e.ctx, &dynamodb.ScanInput{TableName: aws.String("qtbl"), ConditionalOperator: types.ConditionalOperatorOr,
+		ScanFilter: map[string]types.Condition{"x": {ComparisonOperator: types.ComparisonOperatorEq, AttributeValueList: []types.AttributeValue{N("9")}},
+			"sk": {ComparisonOperator: types.ComparisonOperatorEq, AttributeValueList: []types.AttributeValue{N("-5")}}}})
+	if err != nil || sc.Count != 6 {
+		t.Fatalf("legacy scan: %v %d", err, sc.Count)
+	}
+	_, err = e.db.Query(e.ctx, &dynamodb.QueryInput{TableName: aws.String("qtbl"), KeyConditionExpression: aws.String("pk = :p"), ExpressionAttributeValues: item{":p": S("p1")},
+		QueryFilter: map[string]types.Condition{"x": {ComparisonOperator: types.ComparisonOperatorNotNull}}})
+	if !strings.Contains(errMsg(err), "Can not use both expression and non-expression parameters") {
+		t.Fatalf("mixed: %v", err)
+	}
+	_, err = e.db.Query(e.ctx, &dynamodb.QueryInput{TableName: aws.String("qtbl"), KeyConditionExpression: aws.String("pk = :p"), FilterExpression: aws.String("sk > :z"),
+		ExpressionAttributeValues: item{":p": S("p1"), ":z": N("0")}})
+	if !strings.Contains(errMsg(err), "Filter Expression can only contain non-primary key attributes: Primary key attribute: sk") {
+		t.Fatalf("filter on key: %v", err)
+	}
+}
