@@ -569,7 +569,7 @@ func (d *decoder) payload(t Type, depth int) (Value, error) {
 		}
 		c, msg := canonicalNumber(s)
 		if msg != "" {
-			return Value{}, awserr.Validation("%s", msg)
+			return Value{}, numberError(s, msg)
 		}
 		return Value{T: N, S: c}, nil
 	case B:
@@ -703,7 +703,7 @@ func (d *decoder) set(t Type) (Value, error) {
 				}
 				c, msg := canonicalNumber(s)
 				if msg != "" {
-					return Value{}, awserr.Validation("%s", msg)
+					return Value{}, numberError(s, msg)
 				}
 				v.SS = append(v.SS, c)
 			default:
@@ -740,8 +740,13 @@ func CheckSet(v Value) error {
 		n = len(v.BS)
 	}
 	if n == 0 {
-		kind := map[Type]string{SS: "string", NS: "number", BS: "binary"}[v.T]
-		return awserr.Validation(msgInvalidParam+"An %s set  may not be empty", kind)
+		switch v.T {
+		case SS:
+			return awserr.Validation(msgInvalidParam + "An string set  may not be empty")
+		case NS:
+			return awserr.Validation(msgInvalidParam + "An number set  may not be empty")
+		}
+		return awserr.Validation(msgInvalidParam + "Binary sets should not be empty")
 	}
 	if n == 1 {
 		return nil
@@ -775,6 +780,9 @@ func CheckSet(v Value) error {
 	if !dup {
 		return nil
 	}
+	if v.T == NS {
+		return awserr.Validation(msgInvalidParam + "Input collection contains duplicates")
+	}
 	var b strings.Builder
 	b.WriteString(msgInvalidParam + "Input collection [")
 	for i := 0; i < n; i++ {
@@ -787,6 +795,10 @@ func CheckSet(v Value) error {
 			b.WriteString(v.SS[i])
 		}
 	}
-	b.WriteString("] contains duplicates.")
+	if v.T == BS {
+		b.WriteString("]of type BS contains duplicates.") // sic, as DynamoDB words it
+	} else {
+		b.WriteString("] contains duplicates.")
+	}
 	return awserr.Validation("%s", b.String())
 }

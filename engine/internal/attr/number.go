@@ -19,7 +19,7 @@ const (
 
 // Messages DynamoDB sends for bad numbers.
 const (
-	msgNotNumber = "A value provided cannot be converted into a number"
+	msgNotNumber = "The parameter cannot be converted to a numeric value"
 	msgPrecision = "Attempting to store more than 38 significant digits in a Number"
 	msgOverflow  = "Number overflow. Attempting to store a number with magnitude larger than supported range"
 	msgUnderflow = "Number underflow. Attempting to store a number with magnitude smaller than supported range"
@@ -70,9 +70,17 @@ func (n Number) digits() string {
 func ParseNumber(s string) (Number, error) {
 	n, msg := parseNumber(s)
 	if msg != "" {
-		return Number{}, awserr.Validation("%s", msg)
+		return Number{}, numberError(s, msg)
 	}
 	return n, nil
+}
+
+// numberError words a parse failure as DynamoDB does, naming the bad input.
+func numberError(s, msg string) error {
+	if msg == msgNotNumber && s != "" {
+		return awserr.Validation("%s: %s", msg, s)
+	}
+	return awserr.Validation("%s", msg)
 }
 
 // parseNumber is ParseNumber without allocating an error.

@@ -61,7 +61,7 @@ func TestLegacyExpected(t *testing.T) {
 		{`{"n":{"ComparisonOperator":"LT","AttributeValueList":[{"BOOL":true}]}}`, "", "ComparisonOperator LT is not valid for BOOL AttributeValue type"},
 		{`{"n":{"ComparisonOperator":"XX","AttributeValueList":[{"N":"1"}]}}`, "", "failed to satisfy constraint"},
 		{`{"n":{"ComparisonOperator":"BETWEEN","AttributeValueList":[{"N":"5"},{"N":"1"}]}}`, "", "The BETWEEN condition was provided a range where the lower bound is greater than the upper bound"},
-		{`{"n":{"Value":{"N":"x"}}}`, "", "A value provided cannot be converted into a number"},
+		{`{"n":{"Value":{"N":"x"}}}`, "", "The parameter cannot be converted to a numeric value: x"},
 		{`{"n":{"Value":{"N":"1"}},"m":{"Value":{"N":"1"}}}`, "XOR", "conditionalOperator"},
 	}
 	for _, tc := range errs {
