@@ -87,44 +87,46 @@ func sinksBenchEvents(prefix string, n int) [][]event.Event {
 	return perShard
 }
 
-// sinksBenchWrite writes every shard's events in batches (shards
-// interleaved, as the consumer does) and waits for every acknowledgement.
+// sinksBenchWrite writes every shard's events in batches, one goroutine per
+// shard (as the consumer does: shards run in parallel, each in order), and
+// waits for every acknowledgement.
 func sinksBenchWrite(ctx context.Context, s sinks.Sink, perShard [][]event.Event) error {
-	var wg sync.WaitGroup
+	var acks, writers sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+	}
 	ack := func(err error) {
 		if err != nil {
-			mu.Lock()
-			if firstErr == nil {
-				firstErr = err
-			}
-			mu.Unlock()
+			fail(err)
 		}
-		wg.Done()
+		acks.Done()
 	}
-	for off := 0; ; off += sinksBenchBatch {
-		wrote := false
-		for _, evs := range perShard {
-			if off >= len(evs) {
-				continue
+	for _, evs := range perShard {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for off := 0; off < len(evs); off += sinksBenchBatch {
+				end := min(off+sinksBenchBatch, len(evs))
+				acks.Add(1)
+				if err := s.Write(ctx, sinks.Batch{ShardID: evs[0].ShardID, Events: evs[off:end]}, ack); err != nil {
+					acks.Done()
+					fail(err)
+					return
+				}
 			}
-			wrote = true
-			end := min(off+sinksBenchBatch, len(evs))
-			wg.Add(1)
-			if err := s.Write(ctx, sinks.Batch{ShardID: evs[0].ShardID, Events: evs[off:end]}, ack); err != nil {
-				wg.Done()
-				return err
-			}
-		}
-		if !wrote {
-			break
-		}
+		}()
 	}
+	writers.Wait()
 	if err := s.Flush(ctx); err != nil {
 		return err
 	}
-	wg.Wait()
+	acks.Wait()
 	return firstErr
 }
 
