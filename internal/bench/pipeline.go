@@ -1,13 +1,792 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ttl-archiver/archiver/engine"
 )
 
-// runPipelineBench is a placeholder until the pipeline figures are measured.
+// The whole pipeline: engine -> `archiver run` (the real binary, a child
+// process, so its CPU and memory are its own) -> JetStream and S3
+// (versitygw). Phase 1 measures throughput: 200,000 items expire in one TTL
+// sweep before the archiver starts, and we time the archiver from process
+// start to the last acknowledgement at both sinks. Phase 2 measures latency:
+// 20,000 more items expire over ten seconds while the archiver runs, and each
+// event is timed from its deletion (the stream's ApproximateCreationDateTime)
+// to its arrival at each sink. Beside it, the same run measures the raw
+// limits of the parts: draining the stream with plain GetRecords calls,
+// JetStream async publishes of same-sized messages, and S3 PutObjects of
+// same-sized objects.
+
+// pipelineItems is the number of expired items (ARCHIVER_BENCH_ITEMS
+// overrides it for quick runs).
+var pipelineItems = func() int {
+	if n, err := strconv.Atoi(os.Getenv("ARCHIVER_BENCH_ITEMS")); err == nil && n > 0 {
+		return n
+	}
+	return 200_000
+}()
+
+const (
+	pipelineShards  = 4
+	plBenchTable    = "BenchSessions"
+	plVersityKey    = "AKIABENCHARCHIVER"
+	plVersitySecret = "bench-secret-for-versitygw-only"
+	plBenchBucket   = "bench"
+)
+
 func runPipelineBench(ctx context.Context, w io.Writer) error {
-	_, err := fmt.Fprintln(w, "not measured yet")
-	return err
+	root, err := plModuleRoot()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "archiver-pipeline-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+
+	// The archiver binary, built like `make build`.
+	progress := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "  [pipeline %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+	}
+	progress("building the archiver")
+	bin := filepath.Join(work, "archiver")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/archiver")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build archiver: %v\n%s", err, out)
+	}
+
+	// The parts: engine (in-process, sweeps only when told), NATS with
+	// JetStream, versitygw.
+	eng, err := engine.Listen("127.0.0.1:0", engine.Options{TTLInterval: -1, StreamShards: pipelineShards})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
+		StoreDir: filepath.Join(work, "nats"), NoLog: true, NoSigs: true, JetStreamMaxStore: 8 << 30})
+	if err != nil {
+		return err
+	}
+	ns.Start()
+	defer ns.Shutdown()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		return errors.New("nats-server not ready")
+	}
+	s3root := filepath.Join(work, "s3")
+	s3Endpoint, stopVersity, err := plStartVersitygw(ctx, root, s3root)
+	if err != nil {
+		return err
+	}
+	defer stopVersity()
+	s3c := s3.NewFromConfig(aws.Config{Region: "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider(plVersityKey, plVersitySecret, "")},
+		func(o *s3.Options) { o.BaseEndpoint = aws.String(s3Endpoint); o.UsePathStyle = true })
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(plBenchBucket)}); err != nil {
+		return fmt.Errorf("create bucket: %w", err)
+	}
+
+	// The table: loaded before its stream is enabled, so the stream holds
+	// the expiries only.
+	awsCfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("bench", "bench", "")}
+	ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(eng.Endpoint()) })
+	streams := dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) { o.BaseEndpoint = aws.String(eng.Endpoint()) })
+	progress("loading %d items", pipelineItems)
+	loadStart := time.Now()
+	if err := plLoadExpiredTable(ctx, ddb); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "  setup: %d expired items loaded in %s (stream enabled afterwards: it holds the expiries only)\n",
+		pipelineItems, time.Since(loadStart).Round(time.Millisecond))
+
+	// A subscriber timing each event's arrival on NATS.
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	var natsCur atomic.Pointer[plLatencies]
+	natsCur.Store(plNewLatencies(nil))
+	var natsBytes, natsMsgs atomic.Int64
+	sub, err := nc.Subscribe("bench.>", func(m *nats.Msg) {
+		at := time.Now()
+		id, created, ok := plLineTimes(m.Data)
+		if ok {
+			natsCur.Load().add(id, at.Sub(created), at)
+			natsBytes.Add(int64(len(m.Data)))
+			natsMsgs.Add(1)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	_ = sub.SetPendingLimits(-1, -1)
+
+	// Phase 1, throughput: the whole backlog expires in one sweep before
+	// the archiver starts.
+	sweepStart := time.Now()
+	n, err := eng.Engine().SweepTTL(ctx)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	if n != pipelineItems {
+		return fmt.Errorf("sweep deleted %d items, want %d", n, pipelineItems)
+	}
+	fmt.Fprintf(w, "  engine: TTL sweep of %d expired items (deletes + stream records) in %s\n", n, time.Since(sweepStart).Round(time.Millisecond))
+
+	metricsAddr, err := plFreeAddr()
+	if err != nil {
+		return err
+	}
+	// ARCHIVER_BENCH_SINKS=nats or =s3 runs with one sink (to find which
+	// one bounds the pipeline); default both.
+	only := os.Getenv("ARCHIVER_BENCH_SINKS")
+	useNATS, useS3 := only == "" || strings.Contains(only, "nats"), only == "" || strings.Contains(only, "s3")
+	args := []string{"run",
+		"--endpoint", eng.Endpoint(),
+		"--table", plBenchTable,
+		"--checkpoint", "file://" + filepath.Join(work, "checkpoints.json"),
+		"--metrics-addr", metricsAddr,
+		"--log-level", "warn",
+	}
+	if useNATS {
+		args = append(args, "--sink", ns.ClientURL()+"?subject=bench.{table}.{kind}&create-stream=BENCH")
+	}
+	if useS3 {
+		args = append(args, "--sink", "s3://"+plBenchBucket+"/archive?endpoint="+s3Endpoint+"&path-style=true&region=us-east-1&flush-interval=1s")
+	}
+	progress("starting the archiver on a backlog of %d expiries", pipelineItems)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+plVersityKey, "AWS_SECRET_ACCESS_KEY="+plVersitySecret,
+		"AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	defer func() {
+		select {
+		case <-exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	s3scan := &plS3Scanner{dir: filepath.Join(s3root, plBenchBucket), seen: map[string]bool{}, lat: plNewLatencies(nil)}
+	waitSinks := func(want int) error {
+		deadline := time.Now().Add(10 * time.Minute)
+		for (useNATS && natsCur.Load().count() < want) || (useS3 && s3scan.lat.count() < want) {
+			select {
+			case <-exited:
+				return fmt.Errorf("archiver exited early\n%s", plTail(logs.String(), 2000))
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+			if err := s3scan.scan(); err != nil {
+				return err
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("timed out: %d events on NATS, %d in S3 of %d", natsCur.Load().count(), s3scan.lat.count(), want)
+			}
+		}
+		return nil
+	}
+	if err := waitSinks(pipelineItems); err != nil {
+		return err
+	}
+	lastAck := natsCur.Load().last()
+	if l := s3scan.lat.last(); l.After(lastAck) {
+		lastAck = l
+	}
+	elapsed := lastAck.Sub(started)
+	rate := float64(pipelineItems) / elapsed.Seconds()
+	sinkNames := map[bool]string{true: "JetStream and S3", false: only}[only == ""]
+	fmt.Fprintf(w, "  archiver: %s expired records/s into %s (a backlog of %d, process start to last acknowledgement %s)\n",
+		plFmtInt(rate), sinkNames, pipelineItems, elapsed.Round(time.Millisecond))
+
+	// Phase 2, latency: items expiring over ten seconds while the archiver
+	// runs, swept every 100 ms, as the engine's own sweeper would.
+	phase2 := max(pipelineItems/10, 100)
+	natsCur.Store(plNewLatencies(natsCur.Load().seen))
+	s3scan.lat = plNewLatencies(s3scan.lat.seen)
+	progress("phase 2: %d items expiring over 10s", phase2)
+	base := time.Now().Unix() + 3
+	if err := plPutItems(ctx, ddb, pipelineItems, phase2, func(i int) int64 { return base + int64(i%10) }); err != nil {
+		return err
+	}
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		for sweepCtx.Err() == nil {
+			_, _ = eng.Engine().SweepTTL(sweepCtx)
+			select {
+			case <-sweepCtx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	err = waitSinks(phase2)
+	stopSweep()
+	<-sweepDone
+	if err != nil {
+		return err
+	}
+	np50, np99 := natsCur.Load().quantiles()
+	sp50, sp99 := s3scan.lat.quantiles()
+	fmt.Fprintf(w, "  latency deletion -> sink ack at %s deletions/s: JetStream p50 %s p99 %s | S3 p50 %s p99 %s\n",
+		plFmtInt(float64(phase2)/10), np50.Round(time.Millisecond), np99.Round(time.Millisecond),
+		sp50.Round(time.Millisecond), sp99.Round(time.Millisecond))
+	fmt.Fprintf(w, "    (deletion time: the record's ApproximateCreationDateTime; S3 objects flush at 8 MiB or every 1s)\n")
+
+	// Stop the archiver (SIGTERM) and take its resource usage.
+	stopAt := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(60 * time.Second):
+		return errors.New("archiver did not stop within 60s of SIGTERM")
+	}
+	stopTime := time.Since(stopAt)
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		records := pipelineItems + phase2
+		perRecord := cpu.Seconds() / float64(records)
+		fmt.Fprintf(w, "  archiver process: CPU %s user+sys for %d expiries (%.1f µs/record, i.e. %.2f cores at the backlog rate), peak RSS %d MiB; SIGTERM to exit %s\n",
+			cpu.Round(time.Millisecond), records, perRecord*1e6, perRecord*rate, ru.Maxrss/1024, stopTime.Round(time.Millisecond))
+	}
+	_ = s3scan.scan()
+	progress("measuring the raw limits")
+	// Raw limits, same machine, same run.
+	srcRate, err := plRawDrain(ctx, streams, ddb)
+	if err != nil {
+		return fmt.Errorf("raw drain: %w", err)
+	}
+	avgMsg := int(natsBytes.Load() / max(1, natsMsgs.Load()))
+	natsRate, err := plRawJetStream(ctx, nc, avgMsg)
+	if err != nil {
+		return fmt.Errorf("raw JetStream: %w", err)
+	}
+	objBytes, objEvents := s3scan.avgObject()
+	s3Rate, err := plRawS3(ctx, s3c, objBytes, 4)
+	if err != nil {
+		return fmt.Errorf("raw S3: %w", err)
+	}
+	s3Records := s3Rate * objEvents
+	fmt.Fprintf(w, "  source limit: GetRecords drain %s records/s (SDK, %d shards in parallel); archiver at %.2fx\n",
+		plFmtInt(srcRate), pipelineShards, rate/srcRate)
+	fmt.Fprintf(w, "  NATS limit:   JetStream async publish %s msgs/s (%d B messages, one publisher); archiver at %.2fx\n",
+		plFmtInt(natsRate), avgMsg, rate/natsRate)
+	fmt.Fprintf(w, "  S3 limit:     PutObject %s objects/s of %d KiB (4 concurrent, like the sink) = %s records/s at %.0f records/object; archiver at %.2fx\n",
+		plFmtFloat(s3Rate), objBytes/1024, plFmtInt(s3Records), objEvents, rate/s3Records)
+	return nil
 }
+
+// plLatencies collects one latency per distinct event.
+type plLatencies struct {
+	mu   sync.Mutex
+	skip map[string]bool
+	seen map[string]bool
+	d    []time.Duration
+	at   time.Time
+}
+
+// plNewLatencies returns a collector that ignores the IDs in skip (events
+// of an earlier phase delivered again).
+func plNewLatencies(skip map[string]bool) *plLatencies {
+	return &plLatencies{seen: map[string]bool{}, skip: skip}
+}
+
+func (l *plLatencies) add(id string, d time.Duration, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen[id] || l.skip[id] {
+		return
+	}
+	l.seen[id] = true
+	l.d = append(l.d, d)
+	if at.After(l.at) {
+		l.at = at
+	}
+}
+
+func (l *plLatencies) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.d)
+}
+
+func (l *plLatencies) last() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.at
+}
+
+func (l *plLatencies) quantiles() (p50, p99 time.Duration) {
+	l.mu.Lock()
+	s := append([]time.Duration(nil), l.d...)
+	l.mu.Unlock()
+	if len(s) == 0 {
+		return 0, 0
+	}
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	q := func(p float64) time.Duration { return s[max(0, int(math.Ceil(p*float64(len(s))))-1)] }
+	return q(0.5), q(0.99)
+}
+
+// plLineTimes reads the event ID and deletion time of an archive line.
+func plLineTimes(b []byte) (id string, created time.Time, ok bool) {
+	var line struct {
+		Metadata struct {
+			EventID string    `json:"eventID"`
+			Created time.Time `json:"approximateCreationDateTime"`
+		}
+	}
+	if json.Unmarshal(b, &line) != nil || line.Metadata.EventID == "" {
+		return "", time.Time{}, false
+	}
+	return line.Metadata.EventID, line.Metadata.Created, true
+}
+
+// plS3Scanner reads new archive objects from versitygw's posix folder; an
+// object's modification time is when S3 acknowledged it.
+type plS3Scanner struct {
+	dir         string
+	seen        map[string]bool
+	lat         *plLatencies
+	objects     int
+	objectBytes int64
+	events      int
+}
+
+func (s *plS3Scanner) scan() error {
+	return filepath.WalkDir(s.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), ".") && path != s.dir {
+				return filepath.SkipDir // versitygw's temporary uploads
+			}
+			return nil
+		}
+		if s.seen[path] || !strings.HasSuffix(path, ".jsonl.gz") {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return fmt.Errorf("object %s: %w", path, err)
+		}
+		sc := bufio.NewScanner(zr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		n := 0
+		for sc.Scan() {
+			if id, created, ok := plLineTimes(sc.Bytes()); ok {
+				s.lat.add(id, info.ModTime().Sub(created), info.ModTime())
+				n++
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("object %s: %w", path, err)
+		}
+		s.seen[path] = true
+		s.objects++
+		s.objectBytes += info.Size()
+		s.events += n
+		return nil
+	})
+}
+
+func (s *plS3Scanner) avgObject() (bytes int, events float64) {
+	if s.objects == 0 {
+		return 1 << 20, 1
+	}
+	return int(s.objectBytes / int64(s.objects)), float64(s.events) / float64(s.objects)
+}
+
+// plLoadExpiredTable creates the table without a stream, writes the items
+// (their TTL an hour ago) with BatchWriteItem from 16 writers, then enables
+// the stream and TTL.
+func plLoadExpiredTable(ctx context.Context, ddb *dynamodb.Client) error {
+	_, err := ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:   aws.String(plBenchTable),
+		BillingMode: ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{
+			{AttributeName: aws.String("UserName"), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String("SessionId"), AttributeType: ddbtypes.ScalarAttributeTypeS},
+		},
+		KeySchema: []ddbtypes.KeySchemaElement{
+			{AttributeName: aws.String("UserName"), KeyType: ddbtypes.KeyTypeHash},
+			{AttributeName: aws.String("SessionId"), KeyType: ddbtypes.KeyTypeRange},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("create table: %w", err)
+	}
+	hourAgo := time.Now().Add(-time.Hour).Unix()
+	if err := plPutItems(ctx, ddb, 0, pipelineItems, func(int) int64 { return hourAgo }); err != nil {
+		return err
+	}
+	if _, err := ddb.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+		TableName: aws.String(plBenchTable),
+		StreamSpecification: &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(true),
+			StreamViewType: ddbtypes.StreamViewTypeNewAndOldImages},
+	}); err != nil {
+		return fmt.Errorf("enable stream: %w", err)
+	}
+	if _, err := ddb.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName: aws.String(plBenchTable),
+		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String("ExpirationTime"),
+			Enabled: aws.Bool(true)},
+	}); err != nil {
+		return fmt.Errorf("enable TTL: %w", err)
+	}
+	return nil
+}
+
+// plPutItems writes items from..from+n-1 (TTL exp(i)) with BatchWriteItem
+// from 16 writers.
+func plPutItems(ctx context.Context, ddb *dynamodb.Client, from, n int, exp func(i int) int64) error {
+	created := strconv.FormatInt(time.Now().Add(-3*time.Hour).Unix(), 10)
+	const writers = 16
+	var next atomic.Int64
+	errs := make(chan error, writers)
+	var wg sync.WaitGroup
+	for g := 0; g < writers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				start := from + int(next.Add(25)) - 25
+				if start >= from+n {
+					return
+				}
+				var reqs []ddbtypes.WriteRequest
+				for i := start; i < min(start+25, from+n); i++ {
+					reqs = append(reqs, ddbtypes.WriteRequest{PutRequest: &ddbtypes.PutRequest{Item: map[string]ddbtypes.AttributeValue{
+						"UserName":       &ddbtypes.AttributeValueMemberS{Value: fmt.Sprintf("user%05d", i%10000)},
+						"SessionId":      &ddbtypes.AttributeValueMemberS{Value: fmt.Sprintf("%016x", uint64(i)*0x9E3779B97F4A7C15)},
+						"CreationTime":   &ddbtypes.AttributeValueMemberN{Value: created},
+						"ExpirationTime": &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(exp(i), 10)},
+						"SessionInfo": &ddbtypes.AttributeValueMemberM{Value: map[string]ddbtypes.AttributeValue{
+							"device": &ddbtypes.AttributeValueMemberS{Value: "laptop"},
+							"ip":     &ddbtypes.AttributeValueMemberS{Value: "192.0.2.10"},
+							"pages":  &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(i % 97)},
+						}},
+					}}})
+				}
+				for len(reqs) > 0 {
+					out, err := ddb.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
+						RequestItems: map[string][]ddbtypes.WriteRequest{plBenchTable: reqs}})
+					if err != nil {
+						errs <- err
+						return
+					}
+					reqs = out.UnprocessedItems[plBenchTable]
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	return nil
+}
+
+// plRawDrain reads the whole stream from TRIM_HORIZON with plain GetRecords
+// calls, one reader per shard, and returns records/s.
+func plRawDrain(ctx context.Context, c *dynamodbstreams.Client, ddb *dynamodb.Client) (float64, error) {
+	desc, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(plBenchTable)})
+	if err != nil {
+		return 0, err
+	}
+	arn := desc.Table.LatestStreamArn
+	var shards []streamtypes.Shard
+	var start *string
+	for {
+		out, err := c.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn, ExclusiveStartShardId: start})
+		if err != nil {
+			return 0, err
+		}
+		shards = append(shards, out.StreamDescription.Shards...)
+		start = out.StreamDescription.LastEvaluatedShardId
+		if start == nil {
+			break
+		}
+	}
+	var total atomic.Int64
+	began := time.Now()
+	var wg sync.WaitGroup
+	errc := make(chan error, len(shards))
+	for _, sh := range shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			it, err := c.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: arn, ShardId: sh.ShardId,
+				ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+			if err != nil {
+				errc <- err
+				return
+			}
+			iter := it.ShardIterator
+			for iter != nil {
+				out, err := c.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1000)})
+				if err != nil {
+					errc <- err
+					return
+				}
+				total.Add(int64(len(out.Records)))
+				if len(out.Records) == 0 {
+					return // an open shard read to its current end
+				}
+				iter = out.NextShardIterator
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	if err := <-errc; err != nil {
+		return 0, err
+	}
+	if total.Load() < int64(pipelineItems) {
+		return 0, fmt.Errorf("read %d records, want %d", total.Load(), pipelineItems)
+	}
+	return float64(total.Load()) / time.Since(began).Seconds(), nil
+}
+
+// plWindow bounds the raw JetStream publisher's unacknowledged publishes:
+// the NATS sink's default max-in-flight.
+const plWindow = 4096
+
+// plRawJetStream publishes pipelineItems messages of size bytes with
+// PublishAsync into a fresh stream and returns acknowledged msgs/s.
+func plRawJetStream(ctx context.Context, nc *nats.Conn, size int) (float64, error) {
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(plWindow))
+	if err != nil {
+		return 0, err
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "RAW", Subjects: []string{"raw.>"}}); err != nil {
+		return 0, err
+	}
+	msg := bytes.Repeat([]byte("x"), max(size, 1))
+	began := time.Now()
+	for i := 0; i < pipelineItems; i++ {
+		if _, err := js.PublishAsync("raw.bench", msg); err != nil {
+			return 0, err
+		}
+		if (i+1)%plWindow == 0 || i == pipelineItems-1 {
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-time.After(time.Minute):
+				return 0, errors.New("publishes not acknowledged within a minute")
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+	}
+	return float64(pipelineItems) / time.Since(began).Seconds(), nil
+}
+
+// plRawS3 puts objects of size bytes with conc concurrent uploads for about
+// three seconds and returns objects/s.
+func plRawS3(ctx context.Context, c *s3.Client, size, conc int) (float64, error) {
+	body := make([]byte, max(size, 1))
+	for i := range body {
+		body[i] = byte(i * 7919 >> 3) // not all zeros
+	}
+	var done atomic.Int64
+	stop := time.Now().Add(3 * time.Second)
+	began := time.Now()
+	var wg sync.WaitGroup
+	errc := make(chan error, conc)
+	for g := 0; g < conc; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(stop); i++ {
+				_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(plBenchBucket),
+					Key: aws.String(fmt.Sprintf("raw/%d-%d", g, i)), Body: bytes.NewReader(body)})
+				if err != nil {
+					errc <- err
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	if err := <-errc; err != nil {
+		return 0, err
+	}
+	return float64(done.Load()) / time.Since(began).Seconds(), nil
+}
+
+// plStartVersitygw runs versitygw (PATH or .tools/bin, see `make tools`) with
+// a posix backend in dir on a free loopback port.
+func plStartVersitygw(ctx context.Context, root, dir string) (endpoint string, stop func(), err error) {
+	bin, err := exec.LookPath("versitygw")
+	if err != nil {
+		bin = filepath.Join(root, ".tools", "bin", "versitygw")
+		if _, err := os.Stat(bin); err != nil {
+			return "", nil, fmt.Errorf("versitygw not found on PATH or in .tools/bin: run `make tools`")
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	addr, err := plFreeAddr()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(bin, "--access", plVersityKey, "--secret", plVersitySecret, "--port", addr, "--quiet", "posix", dir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop = func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return "http://" + addr, stop, nil
+		}
+		select {
+		case <-exited:
+			return "", nil, fmt.Errorf("versitygw exited: %s", out.String())
+		case <-ctx.Done():
+			stop()
+			return "", nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, errors.New("versitygw did not listen within 30s")
+		}
+	}
+}
+
+func plWaitReady(ctx context.Context, addr string, exited <-chan struct{}, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-exited:
+			return errors.New("exited before it was ready")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("not ready within %s", d)
+}
+
+func plFreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// plModuleRoot finds the directory holding go.mod.
+func plModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", errors.New("go.mod not found above " + dir)
+		}
+	}
+}
+
+func plTail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+func plFmtInt(f float64) string {
+	s := strconv.FormatInt(int64(math.Round(f)), 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func plFmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
