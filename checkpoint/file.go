@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 )
 
 // fileFormatVersion is the version written into every checkpoint file.
@@ -85,7 +84,7 @@ func OpenFile(path string) (*FileStore, error) {
 	}
 	if err := flock(lf); err != nil {
 		lf.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) {
+		if errors.Is(err, errWouldBlock) {
 			return nil, fmt.Errorf("checkpoint file %s (lock %s): %w", abs, lockPath, ErrLocked)
 		}
 		return nil, fmt.Errorf("checkpoint: lock %s: %w", lockPath, err)
@@ -112,15 +111,6 @@ func OpenFile(path string) (*FileStore, error) {
 	}
 	s.streams = streams
 	return s, nil
-}
-
-func flock(f *os.File) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-	}
 }
 
 // decodeFile parses a checkpoint file's content.

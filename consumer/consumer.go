@@ -97,7 +97,11 @@ type Config struct {
 	// 5 min); an unknown attribute is looked up again after 10 s.
 	TTLRefresh time.Duration
 	// ShutdownTimeout bounds flushing sinks, final checkpoints and closing
-	// sinks after Run's context ended (default 25 s, inside ECS's 30 s).
+	// sinks after the walker stopped (default 10 s). The walker first gives
+	// each active shard up to StopTimeout (default 15 s) to be acknowledged
+	// and checkpointed, so a stop takes at most StopTimeout +
+	// ShutdownTimeout: keep the sum inside the platform's stop timeout
+	// (ECS: 30 s).
 	ShutdownTimeout time.Duration
 
 	// Walker settings, passed to shard.Options (zero: the walker's
@@ -176,7 +180,7 @@ func New(c Config) (*Consumer, error) {
 		c.TTLRefresh = 5 * time.Minute
 	}
 	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = 25 * time.Second
+		c.ShutdownTimeout = 10 * time.Second
 	}
 	log := c.Logger
 	if log == nil {
