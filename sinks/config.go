@@ -11,7 +11,7 @@ import (
 )
 
 // S3Config configures an S3 sink. Open fills it from
-// s3://BUCKET/PREFIX?region=&endpoint=&path-style=&sse=&kms-key-id=&storage-class=&flush-bytes=&flush-interval=&compression=&max-attempts=.
+// s3://BUCKET/PREFIX?region=&endpoint=&path-style=&sse=&kms-key-id=&storage-class=&flush-bytes=&flush-interval=&compression=&max-attempts=&max-buffer-bytes=.
 type S3Config struct {
 	Bucket string
 	// Prefix is the key prefix, without leading or trailing slash ("" for
@@ -43,6 +43,9 @@ type S3Config struct {
 	MaxAttempts int
 	// RetryBase is the first retry delay (default 200ms), doubled up to 20s.
 	RetryBase time.Duration
+	// MaxBufferBytes bounds what the sink holds, buffered and uploading
+	// (default 4 × FlushBytes, at least 64 MiB); Write blocks beyond it.
+	MaxBufferBytes int64
 }
 
 var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
@@ -114,6 +117,9 @@ func parseS3(p *params) (S3Config, error) {
 		return c, err
 	}
 	c.MaxAttempts = int(n)
+	if c.MaxBufferBytes, err = p.size("max-buffer-bytes", 0, 1, 64<<30); err != nil {
+		return c, err
+	}
 	return c, p.done()
 }
 

@@ -75,7 +75,7 @@ func (e *ConfigError) Error() string {
 //	s3://BUCKET/PREFIX    see [S3Config]
 //	    region=, endpoint=, path-style=true|false, sse=AES256|aws:kms,
 //	    kms-key-id=, storage-class=, flush-bytes=8MiB, flush-interval=60s,
-//	    compression=gzip|zstd|none, max-attempts=
+//	    compression=gzip|zstd|none, max-attempts=8, max-buffer-bytes=
 //	nats://HOST:PORT[,HOST:PORT]   see [NATSConfig]
 //	    subject=archiver.{table}.{kind}, jetstream=true|false,
 //	    create-stream=NAME, creds=, nkey=, token=, user=, password=,

@@ -205,7 +205,11 @@ func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
 	}
 	s.m = newSinkMetrics(o.Registerer, s.name)
 	// Memory bound: what is buffered plus what is being uploaded.
-	s.budget = newByteBudget(max(4*c.FlushBytes, 64<<20))
+	if c.MaxBufferBytes <= 0 {
+		c.MaxBufferBytes = max(4*c.FlushBytes, 64<<20)
+	}
+	s.c.MaxBufferBytes = c.MaxBufferBytes
+	s.budget = newByteBudget(c.MaxBufferBytes)
 	switch c.Compression {
 	case "gzip":
 		s.ext = ".jsonl.gz"
@@ -240,8 +244,9 @@ func (s *S3Sink) Key(table string, kind event.Kind, shard string, hour time.Time
 	return s.c.Prefix + "/" + name
 }
 
-// Write buffers the batch's events. It blocks while the sink holds its
-// memory budget (4 × FlushBytes, at least 64 MiB) in buffers and uploads.
+// Write buffers the batch's events. It blocks while the sink holds
+// MaxBufferBytes in buffers and uploads (backpressure); waiting, it uploads
+// its partly filled buffers early rather than wait for their interval.
 func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 	if ack == nil {
 		ack = func(error) {}

@@ -418,3 +418,51 @@ func gatherCounter(t testing.TB, reg *prometheus.Registry, name string) float64 
 	}
 	return sum
 }
+
+// TestS3BackpressureAndNoEarlyAck holds every PUT at a proxy: the sink must
+// not acknowledge anything, Write must block once max-buffer-bytes are
+// held (returning the context's error), and once PUTs go through every batch
+// Write took is acknowledged, its events stored.
+func TestS3BackpressureAndNoEarlyAck(t *testing.T) {
+	v := startVersity(t)
+	px := startProxy(t, v.endpoint)
+	release := make(chan struct{})
+	px.setFault(func(w http.ResponseWriter, r *http.Request, forward func(http.ResponseWriter)) bool {
+		if r.Method == http.MethodPut {
+			<-release
+		}
+		return false
+	})
+	ctx := testCtx(t)
+	s := openS3(t, px.url, "flush-bytes=2KiB&max-buffer-bytes=8KiB&flush-interval=1h")
+	s.c.Prefix = "bp"
+	a := newAcks()
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	taken := 0
+	var werr error
+	for i := 0; i < 100; i++ {
+		if werr = s.Write(wctx, Batch{Events: testEvents("t", "s", i*2, 2)}, a.ack(fmt.Sprint(i))); werr != nil {
+			break
+		}
+		taken++
+	}
+	if !errors.Is(werr, context.DeadlineExceeded) {
+		t.Fatalf("Write never blocked: %v after %d batches", werr, taken)
+	}
+	if n := len(a.all()); n != 0 {
+		t.Fatalf("%d batches acknowledged while no PUT had completed", n)
+	}
+	close(release)
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < taken; i++ {
+		if n, err := a.get(fmt.Sprint(i)); n != 1 || err != nil {
+			t.Fatalf("batch %d: %d acks, %v", i, n, err)
+		}
+	}
+	if got := len(v.allEventIDs(t, "bp/")); got != taken*2 {
+		t.Fatalf("%d events stored, want %d", got, taken*2)
+	}
+}
