@@ -468,3 +468,14 @@ func TestNilConditionAndKeyTypes(t *testing.T) {
 	k.RangeValues[0], k.RangeValues[1] = k.RangeValues[1], k.RangeValues[0]
 	wantValidation(t, "reversed bounds", k.CheckTypes(attr.S, attr.N), "The BETWEEN operator requires upper bound to be greater than or equal to lower bound")
 }
+
+func TestLeadingUnderscoreAndFunctionCase(t *testing.T) {
+	p := NewParams(nil, map[string]attr.Value{":v": attr.Str("x"), ":x": attr.Str("y")})
+	_, err := ParseKeyCondition("a = :v AND __typename = :x", p)
+	wantValidation(t, "underscore", err, `Invalid KeyConditionExpression: Syntax error; token: "_", near: "AND __"`)
+	_, err = ParseKeyCondition("forum_name = :v and BegIns_WiTh(subject, :x )", NewParams(nil, map[string]attr.Value{":v": attr.Str("x"), ":x": attr.Str("y")}))
+	wantValidation(t, "function case", err, "Invalid KeyConditionExpression: Invalid function name; function: BegIns_WiTh")
+	if _, err := ParseCondition("a_b1 = :v AND #_x = :x", NewParams(map[string]string{"#_x": "_x"}, map[string]attr.Value{":v": attr.Str("x"), ":x": attr.Str("y")})); err != nil {
+		t.Error(err)
+	}
+}

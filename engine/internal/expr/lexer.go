@@ -37,12 +37,15 @@ type lexer struct {
 	pos int
 }
 
+// isIdentStart: names start with a letter. DynamoDB rejects a leading
+// underscore as a one-character token ("__typename" is a syntax error at
+// "_"), so such names need an ExpressionAttributeNames placeholder.
 func isIdentStart(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 func isIdentChar(c byte) bool {
-	return isIdentStart(c) || c >= '0' && c <= '9'
+	return isIdentStart(c) || c == '_' || c >= '0' && c <= '9'
 }
 
 func (l *lexer) next() token {
