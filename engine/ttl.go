@@ -44,14 +44,11 @@ func (e *Engine) SweepTTL(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// sweep deletes the expired items of one table, chunk by chunk.
+// sweep deletes the expired items of one table, chunk by chunk. It looks
+// for the next expired item under the read lock, so a pass over a table
+// with nothing to delete never blocks readers, and deletes a chunk from
+// there under the write lock, checking expiry again under that lock.
 func (t *table) sweep(ctx context.Context, clock Clock) (int, error) {
-	t.mu.RLock()
-	on := t.ttlAttr != ""
-	t.mu.RUnlock()
-	if !on {
-		return 0, nil
-	}
 	deleted := 0
 	var cursor []byte
 	var victims []*entry
@@ -62,27 +59,47 @@ func (t *table) sweep(ctx context.Context, clock Clock) (int, error) {
 		now := clock.Now()
 		nowN := now.UnixNano()
 		oldest := now.Add(-fiveYears).UnixNano()
-		t.mu.Lock()
+		expired := func(n *slNode) bool {
+			exp := n.val.exp
+			return exp != noExpiry && exp >= oldest && exp+lagFor(n.key, t.lagNanos) < nowN
+		}
+
+		// Find the next expired item (read lock).
+		t.mu.RLock()
 		if t.ttlAttr == "" {
-			t.mu.Unlock()
+			t.mu.RUnlock()
 			return deleted, nil
 		}
 		n := t.items.First()
 		if cursor != nil {
 			n = t.items.SeekGE(cursor)
 		}
+		for i := 0; n != nil && i < 4*sweepChunk && !expired(n); i++ {
+			n = n.Next()
+		}
+		if n == nil {
+			t.mu.RUnlock()
+			return deleted, nil
+		}
+		cursor = n.key // stored keys are immutable
+		hit := expired(n)
+		t.mu.RUnlock()
+		if !hit {
+			continue
+		}
+
+		// Delete a chunk from there (write lock).
+		t.mu.Lock()
+		if t.ttlAttr == "" {
+			t.mu.Unlock()
+			return deleted, nil
+		}
+		n = t.items.SeekGE(cursor)
 		victims = victims[:0]
 		for i := 0; n != nil && i < sweepChunk; i, n = i+1, n.Next() {
-			exp := n.val.exp
-			if exp == noExpiry || exp < oldest {
-				continue
-			}
-			if exp+lagFor(n.key, t.lagNanos) < nowN {
+			if expired(n) {
 				victims = append(victims, n.val)
 			}
-		}
-		if n != nil {
-			cursor = n.key
 		}
 		if len(victims) > 0 {
 			if err := t.removeExpiredLocked(victims); err != nil {
@@ -95,6 +112,7 @@ func (t *table) sweep(ctx context.Context, clock Clock) (int, error) {
 		if n == nil {
 			return deleted, nil
 		}
+		cursor = n.key
 	}
 }
 
