@@ -73,7 +73,7 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		}
 	})
 
-	store, assigner, err := openCheckpoint(ctx, cfg, awsCfg, d)
+	store, assigner, leaseProbe, err := openCheckpoint(ctx, cfg, awsCfg, d)
 	if err != nil {
 		return err
 	}
@@ -160,6 +160,8 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 	srv.AddCheck("sinks", sinksCheck(opened, cfg.Sinks))
 	if r, ok := store.(ops.Readier); ok {
 		srv.AddCheck("leases", func(context.Context) error { return r.Ready() })
+	} else if leaseProbe != nil {
+		srv.AddCheck("leases", ops.CachedCheck(leaseProbe, 10*time.Second))
 	}
 	if err := srv.Listen(cfg.MetricsAddr); err != nil {
 		closeSinks()
@@ -235,23 +237,24 @@ func kindNames(k []event.Kind) []string {
 }
 
 // openCheckpoint opens the --checkpoint store; a dynamodb:// store is also
-// the shard assigner (leases).
-func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pipelineDeps) (checkpoint.Store, shard.Assigner, error) {
+// the shard assigner (leases), and comes with a readiness probe of its
+// table for when the store cannot report on its renewals itself.
+func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pipelineDeps) (checkpoint.Store, shard.Assigner, ops.Check, error) {
 	u, err := url.Parse(cfg.Checkpoint)
 	if err != nil {
-		return nil, nil, usagef("archiver run: --checkpoint: %v", err)
+		return nil, nil, nil, usagef("archiver run: --checkpoint: %v", err)
 	}
 	switch u.Scheme {
 	case "file":
 		fs, err := checkpoint.OpenFile(filePath(u))
 		if err != nil {
-			return nil, nil, fmt.Errorf("--checkpoint: %w", err)
+			return nil, nil, nil, fmt.Errorf("--checkpoint: %w", err)
 		}
-		return fs, nil, nil
+		return fs, nil, nil, nil
 	case "dynamodb":
 		du, err := checkpoint.ParseDynamoURL(cfg.Checkpoint)
 		if err != nil {
-			return nil, nil, usagef("archiver run: --checkpoint: %v", err)
+			return nil, nil, nil, usagef("archiver run: --checkpoint: %v", err)
 		}
 		// The lease table lives where the source table does unless the
 		// URL says otherwise.
@@ -284,12 +287,18 @@ func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pi
 			Registerer: d.reg,
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("--checkpoint %s: %w", maskURL(cfg.Checkpoint), err)
+			return nil, nil, nil, fmt.Errorf("--checkpoint %s: %w", maskURL(cfg.Checkpoint), err)
 		}
 		d.log.Named("archiver").Info("lease store opened", zap.String("table", du.Table), zap.String("worker_id", worker))
-		return st, st, nil
+		probe := func(ctx context.Context) error {
+			if _, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(du.Table)}); err != nil {
+				return fmt.Errorf("lease table %s: %w", du.Table, err)
+			}
+			return nil
+		}
+		return st, st, probe, nil
 	}
-	return nil, nil, usagef("archiver run: --checkpoint: scheme %q is not file or dynamodb", u.Scheme)
+	return nil, nil, nil, usagef("archiver run: --checkpoint: scheme %q is not file or dynamodb", u.Scheme)
 }
 
 // streamCheck is the "stream reachable" readiness check: every table

@@ -6,11 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
@@ -53,12 +56,43 @@ func lastSequences(t *testing.T, ctx context.Context, c *dynamodbstreams.Client,
 	return out
 }
 
+// assertLeasesReleased checks that no shard item of the lease table still
+// names an owner: a stopping worker hands its leases back at once.
+func assertLeasesReleased(t *testing.T, ctx context.Context, ddb *dynamodb.Client, table string) {
+	t.Helper()
+	out, err := ddb.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards := 0
+	for _, it := range out.Items {
+		arn := it["stream_arn"].(*ddbtypes.AttributeValueMemberS).Value
+		if strings.HasPrefix(arn, "workers#") {
+			continue
+		}
+		shards++
+		if o, ok := it["lease_owner"]; ok {
+			t.Errorf("shard %v still leased by %v after SIGTERM", it["shard_id"], o)
+		}
+	}
+	if shards == 0 {
+		t.Fatal("lease table holds no shard items")
+	}
+}
+
 // TestRunSIGTERM runs the real command as a subprocess against an
 // in-process engine, lets it archive expired items into a file sink, sends
 // SIGTERM and checks that it exits 0 within --shutdown-timeout with every
-// item archived and every shard's final checkpoint at its last record. No
+// item archived, every shard's final checkpoint at its last record and (with
+// the DynamoDB store) every lease released. No
 // AWS credentials are configured: the loopback endpoint gets placeholders.
 func TestRunSIGTERM(t *testing.T) {
+	for _, store := range []string{"file", "dynamodb"} {
+		t.Run(store, func(t *testing.T) { testRunSIGTERM(t, store) })
+	}
+}
+
+func testRunSIGTERM(t *testing.T, store string) {
 	ctx := t.Context()
 	srv := startEngine(t, engine.Options{TTLInterval: 100 * time.Millisecond, StreamShards: 3})
 	ddb := ddbClient(srv.Endpoint())
@@ -71,12 +105,17 @@ func TestRunSIGTERM(t *testing.T) {
 
 	dir := t.TempDir()
 	cpPath := filepath.Join(dir, "checkpoints.json")
+	cpURL := "file://" + cpPath
+	if store == "dynamodb" {
+		cpURL = "dynamodb://archiver-leases?create=true"
+	}
 	archive := filepath.Join(dir, "archive")
 	const shutdownTimeout = 20 * time.Second
 	cmd := exec.Command(os.Args[0], "run",
 		"--endpoint", srv.Endpoint(),
 		"--table", "SessionData",
-		"--checkpoint", "file://"+cpPath,
+		"--checkpoint", cpURL,
+		"--worker-id", "worker-1",
 		"--sink", "file://"+archive,
 		"--metrics-addr", "127.0.0.1:0",
 		"--shutdown-timeout", shutdownTimeout.String(),
@@ -124,12 +163,23 @@ func TestRunSIGTERM(t *testing.T) {
 	}
 	// Final checkpoints: each shard at its last record.
 	want := lastSequences(t, ctx, streamsClient(srv.Endpoint()), arn)
-	store, err := checkpoint.OpenFile(cpPath)
-	if err != nil {
-		t.Fatalf("open checkpoint file after exit (lock must be released): %v", err)
+	var st checkpoint.Store
+	if store == "file" {
+		fs, err := checkpoint.OpenFile(cpPath)
+		if err != nil {
+			t.Fatalf("open checkpoint file after exit (lock must be released): %v", err)
+		}
+		st = fs
+	} else {
+		assertLeasesReleased(t, ctx, ddb, "archiver-leases")
+		ds, err := checkpoint.OpenDynamo(ctx, checkpoint.DynamoOptions{Client: ddb, Table: "archiver-leases", WorkerID: "checker"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = ds
 	}
-	defer store.Close()
-	cps, err := store.Load(ctx, arn)
+	defer st.Close()
+	cps, err := st.Load(ctx, arn)
 	if err != nil {
 		t.Fatal(err)
 	}
