@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +31,28 @@ import (
 // CRASHLOOP_SEED replays a run's kill moments.
 func TestCrashLoop(t *testing.T) {
 	t.Parallel()
+	crashLoop(t, false)
+}
+
+// TestCrashLoopLeases is the crash loop with many workers: two `archiver
+// run` processes share the stream through the DynamoDB lease store
+// (--checkpoint dynamodb://leases?create=true on the engine), and each round
+// kills one of them at random and starts a replacement with a new worker ID,
+// as ECS replaces a task. The killed worker's shards wait for its leases to
+// expire (20 s, the default) before the other worker takes them, so this
+// runs only when CRASHLOOP_ROUNDS is set (`make crashloop`) or
+// E2E_LEASES=1, not in the default `go test` pass.
+func TestCrashLoopLeases(t *testing.T) {
+	if os.Getenv("CRASHLOOP_ROUNDS") == "" && os.Getenv("E2E_LEASES") != "1" {
+		t.Skip("set CRASHLOOP_ROUNDS (make crashloop) or E2E_LEASES=1: each kill costs a 20 s lease expiry")
+	}
+	t.Parallel()
+	crashLoop(t, true)
+}
+
+// crashLoop runs the crash loop with the file store and one process, or
+// (leases) with the DynamoDB lease store and two processes.
+func crashLoop(t *testing.T, leases bool) {
 	rounds := 5
 	if s := os.Getenv("CRASHLOOP_ROUNDS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -54,14 +77,19 @@ func TestCrashLoop(t *testing.T) {
 	t.Logf("built the archiver in %v", time.Since(t0).Round(time.Millisecond))
 	work := t.TempDir()
 	sinkDir := filepath.Join(work, "archive")
-	ckpt := filepath.Join(work, "checkpoints.json")
+	ckpt := "file://" + filepath.Join(work, "checkpoints.json")
+	workers := 1
+	if leases {
+		ckpt = "dynamodb://leases?create=true"
+		workers = 2
+	}
 
 	eng := startProc(t, work, "engine", bin, "engine",
 		"--listen", "127.0.0.1:0", "--ttl-interval", "200ms",
 		"--stream-shards", "4", "--shard-rollover", "500")
 	endpoint := engineEndpoint(t, eng)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	db := ddbClient(endpoint, "writer")
 	createTable(t, ctx, db, "sessions")
@@ -113,33 +141,49 @@ func TestCrashLoop(t *testing.T) {
 		}
 	}()
 
-	runArgs := []string{"run",
-		"--endpoint", endpoint, "--table", "sessions",
-		"--checkpoint", "file://" + ckpt,
-		"--sink", "file://" + sinkDir,
-		"--metrics-addr", "127.0.0.1:0", "--log-level", "info",
-		"--shutdown-timeout", "25s",
+	// Each process (slot) writes its own sink directory: two file sinks
+	// must not append to one file. A replacement gets a new worker ID.
+	start := func(i, slot int) *proc {
+		name := fmt.Sprintf("run-%02d-w%d", i, slot)
+		return startProc(t, work, name, bin, "run",
+			"--endpoint", endpoint, "--table", "sessions",
+			"--checkpoint", ckpt, "--worker-id", name,
+			"--sink", "file://"+filepath.Join(sinkDir, fmt.Sprintf("w%d", slot)),
+			"--metrics-addr", "127.0.0.1:0", "--log-level", "info",
+			"--shutdown-timeout", "25s")
 	}
-	start := func(i int) *proc { return startProc(t, work, fmt.Sprintf("run-%02d", i), bin, runArgs...) }
+	running := make([]*proc, workers)
+	for slot := 1; slot < workers; slot++ {
+		running[slot] = start(0, slot)
+	}
 
 	// Kill rounds. The moments range from the process's start-up (before it
 	// read anything) to a few seconds in (mid-stream, between sink write and
 	// checkpoint).
 	killed := 0
 	for i := 0; i < rounds; i++ {
-		p := start(i)
+		slot := rng.IntN(workers)
+		if running[slot] == nil {
+			running[slot] = start(i, slot)
+		}
 		wait := time.Duration(50+rng.IntN(2500)) * time.Millisecond
 		time.Sleep(wait)
+		p := running[slot]
 		if !p.kill() {
-			t.Fatalf("round %d: archiver run exited on its own before the kill at %v: %v\n%s", i, wait, p.err, p.tail(30))
+			t.Fatalf("round %d: %s exited on its own before the kill: %v\n%s", i, p.name, p.err, p.tail(30))
 		}
+		running[slot] = nil
 		killed++
 		got := readFileSink(t, sinkDir)
-		t.Logf("round %d: killed after %v; sink holds %d lines, %d keys of %d written", i, wait, got.lines, len(got.byKey), len(written.all()))
+		t.Logf("round %d: killed %s after %v; sink holds %d lines, %d keys of %d written", i, p.name, wait, got.lines, len(got.byKey), len(written.all()))
 	}
 
-	// The last archiver catches up with everything written.
-	final := start(rounds)
+	// The last archivers catch up with everything written.
+	for slot := range running {
+		if running[slot] == nil {
+			running[slot] = start(rounds, slot)
+		}
+	}
 	time.Sleep(500 * time.Millisecond)
 	close(stopWriting)
 	if err := <-writerDone; err != nil {
@@ -148,17 +192,24 @@ func TestCrashLoop(t *testing.T) {
 	keys := written.all()
 	catchUp := time.Now()
 	var got *tally
-	waitFor(t, 120*time.Second, "every expired key reaches the file sink", func() error {
-		if final.exited() {
-			t.Fatalf("the last archiver run exited on its own: %v\n%s", final.err, final.tail(30))
+	waitFor(t, 180*time.Second, "every expired key reaches the file sink", func() error {
+		for _, p := range running {
+			if p.exited() {
+				t.Fatalf("%s exited on its own: %v\n%s", p.name, p.err, p.tail(30))
+			}
 		}
 		got = readFileSink(t, sinkDir)
 		return got.allArrived(keys)
 	})
-	t.Logf("the last archiver caught up %v after the writer stopped", time.Since(catchUp).Round(time.Millisecond))
+	t.Logf("the last archivers caught up %v after the writer stopped", time.Since(catchUp).Round(time.Millisecond))
 	stopAt := time.Now()
-	if err := final.stop(40 * time.Second); err != nil {
-		t.Errorf("archiver run after SIGTERM: %v (want exit code 0)\n%s", err, final.tail(30))
+	for _, p := range running {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range running {
+		if err := p.stop(40 * time.Second); err != nil {
+			t.Errorf("%s after SIGTERM: %v (want exit code 0)\n%s", p.name, err, p.tail(30))
+		}
 	}
 	t.Logf("graceful stop took %v", time.Since(stopAt).Round(time.Millisecond))
 	got = readFileSink(t, sinkDir)
@@ -179,7 +230,7 @@ func TestCrashLoop(t *testing.T) {
 	// A restart after the clean stop re-delivers nothing: a last batch of
 	// expired items arrives exactly once and nothing else is added.
 	sentinels := keyRange("after-clean-stop", 0, 200)
-	again := start(rounds + 1)
+	again := start(rounds+1, 0)
 	if err := putItems(ctx, db, "sessions", sentinels, expiredTTL()); err != nil {
 		t.Fatal(err)
 	}

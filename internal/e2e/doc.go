@@ -9,7 +9,9 @@
 //   - crashloop_test.go: `archiver run` as a process against `archiver
 //     engine` as a process, killed at random moments CRASHLOOP_ROUNDS times
 //     (default 5) while items keep expiring; every expired key must reach
-//     the file sink.
+//     the file sink. TestCrashLoopLeases (with CRASHLOOP_ROUNDS or
+//     E2E_LEASES=1 set) does the same with two processes sharing the stream
+//     through the DynamoDB lease store.
 //   - pipeline_test.go: E2E_ITEMS (default 50,000) expired items reach both
 //     S3 and JetStream at once; user deletes reach neither.
 //   - faults_test.go: engine throttling, trimmed data, expired iterators,

@@ -450,7 +450,10 @@ func TestFaults(t *testing.T) {
 				time.Sleep(500 * time.Millisecond)
 			}
 			env.sinkDown.Store(false)
+			back := time.Now()
 			env.wave(200)
+			env.waitArrived("every item after the outage", env.written.all())
+			t.Logf("caught up %v after the sink came back", time.Since(back).Round(time.Millisecond))
 			env.finish()
 			t.Logf("sink outage of %v: %d batches failed", outage, env.sinkFail.Load())
 			if env.sinkFail.Load() == 0 {

@@ -132,13 +132,12 @@ func (p *proc) kill() (wasRunning bool) {
 	return false
 }
 
-// stop sends SIGTERM and waits up to d; it returns the exit error (nil for
-// exit code 0).
+// stop sends SIGTERM (unless the process is gone) and waits up to d; it
+// returns the exit error (nil for exit code 0).
 func (p *proc) stop(d time.Duration) error {
-	if p.exited() {
-		return fmt.Errorf("%s had already exited: %v", p.name, p.err)
+	if !p.exited() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
 		return p.err
