@@ -183,6 +183,7 @@ func TestConformance(t *testing.T) {
 	for _, h := range harnesses(t) {
 		t.Run(h.name, func(t *testing.T) {
 			t.Run("OrderPerShardAndAckAfterDurable", func(t *testing.T) { conformOrderAndDurability(t, h) })
+			t.Run("ConcurrentShards", func(t *testing.T) { conformConcurrentShards(t, h) })
 			t.Run("CloseFlushes", func(t *testing.T) { conformCloseFlushes(t, h) })
 			t.Run("ErrorsSurface", func(t *testing.T) { conformErrorsSurface(t, h) })
 		})
@@ -194,7 +195,7 @@ func conformOrderAndDurability(t *testing.T, h harness) {
 	s, dest := h.open(t)
 	defer s.Close(ctx)
 	shards := []string{"shardId-a", "shardId-b", "shardId-c"}
-	const batches, per = 8, 7
+	const batches, per = 5, 7
 	var mu sync.Mutex
 	var problems []string
 	type sent struct{ ids []string }
@@ -312,5 +313,58 @@ func conformErrorsSurface(t *testing.T, h harness) {
 		t.Fatalf("Write took the batch, Close returned, and it was acknowledged %d times", n)
 	case aerr == nil:
 		t.Fatal("a batch was acknowledged as durable although the destination is broken")
+	}
+}
+
+// conformConcurrentShards writes each shard from its own goroutine, as the
+// consumer does, and checks every event arrives once, in order per shard.
+func conformConcurrentShards(t *testing.T, h harness) {
+	ctx := testCtx(t)
+	s, dest := h.open(t)
+	defer s.Close(ctx)
+	const shards, batches, per = 6, 10, 20
+	a := newAcks()
+	var wg sync.WaitGroup
+	errs := make(chan error, shards)
+	for sh := 0; sh < shards; sh++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			shard := fmt.Sprintf("shardId-%d", sh)
+			for i := 0; i < batches; i++ {
+				if err := s.Write(ctx, Batch{ShardID: shard, Events: testEvents("conc", shard, i*per, per)}, a.ack(fmt.Sprintf("%s/%d", shard, i))); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(a.all()); n != shards*batches {
+		t.Fatalf("%d of %d batches acknowledged after Flush", n, shards*batches)
+	}
+	seen := map[string]int{}
+	last := map[string]string{}
+	for _, e := range dest.stored(t) {
+		if prev, ok := last[e.ShardID]; ok && event.CompareSequence(prev, e.SequenceNumber) >= 0 {
+			t.Fatalf("shard %s: sequence %s after %s", e.ShardID, e.SequenceNumber, prev)
+		}
+		last[e.ShardID] = e.SequenceNumber
+		seen[e.EventID]++
+	}
+	if len(seen) != shards*batches*per {
+		t.Fatalf("%d distinct events stored, want %d", len(seen), shards*batches*per)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("event %s stored %d times", id, n)
+		}
 	}
 }
