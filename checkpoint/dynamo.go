@@ -89,13 +89,16 @@ type DynamoOptions struct {
 //	handoff_to      S    a worker that asked the owner to hand the lease over
 //	updated_ms      N    time of the last write
 //
-// (Every attribute name holds an underscore, so none is a reserved word in
-// expressions.)
-//
 // and one heartbeat item per live worker and stream (stream_arn =
 // "workers#" + stream ARN, shard_id = worker ID, lease_expiry_ms), so a
 // worker that holds nothing yet still counts when shares are computed.
-// Loading a stream's checkpoints is a Query on its partition.
+// Loading a stream's checkpoints is a Query on its partition. Every
+// attribute name holds an underscore, so none is a reserved word in
+// expressions.
+//
+// Finished shards stay recorded for PruneFinishedAfter (72 h, past the
+// stream's 24 h retention). Workers' clocks must agree to well within
+// SafetyMargin: expiries are epoch milliseconds compared across workers.
 //
 // Every lease and checkpoint write is conditional on owner and
 // lease_counter, so a worker that lost a lease can never overwrite the new

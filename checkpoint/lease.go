@@ -38,6 +38,7 @@ type lease struct {
 	stoppedAt  time.Time
 	handoffTo  string
 	renewing   bool
+	releasing  bool // Release is writing: a concurrent write's failed condition is no loss
 }
 
 func (l *lease) stopTimers() {
@@ -109,7 +110,7 @@ func (s *DynamoStore) drop(l *lease, cause error) {
 func (s *DynamoStore) lost(l *lease, why string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.leases[l.key] != l {
+	if s.leases[l.key] != l || l.releasing {
 		return
 	}
 	s.log.Warn("lease lost", zap.String("stream", l.key.stream), zap.String("shard", l.key.shard), zap.String("why", why))
@@ -631,6 +632,7 @@ func (s *DynamoStore) release(ctx context.Context, stream, shard string, finishe
 		return nil // lost or never held: nothing to let go
 	}
 	s.stop(l, errReleased)
+	l.releasing = true
 	counter, to := l.counter, l.handoffTo
 	s.mu.Unlock()
 
@@ -700,11 +702,11 @@ func (s *DynamoStore) release(ctx context.Context, stream, shard string, finishe
 			s.metrics.losses.Inc()
 		}
 		s.drop(l, ErrLeaseLost)
-		if finished {
-			return fmt.Errorf("checkpoint: release %s %s as finished: %w", stream, shard, ErrLeaseLost)
-		}
+		s.log.Warn("lease already lost at release", zap.String("stream", stream), zap.String("shard", shard), zap.Bool("finished", finished))
 		return nil
 	default:
+		// Still held (or expiring): a later Release may try again.
+		l.releasing = false
 		return fmt.Errorf("checkpoint: release %s %s: %w", stream, shard, err)
 	}
 }

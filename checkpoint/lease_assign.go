@@ -40,8 +40,9 @@ func (s *DynamoStore) Assign(ctx context.Context, streamARN string, ready []shar
 // its final checkpoint was saved, it lets the lease go, conditional on this
 // worker still owning it: to the worker that asked for it (hand-off), or
 // free for anyone; finished records the shard as finished (it stays
-// recorded). A lease this worker no longer holds is not an error, except
-// with finished (the error then matches ErrLeaseLost).
+// recorded for PruneFinishedAfter). A lease this worker no longer holds is
+// not an error: there is nothing to let go (a finished shard's Finished mark
+// was already written by its last Save).
 func (s *DynamoStore) Release(ctx context.Context, streamARN, shardID string, finished bool) error {
 	return s.release(ctx, streamARN, shardID, finished)
 }
