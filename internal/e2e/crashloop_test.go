@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"regexp"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -240,6 +244,7 @@ func crashLoop(t *testing.T, leases bool) {
 		}
 		return readFileSink(t, sinkDir).allArrived(sentinels)
 	})
+	checkOps(t, again)
 	if err := again.stop(40 * time.Second); err != nil {
 		t.Errorf("archiver run after SIGTERM: %v (want exit code 0)\n%s", err, again.tail(30))
 	}
@@ -256,4 +261,58 @@ func crashLoop(t *testing.T, leases bool) {
 
 	t.Logf("crash loop: %d kill -9 rounds, %d expired items, %d archive lines, %d duplicate deliveries (%.2f%%), %d torn lines",
 		killed, len(keys), got.lines, dups, 100*float64(dups)/float64(max(1, len(keys))), got.torn)
+}
+
+// checkOps checks the running archiver's health server (its address is in
+// the "archiver running" log line): /readyz answers 200 and /metrics counts
+// the expired events it archived.
+func checkOps(t *testing.T, p *proc) {
+	t.Helper()
+	addr := logField(p.logPath, "archiver running", "metrics_addr")
+	if addr == "" {
+		t.Errorf("%s: no metrics_addr in its \"archiver running\" log line", p.name)
+		return
+	}
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Errorf("GET %s: %v", path, err)
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	waitFor(t, 30*time.Second, "/readyz answers 200", func() error {
+		if code, body := get("/readyz"); code != http.StatusOK {
+			return fmt.Errorf("status %d: %s", code, body)
+		}
+		return nil
+	})
+	_, metrics := get("/metrics")
+	re := regexp.MustCompile(`(?m)^archiver_events_total\{kind="expired",table="sessions"\} (\d+)`)
+	m := re.FindStringSubmatch(metrics)
+	if m == nil {
+		t.Errorf("/metrics has no archiver_events_total{kind=\"expired\",table=\"sessions\"}")
+	} else if n, _ := strconv.Atoi(m[1]); n == 0 {
+		t.Errorf("/metrics: archiver_events_total{kind=\"expired\",table=\"sessions\"} is 0 after archiving")
+	}
+}
+
+// logField returns a field of the first JSON log line with message msg.
+func logField(logPath, msg, field string) string {
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var l map[string]any
+		if json.Unmarshal([]byte(line), &l) != nil || l["msg"] != msg {
+			continue
+		}
+		if v, ok := l[field].(string); ok {
+			return v
+		}
+	}
+	return ""
 }
