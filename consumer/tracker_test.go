@@ -91,7 +91,7 @@ func seqOf(n int) string { return fmt.Sprintf("%021d", n) }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute) // generous: a loaded 2-core CI box
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
