@@ -19,6 +19,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/shard"
 )
 
 // runConfig is the effective configuration of `archiver run`.
@@ -428,8 +429,10 @@ func validateOption(c *runConfig, o option, from string, p *problems) {
 			}
 		}
 	case "start":
-		if c.Start != "trim-horizon" && c.Start != "latest" {
+		if pos, err := shard.ParseStartPosition(c.Start); err != nil || c.Start == "" {
 			p.add("%s: %q is not trim-horizon or latest", from, c.Start)
+		} else {
+			c.Start = string(pos)
 		}
 	case "worker-id":
 		if strings.ContainsFunc(c.WorkerID, func(r rune) bool { return r < 0x21 || r == 0x7f }) {

@@ -72,6 +72,7 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	log = log.Named("engine")
 	srv, err := engine.Listen(*listen, engine.Options{
 		Region:               *region,
 		TTLInterval:          *ttlInterval,
@@ -80,7 +81,7 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 		ShardRollover:        rollAge,
 		ShardRolloverRecords: rollRecords,
 		StreamRetention:      *retention,
-		Logger:               log.Named("engine"),
+		Logger:               log,
 	})
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", *listen, err)

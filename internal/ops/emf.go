@@ -67,7 +67,7 @@ func emfUnit(name string) string {
 }
 
 func emfWanted(name string) bool {
-	return strings.HasPrefix(name, "archiver_") ||
+	return (strings.HasPrefix(name, "archiver_") && name != "archiver_build_info") ||
 		name == "process_cpu_seconds_total" || name == "process_resident_memory_bytes"
 }
 
