@@ -381,6 +381,12 @@ func TestScenarioSinkOutage(t *testing.T) {
 	down.Store(false)
 	waitFor(t, "all 500 after recovery", func() bool { return len(countKeys(sink.events(), event.Expired)) == 500 })
 	r.stop(t)
+	sink.mu.Lock()
+	closed := sink.closed
+	sink.mu.Unlock()
+	if !closed {
+		t.Error("Run returned without closing its sink")
+	}
 	// No checkpoint taken during the outage passed an expired record.
 	for _, e := range sink.events() {
 		if cp := cps[e.ShardID]; cp.Finished || event.CompareSequence(e.SequenceNumber, cp.SequenceNumber) <= 0 {
