@@ -60,12 +60,16 @@ type NATSSink struct {
 	budget *byteBudget
 
 	// JetStream mode.
-	mu     sync.RWMutex
-	closed bool
-	queue  chan *natsInflight
-	done   chan struct{}
-	kill   chan struct{} // closed when Close's context ends: give up waiting
-	stream string
+	mu      sync.Mutex
+	closed  bool
+	writers sync.WaitGroup // Write and Flush calls in progress
+	queue   chan *natsInflight
+	done    chan struct{}
+	// killCtx ends when Close's context ends: blocked writers and the
+	// acker give up waiting.
+	killCtx context.Context
+	kill    context.CancelFunc
+	stream  string
 
 	// Core mode.
 	core *serial
@@ -192,7 +196,7 @@ func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
 	}
 	s.queue = make(chan *natsInflight, c.MaxInFlight)
 	s.done = make(chan struct{})
-	s.kill = make(chan struct{})
+	s.killCtx, s.kill = context.WithCancel(context.Background())
 	go s.acker()
 	return s, nil
 }
@@ -280,21 +284,23 @@ func msgSize(m *nats.Msg) int64 {
 
 // Write publishes the batch's events. It blocks while MaxPendingBytes are
 // held or MaxInFlight messages await acknowledgement.
-func (s *NATSSink) Write(ctx context.Context, b Batch, ack Ack) error {
+func (s *NATSSink) Write(ctx context.Context, b Batch, ack Ack) (err error) {
 	if ack == nil {
 		ack = func(error) {}
 	}
 	if s.core != nil {
 		return s.core.Write(ctx, b, ack)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
+	ctx, done, err := s.enter(ctx)
+	if err != nil {
 		return err
 	}
+	defer done()
+	defer func() {
+		if err != nil && s.killCtx.Err() != nil {
+			err = fmt.Errorf("%w before the batch was taken: %v", ErrClosed, err)
+		}
+	}()
 	msgs := make([]*nats.Msg, len(b.Events))
 	sizes := make([]int64, len(b.Events))
 	var total int64
@@ -344,6 +350,29 @@ func (s *NATSSink) Write(ctx context.Context, b Batch, ack Ack) error {
 		return err
 	}
 	return nil
+}
+
+// enter registers a Write or Flush call. The returned context also ends
+// when Close gives up waiting; done must be called on return.
+func (s *NATSSink) enter(ctx context.Context) (context.Context, func(), error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, nil, ErrClosed
+	}
+	s.writers.Add(1)
+	s.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		s.writers.Done()
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.killCtx, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+		s.writers.Done()
+	}, nil
 }
 
 // publish starts one asynchronous publish, retrying with backoff while the
@@ -405,7 +434,7 @@ func (s *NATSSink) await(inf *natsInflight) error {
 		case <-fut.Ok():
 			return nil
 		case err = <-fut.Err():
-		case <-s.kill:
+		case <-s.killCtx.Done():
 			return fmt.Errorf("nats sink closed before JetStream acknowledged %q", inf.msg.Subject)
 		}
 		if errors.Is(err, nats.ErrMaxPayload) {
@@ -424,7 +453,7 @@ func (s *NATSSink) await(inf *natsInflight) error {
 			s.m.retries.Inc()
 			select {
 			case <-time.After(delay):
-			case <-s.kill:
+			case <-s.killCtx.Done():
 				return fmt.Errorf("nats sink closed before JetStream acknowledged %q", inf.msg.Subject)
 			}
 			delay = min(delay*2, 2*time.Second)
@@ -456,19 +485,17 @@ func (s *NATSSink) Flush(ctx context.Context) error {
 	if s.core != nil {
 		return s.core.Flush(ctx)
 	}
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return ErrClosed
+	ctx, done, err := s.enter(ctx)
+	if err != nil {
+		return err
 	}
+	defer done()
 	ch := make(chan struct{})
 	select {
 	case s.queue <- &natsInflight{flush: ch}:
 	case <-ctx.Done():
-		s.mu.RUnlock()
 		return ctx.Err()
 	}
-	s.mu.RUnlock()
 	select {
 	case <-ch:
 		return nil
@@ -477,8 +504,10 @@ func (s *NATSSink) Flush(ctx context.Context) error {
 	}
 }
 
-// Close waits for every outstanding acknowledgement (until ctx ends: then
-// the rest are acknowledged with an error), then closes the connection.
+// Close stops taking batches and waits for every outstanding
+// acknowledgement, then closes the connection. When ctx ends first, Writes
+// still blocked return an error and the batches still unacknowledged are
+// acknowledged with an error (the consumer keeps them).
 func (s *NATSSink) Close(ctx context.Context) error {
 	if s.core != nil {
 		return s.core.Close(ctx)
@@ -489,16 +518,29 @@ func (s *NATSSink) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
-	close(s.queue)
 	s.mu.Unlock()
 	var err error
+	writersDone := make(chan struct{})
+	go func() {
+		s.writers.Wait()
+		close(writersDone)
+	}()
+	select {
+	case <-writersDone:
+	case <-ctx.Done():
+		s.kill()
+		<-writersDone
+		err = ctx.Err()
+	}
+	close(s.queue)
 	select {
 	case <-s.done:
 	case <-ctx.Done():
-		close(s.kill)
+		s.kill()
 		<-s.done
 		err = ctx.Err()
 	}
+	s.kill()
 	s.nc.Close()
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -632,5 +633,56 @@ func TestNATSCredsFile(t *testing.T) {
 	}
 	if _, _, err := Open(ctx, "nats://"+ns.url+"?subject=creds.{table}", Options{}); err == nil {
 		t.Fatal("Open without credentials succeeded against an operator-mode server")
+	}
+}
+
+// TestNATSCloseUnblocksWriters: with NATS gone and a Write blocked on the
+// memory bound, Close with a deadline returns, the blocked Write fails, and
+// every batch taken is acknowledged (with an error) exactly once.
+func TestNATSCloseUnblocksWriters(t *testing.T) {
+	ctx := testCtx(t)
+	ns := startNATS(t, nil)
+	_, js := ns.client(t)
+	createStream(t, js, "TTL", "archiver.>")
+	s, _, err := Open(ctx, "nats://"+ns.url+"?max-pending-bytes=4KiB", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.stop()
+	a := newAcks()
+	var taken atomic.Int32
+	werr := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			// No deadline: only Close can unblock this.
+			if err := s.Write(ctx, Batch{Events: testEvents("t", "s", i*5, 5)}, a.ack(fmt.Sprint(i))); err != nil {
+				werr <- err
+				return
+			}
+			taken.Add(1)
+		}
+	}()
+	waitFor(t, "a Write to block", func() bool { return taken.Load() > 0 })
+	time.Sleep(200 * time.Millisecond) // let the writer reach the memory bound
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := s.Close(cctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close: %v, want the deadline error", err)
+	}
+	select {
+	case err := <-werr:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("blocked Write returned %v, want ErrClosed", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Write still blocked 30s after Close returned")
+	}
+	if got := len(a.all()); got != int(taken.Load()) {
+		t.Fatalf("%d batches taken, %d acknowledged", taken.Load(), got)
+	}
+	for id, n := range a.all() {
+		if _, err := a.get(id); n != 1 || err == nil {
+			t.Fatalf("batch %s: %d acks, err %v", id, n, err)
+		}
 	}
 }
