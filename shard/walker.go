@@ -162,6 +162,17 @@ func (r *run) loop() error {
 			r.schedule()
 		case res := <-r.results:
 			r.handle(res)
+			// Book every other reader that is done too, then schedule
+			// once (Assign may be a remote call).
+		more:
+			for {
+				select {
+				case res := <-r.results:
+					r.handle(res)
+				default:
+					break more
+				}
+			}
 			r.refreshPending()
 			r.schedule()
 		case <-r.wake:
