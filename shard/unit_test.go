@@ -173,3 +173,22 @@ func TestDropUpTo(t *testing.T) {
 		t.Fatalf("dropUpTo kept %d records starting %v", len(got), got)
 	}
 }
+
+// FuzzParseInputs feeds arbitrary text to the package's two small parsers:
+// neither may panic, and their results must be consistent.
+func FuzzParseInputs(f *testing.F) {
+	f.Add("arn:aws:dynamodb:us-east-1:000000000000:table/orders/stream/2026-01-01T00:00:00.000")
+	f.Add("latest")
+	f.Add("TRIM_HORIZON")
+	f.Add(":table//stream/")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		if name := TableFromStreamARN(s); name != "" && !strings.Contains(s, ":table/"+name+"/stream/") {
+			t.Fatalf("TableFromStreamARN(%q) = %q, not a part of the ARN", s, name)
+		}
+		p, err := ParseStartPosition(s)
+		if (err == nil) != (p == TrimHorizon || p == Latest) {
+			t.Fatalf("ParseStartPosition(%q) = %q, %v", s, p, err)
+		}
+	})
+}
