@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ttl-archiver/archiver/event"
 )
@@ -81,6 +82,10 @@ func crashLoop(t *testing.T, leases bool) {
 	t.Logf("built the archiver in %v", time.Since(t0).Round(time.Millisecond))
 	work := t.TempDir()
 	sinkDir := filepath.Join(work, "archive")
+	// JetStream beside the file sink: re-deliveries after a kill carry the
+	// same Nats-Msg-Id, so the stream must hold each expired record once.
+	natsURL := startNATS(t)
+	js := natsClient(t, natsURL)
 	ckpt := "file://" + filepath.Join(work, "checkpoints.json")
 	workers := 1
 	if leases {
@@ -97,6 +102,10 @@ func crashLoop(t *testing.T, leases bool) {
 	defer cancel()
 	db := ddbClient(endpoint, "writer")
 	createTable(t, ctx, db, "sessions")
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ARCHIVE", Subjects: []string{"archiver.>"}, Duplicates: 30 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("engine up and table created %v after start", time.Since(t0).Round(time.Millisecond))
 
 	// The writer: 25 expired items every 20 ms until told to stop, and
@@ -153,6 +162,7 @@ func crashLoop(t *testing.T, leases bool) {
 			"--endpoint", endpoint, "--table", "sessions",
 			"--checkpoint", ckpt, "--worker-id", name,
 			"--sink", "file://"+filepath.Join(sinkDir, fmt.Sprintf("w%d", slot)),
+			"--sink", "nats://"+natsURL,
 			"--metrics-addr", "127.0.0.1:0", "--log-level", "info",
 			"--shutdown-timeout", "25s")
 	}
@@ -259,8 +269,31 @@ func crashLoop(t *testing.T, leases bool) {
 		}
 	}
 
+	// JetStream: every expired record exactly once (de-duplicated by
+	// Nats-Msg-Id across the kills), nothing else.
+	all := append(append([]string(nil), keys...), sentinels...)
+	waitFor(t, 60*time.Second, "JetStream holds every expired item", func() error {
+		info, err := st.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.State.Msgs < uint64(len(all)) {
+			return fmt.Errorf("%d of %d messages", info.State.Msgs, len(all))
+		}
+		return nil
+	})
+	msgs := readStream(t, ctx, st)
+	if err := msgs.tally.allArrived(all); err != nil {
+		t.Errorf("JetStream: %v", err)
+	}
+	if msgs.tally.lines != len(all) || len(msgs.msgIDs) != len(all) {
+		t.Errorf("JetStream: %d messages, %d distinct Nats-Msg-Id, want %d each (de-duplication across kills)", msgs.tally.lines, len(msgs.msgIDs), len(all))
+	}
+	msgs.tally.checkItems(t, "JetStream")
+
 	t.Logf("crash loop: %d kill -9 rounds, %d expired items, %d archive lines, %d duplicate deliveries (%.2f%%), %d torn lines",
 		killed, len(keys), got.lines, dups, 100*float64(dups)/float64(max(1, len(keys))), got.torn)
+	t.Logf("JetStream: %d messages for %d expired items", msgs.tally.lines, len(all))
 }
 
 // checkOps checks the running archiver's health server (its address is in
