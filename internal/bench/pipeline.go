@@ -242,6 +242,10 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "  archiver: %s expired records/s into %s (a backlog of %d, process start to last acknowledgement %s)\n",
 		plFmtInt(rate), sinkNames, pipelineItems, elapsed.Round(time.Millisecond))
 
+	if lines := plScrape(metricsAddr, "archiver_sink_retries_total", "archiver_sink_failures_total"); lines != "" {
+		fmt.Fprintf(w, "    sink counters after the backlog: %s\n", lines)
+	}
+
 	// Phase 2, latency: items expiring over ten seconds while the archiver
 	// runs, swept every 100 ms, as the engine's own sweeper would.
 	phase2 := max(pipelineItems/10, 100)
@@ -743,6 +747,26 @@ func plWaitReady(ctx context.Context, addr string, exited <-chan struct{}, d tim
 		}
 	}
 	return fmt.Errorf("not ready within %s", d)
+}
+
+// plScrape returns the archiver's metric samples whose names start with one
+// of names, on one line.
+func plScrape(addr string, names ...string) string {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var out []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		for _, n := range names {
+			if strings.HasPrefix(sc.Text(), n) {
+				out = append(out, sc.Text())
+			}
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 func plFreeAddr() (string, error) {
