@@ -699,7 +699,7 @@ func (t *table) putLocked(item attr.Item, size int, cond *expr.Condition, rvccf 
 		return nil, 0, err
 	}
 	key := t.key.encode(make([]byte, 0, 32), item)
-	old := t.items.Get(key)
+	old := t.items.GetForWrite(key)
 	var oldItem attr.Item
 	if old != nil && (wantOld || cond != nil || t.needOld()) {
 		var err error
@@ -907,7 +907,7 @@ func (t *table) deleteLocked(keyItem attr.Item, cond *expr.Condition, rvccf stri
 	if err != nil {
 		return nil, 0, err
 	}
-	old := t.items.Get(key)
+	old := t.items.GetForWrite(key)
 	var oldItem attr.Item
 	if old != nil && (wantOld || cond != nil || t.needOld()) {
 		if oldItem, err = decodeStored(old); err != nil {
@@ -1022,7 +1022,7 @@ func (t *table) updateLocked(keyItem attr.Item, upd *expr.Update, cond *expr.Con
 	if err != nil {
 		return res, err
 	}
-	old := t.items.Get(key)
+	old := t.items.GetForWrite(key)
 	var oldItem attr.Item
 	if old != nil {
 		if oldItem, err = decodeStored(old); err != nil {

@@ -15,6 +15,7 @@ type skiplist struct {
 	length int
 	rnd    *rand.Rand
 	update [slMaxLevel]*slNode // scratch for insert/delete
+	hint   []byte              // key whose predecessors update holds (see GetForWrite)
 }
 
 const (
@@ -70,9 +71,27 @@ func (s *skiplist) Get(key []byte) *entry {
 	return nil
 }
 
+// GetForWrite is Get for a caller holding the write lock that may Put the
+// same key next: the search's predecessors are kept so that Put needs no
+// second search. Readers under a shared lock must use Get.
+func (s *skiplist) GetForWrite(key []byte) *entry {
+	n := s.seekGE(key, true)
+	s.hint = key
+	if n != nil && bytes.Equal(n.key, key) {
+		return n.val
+	}
+	return nil
+}
+
 // Put stores val under key and returns the value it replaced, if any.
 func (s *skiplist) Put(key []byte, val *entry) *entry {
-	n := s.seekGE(key, true)
+	var n *slNode
+	if s.hint != nil && bytes.Equal(s.hint, key) {
+		n = s.update[0].next[0]
+	} else {
+		n = s.seekGE(key, true)
+	}
+	s.hint = nil
 	if n != nil && bytes.Equal(n.key, key) {
 		old := n.val
 		n.val = val
@@ -109,6 +128,7 @@ func (s *skiplist) Put(key []byte, val *entry) *entry {
 
 // Delete removes key and returns its value, or nil when absent.
 func (s *skiplist) Delete(key []byte) *entry {
+	s.hint = nil
 	n := s.seekGE(key, true)
 	if n == nil || !bytes.Equal(n.key, key) {
 		return nil
@@ -121,6 +141,7 @@ func (s *skiplist) Delete(key []byte) *entry {
 // from the previous key's predecessors, so deleting a run of neighbouring
 // keys costs far less than as many Delete calls.
 func (s *skiplist) DeleteSorted(keys [][]byte) {
+	s.hint = nil
 	for i := range s.update {
 		s.update[i] = &s.head
 	}
