@@ -900,3 +900,77 @@ func TestWatcherCatchesTwoReaders(t *testing.T) {
 	e.put(t, "twice", "k", 0, 200)
 	waitFor(t, "the detector to fire", 30*time.Second, func() bool { return tb.count() > 0 })
 }
+
+// sharedLeases hands each shard to at most one of several walkers at once,
+// each walker taking at most half of what it sees ready: a stand-in for
+// the DynamoDB lease store.
+type sharedLeases struct {
+	mu     sync.Mutex
+	owner  map[string]string
+	cancel map[string]context.CancelFunc
+}
+
+type leaseView struct {
+	l  *sharedLeases
+	id string
+}
+
+func (v leaseView) Assign(ctx context.Context, arn string, ready []Shard) ([]Assignment, error) {
+	v.l.mu.Lock()
+	defer v.l.mu.Unlock()
+	share := (len(ready) + 1) / 2
+	mine := 0
+	for _, o := range v.l.owner {
+		if o == v.id {
+			mine++
+		}
+	}
+	var out []Assignment
+	for _, s := range ready {
+		if o, ok := v.l.owner[s.ID]; ok && o != v.id {
+			continue
+		} else if ok {
+			continue // ours already; the walker keeps the first Ctx
+		}
+		if mine >= share {
+			break
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		v.l.owner[s.ID], v.l.cancel[s.ID] = v.id, cancel
+		mine++
+		out = append(out, Assignment{ShardID: s.ID, Ctx: ctx})
+	}
+	return out, nil
+}
+
+func (v leaseView) Release(ctx context.Context, arn, id string, finished bool) error {
+	v.l.mu.Lock()
+	defer v.l.mu.Unlock()
+	if v.l.owner[id] == v.id {
+		v.l.cancel[id]()
+		delete(v.l.owner, id)
+		delete(v.l.cancel, id)
+	}
+	return nil
+}
+
+// TestTwoWalkersShareAStream runs two walkers on one stream with shared
+// leases and one checkpoint store: children finished by one walker's
+// parents are read by either, never by both at once, and nothing is lost.
+func TestTwoWalkersShareAStream(t *testing.T) {
+	e := newEnv(t, engine.Options{StreamShards: 4, ShardRolloverRecords: 100})
+	arn := e.createTable(t, "shared")
+	rec := newRecorder(t)
+	ws := watch(t, e.streams)
+	l := &sharedLeases{owner: map[string]string{}, cancel: map[string]context.CancelFunc{}}
+	for _, id := range []string{"a", "b"} {
+		startWalker(t, Options{Streams: ws, StreamARNs: []string{arn}, Processor: rec, Positions: rec,
+			Assigner: leaseView{l: l, id: id}, DiscoveryInterval: 2 * time.Second})
+	}
+	e.put(t, "shared", "k", 0, 2000)
+	waitFor(t, "2000 records", 90*time.Second, func() bool { return rec.distinct() >= 2000 })
+	if d := rec.duplicates(); d != 0 {
+		t.Errorf("%d duplicates", d)
+	}
+	rec.check(t, arn, describeAll(t, e.streams, arn))
+}

@@ -729,6 +729,27 @@ func (r *run) schedule() {
 		for _, ss := range ready {
 			readySet[ss.ID] = true
 		}
+		// The Assigner may know better: another worker finished a parent
+		// since this walker last loaded positions, or a child appeared
+		// that this walker has not described yet. Look again before
+		// handing such a shard back.
+		stale, unknown := false, false
+		for _, a := range asg {
+			ss := st.shards[a.ShardID]
+			unknown = unknown || ss == nil
+			stale = stale || (ss != nil && !ss.running && !readySet[a.ShardID])
+		}
+		if unknown {
+			r.refresh(st)
+		} else if stale {
+			r.loadPositions(st)
+		}
+		if unknown || stale {
+			clear(readySet)
+			for _, ss := range r.ready(st, now) {
+				readySet[ss.ID] = true
+			}
+		}
 		var fresh []Assignment
 		for _, a := range asg {
 			ss := st.shards[a.ShardID]
