@@ -142,6 +142,7 @@ var fuzzOps = []string{
 	"CreateTable", "DescribeTable", "ListTables", "DeleteTable", "UpdateTable", "DescribeTimeToLive", "UpdateTimeToLive",
 	"PutItem", "GetItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem", "BatchWriteItem",
 	"TransactWriteItems", "TransactGetItems",
+	"Streams.ListStreams", "Streams.DescribeStream", "Streams.GetShardIterator", "Streams.GetRecords",
 }
 
 // FuzzRequest posts arbitrary bodies to every operation: the engine never
@@ -155,11 +156,17 @@ func FuzzRequest(f *testing.F) {
 	setup := []string{
 		`{"TableName":"fzt","BillingMode":"PAY_PER_REQUEST","KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}],"AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"sk","AttributeType":"N"},{"AttributeName":"g","AttributeType":"S"}],"GlobalSecondaryIndexes":[{"IndexName":"gsi","KeySchema":[{"AttributeName":"g","KeyType":"HASH"}],"Projection":{"ProjectionType":"KEYS_ONLY"}}],"StreamSpecification":{"StreamEnabled":true,"StreamViewType":"NEW_AND_OLD_IMAGES"}}`,
 	}
-	for _, b := range setup {
-		if w := post(eng, "DynamoDB_20120810.CreateTable", b); w.Code != 200 {
-			f.Fatalf("setup: %d %s", w.Code, w.Body)
+	ensureTable := func(t testing.TB) {
+		if w := post(eng, "DynamoDB_20120810.DescribeTable", `{"TableName":"fzt"}`); w.Code == 200 {
+			return
+		}
+		for _, b := range setup {
+			if w := post(eng, "DynamoDB_20120810.CreateTable", b); w.Code != 200 {
+				t.Fatalf("setup: %d %s", w.Code, w.Body)
+			}
 		}
 	}
+	ensureTable(f)
 	f.Add(uint8(7), `{"TableName":"fzt","Item":{"pk":{"S":"a"},"sk":{"N":"1"},"g":{"S":"x"},"ttl":{"N":"1e3"}}}`)
 	f.Add(uint8(9), `{"TableName":"fzt","Key":{"pk":{"S":"a"},"sk":{"N":"1"}},"UpdateExpression":"SET #a = list_append(:l, :l) ADD n :one","ExpressionAttributeNames":{"#a":"a"},"ExpressionAttributeValues":{":l":{"L":[]},":one":{"N":"1"}},"ReturnValues":"UPDATED_NEW"}`)
 	f.Add(uint8(11), `{"TableName":"fzt","IndexName":"gsi","KeyConditionExpression":"g = :g","ExpressionAttributeValues":{":g":{"S":"x"}},"Limit":1}`)
@@ -171,11 +178,14 @@ func FuzzRequest(f *testing.F) {
 	f.Add(uint8(15), `{"TransactItems":[{"Put":{"TableName":"fzt","Item":{"pk":{"S":"c"},"sk":{"N":"3"}}}}]}`)
 	f.Add(uint8(0), `{"TableName":"x\u0000y"}`)
 	f.Add(uint8(10), `{"TableName":"fzt","Key":{"pk":{"S":""},"sk":{"N":"-0"}}}`)
+	f.Add(uint8(17), `{"TableName":"fzt","Limit":5}`)
+	f.Add(uint8(20), `{"ShardIterator":"bm9wZQ==","Limit":1000}`)
 	f.Fuzz(func(t *testing.T, op uint8, body string) {
 		target := "DynamoDB_20120810." + fuzzOps[int(op)%len(fuzzOps)]
-		if strings.Contains(body, `"DeleteTable"`) {
-			return
+		if name, ok := strings.CutPrefix(fuzzOps[int(op)%len(fuzzOps)], "Streams."); ok {
+			target = "DynamoDBStreams_20120810." + name
 		}
+		ensureTable(t)
 		w := post(eng, target, body)
 		if w.Code >= 500 {
 			t.Fatalf("%s %s: status %d %s", target, body, w.Code, w.Body)
