@@ -88,6 +88,10 @@ type S3Sink struct {
 	stop   chan struct{}
 	ticker chan struct{}
 	now    func() time.Time
+
+	linePool sync.Pool // *[]byte: per-Write rendering buffers
+	dataPool sync.Pool // []byte: object buffers of finished uploads
+	gzPool   sync.Pool // *gzip.Writer
 }
 
 type s3BufKey struct {
@@ -204,6 +208,7 @@ func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
 		now:      time.Now,
 	}
 	s.m = newSinkMetrics(o.Registerer, s.name)
+	s.linePool.New = func() any { return new([]byte) }
 	// Memory bound: what is buffered plus what is being uploaded.
 	if c.MaxBufferBytes <= 0 {
 		c.MaxBufferBytes = max(4*c.FlushBytes, 64<<20)
@@ -264,18 +269,21 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 		go ack(nil)
 		return nil
 	}
-	lines := make([][]byte, len(b.Events))
-	var total int64
-	var buf []byte
+	// Render outside the lock (writers of different shards render in
+	// parallel) into a pooled buffer; ends[i] is where line i ends.
+	bufp := s.linePool.Get().(*[]byte)
+	defer s.linePool.Put(bufp)
+	buf := (*bufp)[:0]
+	ends := make([]int, len(b.Events))
 	for i := range b.Events {
 		if err := checkTableName(b.Events[i].Table); err != nil {
 			return fmt.Errorf("s3 sink: event %s: %w", b.Events[i].EventID, err)
 		}
-		start := len(buf)
 		buf = event.AppendLine(buf, &b.Events[i])
-		lines[i] = buf[start:len(buf):len(buf)]
-		total += int64(len(lines[i]))
+		ends[i] = len(buf)
 	}
+	*bufp = buf
+	total := int64(len(buf))
 	if err := s.budget.acquireOrKick(ctx, total, s.cutAll); err != nil {
 		return err
 	}
@@ -300,7 +308,7 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 		}
 		bf := s.bufs[k]
 		if bf == nil {
-			bf = &s3Buffer{key: k, first: e.SequenceNumber, opened: now, data: make([]byte, 0, min(s.c.FlushBytes+64<<10, 64<<10))}
+			bf = &s3Buffer{key: k, first: e.SequenceNumber, opened: now, data: s.newData()}
 			s.bufs[k] = bf
 		}
 		if n := len(bf.batches); n == 0 || bf.batches[n-1] != sb {
@@ -309,7 +317,11 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 			sb.remaining++
 			sb.mu.Unlock()
 		}
-		bf.data = append(bf.data, lines[i]...)
+		start := 0
+		if i > 0 {
+			start = ends[i-1]
+		}
+		bf.data = append(bf.data, buf[start:ends[i]]...)
 		bf.last = e.SequenceNumber
 		bf.records++
 		if int64(len(bf.data)) >= s.c.FlushBytes {
@@ -319,6 +331,16 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 	s.mu.Unlock()
 	sb.done(nil)
 	return nil
+}
+
+// newData returns an empty buffer, reusing one of an earlier upload when
+// there is one (buffers reach FlushBytes; reuse keeps the garbage
+// collector out of the way).
+func (s *S3Sink) newData() []byte {
+	if d, ok := s.dataPool.Get().([]byte); ok {
+		return d
+	}
+	return make([]byte, 0, min(s.c.FlushBytes+64<<10, 64<<10))
 }
 
 // cutLocked turns a buffer into an upload. s.mu is held.
@@ -369,6 +391,9 @@ func (s *S3Sink) upload(bf *s3Buffer, up *s3Upload) {
 	for _, b := range bf.batches {
 		b.done(err)
 	}
+	if int64(cap(bf.data)) >= s.c.FlushBytes {
+		s.dataPool.Put(bf.data[:0])
+	}
 	s.mu.Lock()
 	delete(s.inflight, up)
 	s.mu.Unlock()
@@ -380,10 +405,16 @@ func (s *S3Sink) compress(data []byte) ([]byte, error) {
 	case "gzip":
 		var out bytes.Buffer
 		out.Grow(len(data)/4 + 64)
-		zw, err := gzip.NewWriterLevel(&out, gzip.DefaultCompression)
-		if err != nil {
-			return nil, err
+		zw, _ := s.gzPool.Get().(*gzip.Writer)
+		if zw == nil {
+			var err error
+			if zw, err = gzip.NewWriterLevel(&out, gzip.DefaultCompression); err != nil {
+				return nil, err
+			}
+		} else {
+			zw.Reset(&out)
 		}
+		defer s.gzPool.Put(zw)
 		if _, err := zw.Write(data); err != nil {
 			return nil, err
 		}
