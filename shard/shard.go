@@ -151,15 +151,19 @@ type Processor interface {
 	ShardEnded(ctx context.Context, streamARN, shardID string) error
 	// ShardStopped is called when a shard's reader stops before the shard's
 	// end: its assignment was withdrawn (lease lost or handed off), the
-	// walker is shutting down, Process or ShardEnded failed, or the shard
-	// went away. It returns after the shard's in-flight records are
+	// walker is shutting down, the reader gave its slot to a waiting shard
+	// (IdleYield), Process, ShardEnded or the Streams API failed, or the
+	// shard went away. Batches queued but not yet passed to Process are
+	// dropped; the shard later resumes from its stored Position. It returns after the shard's in-flight records are
 	// acknowledged and checkpointed (or ctx ends). ctx is a fresh context
 	// bounded by Options.StopTimeout.
 	ShardStopped(ctx context.Context, streamARN, shardID string) error
 }
 
 // Positions loads stored positions (the consumer adapts a checkpoint store
-// to it). It is called at every discovery of a stream.
+// to it). It is called at every discovery of a stream and again right
+// before readers start, so a shard resumes after its latest checkpoint
+// (also one another worker just wrote).
 type Positions interface {
 	Positions(ctx context.Context, streamARN string) (map[string]Position, error)
 }
