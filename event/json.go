@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,7 +48,8 @@ func AppendItem(dst []byte, item Item) []byte {
 		return append(dst, "null"...)
 	}
 	dst = append(dst, '{')
-	for i, k := range sortedKeys(item) {
+	var arr [16]string
+	for i, k := range sortedKeys(item, arr[:0]) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
@@ -138,7 +139,8 @@ func AppendPlainJSON(dst []byte, item Item) []byte {
 		return append(dst, "null"...)
 	}
 	dst = append(dst, '{')
-	for i, k := range sortedKeys(item) {
+	var arr [16]string
+	for i, k := range sortedKeys(item, arr[:0]) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
@@ -328,12 +330,14 @@ func ValidNumber(s string) bool {
 	return i == len(s)
 }
 
-func sortedKeys(m Item) []string {
-	keys := make([]string, 0, len(m))
+// sortedKeys returns m's keys in order, in buf when it is large enough
+// (callers pass a stack array, so small items allocate nothing).
+func sortedKeys(m Item, buf []string) []string {
+	keys := buf[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys
 }
 
@@ -600,12 +604,13 @@ func AppendLine(dst []byte, e *Event) []byte {
 	dst = append(dst, `,"streamArn":`...)
 	dst = appendString(dst, e.StreamARN)
 	if !e.ApproximateCreationTime.IsZero() {
-		ts := e.ApproximateCreationTime.UTC().Format(time.RFC3339Nano)
 		dst = append(dst, `,"approximateCreationDateTime":`...)
-		dst = appendString(dst, ts)
+		start := len(dst)
+		dst = appendTime(dst, e.ApproximateCreationTime)
 		if e.isRemove() {
+			ts := dst[start:]
 			dst = append(dst, `,"deletionTime":`...)
-			dst = appendString(dst, ts)
+			dst = append(dst, ts...)
 		}
 	}
 	if e.SizeBytes != 0 {
@@ -622,13 +627,21 @@ func AppendLine(dst []byte, e *Event) []byte {
 	}
 	if !e.TTLTime.IsZero() {
 		dst = append(dst, `,"ttlTime":`...)
-		dst = appendString(dst, e.TTLTime.UTC().Format(time.RFC3339Nano))
+		dst = appendTime(dst, e.TTLTime)
 	}
 	if e.TTLLag != 0 {
 		dst = append(dst, `,"ttlLagSeconds":`...)
 		dst = appendSeconds(dst, e.TTLLag)
 	}
 	return append(dst, "}}\n"...)
+}
+
+// appendTime writes t as a quoted RFC 3339 UTC timestamp with nanoseconds
+// (no character of it needs escaping).
+func appendTime(dst []byte, t time.Time) []byte {
+	dst = append(dst, '"')
+	dst = t.UTC().AppendFormat(dst, time.RFC3339Nano)
+	return append(dst, '"')
 }
 
 // MarshalLine returns the archive line of e without the trailing newline.
