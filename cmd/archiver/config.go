@@ -32,6 +32,8 @@ type runConfig struct {
 	Sinks           []string
 	Start           string
 	WorkerID        string
+	LeaseDuration   time.Duration
+	LeaseRenew      time.Duration
 	ShutdownTimeout time.Duration
 	LogLevel        string
 	MetricsAddr     string
@@ -89,6 +91,10 @@ var runOptions = []option{
 		get: func(c *runConfig) any { return c.Start }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Start = s }},
 	{name: "worker-id", usage: "this worker's lease owner name (default: the ECS task ID, else HOST-PID)",
 		get: func(c *runConfig) any { return c.WorkerID }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.WorkerID = s }},
+	{name: "lease-duration", kind: kindDuration, def: "20s", usage: "with dynamodb:// checkpoints: how long a shard lease stays valid without renewal",
+		get: func(c *runConfig) any { return c.LeaseDuration }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.LeaseDuration = d }},
+	{name: "lease-renew", kind: kindDuration, def: "5s", usage: "with dynamodb:// checkpoints: how often leases are renewed (at most a third of --lease-duration)",
+		get: func(c *runConfig) any { return c.LeaseRenew }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.LeaseRenew = d }},
 	{name: "shutdown-timeout", kind: kindDuration, def: "25s", usage: "on SIGTERM, time to flush sinks, checkpoint and release leases (keep it under ECS's stopTimeout)",
 		get: func(c *runConfig) any { return c.ShutdownTimeout }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.ShutdownTimeout = d }},
 	{name: "log-level", def: "info", usage: "debug, info, warn or error",
@@ -438,6 +444,10 @@ func validateOption(c *runConfig, o option, from string, p *problems) {
 		if strings.ContainsFunc(c.WorkerID, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
 			p.add("%s: %q must not contain spaces or control characters", from, c.WorkerID)
 		}
+	case "lease-duration", "lease-renew":
+		if d := o.get(c).(time.Duration); d <= 0 {
+			p.add("%s: %s must be positive", from, d)
+		}
 	case "shutdown-timeout":
 		if c.ShutdownTimeout <= 0 {
 			p.add("%s: %s must be positive", from, c.ShutdownTimeout)
@@ -465,6 +475,10 @@ func validateOption(c *runConfig, o option, from string, p *problems) {
 func validateRun(c *runConfig, p *problems) {
 	if len(c.Tables) == 0 && len(c.StreamARNs) == 0 {
 		p.add("--table or --stream-arn: name at least one table or stream ARN to archive")
+	}
+	if c.LeaseRenew > 0 && c.LeaseDuration > 0 && c.LeaseRenew*3 > c.LeaseDuration {
+		p.add("--lease-renew: %s must be at most a third of --lease-duration %s, so a lease survives two failed renewals",
+			c.LeaseRenew, c.LeaseDuration)
 	}
 }
 

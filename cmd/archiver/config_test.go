@@ -121,6 +121,8 @@ func TestConfigValidation(t *testing.T) {
 			`--metrics: "statsd"`, `--metrics-addr: "9090" is not HOST:PORT`, `--log-level: unknown log level "loud"`,
 			`--endpoint: "localhost:8000": scheme must be http or https`, `--region: "Mars"`, `--checkpoint: "redis://x": scheme must be file or dynamodb`}},
 		{"bad dynamodb checkpoint", append(ok, "--checkpoint", "dynamodb://x?create=maybe"), nil, "", []string{"--checkpoint: ", "x"}},
+		{"lease renew too slow", append(ok, "--lease-duration", "10s", "--lease-renew", "5s"), nil, "",
+			[]string{"--lease-renew: 5s must be at most a third of --lease-duration 10s"}},
 		{"bad stream arn", []string{"--stream-arn", "arn:nope", "--checkpoint", "file://c", "--sink", "stdout://"}, nil, "",
 			[]string{`--stream-arn: "arn:nope" is not a DynamoDB stream ARN`}},
 		{"unknown flag", []string{"--tabel", "x"}, nil, "", []string{"flag provided but not defined: -tabel"}},

@@ -238,6 +238,8 @@ func runDemo(ctx context.Context, o demoOptions) (*demoSummary, error) {
 		},
 		Start:           "trim-horizon",
 		ShutdownTimeout: 10 * time.Second,
+		LeaseDuration:   20 * time.Second,
+		LeaseRenew:      5 * time.Second,
 		LogLevel:        "warn",
 		MetricsAddr:     "127.0.0.1:0",
 		Metrics:         "prometheus",

@@ -279,12 +279,14 @@ func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pi
 			cancel()
 		}
 		st, err := checkpoint.OpenDynamo(ctx, checkpoint.DynamoOptions{
-			Client:     client,
-			Table:      du.Table,
-			Create:     du.Create,
-			WorkerID:   worker,
-			Logger:     d.log.Named("checkpoint"),
-			Registerer: d.reg,
+			Client:        client,
+			Table:         du.Table,
+			Create:        du.Create,
+			WorkerID:      worker,
+			LeaseDuration: cfg.LeaseDuration,
+			RenewEvery:    cfg.LeaseRenew,
+			Logger:        d.log.Named("checkpoint"),
+			Registerer:    d.reg,
 		})
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("--checkpoint %s: %w", maskURL(cfg.Checkpoint), err)
