@@ -278,3 +278,14 @@ func FuzzMaskURL(f *testing.F) {
 		}
 	})
 }
+
+// TestExampleConfigLoads keeps deploy/archiver.example.yaml valid.
+func TestExampleConfigLoads(t *testing.T) {
+	c, err := loadRunConfig([]string{"--config", filepath.Join("..", "..", "deploy", "archiver.example.yaml")}, envMap(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Region != "eu-west-1" || len(c.Sinks) != 2 || c.Checkpoint != "dynamodb://ttl-archiver-leases" || c.LeaseRenew != 5*time.Second {
+		t.Fatalf("example config = %+v", c)
+	}
+}
