@@ -278,7 +278,7 @@ func runDemo(ctx context.Context, o demoOptions) (*demoSummary, error) {
 	// swept every second), then stop the archiver: it flushes and
 	// checkpoints.
 	if pipeDone != nil {
-		deadline := time.Now().Add(8 * time.Second)
+		deadline := time.Now().Add(20 * time.Second)
 		for time.Now().Before(deadline) && ctx.Err() == nil {
 			subMu.Lock()
 			n := len(published)
