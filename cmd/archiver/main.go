@@ -52,6 +52,11 @@ Run 'archiver <command> -h' for a command's flags.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts a graceful stop; a second one kills at once.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	os.Exit(dispatch(ctx, os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}))
 }
 
