@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,6 +209,21 @@ func (r rejectFilter) DescribeStream(ctx context.Context, in *dynamodbstreams.De
 	return r.StreamsAPI.DescribeStream(ctx, in, f...)
 }
 
+// everyFifthStreamsCallFails is an engine hook failing every 5th
+// GetRecords, GetShardIterator and DescribeStream call with a 500.
+func everyFifthStreamsCallFails() func(op string, r *http.Request) error {
+	var n atomic.Int64
+	return func(op string, r *http.Request) error {
+		switch op {
+		case "GetRecords", "GetShardIterator", "DescribeStream":
+			if n.Add(1)%5 == 0 {
+				return engine.NewError("InternalServerError", "injected server error", 500)
+			}
+		}
+		return nil
+	}
+}
+
 // TestScenarios reads a table's stream while items are written and the
 // engine injects a fault half-way, and counts every record.
 func TestScenarios(t *testing.T) {
@@ -322,6 +339,22 @@ func TestScenarios(t *testing.T) {
 			check: func(t *testing.T, e *testEnv, ws *watchedStreams, reg *prometheus.Registry, arn string) {
 				if metricSum(t, reg, "archiver_shard_throttles_total") == 0 {
 					t.Errorf("archiver_shard_throttles_total = 0 after 40 injected throttles")
+				}
+			},
+		},
+		{
+			// Every 5th Streams call fails with a 500, straight to the
+			// walker (SDK retries off): backoff and a fresh iterator.
+			name:    "server errors",
+			engine:  engine.Options{StreamShards: 2, ShardRolloverRecords: 250, Hooks: engine.Hooks{OnRequest: everyFifthStreamsCallFails()}},
+			items:   1200,
+			noRetry: true,
+			opts: func(o *Options, ws *watchedStreams) {
+				o.MinBackoff, o.MaxBackoff = 5*time.Millisecond, 50*time.Millisecond
+			},
+			check: func(t *testing.T, e *testEnv, ws *watchedStreams, reg *prometheus.Registry, arn string) {
+				if metricSum(t, reg, "archiver_shard_api_errors_total") == 0 {
+					t.Errorf("archiver_shard_api_errors_total = 0 with every 5th call failing")
 				}
 			},
 		},

@@ -205,7 +205,10 @@ const (
 	// sees a stream with no stored positions at all: closed shards are
 	// skipped and open shards start at LATEST. Every shard found later
 	// (children, a new stream after re-enabling) starts at TRIM_HORIZON,
-	// and a stream with stored positions always resumes from them.
+	// and a stream with stored positions always resumes from them. (A
+	// LATEST shard whose iterator expires before its first record is read
+	// again from LATEST; one restarted before its first checkpoint is read
+	// from TRIM_HORIZON, which may re-deliver, never lose.)
 	Latest StartPosition = "latest"
 )
 
