@@ -616,6 +616,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 type leaseMetrics struct {
 	held                  prometheus.Gauge
 	takes, steals, losses prometheus.Counter
+	renewals              prometheus.Counter
 	renewFailures         prometheus.Counter
 	throttles             prometheus.Counter
 }
@@ -630,6 +631,8 @@ func newLeaseMetrics(reg prometheus.Registerer) (*leaseMetrics, error) {
 			Help: "Leases this worker received from another worker by hand-off (balancing)."}),
 		losses: prometheus.NewCounter(prometheus.CounterOpts{Name: "archiver_lease_losses_total",
 			Help: "Leases this worker found taken by another worker."}),
+		renewals: prometheus.NewCounter(prometheus.CounterOpts{Name: "archiver_lease_renewals_total",
+			Help: "Lease renewals that succeeded."}),
 		renewFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "archiver_lease_renew_failures_total",
 			Help: "Lease renewals that failed (throttling, errors); the lease is renewed again or given up before it expires."}),
 		throttles: prometheus.NewCounter(prometheus.CounterOpts{Name: "archiver_lease_table_retries_total",
@@ -653,6 +656,7 @@ func newLeaseMetrics(reg prometheus.Registerer) (*leaseMetrics, error) {
 	m.takes = register(m.takes).(prometheus.Counter)
 	m.steals = register(m.steals).(prometheus.Counter)
 	m.losses = register(m.losses).(prometheus.Counter)
+	m.renewals = register(m.renewals).(prometheus.Counter)
 	m.renewFailures = register(m.renewFailures).(prometheus.Counter)
 	m.throttles = register(m.throttles).(prometheus.Counter)
 	if regErr != nil {

@@ -249,6 +249,7 @@ func (s *DynamoStore) renew(l *lease) {
 		s.log.Warn("lease renewal failed", zap.String("stream", l.key.stream), zap.String("shard", l.key.shard), zap.Error(err))
 		return
 	}
+	s.metrics.renewals.Inc()
 	s.mu.Lock()
 	if s.leases[l.key] == l && l.counter == counter {
 		l.validUntil = start.Add(s.leaseD)

@@ -105,7 +105,8 @@ type delivery struct {
 }
 
 type farEnd struct {
-	failUntil atomic.Int64 // unix ms: until then every write fails
+	failUntil atomic.Int64                  // unix ms: until then every write fails
+	blocked   atomic.Pointer[chan struct{}] // when set, writes wait until it is closed
 	failed    atomic.Int64
 	mu        sync.Mutex
 	recs      map[string][]delivery // event ID → deliveries
@@ -122,6 +123,13 @@ func (s *recSink) Name() string { return "rec-" + s.worker }
 func (s *recSink) Write(ctx context.Context, b sinks.Batch, ack sinks.Ack) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if ch := s.end.blocked.Load(); ch != nil {
+		select {
+		case <-*ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	now := time.Now()
 	if now.UnixMilli() < s.end.failUntil.Load() {
@@ -734,4 +742,87 @@ func (env *mwEnv) logLeaseMetrics(ws []*mwWorker) {
 		}
 		env.t.Logf("%s: %s", w.name, strings.Join(parts, " "))
 	}
+}
+
+// TestLeasesSurviveBlockedSink: a sink that blocks (the consumer's
+// Process, and with it every reader, waits on it) for several lease
+// durations does not stop lease renewal, which runs on its own timer: every
+// held lease keeps being renewed, and a lease changes hands only where
+// renewals failed (a loaded machine's slow requests), never because the
+// consumer was stuck.
+func TestLeasesSurviveBlockedSink(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes several lease durations")
+	}
+	env := newMWEnv(t)
+	env.lease = 4 * time.Second
+	a, b := env.startWorker("worker-a"), env.startWorker("worker-b")
+	ws := []*mwWorker{a, b}
+	all := env.writeExpired(200)
+	env.allArrived(all)
+	waitFor(t, 60*time.Second, "the workers share the shards evenly", func() error {
+		na, nb := len(a.store.HeldShards(env.stream)), len(b.store.HeldShards(env.stream))
+		if na+nb < 16 || na-nb > 1 || nb-na > 1 {
+			return fmt.Errorf("a %d, b %d", na, nb)
+		}
+		return nil
+	})
+	before := map[string]int64{}
+	for sh, r := range env.rows() {
+		if !finished(r) {
+			before[sh] = attrN(r, "lease_counter")
+		}
+	}
+	held := map[string]int{}
+	renewed := map[string]float64{}
+	failed := map[string]float64{}
+	for _, w := range ws {
+		held[w.name] = len(w.store.HeldShards(env.stream))
+		renewed[w.name] = metric(t, w.reg, "archiver_lease_renewals_total")
+		failed[w.name] = metric(t, w.reg, "archiver_lease_renew_failures_total")
+	}
+	block := make(chan struct{})
+	env.end.blocked.Store(&block)
+	all = append(all, env.writeExpired(200)...)
+	time.Sleep(5 * env.lease / 2) // the sink is stuck for 2.5 lease durations
+	rows := env.rows()
+	for _, w := range ws {
+		// Renewal every lease/6 over 2.5 leases: about 15 rounds.
+		got := metric(t, w.reg, "archiver_lease_renewals_total") - renewed[w.name]
+		if got < float64(3*held[w.name]) {
+			t.Errorf("%s renewed %v times while its consumer was blocked; want at least 3 per lease (%d leases)", w.name, got, held[w.name])
+		}
+		failed[w.name] = metric(t, w.reg, "archiver_lease_renew_failures_total") - failed[w.name]
+	}
+	moved := 0
+	for sh, c := range before {
+		if got := attrN(rows[sh], "lease_counter"); got != c {
+			moved++
+			t.Logf("shard %s changed hands while the sink was blocked (counter %d -> %d, owner now %q)", sh, c, got, attrS(rows[sh], "lease_owner"))
+		}
+	}
+	if moved > 0 && failed["worker-a"]+failed["worker-b"] == 0 {
+		t.Errorf("%d leases changed hands while the consumers were blocked, with no failed renewal", moved)
+	}
+	t.Logf("while blocked: %d of %d leases changed hands; renew failures %v", moved, len(before), failed)
+	close(block)
+	env.allArrived(all)
+	env.logLeaseMetrics(ws)
+	env.checkExclusiveReads([]string{"worker-a", "worker-b"})
+}
+
+// metric reads a counter from a registry.
+func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("metric %s not registered", name)
+	return 0
 }
