@@ -27,9 +27,10 @@ import (
 )
 
 const (
-	sinksBenchNATSRecords = 100_000
+	sinksBenchNATSRecords = 50_000
 	sinksBenchS3Records   = 200_000
 	sinksBenchShards      = 4
+	sinksBenchRounds      = 3
 	sinksBenchBatch       = 250
 	sinksBenchFlushBytes  = 8 << 20
 	sinksBenchS3Access    = "AKIABENCHARCHIVER"
@@ -164,49 +165,52 @@ func sinksBenchNATS(ctx context.Context, w io.Writer) error {
 		return err
 	}
 
-	// The same messages the sink sends (subject, headers, envelope), made
-	// up front so the loop measures the broker alone.
-	raw := sinksBenchEvents("raw", sinksBenchNATSRecords)
-	var msgs []*nats.Msg
-	for _, evs := range raw {
-		for i := range evs {
-			e := &evs[i]
-			h := nats.Header{}
-			h.Set(jetstream.MsgIDHeader, e.EventID)
-			h.Set(sinks.HeaderTable, e.Table)
-			h.Set(sinks.HeaderKind, string(e.Kind))
-			h.Set(sinks.HeaderKeys, string(event.MarshalItem(e.Keys)))
-			h.Set(sinks.HeaderShard, e.ShardID)
-			h.Set(sinks.HeaderSequence, e.SequenceNumber)
-			h.Set(sinks.HeaderEventName, e.EventName)
-			msgs = append(msgs, &nats.Msg{Subject: "archiver.sessions.expired", Header: h, Data: event.MarshalLine(e)})
-		}
-	}
-	start := time.Now()
-	for _, m := range msgs {
-		if _, err := js.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute)); err != nil {
-			return err
-		}
-	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	rawRate := float64(len(msgs)) / time.Since(start).Seconds()
-
 	s, _, err := sinks.Open(ctx, url+"?subject=archiver.{table}.{kind}", sinks.Options{})
 	if err != nil {
 		return err
 	}
-	evs := sinksBenchEvents("sink", sinksBenchNATSRecords)
-	start = time.Now()
-	if err := sinksBenchWrite(ctx, s, evs); err != nil {
-		return err
-	}
-	sinkRate := float64(sinksBenchNATSRecords) / time.Since(start).Seconds()
-	if err := s.Close(ctx); err != nil {
-		return err
+	defer s.Close(ctx)
+	// Best of sinksBenchRounds, raw and sink alternating, so that load from
+	// elsewhere on the machine hits both alike. Every round publishes new
+	// event IDs (JetStream would drop repeats as duplicates).
+	var rawRate, sinkRate float64
+	for round := 0; round < sinksBenchRounds; round++ {
+		// The same messages the sink sends (subject, headers, envelope),
+		// made up front so the loop measures the broker alone.
+		var msgs []*nats.Msg
+		for _, evs := range sinksBenchEvents(fmt.Sprintf("raw%d", round), sinksBenchNATSRecords) {
+			for i := range evs {
+				e := &evs[i]
+				h := nats.Header{}
+				h.Set(jetstream.MsgIDHeader, e.EventID)
+				h.Set(sinks.HeaderTable, e.Table)
+				h.Set(sinks.HeaderKind, string(e.Kind))
+				h.Set(sinks.HeaderKeys, string(event.MarshalItem(e.Keys)))
+				h.Set(sinks.HeaderShard, e.ShardID)
+				h.Set(sinks.HeaderSequence, e.SequenceNumber)
+				h.Set(sinks.HeaderEventName, e.EventName)
+				msgs = append(msgs, &nats.Msg{Subject: "archiver.sessions.expired", Header: h, Data: event.MarshalLine(e)})
+			}
+		}
+		start := time.Now()
+		for _, m := range msgs {
+			if _, err := js.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute)); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-js.PublishAsyncComplete():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		rawRate = max(rawRate, float64(len(msgs))/time.Since(start).Seconds())
+
+		evs := sinksBenchEvents(fmt.Sprintf("sink%d", round), sinksBenchNATSRecords)
+		start = time.Now()
+		if err := sinksBenchWrite(ctx, s, evs); err != nil {
+			return err
+		}
+		sinkRate = max(sinkRate, float64(sinksBenchNATSRecords)/time.Since(start).Seconds())
 	}
 	sinksBenchRatio(w, "nats jetstream sink", sinkRate, rawRate, "raw PublishAsync")
 	return nil
@@ -363,28 +367,31 @@ func sinksBenchS3(ctx context.Context, w io.Writer) error {
 		}
 		return float64(sinksBenchS3Records) / time.Since(start).Seconds(), nil
 	}
-	rawRate, err := putAll("raw/", false)
-	if err != nil {
-		return err
-	}
-	gzipRate, err := putAll("rawgzip/", true)
-	if err != nil {
-		return err
-	}
-
 	s, _, err := sinks.Open(ctx, "s3://bench/sink?endpoint="+endpoint+"&path-style=true&flush-bytes=8MiB", sinks.Options{AWSConfig: awsConfig})
 	if err != nil {
 		return err
 	}
-	evs := sinksBenchEvents("sink", sinksBenchS3Records)
-	start := time.Now()
-	if err := sinksBenchWrite(ctx, s, evs); err != nil {
-		return err
+	defer s.Close(ctx)
+	// Best of sinksBenchRounds, the three alternating.
+	var rawRate, gzipRate, sinkRate float64
+	for round := 0; round < sinksBenchRounds; round++ {
+		r, err := putAll(fmt.Sprintf("raw%d/", round), false)
+		if err != nil {
+			return err
+		}
+		rawRate = max(rawRate, r)
+		if r, err = putAll(fmt.Sprintf("rawgzip%d/", round), true); err != nil {
+			return err
+		}
+		gzipRate = max(gzipRate, r)
+		evs := sinksBenchEvents(fmt.Sprintf("sink%d", round), sinksBenchS3Records)
+		start := time.Now()
+		if err := sinksBenchWrite(ctx, s, evs); err != nil {
+			return err
+		}
+		sinkRate = max(sinkRate, float64(sinksBenchS3Records)/time.Since(start).Seconds())
 	}
-	sinkRate := float64(sinksBenchS3Records) / time.Since(start).Seconds()
-	if err := s.Close(ctx); err != nil {
-		return err
-	}
+
 	sinksBenchRatio(w, "s3 sink (gzip, versitygw)", sinkRate, rawRate, "raw PutObject")
 	sinksBenchRatio(w, "s3 sink (gzip, versitygw)", sinkRate, gzipRate, "gzip+PutObject")
 	fmt.Fprintf(w, "%-28s %d objects, %.1f MiB compressed for %d records\n", "", len(objects), float64(sinksBenchTotal(objects, func(o object) int { return len(o.body) }))/(1<<20), sinksBenchS3Records)
