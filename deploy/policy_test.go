@@ -1,6 +1,3 @@
-// Package deploy holds the container image, ECS task definition, IAM policy
-// and Terraform of the archiver. Its test keeps iam-policy.json equal to
-// what the code calls.
 package deploy
 
 import (
