@@ -28,7 +28,23 @@ import (
 const (
 	consumerBenchItems  = 200_000
 	consumerBenchShards = 4
+	consumerBenchRounds = 3
 )
+
+// bestOf runs f consumerBenchRounds times and returns its shortest time.
+func bestOf(f func() (time.Duration, error)) (time.Duration, error) {
+	var best time.Duration
+	for i := 0; i < consumerBenchRounds; i++ {
+		d, err := f()
+		if err != nil {
+			return 0, err
+		}
+		if i == 0 || d < best {
+			best = d
+		}
+	}
+	return best, nil
+}
 
 // runConsumerBench measures the consumer against the source's limit: the
 // engine's stream holds 200,000 TTL expiries (REMOVE records only: the
@@ -73,19 +89,21 @@ func runConsumerBench(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "setup: %d expired items in %d shards (%.1fs)\n", consumerBenchItems, consumerBenchShards, time.Since(t0).Seconds())
 
-	raw, err := benchRawDrain(ctx, st, arn, consumerBenchItems)
+	// Best of consumerBenchRounds for each figure: the machine may be busy
+	// with other work, and the best run is the least disturbed one.
+	raw, err := bestOf(func() (time.Duration, error) { return benchRawDrain(ctx, st, arn, consumerBenchItems) })
 	if err != nil {
 		return fmt.Errorf("raw drain: %w", err)
 	}
 	rawRate := float64(consumerBenchItems) / raw.Seconds()
-	fmt.Fprintf(w, "raw GetRecords drain (baseline): %8.0f records/s (%.2fs)\n", rawRate, raw.Seconds())
+	fmt.Fprintf(w, "raw GetRecords drain (baseline): %8.0f records/s (%.2fs, best of %d)\n", rawRate, raw.Seconds(), consumerBenchRounds)
 
-	took, err := benchConsume(ctx, st, db, table, consumerBenchItems, false)
+	took, err := bestOf(func() (time.Duration, error) { return benchConsume(ctx, st, db, table, consumerBenchItems, false) })
 	if err != nil {
 		return fmt.Errorf("consumer: %w", err)
 	}
 	rate := float64(consumerBenchItems) / took.Seconds()
-	fmt.Fprintf(w, "consumer -> file sink:           %8.0f expired records/s (%.2fs)\n", rate, took.Seconds())
+	fmt.Fprintf(w, "consumer -> file sink:           %8.0f expired records/s (%.2fs, best of %d)\n", rate, took.Seconds(), consumerBenchRounds)
 	fmt.Fprintf(w, "ratio consumer/raw: %.0f%% (target >= 70%%)\n", 100*rate/rawRate)
 
 	// The consumer alone (a sink that acknowledges at once): separates the
