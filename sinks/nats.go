@@ -254,7 +254,7 @@ func (s *NATSSink) message(e *event.Event) *nats.Msg {
 	if id == "" {
 		id = e.StreamARN + "/" + e.ShardID + "/" + e.SequenceNumber
 	}
-	h := nats.Header{}
+	h := make(nats.Header, 7)
 	h.Set(jetstream.MsgIDHeader, id)
 	h.Set(HeaderTable, e.Table)
 	h.Set(HeaderKind, string(e.Kind))
@@ -589,10 +589,11 @@ func (s *NATSSink) drain() error {
 // (a single request larger than the whole budget passes when nothing else
 // is held, so it cannot wait forever).
 type byteBudget struct {
-	mu   sync.Mutex
-	used int64
-	max  int64
-	wake chan struct{}
+	mu      sync.Mutex
+	used    int64
+	max     int64
+	waiting bool // someone waits on wake
+	wake    chan struct{}
 }
 
 func newByteBudget(max int64) *byteBudget {
@@ -600,6 +601,14 @@ func newByteBudget(max int64) *byteBudget {
 }
 
 func (b *byteBudget) acquire(ctx context.Context, n int64) error {
+	return b.acquireOrKick(ctx, n, nil)
+}
+
+// acquireOrKick is acquire, calling kick (when not nil) once if it has to
+// wait: the S3 sink uploads its partly filled buffers then rather than
+// wait for their interval.
+func (b *byteBudget) acquireOrKick(ctx context.Context, n int64, kick func()) error {
+	kicked := false
 	for {
 		b.mu.Lock()
 		if b.used == 0 || b.used+n <= b.max {
@@ -607,8 +616,13 @@ func (b *byteBudget) acquire(ctx context.Context, n int64) error {
 			b.mu.Unlock()
 			return nil
 		}
+		b.waiting = true
 		ch := b.wake
 		b.mu.Unlock()
+		if !kicked && kick != nil {
+			kicked = true
+			kick()
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -620,7 +634,10 @@ func (b *byteBudget) acquire(ctx context.Context, n int64) error {
 func (b *byteBudget) release(n int64) {
 	b.mu.Lock()
 	b.used -= n
-	close(b.wake)
-	b.wake = make(chan struct{})
+	if b.waiting {
+		b.waiting = false
+		close(b.wake)
+		b.wake = make(chan struct{})
+	}
 	b.mu.Unlock()
 }

@@ -614,29 +614,3 @@ func (s *S3Sink) Close(ctx context.Context) error {
 	}
 	return err
 }
-
-// acquireOrKick is acquire, calling kick once if it has to wait (so a sink
-// whose budget is held by buffers that are not full yet uploads them rather
-// than waiting for their interval).
-func (b *byteBudget) acquireOrKick(ctx context.Context, n int64, kick func()) error {
-	kicked := false
-	for {
-		b.mu.Lock()
-		if b.used == 0 || b.used+n <= b.max {
-			b.used += n
-			b.mu.Unlock()
-			return nil
-		}
-		ch := b.wake
-		b.mu.Unlock()
-		if !kicked {
-			kicked = true
-			kick()
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
