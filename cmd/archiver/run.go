@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"time"
 
@@ -45,11 +46,10 @@ func runCmd(ctx context.Context, args []string, e env) error {
 type pipelineDeps struct {
 	log    *zap.Logger
 	reg    *prometheus.Registry
-	stdout interface{ Write([]byte) (int, error) }
+	// stdout is where stdout:// sinks and EMF documents go.
+	stdout io.Writer
 	// ready, when set, receives the health server's address once it listens.
 	ready func(addr string)
-	// sinksOpened, when set, receives the opened sinks (the demo counts them).
-	extraRoutes []consumer.Route
 }
 
 // runPipeline wires clients, checkpoint store, sinks, consumer and the
@@ -118,10 +118,6 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		opened = append(opened, s)
 		routes = append(routes, consumer.Route{Sink: s, Kinds: kinds})
 		log.Info("sink opened", zap.String("sink", s.Name()), zap.Strings("kinds", kindNames(kinds)))
-	}
-	for _, r := range d.extraRoutes {
-		opened = append(opened, r.Sink)
-		routes = append(routes, r)
 	}
 
 	start, err := shard.ParseStartPosition(cfg.Start)
