@@ -44,8 +44,8 @@ func runCmd(ctx context.Context, args []string, e env) error {
 
 // pipelineDeps are what runPipeline takes from its host (run or demo).
 type pipelineDeps struct {
-	log    *zap.Logger
-	reg    *prometheus.Registry
+	log *zap.Logger
+	reg *prometheus.Registry
 	// stdout is where stdout:// sinks and EMF documents go.
 	stdout io.Writer
 	// ready, when set, receives the health server's address once it listens.
