@@ -261,7 +261,7 @@ func runDemo(ctx context.Context, o demoOptions) (*demoSummary, error) {
 		stopWritingAt = time.Now().Add(o.Duration - 5*time.Second)
 	}
 	go func() {
-		writerDone <- demoWorkload(runCtx, ddb, out, stopWritingAt, &expiring, &deletes)
+		writerDone <- demoWorkload(runCtx, ddb, out, archiveDir, stopWritingAt, &expiring, &deletes)
 	}()
 
 	var pipeErr error
@@ -317,7 +317,7 @@ func runDemo(ctx context.Context, o demoOptions) (*demoSummary, error) {
 // demoWorkload writes a wave every 2 s: four sessions expiring 1-4 s later,
 // one long-lived session that a user then deletes, until ctx ends or
 // stopAt (zero: never) passes.
-func demoWorkload(ctx context.Context, ddb *dynamodb.Client, out *printer, stopAt time.Time, expiring, deletes *atomic.Int64) error {
+func demoWorkload(ctx context.Context, ddb *dynamodb.Client, out *printer, archiveDir string, stopAt time.Time, expiring, deletes *atomic.Int64) error {
 	users := []string{"user1", "user2", "user3", "user4", "user5"}
 	wave := 0
 	for {
@@ -349,7 +349,9 @@ func demoWorkload(ctx context.Context, ddb *dynamodb.Client, out *printer, stopA
 			return fmt.Errorf("delete %s/%s: %w", user, session, err)
 		}
 		deletes.Add(1)
-		out.printf("wrote    4 sessions expiring in 1-4s, and %s/%s deleted by the user\n", user, session)
+		archived, _, _ := countArchive(archiveDir)
+		out.printf("wrote    4 sessions expiring in 1-4s, and %s/%s deleted by the user (archive holds %d expired so far)\n",
+			user, session, archived)
 		wave++
 		select {
 		case <-ctx.Done():
