@@ -276,3 +276,42 @@ func TestLegacyParameters(t *testing.T) {
 		t.Fatalf("filter on key: %v", err)
 	}
 }
+
+// TestIndexDuplicateKeysPaging pages through a GSI whose items all share
+// one index key, one item per page, both directions.
+func TestIndexDuplicateKeysPaging(t *testing.T) {
+	e := newEnv(t, engine.Options{})
+	e.createTable("dups", "S", func(in *dynamodb.CreateTableInput) {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String("g"), AttributeType: types.ScalarAttributeTypeB})
+		in.GlobalSecondaryIndexes = []types.GlobalSecondaryIndex{{IndexName: aws.String("by-g"),
+			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("g"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange}},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}}
+	})
+	for i := 0; i < 12; i++ {
+		e.put("dups", item{"pk": S(fmt.Sprint("p", i)), "sk": S("same"), "g": B([]byte{0, 1, 0})})
+	}
+	for _, fwd := range []bool{true, false} {
+		in := &dynamodb.QueryInput{TableName: aws.String("dups"), IndexName: aws.String("by-g"), Limit: aws.Int32(1), ScanIndexForward: aws.Bool(fwd),
+			KeyConditionExpression: aws.String("g = :g AND begins_with(sk, :s)"), ExpressionAttributeValues: item{":g": B([]byte{0, 1, 0}), ":s": S("sa")}}
+		seen := map[string]bool{}
+		for {
+			out, err := e.db.Query(e.ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range out.Items {
+				if seen[sOf(it, "pk")] {
+					t.Fatalf("duplicate %s (forward=%v)", sOf(it, "pk"), fwd)
+				}
+				seen[sOf(it, "pk")] = true
+			}
+			if out.LastEvaluatedKey == nil {
+				break
+			}
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+		}
+		if len(seen) != 12 {
+			t.Fatalf("forward=%v: %d items", fwd, len(seen))
+		}
+	}
+}
