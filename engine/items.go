@@ -668,14 +668,17 @@ func (e *Engine) opPutItem(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp := writeResponse{ConsumedCapacity: consumed(req.ReturnConsumedCapacity, t.name, writeUnits(size), true, t.gsiWriteUnitsSafe(old, item, size))}
+	resp := writeResponse{ConsumedCapacity: consumed(req.ReturnConsumedCapacity, t.name, writeUnits(size), true, t.gsiWriteUnitsSafe(req.ReturnConsumedCapacity, old, item, size))}
 	if req.ReturnValues == "ALL_OLD" && old != nil {
 		resp.Attributes = old
 	}
 	return resp, nil
 }
 
-func (t *table) gsiWriteUnitsSafe(oldItem, newItem attr.Item, size int) map[string]float64 {
+func (t *table) gsiWriteUnitsSafe(mode string, oldItem, newItem attr.Item, size int) map[string]float64 {
+	if mode != "INDEXES" && mode != "TOTAL" {
+		return nil
+	}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.gsiWriteUnits(oldItem, newItem, size)
@@ -888,7 +891,7 @@ func (e *Engine) opDeleteItem(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp := writeResponse{ConsumedCapacity: consumed(req.ReturnConsumedCapacity, t.name, writeUnits(size), true, t.gsiWriteUnitsSafe(old, nil, size))}
+	resp := writeResponse{ConsumedCapacity: consumed(req.ReturnConsumedCapacity, t.name, writeUnits(size), true, t.gsiWriteUnitsSafe(req.ReturnConsumedCapacity, old, nil, size))}
 	if req.ReturnValues == "ALL_OLD" && old != nil {
 		resp.Attributes = old
 	}
@@ -978,7 +981,7 @@ func (e *Engine) opUpdateItem(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp := writeResponse{ConsumedCapacity: consumed(req.ReturnConsumedCapacity, t.name, writeUnits(res.size), true, t.gsiWriteUnitsSafe(res.old, res.new, res.size))}
+	resp := writeResponse{ConsumedCapacity: consumed(req.ReturnConsumedCapacity, t.name, writeUnits(res.size), true, t.gsiWriteUnitsSafe(req.ReturnConsumedCapacity, res.old, res.new, res.size))}
 	switch req.ReturnValues {
 	case "ALL_OLD":
 		resp.Attributes = res.old
