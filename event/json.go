@@ -48,14 +48,14 @@ func AppendItem(dst []byte, item Item) []byte {
 		return append(dst, "null"...)
 	}
 	dst = append(dst, '{')
-	var arr [16]string
-	for i, k := range sortedKeys(item, arr[:0]) {
+	var arr [16]attr
+	for i, a := range sortedAttrs(item, arr[:0]) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, k)
+		dst = appendString(dst, a.name)
 		dst = append(dst, ':')
-		dst = appendAV(dst, item[k])
+		dst = appendAV(dst, a.value)
 	}
 	return append(dst, '}')
 }
@@ -139,14 +139,14 @@ func AppendPlainJSON(dst []byte, item Item) []byte {
 		return append(dst, "null"...)
 	}
 	dst = append(dst, '{')
-	var arr [16]string
-	for i, k := range sortedKeys(item, arr[:0]) {
+	var arr [16]attr
+	for i, a := range sortedAttrs(item, arr[:0]) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, k)
+		dst = appendString(dst, a.name)
 		dst = append(dst, ':')
-		dst = appendPlain(dst, item[k])
+		dst = appendPlain(dst, a.value)
 	}
 	return append(dst, '}')
 }
@@ -330,15 +330,23 @@ func ValidNumber(s string) bool {
 	return i == len(s)
 }
 
-// sortedKeys returns m's keys in order, in buf when it is large enough
-// (callers pass a stack array, so small items allocate nothing).
-func sortedKeys(m Item, buf []string) []string {
-	keys := buf[:0]
-	for k := range m {
-		keys = append(keys, k)
+type attr struct {
+	name  string
+	value types.AttributeValue
+}
+
+// sortedAttrs returns m's attributes sorted by name, in buf when it is
+// large enough (callers pass a stack array, so small items allocate
+// nothing and no attribute is looked up twice).
+func sortedAttrs(m Item, buf []attr) []attr {
+	attrs := buf[:0]
+	for k, v := range m {
+		attrs = append(attrs, attr{k, v})
 	}
-	slices.Sort(keys)
-	return keys
+	if len(attrs) > 1 {
+		slices.SortFunc(attrs, func(a, b attr) int { return strings.Compare(a.name, b.name) })
+	}
+	return attrs
 }
 
 func appendStrings(dst []byte, ss []string) []byte {
