@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -82,6 +81,7 @@ func crashLoop(t *testing.T, leases bool) {
 	t.Logf("built the archiver in %v", time.Since(t0).Round(time.Millisecond))
 	work := t.TempDir()
 	sinkDir := filepath.Join(work, "archive")
+	sr := newFileSinkReader(sinkDir)
 	// JetStream beside the file sink: re-deliveries after a kill carry the
 	// same Nats-Msg-Id, so the stream must hold each expired record once.
 	natsURL := startNATS(t)
@@ -188,7 +188,7 @@ func crashLoop(t *testing.T, leases bool) {
 		}
 		running[slot] = nil
 		killed++
-		got := readFileSink(t, sinkDir)
+		got := sr.poll(t)
 		t.Logf("round %d: killed %s after %v; sink holds %d lines, %d keys of %d written", i, p.name, wait, got.lines, len(got.byKey), len(written.all()))
 	}
 
@@ -212,13 +212,13 @@ func crashLoop(t *testing.T, leases bool) {
 				t.Fatalf("%s exited on its own: %v\n%s", p.name, p.err, p.tail(30))
 			}
 		}
-		got = readFileSink(t, sinkDir)
+		got = sr.poll(t)
 		return got.allArrived(keys)
 	})
 	t.Logf("the last archivers caught up %v after the writer stopped", time.Since(catchUp).Round(time.Millisecond))
 	stopAt := time.Now()
 	for _, p := range running {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		p.term()
 	}
 	for _, p := range running {
 		if err := p.stop(40 * time.Second); err != nil {
@@ -226,7 +226,7 @@ func crashLoop(t *testing.T, leases bool) {
 		}
 	}
 	t.Logf("graceful stop took %v", time.Since(stopAt).Round(time.Millisecond))
-	got = readFileSink(t, sinkDir)
+	got = sr.poll(t)
 	if err := got.allArrived(keys); err != nil {
 		t.Errorf("after the graceful stop: %v", err)
 	}
@@ -239,7 +239,7 @@ func crashLoop(t *testing.T, leases bool) {
 	if got.torn > 0 {
 		t.Errorf("%d archive lines in the file sink do not decode (torn by a kill and not repaired on restart)", got.torn)
 	}
-	dups := got.duplicates()
+	dups, lines, torn := got.duplicates(), got.lines, got.torn
 
 	// A restart after the clean stop re-delivers nothing: a last batch of
 	// expired items arrives exactly once and nothing else is added.
@@ -252,16 +252,16 @@ func crashLoop(t *testing.T, leases bool) {
 		if again.exited() {
 			t.Fatalf("archiver run exited on its own: %v\n%s", again.err, again.tail(30))
 		}
-		return readFileSink(t, sinkDir).allArrived(sentinels)
+		return sr.poll(t).allArrived(sentinels)
 	})
 	checkOps(t, again)
 	if err := again.stop(40 * time.Second); err != nil {
 		t.Errorf("archiver run after SIGTERM: %v (want exit code 0)\n%s", err, again.tail(30))
 	}
-	after := readFileSink(t, sinkDir)
-	if extra := after.lines - got.lines - len(sentinels); extra != 0 {
+	after := sr.poll(t)
+	if extra := after.lines - lines - len(sentinels); extra != 0 {
 		t.Errorf("restart after a clean stop: %d lines added for %d new expired items (%d re-delivered), want none re-delivered",
-			after.lines-got.lines, len(sentinels), extra)
+			after.lines-lines, len(sentinels), extra)
 	}
 	for _, k := range sentinels {
 		if after.byKey[k] != 1 {
@@ -292,7 +292,7 @@ func crashLoop(t *testing.T, leases bool) {
 	msgs.tally.checkItems(t, "JetStream")
 
 	t.Logf("crash loop: %d kill -9 rounds, %d expired items, %d archive lines, %d duplicate deliveries (%.2f%%), %d torn lines",
-		killed, len(keys), got.lines, dups, 100*float64(dups)/float64(max(1, len(keys))), got.torn)
+		killed, len(keys), lines, dups, 100*float64(dups)/float64(max(1, len(keys))), torn)
 	t.Logf("JetStream: %d messages for %d expired items", msgs.tally.lines, len(all))
 }
 

@@ -55,6 +55,7 @@ type faultEnv struct {
 	started int
 	written keyLog
 	next    int
+	reader  *fileSinkReader
 }
 
 func newFaultEnv(t *testing.T, workers int) *faultEnv {
@@ -248,7 +249,15 @@ func (env *faultEnv) sweep() {
 }
 
 // farEnd reads what every worker's file sink holds.
-func (env *faultEnv) farEnd() *tally { return readFileSink(env.t, filepath.Join(env.dir, "archive")) }
+func (env *faultEnv) farEnd() *tally {
+	env.mu.Lock()
+	if env.reader == nil {
+		env.reader = newFileSinkReader(filepath.Join(env.dir, "archive"))
+	}
+	r := env.reader
+	env.mu.Unlock()
+	return r.poll(env.t)
+}
 
 // waitArrived waits until every key of keys is at the far end.
 func (env *faultEnv) waitArrived(what string, keys []string) *tally {

@@ -251,16 +251,37 @@ func (ta *tally) allArrived(keys []string) error {
 }
 
 // readFileSink reads every archive line a file sink wrote under dir
-// (DIR/TABLE/YYYY-MM-DD/HH.jsonl). A line that does not decode is counted as
-// torn; if it holds a later complete line glued to a torn prefix (a process
-// killed mid-append, then the restarted sink appending after the torn
-// bytes), that complete line is still counted, so a torn tail does not hide
-// a re-delivered record.
+// (DIR/TABLE/YYYY-MM-DD/HH.jsonl), see fileSinkReader.
 func readFileSink(t testing.TB, dir string) *tally {
 	t.Helper()
-	ta := newTally()
+	return newFileSinkReader(dir).poll(t)
+}
+
+// fileSinkReader reads the archive lines file sinks wrote under a directory
+// incrementally: each poll decodes only the complete lines appended since
+// the last one (polling a growing archive stays cheap under -race).
+//
+// A line that does not decode is counted as torn; if it holds a later
+// complete line glued to a torn prefix (a process killed mid-append, then
+// the restarted sink appending after the torn bytes), that complete line is
+// still counted, so a torn tail does not hide a re-delivered record.
+type fileSinkReader struct {
+	dir     string
+	offsets map[string]int64 // file → bytes decoded (up to a newline)
+	tally   *tally
+}
+
+func newFileSinkReader(dir string) *fileSinkReader {
+	return &fileSinkReader{dir: dir, offsets: map[string]int64{}, tally: newTally()}
+}
+
+// poll decodes what was appended since the last poll and returns the
+// running tally. A file that shrank (a sink cut a failed append back off)
+// makes it start over from scratch.
+func (r *fileSinkReader) poll(t testing.TB) *tally {
+	t.Helper()
 	var files []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(r.dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -270,7 +291,7 @@ func readFileSink(t testing.TB, dir string) *tally {
 		return nil
 	})
 	if err != nil && !os.IsNotExist(err) {
-		t.Fatalf("reading file sink %s: %v", dir, err)
+		t.Fatalf("reading file sink %s: %v", r.dir, err)
 	}
 	sort.Strings(files)
 	for _, p := range files {
@@ -278,9 +299,20 @@ func readFileSink(t testing.TB, dir string) *tally {
 		if err != nil {
 			t.Fatalf("reading %s: %v", p, err)
 		}
-		decodeLines(t, data, ta)
+		off := r.offsets[p]
+		if int64(len(data)) < off {
+			t.Logf("%s shrank from %d to %d bytes: reading everything again", p, off, len(data))
+			*r = *newFileSinkReader(r.dir)
+			return r.poll(t)
+		}
+		end := bytes.LastIndexByte(data, '\n') + 1
+		if int64(end) <= off {
+			continue
+		}
+		decodeLines(t, data[off:end], r.tally)
+		r.offsets[p] = int64(end)
 	}
-	return ta
+	return r.tally
 }
 
 // decodeLines adds every archive line of data to ta (see readFileSink for

@@ -173,8 +173,9 @@ func TestPipelineS3AndJetStream(t *testing.T) {
 		}
 		return nil
 	})
+	fileR := newFileSinkReader(fileDir)
 	waitFor(t, 2*time.Minute, "the file sink holds every user delete", func() error {
-		return readFileSink(t, fileDir).allArrived(delKeys)
+		return fileR.poll(t).allArrived(delKeys)
 	})
 	t.Logf("all sinks complete %v after writing began", time.Since(start).Round(time.Millisecond))
 
@@ -194,7 +195,7 @@ func TestPipelineS3AndJetStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := readStream(t, ctx, st)
-	fileT := readFileSink(t, fileDir)
+	fileT := fileR.poll(t)
 	s3r.tally.checkItems(t, "S3")
 	msgs.tally.checkItems(t, "JetStream")
 	fileT.checkItems(t, "file sink")

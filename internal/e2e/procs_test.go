@@ -68,6 +68,7 @@ type proc struct {
 	name    string
 	cmd     *exec.Cmd
 	logPath string
+	termed  bool
 	done    chan struct{} // closed when the process was reaped
 	err     error         // Wait's result, once done
 }
@@ -135,9 +136,22 @@ func (p *proc) kill() (wasRunning bool) {
 // stop sends SIGTERM (unless the process is gone) and waits up to d; it
 // returns the exit error (nil for exit code 0).
 func (p *proc) stop(d time.Duration) error {
-	if !p.exited() {
+	p.term()
+	return p.wait(d)
+}
+
+// term sends SIGTERM once (the archiver treats a second signal as "stop
+// now" and dies of it).
+func (p *proc) term() {
+	if !p.exited() && !p.termed {
+		p.termed = true
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	}
+}
+
+// wait waits up to d for the process to exit (then kills it) and returns
+// the exit error (nil for exit code 0).
+func (p *proc) wait(d time.Duration) error {
 	select {
 	case <-p.done:
 		return p.err
