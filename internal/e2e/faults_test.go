@@ -217,7 +217,7 @@ func (env *faultEnv) stopAll() {
 }
 
 // checkWorkers fails the test if a worker's Run returned on its own.
-func (env *faultEnv) checkWorkers() error {
+func (env *faultEnv) checkWorkers() {
 	env.mu.Lock()
 	defer env.mu.Unlock()
 	for _, w := range env.running {
@@ -227,7 +227,6 @@ func (env *faultEnv) checkWorkers() error {
 		default:
 		}
 	}
-	return nil
 }
 
 // wave writes n items whose TTL has passed; the sweeper deletes them.
