@@ -39,6 +39,9 @@ func runCmd(ctx context.Context, args []string, e env) error {
 	}
 	defer func() { _ = log.Sync() }()
 	reg := ops.NewRegistry(ops.Version(version))
+	if soft := ops.SetMemoryLimitFromContainer(e.getenv); soft > 0 {
+		log.Named("archiver").Info("Go memory limit set from the container's", zap.Int64("bytes", soft))
+	}
 	return runPipeline(ctx, cfg, pipelineDeps{log: log, reg: reg, stdout: e.stdout})
 }
 
