@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
 )
 
@@ -24,6 +25,7 @@ const (
 )
 
 type slNode struct {
+	pfx    uint64 // the key's first 8 bytes, big-endian, zero-padded
 	key    []byte
 	val    *entry
 	prev   *slNode // level-0 predecessor; nil for the first node
@@ -47,12 +49,34 @@ func (s *skiplist) randomLevel() int {
 	return l
 }
 
+// prefix64 returns the first 8 bytes of k as a big-endian number, padded
+// with zeros. Comparing prefixes orders keys as bytes.Compare does whenever
+// the prefixes differ, so most comparisons never touch the key bytes (and
+// their cache line).
+func prefix64(k []byte) uint64 {
+	if len(k) >= 8 {
+		return binary.BigEndian.Uint64(k)
+	}
+	var b [8]byte
+	copy(b[:], k)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// before reports whether n's key sorts before key (whose prefix is kp).
+func (n *slNode) before(key []byte, kp uint64) bool {
+	if n.pfx != kp {
+		return n.pfx < kp
+	}
+	return bytes.Compare(n.key, key) < 0
+}
+
 // seekGE returns the first node whose key is >= key, or nil. It fills
 // s.update with the predecessors at each level when fill is true.
 func (s *skiplist) seekGE(key []byte, fill bool) *slNode {
 	x := &s.head
+	kp := prefix64(key)
 	for i := s.level - 1; i >= 0; i-- {
-		for n := x.next[i]; n != nil && bytes.Compare(n.key, key) < 0; n = x.next[i] {
+		for n := x.next[i]; n != nil && n.before(key, kp); n = x.next[i] {
 			x = n
 		}
 		if fill {
@@ -104,7 +128,7 @@ func (s *skiplist) Put(key []byte, val *entry) *entry {
 		}
 		s.level = lvl
 	}
-	nn := &slNode{key: key, val: val}
+	nn := &slNode{key: key, val: val, pfx: prefix64(key)}
 	if lvl == 1 {
 		nn.next = nn.inline[:]
 	} else {
@@ -147,12 +171,13 @@ func (s *skiplist) DeleteSorted(keys [][]byte) {
 	}
 	for _, key := range keys {
 		var x *slNode
+		kp := prefix64(key)
 		for i := s.level - 1; i >= 0; i-- {
 			y := s.update[i]
 			if x != nil && (y == &s.head || bytes.Compare(x.key, y.key) > 0) {
 				y = x
 			}
-			for n := y.next[i]; n != nil && bytes.Compare(n.key, key) < 0; n = y.next[i] {
+			for n := y.next[i]; n != nil && n.before(key, kp); n = y.next[i] {
 				y = n
 			}
 			s.update[i] = y

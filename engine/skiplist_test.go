@@ -11,10 +11,26 @@ import (
 // TestSkiplistModel checks the skiplist against a map under random puts
 // (with and without GetForWrite), deletes and sorted batch deletes.
 func TestSkiplistModel(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
+	for seed := uint64(1); seed <= 4; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { skiplistModel(t, seed) })
+	}
+}
+
+func skiplistModel(t *testing.T, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 2))
 	s := newSkiplist(7)
 	model := map[string]*entry{}
-	key := func() []byte { return []byte(fmt.Sprintf("k%04d", r.IntN(3000))) }
+	// Short keys, keys sharing long prefixes and keys with zero bytes
+	// exercise the 8-byte prefix comparison.
+	key := func() []byte {
+		switch r.IntN(3) {
+		case 0:
+			return []byte(fmt.Sprintf("k%d", r.IntN(1000)))
+		case 1:
+			return []byte(fmt.Sprintf("common-prefix-%04d", r.IntN(1000)))
+		}
+		return []byte{0, byte(r.IntN(4)), 0, byte(r.IntN(4)), 0, 0, 0, byte(r.IntN(8)), byte(r.IntN(4))}[:1+r.IntN(9)]
+	}
 	for step := 0; step < 20000; step++ {
 		switch r.IntN(4) {
 		case 0, 1:
