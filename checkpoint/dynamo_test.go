@@ -706,3 +706,35 @@ func TestHandOffToGoneWorker(t *testing.T) {
 		t.Fatalf("row = %+v, want free", r)
 	}
 }
+
+// Free leases beyond this worker's fair share are left for the others, but
+// not forever: one nobody took for a lease duration is taken.
+func TestFairShareAndLeftovers(t *testing.T) {
+	te := startEngine(t, engine.Options{TTLInterval: -1})
+	ctx := context.Background()
+	a := openStore(t, te, "leases", "a", storeOpts{lease: time.Second})
+	b := openStore(t, te, "leases", "b", storeOpts{lease: time.Second})
+	all := shards("s1", "s2", "s3", "s4")
+	// b is live (it has assigned once), so a's share is 2 of 4.
+	if g, err := b.assign(ctx, testStream, shards("s1")); err != nil || len(g) != 1 {
+		t.Fatal(ids(g), err)
+	}
+	if err := b.Release(ctx, testStream, "s1", false); err != nil {
+		t.Fatal(err)
+	}
+	g, err := a.assign(ctx, testStream, all)
+	if err != nil || len(g) != 2 {
+		t.Fatalf("a took %v, want its fair share of 2", ids(g))
+	}
+	// b never takes the rest (stuck, say): after a lease duration a does.
+	eventually(t, 30*time.Second, "a takes the leftovers", func() error {
+		g, err = a.assign(ctx, testStream, all)
+		if err != nil {
+			return err
+		}
+		if len(g) != 4 {
+			return fmt.Errorf("a holds %v", ids(g))
+		}
+		return nil
+	})
+}

@@ -377,10 +377,17 @@ func (s *DynamoStore) assign(ctx context.Context, stream string, ready []readySh
 		}
 	}
 	for _, rs := range free {
-		if mine >= target {
-			break
+		// Beyond the fair share only leases nobody took for a whole lease
+		// duration (a worker that counts as live but cannot read them, e.g.
+		// at its concurrency limit): no shard stays unread.
+		r := rows[rs.id]
+		if mine >= target && !(r.exists && now.Sub(time.UnixMilli(max(r.updatedMS, r.expiryMS))) > s.leaseD) {
+			if !r.exists {
+				s.register(ctx, stream, rs, now) // so its wait shows
+			}
+			continue
 		}
-		if s.take(ctx, stream, rs, rows[rs.id]) {
+		if s.take(ctx, stream, rs, r) {
 			mine++
 		}
 	}
@@ -527,6 +534,25 @@ func (s *DynamoStore) take(ctx context.Context, stream string, rs readyShard, r 
 	s.log.Info("lease taken", zap.String("stream", stream), zap.String("shard", rs.id),
 		zap.String("from", r.owner), zap.Int64("counter", counter))
 	return true
+}
+
+// register records a ready shard nobody leased yet, unowned, so the time it
+// has been waiting shows in its item (updated_ms).
+func (s *DynamoStore) register(ctx context.Context, stream string, rs readyShard, now time.Time) {
+	item := itemKey(stream, rs.id)
+	item[attrCounter] = num(0)
+	item[attrUpdated] = num(now.UnixMilli())
+	if len(rs.parents) > 0 {
+		item[attrParents] = &types.AttributeValueMemberSS{Value: rs.parents}
+	}
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           aws.String(s.table),
+		Item:                item,
+		ConditionExpression: aws.String("attribute_not_exists(" + attrStream + ")"),
+	})
+	if err != nil && !isConditionFailed(err) {
+		s.log.Debug("registering shard failed", zap.String("stream", stream), zap.String("shard", rs.id), zap.Error(err))
+	}
 }
 
 // adopt takes up a lease another worker handed over to this one (or one
