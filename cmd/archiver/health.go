@@ -23,6 +23,7 @@ func healthCmd(ctx context.Context, args []string, e env) error {
 	addr := fs.String("addr", def, "the archiver's --metrics-addr (an empty host means 127.0.0.1; default $ARCHIVER_METRICS_ADDR or :9090)")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
 	quiet := fs.Bool("quiet", false, "print nothing when ready")
+	live := fs.Bool("live", false, "ask /healthz (the process is alive) instead of /readyz (it can do its work)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(e.stdout, "usage: archiver health [flags]\n\nExit 0 when the archiver's /readyz answers 200, 1 otherwise.\n\nflags:")
@@ -37,7 +38,11 @@ func healthCmd(ctx context.Context, args []string, e env) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if err := ops.Probe(ctx, *addr); err != nil {
+	path := "/readyz"
+	if *live {
+		path = "/healthz"
+	}
+	if err := ops.ProbePath(ctx, *addr, path); err != nil {
 		return fmt.Errorf("not ready: %w", err)
 	}
 	if !*quiet {

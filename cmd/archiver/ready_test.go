@@ -93,6 +93,11 @@ func TestReadyzUnreadyWhenNATSDown(t *testing.T) {
 	if code := health(); code != 1 {
 		t.Fatalf("archiver health = %d with NATS down, want 1", code)
 	}
+	live := dispatch(ctx, []string{"health", "--live", "--quiet", "--addr", base[len("http://"):]},
+		env{stdout: io.Discard, stderr: io.Discard, getenv: envMap(nil)})
+	if live != 0 {
+		t.Fatalf("archiver health --live = %d while alive, want 0", live)
+	}
 	cancel()
 	select {
 	case <-done:

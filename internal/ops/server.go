@@ -233,6 +233,11 @@ func (s *Server) Close(ctx context.Context) error {
 // 127.0.0.1) and returns nil when it answered 200. It is what `archiver
 // health` runs as the container health check.
 func Probe(ctx context.Context, addr string) error {
+	return ProbePath(ctx, addr, "/readyz")
+}
+
+// ProbePath is Probe for another path (/healthz for liveness only).
+func ProbePath(ctx context.Context, addr, path string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("address %q: %w", addr, err)
@@ -240,7 +245,7 @@ func Probe(ctx context.Context, addr string) error {
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}
-	url := "http://" + net.JoinHostPort(host, port) + "/readyz"
+	url := "http://" + net.JoinHostPort(host, port) + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
