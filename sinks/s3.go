@@ -80,9 +80,14 @@ type S3Sink struct {
 	zenc   *zstd.Encoder
 	ext    string
 
+	// mu guards closed, shards and inflight; it is held only briefly.
+	// Buffers live in per-shard states with locks of their own, so writers
+	// of different shards copy lines in parallel. Lock order: a shard's mu,
+	// then s.mu.
 	mu       sync.Mutex
 	closed   bool
-	bufs     map[s3BufKey]*s3Buffer
+	writers  sync.WaitGroup // Write calls in progress
+	shards   map[string]*s3Shard
 	inflight map[*s3Upload]struct{}
 
 	stop   chan struct{}
@@ -92,6 +97,13 @@ type S3Sink struct {
 	linePool sync.Pool // *[]byte: per-Write rendering buffers
 	dataPool sync.Pool // []byte: object buffers of finished uploads
 	gzPool   sync.Pool // *gzip.Writer
+}
+
+// s3Shard holds the open buffers of one shard (one per table, kind and
+// hour).
+type s3Shard struct {
+	mu   sync.Mutex
+	bufs map[s3BufKey]*s3Buffer
 }
 
 type s3BufKey struct {
@@ -201,7 +213,7 @@ func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
 		name:     "s3://" + path.Join(c.Bucket, c.Prefix),
 		log:      o.logger(),
 		sem:      make(chan struct{}, uploadConcurrency),
-		bufs:     map[s3BufKey]*s3Buffer{},
+		shards:   map[string]*s3Shard{},
 		inflight: map[*s3Upload]struct{}{},
 		stop:     make(chan struct{}),
 		ticker:   make(chan struct{}),
@@ -256,20 +268,31 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 	if ack == nil {
 		ack = func(error) {}
 	}
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return ErrClosed
-	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	shardID := b.ShardID
+	if shardID == "" && len(b.Events) > 0 {
+		shardID = b.Events[0].ShardID
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.writers.Add(1)
+	defer s.writers.Done()
+	sh := s.shards[shardID]
+	if sh == nil {
+		sh = &s3Shard{bufs: map[s3BufKey]*s3Buffer{}}
+		s.shards[shardID] = sh
+	}
+	s.mu.Unlock()
 	if len(b.Events) == 0 {
 		go ack(nil)
 		return nil
 	}
-	// Render outside the lock (writers of different shards render in
+	// Render outside any lock (writers of different shards render in
 	// parallel) into a pooled buffer; ends[i] is where line i ends.
 	bufp := s.linePool.Get().(*[]byte)
 	defer s.linePool.Put(bufp)
@@ -288,15 +311,9 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 		return err
 	}
 	s.m.buffered.Add(float64(total))
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		s.budget.release(total)
-		s.m.buffered.Sub(float64(total))
-		return ErrClosed
-	}
 	sb := &s3Batch{ack: ack, remaining: 1} // 1: held until the loop is done
 	now := s.now()
+	sh.mu.Lock()
 	for i := range b.Events {
 		e := &b.Events[i]
 		k := s3BufKey{table: e.Table, kind: e.Kind, shard: e.ShardID, hour: e.ApproximateCreationTime.Unix() / 3600}
@@ -306,10 +323,10 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 		if k.shard == "" {
 			k.shard = b.ShardID
 		}
-		bf := s.bufs[k]
+		bf := sh.bufs[k]
 		if bf == nil {
 			bf = &s3Buffer{key: k, first: e.SequenceNumber, opened: now, data: s.newData()}
-			s.bufs[k] = bf
+			sh.bufs[k] = bf
 		}
 		if n := len(bf.batches); n == 0 || bf.batches[n-1] != sb {
 			bf.batches = append(bf.batches, sb)
@@ -325,10 +342,10 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 		bf.last = e.SequenceNumber
 		bf.records++
 		if int64(len(bf.data)) >= s.c.FlushBytes {
-			s.cutLocked(bf)
+			s.cutLocked(sh, bf)
 		}
 	}
-	s.mu.Unlock()
+	sh.mu.Unlock()
 	sb.done(nil)
 	return nil
 }
@@ -343,21 +360,36 @@ func (s *S3Sink) newData() []byte {
 	return make([]byte, 0, min(s.c.FlushBytes+64<<10, 64<<10))
 }
 
-// cutLocked turns a buffer into an upload. s.mu is held.
-func (s *S3Sink) cutLocked(bf *s3Buffer) {
-	delete(s.bufs, bf.key)
+// cutLocked turns a buffer into an upload. sh.mu is held.
+func (s *S3Sink) cutLocked(sh *s3Shard, bf *s3Buffer) {
+	delete(sh.bufs, bf.key)
 	up := &s3Upload{done: make(chan struct{})}
+	s.mu.Lock()
 	s.inflight[up] = struct{}{}
+	s.mu.Unlock()
 	go s.upload(bf, up)
 }
 
-func (s *S3Sink) cutAll() {
+// cutWhere uploads every buffer for which cut returns true.
+func (s *S3Sink) cutWhere(cut func(*s3Buffer) bool) {
 	s.mu.Lock()
-	for _, bf := range s.bufs {
-		s.cutLocked(bf)
+	shards := make([]*s3Shard, 0, len(s.shards))
+	for _, sh := range s.shards {
+		shards = append(shards, sh)
 	}
 	s.mu.Unlock()
+	for _, sh := range shards {
+		sh.mu.Lock()
+		for _, bf := range sh.bufs {
+			if cut(bf) {
+				s.cutLocked(sh, bf)
+			}
+		}
+		sh.mu.Unlock()
+	}
 }
+
+func (s *S3Sink) cutAll() { s.cutWhere(func(*s3Buffer) bool { return true }) }
 
 // tick cuts buffers whose oldest event waited FlushInterval.
 func (s *S3Sink) tick() {
@@ -372,13 +404,7 @@ func (s *S3Sink) tick() {
 		case <-t.C:
 		}
 		now := s.now()
-		s.mu.Lock()
-		for _, bf := range s.bufs {
-			if now.Sub(bf.opened) >= s.c.FlushInterval {
-				s.cutLocked(bf)
-			}
-		}
-		s.mu.Unlock()
+		s.cutWhere(func(bf *s3Buffer) bool { return now.Sub(bf.opened) >= s.c.FlushInterval })
 	}
 }
 
@@ -577,10 +603,8 @@ func retryableS3(err error) bool {
 // Flush uploads every buffer now and returns once every batch written
 // before it was acknowledged.
 func (s *S3Sink) Flush(ctx context.Context) error {
+	s.cutAll()
 	s.mu.Lock()
-	for _, bf := range s.bufs {
-		s.cutLocked(bf)
-	}
 	waits := make([]chan struct{}, 0, len(s.inflight))
 	for up := range s.inflight {
 		waits = append(waits, up.done)
@@ -608,6 +632,17 @@ func (s *S3Sink) Close(ctx context.Context) error {
 	close(s.stop)
 	s.mu.Unlock()
 	<-s.ticker
+	// Writes that got in before Close finish buffering first.
+	writersDone := make(chan struct{})
+	go func() {
+		s.writers.Wait()
+		close(writersDone)
+	}()
+	select {
+	case <-writersDone:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	err := s.Flush(ctx)
 	if s.zenc != nil && err == nil {
 		s.zenc.Close()
