@@ -223,7 +223,7 @@ func New(c Config) (*Consumer, error) {
 		TableNames:          c.TableNames,
 		StreamARNs:          c.StreamARNs,
 		Start:               c.Start,
-		Processor:           cons,
+		Processor:           processor{cons},
 		Positions:           positions{cons},
 		Assigner:            c.Assigner,
 		MaxConcurrentShards: c.MaxConcurrentShards,
@@ -412,10 +412,22 @@ func (c *Consumer) remove(s *shardState) {
 	s.close()
 }
 
-// Process decodes, classifies and routes one batch. It blocks while the
+// processor is the Consumer as the walker's shard.Processor (kept off the
+// Consumer's own API: only the walker may call these).
+type processor struct{ c *Consumer }
+
+func (p processor) Process(ctx context.Context, b shard.Batch) error { return p.c.process(ctx, b) }
+func (p processor) ShardEnded(ctx context.Context, streamARN, shardID string) error {
+	return p.c.shardEnded(ctx, streamARN, shardID)
+}
+func (p processor) ShardStopped(ctx context.Context, streamARN, shardID string) error {
+	return p.c.shardStopped(ctx, streamARN, shardID)
+}
+
+// process decodes, classifies and routes one batch. It blocks while the
 // shard's in-flight budget is full. It fails on a malformed record (naming
 // the field) and once the shard's lease was lost.
-func (c *Consumer) Process(ctx context.Context, b shard.Batch) error {
+func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 	if len(b.Records) == 0 {
 		return nil
 	}
@@ -476,9 +488,9 @@ func (c *Consumer) Process(ctx context.Context, b shard.Batch) error {
 	return nil
 }
 
-// ShardEnded waits until every record of the closed shard was acknowledged
+// shardEnded waits until every record of the closed shard was acknowledged
 // by every sink, then records the shard Finished.
-func (c *Consumer) ShardEnded(ctx context.Context, streamARN, shardID string) error {
+func (c *Consumer) shardEnded(ctx context.Context, streamARN, shardID string) error {
 	s := c.state("", streamARN, shardID)
 	if err := s.drain(ctx); err != nil {
 		return fmt.Errorf("consumer: shard %s ended: %w", shardID, err)
@@ -491,10 +503,10 @@ func (c *Consumer) ShardEnded(ctx context.Context, streamARN, shardID string) er
 	return nil
 }
 
-// ShardStopped waits (until ctx ends) for the shard's in-flight records to
+// shardStopped waits (until ctx ends) for the shard's in-flight records to
 // be acknowledged, saves the checkpoint as far as they were, and forgets
 // the shard.
-func (c *Consumer) ShardStopped(ctx context.Context, streamARN, shardID string) error {
+func (c *Consumer) shardStopped(ctx context.Context, streamARN, shardID string) error {
 	s := c.lookup(streamARN, shardID)
 	if s == nil {
 		return nil

@@ -171,14 +171,14 @@ func TestTrackerRandom(t *testing.T) {
 							}
 						}
 						wantMu.Unlock()
-						if err := c.Process(ctx, mkBatch(id, n, kinds...)); err != nil {
+						if err := c.process(ctx, mkBatch(id, n, kinds...)); err != nil {
 							t.Error(err)
 							return
 						}
 						n += len(kinds)
 					}
 					last[s] = n - 1
-					if err := c.ShardEnded(ctx, testARN, id); err != nil {
+					if err := c.shardEnded(ctx, testARN, id); err != nil {
 						t.Error(err)
 					}
 				}(s)
@@ -256,10 +256,10 @@ func TestUnwantedRecordsAdvanceAfterEarlierAcks(t *testing.T) {
 	a.hold = true
 	store := newMemStore()
 	c := newUnitConsumer(t, store, nil, Route{Sink: a})
-	if err := c.Process(ctx, mkBatch("s", 1, event.Expired, event.Inserted)); err != nil {
+	if err := c.process(ctx, mkBatch("s", 1, event.Expired, event.Inserted)); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Process(ctx, mkBatch("s", 3, event.Inserted, event.Modified, event.Deleted)); err != nil {
+	if err := c.process(ctx, mkBatch("s", 3, event.Inserted, event.Modified, event.Deleted)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "batch written", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return len(a.held) == 1 })
@@ -271,7 +271,7 @@ func TestUnwantedRecordsAdvanceAfterEarlierAcks(t *testing.T) {
 	a.release()
 	waitFor(t, "checkpoint at 5", func() bool { return store.get(testARN, "s").SequenceNumber == seqOf(5) })
 	// Records no sink wants, with nothing before them pending, advance alone.
-	if err := c.Process(ctx, mkBatch("s", 6, event.Inserted)); err != nil {
+	if err := c.process(ctx, mkBatch("s", 6, event.Inserted)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "checkpoint at 6", func() bool { return store.get(testARN, "s").SequenceNumber == seqOf(6) })
@@ -284,11 +284,11 @@ func TestBackpressure(t *testing.T) {
 	store := newMemStore()
 	c := newUnitConsumer(t, store, func(c *Config) { c.MaxInFlightBytes = 250 }, Route{Sink: a})
 	// 200 bytes: fits.
-	if err := c.Process(ctx, mkBatch("s", 1, event.Expired, event.Expired)); err != nil {
+	if err := c.process(ctx, mkBatch("s", 1, event.Expired, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- c.Process(ctx, mkBatch("s", 3, event.Expired)) }()
+	go func() { done <- c.process(ctx, mkBatch("s", 3, event.Expired)) }()
 	select {
 	case err := <-done:
 		t.Fatalf("Process returned (%v) while the budget was full", err)
@@ -299,7 +299,7 @@ func TestBackpressure(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A batch bigger than the whole budget is admitted alone.
-	if err := c.Process(ctx, mkBatch("s", 4, event.Expired, event.Expired, event.Expired, event.Expired)); err != nil {
+	if err := c.process(ctx, mkBatch("s", 4, event.Expired, event.Expired, event.Expired, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
 	// A blocked Process honours its context.
@@ -307,12 +307,12 @@ func TestBackpressure(t *testing.T) {
 	a.mu.Lock()
 	a.hold = true
 	a.mu.Unlock()
-	if err := c.Process(ctx, mkBatch("s", 8, event.Expired, event.Expired, event.Expired)); err != nil {
+	if err := c.process(ctx, mkBatch("s", 8, event.Expired, event.Expired, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	if err := c.Process(cctx, mkBatch("s", 11, event.Expired)); !errors.Is(err, context.DeadlineExceeded) {
+	if err := c.process(cctx, mkBatch("s", 11, event.Expired)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("blocked Process error %v, want deadline exceeded", err)
 	}
 	a.release()
@@ -335,7 +335,7 @@ func TestFailingSinkHoldsCheckpointAndOnlyThatSinkRetries(t *testing.T) {
 	store := newMemStore()
 	c := newUnitConsumer(t, store, nil, Route{Sink: good}, Route{Sink: bad})
 	for i := 0; i < 10; i++ {
-		if err := c.Process(ctx, mkBatch("s", 1+i*3, event.Expired, event.Expired, event.Expired)); err != nil {
+		if err := c.process(ctx, mkBatch("s", 1+i*3, event.Expired, event.Expired, event.Expired)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -347,7 +347,7 @@ func TestFailingSinkHoldsCheckpointAndOnlyThatSinkRetries(t *testing.T) {
 	mu.Lock()
 	failing = false
 	mu.Unlock()
-	if err := c.ShardEnded(ctx, testARN, "s"); err != nil {
+	if err := c.shardEnded(ctx, testARN, "s"); err != nil {
 		t.Fatal(err)
 	}
 	if cp := store.get(testARN, "s"); !cp.Finished || cp.SequenceNumber != seqOf(30) {
@@ -378,10 +378,10 @@ func TestRefusedWriteIsRetried(t *testing.T) {
 	}
 	store := newMemStore()
 	c := newUnitConsumer(t, store, nil, Route{Sink: a})
-	if err := c.Process(ctx, mkBatch("s", 1, event.Expired)); err != nil {
+	if err := c.process(ctx, mkBatch("s", 1, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ShardEnded(ctx, testARN, "s"); err != nil {
+	if err := c.shardEnded(ctx, testARN, "s"); err != nil {
 		t.Fatal(err)
 	}
 	if got := a.events(); len(got) != 1 {
@@ -397,25 +397,25 @@ func TestLeaseLostStopsShard(t *testing.T) {
 		return fmt.Errorf("conditional check failed: %w", checkpoint.ErrLeaseLost)
 	}
 	c := newUnitConsumer(t, store, nil, Route{Sink: a})
-	if err := c.Process(ctx, mkBatch("s", 1, event.Expired)); err != nil {
+	if err := c.process(ctx, mkBatch("s", 1, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
 	var err error
 	waitFor(t, "Process to fail", func() bool {
-		err = c.Process(ctx, mkBatch("s", 2, event.Expired))
+		err = c.process(ctx, mkBatch("s", 2, event.Expired))
 		return err != nil
 	})
 	if !errors.Is(err, checkpoint.ErrLeaseLost) {
 		t.Fatalf("Process error %v, want ErrLeaseLost", err)
 	}
-	if err := c.ShardStopped(ctx, testARN, "s"); !errors.Is(err, checkpoint.ErrLeaseLost) {
+	if err := c.shardStopped(ctx, testARN, "s"); !errors.Is(err, checkpoint.ErrLeaseLost) {
 		t.Fatalf("ShardStopped error %v, want ErrLeaseLost", err)
 	}
 	// A new reader of the shard starts fresh.
 	store.mu.Lock()
 	store.failFn = nil
 	store.mu.Unlock()
-	if err := c.Process(ctx, mkBatch("s", 3, event.Expired)); err != nil {
+	if err := c.process(ctx, mkBatch("s", 3, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -425,19 +425,19 @@ func TestShardStoppedSavesAckedPrefix(t *testing.T) {
 	a := newFakeSink("a")
 	store := newMemStore()
 	c := newUnitConsumer(t, store, func(c *Config) { c.CheckpointInterval = time.Hour }, Route{Sink: a})
-	if err := c.Process(ctx, mkBatch("s", 1, event.Expired, event.Expired)); err != nil {
+	if err := c.process(ctx, mkBatch("s", 1, event.Expired, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "first ack", func() bool { return len(a.events()) == 2 })
 	a.mu.Lock()
 	a.hold = true
 	a.mu.Unlock()
-	if err := c.Process(ctx, mkBatch("s", 3, event.Expired)); err != nil {
+	if err := c.process(ctx, mkBatch("s", 3, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
 	defer cancel()
-	if err := c.ShardStopped(sctx, testARN, "s"); !errors.Is(err, context.DeadlineExceeded) {
+	if err := c.shardStopped(sctx, testARN, "s"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("ShardStopped = %v, want a deadline error", err)
 	}
 	if cp := store.get(testARN, "s"); cp.SequenceNumber != seqOf(2) || cp.Finished {
@@ -453,7 +453,7 @@ func TestShardEndedWithoutRecords(t *testing.T) {
 	if _, err := (positions{c}).Positions(context.Background(), testARN); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ShardEnded(context.Background(), testARN, "s"); err != nil {
+	if err := c.shardEnded(context.Background(), testARN, "s"); err != nil {
 		t.Fatal(err)
 	}
 	if cp := store.get(testARN, "s"); !cp.Finished || cp.SequenceNumber != "77" {
@@ -503,10 +503,10 @@ func TestMetrics(t *testing.T) {
 	}
 	store := newMemStore()
 	c := newUnitConsumer(t, store, func(c *Config) { c.Registerer = reg }, Route{Sink: a})
-	if err := c.Process(ctx, mkBatch("s", 1, event.Expired, event.Expired, event.Deleted, event.Inserted)); err != nil {
+	if err := c.process(ctx, mkBatch("s", 1, event.Expired, event.Expired, event.Deleted, event.Inserted)); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ShardEnded(ctx, testARN, "s"); err != nil {
+	if err := c.shardEnded(ctx, testARN, "s"); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]float64{
