@@ -5,9 +5,10 @@
 // every event, contiguously. A crash therefore re-delivers at most the
 // records after the last checkpoint and never skips one.
 //
-// A [Consumer] drives a [shard.Walker] (which reads the shards in lineage
-// order) as its [shard.Processor], and adapts a [checkpoint.Store] as the
-// walker's [shard.Positions].
+// A [Consumer] runs a [shard.Walker] (which reads the shards in lineage
+// order), processes the records it reads, and adapts a [checkpoint.Store]
+// as the walker's [shard.Positions]: a restarted consumer resumes each
+// shard after its checkpoint.
 //
 // # Order and retries
 //
@@ -21,8 +22,8 @@
 // # Memory
 //
 // Each shard holds at most Config.MaxInFlightBytes of records that are not
-// yet acknowledged by every sink; Process blocks while the budget is full,
-// which stops the shard's reader (backpressure).
+// yet acknowledged by every sink; while the budget is full the shard's
+// reader waits (backpressure), so a slow sink slows reading, never memory.
 package consumer
 
 import (
