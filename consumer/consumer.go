@@ -23,7 +23,8 @@
 //
 // Each shard holds at most Config.MaxInFlightBytes of records that are not
 // yet acknowledged by every sink; while the budget is full the shard's
-// reader waits (backpressure), so a slow sink slows reading, never memory.
+// reader waits (backpressure): a slow sink slows reading down instead of
+// filling memory.
 package consumer
 
 import (
@@ -109,6 +110,7 @@ type Config struct {
 	// defaults).
 	MaxConcurrentShards int
 	ShardBufferBytes    int
+	GetRecordsLimit     int32
 	DiscoveryInterval   time.Duration
 	IdleBackoff         time.Duration
 	StopTimeout         time.Duration
@@ -229,6 +231,7 @@ func New(c Config) (*Consumer, error) {
 		Assigner:            c.Assigner,
 		MaxConcurrentShards: c.MaxConcurrentShards,
 		ShardBufferBytes:    c.ShardBufferBytes,
+		GetRecordsLimit:     c.GetRecordsLimit,
 		DiscoveryInterval:   c.DiscoveryInterval,
 		IdleBackoff:         c.IdleBackoff,
 		StopTimeout:         c.StopTimeout,

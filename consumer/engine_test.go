@@ -15,6 +15,7 @@ import (
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
@@ -420,5 +421,81 @@ func TestScenario200Shards(t *testing.T) {
 	}
 	if len(shards) < 100 {
 		t.Errorf("events came from %d shards, want them spread over most of the 200", len(shards))
+	}
+}
+
+// withdrawingAssigner grants every ready shard, but withdraws each shard's
+// first assignment once the sink got a batch of it, as a lease hand-off
+// does mid-stream; later assignments last.
+type withdrawingAssigner struct {
+	mu        sync.Mutex
+	granted   map[string]int
+	cancels   map[string]context.CancelFunc
+	withdrawn int
+}
+
+func (a *withdrawingAssigner) Assign(ctx context.Context, arn string, ready []shard.Shard) ([]shard.Assignment, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []shard.Assignment
+	for _, s := range ready {
+		a.granted[s.ID]++
+		actx := context.WithoutCancel(ctx)
+		if a.granted[s.ID] == 1 {
+			actx, a.cancels[s.ID] = context.WithCancel(actx)
+		}
+		out = append(out, shard.Assignment{ShardID: s.ID, Ctx: actx})
+	}
+	return out, nil
+}
+
+// withdraw ends the shard's first assignment, once.
+func (a *withdrawingAssigner) withdraw(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c := a.cancels[id]; c != nil {
+		a.withdrawn++
+		c()
+		a.cancels[id] = nil
+	}
+}
+
+func (a *withdrawingAssigner) Release(ctx context.Context, arn, id string, finished bool) error {
+	return nil
+}
+
+// TestScenarioHandOff: shards withdrawn mid-stream (a graceful lease
+// hand-off) are checkpointed by ShardStopped before their release, so the
+// next reader of each resumes exactly where the last one stopped.
+func TestScenarioHandOff(t *testing.T) {
+	b := newBed(t, engine.Options{StreamShards: 4})
+	const table = "handoff"
+	b.createTable(table)
+	b.put(table, "h", 0, 3000, past)
+	b.sweep(3000)
+	store := openStore(t, filepath.Join(t.TempDir(), "cp.json"))
+	defer store.Close()
+	sink := newFakeSink("s")
+	sink.maxDelay = 2 * time.Millisecond
+	as := &withdrawingAssigner{granted: map[string]int{}, cancels: map[string]context.CancelFunc{}}
+	sink.onWrite = func(b sinks.Batch) { as.withdraw(b.ShardID) }
+	cfg := b.config(t, table, store, Route{Sink: sink})
+	cfg.Assigner = as
+	cfg.GetRecordsLimit = 100 // many batches per shard: the withdrawal comes mid-shard
+	r := start(t, cfg)
+	waitFor(t, "all 3,000 expired items", func() bool { return len(countKeys(sink.events(), event.Expired)) == 3000 })
+	r.stop(t)
+	as.mu.Lock()
+	withdrawn := as.withdrawn
+	as.mu.Unlock()
+	if withdrawn < 4 {
+		t.Fatalf("%d assignments withdrawn, want one per shard (4)", withdrawn)
+	}
+	dups := 0
+	for _, n := range countKeys(sink.events(), event.Expired) {
+		dups += n - 1
+	}
+	if dups != 0 {
+		t.Errorf("%d items delivered twice across graceful hand-offs, want none", dups)
 	}
 }
