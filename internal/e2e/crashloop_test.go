@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -30,8 +31,11 @@ import (
 // has passed (the engine's sweeper deletes them every 200 ms onto a 4-shard
 // stream that rolls shards over every 500 records). At the end the writer
 // stops, a last archiver catches up and is stopped with SIGTERM (exit 0
-// expected), and every expired key must be in the file sink. Duplicates
-// (the killed processes' un-checkpointed tails) are reported, not limited.
+// expected), and every expired key must be in the file sink and in S3
+// (versitygw), and exactly once in JetStream (re-deliveries carry the same
+// Nats-Msg-Id). Duplicates in the file sink and S3 (the killed processes'
+// un-checkpointed tails) are reported, not limited. A restart after the
+// clean stop must re-deliver nothing.
 // CRASHLOOP_SEED replays a run's kill moments.
 func TestCrashLoop(t *testing.T) {
 	t.Parallel()
@@ -86,6 +90,12 @@ func crashLoop(t *testing.T, leases bool) {
 	// same Nats-Msg-Id, so the stream must hold each expired record once.
 	natsURL := startNATS(t)
 	js := natsClient(t, natsURL)
+	// And S3 (versitygw): objects are named by stream positions and written
+	// with If-None-Match, so a re-delivery never overwrites.
+	s3Endpoint, s3c := startVersity(t)
+	s3URL := "s3://" + s3Bucket + "/ttl?" + url.Values{
+		"endpoint": {s3Endpoint}, "path-style": {"true"}, "region": {"us-east-1"}, "flush-interval": {"1s"},
+	}.Encode()
 	ckpt := "file://" + filepath.Join(work, "checkpoints.json")
 	workers := 1
 	if leases {
@@ -163,6 +173,7 @@ func crashLoop(t *testing.T, leases bool) {
 			"--checkpoint", ckpt, "--worker-id", name,
 			"--sink", "file://"+filepath.Join(sinkDir, fmt.Sprintf("w%d", slot)),
 			"--sink", "nats://"+natsURL,
+			"--sink", s3URL,
 			"--metrics-addr", "127.0.0.1:0", "--log-level", "info",
 			"--shutdown-timeout", "25s")
 	}
@@ -291,9 +302,20 @@ func crashLoop(t *testing.T, leases bool) {
 	}
 	msgs.tally.checkItems(t, "JetStream")
 
+	// S3: every expired item, after the clean stops flushed the buffers.
+	s3r := newS3Reader(s3c, "ttl/")
+	if err := s3r.poll(t, ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s3r.tally.allArrived(all); err != nil {
+		t.Errorf("S3: %v", err)
+	}
+	s3r.tally.checkItems(t, "S3")
+
 	t.Logf("crash loop: %d kill -9 rounds, %d expired items, %d archive lines, %d duplicate deliveries (%.2f%%), %d torn lines",
 		killed, len(keys), lines, dups, 100*float64(dups)/float64(max(1, len(keys))), torn)
-	t.Logf("JetStream: %d messages for %d expired items", msgs.tally.lines, len(all))
+	t.Logf("JetStream: %d messages for %d expired items; S3: %d lines in %d objects (%d duplicates)",
+		msgs.tally.lines, len(all), s3r.tally.lines, s3r.objects, s3r.tally.duplicates())
 }
 
 // checkOps checks the running archiver's health server (its address is in

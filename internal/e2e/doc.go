@@ -9,7 +9,7 @@
 //   - crashloop_test.go: `archiver run` as a process against `archiver
 //     engine` as a process, killed at random moments CRASHLOOP_ROUNDS times
 //     (default 5) while items keep expiring; every expired key must reach
-//     the file sink. TestCrashLoopLeases (with CRASHLOOP_ROUNDS or
+//     the file sink and S3, and JetStream must hold each exactly once. TestCrashLoopLeases (with CRASHLOOP_ROUNDS or
 //     E2E_LEASES=1 set) does the same with two processes sharing the stream
 //     through the DynamoDB lease store.
 //   - pipeline_test.go: E2E_ITEMS (default 50,000) expired items reach both

@@ -51,7 +51,8 @@ func buildArchiver(t testing.TB) string {
 
 // cleanEnv is the test's environment without AWS_* and ARCHIVER_* settings
 // (which would change what the archiver does), with the instance metadata
-// service disabled.
+// service disabled and the versitygw test credentials as the default AWS
+// chain's (the engine accepts any).
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -60,7 +61,8 @@ func cleanEnv() []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "AWS_EC2_METADATA_DISABLED=true")
+	return append(env, "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_ACCESS_KEY_ID="+s3AccessKey, "AWS_SECRET_ACCESS_KEY="+s3SecretKey)
 }
 
 // proc is a child process whose output goes to a log file.
