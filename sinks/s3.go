@@ -94,9 +94,13 @@ type S3Sink struct {
 	ticker chan struct{}
 	now    func() time.Time
 
-	linePool sync.Pool // *[]byte: per-Write rendering buffers
-	dataPool sync.Pool // []byte: object buffers of finished uploads
-	gzPool   sync.Pool // *gzip.Writer
+	// Buffers are reused through free lists that, unlike sync.Pool, survive
+	// garbage collections: re-growing megabytes of buffer for every object
+	// made the collector run (and scan the caller's heap) far more often.
+	linePool chan []byte // per-Write rendering buffers
+	dataPool chan []byte // object buffers of finished uploads
+	gzPool   chan *gzip.Writer
+	outPool  chan []byte // compressed bodies of finished uploads
 }
 
 // s3Shard holds the open buffers of one shard (one per table, kind and
@@ -120,6 +124,7 @@ type s3Buffer struct {
 	records     int
 	opened      time.Time
 	batches     []*s3Batch
+	dirty       bool // an upload attempt failed
 }
 
 type s3Upload struct {
@@ -220,7 +225,10 @@ func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
 		now:      time.Now,
 	}
 	s.m = newSinkMetrics(o.Registerer, s.name)
-	s.linePool.New = func() any { return new([]byte) }
+	s.linePool = make(chan []byte, 16)
+	s.dataPool = make(chan []byte, 2*uploadConcurrency)
+	s.gzPool = make(chan *gzip.Writer, uploadConcurrency)
+	s.outPool = make(chan []byte, uploadConcurrency)
 	// Memory bound: what is buffered plus what is being uploaded.
 	if c.MaxBufferBytes <= 0 {
 		c.MaxBufferBytes = max(4*c.FlushBytes, 64<<20)
@@ -294,9 +302,17 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 	}
 	// Render outside any lock (writers of different shards render in
 	// parallel) into a pooled buffer; ends[i] is where line i ends.
-	bufp := s.linePool.Get().(*[]byte)
-	defer s.linePool.Put(bufp)
-	buf := (*bufp)[:0]
+	var buf []byte
+	select {
+	case buf = <-s.linePool:
+	default:
+	}
+	defer func() {
+		select {
+		case s.linePool <- buf[:0]:
+		default:
+		}
+	}()
 	ends := make([]int, len(b.Events))
 	for i := range b.Events {
 		if err := checkTableName(b.Events[i].Table); err != nil {
@@ -305,7 +321,6 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 		buf = event.AppendLine(buf, &b.Events[i])
 		ends[i] = len(buf)
 	}
-	*bufp = buf
 	total := int64(len(buf))
 	if err := s.budget.acquireOrKick(ctx, total, s.cutAll); err != nil {
 		return err
@@ -354,8 +369,10 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 // there is one (buffers reach FlushBytes; reuse keeps the garbage
 // collector out of the way).
 func (s *S3Sink) newData() []byte {
-	if d, ok := s.dataPool.Get().([]byte); ok {
+	select {
+	case d := <-s.dataPool:
 		return d
+	default:
 	}
 	return make([]byte, 0, min(s.c.FlushBytes+64<<10, 64<<10))
 }
@@ -417,8 +434,11 @@ func (s *S3Sink) upload(bf *s3Buffer, up *s3Upload) {
 	for _, b := range bf.batches {
 		b.done(err)
 	}
-	if int64(cap(bf.data)) >= s.c.FlushBytes {
-		s.dataPool.Put(bf.data[:0])
+	if int64(cap(bf.data)) >= s.c.FlushBytes && !bf.dirty {
+		select {
+		case s.dataPool <- bf.data[:0]:
+		default:
+		}
 	}
 	s.mu.Lock()
 	delete(s.inflight, up)
@@ -426,30 +446,43 @@ func (s *S3Sink) upload(bf *s3Buffer, up *s3Upload) {
 	close(up.done)
 }
 
+// compress returns data compressed into a buffer from outPool (or data
+// itself without compression).
 func (s *S3Sink) compress(data []byte) ([]byte, error) {
+	var out []byte
+	select {
+	case out = <-s.outPool:
+	default:
+		out = make([]byte, 0, len(data)/4+64)
+	}
 	switch s.c.Compression {
 	case "gzip":
-		var out bytes.Buffer
-		out.Grow(len(data)/4 + 64)
-		zw, _ := s.gzPool.Get().(*gzip.Writer)
-		if zw == nil {
+		w := bytes.NewBuffer(out)
+		var zw *gzip.Writer
+		select {
+		case zw = <-s.gzPool:
+			zw.Reset(w)
+		default:
 			var err error
-			if zw, err = gzip.NewWriterLevel(&out, gzip.DefaultCompression); err != nil {
+			if zw, err = gzip.NewWriterLevel(w, gzip.DefaultCompression); err != nil {
 				return nil, err
 			}
-		} else {
-			zw.Reset(&out)
 		}
-		defer s.gzPool.Put(zw)
+		defer func() {
+			select {
+			case s.gzPool <- zw:
+			default:
+			}
+		}()
 		if _, err := zw.Write(data); err != nil {
 			return nil, err
 		}
 		if err := zw.Close(); err != nil {
 			return nil, err
 		}
-		return out.Bytes(), nil
+		return w.Bytes(), nil
 	case "zstd":
-		return s.zenc.EncodeAll(data, make([]byte, 0, len(data)/4+64)), nil
+		return s.zenc.EncodeAll(data, out), nil
 	}
 	return data, nil
 }
@@ -460,6 +493,17 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 	if err != nil {
 		return fmt.Errorf("s3 sink: compressing: %w", err)
 	}
+	// Buffers go back to the free lists only when no attempt failed: after
+	// a failed request the HTTP transport may still be reading the body.
+	defer func() {
+		if bf.dirty || s.c.Compression == "none" {
+			return
+		}
+		select {
+		case s.outPool <- body[:0]:
+		default:
+		}
+	}()
 	sum := sha256.Sum256(body)
 	checksum := base64.StdEncoding.EncodeToString(sum[:])
 	key := s.Key(bf.key.table, bf.key.kind, bf.key.shard, time.Unix(bf.key.hour*3600, 0), bf.first, bf.last)
@@ -497,6 +541,7 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 		in.Body = bytes.NewReader(body)
 		_, err = s.api.PutObject(ctx, in)
 		if err != nil && isPreconditionFailed(err) {
+			bf.dirty = true
 			err = s.sameContent(ctx, key, body, checksum)
 			if err == nil {
 				s.log.Info("s3 object already there with the same content", zap.String("key", key))
@@ -508,6 +553,7 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 			s.m.bytes.Add(float64(len(body)))
 			return nil
 		}
+		bf.dirty = true
 		if !retryableS3(err) || attempt >= s.c.MaxAttempts {
 			s.log.Error("s3 upload failed", zap.String("key", key), zap.Int("attempts", attempt), zap.Error(err))
 			return fmt.Errorf("s3 sink: put s3://%s/%s (attempt %d): %w", s.c.Bucket, key, attempt, err)
