@@ -120,35 +120,217 @@ func (t *table) sweep(ctx context.Context, clock Clock) (int, error) {
 // system deletes: from the table, every index and into the stream. The
 // entries were checked under this same lock hold, so a write that moved a
 // TTL into the future has already replaced its entry. t.mu is held.
+//
+// Items are not decoded whole: only the attributes the indexes need are
+// read out of the stored JSON, and the stream gets the stored JSON itself
+// as the old image (Stream.AppendEncoded), which keeps the garbage of a
+// million-item sweep, and so the GC's work, small.
 func (t *table) removeExpiredLocked(victims []*entry) error {
-	items := make([]attr.Item, len(victims))
 	keys := make([][]byte, len(victims))
 	for i, ent := range victims {
-		it, err := decodeStored(ent)
-		if err != nil {
-			return err
-		}
-		items[i], keys[i] = it, ent.key
+		keys[i] = ent.key
 		t.size -= int64(ent.size)
 	}
 	t.items.DeleteSorted(keys)
-	for _, list := range [][]*index{t.lsis, t.gsis} {
-		for _, ix := range list {
-			ikeys := keys[:0:0]
-			for i, ent := range victims {
-				if k := ix.entryKey(t, ent, items[i]); k != nil {
-					ikeys = append(ikeys, k)
-					ix.size -= ix.projectedSize(t, ent, items[i])
+
+	needed := t.sweepAttrs()
+	part := make(attr.Item, len(needed)) // reused: the part of each item indexes need
+	fill := func(ent *entry) error {
+		clear(part)
+		var err error
+		members(ent.raw, func(name, val []byte) bool {
+			for _, n := range needed {
+				if string(name) == n.tok {
+					var v attr.Value
+					if err = v.UnmarshalJSON(val); err != nil {
+						return false
+					}
+					part[n.name] = v
 				}
 			}
-			slices.SortFunc(ikeys, bytes.Compare)
-			ix.list.DeleteSorted(ikeys)
+			return true
+		})
+		return err
+	}
+	indexes := append(append([]*index(nil), t.lsis...), t.gsis...)
+	ikeys := make([][][]byte, len(indexes))
+	var withOld bool
+	if t.stream != nil {
+		view := t.stream.ViewType()
+		withOld = view == stream.OldImage || view == stream.NewAndOldImages
+	}
+	var kb []byte
+	ktoks := t.keyToks()
+	for _, ent := range victims {
+		if err := fill(ent); err != nil {
+			return err
+		}
+		for j, ix := range indexes {
+			if k := ix.entryKey(t, ent, part); k != nil {
+				ikeys[j] = append(ikeys[j], k)
+				ix.size -= ix.projectedSize(t, ent, part)
+			}
+		}
+		if t.stream == nil {
+			continue
+		}
+		kb = keysJSON(kb[:0], ent.raw, ktoks)
+		c := stream.EncodedChange{EventName: "REMOVE", Keys: kb, Service: true, Size: attr.SizeOf(t.key.Hash, part[t.key.Hash])}
+		if t.key.Range != "" {
+			c.Size += attr.SizeOf(t.key.Range, part[t.key.Range])
+		}
+		if withOld {
+			c.Old = ent.raw
+			c.Size += int(ent.size)
+		}
+		if err := t.stream.AppendEncoded(c); err != nil {
+			return err
 		}
 	}
-	if t.stream != nil {
-		for _, it := range items {
-			t.stream.Append(stream.Change{EventName: "REMOVE", Keys: t.key.project(it), Old: it, Service: true})
-		}
+	for j, ix := range indexes {
+		slices.SortFunc(ikeys[j], bytes.Compare)
+		ix.list.DeleteSorted(ikeys[j])
 	}
 	return nil
+}
+
+// attrTok is an attribute name and its JSON string token as attr's
+// encoder writes it (quotes and escapes included).
+type attrTok struct{ name, tok string }
+
+func jsonToken(name string) string {
+	const tail = `:{"NULL":true}}`
+	b := attr.AppendItemJSON(nil, attr.Item{name: attr.Null()})
+	return string(b[1 : len(b)-len(tail)])
+}
+
+// sweepAttrs lists the attributes a system delete must read from an item:
+// the table's keys and every index's keys and INCLUDE attributes.
+func (t *table) sweepAttrs() []attrTok {
+	var out []attrTok
+	add := func(n string) {
+		if n == "" {
+			return
+		}
+		for _, a := range out {
+			if a.name == n {
+				return
+			}
+		}
+		out = append(out, attrTok{n, jsonToken(n)})
+	}
+	add(t.key.Hash)
+	add(t.key.Range)
+	for _, list := range [][]*index{t.lsis, t.gsis} {
+		for _, ix := range list {
+			add(ix.key.Hash)
+			add(ix.key.Range)
+			for _, n := range ix.nonKey {
+				add(n)
+			}
+		}
+	}
+	return out
+}
+
+// keyToks returns the table's key attributes in the order
+// attr.AppendItemJSON writes them (names sorted).
+func (t *table) keyToks() []attrTok {
+	out := []attrTok{{t.key.Hash, jsonToken(t.key.Hash)}}
+	if t.key.Range != "" {
+		r := attrTok{t.key.Range, jsonToken(t.key.Range)}
+		if t.key.Range < t.key.Hash {
+			out = []attrTok{r, out[0]}
+		} else {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// keysJSON appends the item's key attributes, copied from its stored JSON
+// raw, exactly as attr.AppendItemJSON would write them.
+func keysJSON(dst, raw []byte, keys []attrTok) []byte {
+	dst = append(dst, '{')
+	for i, k := range keys {
+		members(raw, func(name, val []byte) bool {
+			if string(name) != k.tok {
+				return true
+			}
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, name...)
+			dst = append(dst, ':')
+			dst = append(dst, val...)
+			return false
+		})
+	}
+	return append(dst, '}')
+}
+
+// members calls fn with the name token (quoted) and raw value of each
+// top-level member of a compact JSON object as the engine stores items,
+// until fn returns false.
+func members(b []byte, fn func(name, val []byte) bool) {
+	i := 1
+	for i < len(b) && b[i] == '"' {
+		j := skipString(b, i)
+		name := b[i:j]
+		if j >= len(b) || b[j] != ':' {
+			return
+		}
+		k := skipValue(b, j+1)
+		if !fn(name, b[j+1:k]) {
+			return
+		}
+		i = k
+		if i < len(b) && b[i] == ',' {
+			i++
+		}
+	}
+}
+
+// skipString returns the index just past the JSON string starting at b[i].
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// skipValue returns the index just past the compact JSON value at b[i].
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			i = skipString(b, i)
+			if depth == 0 {
+				return i
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i // the end of the enclosing object
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		}
+		i++
+	}
+	return i
 }

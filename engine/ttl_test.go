@@ -333,3 +333,60 @@ func TestSweepConcurrentWithTraffic(t *testing.T) {
 		t.Fatalf("left %d items (err %v), want 800", out.Count, err)
 	}
 }
+
+// TestTTLRemoveSameShardAndSize: on a stream with several shards each TTL
+// REMOVE lands in the shard of the item's INSERT, and its SizeBytes and
+// OldImage equal those of a user delete of an identical item.
+func TestTTLRemoveSameShardAndSize(t *testing.T) {
+	e := newEnv(t, engine.Options{StreamShards: 4})
+	e.createTable("ttl7", "N", func(in *dynamodb.CreateTableInput) {
+		in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
+	})
+	e.enableTTL("ttl7", "exp")
+	for i := 0; i < 40; i++ {
+		e.put("ttl7", item{"pk": S(fmt.Sprint("k", i)), "sk": N("1"), "exp": N(fmt.Sprint(t0.Unix() - 1)), "m": &types.AttributeValueMemberM{Value: item{"a": S("x")}}})
+	}
+	// User-delete twins of k0 and k1 under other keys with equal-size values.
+	e.put("ttl7", item{"pk": S("u0"), "sk": N("1"), "exp": N(fmt.Sprint(t0.Unix() + 999)), "m": &types.AttributeValueMemberM{Value: item{"a": S("x")}}})
+	if _, err := e.db.DeleteItem(e.ctx, &dynamodb.DeleteItemInput{TableName: aws.String("ttl7"), Key: item{"pk": S("u0"), "sk": N("1")}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.sweep(); n != 40 {
+		t.Fatalf("swept %d", n)
+	}
+	d, _ := e.db.DescribeTable(e.ctx, &dynamodb.DescribeTableInput{TableName: aws.String("ttl7")})
+	shardOf := map[string]string{}
+	var ttlSize, userSize int64
+	for _, sh := range e.shards(d.Table.LatestStreamArn) {
+		it, err := e.st.GetShardIterator(e.ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: d.Table.LatestStreamArn, ShardId: sh.ShardId, ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := e.st.GetRecords(e.ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range out.Records {
+			pk := r.Dynamodb.Keys["pk"].(*stypes.AttributeValueMemberS).Value
+			if r.EventName == stypes.OperationTypeInsert {
+				shardOf[pk] = aws.ToString(sh.ShardId)
+				continue
+			}
+			if shardOf[pk] != aws.ToString(sh.ShardId) {
+				t.Fatalf("%s: REMOVE in shard %s, INSERT in %s", pk, aws.ToString(sh.ShardId), shardOf[pk])
+			}
+			if r.Dynamodb.OldImage["m"] == nil || len(r.Dynamodb.Keys) != 2 {
+				t.Fatalf("%s: REMOVE record %+v", pk, r.Dynamodb)
+			}
+			switch pk {
+			case "k0":
+				ttlSize = aws.ToInt64(r.Dynamodb.SizeBytes)
+			case "u0":
+				userSize = aws.ToInt64(r.Dynamodb.SizeBytes)
+			}
+		}
+	}
+	if ttlSize == 0 || ttlSize != userSize {
+		t.Fatalf("SizeBytes: TTL delete %d, user delete %d", ttlSize, userSize)
+	}
+}
