@@ -522,3 +522,26 @@ func TestMetrics(t *testing.T) {
 	// A second consumer on the same registry shares the collectors.
 	newUnitConsumer(t, newMemStore(), func(c *Config) { c.Registerer = reg }, Route{Sink: newFakeSink("b")})
 }
+
+func TestMalformedRecordFailsTheBatch(t *testing.T) {
+	ctx := context.Background()
+	a := newFakeSink("a")
+	store := newMemStore()
+	c := newUnitConsumer(t, store, nil, Route{Sink: a})
+	b := mkBatch("s", 1, event.Expired, event.Expired, event.Expired)
+	b.Records[1].Dynamodb.SequenceNumber = nil
+	err := c.process(ctx, b)
+	var re *RecordError
+	if !errors.As(err, &re) || re.Field != "dynamodb.SequenceNumber" || re.Index != 1 {
+		t.Fatalf("process error %v, want a RecordError on record 1's dynamodb.SequenceNumber", err)
+	}
+	if err := c.shardStopped(ctx, testARN, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(a.events()); n != 0 {
+		t.Errorf("%d events of a malformed batch reached the sink", n)
+	}
+	if cp := store.get(testARN, "s"); cp.SequenceNumber != "" {
+		t.Errorf("checkpoint %+v advanced over a malformed batch", cp)
+	}
+}
