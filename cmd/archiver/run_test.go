@@ -111,7 +111,12 @@ func testRunSIGTERM(t *testing.T, store string) {
 	}
 	archive := filepath.Join(dir, "archive")
 	const shutdownTimeout = 20 * time.Second
+	metrics := "prometheus"
+	if store == "file" {
+		metrics = "emf" // and check the CloudWatch documents below
+	}
 	cmd := exec.Command(os.Args[0], "run",
+		"--metrics", metrics,
 		"--endpoint", srv.Endpoint(),
 		"--table", "SessionData",
 		"--checkpoint", cpURL,
@@ -190,6 +195,12 @@ func testRunSIGTERM(t *testing.T, store string) {
 	}
 	if len(want) == 0 {
 		t.Fatal("stream has no records")
+	}
+	if metrics == "emf" && !bytes.Contains(out.Bytes(), []byte(`"_aws":{"CloudWatchMetrics"`)) {
+		t.Errorf("--metrics emf wrote no embedded-metric documents")
+	}
+	if metrics == "emf" && !bytes.Contains(out.Bytes(), []byte(`"archiver_events_total":`)) {
+		t.Errorf("--metrics emf did not export archiver_events_total")
 	}
 	if !bytes.Contains(out.Bytes(), []byte("placeholder credentials")) {
 		t.Errorf("expected the placeholder-credentials log line")
