@@ -376,22 +376,41 @@ func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 	} else if old != nil {
 		t.items.Delete(key)
 	}
-	if t.stream != nil {
-		c := stream.Change{Old: oldItem, New: newItem, Service: service}
-		switch {
-		case old == nil && ne != nil:
-			c.EventName = "INSERT"
-			c.Keys = t.key.project(newItem)
-		case ne != nil:
-			c.EventName = "MODIFY"
-			c.Keys = t.key.project(newItem)
-		case old != nil:
-			c.EventName = "REMOVE"
-			c.Keys = t.key.project(oldItem)
-		default:
-			return
-		}
-		t.stream.Append(c)
+	if t.stream == nil {
+		return
+	}
+	// The stored JSON is what the stream would encode: hand it over as is.
+	c := stream.EncodedChange{Service: service}
+	var keyItem attr.Item
+	var keySrc []byte
+	switch {
+	case old == nil && ne != nil:
+		c.EventName, keyItem, keySrc = "INSERT", newItem, ne.raw
+	case ne != nil:
+		c.EventName, keyItem, keySrc = "MODIFY", newItem, ne.raw
+	case old != nil:
+		c.EventName, keyItem, keySrc = "REMOVE", oldItem, old.raw
+	default:
+		return
+	}
+	view := t.stream.ViewType()
+	c.Keys = keysJSON(make([]byte, 0, 64), keySrc, t.ktoks)
+	c.Size = attr.SizeOf(t.key.Hash, keyItem[t.key.Hash])
+	if t.key.Range != "" {
+		c.Size += attr.SizeOf(t.key.Range, keyItem[t.key.Range])
+	}
+	if old != nil && (view == stream.OldImage || view == stream.NewAndOldImages) {
+		c.Old = old.raw
+		c.Size += int(old.size)
+	}
+	if ne != nil && (view == stream.NewImage || view == stream.NewAndOldImages) {
+		c.New = ne.raw
+		c.Size += int(ne.size)
+	}
+	if err := t.stream.AppendEncoded(c); err != nil {
+		// Only a bug can get here (stored JSON is always an object); fall
+		// back to the decoding path rather than lose the record.
+		t.stream.Append(stream.Change{EventName: c.EventName, Keys: t.key.project(keyItem), Old: oldItem, New: newItem, Service: service})
 	}
 }
 

@@ -67,6 +67,7 @@ type table struct {
 	lagNanos   int64
 
 	scratch sync.Pool // *[]byte buffers for encoding items
+	ktoks   []attrTok // key attributes' JSON tokens, in encoder order (set at creation)
 }
 
 // indexByName returns the named index or nil.
@@ -417,6 +418,7 @@ func (e *Engine) opCreateTable(ctx context.Context, body []byte) (any, error) {
 		return nil, err
 	}
 	t.key = k
+	t.ktoks = t.keyToks()
 	switch req.BillingMode {
 	case "", "PROVISIONED":
 		t.billing = "PROVISIONED"

@@ -160,7 +160,6 @@ func (t *table) removeExpiredLocked(victims []*entry) error {
 		withOld = view == stream.OldImage || view == stream.NewAndOldImages
 	}
 	var kb []byte
-	ktoks := t.keyToks()
 	for _, ent := range victims {
 		if err := fill(ent); err != nil {
 			return err
@@ -174,7 +173,7 @@ func (t *table) removeExpiredLocked(victims []*entry) error {
 		if t.stream == nil {
 			continue
 		}
-		kb = keysJSON(kb[:0], ent.raw, ktoks)
+		kb = keysJSON(kb[:0], ent.raw, t.ktoks)
 		c := stream.EncodedChange{EventName: "REMOVE", Keys: kb, Service: true, Size: attr.SizeOf(t.key.Hash, part[t.key.Hash])}
 		if t.key.Range != "" {
 			c.Size += attr.SizeOf(t.key.Range, part[t.key.Range])
