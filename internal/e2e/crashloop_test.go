@@ -312,6 +312,8 @@ func crashLoop(t *testing.T, leases bool) {
 	}
 	s3r.tally.checkItems(t, "S3")
 
+	logSummary(t, work)
+
 	t.Logf("crash loop: %d kill -9 rounds, %d expired items, %d archive lines, %d duplicate deliveries (%.2f%%), %d torn lines",
 		killed, len(keys), lines, dups, 100*float64(dups)/float64(max(1, len(keys))), torn)
 	t.Logf("JetStream: %d messages for %d expired items; S3: %d lines in %d objects (%d duplicates)",
@@ -370,4 +372,39 @@ func logField(logPath, msg, field string) string {
 		}
 	}
 	return ""
+}
+
+// logSummary logs how often each warning and error message appears in the
+// archiver processes' logs (a diagnostic, not an assertion). E2E_KEEP=DIR
+// copies the logs there for a closer look.
+func logSummary(t *testing.T, dir string) {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, "run-*.log"))
+	if d := os.Getenv("E2E_KEEP"); d != "" {
+		for _, p := range paths {
+			data, _ := os.ReadFile(p)
+			_ = os.WriteFile(filepath.Join(d, filepath.Base(p)), data, 0o644)
+		}
+	}
+	counts, sample := map[string]int{}, map[string]string{}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			var l struct{ Level, Logger, Msg, Error string }
+			if json.Unmarshal([]byte(line), &l) != nil || (l.Level != "warn" && l.Level != "error") {
+				continue
+			}
+			key := fmt.Sprintf("%s %s: %s", l.Level, l.Logger, l.Msg)
+			counts[key]++
+			if sample[key] == "" {
+				sample[key] = l.Error
+			}
+		}
+	}
+	for m, n := range counts {
+		t.Logf("archiver logs: %dx %s (e.g. %.700s)", n, m, sample[m])
+	}
 }
