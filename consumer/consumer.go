@@ -460,36 +460,79 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 	}
 	en := &entry{last: events[len(events)-1].SequenceNumber, bytes: size, records: len(events),
 		first: events[0].ApproximateCreationTime}
-	subs := make([][]event.Event, len(c.routes))
+	// Each route gets the events of the kinds it wants. A route that wants
+	// every event of the batch gets the decoded slice itself (the consumer
+	// does not touch it again); the others get filtered copies.
+	var counts [4]int
 	for i := range events {
-		e := &events[i]
-		for j, r := range c.routes {
-			if r.kinds[e.Kind] {
-				subs[j] = append(subs[j], *e)
+		counts[kindIndex(events[i].Kind)]++
+	}
+	subs := make([][]event.Event, len(c.routes))
+	shared := false
+	for j, r := range c.routes {
+		wanted := 0
+		for k, n := range counts {
+			if r.kinds[kindOrder[k]] {
+				wanted += n
 			}
 		}
-	}
-	for _, sub := range subs {
-		if len(sub) > 0 {
+		switch {
+		case wanted == 0:
+		case wanted == len(events) && !shared:
+			subs[j], shared = events, true
+		default:
+			sub := make([]event.Event, 0, wanted)
+			for i := range events {
+				if r.kinds[events[i].Kind] {
+					sub = append(sub, events[i])
+				}
+			}
+			subs[j] = sub
+		}
+		if wanted > 0 {
 			en.pending++
 		}
 	}
 	if err := s.add(ctx, en); err != nil {
 		return err
 	}
+	// Metrics before the events are handed on (after that, only sinks read
+	// the shared slice).
+	for k, n := range counts {
+		if n > 0 {
+			c.m.events.WithLabelValues(s.table, string(kindOrder[k])).Add(float64(n))
+		}
+	}
+	if counts[kindIndex(event.Expired)] > 0 {
+		lag := c.m.ttlLag.WithLabelValues(s.table)
+		for i := range events {
+			if e := &events[i]; e.Kind == event.Expired && !e.TTLTime.IsZero() && !e.ApproximateCreationTime.IsZero() {
+				lag.Observe(e.TTLLag.Seconds())
+			}
+		}
+	}
 	for j, sub := range subs {
 		if len(sub) > 0 {
 			s.lanes[j].enqueue(&item{batch: sinks.Batch{StreamARN: b.StreamARN, ShardID: b.ShardID, Events: sub}, e: en})
 		}
 	}
-	for i := range events {
-		e := &events[i]
-		c.m.events.WithLabelValues(s.table, string(e.Kind)).Inc()
-		if e.Kind == event.Expired && !e.TTLTime.IsZero() && !e.ApproximateCreationTime.IsZero() {
-			c.m.ttlLag.WithLabelValues(s.table).Observe(e.TTLLag.Seconds())
-		}
-	}
 	return nil
+}
+
+// kindOrder lists the kinds by kindIndex.
+var kindOrder = [4]event.Kind{event.Expired, event.Deleted, event.Inserted, event.Modified}
+
+// kindIndex is k's index in kindOrder.
+func kindIndex(k event.Kind) int {
+	switch k {
+	case event.Expired:
+		return 0
+	case event.Deleted:
+		return 1
+	case event.Inserted:
+		return 2
+	}
+	return 3
 }
 
 // shardEnded waits until every record of the closed shard was acknowledged
