@@ -4,15 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"hash/crc32"
 	"io"
 	"net/http"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
 	"github.com/ttl-archiver/archiver/engine/internal/awserr"
@@ -63,6 +64,12 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("x-amzn-RequestId", reqID)
 	op := ""
+	start := time.Now()
+	defer func() {
+		if ce := e.log.Check(zapcore.DebugLevel, "request"); ce != nil {
+			ce.Write(zap.String("op", op), zap.String("requestId", reqID), zap.Duration("took", time.Since(start)))
+		}
+	}()
 	defer func() {
 		if p := recover(); p != nil {
 			e.log.Error("engine: panic serving request", zap.String("op", op), zap.String("requestId", reqID),
@@ -295,4 +302,3 @@ func (e *Engine) opDescribeLimits(ctx context.Context, body []byte) (any, error)
 		"TableMaxReadCapacityUnits": 40000, "TableMaxWriteCapacityUnits": 40000}, nil
 }
 
-var _ = fmt.Sprintf
