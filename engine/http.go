@@ -301,4 +301,3 @@ func (e *Engine) opDescribeLimits(ctx context.Context, body []byte) (any, error)
 	return map[string]any{"AccountMaxReadCapacityUnits": 80000, "AccountMaxWriteCapacityUnits": 80000,
 		"TableMaxReadCapacityUnits": 40000, "TableMaxWriteCapacityUnits": 40000}, nil
 }
-
