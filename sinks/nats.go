@@ -144,7 +144,10 @@ func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
 		// Everything we hold is bounded by MaxPendingBytes; let the
 		// client buffer that much while it reconnects.
 		nats.ReconnectBufSize(int(c.MaxPendingBytes) + 1<<20),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if nc.IsClosed() {
+				return // our own Close, not an outage
+			}
 			s.log.Warn("nats disconnected; events wait until it is back", zap.String("sink", s.name), zap.Error(err))
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
