@@ -335,6 +335,14 @@ func (w *watchedStreams) GetRecords(ctx context.Context, in *dynamodbstreams.Get
 	return out, err
 }
 
+// describeCounts returns the DescribeStream calls so far, and those with a
+// ShardFilter.
+func (w *watchedStreams) describeCounts() (all, filtered int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.describes, w.filters
+}
+
 func (w *watchedStreams) callsOn(shardID string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()

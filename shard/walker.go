@@ -306,8 +306,10 @@ func (r *run) discoverTable(t *tableState) {
 		}
 		st := r.newStream(f.arn, t.name, t, first)
 		st.label = f.label
-		if first && r.o.Start == Latest && f.arn != latest {
-			// A fresh start at LATEST ignores streams the table replaced.
+		if r.o.Start == Latest && f.arn != latest && (first || olderThanKnown(t, f.label)) {
+			// A fresh start at LATEST ignores streams the table replaced
+			// before the walker first saw it (also ones a failed
+			// ListStreams hid then).
 			st.done = true
 		}
 		t.streams = append(t.streams, st)
@@ -327,6 +329,17 @@ func (r *run) discoverTable(t *tableState) {
 		}
 		return a.label < b.label
 	})
+}
+
+// olderThanKnown reports whether a stream label sorts before a stream of
+// the table the walker already knows.
+func olderThanKnown(t *tableState, label string) bool {
+	for _, st := range t.streams {
+		if label < st.label {
+			return true
+		}
+	}
+	return false
 }
 
 // refreshPending refreshes the streams that asked for it.
