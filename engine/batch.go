@@ -105,13 +105,20 @@ func (e *Engine) opBatchGetItem(ctx context.Context, body []byte) (any, error) {
 	unprocessed := map[string]*batchGetTable{}
 	var caps []*capacity
 	bytesOut := 0
+	// A throttled call reads the first total/2 keys (in table-name order)
+	// and hands the rest back in UnprocessedKeys.
+	process := total
+	if takeFault(&e.throttleBatchGets) {
+		process = total / 2
+	}
+	done := 0
 	for _, name := range names {
 		pl, tr := plans[name], req.RequestItems[name]
 		responses[name] = []json.RawMessage{}
 		units := 0.0
 		pl.t.mu.RLock()
 		for i, sk := range pl.keys {
-			if bytesOut >= maxBatchGetBytes {
+			if bytesOut >= maxBatchGetBytes || done >= process {
 				u := unprocessed[name]
 				if u == nil {
 					u = &batchGetTable{ProjectionExpression: tr.ProjectionExpression, AttributesToGet: tr.AttributesToGet,
@@ -121,6 +128,7 @@ func (e *Engine) opBatchGetItem(ctx context.Context, body []byte) (any, error) {
 				u.Keys = append(u.Keys, tr.Keys[i])
 				continue
 			}
+			done++
 			ent := pl.t.items.Get(sk)
 			if ent == nil {
 				units += readUnits(0, tr.ConsistentRead)
@@ -175,10 +183,10 @@ func (j jitem) MarshalJSON() ([]byte, error) { return attr.AppendItemJSON(nil, a
 type writeRequest struct {
 	PutRequest *struct {
 		Item jitem `json:"Item"`
-	} `json:"PutRequest"`
+	} `json:"PutRequest,omitempty"`
 	DeleteRequest *struct {
 		Key jitem `json:"Key"`
-	} `json:"DeleteRequest"`
+	} `json:"DeleteRequest,omitempty"`
 }
 
 func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error) {
@@ -275,11 +283,24 @@ func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error)
 		}
 		t.mu.RUnlock()
 	}
+	// A throttled call processes the first total/2 requests (in table-name
+	// order) and hands the rest back in UnprocessedItems.
+	process := total
+	if takeFault(&e.throttleBatchWrites) {
+		process = total / 2
+	}
+	unprocessed := map[string][]writeRequest{}
 	var caps []*capacity
+	done := 0
 	for _, name := range names {
 		t := tables[name]
 		units := 0.0
-		for _, o := range plans[name] {
+		for i, o := range plans[name] {
+			if done >= process {
+				unprocessed[name] = append(unprocessed[name], req.RequestItems[name][i])
+				continue
+			}
+			done++
 			var err error
 			size := o.size
 			if o.item != nil {
@@ -292,11 +313,14 @@ func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error)
 			}
 			units += writeUnits(size)
 		}
+		if len(unprocessed[name]) == len(plans[name]) {
+			continue // nothing of this table was processed
+		}
 		if c := consumed(req.ReturnConsumedCapacity, name, units, true, nil); c != nil {
 			caps = append(caps, c)
 		}
 	}
-	resp := map[string]any{"UnprocessedItems": map[string]any{}}
+	resp := map[string]any{"UnprocessedItems": unprocessed}
 	if caps != nil {
 		resp["ConsumedCapacity"] = caps
 	}

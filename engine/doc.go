@@ -40,8 +40,10 @@
 //
 // For tests, Options.Clock takes a ManualClock, a negative TTLInterval
 // turns the sweeper off, and SweepTTL runs one sweep on demand. Faults:
-// ThrottleGetRecords, ForceRollover, SplitShard, TrimStream,
-// ExpireIterators, and Hooks.OnRequest to fail or observe any request.
+// ThrottleGetRecords, ThrottleBatchWrites and ThrottleBatchGets (partial
+// batches with UnprocessedItems/UnprocessedKeys), ForceRollover,
+// SplitShard, TrimStream, ExpireIterators, and Hooks.OnRequest to fail or
+// observe any request.
 //
 // Everything lives in memory; nothing is persisted.
 package engine

@@ -132,6 +132,9 @@ type Engine struct {
 	mu     sync.RWMutex
 	tables map[string]*table
 
+	throttleBatchWrites atomic.Int64 // BatchWriteItem calls still to throttle
+	throttleBatchGets   atomic.Int64 // BatchGetItem calls still to throttle
+
 	reqSeq   atomic.Uint64
 	reqSalt  uint64
 	seedSeq  atomic.Uint64
@@ -273,6 +276,35 @@ func (e *Engine) streamARN(tableName string) (string, error) {
 // ThrottleGetRecords makes the next n GetRecords calls (any stream) fail
 // with LimitExceededException.
 func (e *Engine) ThrottleGetRecords(n int) { e.streams.ThrottleGetRecords(n) }
+
+// ThrottleBatchWrites makes the next n BatchWriteItem calls (any table)
+// process only the first half of their requests, rounded down (tables in
+// name order, each table's requests in request order), and return the rest
+// in UnprocessedItems in the request's shape, as DynamoDB does when
+// throughput runs out. A call with one request processes none of it.
+// n <= 0 cancels throttling still pending.
+func (e *Engine) ThrottleBatchWrites(n int) { e.throttleBatchWrites.Store(int64(max(n, 0))) }
+
+// ThrottleBatchGets makes the next n BatchGetItem calls (any table) read
+// only the first half of their keys, rounded down (tables in name order),
+// and return the rest in UnprocessedKeys with the table's
+// ProjectionExpression, ExpressionAttributeNames and ConsistentRead.
+// n <= 0 cancels throttling still pending.
+func (e *Engine) ThrottleBatchGets(n int) { e.throttleBatchGets.Store(int64(max(n, 0))) }
+
+// takeFault consumes one pending fault from c and reports whether there was
+// one.
+func takeFault(c *atomic.Int64) bool {
+	for {
+		n := c.Load()
+		if n <= 0 {
+			return false
+		}
+		if c.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
 
 // ForceRollover closes every open shard of the table's latest stream and
 // opens one child for each.
