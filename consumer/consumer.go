@@ -88,8 +88,11 @@ type Config struct {
 	// records not yet acknowledged by every sink (default 16 MiB). A batch
 	// larger than the budget is admitted alone.
 	MaxInFlightBytes int
-	// CheckpointInterval is how often a shard's advanced checkpoint is
-	// saved (default 1 s). Checkpoints are also saved when a shard ends or
+	// CheckpointInterval is the least time between two periodic saves of a
+	// shard's checkpoint (default 1 s). When a shard's acknowledged prefix
+	// advances and its checkpoint was not saved in the last interval, it
+	// is saved at once; further advances within the interval are saved
+	// together at its end. Checkpoints are also saved when a shard ends or
 	// stops and at shutdown.
 	CheckpointInterval time.Duration
 	// RetryMinBackoff and RetryMaxBackoff bound the backoff between
@@ -332,12 +335,11 @@ next:
 	return out
 }
 
-// saver saves advanced checkpoints every CheckpointInterval and keeps the
-// lag gauges current.
+// saver keeps the lag gauges current, every CheckpointInterval. (Each
+// shard saves its own checkpoint: see shardState.runSaver.)
 func (c *Consumer) saver(ctx context.Context) {
 	t := time.NewTicker(c.cfg.CheckpointInterval)
 	defer t.Stop()
-	sem := make(chan struct{}, 16)
 	for {
 		select {
 		case <-ctx.Done():
@@ -345,22 +347,11 @@ func (c *Consumer) saver(ctx context.Context) {
 		case <-t.C:
 		}
 		now := time.Now()
-		var wg sync.WaitGroup
 		for _, s := range c.snapshot() {
 			recs, age := s.lag(now)
 			c.m.lagRecords.WithLabelValues(s.table, s.id).Set(float64(recs))
 			c.m.lagSeconds.WithLabelValues(s.table, s.id).Set(age.Seconds())
-			sem <- struct{}{}
-			wg.Add(1)
-			go func(s *shardState) {
-				defer func() { <-sem; wg.Done() }()
-				if err := s.save(ctx, false); err != nil && ctx.Err() == nil {
-					c.log.Warn("checkpoint save failed; retrying at the next interval",
-						zap.String("stream", s.arn), zap.String("shard", s.id), zap.Error(err))
-				}
-			}(s)
 		}
-		wg.Wait()
 	}
 }
 

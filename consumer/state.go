@@ -41,6 +41,11 @@ type shardState struct {
 	bytes    int      // bytes of entries not yet done
 	err      error    // terminal: lease lost
 	progress chan struct{}
+	// The shard's checkpoint saver (see runSaver), started on the first
+	// advance; never started again once the state is torn down.
+	saverStarted, saverStopped bool
+	saveWake                   chan struct{} // capacity 1: an advance not yet saved
+	saverDone                  chan struct{}
 
 	saveMu   sync.Mutex
 	saved    string // last saved sequence number
@@ -59,7 +64,8 @@ type entry struct {
 func newShardState(c *Consumer, key, table, arn, id, stored string) *shardState {
 	ctx, cancel := context.WithCancel(c.base)
 	s := &shardState{c: c, key: key, table: table, arn: arn, id: id, ctx: ctx, cancel: cancel,
-		budget: c.cfg.MaxInFlightBytes, acked: stored, last: stored, saved: stored, progress: make(chan struct{})}
+		budget: c.cfg.MaxInFlightBytes, acked: stored, last: stored, saved: stored, progress: make(chan struct{}),
+		saveWake: make(chan struct{}, 1), saverDone: make(chan struct{})}
 	s.lanes = make([]*lane, len(c.routes))
 	for i, r := range c.routes {
 		s.lanes[i] = &lane{s: s, r: r, wake: make(chan struct{}, 1), done: make(chan struct{})}
@@ -143,6 +149,75 @@ func (s *shardState) advance() {
 	s.bytes -= freed
 	s.c.m.inflightBytes.WithLabelValues(s.table).Sub(float64(freed))
 	s.signal()
+	s.wakeSaver()
+}
+
+// wakeSaver tells the shard's saver that the acknowledged prefix advanced,
+// starting the saver on first use. It never blocks. Called with s.mu held.
+func (s *shardState) wakeSaver() {
+	if s.saverStopped {
+		return
+	}
+	if !s.saverStarted {
+		s.saverStarted = true
+		go s.runSaver()
+	}
+	select {
+	case s.saveWake <- struct{}{}:
+	default:
+	}
+}
+
+// runSaver saves the shard's checkpoint on a leading edge with trailing
+// coalescing: an advance with no save in the last CheckpointInterval is
+// saved at once (a process killed soon after starting re-delivers little),
+// and the advances during the interval that follows are saved together at
+// its end. A failed save is retried at the interval's end; a lost lease
+// stops the saver (save already failed the shard). Being the shard's only
+// periodic saver, and save holding saveMu, saves never overlap and each
+// writes a sequence number at least the previous one's.
+func (s *shardState) runSaver() {
+	defer close(s.saverDone)
+	ctx := s.ctx
+	interval := s.c.cfg.CheckpointInterval
+	retry := false
+	for {
+		if !retry {
+			select {
+			case <-s.saveWake:
+			case <-ctx.Done():
+				return
+			}
+		}
+		wrote, err := s.saveIfAdvanced(ctx)
+		retry = false
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return
+		case errors.Is(err, checkpoint.ErrLeaseLost):
+			return
+		case err != nil:
+			s.c.log.Warn("checkpoint save failed; retrying at the end of the interval",
+				zap.String("stream", s.arn), zap.String("shard", s.id), zap.Error(err))
+			retry = true
+		case !wrote:
+			continue // nothing written: the next advance may save at once
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		// Advances during the interval (a pending wake) are saved now, as
+		// one; otherwise the next advance is a leading edge again.
+		select {
+		case <-s.saveWake:
+			retry = true
+		default:
+		}
+	}
 }
 
 // drain waits until every entry is done and every lane is empty, flushing the sinks that hold the
@@ -212,19 +287,30 @@ func (s *shardState) lanesEmpty() bool {
 // with finished, it records the shard Finished at its last sequence number
 // (every entry must be done).
 func (s *shardState) save(ctx context.Context, finished bool) error {
+	_, err := s.saveCheckpoint(ctx, finished)
+	return err
+}
+
+// saveIfAdvanced is save(ctx, false) that also reports whether it wrote to
+// the store.
+func (s *shardState) saveIfAdvanced(ctx context.Context) (bool, error) {
+	return s.saveCheckpoint(ctx, false)
+}
+
+func (s *shardState) saveCheckpoint(ctx context.Context, finished bool) (bool, error) {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	if s.closed || s.finished {
-		return nil
+		return false, nil
 	}
 	s.mu.Lock()
 	seq, pending := s.acked, len(s.entries)
 	s.mu.Unlock()
 	if finished && pending > 0 {
-		return fmt.Errorf("consumer: shard %s: cannot finish with %d batches unacknowledged", s.id, pending)
+		return false, fmt.Errorf("consumer: shard %s: cannot finish with %d batches unacknowledged", s.id, pending)
 	}
 	if !finished && seq == s.saved {
-		return nil
+		return false, nil
 	}
 	cp := checkpoint.Checkpoint{SequenceNumber: seq, Finished: finished}
 	if err := s.c.store.Save(ctx, s.arn, s.id, cp); err != nil {
@@ -234,7 +320,7 @@ func (s *shardState) save(ctx context.Context, finished bool) error {
 				zap.String("stream", s.arn), zap.String("shard", s.id), zap.String("sequence", seq))
 			s.fail(fmt.Errorf("consumer: shard %s: %w", s.id, err))
 		}
-		return fmt.Errorf("consumer: save checkpoint of shard %s: %w", s.id, err)
+		return false, fmt.Errorf("consumer: save checkpoint of shard %s: %w", s.id, err)
 	}
 	s.c.m.checkpointSaves.WithLabelValues(s.table).Inc()
 	s.saved = seq
@@ -246,7 +332,7 @@ func (s *shardState) save(ctx context.Context, finished bool) error {
 	}
 	s.unsaved = append(s.unsaved[:0:0], s.unsaved[n:]...)
 	s.mu.Unlock()
-	return nil
+	return true, nil
 }
 
 // lag reports the records not covered by the saved checkpoint and the age
@@ -275,6 +361,13 @@ func (s *shardState) close() {
 	s.closed = true
 	s.saveMu.Unlock()
 	s.cancel()
+	s.mu.Lock()
+	s.saverStopped = true
+	saver := s.saverStarted
+	s.mu.Unlock()
+	if saver {
+		<-s.saverDone
+	}
 	for _, l := range s.lanes {
 		l.mu.Lock()
 		started := l.started
