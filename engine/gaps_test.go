@@ -164,3 +164,89 @@ func TestThrottleBatchGets(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdatedReturnValuesNestedPaths checks that UPDATED_OLD and
+// UPDATED_NEW return only the document paths the update touched, as
+// DynamoDB does, not whole top-level attributes.
+func TestUpdatedReturnValuesNestedPaths(t *testing.T) {
+	e := newEnv(t, engine.Options{})
+	e.createTable("urv", "", nil)
+	key := item{"pk": S("k")}
+	base := item{"pk": S("k"), "n": N("5"), "other": S("o"),
+		"a": &types.AttributeValueMemberM{Value: item{"b": N("1"), "c": S("keep"), "d": S("drop")}},
+		"l": &types.AttributeValueMemberL{Value: []types.AttributeValue{S("l0"), S("l1"), S("l2")}}}
+	for _, c := range []struct {
+		name, expr string
+		values     item
+		rv         types.ReturnValue
+		want       string
+	}{
+		{"nested set old", "SET a.b = :v", item{":v": N("2")}, types.ReturnValueUpdatedOld, `{"a":{"b":1}}`},
+		{"nested set new", "SET a.b = :v", item{":v": N("2")}, types.ReturnValueUpdatedNew, `{"a":{"b":2}}`},
+		{"list index new", "SET l[1] = :v", item{":v": S("x")}, types.ReturnValueUpdatedNew, `{"l":[x]}`},
+		{"list index old", "SET l[1] = :v", item{":v": S("x")}, types.ReturnValueUpdatedOld, `{"l":[l1]}`},
+		{"nested remove old", "REMOVE a.d", nil, types.ReturnValueUpdatedOld, `{"a":{"d":drop}}`},
+		{"nested remove new", "REMOVE a.d", nil, types.ReturnValueUpdatedNew, `{}`},
+		{"new nested path old", "SET a.z = :v", item{":v": S("z")}, types.ReturnValueUpdatedOld, `{}`},
+		{"mixed new", "SET n = n + :one, a.c = :v ADD s :s", item{":one": N("1"), ":v": S("c2"), ":s": &types.AttributeValueMemberSS{Value: []string{"p"}}}, types.ReturnValueUpdatedNew, `{"a":{"c":c2},"n":6,"s":[p]}`},
+	} {
+		e.put("urv", base)
+		out, err := e.db.UpdateItem(e.ctx, &dynamodb.UpdateItemInput{TableName: aws.String("urv"), Key: key,
+			UpdateExpression: aws.String(c.expr), ExpressionAttributeValues: c.values, ReturnValues: c.rv})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := render(out.Attributes); got != c.want {
+			t.Errorf("%s: got %s, want %s", c.name, got, c.want)
+		}
+	}
+	// Legacy AttributeUpdates still return their whole attributes.
+	e.put("urv", base)
+	out, err := e.db.UpdateItem(e.ctx, &dynamodb.UpdateItemInput{TableName: aws.String("urv"), Key: key,
+		AttributeUpdates: map[string]types.AttributeValueUpdate{"n": {Value: N("9"), Action: types.AttributeActionPut}},
+		ReturnValues:     types.ReturnValueUpdatedOld})
+	if err != nil || render(out.Attributes) != `{"n":5}` {
+		t.Fatalf("legacy: %v %s", err, render(out.Attributes))
+	}
+}
+
+// render prints an attribute map compactly with sorted keys: strings and
+// numbers bare, maps in braces, lists and sets in brackets.
+func render(it item) string {
+	return renderValue(&types.AttributeValueMemberM{Value: it})
+}
+
+func renderValue(v types.AttributeValue) string {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return v.Value
+	case *types.AttributeValueMemberN:
+		return v.Value
+	case *types.AttributeValueMemberSS:
+		return fmt.Sprint(v.Value)
+	case *types.AttributeValueMemberL:
+		s := "["
+		for i, x := range v.Value {
+			if i > 0 {
+				s += ","
+			}
+			s += renderValue(x)
+		}
+		return s + "]"
+	case *types.AttributeValueMemberM:
+		keys := make([]string, 0, len(v.Value))
+		for k := range v.Value {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		s := "{"
+		for i, k := range keys {
+			if i > 0 {
+				s += ","
+			}
+			s += fmt.Sprintf("%q:%s", k, renderValue(v.Value[k]))
+		}
+		return s + "}"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1011,14 +1011,12 @@ func (e *Engine) opUpdateItem(ctx context.Context, body []byte) (any, error) {
 		if req.ReturnValues == "UPDATED_NEW" {
 			src = res.new
 		}
-		out := attr.Item{}
-		for _, n := range res.touched {
-			if v, ok := src[n]; ok {
-				out[n] = v
+		// Only the paths the update wrote or removed: SET a.b = :v
+		// returns {"a":{"M":{"b":...}}}, not all of a.
+		if upd != nil && src != nil {
+			if out := upd.UpdatedPaths().Apply(src); len(out) > 0 {
+				resp.Attributes = out
 			}
-		}
-		if len(out) > 0 {
-			resp.Attributes = out
 		}
 	}
 	return resp, nil
