@@ -250,3 +250,35 @@ func renderValue(v types.AttributeValue) string {
 	}
 	return fmt.Sprintf("%T", v)
 }
+
+// TestDescribeTableDisabledStream pins DynamoDB's shape after a stream is
+// switched off: no StreamSpecification, but LatestStreamArn and
+// LatestStreamLabel still name the last stream (ScyllaDB's Alternator
+// tests, checked against DynamoDB, show the same: scylladb/scylladb#31553).
+func TestDescribeTableDisabledStream(t *testing.T) {
+	e := newEnv(t, engine.Options{})
+	created := e.createTable("dts", "", func(in *dynamodb.CreateTableInput) {
+		in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
+	})
+	arn, label := aws.ToString(created.LatestStreamArn), aws.ToString(created.LatestStreamLabel)
+	if arn == "" || label == "" || created.StreamSpecification == nil || !aws.ToBool(created.StreamSpecification.StreamEnabled) {
+		t.Fatalf("created: %+v", created)
+	}
+	up, err := e.db.UpdateTable(e.ctx, &dynamodb.UpdateTableInput{TableName: aws.String("dts"),
+		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(false)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.db.DescribeTable(e.ctx, &dynamodb.DescribeTableInput{TableName: aws.String("dts")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, td := range map[string]*types.TableDescription{"UpdateTable": up.TableDescription, "DescribeTable": d.Table} {
+		if td.StreamSpecification != nil {
+			t.Errorf("%s: StreamSpecification = %+v, want none", what, td.StreamSpecification)
+		}
+		if aws.ToString(td.LatestStreamArn) != arn || aws.ToString(td.LatestStreamLabel) != label {
+			t.Errorf("%s: latest stream %q %q, want %q %q", what, aws.ToString(td.LatestStreamArn), aws.ToString(td.LatestStreamLabel), arn, label)
+		}
+	}
+}
