@@ -282,3 +282,42 @@ func TestDescribeTableDisabledStream(t *testing.T) {
 		}
 	}
 }
+
+// TestScanExclusiveStartKeySegment checks that a parallel Scan rejects an
+// ExclusiveStartKey of another segment, as DynamoDB does, and still pages
+// through its own segment.
+func TestScanExclusiveStartKeySegment(t *testing.T) {
+	e := newEnv(t, engine.Options{})
+	e.createTable("ses", "N", nil)
+	for i := 0; i < 40; i++ {
+		e.put("ses", item{"pk": S(fmt.Sprint("p", i%10)), "sk": N(fmt.Sprint(i))})
+	}
+	const total = 3
+	var firstKey [total]item
+	count := 0
+	for sg := 0; sg < total; sg++ {
+		its := e.scanAll(&dynamodb.ScanInput{TableName: aws.String("ses"), Segment: aws.Int32(int32(sg)), TotalSegments: aws.Int32(total), Limit: aws.Int32(3)})
+		count += len(its)
+		if len(its) == 0 {
+			t.Fatalf("segment %d is empty; pick other keys", sg)
+		}
+		firstKey[sg] = item{"pk": its[0]["pk"], "sk": its[0]["sk"]}
+	}
+	if count != 40 {
+		t.Fatalf("segments returned %d items, want 40", count)
+	}
+	for sg := 0; sg < total; sg++ {
+		for from := 0; from < total; from++ {
+			_, err := e.db.Scan(e.ctx, &dynamodb.ScanInput{TableName: aws.String("ses"), Segment: aws.Int32(int32(sg)), TotalSegments: aws.Int32(total), ExclusiveStartKey: firstKey[from]})
+			if from == sg {
+				if err != nil {
+					t.Errorf("segment %d, own start key: %v", sg, err)
+				}
+				continue
+			}
+			if errCode(err) != "ValidationException" || errMsg(err) != "The provided Exclusive start key does not map to the provided segment" {
+				t.Errorf("segment %d, start key of segment %d: %s %q", sg, from, errCode(err), errMsg(err))
+			}
+		}
+	}
+}

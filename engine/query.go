@@ -315,6 +315,9 @@ func (pl *readPlan) startKey(esk attr.Item) ([]byte, error) {
 		}
 	}
 	tk := t.key.encode(nil, esk)
+	if pl.total > 0 && segmentOfKey(tk, pl.total) != pl.segment {
+		return nil, awserr.Validation("The provided Exclusive start key does not map to the provided segment")
+	}
 	if pl.ix == nil {
 		return tk, nil
 	}
@@ -556,8 +559,11 @@ func (pl *readPlan) render(ent *entry, it attr.Item) json.RawMessage {
 
 // segmentOf assigns an item to a Scan segment by its hash key, so that one
 // partition's items are all in one segment.
-func segmentOf(ent *entry, total int) int {
-	k := ent.key
+func segmentOf(ent *entry, total int) int { return segmentOfKey(ent.key, total) }
+
+// segmentOfKey returns the parallel-scan segment of the item with table
+// storage key k: a hash of its hash-key component.
+func segmentOfKey(k []byte, total int) int {
 	end := len(k)
 	for i := 0; i+1 < len(k); i++ {
 		if k[i] == 0 {
