@@ -21,7 +21,8 @@ import (
 //
 // A batch is acknowledged only after its lines were written and the file
 // (and any directory it had to create) fsynced. Batches queued together
-// share one fsync. A failed append is cut back off the file, so a retry
+// share one fsync. Lines are rendered in Write, on the caller's goroutine;
+// one worker appends and fsyncs, in the order batches were written. A failed append is cut back off the file, so a retry
 // never leaves a torn line behind.
 type FileSink struct {
 	*serial
@@ -30,6 +31,8 @@ type FileSink struct {
 	m     sinkMetrics
 	files map[string]*os.File
 	buf   map[string][]byte
+	// linesPool holds rendered batches' buffers for reuse.
+	linesPool chan *fileLines
 }
 
 // maxOpenFiles bounds the file handles a FileSink keeps between batches.
@@ -46,8 +49,11 @@ func NewFileSink(dir string, o Options) (*FileSink, error) {
 		m:     newSinkMetrics(o.Registerer, "file://"+dir),
 		files: map[string]*os.File{},
 		buf:   map[string][]byte{},
+		// Room for a full queue plus the batches being rendered.
+		linesPool: make(chan *fileLines, 128),
 	}
 	s.serial = newSerial(64, s.write, s.closeFiles)
+	s.serial.prepare = s.render
 	return s, nil
 }
 
@@ -72,27 +78,103 @@ func checkTableName(t string) error {
 	return nil
 }
 
+// fileLines is one batch rendered on the caller's goroutine: its archive
+// lines, in order, cut into runs of consecutive events bound for the same
+// file. err is set (and nothing else) when an event cannot be archived.
+type fileLines struct {
+	buf  []byte
+	runs []fileRun
+	err  error
+}
+
+// fileRun is a run of lines for one file: buf[end of the run before:end].
+type fileRun struct {
+	path string
+	end  int
+}
+
+// render is the FileSink's prepare step: it runs in Write, on the caller's
+// goroutine (callers write different shards in parallel), so that the
+// worker only appends and fsyncs.
+func (s *FileSink) render(b Batch) any {
+	fl := s.getLines()
+	lastHour, lastTable := int64(0), ""
+	for j := range b.Events {
+		e := &b.Events[j]
+		u := e.ApproximateCreationTime.Unix()
+		hour := u / 3600
+		if u%3600 < 0 {
+			hour-- // floor for times before 1970
+		}
+		if len(fl.runs) == 0 || hour != lastHour || e.Table != lastTable {
+			path, err := s.Path(e)
+			if err != nil {
+				fl.buf, fl.runs = fl.buf[:0], fl.runs[:0]
+				fl.err = fmt.Errorf("file sink: event %s: %w", e.EventID, err)
+				return fl
+			}
+			if len(fl.runs) == 0 || fl.runs[len(fl.runs)-1].path != path {
+				fl.runs = append(fl.runs, fileRun{path: path})
+			}
+			lastHour, lastTable = hour, e.Table
+		}
+		fl.buf = event.AppendLine(fl.buf, e)
+		fl.runs[len(fl.runs)-1].end = len(fl.buf)
+	}
+	return fl
+}
+
+// getLines returns an empty fileLines, reusing a released one when there
+// is one.
+func (s *FileSink) getLines() *fileLines {
+	select {
+	case fl := <-s.linesPool:
+		return fl
+	default:
+		return &fileLines{}
+	}
+}
+
+// putLines releases fl for reuse (oversized buffers are left to the
+// garbage collector, so one huge batch does not pin its memory).
+func (s *FileSink) putLines(fl *fileLines) {
+	if cap(fl.buf) > 4<<20 {
+		return
+	}
+	fl.buf, fl.runs, fl.err = fl.buf[:0], fl.runs[:0], nil
+	select {
+	case s.linesPool <- fl:
+	default:
+	}
+}
+
 func (s *FileSink) write(reqs []serialReq) []error {
 	errs := make([]error, len(reqs))
 	touched := make([][]string, len(reqs))
 	var order []string
 	for i, r := range reqs {
-		for j := range r.b.Events {
-			e := &r.b.Events[j]
-			path, err := s.Path(e)
-			if err != nil {
-				errs[i] = fmt.Errorf("file sink: event %s: %w", e.EventID, err)
-				break
-			}
-			b := s.buf[path]
-			if len(b) == 0 {
-				order = append(order, path)
-			}
-			if len(touched[i]) == 0 || touched[i][len(touched[i])-1] != path {
-				touched[i] = append(touched[i], path)
-			}
-			s.buf[path] = event.AppendLine(b, e)
+		fl, _ := r.prep.(*fileLines)
+		if fl == nil {
+			fl = s.render(r.b).(*fileLines)
 		}
+		if fl.err != nil {
+			errs[i] = fl.err
+			s.putLines(fl)
+			continue
+		}
+		start := 0
+		for _, run := range fl.runs {
+			b := s.buf[run.path]
+			if len(b) == 0 {
+				order = append(order, run.path)
+			}
+			if len(touched[i]) == 0 || touched[i][len(touched[i])-1] != run.path {
+				touched[i] = append(touched[i], run.path)
+			}
+			s.buf[run.path] = append(b, fl.buf[start:run.end]...)
+			start = run.end
+		}
+		s.putLines(fl)
 	}
 	failed := map[string]error{}
 	for _, path := range order {

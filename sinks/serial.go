@@ -22,11 +22,17 @@ type serial struct {
 	// finish runs once after the last write, on the worker goroutine.
 	finish func() error
 	finErr error
+	// prepare, when set, runs in Write on the caller's goroutine before the
+	// batch is queued; its result travels with the batch (serialReq.prep).
+	// Work done there (rendering lines) runs in parallel across callers
+	// instead of on the single worker goroutine.
+	prepare func(Batch) any
 }
 
 type serialReq struct {
 	b     Batch
 	ack   Ack
+	prep  any           // what prepare returned for b
 	flush chan struct{} // non-nil: a flush marker, closed once everything before it is acknowledged
 }
 
@@ -85,6 +91,13 @@ func (s *serial) Write(ctx context.Context, b Batch, ack Ack) error {
 	if ack == nil {
 		ack = func(error) {}
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var prep any
+	if s.prepare != nil {
+		prep = s.prepare(b)
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -94,7 +107,7 @@ func (s *serial) Write(ctx context.Context, b Batch, ack Ack) error {
 		return err
 	}
 	select {
-	case s.reqs <- serialReq{b: b, ack: ack}:
+	case s.reqs <- serialReq{b: b, ack: ack, prep: prep}:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
