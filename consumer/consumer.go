@@ -145,6 +145,9 @@ type Consumer struct {
 	walker *shard.Walker
 
 	base context.Context // lanes and saves: lives until Run has shut down
+	// saveSlots bounds the shards' periodic checkpoint saves in flight at
+	// once (final saves at a shard's end or stop are not bounded).
+	saveSlots chan struct{}
 
 	mu     sync.Mutex
 	states map[string]*shardState
@@ -193,12 +196,13 @@ func New(c Config) (*Consumer, error) {
 		log = zap.NewNop()
 	}
 	cons := &Consumer{
-		cfg:    c,
-		store:  c.Store,
-		log:    log.Named("consumer"),
-		m:      newMetrics(c.Registerer),
-		states: map[string]*shardState{},
-		known:  map[string]string{},
+		cfg:       c,
+		store:     c.Store,
+		log:       log.Named("consumer"),
+		m:         newMetrics(c.Registerer),
+		states:    map[string]*shardState{},
+		known:     map[string]string{},
+		saveSlots: make(chan struct{}, 16),
 	}
 	for i, r := range c.Routes {
 		if r.Sink == nil {

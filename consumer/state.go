@@ -180,17 +180,23 @@ func (s *shardState) runSaver() {
 	defer close(s.saverDone)
 	ctx := s.ctx
 	interval := s.c.cfg.CheckpointInterval
-	retry := false
+	due := false // a save is due without waiting for an advance
 	for {
-		if !retry {
+		if !due {
 			select {
 			case <-s.saveWake:
 			case <-ctx.Done():
 				return
 			}
 		}
+		select {
+		case s.c.saveSlots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
 		wrote, err := s.saveIfAdvanced(ctx)
-		retry = false
+		<-s.c.saveSlots
+		due = false
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return
@@ -199,7 +205,7 @@ func (s *shardState) runSaver() {
 		case err != nil:
 			s.c.log.Warn("checkpoint save failed; retrying at the end of the interval",
 				zap.String("stream", s.arn), zap.String("shard", s.id), zap.Error(err))
-			retry = true
+			due = true
 		case !wrote:
 			continue // nothing written: the next advance may save at once
 		}
@@ -214,7 +220,7 @@ func (s *shardState) runSaver() {
 		// one; otherwise the next advance is a leading edge again.
 		select {
 		case <-s.saveWake:
-			retry = true
+			due = true
 		default:
 		}
 	}
