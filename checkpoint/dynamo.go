@@ -127,6 +127,8 @@ type DynamoStore struct {
 	halted   bool               // renewals stopped (abrupt stop, tests)
 	closed   bool
 	closeErr error
+
+	lastErr error // latest renewal's outcome, for Ready's message
 }
 
 const (

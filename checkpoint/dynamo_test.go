@@ -524,6 +524,9 @@ func TestThrottledTable(t *testing.T) {
 	if err != nil || len(ga) != 1 {
 		t.Fatal(ids(ga), err)
 	}
+	if err := a.Ready(); err != nil {
+		t.Fatalf("Ready with a fresh lease: %v", err)
+	}
 
 	// Brief throttling: a's next 5 requests are throttled, then pass.
 	var left atomic.Int32
@@ -548,7 +551,7 @@ func TestThrottledTable(t *testing.T) {
 		stoppedAt.Store(time.Now().UnixMilli())
 	}()
 	te.setHook(func(op string, r *http.Request) error {
-		if accessKey(r) == "a" && op == "UpdateItem" {
+		if accessKey(r) == "a" && (op == "UpdateItem" || op == "PutItem") {
 			return engine.NewError("ThrottlingException", "Rate of requests exceeds the allowed throughput.", 400)
 		}
 		return nil
@@ -559,6 +562,9 @@ func TestThrottledTable(t *testing.T) {
 		}
 		return nil
 	})
+	if err := a.Ready(); err == nil {
+		t.Error("Ready while every lease write is throttled: nil, want an error")
+	}
 	if c := context.Cause(ga[0].ctx); !errors.Is(c, ErrRenewFailed) {
 		t.Errorf("cause %v, want ErrRenewFailed", c)
 	}
@@ -583,6 +589,7 @@ func TestThrottledTable(t *testing.T) {
 	if err := a.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: "10"}); !errors.Is(err, ErrLeaseLost) {
 		t.Errorf("a's Save after b took over: %v, want ErrLeaseLost", err)
 	}
+	eventually(t, 30*time.Second, "a ready again once the table takes writes", a.Ready)
 }
 
 // Children wait while a parent is recorded unfinished and leased.

@@ -245,11 +245,13 @@ func (s *DynamoStore) renew(l *lease) {
 		s.lost(l, "renewal found the lease owned by another worker")
 		return
 	case err != nil:
+		s.noteTableWrite(err)
 		s.metrics.renewFailures.Inc()
 		s.log.Warn("lease renewal failed", zap.String("stream", l.key.stream), zap.String("shard", l.key.shard), zap.Error(err))
 		return
 	}
 	s.metrics.renewals.Inc()
+	s.noteTableWrite(nil)
 	s.mu.Lock()
 	if s.leases[l.key] == l && l.counter == counter {
 		l.validUntil = start.Add(s.leaseD)
@@ -277,6 +279,45 @@ func (s *DynamoStore) heartbeat(stream string) {
 	if err != nil && ctx.Err() == nil {
 		s.log.Debug("heartbeat failed", zap.String("stream", stream), zap.Error(err))
 	}
+	s.mu.Lock()
+	idle := len(s.leases) == 0
+	s.mu.Unlock()
+	if err != nil || idle {
+		// With leases held, only their renewals say whether they renew.
+		s.noteTableWrite(err)
+	}
+}
+
+// noteTableWrite records the outcome of a renewal, for Ready's message.
+func (s *DynamoStore) noteTableWrite(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.base.Err() == nil {
+		s.lastErr = err
+	}
+}
+
+// Ready reports whether this worker's leases are being renewed: it fails
+// while the latest write to the lease table gave up (after the store's own
+// retries), and when a held lease has gone unrenewed into its safety margin,
+// so /readyz turns unready before leases are lost.
+func (s *DynamoStore) Ready() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errStoreClosed
+	}
+	if s.lastErr != nil {
+		return fmt.Errorf("checkpoint: lease renewals failing: %w", s.lastErr)
+	}
+	now := s.now()
+	for _, l := range s.leases {
+		if !l.stopping && now.After(l.validUntil.Add(-s.margin)) {
+			return fmt.Errorf("checkpoint: lease of shard %s not renewed (valid until %s)",
+				l.key.shard, l.validUntil.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
 }
 
 // ---- assignment ----

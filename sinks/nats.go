@@ -644,3 +644,15 @@ func (b *byteBudget) release(n int64) {
 	}
 	b.mu.Unlock()
 }
+
+// Ready reports whether the sink is connected to NATS. While it is not,
+// events wait (Write blocks once the buffer is full) and nothing is lost,
+// but the archiver should say it is not delivering: /readyz uses this.
+func (s *NATSSink) Ready() error {
+	switch st := s.nc.Status(); st {
+	case nats.CONNECTED:
+		return nil
+	default:
+		return fmt.Errorf("sink %s: nats is %s", s.name, strings.ToLower(st.String()))
+	}
+}

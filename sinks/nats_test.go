@@ -339,10 +339,16 @@ func TestNATSServerDownMidStream(t *testing.T) {
 		writerDone <- nil
 	}()
 	waitFor(t, "some batches acknowledged", func() bool { return len(a.all()) >= 5 })
+	ready := s.(interface{ Ready() error })
+	if err := ready.Ready(); err != nil {
+		t.Fatalf("Ready while connected: %v", err)
+	}
 	ns.stop()
+	waitFor(t, "unready while NATS is down", func() bool { return ready.Ready() != nil })
 	time.Sleep(10 * time.Second) // the outage itself, not a wait for a condition
 	ackedWhileDown := len(a.all())
 	ns.start()
+	waitFor(t, "ready once NATS is back", func() bool { return ready.Ready() == nil })
 	if err := <-writerDone; err != nil {
 		t.Fatalf("Write: %v", err)
 	}
