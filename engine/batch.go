@@ -67,7 +67,7 @@ func (e *Engine) opBatchGetItem(ctx context.Context, body []byte) (any, error) {
 	sort.Strings(names)
 	for _, name := range names {
 		tr := req.RequestItems[name]
-		p, err := tr.params()
+		p, err := tr.params(tr.ProjectionExpression)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -319,5 +320,103 @@ func TestScanExclusiveStartKeySegment(t *testing.T) {
 				t.Errorf("segment %d, start key of segment %d: %s %q", sg, from, errCode(err), errMsg(err))
 			}
 		}
+	}
+}
+
+// TestExpressionParameterValidation checks the request-level checks of
+// ExpressionAttributeNames/Values that DynamoDB makes before parsing any
+// expression, across the operations that take them.
+func TestExpressionParameterValidation(t *testing.T) {
+	e := newEnv(t, engine.Options{})
+	e.createTable("epv", "", nil)
+	e.put("epv", item{"pk": S("a"), "n": N("1")})
+	key := item{"pk": S("a")}
+	names := map[string]string{"#n": "n"}
+	values := item{":v": N("1")}
+	const (
+		namesOnly  = "ExpressionAttributeNames can only be specified when using expressions"
+		valuesOnly = "ExpressionAttributeValues can only be specified when using expressions"
+	)
+	for _, c := range []struct {
+		name string
+		call func() error
+		msg  string
+	}{
+		{"put names without expressions", func() error {
+			_, err := e.db.PutItem(e.ctx, &dynamodb.PutItemInput{TableName: aws.String("epv"), Item: key, ExpressionAttributeNames: names})
+			return err
+		}, namesOnly},
+		{"put values without expressions", func() error {
+			_, err := e.db.PutItem(e.ctx, &dynamodb.PutItemInput{TableName: aws.String("epv"), Item: key, ExpressionAttributeValues: values})
+			return err
+		}, valuesOnly},
+		{"put names with legacy Expected", func() error {
+			_, err := e.db.PutItem(e.ctx, &dynamodb.PutItemInput{TableName: aws.String("epv"), Item: key, ExpressionAttributeNames: names,
+				Expected: map[string]types.ExpectedAttributeValue{"n": {Exists: aws.Bool(true)}}})
+			return err
+		}, namesOnly},
+		{"delete values without expressions", func() error {
+			_, err := e.db.DeleteItem(e.ctx, &dynamodb.DeleteItemInput{TableName: aws.String("epv"), Key: key, ExpressionAttributeValues: values})
+			return err
+		}, valuesOnly},
+		{"get names without projection", func() error {
+			_, err := e.db.GetItem(e.ctx, &dynamodb.GetItemInput{TableName: aws.String("epv"), Key: key, ExpressionAttributeNames: names})
+			return err
+		}, namesOnly},
+		{"delete names without expressions", func() error {
+			_, err := e.db.DeleteItem(e.ctx, &dynamodb.DeleteItemInput{TableName: aws.String("epv"), Key: key, ExpressionAttributeNames: names})
+			return err
+		}, namesOnly},
+		{"update with AttributeUpdates and values", func() error {
+			_, err := e.db.UpdateItem(e.ctx, &dynamodb.UpdateItemInput{TableName: aws.String("epv"), Key: key, ExpressionAttributeValues: values,
+				AttributeUpdates: map[string]types.AttributeValueUpdate{"n": {Value: N("2"), Action: types.AttributeActionPut}}})
+			return err
+		}, valuesOnly},
+		{"scan names without expressions", func() error {
+			_, err := e.db.Scan(e.ctx, &dynamodb.ScanInput{TableName: aws.String("epv"), ExpressionAttributeNames: names})
+			return err
+		}, namesOnly},
+		{"batch get names without projection", func() error {
+			_, err := e.db.BatchGetItem(e.ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+				"epv": {Keys: []map[string]types.AttributeValue{key}, ExpressionAttributeNames: names}}})
+			return err
+		}, namesOnly},
+		{"transact get names without projection", func() error {
+			_, err := e.db.TransactGetItems(e.ctx, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
+				{Get: &types.Get{TableName: aws.String("epv"), Key: key, ExpressionAttributeNames: names}}}})
+			return err
+		}, namesOnly},
+		{"empty names", func() error {
+			_, err := e.db.GetItem(e.ctx, &dynamodb.GetItemInput{TableName: aws.String("epv"), Key: key, ProjectionExpression: aws.String("n"), ExpressionAttributeNames: map[string]string{}})
+			return err
+		}, "ExpressionAttributeNames must not be empty"},
+		{"empty values", func() error {
+			_, err := e.db.PutItem(e.ctx, &dynamodb.PutItemInput{TableName: aws.String("epv"), Item: key, ConditionExpression: aws.String("attribute_exists(pk)"), ExpressionAttributeValues: item{}})
+			return err
+		}, "ExpressionAttributeValues must not be empty"},
+		{"empty number set value", func() error {
+			_, err := e.db.PutItem(e.ctx, &dynamodb.PutItemInput{TableName: aws.String("epv"), Item: key, ConditionExpression: aws.String("n = :a OR n = :v"),
+				ExpressionAttributeValues: item{":a": N("1"), ":v": &types.AttributeValueMemberNS{Value: []string{}}}})
+			return err
+		}, "ExpressionAttributeValues contains invalid value: One or more parameter values were invalid: An number set  may not be empty for key :v"},
+		{"bad number value", func() error {
+			_, err := e.db.UpdateItem(e.ctx, &dynamodb.UpdateItemInput{TableName: aws.String("epv"), Key: key, UpdateExpression: aws.String("SET n = :n"),
+				ExpressionAttributeValues: item{":n": N("12x")}})
+			return err
+		}, "ExpressionAttributeValues contains invalid value: "},
+	} {
+		err := c.call()
+		if errCode(err) != "ValidationException" || !strings.HasPrefix(errMsg(err), c.msg) {
+			t.Errorf("%s: got %s %q, want %q", c.name, errCode(err), errMsg(err), c.msg)
+		}
+	}
+	// The item is untouched by every rejected request.
+	if it := e.get("epv", key); sOf(it, "n") != "1" {
+		t.Fatalf("item changed: %v", it)
+	}
+	// A valid request with expressions still works.
+	if _, err := e.db.UpdateItem(e.ctx, &dynamodb.UpdateItemInput{TableName: aws.String("epv"), Key: key, UpdateExpression: aws.String("SET #n = :v"),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"hash/fnv"
 	"sort"
 	"strconv"
@@ -29,18 +30,64 @@ func (j *jitem) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// jvalues decodes ExpressionAttributeValues; a bad value's error names its
+// key as DynamoDB does: "ExpressionAttributeValues contains invalid value:
+// <problem> for key :v".
+type jvalues attr.Item
+
+func (j *jvalues) UnmarshalJSON(b []byte) error {
+	it, err := attr.UnmarshalItemJSON(b)
+	if err == nil {
+		*j = jvalues(it)
+		return nil
+	}
+	// Slow path, errors only: find the offending key.
+	var ae *awserr.Error
+	var raw map[string]json.RawMessage
+	if !errors.As(err, &ae) || json.Unmarshal(b, &raw) != nil {
+		return err
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		var v attr.Value
+		var ve *awserr.Error
+		if e := v.UnmarshalJSON(raw[k]); errors.As(e, &ve) {
+			return awserr.Validation("ExpressionAttributeValues contains invalid value: %s for key %s", ve.Message, k)
+		}
+	}
+	return err
+}
+
 // exprFields are the expression parameters shared by most operations.
 type exprFields struct {
 	ExpressionAttributeNames  map[string]string `json:"ExpressionAttributeNames"`
-	ExpressionAttributeValues jitem             `json:"ExpressionAttributeValues"`
+	ExpressionAttributeValues jvalues           `json:"ExpressionAttributeValues"`
 }
 
-func (f *exprFields) params() (*expr.Params, error) {
+// params validates the expression parameters of a request whose
+// expressions (nil when absent) are exprs and returns them for parsing.
+func (f *exprFields) params(exprs ...*string) (*expr.Params, error) {
 	if f.ExpressionAttributeNames != nil && len(f.ExpressionAttributeNames) == 0 {
 		return nil, awserr.Validation("ExpressionAttributeNames must not be empty")
 	}
 	if f.ExpressionAttributeValues != nil && len(f.ExpressionAttributeValues) == 0 {
 		return nil, awserr.Validation("ExpressionAttributeValues must not be empty")
+	}
+	if f.ExpressionAttributeNames != nil || f.ExpressionAttributeValues != nil {
+		used := false
+		for _, x := range exprs {
+			used = used || x != nil
+		}
+		if !used && f.ExpressionAttributeNames != nil {
+			return nil, awserr.Validation("ExpressionAttributeNames can only be specified when using expressions")
+		}
+		if !used {
+			return nil, awserr.Validation("ExpressionAttributeValues can only be specified when using expressions")
+		}
 	}
 	for k := range f.ExpressionAttributeNames {
 		if !strings.HasPrefix(k, "#") {
@@ -667,7 +714,7 @@ func (e *Engine) opPutItem(ctx context.Context, body []byte) (any, error) {
 	if req.Item == nil {
 		return nil, nullErr("item")
 	}
-	p, err := req.params()
+	p, err := req.params(req.ConditionExpression)
 	if err != nil {
 		return nil, err
 	}
@@ -766,7 +813,7 @@ func (e *Engine) opGetItem(ctx context.Context, body []byte) (any, error) {
 	if req.Key == nil {
 		return nil, nullErr("key")
 	}
-	p, err := req.params()
+	p, err := req.params(req.ProjectionExpression)
 	if err != nil {
 		return nil, err
 	}
@@ -891,7 +938,7 @@ func (e *Engine) opDeleteItem(ctx context.Context, body []byte) (any, error) {
 	if req.Key == nil {
 		return nil, nullErr("key")
 	}
-	p, err := req.params()
+	p, err := req.params(req.ConditionExpression)
 	if err != nil {
 		return nil, err
 	}
@@ -961,7 +1008,7 @@ func (e *Engine) opUpdateItem(ctx context.Context, body []byte) (any, error) {
 	if req.Key == nil {
 		return nil, nullErr("key")
 	}
-	p, err := req.params()
+	p, err := req.params(req.UpdateExpression, req.ConditionExpression)
 	if err != nil {
 		return nil, err
 	}

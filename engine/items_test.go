@@ -140,7 +140,7 @@ func TestConditionsAndReturnValues(t *testing.T) {
 		{dynamodb.PutItemInput{ConditionExpression: aws.String("n = :v"), ExpressionAttributeValues: item{":v": N("1"), ":w": N("2")}}, "unused"},
 		{dynamodb.PutItemInput{ConditionExpression: aws.String("size = :v"), ExpressionAttributeValues: item{":v": N("1")}}, "reserved keyword"},
 		{dynamodb.PutItemInput{ConditionExpression: aws.String("n = = :v"), ExpressionAttributeValues: item{":v": N("1")}}, "Syntax error"},
-		{dynamodb.PutItemInput{ExpressionAttributeNames: map[string]string{"#n": "n"}}, "unused"},
+		{dynamodb.PutItemInput{ExpressionAttributeNames: map[string]string{"#n": "n"}}, "ExpressionAttributeNames can only be specified when using expressions"},
 	}
 	for _, b := range bad {
 		in := b.in

@@ -134,7 +134,7 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 			"ProjectionExpression": req.ProjectionExpression != nil}); err != nil {
 		return nil, err
 	}
-	p, err := req.params()
+	p, err := req.params(req.KeyConditionExpression, req.FilterExpression, req.ProjectionExpression)
 	if err != nil {
 		return nil, err
 	}

@@ -86,7 +86,7 @@ func (e *Engine) opTransactWriteItems(ctx context.Context, body []byte) (any, er
 		default:
 			return nil, awserr.Validation("1 validation error detected: Value '%s' at 'returnValuesOnConditionCheckFailure' failed to satisfy constraint: Member must satisfy enum value set: [ALL_OLD, NONE]", o.ReturnValuesOnConditionCheckFailure)
 		}
-		p, err := o.params()
+		p, err := o.params(o.ConditionExpression, o.UpdateExpression)
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +281,7 @@ func (e *Engine) opTransactGetItems(ctx context.Context, body []byte) (any, erro
 		if o.Key == nil {
 			return nil, nullErr("transactItems.member.get.key")
 		}
-		p, err := o.params()
+		p, err := o.params(o.ProjectionExpression)
 		if err != nil {
 			return nil, err
 		}
