@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -33,7 +34,7 @@ func runCmd(ctx context.Context, args []string, e env) error {
 	if cfg.PrintConfig {
 		return printConfig(e.stdout, cfg)
 	}
-	log, err := ops.NewLogger(e.stdout, cfg.LogLevel, ops.FormatAuto)
+	log, err := ops.NewLogger(logWriter(cfg, e), cfg.LogLevel, ops.FormatAuto)
 	if err != nil {
 		return err
 	}
@@ -43,6 +44,18 @@ func runCmd(ctx context.Context, args []string, e env) error {
 		log.Named("archiver").Info("Go memory limit set from the container's", zap.Int64("bytes", soft))
 	}
 	return runPipeline(ctx, cfg, pipelineDeps{log: log, reg: reg, stdout: e.stdout})
+}
+
+// logWriter is where logs go: stdout, as ECS's awslogs driver expects (EMF
+// documents are log lines there too), unless a stdout:// sink owns stdout:
+// then logs go to stderr, so stdout stays one clean stream of archive lines.
+func logWriter(cfg *runConfig, e env) io.Writer {
+	for _, s := range cfg.Sinks {
+		if strings.HasPrefix(strings.ToLower(s), "stdout:") {
+			return e.stderr
+		}
+	}
+	return e.stdout
 }
 
 // pipelineDeps are what runPipeline takes from its host (run or demo).
