@@ -16,7 +16,7 @@ run:
 	$(GO) run ./cmd/archiver demo
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/archiver ./cmd/archiver
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$$(git describe --always --dirty 2>/dev/null)" -o bin/archiver ./cmd/archiver
 
 test: fmt-check vet tools unit fuzz
 
