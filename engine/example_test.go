@@ -95,3 +95,48 @@ func ExampleParseRollover() {
 	// 4h0m0s 0
 	// 0s 500
 }
+
+// Fault injection: the next BatchWriteItem call processes only half of its
+// requests and hands the rest back in UnprocessedItems, so an
+// application's retry loop runs as it would under throttling in AWS.
+func ExampleEngine_ThrottleBatchWrites() {
+	ctx := context.Background()
+	srv, err := engine.Listen("127.0.0.1:0", engine.Options{TTLInterval: -1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	db := dynamodb.NewFromConfig(aws.Config{
+		Region:      "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("any", "any", ""),
+	}, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(srv.Endpoint()) })
+	_, err = db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String("events"),
+		BillingMode:          types.BillingModePayPerRequest,
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var reqs []types.WriteRequest
+	for i := 0; i < 10; i++ {
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+			"id": &types.AttributeValueMemberS{Value: strconv.Itoa(i)},
+		}}})
+	}
+
+	srv.Engine().ThrottleBatchWrites(1)
+	pending := map[string][]types.WriteRequest{"events": reqs}
+	for len(pending) > 0 {
+		out, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("unprocessed:", len(out.UnprocessedItems["events"]))
+		pending = out.UnprocessedItems
+	}
+	// Output:
+	// unprocessed: 5
+	// unprocessed: 0
+}
