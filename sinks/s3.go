@@ -108,6 +108,11 @@ type S3Sink struct {
 type s3Shard struct {
 	mu   sync.Mutex
 	bufs map[s3BufKey]*s3Buffer
+	// full is the last buffer key cut for reaching FlushBytes: its next
+	// buffer will likely fill too, so it starts at full size rather than
+	// grow (and be copied) step by step.
+	full    s3BufKey
+	hasFull bool
 }
 
 type s3BufKey struct {
@@ -340,7 +345,7 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 		}
 		bf := sh.bufs[k]
 		if bf == nil {
-			bf = &s3Buffer{key: k, first: e.SequenceNumber, opened: now, data: s.newData()}
+			bf = &s3Buffer{key: k, first: e.SequenceNumber, opened: now, data: s.newData(sh.hasFull && sh.full == k)}
 			sh.bufs[k] = bf
 		}
 		if n := len(bf.batches); n == 0 || bf.batches[n-1] != sb {
@@ -358,6 +363,7 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 		bf.records++
 		if int64(len(bf.data)) >= s.c.FlushBytes {
 			s.cutLocked(sh, bf)
+			sh.full, sh.hasFull = k, true
 		}
 	}
 	sh.mu.Unlock()
@@ -367,12 +373,17 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 
 // newData returns an empty buffer, reusing one of an earlier upload when
 // there is one (buffers reach FlushBytes; reuse keeps the garbage
-// collector out of the way).
-func (s *S3Sink) newData() []byte {
+// collector out of the way). full asks for a buffer that will hold
+// FlushBytes without growing; otherwise a new one starts small, so that
+// many slow partitions do not each hold FlushBytes.
+func (s *S3Sink) newData(full bool) []byte {
 	select {
 	case d := <-s.dataPool:
 		return d
 	default:
+	}
+	if full {
+		return make([]byte, 0, s.c.FlushBytes+64<<10)
 	}
 	return make([]byte, 0, min(s.c.FlushBytes+64<<10, 64<<10))
 }
