@@ -386,6 +386,11 @@ func TestExpressionParameterValidation(t *testing.T) {
 				{Get: &types.Get{TableName: aws.String("epv"), Key: key, ExpressionAttributeNames: names}}}})
 			return err
 		}, namesOnly},
+		{"transact put names without condition", func() error {
+			_, err := e.db.TransactWriteItems(e.ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+				{Put: &types.Put{TableName: aws.String("epv"), Item: key, ExpressionAttributeNames: names}}}})
+			return err
+		}, namesOnly},
 		{"empty names", func() error {
 			_, err := e.db.GetItem(e.ctx, &dynamodb.GetItemInput{TableName: aws.String("epv"), Key: key, ProjectionExpression: aws.String("n"), ExpressionAttributeNames: map[string]string{}})
 			return err
@@ -418,5 +423,21 @@ func TestExpressionParameterValidation(t *testing.T) {
 	if _, err := e.db.UpdateItem(e.ctx, &dynamodb.UpdateItemInput{TableName: aws.String("epv"), Key: key, UpdateExpression: aws.String("SET #n = :v"),
 		ExpressionAttributeNames: names, ExpressionAttributeValues: values}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTransactMissingExpressionBeforeNames checks, over the raw wire (the
+// SDK refuses to send such a request), that a ConditionCheck without its
+// ConditionExpression is reported as such even when it carries names.
+func TestTransactMissingExpressionBeforeNames(t *testing.T) {
+	eng, err := engine.New(engine.Options{TTLInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	w := post(eng, "DynamoDB_20120810.TransactWriteItems",
+		`{"TransactItems":[{"ConditionCheck":{"TableName":"abc","Key":{"pk":{"S":"a"}},"ExpressionAttributeNames":{"#n":"n"}}}]}`)
+	if w.Code != 400 || !strings.Contains(w.Body.String(), "transactItems.member.conditionCheck.conditionExpression") {
+		t.Fatalf("status %d body %s", w.Code, w.Body)
 	}
 }

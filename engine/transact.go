@@ -86,20 +86,20 @@ func (e *Engine) opTransactWriteItems(ctx context.Context, body []byte) (any, er
 		default:
 			return nil, awserr.Validation("1 validation error detected: Value '%s' at 'returnValuesOnConditionCheckFailure' failed to satisfy constraint: Member must satisfy enum value set: [ALL_OLD, NONE]", o.ReturnValuesOnConditionCheckFailure)
 		}
+		if a.kind == "Update" && (o.UpdateExpression == nil || *o.UpdateExpression == "") {
+			return nil, nullErr("transactItems.member.update.updateExpression")
+		}
+		if a.kind == "ConditionCheck" && o.ConditionExpression == nil {
+			return nil, nullErr("transactItems.member.conditionCheck.conditionExpression")
+		}
 		p, err := o.params(o.ConditionExpression, o.UpdateExpression)
 		if err != nil {
 			return nil, err
 		}
 		if a.kind == "Update" {
-			if o.UpdateExpression == nil || *o.UpdateExpression == "" {
-				return nil, nullErr("transactItems.member.update.updateExpression")
-			}
 			if a.upd, err = expr.ParseUpdate(*o.UpdateExpression, p); err != nil {
 				return nil, err
 			}
-		}
-		if a.kind == "ConditionCheck" && o.ConditionExpression == nil {
-			return nil, nullErr("transactItems.member.conditionCheck.conditionExpression")
 		}
 		if a.cond, err = parseCond(o.ConditionExpression, p, "ConditionExpression"); err != nil {
 			return nil, err
