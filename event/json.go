@@ -374,6 +374,15 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Fast path: skip 8 bytes at a time while none of them needs
+		// escaping or UTF-8 checking (control, '"', '\\', non-ASCII).
+		for i+8 <= len(s) && !needsEscape8(uint64(s[i])|uint64(s[i+1])<<8|uint64(s[i+2])<<16|uint64(s[i+3])<<24|
+			uint64(s[i+4])<<32|uint64(s[i+5])<<40|uint64(s[i+6])<<48|uint64(s[i+7])<<56) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -416,6 +425,18 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// needsEscape8 reports whether any of the 8 bytes packed in x is below
+// 0x20, '"', '\\' or 0x80 and above. It may not say which; the caller then
+// looks at the bytes one by one.
+func needsEscape8(x uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	less := (x - lo*0x20) & ^x // a byte below 0x20
+	q := x ^ (lo * '"')        // a zero byte where x has '"'
+	bs := x ^ (lo * '\\')      // a zero byte where x has '\\'
+	zero := (q-lo) & ^q | (bs-lo)&^bs
+	return (less|zero|x)&hi != 0
 }
 
 // UnmarshalItem parses DynamoDB JSON (as [MarshalItem] writes it) back into
