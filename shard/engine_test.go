@@ -1041,3 +1041,89 @@ func TestTwoWalkersShareAStream(t *testing.T) {
 	}
 	rec.check(t, arn, describeAll(t, e.streams, arn))
 }
+
+// regrantingLeases grants every ready shard nobody holds (new grants only,
+// like a store that reports each lease once). Its Release of a withdrawn
+// shard waits until Assign has granted that shard again, so the grant
+// arrives while the walker still books the old reader as running.
+type regrantingLeases struct {
+	mu        sync.Mutex
+	held      map[string]context.CancelFunc
+	regrants  map[string]chan struct{}
+	withdrawn map[string]bool
+}
+
+func (l *regrantingLeases) Assign(ctx context.Context, arn string, ready []Shard) ([]Assignment, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Assignment
+	for _, s := range ready {
+		if _, ok := l.held[s.ID]; ok {
+			continue
+		}
+		actx, cancel := context.WithCancel(context.Background())
+		l.held[s.ID] = cancel
+		if ch, ok := l.regrants[s.ID]; ok {
+			close(ch)
+			delete(l.regrants, s.ID)
+		}
+		out = append(out, Assignment{ShardID: s.ID, Ctx: actx})
+	}
+	return out, nil
+}
+
+func (l *regrantingLeases) Release(ctx context.Context, arn, id string, finished bool) error {
+	l.mu.Lock()
+	if cancel, ok := l.held[id]; ok {
+		cancel()
+		delete(l.held, id)
+	}
+	var ch chan struct{}
+	if l.withdrawn[id] {
+		delete(l.withdrawn, id)
+		ch = make(chan struct{})
+		l.regrants[id] = ch
+	}
+	l.mu.Unlock()
+	if ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+	}
+	return nil
+}
+
+func (l *regrantingLeases) withdraw(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.withdrawn[id] = true
+	if cancel, ok := l.held[id]; ok {
+		cancel()
+	}
+}
+
+// TestGrantWhileReleasing: a shard granted again while its previous reader
+// is still releasing it is read once that reader is gone, not forgotten.
+func TestGrantWhileReleasing(t *testing.T) {
+	e := newEnv(t, engine.Options{StreamShards: 2})
+	arn := e.createTable(t, "regrant")
+	victim := openShards(t, e.streams, arn)[0].ID
+	rec := newRecorder(t)
+	l := &regrantingLeases{held: map[string]context.CancelFunc{}, regrants: map[string]chan struct{}{}, withdrawn: map[string]bool{}}
+	startWalker(t, Options{Streams: watch(t, e.streams), StreamARNs: []string{arn}, Processor: rec, Positions: rec,
+		Assigner: l, DiscoveryInterval: 50 * time.Millisecond, StopTimeout: 20 * time.Second})
+	e.put(t, "regrant", "a", 0, 200)
+	waitFor(t, "200 records", 30*time.Second, func() bool { return rec.distinct() >= 200 })
+	l.withdraw(victim)
+	waitFor(t, "the victim stopped", 30*time.Second, func() bool {
+		for _, ev := range rec.eventLog() {
+			if ev == "stopped "+victim {
+				return true
+			}
+		}
+		return false
+	})
+	e.put(t, "regrant", "b", 0, 400)
+	waitFor(t, "600 records", 60*time.Second, func() bool { return rec.distinct() >= 600 })
+}

@@ -62,6 +62,8 @@ type reader struct {
 	// yielded is set when the walker stops the reader to give its slot to
 	// a waiting shard.
 	yielded atomic.Bool
+	// releasing is set just before Assigner.Release is called.
+	releasing atomic.Bool
 }
 
 // run reads the shard until its end, its context ends or it fails, then
@@ -127,6 +129,9 @@ func (r *reader) run() result {
 		}
 	}
 	if o.Assigner != nil {
+		// From here on the Assigner may grant the shard again, while the
+		// walker still counts this reader as running.
+		r.releasing.Store(true)
 		if err := o.Assigner.Release(sctx, r.streamARN, r.shard.ID, res.outcome == outEnded); err != nil {
 			r.log.Warn("release failed", zap.Bool("finished", res.outcome == outEnded), zap.Error(err))
 		}

@@ -53,6 +53,7 @@ func (w *Walker) Run(ctx context.Context) error {
 		readers: map[string]*reader{},
 		results: make(chan result),
 		wake:    make(chan struct{}, 1),
+		regrant: map[string]Assignment{},
 	}
 	for _, name := range w.o.TableNames {
 		r.tables = append(r.tables, &tableState{name: name})
@@ -124,6 +125,9 @@ type run struct {
 	wg       sync.WaitGroup
 	// yieldCheck is set while a timer to re-check idle readers is pending.
 	yieldCheck atomic.Bool
+	// regrant holds assignments made for shards whose reader was still
+	// releasing them; they are taken up once that reader is booked.
+	regrant map[string]Assignment
 }
 
 func readerKey(arn, id string) string { return arn + "|" + id }
@@ -194,6 +198,11 @@ func (r *run) shutdown() {
 		r.forget(res.rd)
 	}
 	r.wg.Wait()
+	for key, a := range r.regrant {
+		if st := r.streams[strings.TrimSuffix(key, "|"+a.ShardID)]; st != nil {
+			r.release(st, a.ShardID, false)
+		}
+	}
 	r.w.log.Info("stopped")
 }
 
@@ -736,6 +745,17 @@ func (r *run) schedule() {
 			if r.ctx.Err() == nil {
 				r.w.log.Warn("assign failed", zap.String("table", st.table), zap.String("stream", st.arn), zap.Error(err))
 			}
+			asg = nil
+		}
+		// Grants that arrived while the shard's previous reader was
+		// releasing it, now that the reader is gone.
+		for key, a := range r.regrant {
+			if r.readers[key] == nil && key == readerKey(st.arn, a.ShardID) {
+				delete(r.regrant, key)
+				asg = append(asg, a)
+			}
+		}
+		if len(asg) == 0 {
 			continue
 		}
 		readySet := make(map[string]bool, len(ready))
@@ -768,7 +788,14 @@ func (r *run) schedule() {
 			ss := st.shards[a.ShardID]
 			switch {
 			case ss != nil && ss.running:
-				// Already reading it under an earlier assignment.
+				// Already reading it under an earlier assignment, unless
+				// that reader is letting it go right now: then this is a
+				// new grant, taken up once the reader is booked.
+				key := readerKey(st.arn, a.ShardID)
+				if rd := r.readers[key]; rd != nil && rd.releasing.Load() {
+					r.regrant[key] = a
+					r.poke(0)
+				}
 			case ss == nil || !readySet[a.ShardID]:
 				r.release(st, a.ShardID, ss != nil && ss.finished)
 			case len(r.readers)+len(fresh) >= r.o.MaxConcurrentShards:
