@@ -89,6 +89,12 @@ type S3Sink struct {
 	writers  sync.WaitGroup // Write calls in progress
 	shards   map[string]*s3Shard
 	inflight map[*s3Upload]struct{}
+	// pending is the bytes of buffers cut and not yet uploaded (or given
+	// up); starved counts writers waiting for budget that chose to let
+	// those uploads free it rather than cut the open buffers. When pending
+	// drops to zero with writers still starved, the open buffers are cut.
+	pending int64
+	starved int
 
 	stop   chan struct{}
 	ticker chan struct{}
@@ -327,7 +333,14 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 		ends[i] = len(buf)
 	}
 	total := int64(len(buf))
-	if err := s.budget.acquireOrKick(ctx, total, s.cutAll); err != nil {
+	kicked := false
+	err := s.budget.acquireOrKick(ctx, total, func() { kicked = s.kick() })
+	if kicked {
+		s.mu.Lock()
+		s.starved--
+		s.mu.Unlock()
+	}
+	if err != nil {
 		return err
 	}
 	s.m.buffered.Add(float64(total))
@@ -388,12 +401,32 @@ func (s *S3Sink) newData(full bool) []byte {
 	return make([]byte, 0, min(s.c.FlushBytes+64<<10, 64<<10))
 }
 
+// kick runs when a writer has to wait for buffer budget. While uploads
+// are pending, their completion frees budget: cutting the open (partly
+// filled) buffers too would only make more, smaller objects and queue
+// them behind the others. So it cuts the open buffers only when nothing is
+// pending; otherwise it marks the writer starved (it returns true, and the
+// writer undoes that once it got its budget) and the last pending upload
+// to finish cuts them if a writer is still starved.
+func (s *S3Sink) kick() (starved bool) {
+	s.mu.Lock()
+	if s.pending > 0 {
+		s.starved++
+		s.mu.Unlock()
+		return true
+	}
+	s.mu.Unlock()
+	s.cutAll()
+	return false
+}
+
 // cutLocked turns a buffer into an upload. sh.mu is held.
 func (s *S3Sink) cutLocked(sh *s3Shard, bf *s3Buffer) {
 	delete(sh.bufs, bf.key)
 	up := &s3Upload{done: make(chan struct{})}
 	s.mu.Lock()
 	s.inflight[up] = struct{}{}
+	s.pending += int64(len(bf.data))
 	s.mu.Unlock()
 	go s.upload(bf, up)
 }
@@ -440,8 +473,17 @@ func (s *S3Sink) upload(bf *s3Buffer, up *s3Upload) {
 	s.sem <- struct{}{}
 	err := s.put(bf)
 	<-s.sem
+	s.mu.Lock()
+	s.pending -= int64(len(bf.data))
+	cut := s.pending == 0 && s.starved > 0
+	s.mu.Unlock()
 	s.budget.release(int64(len(bf.data)))
 	s.m.buffered.Sub(float64(len(bf.data)))
+	if cut {
+		// Writers still wait for budget and no upload will free it: the
+		// open buffers hold it.
+		s.cutAll()
+	}
 	for _, b := range bf.batches {
 		b.done(err)
 	}
