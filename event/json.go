@@ -343,7 +343,17 @@ func sortedAttrs(m Item, buf []attr) []attr {
 	for k, v := range m {
 		attrs = append(attrs, attr{k, v})
 	}
-	if len(attrs) > 1 {
+	switch {
+	case len(attrs) <= 1:
+	case len(attrs) <= 16:
+		// Insertion sort: items are small, and comparing in place beats
+		// the generic sort's calls through a comparison function.
+		for i := 1; i < len(attrs); i++ {
+			for j := i; j > 0 && attrs[j].name < attrs[j-1].name; j-- {
+				attrs[j], attrs[j-1] = attrs[j-1], attrs[j]
+			}
+		}
+	default:
 		slices.SortFunc(attrs, func(a, b attr) int { return strings.Compare(a.name, b.name) })
 	}
 	return attrs
