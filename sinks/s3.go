@@ -371,6 +371,7 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 		if i > 0 {
 			start = ends[i-1]
 		}
+		bf.data = s.grow(bf.data, ends[i]-start)
 		bf.data = append(bf.data, buf[start:ends[i]]...)
 		bf.last = e.SequenceNumber
 		bf.records++
@@ -418,6 +419,24 @@ func (s *S3Sink) kick() (starved bool) {
 	s.mu.Unlock()
 	s.cutAll()
 	return false
+}
+
+// grow makes room for n more bytes in data, doubling its capacity (up to
+// what a full buffer needs) rather than append's gentler growth for large
+// slices, so a buffer growing to FlushBytes is copied about once, not
+// several times over.
+func (s *S3Sink) grow(data []byte, n int) []byte {
+	need := len(data) + n
+	if need <= cap(data) {
+		return data
+	}
+	c := max(2*cap(data), need)
+	if full := int(s.c.FlushBytes + 64<<10); c > full && need <= full {
+		c = full
+	}
+	nd := make([]byte, len(data), c)
+	copy(nd, data)
+	return nd
 }
 
 // cutLocked turns a buffer into an upload. sh.mu is held.
