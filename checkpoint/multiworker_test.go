@@ -214,13 +214,15 @@ func (env *mwEnv) startWorker(name string) *mwWorker {
 		Store: store, Assigner: store,
 		Routes:             []consumer.Route{{Sink: &recSink{worker: name, end: env.end}}},
 		CheckpointInterval: 200 * time.Millisecond,
-		DiscoveryInterval:  300 * time.Millisecond,
-		IdleBackoff:        100 * time.Millisecond,
-		RetryMinBackoff:    50 * time.Millisecond,
-		RetryMaxBackoff:    500 * time.Millisecond,
-		StopTimeout:        5 * time.Second,
-		ShutdownTimeout:    10 * time.Second,
-		Logger:             logger,
+		// The walker's default AssignInterval (1 s) is what picks up
+		// released leases quickly; discovery stays slow, as in production.
+		DiscoveryInterval: 5 * time.Second,
+		IdleBackoff:       100 * time.Millisecond,
+		RetryMinBackoff:   50 * time.Millisecond,
+		RetryMaxBackoff:   500 * time.Millisecond,
+		StopTimeout:       5 * time.Second,
+		ShutdownTimeout:   10 * time.Second,
+		Logger:            logger,
 	})
 	if err != nil {
 		t.Fatalf("consumer.New(%s): %v", name, err)

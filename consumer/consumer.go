@@ -115,6 +115,7 @@ type Config struct {
 	ShardBufferBytes    int
 	GetRecordsLimit     int32
 	DiscoveryInterval   time.Duration
+	AssignInterval      time.Duration
 	IdleBackoff         time.Duration
 	StopTimeout         time.Duration
 
@@ -240,6 +241,7 @@ func New(c Config) (*Consumer, error) {
 		ShardBufferBytes:    c.ShardBufferBytes,
 		GetRecordsLimit:     c.GetRecordsLimit,
 		DiscoveryInterval:   c.DiscoveryInterval,
+		AssignInterval:      c.AssignInterval,
 		IdleBackoff:         c.IdleBackoff,
 		StopTimeout:         c.StopTimeout,
 		Logger:              log,

@@ -261,6 +261,11 @@ type Options struct {
 	// DiscoveryInterval is the period of re-discovery (default 10 s);
 	// shards are also re-discovered at every shard end.
 	DiscoveryInterval time.Duration
+	// AssignInterval is how often the Assigner is asked again between
+	// discoveries, from the shards already known (no DescribeStream), so
+	// that a lease another worker released is picked up within about this
+	// long (default 1 s; ignored without an Assigner).
+	AssignInterval time.Duration
 	// IdleBackoff is the longest wait between GetRecords calls on a shard
 	// that returned nothing (default 250 ms); a call that returned records
 	// is followed at once.
@@ -317,7 +322,7 @@ func (o *Options) defaults() error {
 	default:
 		return fmt.Errorf("shard: Options.Start %q: want %q or %q", o.Start, TrimHorizon, Latest)
 	}
-	if o.MaxConcurrentShards < 0 || o.ShardBufferBytes < 0 || o.GetRecordsLimit < 0 || o.DiscoveryInterval < 0 ||
+	if o.MaxConcurrentShards < 0 || o.ShardBufferBytes < 0 || o.GetRecordsLimit < 0 || o.DiscoveryInterval < 0 || o.AssignInterval < 0 ||
 		o.IdleBackoff < 0 || o.MinBackoff < 0 || o.MaxBackoff < 0 || o.StopTimeout < 0 {
 		return errors.New("shard: Options: limits and durations must not be negative")
 	}
@@ -335,6 +340,9 @@ func (o *Options) defaults() error {
 	}
 	if o.DiscoveryInterval == 0 {
 		o.DiscoveryInterval = 10 * time.Second
+	}
+	if o.AssignInterval == 0 {
+		o.AssignInterval = time.Second
 	}
 	if o.IdleBackoff == 0 {
 		o.IdleBackoff = 250 * time.Millisecond

@@ -156,6 +156,15 @@ func (r *run) loop() error {
 	r.schedule()
 	tick := time.NewTicker(r.o.DiscoveryInterval)
 	defer tick.Stop()
+	// With an Assigner, leases change hands between discoveries (another
+	// worker stopped or handed one off): ask again often, from the shards
+	// already known, so they are picked up within about AssignInterval.
+	var assignC <-chan time.Time
+	if r.o.Assigner != nil && r.o.AssignInterval < r.o.DiscoveryInterval {
+		assignTick := time.NewTicker(r.o.AssignInterval)
+		defer assignTick.Stop()
+		assignC = assignTick.C
+	}
 	for {
 		select {
 		case <-r.ctx.Done():
@@ -163,6 +172,8 @@ func (r *run) loop() error {
 			return nil
 		case <-tick.C:
 			r.discoverAll()
+			r.schedule()
+		case <-assignC:
 			r.schedule()
 		case res := <-r.results:
 			r.handle(res)
@@ -747,12 +758,27 @@ func (r *run) schedule() {
 			}
 			asg = nil
 		}
+		// One grant per shard: an Assigner may repeat a shard, and a shard
+		// re-granted while its previous reader was releasing it may also
+		// come back from Assign (the newest grant wins).
+		granted := make(map[string]bool, len(asg))
+		uniq := asg[:0:0]
+		for _, a := range asg {
+			if !granted[a.ShardID] {
+				granted[a.ShardID] = true
+				uniq = append(uniq, a)
+			}
+		}
+		asg = uniq
 		// Grants that arrived while the shard's previous reader was
 		// releasing it, now that the reader is gone.
 		for key, a := range r.regrant {
 			if r.readers[key] == nil && key == readerKey(st.arn, a.ShardID) {
 				delete(r.regrant, key)
-				asg = append(asg, a)
+				if !granted[a.ShardID] {
+					granted[a.ShardID] = true
+					asg = append(asg, a)
+				}
 			}
 		}
 		if len(asg) == 0 {
@@ -816,11 +842,14 @@ func (r *run) schedule() {
 		}
 		for _, a := range fresh {
 			ss := st.shards[a.ShardID]
-			if ss.finished {
+			switch {
+			case ss.running:
+				// Never a second reader; the first grant stands.
+			case ss.finished:
 				r.release(st, a.ShardID, true)
-				continue
+			default:
+				r.start(st, ss, a.Ctx)
 			}
-			r.start(st, ss, a.Ctx)
 		}
 	}
 }
