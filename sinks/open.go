@@ -85,41 +85,79 @@ func (e *ConfigError) Error() string {
 // Every scheme takes events=KIND[,KIND...] with kinds expired, deleted,
 // inserted, modified (or all).
 func Open(ctx context.Context, rawURL string, o Options) (Sink, []event.Kind, error) {
-	p, err := parseParams(rawURL)
+	pr, err := prepare(rawURL)
 	if err != nil {
 		return nil, nil, err
 	}
-	kinds, err := p.kinds()
-	if err != nil {
-		return nil, nil, err
-	}
-	var s Sink
-	switch p.u.Scheme {
-	case "file":
-		s, err = openFile(p, o)
-	case "stdout":
-		s, err = openStdout(p, o)
-	case "s3":
-		var c S3Config
-		if c, err = parseS3(p); err == nil {
-			s, err = NewS3(ctx, c, o)
-		}
-	case "nats":
-		var c NATSConfig
-		if c, err = parseNATS(p); err == nil {
-			s, err = NewNATS(ctx, c, o)
-		}
-	default:
-		return nil, nil, p.fail("", fmt.Sprintf("unknown scheme %q (want s3, nats, file or stdout)", p.u.Scheme))
-	}
+	sk, err := pr.open(ctx, o)
 	if err != nil {
 		var ce *ConfigError
 		if errors.As(err, &ce) {
 			return nil, nil, err
 		}
-		return nil, nil, fmt.Errorf("sink %q: %w", p.redacted, err)
+		return nil, nil, fmt.Errorf("sink %q: %w", pr.p.redacted, err)
 	}
-	return s, kinds, nil
+	return sk, pr.kinds, nil
+}
+
+// Validate checks a sink URL the way Open does (scheme, every parameter and
+// its value) without connecting to or creating anything, so a caller can
+// report every configuration problem at once before it opens any sink.
+// Problems only a live destination reveals (a JetStream subject no stream
+// captures, a bucket that does not exist) still surface from Open.
+func Validate(rawURL string) error {
+	_, err := prepare(rawURL)
+	return err
+}
+
+// prepared is a parsed, checked sink URL and how to open its sink.
+type prepared struct {
+	p     *params
+	kinds []event.Kind
+	open  func(ctx context.Context, o Options) (Sink, error)
+}
+
+func prepare(rawURL string) (*prepared, error) {
+	p, err := parseParams(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	kinds, err := p.kinds()
+	if err != nil {
+		return nil, err
+	}
+	pr := &prepared{p: p, kinds: kinds}
+	switch p.u.Scheme {
+	case "file":
+		dir, err := fileDir(p)
+		if err != nil {
+			return nil, err
+		}
+		pr.open = func(_ context.Context, o Options) (Sink, error) { return NewFileSink(dir, o) }
+	case "stdout":
+		item, err := stdoutItemFormat(p)
+		if err != nil {
+			return nil, err
+		}
+		pr.open = func(_ context.Context, o Options) (Sink, error) {
+			return NewWriterSink("stdout://", o.Stdout, item, o), nil
+		}
+	case "s3":
+		c, err := parseS3(p)
+		if err != nil {
+			return nil, err
+		}
+		pr.open = func(ctx context.Context, o Options) (Sink, error) { return NewS3(ctx, c, o) }
+	case "nats":
+		c, err := parseNATS(p)
+		if err != nil {
+			return nil, err
+		}
+		pr.open = func(ctx context.Context, o Options) (Sink, error) { return NewNATS(ctx, c, o) }
+	default:
+		return nil, p.fail("", fmt.Sprintf("unknown scheme %q (want s3, nats, file or stdout)", p.u.Scheme))
+	}
+	return pr, nil
 }
 
 // params reads a sink URL's query parameters and remembers which were used,
@@ -137,7 +175,7 @@ var secretParams = map[string]bool{"token": true, "password": true}
 
 // secretPattern catches secret-looking parameters anywhere in a string
 // that did not parse as a query (a typo'd URL), as a last line of defence.
-var secretPattern = regexp.MustCompile(`(?i)(token|password)=[^&#]*`)
+var secretPattern = regexp.MustCompile(`(?i)(token|password)=[^&#"\s]*`)
 
 func redactURL(raw string) string {
 	return secretPattern.ReplaceAllString(redactParsed(raw), "${1}=REDACTED")
@@ -391,31 +429,27 @@ func (p *params) nameURL() string {
 	return u.String()
 }
 
-func openFile(p *params, o Options) (Sink, error) {
+// fileDir checks a file:// URL and returns its directory.
+func fileDir(p *params) (string, error) {
 	dir := p.u.Host + p.u.Path
 	if p.u.User != nil || p.u.Port() != "" {
-		return nil, p.fail("", "want file://DIR (a directory path)")
+		return "", p.fail("", "want file://DIR (a directory path)")
 	}
 	if dir == "" {
-		return nil, p.fail("path", "missing directory: want file://DIR or file:///ABSOLUTE/DIR")
+		return "", p.fail("path", "missing directory: want file://DIR or file:///ABSOLUTE/DIR")
 	}
-	if err := p.done(); err != nil {
-		return nil, err
-	}
-	return NewFileSink(dir, o)
+	return dir, p.done()
 }
 
-func openStdout(p *params, o Options) (Sink, error) {
+// stdoutItemFormat checks a stdout:// URL and reports whether it asks for
+// the plain item format.
+func stdoutItemFormat(p *params) (bool, error) {
 	if p.u.Host != "" || (p.u.Path != "" && p.u.Path != "/") {
-		return nil, p.fail("", "want stdout:// with nothing after it but parameters")
+		return false, p.fail("", "want stdout:// with nothing after it but parameters")
 	}
 	format, err := p.oneOf("format", "envelope", "envelope", "item")
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	if err := p.done(); err != nil {
-		return nil, err
-	}
-	w := o.Stdout
-	return NewWriterSink("stdout://", w, format == "item", o), nil
+	return format == "item", p.done()
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/internal/ops"
 	"github.com/ttl-archiver/archiver/shard"
+	"github.com/ttl-archiver/archiver/sinks"
 )
 
 // runConfig is the effective configuration of `archiver run`.
@@ -521,28 +522,12 @@ func filePath(u *url.URL) string {
 }
 
 func checkSinkURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
+	if _, err := url.Parse(s); err != nil {
 		return fmt.Errorf("%q is not a URL", maskURL(s))
 	}
-	switch u.Scheme {
-	case "s3":
-		if u.Host == "" {
-			return fmt.Errorf("%q: want s3://BUCKET/PREFIX", maskURL(s))
-		}
-	case "nats":
-		if u.Host == "" {
-			return fmt.Errorf("%q: want nats://HOST:PORT", maskURL(s))
-		}
-	case "file":
-		if filePath(u) == "" {
-			return fmt.Errorf("%q: want file://DIR", maskURL(s))
-		}
-	case "stdout":
-	default:
-		return fmt.Errorf("%q: unknown scheme %q (want s3, nats, file or stdout)", maskURL(s), u.Scheme)
-	}
-	return nil
+	// Every parameter, checked the way opening the sink will, but without
+	// connecting: all problems are reported together at start-up.
+	return sinks.Validate(s)
 }
 
 // secretParam reports whether a URL query parameter carries a secret (or

@@ -113,7 +113,9 @@ func TestConfigValidation(t *testing.T) {
 		{"nothing", nil, nil, "", []string{
 			"--checkpoint: required", "--sink: at least one sink", "--table or --stream-arn"}},
 		{"bad start", append(ok, "--start", "middle"), nil, "", []string{`--start: "middle" is not trim-horizon or latest`}},
-		{"bad sink scheme", append(ok, "--sink", "ftp://x"), nil, "", []string{`--sink: "ftp://x": unknown scheme "ftp"`}},
+		{"bad sink scheme", append(ok, "--sink", "ftp://x"), nil, "", []string{`--sink: `, `ftp://x`, `unknown scheme "ftp"`}},
+		{"bad sink parameters listed with the rest", append(ok, "--sink", "s3://bucket/p?compression=lz4&token=hunter2", "--sink", "nats://h:4222?subject=a..b", "--start", "middle"), nil, "", []string{
+			`compression: must be`, `subject`, `--start: "middle"`}},
 		{"bad duration from env", ok, map[string]string{"ARCHIVER_SHUTDOWN_TIMEOUT": "soon"}, "",
 			[]string{`--shutdown-timeout (from ARCHIVER_SHUTDOWN_TIMEOUT): "soon" is not a duration`}},
 		{"many problems at once", append(ok, "--metrics", "statsd", "--metrics-addr", "9090", "--log-level", "loud",
@@ -174,7 +176,10 @@ func TestPrintConfigMasksSecrets(t *testing.T) {
 	code := dispatch(t.Context(), []string{"run", "--print-config",
 		"--table", "Sessions",
 		"--checkpoint", "dynamodb://leases?region=eu-west-1",
-		"--sink", "nats://alice:hunter2@127.0.0.1:4222?subject=a.{table}&token=s3cr3t&creds=/run/secrets/nats.creds&nkey=SUAXYZ",
+		"--sink", "nats://alice:hunter2@127.0.0.1:4222?subject=a.{table}",
+		"--sink", "nats://127.0.0.1:4222?token=s3cr3t",
+		"--sink", "nats://127.0.0.1:4222?creds=/run/secrets/nats.creds",
+		"--sink", "nats://127.0.0.1:4222?nkey=SUAXYZ",
 		"--sink", "nats://tok123@127.0.0.1:4222",
 		"--sink", "s3://bucket/prefix?sse=aws:kms&kms-key-id=alias/k",
 	}, env{stdout: &out, stderr: io.Discard, getenv: envMap(map[string]string{"ARCHIVER_REGION": "eu-west-1"})})
@@ -199,7 +204,7 @@ func TestPrintConfigMasksSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatalf("printed config does not load: %v\n%s", err, s)
 	}
-	if c.Region != "eu-west-1" || len(c.Sinks) != 3 || c.Start != "trim-horizon" {
+	if c.Region != "eu-west-1" || len(c.Sinks) != 6 || c.Start != "trim-horizon" {
 		t.Fatalf("reloaded = %+v", c)
 	}
 }
