@@ -157,6 +157,21 @@ func (l *legacy) condOp() (string, error) {
 
 // condition returns the write's condition from ConditionExpression or the
 // legacy Expected parameter.
+// conditionOnly parses the ConditionExpression of a write that takes no
+// other expression (PutItem, DeleteItem) and checks that every expression
+// attribute name and value was used.
+func (w *writeCommon) conditionOnly() (*expr.Condition, error) {
+	p, err := w.params(w.ConditionExpression)
+	if err != nil {
+		return nil, err
+	}
+	cond, err := w.condition(p)
+	if err != nil {
+		return nil, err
+	}
+	return cond, p.CheckUnused()
+}
+
 func (w *writeCommon) condition(p *expr.Params) (*expr.Condition, error) {
 	if present(w.Expected) {
 		if w.ConditionExpression != nil {
@@ -714,15 +729,8 @@ func (e *Engine) opPutItem(ctx context.Context, body []byte) (any, error) {
 	if req.Item == nil {
 		return nil, nullErr("item")
 	}
-	p, err := req.params(req.ConditionExpression)
+	cond, err := req.conditionOnly()
 	if err != nil {
-		return nil, err
-	}
-	cond, err := req.condition(p)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.CheckUnused(); err != nil {
 		return nil, err
 	}
 	t, err := e.lookup(req.TableName)
@@ -938,15 +946,8 @@ func (e *Engine) opDeleteItem(ctx context.Context, body []byte) (any, error) {
 	if req.Key == nil {
 		return nil, nullErr("key")
 	}
-	p, err := req.params(req.ConditionExpression)
+	cond, err := req.conditionOnly()
 	if err != nil {
-		return nil, err
-	}
-	cond, err := req.condition(p)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.CheckUnused(); err != nil {
 		return nil, err
 	}
 	t, err := e.lookup(req.TableName)
