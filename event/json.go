@@ -44,6 +44,13 @@ func MarshalItem(item Item) []byte {
 // AppendItem appends the DynamoDB JSON of item to dst and returns the
 // extended buffer.
 func AppendItem(dst []byte, item Item) []byte {
+	return appendObject(dst, item, appendAV)
+}
+
+// appendObject appends item as a JSON object with its attributes in name
+// order (so an event always renders to the same bytes), each value
+// rendered by value. A nil item renders as null.
+func appendObject(dst []byte, item Item, value func([]byte, types.AttributeValue) []byte) []byte {
 	if item == nil {
 		return append(dst, "null"...)
 	}
@@ -55,7 +62,7 @@ func AppendItem(dst []byte, item Item) []byte {
 		}
 		dst = appendString(dst, a.name)
 		dst = append(dst, ':')
-		dst = appendAV(dst, a.value)
+		dst = value(dst, a.value)
 	}
 	return append(dst, '}')
 }
@@ -135,20 +142,7 @@ func PlainJSON(item Item) []byte {
 
 // AppendPlainJSON appends the plain JSON of item to dst.
 func AppendPlainJSON(dst []byte, item Item) []byte {
-	if item == nil {
-		return append(dst, "null"...)
-	}
-	dst = append(dst, '{')
-	var arr [16]attr
-	for i, a := range sortedAttrs(item, arr[:0]) {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendString(dst, a.name)
-		dst = append(dst, ':')
-		dst = appendPlain(dst, a.value)
-	}
-	return append(dst, '}')
+	return appendObject(dst, item, appendPlain)
 }
 
 func appendPlain(dst []byte, av types.AttributeValue) []byte {
