@@ -572,7 +572,9 @@ type tableNameRequest struct {
 	TableName string `json:"TableName"`
 }
 
-func (e *Engine) opDescribeTable(ctx context.Context, body []byte) (any, error) {
+// namedTable decodes a request that names only a table (DescribeTable,
+// DescribeTimeToLive) and returns that table.
+func (e *Engine) namedTable(body []byte) (*table, error) {
 	var req tableNameRequest
 	if err := decode(body, &req); err != nil {
 		return nil, err
@@ -580,7 +582,11 @@ func (e *Engine) opDescribeTable(ctx context.Context, body []byte) (any, error) 
 	if err := checkTableName(req.TableName, "tableName"); err != nil {
 		return nil, err
 	}
-	t, err := e.lookup(req.TableName)
+	return e.lookup(req.TableName)
+}
+
+func (e *Engine) opDescribeTable(ctx context.Context, body []byte) (any, error) {
+	t, err := e.namedTable(body)
 	if err != nil {
 		return nil, err
 	}
@@ -879,14 +885,7 @@ func (t *table) backfillLocked(ix *index) error {
 // ---- TTL configuration ----
 
 func (e *Engine) opDescribeTimeToLive(ctx context.Context, body []byte) (any, error) {
-	var req tableNameRequest
-	if err := decode(body, &req); err != nil {
-		return nil, err
-	}
-	if err := checkTableName(req.TableName, "tableName"); err != nil {
-		return nil, err
-	}
-	t, err := e.lookup(req.TableName)
+	t, err := e.namedTable(body)
 	if err != nil {
 		return nil, err
 	}

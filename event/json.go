@@ -235,20 +235,7 @@ func isJSONNumber(s string) bool {
 			return false
 		}
 	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		d := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return false
-		}
-	}
-	return i == len(s)
+	return exponentRest(s, i)
 }
 
 // jsonNumber rewrites a valid DynamoDB number into JSON's grammar.
@@ -308,20 +295,7 @@ func ValidNumber(s string) bool {
 	if digits == 0 {
 		return false
 	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		d := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return false
-		}
-	}
-	return i == len(s)
+	return exponentRest(s, i)
 }
 
 type attr struct {
@@ -826,4 +800,23 @@ func DecodeLine(line []byte) (Event, error) {
 
 func isNull(r json.RawMessage) bool {
 	return len(r) == 0 || string(bytes.TrimSpace(r)) == "null"
+}
+
+// exponentRest reports whether s[i:] is empty or an exponent (e or E, an
+// optional sign, at least one digit) that ends the string.
+func exponentRest(s string, i int) bool {
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	return i == len(s)
 }
