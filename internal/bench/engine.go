@@ -76,6 +76,11 @@ func runEngineBench(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("raw PutItem load: %w", err)
 	}
 	row("PutItem (plain HTTP client)", fmt.Sprintf("%.0f ops/s", rawRate), "the server without the SDK's client-side cost")
+	ceiling, err := sdkCeiling(ctx)
+	if err != nil {
+		return fmt.Errorf("SDK ceiling: %w", err)
+	}
+	row("PutItem (SDK) vs a do-nothing server", fmt.Sprintf("%.0f ops/s", ceiling), fmt.Sprintf("the SDK's own ceiling here; engine at %.0f%% of it", 100*putRate/ceiling))
 
 	getRate, err := runClients(ctx, benchPhase, func(c, i int, r *rand.Rand) error {
 		k := r.IntN(int(written))
@@ -480,9 +485,50 @@ func startMoto(port int) (*exec.Cmd, error) {
 	return exec.Command(py, "-m", "moto.server", "-H", "127.0.0.1", "-p", strconv.Itoa(port)), nil
 }
 
+// sdkCeiling runs the PutItem load through the same SDK client settings
+// against a net/http server that reads each request and answers "{}" with
+// no work at all: the most any Go HTTP server can reach with this client on
+// this machine, since client and server share its cores.
+func sdkCeiling(ctx context.Context) (float64, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.Write([]byte("{}"))
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	db, _ := benchClients2("http://" + ln.Addr().String())
+	rate, _, err := putLoad(ctx, db, "bench", benchPhase)
+	return rate, err
+}
+
+// dynaliteDir is where the bench installs dynalite with npm when it is not
+// installed already, so that later runs reuse it.
+func dynaliteDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "ttl-archiver-bench", "dynalite")
+}
+
 func startDynalite(port int) (*exec.Cmd, error) {
 	var bin string
-	for _, p := range []string{"node_modules/.bin/dynalite", filepath.Join(os.Getenv("HOME"), "node_modules/.bin/dynalite")} {
+	cached := filepath.Join(dynaliteDir(), "node_modules/.bin/dynalite")
+	if _, err := os.Stat(cached); err != nil {
+		if npm, err := exec.LookPath("npm"); err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			// Best effort: on failure the lookups below report dynalite as
+			// not installed.
+			_ = exec.CommandContext(ctx, npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", dynaliteDir(), "dynalite").Run()
+		}
+	}
+	for _, p := range []string{cached, "node_modules/.bin/dynalite", filepath.Join(os.Getenv("HOME"), "node_modules/.bin/dynalite")} {
 		if _, err := os.Stat(p); err == nil {
 			bin = p
 			break
@@ -494,7 +540,7 @@ func startDynalite(port int) (*exec.Cmd, error) {
 		}
 	}
 	if bin == "" {
-		return nil, errors.New("dynalite not installed (npm install dynalite)")
+		return nil, errors.New("dynalite not installed and npm could not install it")
 	}
 	return exec.Command(bin, "--host", "127.0.0.1", "--port", strconv.Itoa(port)), nil
 }
@@ -535,6 +581,11 @@ func baselinePut(ctx context.Context, start func(port int) (*exec.Cmd, error)) (
 	}
 	if err := createBenchTable(ctx, db, "bench", false, false); err != nil {
 		return 0, err
+	}
+	// dynalite creates tables asynchronously, as DynamoDB does.
+	w := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 100 * time.Millisecond })
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("bench")}, 30*time.Second); err != nil {
+		return 0, fmt.Errorf("waiting for the table: %w", err)
 	}
 	rate, _, err := putLoad(ctx, db, "bench", benchPhase)
 	return rate, err
