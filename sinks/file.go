@@ -30,7 +30,9 @@ type FileSink struct {
 	log   *zap.Logger
 	m     sinkMetrics
 	files map[string]*os.File
-	buf   map[string][]byte
+	// segs collects, per file, the rendered runs one worker round
+	// appends (kept between rounds for its capacity).
+	segs map[string][][]byte
 	// linesPool holds rendered batches' buffers for reuse.
 	linesPool chan *fileLines
 }
@@ -48,7 +50,7 @@ func NewFileSink(dir string, o Options) (*FileSink, error) {
 		log:   o.logger(),
 		m:     newSinkMetrics(o.Registerer, "file://"+dir),
 		files: map[string]*os.File{},
-		buf:   map[string][]byte{},
+		segs:  map[string][][]byte{},
 		// Room for a full queue plus the batches being rendered.
 		linesPool: make(chan *fileLines, 128),
 	}
@@ -152,41 +154,48 @@ func (s *FileSink) write(reqs []serialReq) []error {
 	errs := make([]error, len(reqs))
 	touched := make([][]string, len(reqs))
 	var order []string
+	rendered := make([]*fileLines, 0, len(reqs))
 	for i, r := range reqs {
 		fl, _ := r.prep.(*fileLines)
 		if fl == nil {
 			fl = s.render(r.b).(*fileLines)
 		}
+		rendered = append(rendered, fl)
 		if fl.err != nil {
 			errs[i] = fl.err
-			s.putLines(fl)
 			continue
 		}
 		start := 0
 		for _, run := range fl.runs {
-			b := s.buf[run.path]
-			if len(b) == 0 {
+			segs := s.segs[run.path]
+			if len(segs) == 0 {
 				order = append(order, run.path)
 			}
 			if len(touched[i]) == 0 || touched[i][len(touched[i])-1] != run.path {
 				touched[i] = append(touched[i], run.path)
 			}
-			s.buf[run.path] = append(b, fl.buf[start:run.end]...)
+			// The rendered lines are written from where they are, one
+			// write per run: no copy into a per-file buffer.
+			s.segs[run.path] = append(segs, fl.buf[start:run.end])
 			start = run.end
 		}
-		s.putLines(fl)
 	}
 	failed := map[string]error{}
 	for _, path := range order {
-		data := s.buf[path]
-		if err := s.appendSync(path, data); err != nil {
+		segs := s.segs[path]
+		n, err := s.appendSync(path, segs)
+		if err != nil {
 			failed[path] = err
 			s.log.Error("file sink append failed", zap.String("path", path), zap.Error(err))
 		} else {
-			s.m.bytes.Add(float64(len(data)))
+			s.m.bytes.Add(float64(n))
 			s.m.objects.Inc()
 		}
-		s.buf[path] = data[:0]
+		clear(segs)
+		s.segs[path] = segs[:0]
+	}
+	for _, fl := range rendered {
+		s.putLines(fl)
 	}
 	for i := range reqs {
 		if errs[i] != nil {
@@ -199,25 +208,34 @@ func (s *FileSink) write(reqs []serialReq) []error {
 			}
 		}
 	}
-	if len(s.buf) > maxOpenFiles {
-		clear(s.buf)
+	if len(s.segs) > maxOpenFiles {
+		clear(s.segs)
 	}
 	return errs
 }
 
-// appendSync appends data to path and fsyncs it; on failure it truncates
-// the file back to where it was.
-func (s *FileSink) appendSync(path string, data []byte) error {
+// appendSync appends segs to path in order and fsyncs it, returning the
+// bytes written; on failure it truncates the file back to where it was.
+func (s *FileSink) appendSync(path string, segs [][]byte) (int, error) {
 	f, err := s.open(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	start, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
 		s.drop(path)
-		return fmt.Errorf("file sink: %w", err)
+		return 0, fmt.Errorf("file sink: %w", err)
 	}
-	_, werr := f.Write(data)
+	n := 0
+	var werr error
+	for _, seg := range segs {
+		var w int
+		w, werr = f.Write(seg)
+		n += w
+		if werr != nil {
+			break
+		}
+	}
 	if werr == nil {
 		werr = f.Sync()
 	}
@@ -226,9 +244,9 @@ func (s *FileSink) appendSync(path string, data []byte) error {
 			werr = errors.Join(werr, fmt.Errorf("truncating after failed append: %w", terr))
 		}
 		s.drop(path)
-		return fmt.Errorf("file sink: %w", werr)
+		return 0, fmt.Errorf("file sink: %w", werr)
 	}
-	return nil
+	return n, nil
 }
 
 func (s *FileSink) open(path string) (*os.File, error) {
