@@ -28,7 +28,7 @@ import (
 const (
 	consumerBenchItems  = 200_000
 	consumerBenchShards = 4
-	consumerBenchRounds = 3
+	consumerBenchRounds = 5
 )
 
 // best returns the shorter of two durations, treating 0 as unset.
