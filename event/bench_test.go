@@ -44,3 +44,23 @@ func BenchmarkAppendLine(b *testing.B) {
 	}
 	b.SetBytes(int64(len(buf)))
 }
+
+// BenchmarkAppendLineSession renders the session item of the sinks bench:
+// a list, a string set, a number and short binary beside the strings.
+func BenchmarkAppendLineSession(b *testing.B) {
+	e := benchEvent()
+	e.OldImage = Item{
+		"pk":        e.Keys["pk"],
+		"user":      &types.AttributeValueMemberS{Value: "user-4242"},
+		"expiresAt": &types.AttributeValueMemberN{Value: "1767322800"},
+		"cart":      &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: "sku-1"}, &types.AttributeValueMemberN{Value: "2"}}},
+		"flags":     &types.AttributeValueMemberSS{Value: []string{"beta", "mobile"}},
+		"token":     &types.AttributeValueMemberB{Value: make([]byte, 32)},
+	}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = AppendLine(buf[:0], e)
+	}
+	b.SetBytes(int64(len(buf)))
+}
