@@ -12,10 +12,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // fileFormatVersion is the version written into every checkpoint file.
-const fileFormatVersion = 1
+// Version 2 added finishedAt; version 1 files are still read (their
+// finished shards count as finished when the file was opened).
+const fileFormatVersion = 2
 
 // FileStore keeps the checkpoints of every stream of one archiver in a
 // single JSON file. It is meant for one worker: OpenFile takes an exclusive
@@ -29,13 +32,21 @@ const fileFormatVersion = 1
 // old or the new file, never a torn one. Concurrent Saves are grouped: one
 // write carries every change made before it started.
 //
+// A finished shard's checkpoint is dropped PruneFinishedAfter (default
+// [DefaultPruneFinishedAfter]) after it was marked finished, as the
+// DynamoDB store does, so that the file, which every Save rewrites, does
+// not grow with every shard the stream ever had. By then the shard is long
+// gone from the stream (DynamoDB keeps records 24 hours), and a child's
+// checkpoint alone tells the walker that its parents were finished.
+//
 // FileStore is safe for concurrent use.
 type FileStore struct {
-	path string
-	lock *os.File
-
+	path    string
+	lock    *os.File
+	pruneD  time.Duration
+	now     func() time.Time
 	mu      sync.Mutex
-	streams map[string]map[string]Checkpoint
+	streams map[string]map[string]fileEntry
 	gen     uint64 // incremented by every change in memory
 	closed  bool
 
@@ -61,6 +72,24 @@ type fileData struct {
 type fileShardCP struct {
 	SequenceNumber string `json:"sequenceNumber,omitempty"`
 	Finished       bool   `json:"finished,omitempty"`
+	// FinishedAt is when the shard was first saved finished (RFC 3339).
+	FinishedAt string `json:"finishedAt,omitempty"`
+}
+
+// fileEntry is one shard's checkpoint in memory.
+type fileEntry struct {
+	cp         Checkpoint
+	finishedAt time.Time // zero unless cp.Finished
+}
+
+// FileOptions configures [OpenFileWith].
+type FileOptions struct {
+	// PruneFinishedAfter is how long a finished shard's checkpoint is kept
+	// after the shard was first saved finished (default
+	// DefaultPruneFinishedAfter); negative: forever.
+	PruneFinishedAfter time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 }
 
 // OpenFile opens (or prepares to create) the checkpoint file at path and
@@ -70,6 +99,17 @@ type fileShardCP struct {
 // and names the path when the file cannot be read or is not a valid
 // checkpoint file.
 func OpenFile(path string) (*FileStore, error) {
+	return OpenFileWith(path, FileOptions{})
+}
+
+// OpenFileWith is [OpenFile] with options.
+func OpenFileWith(path string, o FileOptions) (*FileStore, error) {
+	if o.PruneFinishedAfter == 0 {
+		o.PruneFinishedAfter = DefaultPruneFinishedAfter
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	if path == "" {
 		return nil, errors.New("checkpoint: file store path is empty")
 	}
@@ -92,7 +132,9 @@ func OpenFile(path string) (*FileStore, error) {
 	s := &FileStore{
 		path:    abs,
 		lock:    lf,
-		streams: map[string]map[string]Checkpoint{},
+		pruneD:  o.PruneFinishedAfter,
+		now:     o.Now,
+		streams: map[string]map[string]fileEntry{},
 		write:   make(chan struct{}, 1),
 	}
 	s.removeTemps()
@@ -104,17 +146,19 @@ func OpenFile(path string) (*FileStore, error) {
 		s.unlock()
 		return nil, fmt.Errorf("checkpoint: read %s: %w", abs, err)
 	}
-	streams, err := decodeFile(b)
+	streams, err := decodeFile(b, s.now())
 	if err != nil {
 		s.unlock()
 		return nil, fmt.Errorf("checkpoint: file %s: %w", abs, err)
 	}
 	s.streams = streams
+	s.prune()
 	return s, nil
 }
 
-// decodeFile parses a checkpoint file's content.
-func decodeFile(b []byte) (map[string]map[string]Checkpoint, error) {
+// decodeFile parses a checkpoint file's content. Finished shards without
+// finishedAt (version 1) are taken as finished at opened.
+func decodeFile(b []byte, opened time.Time) (map[string]map[string]fileEntry, error) {
 	var d fileData
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -124,15 +168,15 @@ func decodeFile(b []byte) (map[string]map[string]Checkpoint, error) {
 	if dec.More() {
 		return nil, errors.New("not a valid checkpoint file: trailing data after the JSON object")
 	}
-	if d.Version != fileFormatVersion {
-		return nil, fmt.Errorf("field version: unsupported value %d (want %d)", d.Version, fileFormatVersion)
+	if d.Version != 1 && d.Version != fileFormatVersion {
+		return nil, fmt.Errorf("field version: unsupported value %d (want 1 or %d)", d.Version, fileFormatVersion)
 	}
-	out := make(map[string]map[string]Checkpoint, len(d.Streams))
+	out := make(map[string]map[string]fileEntry, len(d.Streams))
 	for arn, shards := range d.Streams {
 		if arn == "" {
 			return nil, errors.New("field streams: empty stream ARN")
 		}
-		m := make(map[string]Checkpoint, len(shards))
+		m := make(map[string]fileEntry, len(shards))
 		for id, cp := range shards {
 			if id == "" {
 				return nil, fmt.Errorf("field streams[%q]: empty shard ID", arn)
@@ -140,7 +184,20 @@ func decodeFile(b []byte) (map[string]map[string]Checkpoint, error) {
 			if !isDecimal(cp.SequenceNumber) {
 				return nil, fmt.Errorf("field streams[%q][%q].sequenceNumber: %q is not a decimal sequence number", arn, id, cp.SequenceNumber)
 			}
-			m[id] = Checkpoint{SequenceNumber: cp.SequenceNumber, Finished: cp.Finished}
+			e := fileEntry{cp: Checkpoint{SequenceNumber: cp.SequenceNumber, Finished: cp.Finished}}
+			switch {
+			case cp.FinishedAt != "" && !cp.Finished:
+				return nil, fmt.Errorf("field streams[%q][%q].finishedAt: set on a shard that is not finished", arn, id)
+			case cp.FinishedAt != "":
+				t, err := time.Parse(time.RFC3339Nano, cp.FinishedAt)
+				if err != nil {
+					return nil, fmt.Errorf("field streams[%q][%q].finishedAt: %q is not an RFC 3339 time", arn, id, cp.FinishedAt)
+				}
+				e.finishedAt = t
+			case cp.Finished:
+				e.finishedAt = opened
+			}
+			m[id] = e
 		}
 		out[arn] = m
 	}
@@ -160,12 +217,16 @@ func isDecimal(s string) bool {
 }
 
 // encodeFile renders checkpoints in the file format (deterministically).
-func encodeFile(streams map[string]map[string]Checkpoint) ([]byte, error) {
+func encodeFile(streams map[string]map[string]fileEntry) ([]byte, error) {
 	d := fileData{Version: fileFormatVersion, Streams: make(map[string]map[string]fileShardCP, len(streams))}
 	for arn, shards := range streams {
 		m := make(map[string]fileShardCP, len(shards))
-		for id, cp := range shards {
-			m[id] = fileShardCP(cp)
+		for id, e := range shards {
+			fc := fileShardCP{SequenceNumber: e.cp.SequenceNumber, Finished: e.cp.Finished}
+			if e.cp.Finished {
+				fc.FinishedAt = e.finishedAt.UTC().Format(time.RFC3339Nano)
+			}
+			m[id] = fc
 		}
 		d.Streams[arn] = m
 	}
@@ -191,8 +252,8 @@ func (s *FileStore) Load(ctx context.Context, streamARN string) (map[string]Chec
 		return nil, fmt.Errorf("checkpoint: file store %s is closed", s.path)
 	}
 	out := make(map[string]Checkpoint, len(s.streams[streamARN]))
-	for id, cp := range s.streams[streamARN] {
-		out[id] = cp
+	for id, e := range s.streams[streamARN] {
+		out[id] = e.cp
 	}
 	return out, nil
 }
@@ -214,10 +275,18 @@ func (s *FileStore) Save(ctx context.Context, streamARN, shardID string, cp Chec
 	}
 	m := s.streams[streamARN]
 	if m == nil {
-		m = map[string]Checkpoint{}
+		m = map[string]fileEntry{}
 		s.streams[streamARN] = m
 	}
-	m[shardID] = cp
+	e := fileEntry{cp: cp}
+	if cp.Finished {
+		e.finishedAt = s.now()
+		if old, ok := m[shardID]; ok && old.cp.Finished {
+			e.finishedAt = old.finishedAt
+		}
+	}
+	m[shardID] = e
+	s.prune()
 	s.gen++
 	mine := s.gen
 	s.mu.Unlock()
@@ -243,6 +312,25 @@ func (s *FileStore) Save(ctx context.Context, streamARN, shardID string, cp Chec
 	}
 	s.written = gen
 	return nil
+}
+
+// prune drops finished checkpoints older than pruneD, and streams left
+// with none. s.mu is held (or s is not shared yet).
+func (s *FileStore) prune() {
+	if s.pruneD < 0 {
+		return
+	}
+	cutoff := s.now().Add(-s.pruneD)
+	for arn, m := range s.streams {
+		for id, e := range m {
+			if e.cp.Finished && e.finishedAt.Before(cutoff) {
+				delete(m, id)
+			}
+		}
+		if len(m) == 0 {
+			delete(s.streams, arn)
+		}
+	}
 }
 
 // replace writes b to the checkpoint file atomically and durably.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func openT(t *testing.T, path string) *FileStore {
@@ -278,6 +279,8 @@ func TestFileStoreCorruptFile(t *testing.T) {
 		{"bad sequence", `{"version":1,"streams":{"a":{"s":{"sequenceNumber":"12x"}}}}`, "sequenceNumber"},
 		{"unknown field", `{"version":1,"streams":{},"extra":1}`, "extra"},
 		{"trailing", `{"version":1,"streams":{}} {}`, "trailing"},
+		{"bad finishedAt", `{"version":2,"streams":{"a":{"s":{"finished":true,"finishedAt":"yesterday"}}}}`, `streams["a"]["s"].finishedAt`},
+		{"finishedAt unfinished", `{"version":2,"streams":{"a":{"s":{"sequenceNumber":"1","finishedAt":"2026-01-01T00:00:00Z"}}}}`, "not finished"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -352,11 +355,13 @@ func TestFileStoreConcurrentSaves(t *testing.T) {
 
 func FuzzDecodeFile(f *testing.F) {
 	f.Add([]byte(`{"version":1,"streams":{"a":{"s":{"sequenceNumber":"12","finished":true}}}}`))
+	f.Add([]byte(`{"version":2,"streams":{"a":{"s":{"sequenceNumber":"12","finished":true,"finishedAt":"2026-11-22T09:00:00+02:00"}}}}`))
 	f.Add([]byte(`{"version":1,"streams":{}}`))
 	f.Add([]byte(`{"version":1,"streams":{"":{}}}`))
 	f.Add([]byte(`[]`))
+	opened := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := decodeFile(b)
+		m, err := decodeFile(b, opened)
 		if err != nil {
 			return
 		}
@@ -365,12 +370,104 @@ func FuzzDecodeFile(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m2, err := decodeFile(enc)
+		m2, err := decodeFile(enc, opened.Add(time.Hour))
 		if err != nil {
 			t.Fatalf("re-decode: %v", err)
 		}
-		if fmt.Sprint(m) != fmt.Sprint(m2) {
+		if len(m) != len(m2) {
 			t.Fatalf("round trip changed %v to %v", m, m2)
 		}
+		for arn, shards := range m {
+			if len(shards) != len(m2[arn]) {
+				t.Fatalf("round trip changed %v to %v", m, m2)
+			}
+			for id, e := range shards {
+				e2 := m2[arn][id]
+				if e.cp != e2.cp || !e.finishedAt.Equal(e2.finishedAt) {
+					t.Fatalf("round trip changed %s/%s from %+v to %+v", arn, id, e, e2)
+				}
+			}
+		}
 	})
+}
+
+// TestFileStorePrunesFinished: a finished shard's checkpoint is dropped
+// PruneFinishedAfter after it was first saved finished, from memory and
+// from the file; unfinished ones stay however old they are.
+func TestFileStorePrunesFinished(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cp.json")
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	s, err := OpenFileWith(path, FileOptions{Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	save := func(id string, cp Checkpoint) {
+		t.Helper()
+		if err := s.Save(ctx, "arn", id, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("parent", Checkpoint{SequenceNumber: "10", Finished: true})
+	save("open", Checkpoint{SequenceNumber: "11"})
+	now = now.Add(DefaultPruneFinishedAfter - time.Minute)
+	// Saving finished again keeps the first finishedAt.
+	save("parent", Checkpoint{SequenceNumber: "10", Finished: true})
+	save("child", Checkpoint{SequenceNumber: "20", Finished: true})
+	now = now.Add(2 * time.Minute)
+	save("open", Checkpoint{SequenceNumber: "12"})
+	got, err := s.Load(ctx, "arn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got["parent"]; ok || len(got) != 2 || got["open"].SequenceNumber != "12" || !got["child"].Finished {
+		t.Fatalf("after %v: %v, want open and child only", DefaultPruneFinishedAfter, got)
+	}
+	s.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), `"parent"`) || !strings.Contains(string(b), `"finishedAt"`) {
+		t.Errorf("file still names the pruned shard or lacks finishedAt:\n%s", b)
+	}
+	// Reopened later, the store prunes what expired meanwhile.
+	now = now.Add(DefaultPruneFinishedAfter)
+	s2, err := OpenFileWith(path, FileOptions{Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	got, _ = s2.Load(ctx, "arn")
+	if len(got) != 1 || got["open"].SequenceNumber != "12" {
+		t.Fatalf("after reopening: %v, want open only", got)
+	}
+}
+
+// TestFileStoreReadsVersion1: files written before finishedAt existed are
+// read; their finished shards count as finished when the file was opened.
+func TestFileStoreReadsVersion1(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cp.json")
+	if err := os.WriteFile(path, []byte(`{"version":1,"streams":{"arn":{"a":{"sequenceNumber":"5","finished":true},"b":{"sequenceNumber":"7"}}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	s, err := OpenFileWith(path, FileOptions{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Save(ctx, "arn", "b", Checkpoint{SequenceNumber: "8"}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.Contains(string(b), `"version": 2`) || !strings.Contains(string(b), `"finishedAt": "2026-11-22T09:00:00Z"`) {
+		t.Errorf("rewritten file:\n%s", b)
+	}
+	got, _ := s.Load(ctx, "arn")
+	if !got["a"].Finished || got["b"].SequenceNumber != "8" {
+		t.Errorf("got %v", got)
+	}
 }
