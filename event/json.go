@@ -346,16 +346,44 @@ func appendBase64(dst []byte, b []byte) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// jsonSafe[c] reports whether appendString copies byte c as it is: ASCII
+// from 0x20 up except '"' and '\\'. It is a constant table.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendString writes s as a JSON string. Invalid UTF-8 (which DynamoDB
 // never stores) becomes U+FFFD, as encoding/json does.
 func appendString(dst []byte, s string) []byte {
+	// Most strings (names, keys, ARNs, numbers) need no escaping: find out
+	// in one pass, then copy them whole.
+	i := 0
+	for i+8 <= len(s) && !needsEscape8(load8(s[i:i+8])) {
+		i += 8
+	}
+	for i < len(s) && jsonSafe[s[i]] {
+		i++
+	}
+	if i == len(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	return appendStringEscaped(dst, s, i)
+}
+
+// appendStringEscaped is appendString for a string whose bytes before i
+// need no escaping and whose byte i may.
+func appendStringEscaped(dst []byte, s string, i int) []byte {
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		// Fast path: skip 8 bytes at a time while none of them needs
 		// escaping or UTF-8 checking (control, '"', '\\', non-ASCII).
-		for i+8 <= len(s) && !needsEscape8(uint64(s[i])|uint64(s[i+1])<<8|uint64(s[i+2])<<16|uint64(s[i+3])<<24|
-			uint64(s[i+4])<<32|uint64(s[i+5])<<40|uint64(s[i+6])<<48|uint64(s[i+7])<<56) {
+		for i+8 <= len(s) && !needsEscape8(load8(s[i:i+8])) {
 			i += 8
 		}
 		if i >= len(s) {
@@ -363,7 +391,7 @@ func appendString(dst []byte, s string) []byte {
 		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if jsonSafe[c] {
 				i++
 				continue
 			}
@@ -403,6 +431,14 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// load8 packs the 8 bytes of w (little-endian): one load, since w's length
+// is known to the compiler.
+func load8(w string) uint64 {
+	_ = w[7]
+	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 }
 
 // needsEscape8 reports whether any of the 8 bytes packed in x is below
@@ -643,12 +679,46 @@ func AppendLine(dst []byte, e *Event) []byte {
 	return append(dst, "}}\n"...)
 }
 
-// appendTime writes t as a quoted RFC 3339 UTC timestamp with nanoseconds
-// (no character of it needs escaping).
+// appendTime writes t as a quoted RFC 3339 UTC timestamp with nanoseconds,
+// exactly as t.UTC().Format(time.RFC3339Nano) would (trailing zeros of the
+// fraction dropped), without its general formatting machinery.
 func appendTime(dst []byte, t time.Time) []byte {
-	dst = append(dst, '"')
-	dst = t.UTC().AppendFormat(dst, time.RFC3339Nano)
-	return append(dst, '"')
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		dst = append(dst, '"')
+		dst = t.AppendFormat(dst, time.RFC3339Nano)
+		return append(dst, '"')
+	}
+	hour, minute, sec := t.Clock()
+	dst = append(dst, '"',
+		byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+int(month)/10), byte('0'+int(month)%10), '-',
+		byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':',
+		byte('0'+minute/10), byte('0'+minute%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10))
+	dst = appendFraction(dst, uint32(t.Nanosecond()))
+	return append(dst, 'Z', '"')
+}
+
+// appendFraction writes ns (below 1e9) as "." and nine digits without
+// trailing zeros; nothing when ns is 0.
+func appendFraction(dst []byte, ns uint32) []byte {
+	if ns == 0 {
+		return dst
+	}
+	var b [10]byte
+	b[0] = '.'
+	for i := 9; i >= 1; i-- {
+		b[i] = byte('0' + ns%10)
+		ns /= 10
+	}
+	n := 10
+	for b[n-1] == '0' {
+		n--
+	}
+	return append(dst, b[:n]...)
 }
 
 // MarshalLine returns the archive line of e without the trailing newline.
@@ -669,12 +739,7 @@ func appendSeconds(dst []byte, d time.Duration) []byte {
 		u = uint64(-d) // wraps correctly for MinInt64
 	}
 	dst = strconv.AppendUint(dst, u/1e9, 10)
-	if frac := u % 1e9; frac != 0 {
-		f := strconv.FormatUint(frac+1e9, 10)[1:]
-		dst = append(dst, '.')
-		dst = append(dst, strings.TrimRight(f, "0")...)
-	}
-	return dst
+	return appendFraction(dst, uint32(u%1e9))
 }
 
 // parseSeconds reads decimal seconds back into a Duration exactly.

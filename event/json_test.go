@@ -2,6 +2,8 @@ package event
 
 import (
 	"encoding/json"
+	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -261,4 +263,70 @@ func FuzzDecodeLine(f *testing.F) {
 			t.Fatalf("plain JSON invalid: %s", PlainJSON(ev.Image()))
 		}
 	})
+}
+
+// FuzzAppendString: appendString's fast path writes exactly what its
+// escaping loop writes, and that decodes (encoding/json) to what
+// encoding/json makes of the same bytes.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\"b\\c", "tab\there\nnl", "\x00\x1f\x7f\f\b", "héllo wörld", "\u2028\u2029", "bad \xff utf8", "0123456789abcdef\"tail"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := appendString([]byte("x"), s)
+		if slow := appendStringEscaped([]byte("x"), s, 0); string(got) != string(slow) {
+			t.Fatalf("appendString(%q) = %s, escaping loop %s", s, got[1:], slow[1:])
+		}
+		var back string
+		if err := json.Unmarshal(got[1:], &back); err != nil {
+			t.Fatalf("appendString(%q) = %s: not a JSON string: %v", s, got[1:], err)
+		}
+		ref, _ := json.Marshal(s)
+		var want string
+		if err := json.Unmarshal(ref, &want); err != nil {
+			t.Fatal(err)
+		}
+		if back != want {
+			t.Fatalf("appendString(%q) decodes to %q, encoding/json's to %q", s, back, want)
+		}
+	})
+}
+
+// TestAppendTime: the hand-rolled formatter agrees with RFC3339Nano for
+// every shape of fraction, any zone, and years it hands to the standard one.
+func TestAppendTime(t *testing.T) {
+	zone := time.FixedZone("x", -7*3600-30*60)
+	times := []time.Time{
+		time.Unix(0, 0),
+		time.Date(2026, 11, 22, 9, 5, 7, 0, time.UTC),
+		time.Date(2026, 1, 2, 3, 4, 5, 100_000_000, time.UTC),
+		time.Date(2026, 1, 2, 3, 4, 5, 123_456_789, zone),
+		time.Date(1999, 12, 31, 23, 59, 59, 1, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 5, time.UTC),
+		{},
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 1000; i++ {
+		times = append(times, time.Unix(r.Int64N(300_000_000_000)-62_000_000_000, r.Int64N(1e9)))
+	}
+	for _, tm := range times {
+		want := `"` + tm.UTC().Format(time.RFC3339Nano) + `"`
+		if got := string(appendTime(nil, tm)); got != want {
+			t.Errorf("appendTime(%v) = %s, want %s", tm, got, want)
+		}
+	}
+}
+
+func TestAppendSeconds(t *testing.T) {
+	cases := map[time.Duration]string{
+		0: "0", 90 * time.Second: "90", 1500 * time.Millisecond: "1.5", -time.Nanosecond: "-0.000000001",
+		time.Duration(math.MinInt64): "-9223372036.854775808", 3*time.Second + 120*time.Microsecond: "3.00012",
+	}
+	for d, want := range cases {
+		if got := string(appendSeconds(nil, d)); got != want {
+			t.Errorf("appendSeconds(%v) = %s, want %s", d, got, want)
+		}
+	}
 }
