@@ -35,6 +35,8 @@ type FileSink struct {
 	segs map[string][][]byte
 	// linesPool holds rendered batches' buffers for reuse.
 	linesPool chan *fileLines
+	// fsync makes f durable; tests replace it to inject failures.
+	fsync func(f *os.File) error
 }
 
 // maxOpenFiles bounds the file handles a FileSink keeps between batches.
@@ -53,6 +55,7 @@ func NewFileSink(dir string, o Options) (*FileSink, error) {
 		segs:  map[string][][]byte{},
 		// Room for a full queue plus the batches being rendered.
 		linesPool: make(chan *fileLines, 128),
+		fsync:     (*os.File).Sync,
 	}
 	s.serial = newSerial(64, s.write, s.closeFiles)
 	s.serial.prepare = s.render
@@ -237,7 +240,7 @@ func (s *FileSink) appendSync(path string, segs [][]byte) (int, error) {
 		}
 	}
 	if werr == nil {
-		werr = f.Sync()
+		werr = s.fsync(f)
 	}
 	if werr != nil {
 		if terr := f.Truncate(start); terr != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,6 +231,74 @@ func TestFileSinkSamePathAcrossRounds(t *testing.T) {
 		}
 		if got := len(readLines(t, filepath.Join(dir, "t", "2026-03-04", "05.jsonl"))); got != (i+1)*2 {
 			t.Fatalf("after batch %d: %d lines, want %d", i, got, (i+1)*2)
+		}
+	}
+}
+
+// TestFileSinkFsyncFailure: a failed fsync fails the batch and cuts the
+// file back; retried, the file holds every line exactly once, in order.
+// (The disk cannot be made to fail an fsync on demand, so the fsync is
+// replaced.)
+func TestFileSinkFsyncFailure(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	s, err := NewFileSink(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	errDisk := errors.New("injected: I/O error")
+	var fail atomic.Bool
+	s.fsync = func(f *os.File) error {
+		if fail.Load() {
+			return errDisk
+		}
+		return f.Sync()
+	}
+	path := filepath.Join(dir, "t", "2026-03-04", "05.jsonl")
+	size := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	a := newAcks()
+	write := func(id string, first int) error {
+		t.Helper()
+		if err := s.Write(ctx, Batch{Events: testEvents("t", "s", first, 5)}, a.ack(id)); err != nil {
+			t.Fatal(err)
+		}
+		return a.waitAck(t, id)
+	}
+	if err := write("A", 0); err != nil {
+		t.Fatal(err)
+	}
+	durable := size()
+	fail.Store(true)
+	if err := write("B", 5); !errors.Is(err, errDisk) {
+		t.Fatalf("B acknowledged with %v, want the fsync error", err)
+	}
+	if got := size(); got != durable {
+		t.Fatalf("file is %d bytes after the failed fsync, want %d (cut back to A)", got, durable)
+	}
+	fail.Store(false)
+	for _, w := range []struct {
+		id    string
+		first int
+	}{{"B2", 5}, {"C", 10}} {
+		if err := write(w.id, w.first); err != nil {
+			t.Fatalf("%s: %v", w.id, err)
+		}
+	}
+	lines := readLines(t, path)
+	want := testEvents("t", "s", 0, 15)
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d", len(lines), len(want))
+	}
+	for i := range lines {
+		if !sameEvent(lines[i], want[i]) {
+			t.Fatalf("line %d is %s, want %s", i, lines[i].EventID, want[i].EventID)
 		}
 	}
 }
