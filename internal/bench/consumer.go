@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,16 +88,19 @@ func runConsumerBench(ctx context.Context, w io.Writer) error {
 	// and each figure is its best round: the machine may be busy with other
 	// work, and the best run is the least disturbed one.
 	var raw, file, discard time.Duration
+	var paired []float64 // per round: raw time / consumer time
 	for i := 0; i < consumerBenchRounds; i++ {
-		d, err := benchRawDrain(ctx, st, arn, consumerBenchItems)
+		dr, err := benchRawDrain(ctx, st, arn, consumerBenchItems)
 		if err != nil {
 			return fmt.Errorf("raw drain: %w", err)
 		}
-		raw = best(raw, d)
-		if d, err = benchConsume(ctx, st, db, table, consumerBenchItems, false); err != nil {
+		raw = best(raw, dr)
+		d, err := benchConsume(ctx, st, db, table, consumerBenchItems, false)
+		if err != nil {
 			return fmt.Errorf("consumer: %w", err)
 		}
 		file = best(file, d)
+		paired = append(paired, dr.Seconds()/d.Seconds())
 		if d, err = benchConsume(ctx, st, db, table, consumerBenchItems, true); err != nil {
 			return fmt.Errorf("consumer (discard): %w", err)
 		}
@@ -104,11 +109,32 @@ func runConsumerBench(ctx context.Context, w io.Writer) error {
 	rate := func(d time.Duration) float64 { return float64(consumerBenchItems) / d.Seconds() }
 	fmt.Fprintf(w, "raw GetRecords drain (baseline): %8.0f records/s (%.2fs, best of %d)\n", rate(raw), raw.Seconds(), consumerBenchRounds)
 	fmt.Fprintf(w, "consumer -> file sink:           %8.0f expired records/s (%.2fs, best of %d)\n", rate(file), file.Seconds(), consumerBenchRounds)
-	fmt.Fprintf(w, "ratio consumer/raw: %.0f%% (target >= 70%%)\n", 100*rate(file)/rate(raw))
+	rounds := percents(paired)
+	fmt.Fprintf(w, "ratio consumer/raw: %.0f%% (target >= 70%%); median of the rounds' own ratios %.0f%% (rounds: %s)\n",
+		100*rate(file)/rate(raw), 100*median(paired), rounds)
 	// The consumer alone (a sink that acknowledges at once) separates the
 	// consumer's own cost from the file sink's (fsync-bound).
 	fmt.Fprintf(w, "consumer -> discard (info):      %8.0f expired records/s (%.2fs), %.0f%% of raw\n", rate(discard), discard.Seconds(), 100*rate(discard)/rate(raw))
 	return nil
+}
+
+// median returns the median of xs (xs is reordered).
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// percents renders xs as whole percents, in their order.
+func percents(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.0f%%", 100*x)
+	}
+	return strings.Join(parts, " ")
 }
 
 func benchTable(ctx context.Context, db *dynamodb.Client, table string) error {
