@@ -22,9 +22,14 @@
 // # Memory
 //
 // Each shard holds at most Config.MaxInFlightBytes of records that are not
-// yet acknowledged by every sink; while the budget is full the shard's
-// reader waits (backpressure): a slow sink slows reading down instead of
-// filling memory.
+// yet acknowledged by every sink, and all shards together at most
+// Config.MaxInFlightBytesTotal, both counted as estimated memory
+// ([shard.EstimateMemory]); while a budget is full the shard's reader waits
+// (backpressure): a slow sink slows reading down instead of filling memory,
+// and many shards behind at once (after an outage) share one bound. A
+// shard that waits for budget for Config.StarvedFlush makes every sink
+// Flush, so that a sink holding events until a size threshold (S3's
+// flush-bytes) cannot stall reading until its flush interval.
 package consumer
 
 import (
@@ -84,10 +89,21 @@ type Config struct {
 	// sinks when Run returns.
 	Routes []Route
 
-	// MaxInFlightBytes bounds the bytes (record SizeBytes) of one shard's
-	// records not yet acknowledged by every sink (default 16 MiB). A batch
+	// MaxInFlightBytes bounds the estimated memory
+	// ([shard.EstimateMemory]) of one shard's records not yet acknowledged
+	// by every sink (default 64 MiB, some 40,000 small items). A batch
 	// larger than the budget is admitted alone.
 	MaxInFlightBytes int
+	// MaxInFlightBytesTotal bounds the same over every shard (default
+	// 256 MiB). Process memory is about twice this (the garbage
+	// collector's headroom) plus what the sinks buffer. A batch larger than
+	// it is admitted only when nothing else is in flight.
+	MaxInFlightBytesTotal int
+	// StarvedFlush: once a shard has waited this long for budget, every
+	// sink is asked to Flush (at most once per StarvedFlush), so that
+	// events a sink holds back for a size threshold are written and
+	// acknowledged (default 2 s; negative: never).
+	StarvedFlush time.Duration
 	// CheckpointInterval is the least time between two periodic saves of a
 	// shard's checkpoint (default 1 s). When a shard's acknowledged prefix
 	// advances and its checkpoint was not saved in the last interval, it
@@ -146,6 +162,12 @@ type Consumer struct {
 	walker *shard.Walker
 
 	base context.Context // lanes and saves: lives until Run has shut down
+	// inflight is the memory budget all shards share.
+	inflight *memBudget
+	// starve rate-limits the starved flushes.
+	starveMu        sync.Mutex
+	lastStarveFlush time.Time
+	starveFlushing  bool
 	// saveSlots bounds the shards' periodic checkpoint saves in flight at
 	// once (final saves at a shard's end or stop are not bounded).
 	saveSlots chan struct{}
@@ -167,12 +189,18 @@ func New(c Config) (*Consumer, error) {
 	if len(c.Routes) == 0 {
 		return nil, errors.New("consumer: Config.Routes is empty: no sink to archive to")
 	}
-	if c.MaxInFlightBytes < 0 || c.CheckpointInterval < 0 || c.RetryMinBackoff < 0 || c.RetryMaxBackoff < 0 ||
+	if c.MaxInFlightBytes < 0 || c.MaxInFlightBytesTotal < 0 || c.CheckpointInterval < 0 || c.RetryMinBackoff < 0 || c.RetryMaxBackoff < 0 ||
 		c.TTLRefresh < 0 || c.ShutdownTimeout < 0 {
 		return nil, errors.New("consumer: Config: budgets and durations must not be negative")
 	}
 	if c.MaxInFlightBytes == 0 {
-		c.MaxInFlightBytes = 16 << 20
+		c.MaxInFlightBytes = 64 << 20
+	}
+	if c.MaxInFlightBytesTotal == 0 {
+		c.MaxInFlightBytesTotal = 256 << 20
+	}
+	if c.StarvedFlush == 0 {
+		c.StarvedFlush = 2 * time.Second
 	}
 	if c.CheckpointInterval == 0 {
 		c.CheckpointInterval = time.Second
@@ -203,6 +231,7 @@ func New(c Config) (*Consumer, error) {
 		m:         newMetrics(c.Registerer),
 		states:    map[string]*shardState{},
 		known:     map[string]string{},
+		inflight:  newMemBudget(c.MaxInFlightBytesTotal),
 		saveSlots: make(chan struct{}, 16),
 	}
 	for i, r := range c.Routes {
@@ -441,7 +470,7 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 		}
 	}
 	events := make([]event.Event, len(b.Records))
-	size := 0
+	size := b.Bytes
 	for i, r := range b.Records {
 		e, err := decode(s.table, b.StreamARN, b.ShardID, i, r, ttlAttr)
 		if err != nil {
@@ -450,10 +479,9 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 			return err
 		}
 		events[i] = e
-		size += int(e.SizeBytes)
-	}
-	if b.Bytes > 0 {
-		size = b.Bytes
+		if b.Bytes == 0 {
+			size += shard.EstimateMemory(r)
+		}
 	}
 	en := &entry{last: events[len(events)-1].SequenceNumber, bytes: size, records: len(events),
 		first: events[0].ApproximateCreationTime}
@@ -514,6 +542,47 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 		}
 	}
 	return nil
+}
+
+// starved asks every sink to Flush, at most once per StarvedFlush and never
+// twice at once: a shard has waited that long for budget, and a sink may be
+// holding its events back for a size threshold that the budget keeps them
+// from reaching.
+func (c *Consumer) starved() {
+	if c.cfg.StarvedFlush < 0 {
+		return
+	}
+	c.starveMu.Lock()
+	if c.starveFlushing || time.Since(c.lastStarveFlush) < c.cfg.StarvedFlush {
+		c.starveMu.Unlock()
+		return
+	}
+	c.starveFlushing = true
+	c.lastStarveFlush = time.Now()
+	c.starveMu.Unlock()
+	c.m.starvedFlushes.Inc()
+	c.log.Info("in-flight budget full: flushing sinks so they acknowledge what they hold",
+		zap.Int("total_budget_bytes", c.cfg.MaxInFlightBytesTotal), zap.Int("shard_budget_bytes", c.cfg.MaxInFlightBytes))
+	go func() {
+		defer func() {
+			c.starveMu.Lock()
+			c.starveFlushing = false
+			c.starveMu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(c.base, time.Minute)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, r := range c.routes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := r.sink.Flush(ctx); err != nil && ctx.Err() == nil {
+					c.log.Warn("flush after a full in-flight budget failed", zap.String("sink", r.name), zap.Error(err))
+				}
+			}()
+		}
+		wg.Wait()
+	}()
 }
 
 // kindOrder lists the kinds by kindIndex.

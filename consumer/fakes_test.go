@@ -33,6 +33,7 @@ type fakeSink struct {
 	flushes  int
 	pending  int // asynchronous acks not yet sent
 	onWrite  func(b sinks.Batch)
+	onFlush  func()                    // called by Flush with mu held
 	refuseOn func(b sinks.Batch) error // Write itself returns this
 }
 
@@ -98,6 +99,10 @@ func (f *fakeSink) Write(ctx context.Context, b sinks.Batch, ack sinks.Ack) erro
 	return nil
 }
 
+// releaseLocked stops holding (as onFlush: Flush then acknowledges what
+// was held). f.mu is held.
+func (f *fakeSink) releaseLocked() { f.hold = false }
+
 // release acknowledges every held batch and stops holding.
 func (f *fakeSink) release() {
 	f.mu.Lock()
@@ -113,7 +118,15 @@ func (f *fakeSink) release() {
 func (f *fakeSink) Flush(ctx context.Context) error {
 	f.mu.Lock()
 	f.flushes++
+	var run []func()
+	if f.onFlush != nil {
+		f.onFlush()
+		run, f.held = f.held, nil
+	}
 	f.mu.Unlock()
+	for _, d := range run {
+		d()
+	}
 	for {
 		f.mu.Lock()
 		n := f.pending

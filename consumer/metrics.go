@@ -19,6 +19,7 @@ type metrics struct {
 	checkpointErrors  *prometheus.CounterVec   // archiver_checkpoint_save_failures_total{table}
 	ttlLookupFailures *prometheus.CounterVec   // archiver_ttl_lookup_failures_total{table}
 	inflightBytes     *prometheus.GaugeVec     // archiver_consumer_inflight_bytes{table}
+	starvedFlushes    prometheus.Counter       // archiver_consumer_starved_flushes_total
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -56,8 +57,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "archiver_ttl_lookup_failures_total", Help: "DescribeTimeToLive calls that failed, by table.",
 	}, []string{"table"}))
 	m.inflightBytes = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "archiver_consumer_inflight_bytes", Help: "Bytes of records handed to the consumer and not yet acknowledged by every sink, by table.",
+		Name: "archiver_consumer_inflight_bytes", Help: "Estimated memory of records handed to the consumer and not yet acknowledged by every sink, by table.",
 	}, []string{"table"}))
+	m.starvedFlushes = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "archiver_consumer_starved_flushes_total", Help: "Times every sink was asked to flush because a shard waited for in-flight budget.",
+	}))
 	return m
 }
 

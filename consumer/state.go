@@ -89,10 +89,17 @@ func (s *shardState) fail(err error) {
 	s.mu.Unlock()
 }
 
-// add queues e once the shard's byte budget has room for it (a batch
-// larger than the budget is admitted alone). It blocks until then, until
-// ctx ends, or until the shard failed.
+// add queues e once the shard's budget and the consumer's shared budget
+// have room for it (a batch larger than a budget is admitted alone). It
+// blocks until then, until ctx ends, or until the shard failed; every
+// StarvedFlush of waiting it asks the sinks to flush.
 func (s *shardState) add(ctx context.Context, e *entry) error {
+	var starve *time.Timer
+	defer func() {
+		if starve != nil {
+			starve.Stop()
+		}
+	}()
 	for {
 		s.mu.Lock()
 		if s.err != nil {
@@ -100,7 +107,12 @@ func (s *shardState) add(ctx context.Context, e *entry) error {
 			s.mu.Unlock()
 			return err
 		}
-		if s.bytes == 0 || s.bytes+e.bytes <= s.budget {
+		var shared <-chan struct{}
+		fits := s.bytes == 0 || s.bytes+e.bytes <= s.budget
+		if fits {
+			shared = s.c.inflight.acquire(e.bytes)
+		}
+		if fits && shared == nil {
 			s.entries = append(s.entries, e)
 			s.bytes += e.bytes
 			s.last = e.last
@@ -113,11 +125,63 @@ func (s *shardState) add(ctx context.Context, e *entry) error {
 		}
 		ch := s.progress
 		s.mu.Unlock()
+		var starved <-chan time.Time
+		if d := s.c.cfg.StarvedFlush; d > 0 {
+			if starve == nil {
+				starve = time.NewTimer(d)
+			}
+			starved = starve.C
+		}
 		select {
 		case <-ch:
+		case <-shared:
+		case <-starved:
+			s.c.starved()
+			starve.Reset(s.c.cfg.StarvedFlush)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+}
+
+// memBudget is an in-flight memory budget shared by every shard.
+type memBudget struct {
+	mu      sync.Mutex
+	max     int
+	used    int
+	wake    chan struct{} // closed (and replaced) by a release with waiters
+	waiting bool
+}
+
+func newMemBudget(max int) *memBudget {
+	return &memBudget{max: max, wake: make(chan struct{})}
+}
+
+// acquire takes n and returns nil if n fits, or if nothing is taken at
+// all (a batch larger than the budget goes alone). Otherwise it takes
+// nothing and returns a channel closed at the next release.
+func (g *memBudget) acquire(n int) <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.used != 0 && g.used+n > g.max {
+		g.waiting = true
+		return g.wake
+	}
+	g.used += n
+	return nil
+}
+
+func (g *memBudget) release(n int) {
+	if n == 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.used -= n
+	if g.waiting {
+		close(g.wake)
+		g.wake = make(chan struct{})
+		g.waiting = false
 	}
 }
 
@@ -147,6 +211,7 @@ func (s *shardState) advance() {
 	}
 	s.entries = append(s.entries[:0:0], s.entries[n:]...)
 	s.bytes -= freed
+	s.c.inflight.release(freed)
 	s.c.m.inflightBytes.WithLabelValues(s.table).Sub(float64(freed))
 	s.signal()
 	s.wakeSaver()
@@ -384,6 +449,7 @@ func (s *shardState) close() {
 	}
 	s.mu.Lock()
 	s.c.m.inflightBytes.WithLabelValues(s.table).Sub(float64(s.bytes))
+	s.c.inflight.release(s.bytes)
 	s.bytes = 0
 	s.mu.Unlock()
 	s.c.m.lagRecords.DeleteLabelValues(s.table, s.id)

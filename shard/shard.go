@@ -131,8 +131,8 @@ type Position struct {
 type Batch struct {
 	Table, StreamARN, ShardID string
 	Records                   []types.Record
-	// Bytes is the batch's approximate size (the sum of the records'
-	// SizeBytes), which memory budgets count.
+	// Bytes is the batch's estimated size in memory (the sum of
+	// [EstimateMemory] of its records), which memory budgets count.
 	Bytes int
 }
 
@@ -251,10 +251,11 @@ type Options struct {
 
 	// MaxConcurrentShards bounds the shards read at once (default 256).
 	MaxConcurrentShards int
-	// ShardBufferBytes is each reader's byte budget: a reader issues no
+	// ShardBufferBytes is each reader's memory budget: a reader issues no
 	// GetRecords while the batches Process has not yet taken add up to
-	// this much, so it holds at most that plus one GetRecords response
-	// (default 4 MiB).
+	// this much ([EstimateMemory]), so it holds at most that plus one
+	// GetRecords response (default 4 MiB, about two responses of small
+	// items).
 	ShardBufferBytes int
 	// GetRecordsLimit is GetRecords' Limit (default 1000, the maximum).
 	GetRecordsLimit int32

@@ -342,7 +342,7 @@ func (p *params) size(name string, def, min, max int64) (int64, error) {
 	if err != nil || !ok {
 		return def, err
 	}
-	n, ok := parseSize(v)
+	n, ok := ParseSize(v)
 	if !ok {
 		return 0, p.fail(name, fmt.Sprintf("%q is not a size like 8MiB or 1000000", v))
 	}
@@ -352,7 +352,10 @@ func (p *params) size(name string, def, min, max int64) (int64, error) {
 	return n, nil
 }
 
-func parseSize(s string) (int64, bool) {
+// ParseSize reads a byte size as sink URLs write it: a plain number of
+// bytes, or a number with one of the suffixes B, KB, MB, GB (powers of
+// 1000) or KiB, MiB, GiB (powers of 1024).
+func ParseSize(s string) (int64, bool) {
 	units := []struct {
 		suffix string
 		mul    int64

@@ -36,6 +36,7 @@ type runConfig struct {
 	LeaseDuration   time.Duration
 	LeaseRenew      time.Duration
 	ShutdownTimeout time.Duration
+	MaxInFlight     string
 	LogLevel        string
 	MetricsAddr     string
 	Metrics         string
@@ -98,6 +99,8 @@ var runOptions = []option{
 		get: func(c *runConfig) any { return c.LeaseRenew }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.LeaseRenew = d }},
 	{name: "shutdown-timeout", kind: kindDuration, def: "25s", usage: "on SIGTERM, time to flush sinks, checkpoint and release leases (keep it under ECS's stopTimeout)",
 		get: func(c *runConfig) any { return c.ShutdownTimeout }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.ShutdownTimeout = d }},
+	{name: "max-in-flight-bytes", def: "256MiB", usage: "memory budget, over all shards, for records read and not yet acknowledged by every sink (estimated; size the task for about twice this plus the sinks' buffers)",
+		get: func(c *runConfig) any { return c.MaxInFlight }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.MaxInFlight = s }},
 	{name: "log-level", def: "info", usage: "debug, info, warn or error",
 		get: func(c *runConfig) any { return c.LogLevel }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.LogLevel = s }},
 	{name: "metrics-addr", def: ":9090", usage: "listen address of /metrics, /healthz and /readyz",
@@ -452,6 +455,10 @@ func validateOption(c *runConfig, o option, from string, p *problems) {
 	case "shutdown-timeout":
 		if c.ShutdownTimeout <= 0 {
 			p.add("%s: %s must be positive", from, c.ShutdownTimeout)
+		}
+	case "max-in-flight-bytes":
+		if n, ok := sinks.ParseSize(c.MaxInFlight); !ok || n < 1<<20 || n > 1<<40 {
+			p.add("%s: %q is not a size from 1MiB to 1TiB (e.g. 256MiB)", from, c.MaxInFlight)
 		}
 	case "log-level":
 		if _, err := ops.ParseLevel(c.LogLevel); err != nil {

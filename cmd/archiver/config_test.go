@@ -125,6 +125,8 @@ func TestConfigValidation(t *testing.T) {
 		{"bad dynamodb checkpoint", append(ok, "--checkpoint", "dynamodb://x?create=maybe"), nil, "", []string{"--checkpoint: ", "x"}},
 		{"lease renew too slow", append(ok, "--lease-duration", "10s", "--lease-renew", "5s"), nil, "",
 			[]string{"--lease-renew: 5s must be at most a third of --lease-duration 10s"}},
+		{"bad in-flight size", append(ok, "--max-in-flight-bytes", "lots"), nil, "",
+			[]string{`--max-in-flight-bytes: "lots" is not a size from 1MiB to 1TiB`}},
 		{"bad stream arn", []string{"--stream-arn", "arn:nope", "--checkpoint", "file://c", "--sink", "stdout://"}, nil, "",
 			[]string{`--stream-arn: "arn:nope" is not a DynamoDB stream ARN`}},
 		{"unknown flag", []string{"--tabel", "x"}, nil, "", []string{"flag provided but not defined: -tabel"}},

@@ -143,19 +143,21 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 	}
 	// The shutdown budget: reader stop and sink flush each get 40 %, the
 	// rest is for the final lease release and store close.
+	inflight, _ := sinks.ParseSize(cfg.MaxInFlight) // validated with the configuration
 	cons, err := consumer.New(consumer.Config{
-		Streams:         streams,
-		Tables:          ddb,
-		TableNames:      cfg.Tables,
-		StreamARNs:      cfg.StreamARNs,
-		Start:           start,
-		Store:           store,
-		Assigner:        assigner,
-		Routes:          routes,
-		ShutdownTimeout: cfg.ShutdownTimeout * 2 / 5,
-		StopTimeout:     cfg.ShutdownTimeout * 2 / 5,
-		Logger:          d.log,
-		Registerer:      d.reg,
+		Streams:               streams,
+		Tables:                ddb,
+		TableNames:            cfg.Tables,
+		StreamARNs:            cfg.StreamARNs,
+		Start:                 start,
+		Store:                 store,
+		Assigner:              assigner,
+		Routes:                routes,
+		ShutdownTimeout:       cfg.ShutdownTimeout * 2 / 5,
+		StopTimeout:           cfg.ShutdownTimeout * 2 / 5,
+		MaxInFlightBytesTotal: int(inflight),
+		Logger:                d.log,
+		Registerer:            d.reg,
 	})
 	if err != nil {
 		closeSinks()
