@@ -95,9 +95,11 @@ type Config struct {
 	// larger than the budget is admitted alone.
 	MaxInFlightBytes int
 	// MaxInFlightBytesTotal bounds the same over every shard (default
-	// 256 MiB). Process memory is about twice this (the garbage
-	// collector's headroom) plus what the sinks buffer. A batch larger than
-	// it is admitted only when nothing else is in flight.
+	// 128 MiB). The sinks' copies of those records (rendered lines,
+	// messages) and the garbage collector's headroom come on top: the
+	// archiver with an S3 and a NATS sink peaked at about five times this.
+	// A batch larger than it is admitted only when nothing else is in
+	// flight.
 	MaxInFlightBytesTotal int
 	// StarvedFlush: once a shard has waited this long for budget, every
 	// sink is asked to Flush (at most once per StarvedFlush), so that
@@ -197,7 +199,7 @@ func New(c Config) (*Consumer, error) {
 		c.MaxInFlightBytes = 64 << 20
 	}
 	if c.MaxInFlightBytesTotal == 0 {
-		c.MaxInFlightBytesTotal = 256 << 20
+		c.MaxInFlightBytesTotal = 128 << 20
 	}
 	if c.StarvedFlush == 0 {
 		c.StarvedFlush = 2 * time.Second

@@ -99,7 +99,7 @@ var runOptions = []option{
 		get: func(c *runConfig) any { return c.LeaseRenew }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.LeaseRenew = d }},
 	{name: "shutdown-timeout", kind: kindDuration, def: "25s", usage: "on SIGTERM, time to flush sinks, checkpoint and release leases (keep it under ECS's stopTimeout)",
 		get: func(c *runConfig) any { return c.ShutdownTimeout }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.ShutdownTimeout = d }},
-	{name: "max-in-flight-bytes", def: "256MiB", usage: "memory budget, over all shards, for records read and not yet acknowledged by every sink (estimated; size the task for about twice this plus the sinks' buffers)",
+	{name: "max-in-flight-bytes", def: "128MiB", usage: "memory budget, over all shards, for decoded records read and not yet acknowledged by every sink (estimated; with the sinks' copies and GC headroom the process peaks near 5x this)",
 		get: func(c *runConfig) any { return c.MaxInFlight }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.MaxInFlight = s }},
 	{name: "log-level", def: "info", usage: "debug, info, warn or error",
 		get: func(c *runConfig) any { return c.LogLevel }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.LogLevel = s }},
@@ -458,7 +458,7 @@ func validateOption(c *runConfig, o option, from string, p *problems) {
 		}
 	case "max-in-flight-bytes":
 		if n, ok := sinks.ParseSize(c.MaxInFlight); !ok || n < 1<<20 || n > 1<<40 {
-			p.add("%s: %q is not a size from 1MiB to 1TiB (e.g. 256MiB)", from, c.MaxInFlight)
+			p.add("%s: %q is not a size from 1MiB to 1TiB (e.g. 128MiB)", from, c.MaxInFlight)
 		}
 	case "log-level":
 		if _, err := ops.ParseLevel(c.LogLevel); err != nil {
