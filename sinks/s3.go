@@ -119,6 +119,18 @@ type s3Shard struct {
 	// grow (and be copied) step by step.
 	full    s3BufKey
 	hasFull bool
+	// lastWrite is the last Write's time; a shard with no open buffer
+	// and no write for shardIdleAfter is forgotten (dead: a Write that
+	// finds it dead starts a new state).
+	lastWrite time.Time
+	dead      bool
+}
+
+// shardIdleAfter is how long an S3 sink keeps the state of a shard it
+// holds nothing for: shards close every few hours, and an archiver
+// running for months must not keep one state per shard it ever saw.
+func (s *S3Sink) shardIdleAfter() time.Duration {
+	return max(10*s.c.FlushInterval, 10*time.Minute)
 }
 
 type s3BufKey struct {
@@ -301,11 +313,7 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 	}
 	s.writers.Add(1)
 	defer s.writers.Done()
-	sh := s.shards[shardID]
-	if sh == nil {
-		sh = &s3Shard{bufs: map[s3BufKey]*s3Buffer{}}
-		s.shards[shardID] = sh
-	}
+	sh := s.shardLocked(shardID)
 	s.mu.Unlock()
 	if len(b.Events) == 0 {
 		go ack(nil)
@@ -347,6 +355,15 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 	sb := &s3Batch{ack: ack, remaining: 1} // 1: held until the loop is done
 	now := s.now()
 	sh.mu.Lock()
+	for sh.dead {
+		// Forgotten while this Write rendered: start afresh.
+		sh.mu.Unlock()
+		s.mu.Lock()
+		sh = s.shardLocked(shardID)
+		s.mu.Unlock()
+		sh.mu.Lock()
+	}
+	sh.lastWrite = now
 	for i := range b.Events {
 		e := &b.Events[i]
 		k := s3BufKey{table: e.Table, kind: e.Kind, shard: e.ShardID, hour: e.ApproximateCreationTime.Unix() / 3600}
@@ -383,6 +400,42 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 	sh.mu.Unlock()
 	sb.done(nil)
 	return nil
+}
+
+// shardLocked returns the shard's state, creating it. s.mu is held.
+func (s *S3Sink) shardLocked(id string) *s3Shard {
+	sh := s.shards[id]
+	if sh == nil {
+		sh = &s3Shard{bufs: map[s3BufKey]*s3Buffer{}, lastWrite: s.now()}
+		s.shards[id] = sh
+	}
+	return sh
+}
+
+// forgetIdleShards drops the states of shards with no open buffer and no
+// write for shardIdleAfter.
+func (s *S3Sink) forgetIdleShards(now time.Time) {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.shards))
+	shards := make([]*s3Shard, 0, len(s.shards))
+	for id, sh := range s.shards {
+		ids = append(ids, id)
+		shards = append(shards, sh)
+	}
+	s.mu.Unlock()
+	idle := s.shardIdleAfter()
+	for i, sh := range shards {
+		sh.mu.Lock()
+		if len(sh.bufs) == 0 && now.Sub(sh.lastWrite) >= idle {
+			sh.dead = true
+			s.mu.Lock()
+			if s.shards[ids[i]] == sh {
+				delete(s.shards, ids[i])
+			}
+			s.mu.Unlock()
+		}
+		sh.mu.Unlock()
+	}
 }
 
 // newData returns an empty buffer, reusing one of an earlier upload when
@@ -477,6 +530,7 @@ func (s *S3Sink) tick() {
 	every := min(max(s.c.FlushInterval/4, 5*time.Millisecond), time.Second)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var lastForget time.Time
 	for {
 		select {
 		case <-s.stop:
@@ -485,6 +539,10 @@ func (s *S3Sink) tick() {
 		}
 		now := s.now()
 		s.cutWhere(func(bf *s3Buffer) bool { return now.Sub(bf.opened) >= s.c.FlushInterval })
+		if now.Sub(lastForget) >= time.Minute {
+			lastForget = now
+			s.forgetIdleShards(now)
+		}
 	}
 }
 

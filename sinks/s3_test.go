@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -464,5 +465,90 @@ func TestS3BackpressureAndNoEarlyAck(t *testing.T) {
 	}
 	if got := len(v.allEventIDs(t, "bp/")); got != taken*2 {
 		t.Fatalf("%d events stored, want %d", got, taken*2)
+	}
+}
+
+// TestS3ForgetsIdleShards: the state of a shard the sink holds nothing for
+// is dropped after a long idle time (shards close every few hours; an
+// archiver running for months must not keep one per shard it ever saw),
+// also while other writes run, and a later Write to it starts afresh
+// without losing anything.
+func TestS3ForgetsIdleShards(t *testing.T) {
+	v := startVersity(t)
+	ctx := testCtx(t)
+	s := openS3(t, v.endpoint, "flush-interval=1h")
+	s.c.Prefix = "idle"
+	var clock atomic.Int64
+	clock.Store(testStart.UnixNano())
+	s.now = func() time.Time { return time.Unix(0, clock.Load()) }
+	a := newAcks()
+	write := func(id, shard string, first int) {
+		t.Helper()
+		if err := s.Write(ctx, Batch{ShardID: shard, Events: testEvents("sessions", shard, first, 3)}, a.ack(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a1", "shardId-a", 0)
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.forgetIdleShards(s.now())
+	if n := len(s.shards); n != 1 {
+		t.Fatalf("%d shard states right after a write, want 1", n)
+	}
+	clock.Add(int64(s.shardIdleAfter()))
+	s.forgetIdleShards(s.now())
+	if n := len(s.shards); n != 0 {
+		t.Fatalf("%d shard states after %v idle, want 0", n, s.shardIdleAfter())
+	}
+
+	// Writes to many shards while their states are being forgotten: every
+	// event still lands once acknowledged.
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				s.forgetIdleShards(s.now().Add(24 * time.Hour))
+			}
+		}
+	}()
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			shard := fmt.Sprintf("shardId-%d", g)
+			for i := 0; i < 5; i++ {
+				write(fmt.Sprintf("%d-%d", g, i), shard, 100+i*3)
+				if i%2 == 1 {
+					if err := s.Flush(ctx); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(stop)
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id, n := range a.all() {
+		if n != 1 {
+			t.Errorf("batch %s acknowledged %d times", id, n)
+		}
+		if _, err := a.get(id); err != nil {
+			t.Errorf("batch %s: %v", id, err)
+		}
+	}
+	if n := len(a.all()); n != 41 {
+		t.Fatalf("%d batches acknowledged, want 41", n)
+	}
+	ids := v.allEventIDs(t, "idle/")
+	if len(ids) != 3+8*15 {
+		t.Fatalf("%d distinct events in S3, want %d", len(ids), 3+8*15)
 	}
 }
