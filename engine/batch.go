@@ -110,6 +110,9 @@ func (e *Engine) opBatchGetItem(ctx context.Context, body []byte) (any, error) {
 	process := total
 	if takeFault(&e.throttleBatchGets) {
 		process = total / 2
+		if process == 0 {
+			return nil, throughputExceeded()
+		}
 	}
 	done := 0
 	for _, name := range names {
@@ -288,6 +291,9 @@ func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error)
 	process := total
 	if takeFault(&e.throttleBatchWrites) {
 		process = total / 2
+		if process == 0 {
+			return nil, throughputExceeded()
+		}
 	}
 	unprocessed := map[string][]writeRequest{}
 	var caps []*capacity
@@ -325,4 +331,11 @@ func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error)
 		resp["ConsumedCapacity"] = caps
 	}
 	return resp, nil
+}
+
+// throughputExceeded is what DynamoDB answers a batch call none of whose
+// requests it could process for lack of throughput: an exception (which
+// SDKs retry), not a response with everything unprocessed.
+func throughputExceeded() error {
+	return awserr.New(awserr.CodeThroughputExceeded, "The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.")
 }

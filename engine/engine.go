@@ -281,14 +281,17 @@ func (e *Engine) ThrottleGetRecords(n int) { e.streams.ThrottleGetRecords(n) }
 // process only the first half of their requests, rounded down (tables in
 // name order, each table's requests in request order), and return the rest
 // in UnprocessedItems in the request's shape, as DynamoDB does when
-// throughput runs out. A call with one request processes none of it.
+// throughput runs out. A call with one request, of which half is nothing,
+// fails with ProvisionedThroughputExceededException instead, as DynamoDB
+// answers a batch it could not process any of (SDKs retry it).
 // n <= 0 cancels throttling still pending.
 func (e *Engine) ThrottleBatchWrites(n int) { e.throttleBatchWrites.Store(int64(max(n, 0))) }
 
 // ThrottleBatchGets makes the next n BatchGetItem calls (any table) read
 // only the first half of their keys, rounded down (tables in name order),
 // and return the rest in UnprocessedKeys with the table's
-// ProjectionExpression, ExpressionAttributeNames and ConsistentRead.
+// ProjectionExpression, ExpressionAttributeNames and ConsistentRead. A
+// call with one key fails with ProvisionedThroughputExceededException.
 // n <= 0 cancels throttling still pending.
 func (e *Engine) ThrottleBatchGets(n int) { e.throttleBatchGets.Store(int64(max(n, 0))) }
 

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -86,17 +87,8 @@ func TestThrottleBatchWrites(t *testing.T) {
 		t.Fatal("first half not processed, or second half processed")
 	}
 
-	// A single request is handed back whole; the throttle is then spent.
-	e.eng.ThrottleBatchWrites(1)
-	one := map[string][]types.WriteRequest{"tbw1": {{PutRequest: &types.PutRequest{Item: item{"pk": S("solo")}}}}}
-	out, err = e.db.BatchWriteItem(e.ctx, &dynamodb.BatchWriteItemInput{RequestItems: one})
-	if err != nil || len(out.UnprocessedItems["tbw1"]) != 1 || sOf(out.UnprocessedItems["tbw1"][0].PutRequest.Item, "pk") != "solo" {
-		t.Fatalf("single throttled: %v %+v", err, out)
-	}
-	out, err = e.db.BatchWriteItem(e.ctx, &dynamodb.BatchWriteItemInput{RequestItems: one})
-	if err != nil || len(out.UnprocessedItems) != 0 || e.get("tbw1", item{"pk": S("solo")}) == nil {
-		t.Fatalf("after throttle: %v %+v", err, out)
-	}
+	// A single request is refused with an exception instead:
+	// TestThrottledSingleRequestBatch.
 }
 
 // TestThrottleBatchGets checks that throttled BatchGetItem calls return
@@ -439,5 +431,42 @@ func TestTransactMissingExpressionBeforeNames(t *testing.T) {
 		`{"TransactItems":[{"ConditionCheck":{"TableName":"abc","Key":{"pk":{"S":"a"}},"ExpressionAttributeNames":{"#n":"n"}}}]}`)
 	if w.Code != 400 || !strings.Contains(w.Body.String(), "transactItems.member.conditionCheck.conditionExpression") {
 		t.Fatalf("status %d body %s", w.Code, w.Body)
+	}
+}
+
+// TestThrottledSingleRequestBatch: a throttled batch call that could
+// process none of its requests fails with ProvisionedThroughputExceeded
+// (the SDK retries it), as DynamoDB answers, instead of returning
+// everything unprocessed.
+func TestThrottledSingleRequestBatch(t *testing.T) {
+	e := newEnv(t, engine.Options{})
+	e.createTable("tsr", "", nil)
+	noRetry := func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }
+	var tpe *types.ProvisionedThroughputExceededException
+
+	e.eng.ThrottleBatchWrites(1)
+	_, err := e.db.BatchWriteItem(e.ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
+		"tsr": {{PutRequest: &types.PutRequest{Item: item{"pk": S("one")}}}},
+	}}, noRetry)
+	if !errors.As(err, &tpe) {
+		t.Fatalf("throttled one-request BatchWriteItem: %v, want ProvisionedThroughputExceededException", err)
+	}
+	if it := e.get("tsr", item{"pk": S("one")}); it != nil {
+		t.Fatalf("the refused put was stored: %v", it)
+	}
+	// With its retries, the SDK gets through.
+	e.eng.ThrottleBatchWrites(1)
+	if _, err := e.db.BatchWriteItem(e.ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
+		"tsr": {{PutRequest: &types.PutRequest{Item: item{"pk": S("one")}}}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+
+	e.eng.ThrottleBatchGets(1)
+	_, err = e.db.BatchGetItem(e.ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+		"tsr": {Keys: []map[string]types.AttributeValue{{"pk": S("one")}}},
+	}}, noRetry)
+	if !errors.As(err, &tpe) {
+		t.Fatalf("throttled one-key BatchGetItem: %v, want ProvisionedThroughputExceededException", err)
 	}
 }
