@@ -424,6 +424,54 @@ func TestScenario200Shards(t *testing.T) {
 	}
 }
 
+// TestScenarioSharedBudgetManyShards: with many shards behind and a slow
+// sink, the records in flight over all shards never exceed the shared
+// budget, and every expired item still arrives.
+func TestScenarioSharedBudgetManyShards(t *testing.T) {
+	b := newBed(t, engine.Options{StreamShards: 32})
+	const table = "behind"
+	b.createTable(table)
+	store := openStore(t, filepath.Join(t.TempDir(), "cp.json"))
+	defer store.Close()
+	sink := newFakeSink("slow")
+	sink.maxDelay = 2 * time.Millisecond
+	b.put(table, "m", 0, 6000, past)
+	b.sweep(6000)
+	cfg := b.config(t, table, store, Route{Sink: sink})
+	const total = 256 << 10
+	cfg.MaxInFlightBytesTotal = total
+	cfg.GetRecordsLimit = 100 // every batch well under the total
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	peak := 0
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(countKeys(sink.events(), event.Expired)) < 6000 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 6000 expired items after 2 min", len(countKeys(sink.events(), event.Expired)))
+		}
+		c.inflight.mu.Lock()
+		peak = max(peak, c.inflight.used)
+		c.inflight.mu.Unlock()
+		time.Sleep(200 * time.Microsecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if peak > total {
+		t.Fatalf("records in flight peaked at %d bytes (estimated), budget %d", peak, total)
+	}
+	if peak < total/4 {
+		t.Errorf("records in flight peaked at %d bytes: the budget (%d) was never near full, so the test proves nothing", peak, total)
+	}
+	t.Logf("in flight peaked at %d of %d bytes", peak, total)
+}
+
 // withdrawingAssigner grants every ready shard, but withdraws each shard's
 // first assignment once the sink got a batch of it, as a lease hand-off
 // does mid-stream; later assignments last.
