@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
 )
@@ -50,4 +51,42 @@ func ExampleOpenFile() {
 	// Output:
 	// second open locked: true
 	// 4200
+}
+
+// Finished shards are forgotten PruneFinishedAfter after they finished, so
+// the file follows the stream's live shards, not its history.
+func ExampleOpenFileWith() {
+	dir, err := os.MkdirTemp("", "checkpoints")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	store, err := checkpoint.OpenFileWith(filepath.Join(dir, "archiver.json"), checkpoint.FileOptions{
+		PruneFinishedAfter: 72 * time.Hour,
+		Now:                func() time.Time { return now },
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	arn := "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/2026-01-01T00:00:00.000"
+	save := func(shard string, cp checkpoint.Checkpoint) {
+		if err := store.Save(ctx, arn, shard, cp); err != nil {
+			log.Fatal(err)
+		}
+	}
+	save("parent", checkpoint.Checkpoint{SequenceNumber: "100", Finished: true})
+	save("child", checkpoint.Checkpoint{SequenceNumber: "200"})
+
+	now = now.Add(73 * time.Hour)
+	save("child", checkpoint.Checkpoint{SequenceNumber: "250"})
+	cps, err := store.Load(ctx, arn)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(cps), cps["child"].SequenceNumber)
+	// Output:
+	// 1 250
 }
