@@ -362,6 +362,11 @@ func TestScenarios(t *testing.T) {
 			name:   "process fails once per shard",
 			engine: engine.Options{StreamShards: 2, ShardRolloverRecords: 400},
 			items:  1200,
+			check: func(t *testing.T, e *testEnv, ws *watchedStreams, reg *prometheus.Registry, arn string) {
+				if n := metricSum(t, reg, "archiver_shard_reader_failures_total"); n < 2 {
+					t.Errorf("archiver_shard_reader_failures_total = %v, want >= 2 (one per shard)", n)
+				}
+			},
 		},
 		{
 			name:   "shard end fails once per shard",

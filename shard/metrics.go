@@ -21,6 +21,7 @@ type metrics struct {
 	active      *prometheus.GaugeVec   // archiver_shards_active{table}
 	ended       *prometheus.CounterVec // archiver_shards_ended_total{table}
 	discoveries *prometheus.CounterVec // archiver_shard_discoveries_total{table}
+	failures    *prometheus.CounterVec // archiver_shard_reader_failures_total{table}
 
 	mu   sync.Mutex
 	ages map[string]map[string]float64 // table → reader key → seconds
@@ -57,6 +58,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}, []string{"table"}))
 	m.discoveries = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_shard_discoveries_total", Help: "Stream descriptions (DescribeStream paged to the end), by table.",
+	}, []string{"table"}))
+	m.failures = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_shard_reader_failures_total", Help: "Shard readers that failed (Process refused a batch, e.g. a malformed record, or the Streams API kept failing) and will restart from the stored position, by table. Rising without end means a shard is stuck.",
 	}, []string{"table"}))
 	return m
 }

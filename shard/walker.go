@@ -993,6 +993,7 @@ func (r *run) handle(res result) {
 		r.poke(time.Until(ss.retryAfter))
 	case outFailed:
 		ss.fails++
+		r.w.m.failures.WithLabelValues(st.table).Inc()
 		d := backoff(ss.fails-1, 4*r.o.MinBackoff, 6*r.o.MaxBackoff)
 		ss.retryAfter = time.Now().Add(d)
 		log.Warn("reader failed, restarting the shard later from its stored position", zap.Int("failures", ss.fails), zap.Duration("retry_in", d), zap.Error(res.err))
