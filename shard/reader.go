@@ -331,7 +331,7 @@ func dropUpTo(recs []types.Record, seq string) []types.Record {
 	return recs[i:]
 }
 
-// EstimateMemory is about how much heap a decoded stream record takes:
+// EstimateMemory returns roughly how much heap a decoded stream record takes:
 // eight times its SizeBytes plus 512 bytes (1 KiB when the stream gives no
 // size). SizeBytes counts attribute names and values as DynamoDB bills
 // them; decoded into the SDK's types, each attribute also costs a map
