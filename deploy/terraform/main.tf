@@ -232,11 +232,9 @@ resource "aws_ecs_task_definition" "archiver" {
       { name = "ARCHIVER_SINK", value = join(",", local.sinks) },
       { name = "ARCHIVER_SHUTDOWN_TIMEOUT", value = "25s" },
       # An eighth of the task's memory for records in flight (the process
-      # peaked at about five times the budget in the pipeline bench); the
-      # garbage collector works harder near GOMEMLIMIT instead of the task
-      # being killed.
+      # peaked at about five times the budget in the pipeline bench). The
+      # archiver sets its own soft memory limit to 85 % of the task's.
       { name = "ARCHIVER_MAX_IN_FLIGHT_BYTES", value = "${floor(var.memory / 8)}MiB" },
-      { name = "GOMEMLIMIT", value = "${floor(var.memory * 0.8)}MiB" },
       { name = "ARCHIVER_LOG_LEVEL", value = var.log_level },
       { name = "ARCHIVER_METRICS", value = "prometheus" },
       { name = "ARCHIVER_METRICS_ADDR", value = ":9090" },
