@@ -28,6 +28,22 @@ func openStore(t *testing.T, path string) *checkpoint.FileStore {
 	return s
 }
 
+// backlog is a stream of the given shards holding items expired records of
+// table, a file checkpoint store and a fake sink that acknowledges after
+// up to delay.
+func backlog(t *testing.T, shards int, table string, items int, delay time.Duration) (*bed, *checkpoint.FileStore, *fakeSink) {
+	t.Helper()
+	b := newBed(t, engine.Options{StreamShards: shards})
+	b.createTable(table)
+	store := openStore(t, filepath.Join(t.TempDir(), "cp.json"))
+	t.Cleanup(func() { store.Close() })
+	sink := newFakeSink(table)
+	sink.maxDelay = delay
+	b.put(table, "x", 0, items, past)
+	b.sweep(items)
+	return b, store, sink
+}
+
 func newFileSink(t *testing.T, dir string) *sinks.FileSink {
 	t.Helper()
 	s, err := sinks.NewFileSink(dir, sinks.Options{})
@@ -398,17 +414,10 @@ func TestScenarioSinkOutage(t *testing.T) {
 
 // TestScenario200Shards runs the consumer over 200 shards under -race.
 func TestScenario200Shards(t *testing.T) {
-	b := newBed(t, engine.Options{StreamShards: 200})
-	const table = "wide"
-	b.createTable(table)
-	store := openStore(t, filepath.Join(t.TempDir(), "cp.json"))
-	defer store.Close()
-	sink := newFakeSink("s")
-	sink.maxDelay = time.Millisecond
 	// Written before the consumer starts: 200 readers polling while the
 	// engine takes writes slow the writes down a lot under -race.
-	b.put(table, "w", 0, 4000, past)
-	b.sweep(4000)
+	const table = "wide"
+	b, store, sink := backlog(t, 200, table, 4000, time.Millisecond)
 	cfg := b.config(t, table, store, Route{Sink: sink})
 	cfg.IdleBackoff = 250 * time.Millisecond
 	cfg.DiscoveryInterval = time.Second
@@ -428,16 +437,8 @@ func TestScenario200Shards(t *testing.T) {
 // sink, the records in flight over all shards never exceed the shared
 // budget, and every expired item still arrives.
 func TestScenarioSharedBudgetManyShards(t *testing.T) {
-	b := newBed(t, engine.Options{StreamShards: 32})
-	const table = "behind"
-	b.createTable(table)
-	store := openStore(t, filepath.Join(t.TempDir(), "cp.json"))
-	defer store.Close()
-	sink := newFakeSink("slow")
-	sink.maxDelay = 2 * time.Millisecond
-	b.put(table, "m", 0, 6000, past)
-	b.sweep(6000)
-	cfg := b.config(t, table, store, Route{Sink: sink})
+	b, store, sink := backlog(t, 32, "behind", 6000, 2*time.Millisecond)
+	cfg := b.config(t, "behind", store, Route{Sink: sink})
 	const total = 256 << 10
 	cfg.MaxInFlightBytesTotal = total
 	cfg.GetRecordsLimit = 100 // every batch well under the total

@@ -277,6 +277,24 @@ func TestUnwantedRecordsAdvanceAfterEarlierAcks(t *testing.T) {
 	waitFor(t, "checkpoint at 6", func() bool { return store.get(testARN, "s").SequenceNumber == seqOf(6) })
 }
 
+// processWaitsForRelease checks that Process of b waits while a holds its
+// acknowledgements (why says what should hold it back), and returns once
+// they are released.
+func processWaitsForRelease(t *testing.T, c *Consumer, b shard.Batch, a *fakeSink, why string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.process(context.Background(), b) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Process of %s returned (%v) while %s", b.ShardID, err, why)
+	case <-time.After(50 * time.Millisecond):
+	}
+	a.release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestBackpressure(t *testing.T) {
 	ctx := context.Background()
 	a := newFakeSink("a")
@@ -287,17 +305,7 @@ func TestBackpressure(t *testing.T) {
 	if err := c.process(ctx, mkBatch("s", 1, event.Expired, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- c.process(ctx, mkBatch("s", 3, event.Expired)) }()
-	select {
-	case err := <-done:
-		t.Fatalf("Process returned (%v) while the budget was full", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	a.release()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	processWaitsForRelease(t, c, mkBatch("s", 3, event.Expired), a, "the shard's budget was full")
 	// A batch bigger than the whole budget is admitted alone.
 	if err := c.process(ctx, mkBatch("s", 4, event.Expired, event.Expired, event.Expired, event.Expired)); err != nil {
 		t.Fatal(err)
@@ -336,17 +344,7 @@ func TestSharedBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	done := make(chan error, 1)
-	go func() { done <- c.process(ctx, mkBatch("s4", 1, event.Expired)) }()
-	select {
-	case err := <-done:
-		t.Fatalf("Process of a fourth shard returned (%v) while the shared budget was full", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	a.release()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	processWaitsForRelease(t, c, mkBatch("s4", 1, event.Expired), a, "the shared budget was full")
 	waitFor(t, "every batch acknowledged", func() bool { return len(a.events()) == 4 })
 	waitFor(t, "budget released", func() bool {
 		c.inflight.mu.Lock()

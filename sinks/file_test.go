@@ -3,6 +3,7 @@ package sinks
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +16,19 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 )
+
+// newTestFileSink opens a file sink on a fresh directory, closed when the
+// test ends.
+func newTestFileSink(t *testing.T) (*FileSink, string) {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := NewFileSink(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s, dir
+}
 
 // readLines decodes every archive line of a file.
 func readLines(t testing.TB, path string) []event.Event {
@@ -122,11 +136,7 @@ func TestFileSinkAppendsAcrossOpens(t *testing.T) {
 
 func TestFileSinkBadTableFailsTheBatch(t *testing.T) {
 	ctx := testCtx(t)
-	s, err := NewFileSink(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(ctx)
+	s, _ := newTestFileSink(t)
 	a := newAcks()
 	evs := testEvents("../escape", "s", 1, 1)
 	if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
@@ -139,12 +149,7 @@ func TestFileSinkBadTableFailsTheBatch(t *testing.T) {
 
 func TestFileSinkUnwritableDirectory(t *testing.T) {
 	ctx := testCtx(t)
-	dir := t.TempDir()
-	s, err := NewFileSink(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(ctx)
+	s, dir := newTestFileSink(t)
 	// A regular file where the table directory should be.
 	if err := os.WriteFile(filepath.Join(dir, "blocked"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
@@ -215,12 +220,7 @@ func TestWriterSinkErrorSurfaces(t *testing.T) {
 // same file each land (a regression: the second round's lines were skipped).
 func TestFileSinkSamePathAcrossRounds(t *testing.T) {
 	ctx := testCtx(t)
-	dir := t.TempDir()
-	s, err := NewFileSink(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(ctx)
+	s, dir := newTestFileSink(t)
 	a := newAcks()
 	for i := 0; i < 3; i++ {
 		if err := s.Write(ctx, Batch{Events: testEvents("t", "s", i*2, 2)}, a.ack(fmt.Sprint(i))); err != nil {
@@ -241,12 +241,7 @@ func TestFileSinkSamePathAcrossRounds(t *testing.T) {
 // replaced.)
 func TestFileSinkFsyncFailure(t *testing.T) {
 	ctx := testCtx(t)
-	dir := t.TempDir()
-	s, err := NewFileSink(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(ctx)
+	s, dir := newTestFileSink(t)
 	errDisk := errors.New("injected: I/O error")
 	var fail atomic.Bool
 	s.fsync = func(f *os.File) error {
