@@ -1,6 +1,8 @@
 package event
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -288,6 +290,21 @@ func FuzzAppendString(f *testing.F) {
 		}
 		if back != want {
 			t.Fatalf("appendString(%q) decodes to %q, encoding/json's to %q", s, back, want)
+		}
+	})
+}
+
+// FuzzAppendBase64: the six-bytes-a-step encoder writes what
+// base64.StdEncoding writes, for every length (each remainder and padding).
+func FuzzAppendBase64(f *testing.F) {
+	for n := range 20 {
+		f.Add(bytes.Repeat([]byte{0xfb, 0xff, 0x00, 0x3e}, n)[:n*3/2])
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := appendBase64([]byte("x"), b)
+		want := `x"` + base64.StdEncoding.EncodeToString(b) + `"`
+		if string(got) != want {
+			t.Fatalf("appendBase64(%x) = %s, want %s", b, got, want)
 		}
 	})
 }
