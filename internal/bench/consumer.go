@@ -30,7 +30,7 @@ import (
 const (
 	consumerBenchItems  = 200_000
 	consumerBenchShards = 4
-	consumerBenchRounds = 5
+	consumerBenchRounds = 9
 )
 
 // best returns the shorter of two durations, treating 0 as unset.
@@ -84,9 +84,13 @@ func runConsumerBench(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "setup: %d expired items in %d shards (%.1fs)\n", consumerBenchItems, consumerBenchShards, time.Since(t0).Seconds())
 
-	// Rounds interleave the three runs so that each sees the same machine,
-	// and each figure is its best round: the machine may be busy with other
-	// work, and the best run is the least disturbed one.
+	// Rounds interleave the three runs so that each sees the same machine.
+	// The target is judged on the median of the rounds' own ratios: a round
+	// pairs the drain and the consumer on the same machine state, so load
+	// from elsewhere cancels out, and the median is not moved by the odd
+	// round whose fsyncs stalled on the disk. Best against best (each run's
+	// least disturbed round) is printed beside it; it pairs rounds that did
+	// not run together, and a single fast drain round sets its bar.
 	var raw, file, discard time.Duration
 	var paired []float64 // per round: raw time / consumer time
 	for i := 0; i < consumerBenchRounds; i++ {
@@ -110,8 +114,8 @@ func runConsumerBench(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "raw GetRecords drain (baseline): %8.0f records/s (%.2fs, best of %d)\n", rate(raw), raw.Seconds(), consumerBenchRounds)
 	fmt.Fprintf(w, "consumer -> file sink:           %8.0f expired records/s (%.2fs, best of %d)\n", rate(file), file.Seconds(), consumerBenchRounds)
 	rounds := percents(paired)
-	fmt.Fprintf(w, "ratio consumer/raw: %.0f%% (target >= 70%%); median of the rounds' own ratios %.0f%% (rounds: %s)\n",
-		100*rate(file)/rate(raw), 100*median(paired), rounds)
+	fmt.Fprintf(w, "ratio consumer/raw: median of the %d rounds' own ratios %.0f%% (target >= 70%%); best against best %.0f%% (rounds: %s)\n",
+		consumerBenchRounds, 100*median(paired), 100*rate(file)/rate(raw), rounds)
 	// The consumer alone (a sink that acknowledges at once) separates the
 	// consumer's own cost from the file sink's (fsync-bound).
 	fmt.Fprintf(w, "consumer -> discard (info):      %8.0f expired records/s (%.2fs), %.0f%% of raw\n", rate(discard), discard.Seconds(), 100*rate(discard)/rate(raw))
