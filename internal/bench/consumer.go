@@ -94,17 +94,20 @@ func runConsumerBench(ctx context.Context, w io.Writer) error {
 	var raw, file, discard time.Duration
 	var paired []float64 // per round: raw time / consumer time
 	for i := 0; i < consumerBenchRounds; i++ {
+		settle()
 		dr, err := benchRawDrain(ctx, st, arn, consumerBenchItems)
 		if err != nil {
 			return fmt.Errorf("raw drain: %w", err)
 		}
 		raw = best(raw, dr)
+		settle()
 		d, err := benchConsume(ctx, st, db, table, consumerBenchItems, false)
 		if err != nil {
 			return fmt.Errorf("consumer: %w", err)
 		}
 		file = best(file, d)
 		paired = append(paired, dr.Seconds()/d.Seconds())
+		settle()
 		if d, err = benchConsume(ctx, st, db, table, consumerBenchItems, true); err != nil {
 			return fmt.Errorf("consumer (discard): %w", err)
 		}
