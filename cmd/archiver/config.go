@@ -40,6 +40,7 @@ type runConfig struct {
 	LogLevel        string
 	MetricsAddr     string
 	Metrics         string
+	Pprof           bool
 
 	ConfigFile  string
 	PrintConfig bool
@@ -107,6 +108,8 @@ var runOptions = []option{
 		get: func(c *runConfig) any { return c.MetricsAddr }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.MetricsAddr = s }},
 	{name: "metrics", def: "prometheus", usage: "prometheus (serve /metrics), emf (CloudWatch embedded metric format on stdout) or none",
 		get: func(c *runConfig) any { return c.Metrics }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Metrics = s }},
+	{name: "pprof", boolean: true, def: "false", usage: "also serve Go's runtime profiles (CPU, heap, goroutines, trace) under /debug/pprof/ on --metrics-addr; off by default, as they reveal internals",
+		get: func(c *runConfig) any { return c.Pprof }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Pprof = s == "true" }},
 	{name: "config", noFile: true, usage: "YAML configuration file (keys are the flag names)",
 		get: func(c *runConfig) any { return c.ConfigFile }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.ConfigFile = s }},
 	{name: "print-config", noFile: true, boolean: true, usage: "print the effective configuration (secrets masked) and exit",
@@ -182,12 +185,12 @@ func loadRunConfig(args []string, getenv func(string) string, stdout io.Writer) 
 	fs.SetOutput(io.Discard)
 	strs := map[string]*string{}
 	lists := map[string]*listFlag{}
-	var printCfg bool
+	bools := map[string]*bool{}
 	for _, o := range runOptions {
 		usage := fmt.Sprintf("%s (env %s)", o.usage, o.env())
 		switch {
 		case o.boolean:
-			fs.BoolVar(&printCfg, o.name, false, usage)
+			bools[o.name] = fs.Bool(o.name, false, usage)
 		case o.kind == kindList || o.kind == kindURLList:
 			l := &listFlag{url: o.kind == kindURLList}
 			lists[o.name] = l
@@ -245,7 +248,7 @@ func loadRunConfig(args []string, getenv func(string) string, stdout io.Writer) 
 			if l, ok := lists[o.name]; ok {
 				list = l.vals
 			} else if o.boolean {
-				raw = strconv.FormatBool(printCfg)
+				raw = strconv.FormatBool(*bools[o.name])
 			} else {
 				raw = *strs[o.name]
 			}
@@ -273,6 +276,14 @@ func loadRunConfig(args []string, getenv func(string) string, stdout io.Writer) 
 			if err != nil {
 				probs.add("%s: %v", from, err)
 				continue
+			}
+			if o.boolean {
+				b, err := strconv.ParseBool(raw)
+				if err != nil {
+					probs.add("%s: %q is not true or false", from, raw)
+					continue
+				}
+				raw = strconv.FormatBool(b)
 			}
 		}
 		cfg.source[o.name] = src

@@ -36,6 +36,7 @@ start: latest
 shutdown-timeout: 20s
 log-level: debug
 metrics: emf
+pprof: true
 `)
 	base := []string{"--config", file}
 	cases := []struct {
@@ -46,7 +47,7 @@ metrics: emf
 	}{
 		{"defaults", []string{"--table", "Sessions", "--checkpoint", "file://cp.json", "--sink", "stdout://"}, nil, func(t *testing.T, c *runConfig) {
 			if c.Start != "trim-horizon" || c.ShutdownTimeout != 25*time.Second || c.LogLevel != "info" ||
-				c.MetricsAddr != ":9090" || c.Metrics != "prometheus" || c.Region != "" || c.Endpoint != "" {
+				c.MetricsAddr != ":9090" || c.Metrics != "prometheus" || c.Region != "" || c.Endpoint != "" || c.Pprof || c.PrintConfig {
 				t.Fatalf("defaults = %+v", c)
 			}
 			if c.source["start"] != "default" || c.source["table"] != "flag" {
@@ -56,7 +57,7 @@ metrics: emf
 		{"file over default", base, nil, func(t *testing.T, c *runConfig) {
 			if c.Region != "eu-west-1" || c.Start != "latest" || c.ShutdownTimeout != 20*time.Second ||
 				c.LogLevel != "debug" || c.Metrics != "emf" || strings.Join(c.Tables, ",") != "FromFile" ||
-				strings.Join(c.Sinks, ",") != "s3://bucket/prefix" || c.MetricsAddr != ":9090" {
+				strings.Join(c.Sinks, ",") != "s3://bucket/prefix" || c.MetricsAddr != ":9090" || !c.Pprof {
 				t.Fatalf("cfg = %+v", c)
 			}
 			if c.source["region"] != "file" || c.source["metrics-addr"] != "default" {
@@ -65,10 +66,10 @@ metrics: emf
 		}},
 		{"env over file", base, map[string]string{
 			"ARCHIVER_REGION": "us-west-2", "ARCHIVER_TABLE": "Env1, Env2", "ARCHIVER_SHUTDOWN_TIMEOUT": "10s",
-			"ARCHIVER_SINK": "nats://h1:4222,h2:4222?events=expired,deleted,file://./out",
+			"ARCHIVER_SINK": "nats://h1:4222,h2:4222?events=expired,deleted,file://./out", "ARCHIVER_PPROF": "false",
 		}, func(t *testing.T, c *runConfig) {
 			if c.Region != "us-west-2" || strings.Join(c.Tables, "|") != "Env1|Env2" || c.ShutdownTimeout != 10*time.Second ||
-				c.Start != "latest" {
+				c.Start != "latest" || c.Pprof {
 				t.Fatalf("cfg = %+v", c)
 			}
 			if strings.Join(c.Sinks, "|") != "nats://h1:4222,h2:4222?events=expired,deleted|file://./out" {
@@ -78,9 +79,9 @@ metrics: emf
 				t.Fatalf("sources = %v", c.source)
 			}
 		}},
-		{"flag over env", append(base, "--region", "ap-south-1", "--table", "Flag1", "--table", "Flag2", "--start", "trim-horizon"),
-			map[string]string{"ARCHIVER_REGION": "us-west-2", "ARCHIVER_TABLE": "Env1"}, func(t *testing.T, c *runConfig) {
-				if c.Region != "ap-south-1" || strings.Join(c.Tables, "|") != "Flag1|Flag2" || c.Start != "trim-horizon" {
+		{"flag over env", append(base, "--region", "ap-south-1", "--table", "Flag1", "--table", "Flag2", "--start", "trim-horizon", "--pprof"),
+			map[string]string{"ARCHIVER_REGION": "us-west-2", "ARCHIVER_TABLE": "Env1", "ARCHIVER_PPROF": "false"}, func(t *testing.T, c *runConfig) {
+				if c.Region != "ap-south-1" || strings.Join(c.Tables, "|") != "Flag1|Flag2" || c.Start != "trim-horizon" || !c.Pprof || c.PrintConfig {
 					t.Fatalf("cfg = %+v", c)
 				}
 			}},
@@ -132,6 +133,9 @@ func TestConfigValidation(t *testing.T) {
 		{"unknown flag", []string{"--tabel", "x"}, nil, "", []string{"flag provided but not defined: -tabel"}},
 		{"unknown file key", ok, nil, "tabel: [x]\nregion: eu-west-1\n", []string{`unknown key "tabel" (line 1)`}},
 		{"file value of wrong shape", ok, nil, "region: [a, b]\n", []string{`--region (from `, `key "region"): want a single value`}},
+		{"bad boolean from env", ok, map[string]string{"ARCHIVER_PPROF": "maybe"}, "",
+			[]string{`--pprof (from ARCHIVER_PPROF): "maybe" is not true or false`}},
+		{"bad boolean from file", ok, nil, "pprof: sometimes\n", []string{`--pprof (from `, `key "pprof"): "sometimes" is not true or false`}},
 		{"not yaml", ok, nil, "region: [\n", []string{"not valid YAML"}},
 	}
 	for _, tc := range cases {

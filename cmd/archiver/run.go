@@ -170,6 +170,9 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		gatherer = d.reg
 	}
 	srv := ops.NewServer(gatherer, d.log.Named("ops"))
+	if cfg.Pprof {
+		srv.EnableProfiling()
+	}
 	srv.AddCheck("stream", ops.CachedCheck(streamCheck(ddb, streams, cfg.Tables, cfg.StreamARNs), 10*time.Second))
 	srv.AddCheck("sinks", sinksCheck(opened, cfg.Sinks))
 	if r, ok := store.(ops.Readier); ok {

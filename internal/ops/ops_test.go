@@ -72,6 +72,38 @@ func TestServerEndpoints(t *testing.T) {
 	}
 }
 
+// TestProfiling: /debug/pprof/ is served only when asked for, and then
+// answers real profiles (a one-second CPU profile, the goroutine dump).
+func TestProfiling(t *testing.T) {
+	for _, enabled := range []bool{false, true} {
+		s := NewServer(nil, nil)
+		if enabled {
+			s.EnableProfiling()
+		}
+		if err := s.Listen("127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		base := "http://" + s.Addr()
+		for _, path := range []string{"/debug/pprof/", "/debug/pprof/goroutine?debug=1", "/debug/pprof/profile?seconds=1"} {
+			resp, err := http.Get(base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			switch {
+			case !enabled && resp.StatusCode != http.StatusNotFound:
+				t.Errorf("profiling off: %s = %d, want 404", path, resp.StatusCode)
+			case enabled && (resp.StatusCode != http.StatusOK || len(b) == 0):
+				t.Errorf("profiling on: %s = %d with %d bytes", path, resp.StatusCode, len(b))
+			case enabled && strings.Contains(path, "goroutine") && !strings.Contains(string(b), "goroutine profile"):
+				t.Errorf("profiling on: %s is not a goroutine dump:\n%.200s", path, b)
+			}
+		}
+		_ = s.Close(context.Background())
+	}
+}
+
 func TestCachedCheck(t *testing.T) {
 	n := 0
 	c := CachedCheck(func(context.Context) error { n++; return nil }, time.Hour)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"sync"
 	"time"
@@ -77,6 +78,7 @@ type Server struct {
 	log          *zap.Logger
 	gatherer     prometheus.Gatherer
 	checkTimeout time.Duration
+	pprof        bool
 
 	mu     sync.Mutex
 	checks map[string]Check
@@ -92,6 +94,16 @@ func NewServer(g prometheus.Gatherer, log *zap.Logger) *Server {
 		log = zap.NewNop()
 	}
 	return &Server{log: log, gatherer: g, checkTimeout: 5 * time.Second, checks: map[string]Check{}}
+}
+
+// EnableProfiling serves Go's runtime profiles under /debug/pprof/ (CPU,
+// heap, goroutines, mutex and block, execution trace) beside the metrics.
+// They reveal internals and a CPU profile costs a few percent while it
+// runs, so it is off unless asked for; call it before Listen.
+func (s *Server) EnableProfiling() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pprof = true
 }
 
 // AddCheck registers (or replaces) the readiness check called name.
@@ -182,6 +194,18 @@ func (s *Server) Handler() http.Handler {
 		}
 		_ = json.NewEncoder(w).Encode(body)
 	})
+	s.mu.Lock()
+	profiling := s.pprof
+	s.mu.Unlock()
+	if profiling {
+		// Registered on this mux only: net/http/pprof's init also fills
+		// http.DefaultServeMux, which nothing here serves.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 
