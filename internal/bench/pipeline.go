@@ -189,6 +189,12 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	if useS3 {
 		args = append(args, "--sink", "s3://"+plBenchBucket+"/archive?endpoint="+s3Endpoint+"&path-style=true&region=us-east-1&flush-interval=1s")
 	}
+	// ARCHIVER_BENCH_PROFILE=FILE writes a CPU profile of the archiver
+	// process over the backlog's first seconds (served by its --pprof).
+	profileTo := os.Getenv("ARCHIVER_BENCH_PROFILE")
+	if profileTo != "" {
+		args = append(args, "--pprof")
+	}
 	progress("starting the archiver on a backlog of %d expiries", pipelineItems)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+plVersityKey, "AWS_SECRET_ACCESS_KEY="+plVersitySecret,
@@ -209,6 +215,13 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 			<-exited
 		}
 	}()
+	if profileTo != "" {
+		go func() {
+			if err := plProfile(ctx, metricsAddr, profileTo, 4*time.Second); err != nil {
+				fmt.Fprintf(os.Stderr, "  archiver CPU profile: %v\n", err)
+			}
+		}()
+	}
 	s3scan := &plS3Scanner{dir: filepath.Join(s3root, plBenchBucket), seen: map[string]bool{}, lat: plNewLatencies(nil)}
 	waitSinks := func(want int) error {
 		deadline := time.Now().Add(10 * time.Minute)
@@ -836,4 +849,38 @@ func procPeakRSS(pid int) int64 {
 		}
 	}
 	return -1
+}
+
+// plProfile waits for the archiver's metrics server and saves a CPU
+// profile of the next d to file.
+func plProfile(ctx context.Context, addr, file string, d time.Duration) error {
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds()))
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o644)
 }
