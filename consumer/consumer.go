@@ -136,6 +136,7 @@ type Config struct {
 	AssignInterval      time.Duration
 	IdleBackoff         time.Duration
 	StopTimeout         time.Duration
+	SDKDecoding         bool
 
 	// Logger receives logs (named "consumer"; the walker's are named
 	// "shard"); nil: none.
@@ -275,6 +276,7 @@ func New(c Config) (*Consumer, error) {
 		AssignInterval:      c.AssignInterval,
 		IdleBackoff:         c.IdleBackoff,
 		StopTimeout:         c.StopTimeout,
+		SDKDecoding:         c.SDKDecoding,
 		Logger:              log,
 		Registerer:          c.Registerer,
 	})

@@ -152,6 +152,10 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *gate) (ended bool
 		return true, nil
 	}
 	idle, fails, throttles := 0, 0, 0
+	decodeOpts := []func(*dynamodbstreams.Options){FastGetRecords}
+	if o.SDKDecoding {
+		decodeOpts = nil
+	}
 	for {
 		if err := g.wait(ctx); err != nil {
 			return false, err
@@ -160,7 +164,7 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *gate) (ended bool
 		out, err := o.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{
 			ShardIterator: aws.String(it),
 			Limit:         aws.Int32(o.GetRecordsLimit),
-		})
+		}, decodeOpts...)
 		if err != nil {
 			k := classify(ctx, err)
 			if k == errCanceled {
