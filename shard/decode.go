@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -91,6 +92,28 @@ type recordDecoder struct {
 	// arena does).
 	s string
 	i int
+
+	// Slabs for the small values a record points to: a response's
+	// thousands of them cost a few allocations instead of one each.
+	strs  slab[string]
+	times slab[time.Time]
+	ints  slab[int64]
+	srs   slab[types.StreamRecord]
+	ids   slab[types.Identity]
+	avS   slab[types.AttributeValueMemberS]
+	avN   slab[types.AttributeValueMemberN]
+}
+
+// slab hands out pointers into chunks of T.
+type slab[T any] struct{ chunk []T }
+
+func (s *slab[T]) new() *T {
+	if len(s.chunk) == 0 {
+		s.chunk = make([]T, 64)
+	}
+	p := &s.chunk[0]
+	s.chunk = s.chunk[1:]
+	return p
 }
 
 // decodeGetRecords fills out from body and reports whether it could.
@@ -102,8 +125,8 @@ func decodeGetRecords(body []byte, out *dynamodbstreams.GetRecordsOutput) bool {
 	ok := d.object(func(key string) bool {
 		switch key {
 		case "NextShardIterator":
-			s, ok := d.str()
-			out.NextShardIterator = &s
+			var ok bool
+			out.NextShardIterator, ok = d.strPtr()
 			return ok
 		case "Records":
 			out.Records = make([]types.Record, 0)
@@ -139,7 +162,7 @@ func (d *recordDecoder) record(r *types.Record) bool {
 			s, ok = d.str()
 			r.EventName = types.OperationType(s)
 		case "userIdentity":
-			id := &types.Identity{}
+			id := d.ids.new()
 			r.UserIdentity = id
 			ok = d.object(func(key string) bool {
 				var ok bool
@@ -152,7 +175,7 @@ func (d *recordDecoder) record(r *types.Record) bool {
 				return ok
 			})
 		case "dynamodb":
-			sr := &types.StreamRecord{}
+			sr := d.srs.new()
 			r.Dynamodb = sr
 			ok = d.streamRecord(sr)
 		}
@@ -165,9 +188,9 @@ func (d *recordDecoder) streamRecord(sr *types.StreamRecord) bool {
 		var ok bool
 		switch key {
 		case "ApproximateCreationDateTime":
-			var t time.Time
-			t, ok = d.epochSeconds()
-			sr.ApproximateCreationDateTime = &t
+			t := d.times.new()
+			*t, ok = d.epochSeconds()
+			sr.ApproximateCreationDateTime = t
 		case "Keys":
 			sr.Keys, ok = d.item()
 		case "NewImage":
@@ -177,9 +200,9 @@ func (d *recordDecoder) streamRecord(sr *types.StreamRecord) bool {
 		case "SequenceNumber":
 			sr.SequenceNumber, ok = d.strPtr()
 		case "SizeBytes":
-			var n int64
-			n, ok = d.int64()
-			sr.SizeBytes = &n
+			n := d.ints.new()
+			*n, ok = d.int64()
+			sr.SizeBytes = n
 		case "StreamViewType":
 			var s string
 			s, ok = d.str()
@@ -208,13 +231,13 @@ func (d *recordDecoder) value() (types.AttributeValue, bool) {
 		var ok bool
 		switch key {
 		case "S":
-			var s string
-			s, ok = d.str()
-			av = &types.AttributeValueMemberS{Value: s}
+			v := d.avS.new()
+			v.Value, ok = d.str()
+			av = v
 		case "N":
-			var s string
-			s, ok = d.str()
-			av = &types.AttributeValueMemberN{Value: s}
+			v := d.avN.new()
+			v.Value, ok = d.str()
+			av = v
 		case "B":
 			var b []byte
 			b, ok = d.blob()
@@ -341,8 +364,17 @@ func (d *recordDecoder) str() (string, bool) {
 		return "", false
 	}
 	start := d.i + 1
+	j := start
+	// Eight bytes per step while none is '"', '\\' or a control byte.
+	for j+8 <= len(d.b) {
+		v := binary.LittleEndian.Uint64(d.b[j:])
+		if hasLess(v, 0x20)|hasByte(v, '"')|hasByte(v, '\\') != 0 {
+			break
+		}
+		j += 8
+	}
 	escaped := false
-	for j := start; j < len(d.b); j++ {
+	for ; j < len(d.b); j++ {
 		switch c := d.b[j]; {
 		case c == '"':
 			d.i = j + 1
@@ -364,9 +396,25 @@ func (d *recordDecoder) str() (string, bool) {
 	return "", false
 }
 
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// hasLess reports (non-zero) whether a byte of v is below n (n <= 128).
+func hasLess(v uint64, n byte) uint64 { return (v - ones*uint64(n)) &^ v & highs }
+
+// hasByte reports (non-zero) whether a byte of v is c.
+func hasByte(v uint64, c byte) uint64 {
+	x := v ^ (ones * uint64(c))
+	return (x - ones) &^ x & highs
+}
+
 func (d *recordDecoder) strPtr() (*string, bool) {
-	s, ok := d.str()
-	return &s, ok
+	p := d.strs.new()
+	var ok bool
+	*p, ok = d.str()
+	return p, ok
 }
 
 // blob reads a base64 string, decoded as the SDK does.

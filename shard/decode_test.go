@@ -248,3 +248,45 @@ func FuzzDecodeGetRecords(f *testing.F) {
 		checkSameAsSDK(t, body)
 	})
 }
+
+// benchBody is a GetRecords response of 1,000 TTL deletes shaped like the
+// consumer bench's items.
+func benchBody() []byte {
+	var b strings.Builder
+	b.WriteString(`{"NextShardIterator":"iter","Records":[`)
+	for i := range 1000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"awsRegion":"us-east-1","dynamodb":{"ApproximateCreationDateTime":1763800000.%03d,"Keys":{"pk":{"S":"item-%d"}},`+
+			`"OldImage":{"pk":{"S":"item-%d"},"expires":{"N":"1763790000"},"owner":{"S":"user-%d"},"payload":{"B":"%s"}},`+
+			`"SequenceNumber":"%021d","SizeBytes":230,"StreamViewType":"NEW_AND_OLD_IMAGES"},"eventID":"%032x","eventName":"REMOVE",`+
+			`"eventSource":"aws:dynamodb","eventVersion":"1.1","userIdentity":{"PrincipalId":"dynamodb.amazonaws.com","Type":"Service"}}`,
+			i%1000, i, i, i%997, strings.Repeat("QUJD", 43)[:172], i, i)
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// BenchmarkDecodeGetRecords: the fast decoder beside the SDK's, per
+// response of 1,000 records.
+func BenchmarkDecodeGetRecords(b *testing.B) {
+	body := benchBody()
+	if !checkSameAsSDK(&testing.T{}, body) {
+		b.Fatal("the fast decoder declined the bench body")
+	}
+	for _, p := range []struct {
+		name  string
+		proto smithyhttp.ClientProtocol
+	}{{"sdk", sdkProtocol()}, {"fast", fastProtocol{sdkProtocol()}}} {
+		b.Run(p.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := decodeWith(p.proto, body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
