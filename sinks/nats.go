@@ -257,16 +257,21 @@ func (s *NATSSink) message(e *event.Event) *nats.Msg {
 	if id == "" {
 		id = e.StreamARN + "/" + e.ShardID + "/" + e.SequenceNumber
 	}
-	h := make(nats.Header, 7)
-	h.Set(jetstream.MsgIDHeader, id)
-	h.Set(HeaderTable, e.Table)
-	h.Set(HeaderKind, string(e.Kind))
-	h.Set(HeaderKeys, string(event.MarshalItem(nonNilItem(e.Keys))))
-	h.Set(HeaderShard, e.ShardID)
-	h.Set(HeaderSequence, e.SequenceNumber)
-	h.Set(HeaderEventName, e.EventName)
+	// The names are already in canonical form (TestHeaderNamesCanonical),
+	// so the values go in directly, in one backing array, instead of
+	// through Header.Set's canonicalisation and one slice each.
+	vals := [...]string{id, e.Table, string(e.Kind), string(event.MarshalItem(nonNilItem(e.Keys))), e.ShardID, e.SequenceNumber, e.EventName}
+	all := vals[:]
+	h := make(nats.Header, len(vals))
+	for i, k := range headerNames {
+		h[k] = all[i : i+1 : i+1]
+	}
 	return &nats.Msg{Subject: s.tmpl.render(e), Header: h, Data: data}
 }
+
+// headerNames are the headers of every message, in the order message fills
+// them.
+var headerNames = [...]string{jetstream.MsgIDHeader, HeaderTable, HeaderKind, HeaderKeys, HeaderShard, HeaderSequence, HeaderEventName}
 
 func nonNilItem(i event.Item) event.Item {
 	if i == nil {

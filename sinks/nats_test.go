@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/textproto"
 	"os"
 	"path/filepath"
 	"strings"
@@ -689,6 +690,17 @@ func TestNATSCloseUnblocksWriters(t *testing.T) {
 	for id, n := range a.all() {
 		if _, err := a.get(id); n != 1 || err == nil {
 			t.Fatalf("batch %s: %d acks, err %v", id, n, err)
+		}
+	}
+}
+
+// TestHeaderNamesCanonical: message sets its headers without Header.Set,
+// which is right only while every name is already in canonical form
+// (what nats.Header.Get looks up).
+func TestHeaderNamesCanonical(t *testing.T) {
+	for _, k := range headerNames {
+		if c := textproto.CanonicalMIMEHeaderKey(k); c != k {
+			t.Errorf("header %q is not canonical (%q)", k, c)
 		}
 	}
 }
