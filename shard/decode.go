@@ -29,7 +29,9 @@ import (
 // recognise (an unknown member, null, an unusual number, a malformed
 // document) goes to the SDK's decoder unchanged, as does every other
 // operation and every error response, so errors keep the SDK's types and
-// messages. Readers use it unless [Options.SDKDecoding] is set.
+// messages. Readers use it unless [Options.SDKDecoding] is set. Set on a
+// client, it also turns a panic of the SDK's decoder on a malformed
+// response of any operation into an error.
 func FastGetRecords(o *dynamodbstreams.Options) {
 	if _, done := o.Protocol.(fastProtocol); done || o.Protocol == nil {
 		return
@@ -50,7 +52,7 @@ type fastProtocol struct {
 func (p fastProtocol) DeserializeResponse(ctx context.Context, schema *smithy.OperationSchema, reg *smithy.TypeRegistry, resp *smithyhttp.Response, out smithy.Deserializable) error {
 	o, ok := out.(*dynamodbstreams.GetRecordsOutput)
 	if !ok || resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		return p.ClientProtocol.DeserializeResponse(ctx, schema, reg, resp, out)
+		return p.sdkDecode(ctx, schema, reg, resp, out)
 	}
 	var buf bytes.Buffer
 	if n := resp.ContentLength; n > 0 && n <= maxPresize {
@@ -68,11 +70,11 @@ func (p fastProtocol) DeserializeResponse(ctx context.Context, schema *smithy.Op
 	return p.sdkDecode(ctx, schema, reg, resp, out)
 }
 
-// sdkDecode is the SDK's decoding of a body the fast decoder declined. The
-// SDK's decoder panics on some malformed bodies (smithy-go v1.28.8:
-// "ApproximateCreationDateTime":"NaN" reaches big.NewFloat(NaN)); that
-// becomes a DeserializationError, so a bad response fails one call
-// instead of the process.
+// sdkDecode is the SDK's decoding of every response the fast decoder does
+// not take. The SDK's decoder panics on some malformed bodies (smithy-go
+// v1.28.8: a timestamp of "NaN" reaches big.NewFloat(NaN)); that becomes a
+// DeserializationError, so a bad response fails one call instead of the
+// process.
 func (p fastProtocol) sdkDecode(ctx context.Context, schema *smithy.OperationSchema, reg *smithy.TypeRegistry, resp *smithyhttp.Response, out smithy.Deserializable) (err error) {
 	defer func() {
 		if r := recover(); r != nil {

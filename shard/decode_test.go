@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strconv"
 	"strings"
@@ -288,5 +289,32 @@ func BenchmarkDecodeGetRecords(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestFastGetRecordsContainsSDKPanics: on a client, the wrapper turns the
+// SDK decoder's panic on a malformed response into an error, for other
+// operations than GetRecords too.
+func TestFastGetRecordsContainsSDKPanics(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		if strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".DescribeStream") {
+			fmt.Fprint(w, `{"StreamDescription":{"CreationRequestDateTime":"NaN"}}`)
+			return
+		}
+		fmt.Fprint(w, `{"Records":[{"dynamodb":{"ApproximateCreationDateTime":"NaN"}}]}`)
+	}))
+	defer srv.Close()
+	st := dynamodbstreams.New(dynamodbstreams.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
+		Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1}, FastGetRecords)
+	ctx := context.Background()
+	_, err := st.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String("arn:aws:dynamodb:us-east-1:1:table/t/stream/x")})
+	var de *smithy.DeserializationError
+	if !errors.As(err, &de) {
+		t.Fatalf("DescribeStream on a NaN timestamp = %v, want a DeserializationError", err)
+	}
+	_, err = st.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String("it")})
+	if !errors.As(err, &de) {
+		t.Fatalf("GetRecords on a NaN timestamp = %v, want a DeserializationError", err)
 	}
 }

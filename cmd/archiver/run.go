@@ -83,11 +83,14 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 	})
+	// FastGetRecords on the client, not only on the readers' calls: the
+	// SDK's decoder panics on some malformed responses, and the wrapper
+	// turns that into an error for every Streams operation.
 	streams := dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
-	})
+	}, shard.FastGetRecords)
 
 	store, assigner, leaseProbe, err := openCheckpoint(ctx, cfg, awsCfg, d)
 	if err != nil {
