@@ -47,7 +47,7 @@ pprof: true
 	}{
 		{"defaults", []string{"--table", "Sessions", "--checkpoint", "file://cp.json", "--sink", "stdout://"}, nil, func(t *testing.T, c *runConfig) {
 			if c.Start != "trim-horizon" || c.ShutdownTimeout != 25*time.Second || c.LogLevel != "info" ||
-				c.MetricsAddr != ":9090" || c.Metrics != "prometheus" || c.Region != "" || c.Endpoint != "" || c.Pprof || c.PrintConfig {
+				c.MetricsAddr != ":9090" || c.Metrics != "prometheus" || c.Region != "" || c.Endpoint != "" || c.Pprof || c.PrintConfig || c.SDKDecoding {
 				t.Fatalf("defaults = %+v", c)
 			}
 			if c.source["start"] != "default" || c.source["table"] != "flag" {
@@ -79,9 +79,9 @@ pprof: true
 				t.Fatalf("sources = %v", c.source)
 			}
 		}},
-		{"flag over env", append(base, "--region", "ap-south-1", "--table", "Flag1", "--table", "Flag2", "--start", "trim-horizon", "--pprof"),
+		{"flag over env", append(base, "--region", "ap-south-1", "--table", "Flag1", "--table", "Flag2", "--start", "trim-horizon", "--pprof", "--sdk-decoding"),
 			map[string]string{"ARCHIVER_REGION": "us-west-2", "ARCHIVER_TABLE": "Env1", "ARCHIVER_PPROF": "false"}, func(t *testing.T, c *runConfig) {
-				if c.Region != "ap-south-1" || strings.Join(c.Tables, "|") != "Flag1|Flag2" || c.Start != "trim-horizon" || !c.Pprof || c.PrintConfig {
+				if c.Region != "ap-south-1" || strings.Join(c.Tables, "|") != "Flag1|Flag2" || c.Start != "trim-horizon" || !c.Pprof || c.PrintConfig || !c.SDKDecoding {
 					t.Fatalf("cfg = %+v", c)
 				}
 			}},

@@ -90,7 +90,10 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
-	}, shard.FastGetRecords)
+		if !cfg.SDKDecoding {
+			shard.FastGetRecords(o)
+		}
+	})
 
 	store, assigner, leaseProbe, err := openCheckpoint(ctx, cfg, awsCfg, d)
 	if err != nil {
@@ -159,6 +162,7 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		ShutdownTimeout:       cfg.ShutdownTimeout * 2 / 5,
 		StopTimeout:           cfg.ShutdownTimeout * 2 / 5,
 		MaxInFlightBytesTotal: int(inflight),
+		SDKDecoding:           cfg.SDKDecoding,
 		Logger:                d.log,
 		Registerer:            d.reg,
 	})
