@@ -179,3 +179,54 @@ func ExampleParseStartPosition() {
 	// "TRIM_HORIZON" "trim-horizon" <nil>
 	// "yesterday" "" start position "yesterday": want trim-horizon or latest
 }
+
+// FastGetRecords goes on a Streams client of your own (the walker's readers
+// use it on their GetRecords calls either way): every GetRecords response
+// is then decoded by the archiver's decoder, anything it does not
+// recognise by the SDK's, and errors keep their SDK types.
+func ExampleFastGetRecords() {
+	ctx := context.Background()
+	srv, err := engine.Listen("127.0.0.1:0", engine.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	creds := credentials.NewStaticCredentialsProvider("local", "local", "")
+	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.Endpoint()), Credentials: creds})
+	st := dynamodbstreams.New(dynamodbstreams.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.Endpoint()), Credentials: creds},
+		shard.FastGetRecords)
+
+	table, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String("Sessions"),
+		AttributeDefinitions: []dtypes.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: dtypes.ScalarAttributeTypeS}},
+		KeySchema:            []dtypes.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: dtypes.KeyTypeHash}},
+		BillingMode:          dtypes.BillingModePayPerRequest,
+		StreamSpecification:  &dtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: dtypes.StreamViewTypeNewImage},
+	})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("Sessions"),
+		Item: map[string]dtypes.AttributeValue{"id": &dtypes.AttributeValueMemberS{Value: "s-1"}}}); err != nil {
+		panic(err)
+	}
+	desc, err := st.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: table.TableDescription.LatestStreamArn})
+	if err != nil {
+		panic(err)
+	}
+	for _, sh := range desc.StreamDescription.Shards {
+		it, err := st.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: table.TableDescription.LatestStreamArn,
+			ShardId: sh.ShardId, ShardIteratorType: types.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			panic(err)
+		}
+		out, err := st.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
+		if err != nil {
+			panic(err)
+		}
+		for _, r := range out.Records {
+			fmt.Println(r.EventName, r.Dynamodb.Keys["id"].(*types.AttributeValueMemberS).Value)
+		}
+	}
+	// Output: INSERT s-1
+}
