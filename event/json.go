@@ -199,7 +199,7 @@ func appendPlain(dst []byte, av types.AttributeValue) []byte {
 // anything that is not a number at all is written as a string so the output
 // stays valid JSON.
 func appendNumber(dst []byte, n string) []byte {
-	if isJSONNumber(n) {
+	if IsJSONNumber(n) {
 		return append(dst, n...)
 	}
 	if fixed, ok := jsonNumber(n); ok {
@@ -208,8 +208,9 @@ func appendNumber(dst []byte, n string) []byte {
 	return appendString(dst, n)
 }
 
-// isJSONNumber reports whether s matches JSON's number grammar.
-func isJSONNumber(s string) bool {
+// IsJSONNumber reports whether s matches JSON's number grammar (RFC 8259:
+// no leading zeros, no '+', digits after '.' and after the exponent).
+func IsJSONNumber(s string) bool {
 	i := 0
 	if i < len(s) && s[i] == '-' {
 		i++
@@ -269,7 +270,7 @@ func jsonNumber(s string) (string, bool) {
 		out = "-" + out
 	}
 	out += exp
-	return out, isJSONNumber(out)
+	return out, IsJSONNumber(out)
 }
 
 // ValidNumber reports whether s is a decimal number as DynamoDB accepts it

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -17,12 +18,14 @@ import (
 	"github.com/aws/smithy-go"
 	smithytime "github.com/aws/smithy-go/time"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/ttl-archiver/archiver/event"
 )
 
 // FastGetRecords is a dynamodbstreams option (for the client or one call)
 // that decodes successful GetRecords responses with a decoder written for
 // that one shape instead of the SDK's general one. Decoding is most of a
-// reader's CPU; this decoder takes about a third of it.
+// reader's CPU; this decoder takes about half of it.
 //
 // The result is the same value the SDK builds, field for field (a
 // differential fuzz test holds it to that). Whatever the decoder does not
@@ -455,51 +458,24 @@ func (d *recordDecoder) delimited() bool {
 	return false
 }
 
-// number reads a JSON number token (grammar checked) and reports whether it
-// is a plain integer.
-func (d *recordDecoder) number() (tok []byte, integer bool, ok bool) {
+// number reads a JSON number token (grammar checked by
+// event.IsJSONNumber) and reports whether it is a plain integer.
+func (d *recordDecoder) number() (tok string, integer bool, ok bool) {
 	start, j := d.i, d.i
-	if j < len(d.b) && d.b[j] == '-' {
+	for j < len(d.b) && isNumberByte(d.b[j]) {
 		j++
 	}
-	switch {
-	case j < len(d.b) && d.b[j] == '0':
-		j++
-	case j < len(d.b) && d.b[j] >= '1' && d.b[j] <= '9':
-		for j < len(d.b) && d.b[j] >= '0' && d.b[j] <= '9' {
-			j++
-		}
-	default:
-		return nil, false, false
-	}
-	integer = true
-	if j < len(d.b) && d.b[j] == '.' {
-		integer = false
-		j++
-		k := j
-		for j < len(d.b) && d.b[j] >= '0' && d.b[j] <= '9' {
-			j++
-		}
-		if j == k {
-			return nil, false, false
-		}
-	}
-	if j < len(d.b) && (d.b[j] == 'e' || d.b[j] == 'E') {
-		integer = false
-		j++
-		if j < len(d.b) && (d.b[j] == '+' || d.b[j] == '-') {
-			j++
-		}
-		k := j
-		for j < len(d.b) && d.b[j] >= '0' && d.b[j] <= '9' {
-			j++
-		}
-		if j == k {
-			return nil, false, false
-		}
+	tok = d.s[start:j]
+	if !event.IsJSONNumber(tok) {
+		return "", false, false
 	}
 	d.i = j
-	return d.b[start:j], integer, d.delimited()
+	return tok, !strings.ContainsAny(tok, ".eE"), d.delimited()
+}
+
+// isNumberByte reports whether c may appear in a JSON number.
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
 
 // int64 reads an integer as the SDK's ReadInt64 does (integers only).
@@ -508,7 +484,7 @@ func (d *recordDecoder) int64() (int64, bool) {
 	if !ok || !integer {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(string(tok), 10, 64)
+	n, err := strconv.ParseInt(tok, 10, 64)
 	return n, err == nil
 }
 
@@ -521,14 +497,14 @@ func (d *recordDecoder) epochSeconds() (time.Time, bool) {
 	}
 	var f float64
 	if integer {
-		n, err := strconv.ParseInt(string(tok), 10, 64)
+		n, err := strconv.ParseInt(tok, 10, 64)
 		if err != nil {
 			return time.Time{}, false
 		}
 		f = float64(n)
 	} else {
 		var err error
-		if f, err = strconv.ParseFloat(string(tok), 64); err != nil || math.IsInf(f, 0) {
+		if f, err = strconv.ParseFloat(tok, 64); err != nil || math.IsInf(f, 0) {
 			return time.Time{}, false
 		}
 	}

@@ -109,7 +109,7 @@ var runOptions = []option{
 		get: func(c *runConfig) any { return c.MetricsAddr }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.MetricsAddr = s }},
 	{name: "metrics", def: "prometheus", usage: "prometheus (serve /metrics), emf (CloudWatch embedded metric format on stdout) or none",
 		get: func(c *runConfig) any { return c.Metrics }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Metrics = s }},
-	{name: "sdk-decoding", boolean: true, def: "false", usage: "decode GetRecords responses with the AWS SDK's general decoder instead of the archiver's own (same result, about 2.4x the CPU): an escape hatch",
+	{name: "sdk-decoding", boolean: true, def: "false", usage: "decode GetRecords responses with the AWS SDK's general decoder instead of the archiver's own (same result, about twice the decoding CPU): an escape hatch",
 		get: func(c *runConfig) any { return c.SDKDecoding }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.SDKDecoding = s == "true" }},
 	{name: "pprof", boolean: true, def: "false", usage: "also serve Go's runtime profiles (CPU, heap, goroutines, trace) under /debug/pprof/ on --metrics-addr; off by default, as they reveal internals",
 		get: func(c *runConfig) any { return c.Pprof }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Pprof = s == "true" }},

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 )
@@ -95,3 +96,9 @@ func runAlone(ctx context.Context, name string) error {
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	return cmd.Run()
 }
+
+// settle collects the garbage that building a phase's input left behind,
+// so that the collection does not run inside the next timed phase (which
+// would charge setup to whichever of baseline or subject runs after it).
+// testing.B does the same before every benchmark.
+func settle() { runtime.GC() }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -442,9 +441,3 @@ func sinksBenchTotal[T any](xs []T, f func(T) int) int {
 	}
 	return n
 }
-
-// settle collects the garbage that building a phase's input left behind,
-// so that the collection does not run inside the next timed phase (which
-// would charge setup to whichever of baseline or sink runs after it).
-// testing.B does the same before every benchmark.
-func settle() { runtime.GC() }
