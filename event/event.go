@@ -28,6 +28,12 @@ const (
 	Modified Kind = "modified"
 )
 
+// Undecodable is the kind of a stream record the consumer could not decode
+// (no sequence number, an unknown event name). Such records are never
+// routed to sinks: they go to the dead-letter sink, with the raw record in
+// [DeadLetter.Record]. It is not one of [Kinds] and not [Kind.Valid].
+const Undecodable Kind = "undecodable"
+
 // Kinds lists every kind, in a stable order.
 var Kinds = []Kind{Expired, Deleted, Inserted, Modified}
 
@@ -79,7 +85,39 @@ type Event struct {
 	TTLTime time.Time
 	// TTLLag is the deletion time minus TTLTime (zero when unknown).
 	TTLLag time.Duration
+
+	// DeadLetter is set on an event written to a dead-letter sink: why it
+	// is there instead of (or besides) where it was routed. Nil otherwise.
+	DeadLetter *DeadLetter
 }
+
+// DeadLetter says why an event went to the dead-letter sink. Archive lines
+// carry it as a top-level "DeadLetter" object (see [AppendLine]).
+type DeadLetter struct {
+	// Sink names the sink that failed the event (the sink's Name, which
+	// holds no secrets); "" for a record that could not be decoded.
+	Sink string
+	// Reason is why it was dead-lettered: "permanent" (the sink will never
+	// take it), "retry_for" (it kept failing for longer than the retry
+	// limit) or "undecodable".
+	Reason string
+	// Error is the last error the sink (or the decoder) gave.
+	Error string
+	// Attempts is how many times the sink was given the event.
+	Attempts int
+	// FirstFailure is when the sink first failed the event.
+	FirstFailure time.Time
+	// Record is the raw stream record as JSON (see [AppendStreamRecord]),
+	// for a record that could not be decoded; nil otherwise.
+	Record []byte
+}
+
+// The reasons of [DeadLetter.Reason].
+const (
+	ReasonPermanent   = "permanent"
+	ReasonRetryFor    = "retry_for"
+	ReasonUndecodable = "undecodable"
+)
 
 // Image returns the fullest image of the item the event carries: the old
 // image of a REMOVE, the new image otherwise, falling back to the keys.

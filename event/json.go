@@ -704,7 +704,38 @@ func AppendLine(dst []byte, e *Event) []byte {
 		dst = append(dst, `,"ttlLagSeconds":`...)
 		dst = appendSeconds(dst, e.TTLLag)
 	}
-	return append(dst, "}}\n"...)
+	dst = append(dst, '}')
+	if e.DeadLetter != nil {
+		dst = appendDeadLetter(dst, e.DeadLetter)
+	}
+	return append(dst, "}\n"...)
+}
+
+// appendDeadLetter writes the line's "DeadLetter" member (keys sorted).
+// Record is written as the JSON it holds; bytes that are not valid JSON
+// are written as a string instead, so the line always parses.
+func appendDeadLetter(dst []byte, d *DeadLetter) []byte {
+	dst = append(dst, `,"DeadLetter":{"attempts":`...)
+	dst = strconv.AppendInt(dst, int64(d.Attempts), 10)
+	dst = append(dst, `,"error":`...)
+	dst = appendString(dst, d.Error)
+	if !d.FirstFailure.IsZero() {
+		dst = append(dst, `,"firstFailure":`...)
+		dst = appendTime(dst, d.FirstFailure)
+	}
+	dst = append(dst, `,"reason":`...)
+	dst = appendString(dst, d.Reason)
+	if d.Record != nil {
+		dst = append(dst, `,"record":`...)
+		if json.Valid(d.Record) {
+			dst = append(dst, d.Record...)
+		} else {
+			dst = appendString(dst, string(d.Record))
+		}
+	}
+	dst = append(dst, `,"sink":`...)
+	dst = appendString(dst, d.Sink)
+	return append(dst, '}')
 }
 
 // appendTime writes t as a quoted RFC 3339 UTC timestamp with nanoseconds,
@@ -800,11 +831,21 @@ type lineMeta struct {
 	TTLLagSeconds               json.Number `json:"ttlLagSeconds"`
 }
 
+type lineDeadLetter struct {
+	Attempts     int             `json:"attempts"`
+	Error        string          `json:"error"`
+	FirstFailure string          `json:"firstFailure"`
+	Reason       string          `json:"reason"`
+	Record       json.RawMessage `json:"record"`
+	Sink         string          `json:"sink"`
+}
+
 type lineJSON struct {
-	Item     json.RawMessage `json:"Item"`
-	Keys     json.RawMessage `json:"Keys"`
-	OldImage json.RawMessage `json:"OldImage"`
-	Metadata *lineMeta       `json:"Metadata"`
+	Item       json.RawMessage `json:"Item"`
+	Keys       json.RawMessage `json:"Keys"`
+	OldImage   json.RawMessage `json:"OldImage"`
+	Metadata   *lineMeta       `json:"Metadata"`
+	DeadLetter *lineDeadLetter `json:"DeadLetter"`
 }
 
 // DecodeLine parses one archive line (as [AppendLine] writes it; a trailing
@@ -827,6 +868,7 @@ func DecodeLine(line []byte) (Event, error) {
 		return Event{}, errors.New("archive line: Item: missing")
 	}
 	m := l.Metadata
+	var err error
 	e := Event{
 		Kind:           m.Kind,
 		Table:          m.Table,
@@ -839,7 +881,12 @@ func DecodeLine(line []byte) (Event, error) {
 		TTLAttribute:   m.TTLAttribute,
 		TTLValue:       m.TTLValue,
 	}
-	if !e.Kind.Valid() {
+	if l.DeadLetter != nil {
+		if e.DeadLetter, err = decodeDeadLetter(l.DeadLetter); err != nil {
+			return Event{}, err
+		}
+	}
+	if !e.Kind.Valid() && (e.Kind != Undecodable || e.DeadLetter == nil) {
 		return Event{}, fmt.Errorf("archive line: Metadata.kind: %q is not one of expired, deleted, inserted, modified", m.Kind)
 	}
 	switch e.EventName {
@@ -853,7 +900,6 @@ func DecodeLine(line []byte) (Event, error) {
 	if e.TTLValue != "" && !ValidNumber(e.TTLValue) {
 		return Event{}, fmt.Errorf("archive line: Metadata.ttlValue: %q is not a number", m.TTLValue)
 	}
-	var err error
 	if m.ApproximateCreationDateTime != "" {
 		if e.ApproximateCreationTime, err = time.Parse(time.RFC3339Nano, m.ApproximateCreationDateTime); err != nil {
 			return Event{}, fmt.Errorf("archive line: Metadata.approximateCreationDateTime: %w", err)
@@ -889,6 +935,30 @@ func DecodeLine(line []byte) (Event, error) {
 		}
 	}
 	return e, nil
+}
+
+// decodeDeadLetter checks a line's "DeadLetter" member.
+func decodeDeadLetter(d *lineDeadLetter) (*DeadLetter, error) {
+	out := &DeadLetter{Sink: d.Sink, Reason: d.Reason, Error: d.Error, Attempts: d.Attempts}
+	switch d.Reason {
+	case ReasonPermanent, ReasonRetryFor, ReasonUndecodable:
+	default:
+		return nil, fmt.Errorf("archive line: DeadLetter.reason: %q is not one of permanent, retry_for, undecodable", d.Reason)
+	}
+	if d.Attempts < 0 {
+		return nil, fmt.Errorf("archive line: DeadLetter.attempts: %d is negative", d.Attempts)
+	}
+	if d.FirstFailure != "" {
+		t, err := time.Parse(time.RFC3339Nano, d.FirstFailure)
+		if err != nil {
+			return nil, fmt.Errorf("archive line: DeadLetter.firstFailure: %w", err)
+		}
+		out.FirstFailure = t
+	}
+	if !isNull(d.Record) {
+		out.Record = append([]byte(nil), d.Record...)
+	}
+	return out, nil
 }
 
 func isNull(r json.RawMessage) bool {

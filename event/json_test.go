@@ -143,8 +143,17 @@ func TestLineRoundTrip(t *testing.T) {
 	modifyEv.NewImage = Item{"pk": modifyEv.Keys["pk"], "v": &types.AttributeValueMemberN{Value: "2"}}
 	negLag := sampleEvent()
 	negLag.TTLLag = -1500 * time.Millisecond
+	dead := sampleEvent()
+	dead.DeadLetter = &DeadLetter{Sink: "nats://127.0.0.1:4222", Reason: ReasonPermanent, Error: "maximum payload exceeded",
+		Attempts: 3, FirstFailure: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}
+	undecodable := Event{Kind: Undecodable, Table: "sessions", ShardID: "shardId-1",
+		Keys: Item{"pk": &types.AttributeValueMemberS{Value: "a"}},
+		DeadLetter: &DeadLetter{Reason: ReasonUndecodable, Error: "field eventName: unknown", Attempts: 0,
+			Record: []byte(`{"eventName":"PUT","dynamodb":{"Keys":{"pk":{"S":"a"}}}}`)}}
+	undecodable.NewImage = undecodable.Keys // what DecodeLine makes of the line's Item
 
-	for name, e := range map[string]Event{"remove": removeEv, "insert": insertEv, "modify": modifyEv, "negative lag": negLag} {
+	for name, e := range map[string]Event{"remove": removeEv, "insert": insertEv, "modify": modifyEv, "negative lag": negLag,
+		"dead letter": dead, "undecodable": undecodable} {
 		t.Run(name, func(t *testing.T) {
 			line := AppendLine(nil, &e)
 			if !strings.HasSuffix(string(line), "}\n") || strings.Count(string(line), "\n") != 1 {
@@ -215,6 +224,10 @@ func TestDecodeLineErrors(t *testing.T) {
 		{"nested path", `{"Item":{"a":{"M":{"b":{"L":[{"N":"q"}]}}}},"Metadata":{"kind":"expired"}}`, `attribute "a.b[0]"`},
 		{"null false", `{"Item":{"a":{"NULL":false}},"Metadata":{"kind":"expired"}}`, "NULL: want true"},
 		{"trailing value", `{"Item":{},"Metadata":{"kind":"expired"}} {}`, "more than one"},
+		{"undecodable without dead letter", `{"Item":{},"Metadata":{"kind":"undecodable"}}`, "Metadata.kind"},
+		{"bad dead-letter reason", `{"Item":{},"Metadata":{"kind":"expired"},"DeadLetter":{"reason":"bored"}}`, "DeadLetter.reason"},
+		{"bad dead-letter time", `{"Item":{},"Metadata":{"kind":"expired"},"DeadLetter":{"reason":"permanent","firstFailure":"then"}}`, "DeadLetter.firstFailure"},
+		{"negative attempts", `{"Item":{},"Metadata":{"kind":"expired"},"DeadLetter":{"reason":"permanent","attempts":-1}}`, "DeadLetter.attempts"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -245,6 +258,8 @@ func FuzzDecodeLine(f *testing.F) {
 	f.Add([]byte(`{"Item":{"a":{"L":[{"M":{"b":{"BS":["AA=="]}}}]}},"Metadata":{"kind":"deleted","eventName":"REMOVE"}}`))
 	f.Add([]byte(`{"Item":{},"Metadata":{"kind":"expired","ttlLagSeconds":-0.5}}`))
 	f.Add([]byte(`{"Item":{"n":{"N":"+.5e-3"}},"Keys":null,"Metadata":{"kind":"inserted"}}`))
+	f.Add([]byte(`{"Item":{},"Metadata":{"kind":"undecodable"},"DeadLetter":{"reason":"undecodable","record":{"eventName":"X"},"attempts":0}}`))
+	f.Add([]byte(`{"Item":{},"Metadata":{"kind":"expired"},"DeadLetter":{"reason":"retry_for","sink":"s3://b","firstFailure":"2026-01-02T03:04:05Z","attempts":9}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ev, err := DecodeLine(data)
 		if err != nil {
