@@ -236,7 +236,7 @@ resource "aws_ecs_task_definition" "archiver" {
       # archiver sets its own soft memory limit to 85 % of the task's.
       { name = "ARCHIVER_MAX_IN_FLIGHT_BYTES", value = "${floor(var.memory / 8)}MiB" },
       { name = "ARCHIVER_LOG_LEVEL", value = var.log_level },
-      { name = "ARCHIVER_METRICS", value = "prometheus" },
+      { name = "ARCHIVER_METRICS", value = var.metrics },
       { name = "ARCHIVER_METRICS_ADDR", value = ":9090" },
     ]
     healthCheck = {

@@ -37,3 +37,13 @@ output "task_policy_json" {
   description = "The task role's policy as deployed."
   value       = local.task_policy
 }
+
+output "alarm_arns" {
+  description = "The CloudWatch alarms by name (oldest-unacked-age, dead-lettered-records, trimmed-gaps, iterator-age, reader-failures, records-near-trim); empty unless metrics = \"emf\"."
+  value       = { for k, a in aws_cloudwatch_metric_alarm.archiver : k => a.arn }
+}
+
+output "metrics_namespace" {
+  description = "CloudWatch namespace of the archiver's metrics (with metrics = \"emf\"); every metric has the dimension table."
+  value       = local.metrics_namespace
+}

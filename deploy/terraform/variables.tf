@@ -98,3 +98,57 @@ variable "log_retention_days" {
   type        = number
   default     = 30
 }
+
+variable "metrics" {
+  description = "How the archiver publishes its metrics: emf (CloudWatch embedded metric format in its logs, namespace TTLArchiver; the alarms need it), prometheus (/metrics on port 9090, for deploy/grafana; no CloudWatch metrics, so no alarms are created) or none. The archiver does one or the other, not both."
+  type        = string
+  default     = "emf"
+  validation {
+    condition     = contains(["emf", "prometheus", "none"], var.metrics)
+    error_message = "metrics must be emf, prometheus or none."
+  }
+}
+
+# --- Alarms (created only with metrics = "emf") ---------------------------
+
+variable "alarm_sns_topic_arn" {
+  description = "SNS topic notified when an alarm fires and when it clears. Empty: the alarms only change state."
+  type        = string
+  default     = ""
+}
+
+variable "alarm_oldest_unacked_age_seconds" {
+  description = "Alarm when the oldest record not yet acknowledged by every sink that wanted it (or the dead-letter sink) is older than this, on any shard, for 3 minutes."
+  type        = number
+  default     = 900
+}
+
+variable "alarm_dead_lettered_records" {
+  description = "Alarm when more records than this go to the dead-letter sink in a minute."
+  type        = number
+  default     = 0
+}
+
+variable "alarm_trimmed_gaps" {
+  description = "Alarm when more trimmed gaps than this (records the stream dropped before they were read: lost) are met in a minute."
+  type        = number
+  default     = 0
+}
+
+variable "alarm_iterator_age_seconds" {
+  description = "Alarm when reading is further behind the stream than this for 10 minutes, or no task has published metrics for 10 minutes."
+  type        = number
+  default     = 600
+}
+
+variable "alarm_reader_failures" {
+  description = "Alarm when more shard readers than this fail in 15 minutes."
+  type        = number
+  default     = 0
+}
+
+variable "alarm_records_near_trim" {
+  description = "Alarm when more shards than this hold an unacknowledged record within 2 h of the stream's 24 h trim."
+  type        = number
+  default     = 0
+}

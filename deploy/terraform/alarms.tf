@@ -1,0 +1,91 @@
+# CloudWatch alarms on the metrics the archiver writes as embedded metric
+# format documents to its log group (ARCHIVER_METRICS=emf, namespace
+# TTLArchiver; internal/ops/emf.go). Every metric is per table: EMF
+# publishes per-shard gauges as their maximum over the table's shards, and
+# archiver_dead_lettered_records_total also under the table alone. Counters
+# arrive as increases per minute, so Sum over a period is the count in it;
+# with several tasks, Sum adds and Maximum takes the worst task.
+
+locals {
+  alarms_enabled    = var.metrics == "emf"
+  metrics_namespace = "TTLArchiver"
+  alarm_actions     = var.alarm_sns_topic_arn == "" ? [] : [var.alarm_sns_topic_arn]
+
+  alarms = {
+    "oldest-unacked-age" = {
+      metric      = "archiver_oldest_unacked_age_seconds"
+      statistic   = "Maximum"
+      period      = 60
+      periods     = 3
+      threshold   = var.alarm_oldest_unacked_age_seconds
+      missing     = "notBreaching"
+      description = "A record has waited too long for its sinks: a sink keeps failing it and no dead-letter sink takes it, or reading is far behind. The checkpoint holds; records are lost when the stream trims them at 24 h."
+    }
+    "dead-lettered-records" = {
+      metric      = "archiver_dead_lettered_records_total"
+      statistic   = "Sum"
+      period      = 60
+      periods     = 1
+      threshold   = var.alarm_dead_lettered_records
+      missing     = "notBreaching"
+      description = "Records went to the dead-letter sink: a sink failed them permanently or for longer than --retry-for, or they could not be decoded. See archiver_dead_lettered_records_total by sink and reason, and the dead-letter destination."
+    }
+    "trimmed-gaps" = {
+      metric      = "archiver_shard_trimmed_gaps_total"
+      statistic   = "Sum"
+      period      = 60
+      periods     = 1
+      threshold   = var.alarm_trimmed_gaps
+      missing     = "notBreaching"
+      description = "The stream trimmed records before the archiver read them: those expiries are lost."
+    }
+    "iterator-age" = {
+      metric    = "archiver_shard_iterator_age_seconds"
+      statistic = "Maximum"
+      period    = 300
+      periods   = 2
+      threshold = var.alarm_iterator_age_seconds
+      # No data for 10 minutes means no task is reading: the stream keeps
+      # records only 24 h.
+      missing     = "breaching"
+      description = "Reading is far behind the stream, or no archiver task publishes metrics."
+    }
+    "reader-failures" = {
+      metric      = "archiver_shard_reader_failures_total"
+      statistic   = "Sum"
+      period      = 900
+      periods     = 1
+      threshold   = var.alarm_reader_failures
+      missing     = "notBreaching"
+      description = "Shard readers failed and restart from their stored position; rising without end means a shard cannot go on. See the logs of logger shard."
+    }
+    "records-near-trim" = {
+      metric      = "archiver_records_near_trim"
+      statistic   = "Maximum"
+      period      = 60
+      periods     = 1
+      threshold   = var.alarm_records_near_trim
+      missing     = "notBreaching"
+      description = "A shard's oldest unacknowledged record is within 2 h of the stream's 24 h trim: it will be lost unless its sinks acknowledge it (or a dead-letter sink takes it) before then."
+    }
+  }
+}
+
+resource "aws_cloudwatch_metric_alarm" "archiver" {
+  for_each = { for k, a in local.alarms : k => a if local.alarms_enabled }
+
+  alarm_name          = "${var.name}-${var.source_table}-${each.key}"
+  alarm_description   = each.value.description
+  namespace           = local.metrics_namespace
+  metric_name         = each.value.metric
+  dimensions          = { table = var.source_table }
+  statistic           = each.value.statistic
+  period              = each.value.period
+  evaluation_periods  = each.value.periods
+  datapoints_to_alarm = each.value.periods
+  threshold           = each.value.threshold
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = each.value.missing
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+}
