@@ -342,6 +342,21 @@ func (e *Engine) TrimStream(table string, before time.Time) error {
 // ExpireIterators expires every shard iterator handed out so far.
 func (e *Engine) ExpireIterators() { e.streams.ExpireIterators() }
 
+// OmitShardFromDescribe makes the next times DescribeStream responses that
+// would list the shard (of the table's latest stream) leave it out, as the
+// real service's eventually consistent descriptions sometimes do; times <= 0
+// cancels an omission still pending. A response counts only when the shard
+// would have been on it: pages and ShardFilter responses that would not
+// list the shard leave the count alone. GetShardIterator and GetRecords
+// serve the shard as before.
+func (e *Engine) OmitShardFromDescribe(table, shardID string, times int) error {
+	arn, err := e.streamARN(table)
+	if err != nil {
+		return public(err)
+	}
+	return public(e.streams.OmitFromDescribe(arn, shardID, times))
+}
+
 // StreamARN returns the ARN of the table's latest stream (enabled or
 // disabled).
 func (e *Engine) StreamARN(table string) (string, error) {

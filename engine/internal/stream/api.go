@@ -357,6 +357,9 @@ func (r *Registry) describeStream(in describeStreamIn) (any, error) {
 			d.LastEvaluatedShardId = d.Shards[limit-1].ShardId
 			break
 		}
+		if s.omittedLocked(sh.id) {
+			continue
+		}
 		sd := shardDesc{ParentShardId: sh.parent, ShardId: sh.id, SequenceNumberRange: seqRange{StartingSequenceNumber: formatSeq(sh.start)}}
 		if sh.closed() {
 			sd.SequenceNumberRange.EndingSequenceNumber = formatSeq(sh.end)

@@ -145,6 +145,9 @@ type Stream struct {
 	nextShardOrd uint32
 	lastMaintain time.Time
 	events       []string // event names as JSON strings by record.ev: INSERT, MODIFY, REMOVE, then any other seen
+	// omit counts, per shard ID, the DescribeStream responses that would
+	// list the shard and must still leave it out (OmitFromDescribe).
+	omit map[string]int
 }
 
 type keyElem struct {
@@ -751,6 +754,50 @@ func (r *Registry) Trim(arn string, before time.Time) error {
 
 // ExpireIterators expires every shard iterator handed out so far.
 func (r *Registry) ExpireIterators() { r.epoch.Add(1) }
+
+// OmitFromDescribe makes the next n DescribeStream responses that would
+// list the shard leave it out, as the service's eventually consistent
+// descriptions sometimes do; n <= 0 cancels an omission still pending.
+// Only descriptions are affected: GetShardIterator and GetRecords serve the
+// shard as before. A response counts when the shard would have been on its
+// page (a ShardFilter or page that would not list it leaves the count
+// alone). The shard must be live.
+func (r *Registry) OmitFromDescribe(arn, shardID string, n int) error {
+	s, err := r.stream(arn)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ord, ok := s.ordByID[shardID]
+	if !ok || s.byOrd[ord] == nil {
+		return fmt.Errorf("omit %s of %s from descriptions: %w", shardID, arn, ErrNotFound)
+	}
+	if n <= 0 {
+		delete(s.omit, shardID)
+		return nil
+	}
+	if s.omit == nil {
+		s.omit = map[string]int{}
+	}
+	s.omit[shardID] = n
+	return nil
+}
+
+// omittedLocked reports whether a description must leave the shard out this
+// time, and counts the omission. s.mu is held (write).
+func (s *Stream) omittedLocked(id string) bool {
+	n := s.omit[id]
+	switch {
+	case n <= 0:
+		return false
+	case n == 1:
+		delete(s.omit, id)
+	default:
+		s.omit[id] = n - 1
+	}
+	return true
+}
 
 // ShardInfo describes one live shard, for tests and the engine's tooling.
 type ShardInfo struct {
