@@ -116,6 +116,37 @@ type Config struct {
 	// RetryMinBackoff and RetryMaxBackoff bound the backoff between
 	// retries of a failed sink write (defaults 100 ms and 30 s).
 	RetryMinBackoff, RetryMaxBackoff time.Duration
+
+	// DeadLetter, when set, receives what can never be delivered, each
+	// event annotated with [event.DeadLetter]: records the consumer cannot
+	// decode (at once, without stopping the shard), and the events of a
+	// batch that a sink failed permanently ([sinks.ErrPermanent], or only
+	// the events a [sinks.RejectedError] names) or kept failing for longer
+	// than RetryFor. Once the dead-letter sink acknowledged them they count
+	// as delivered to the sink that failed them, and the checkpoint may
+	// pass them. Failed writes to the dead-letter sink itself are retried
+	// without end. Nil: failed batches are retried without end (the
+	// stuck-shard alarms speak; see StuckAfter). The consumer closes it
+	// when Run returns.
+	DeadLetter sinks.Sink
+	// RetryFor is how long a batch may keep failing at one sink before its
+	// events go to DeadLetter (default 15 min; negative: only permanent
+	// failures go there). Ignored without DeadLetter.
+	RetryFor time.Duration
+	// StuckAfter: a shard whose oldest unacknowledged batch a sink has kept
+	// failing for this long is stuck: it counts in archiver_shards_stuck
+	// and is logged at ERROR every StuckLogInterval, naming the sink, the
+	// first event ID and the time left before the stream trims the record
+	// (default 1 min).
+	StuckAfter time.Duration
+	// StuckLogInterval is the least time between two ERROR logs about one
+	// stuck shard (default 1 min).
+	StuckLogInterval time.Duration
+	// StreamRetention is how long the stream keeps a record (DynamoDB
+	// Streams: 24 h, the default). TrimWarning before that (default 2 h),
+	// an unacknowledged record is logged and counted in
+	// archiver_records_near_trim: it is about to be lost.
+	StreamRetention, TrimWarning time.Duration
 	// TTLRefresh is how long a table's TTL attribute is cached (default
 	// 5 min); an unknown attribute is looked up again after 10 s.
 	TTLRefresh time.Duration
@@ -164,6 +195,10 @@ type Consumer struct {
 	ttl    *ttlCache
 	walker *shard.Walker
 
+	// dlq is the dead-letter sink as a route (its lane is the last of
+	// every shard's); nil without one.
+	dlq *route
+
 	base context.Context // lanes and saves: lives until Run has shut down
 	// inflight is the memory budget all shards share.
 	inflight *memBudget
@@ -174,6 +209,10 @@ type Consumer struct {
 	// saveSlots bounds the shards' periodic checkpoint saves in flight at
 	// once (final saves at a shard's end or stop are not bounded).
 	saveSlots chan struct{}
+
+	// watched are the tables watch has set gauges for.
+	tablesMu sync.Mutex
+	watched  map[string]bool
 
 	mu     sync.Mutex
 	states map[string]*shardState
@@ -193,9 +232,14 @@ func New(c Config) (*Consumer, error) {
 		return nil, errors.New("consumer: Config.Routes is empty: no sink to archive to")
 	}
 	if c.MaxInFlightBytes < 0 || c.MaxInFlightBytesTotal < 0 || c.CheckpointInterval < 0 || c.RetryMinBackoff < 0 || c.RetryMaxBackoff < 0 ||
-		c.TTLRefresh < 0 || c.ShutdownTimeout < 0 {
+		c.TTLRefresh < 0 || c.ShutdownTimeout < 0 || c.StuckAfter < 0 || c.StuckLogInterval < 0 || c.StreamRetention < 0 || c.TrimWarning < 0 {
 		return nil, errors.New("consumer: Config: budgets and durations must not be negative")
 	}
+	c.RetryFor = defaultDuration(c.RetryFor, 15*time.Minute)
+	c.StuckAfter = defaultDuration(c.StuckAfter, time.Minute)
+	c.StuckLogInterval = defaultDuration(c.StuckLogInterval, time.Minute)
+	c.StreamRetention = defaultDuration(c.StreamRetention, 24*time.Hour)
+	c.TrimWarning = defaultDuration(c.TrimWarning, 2*time.Hour)
 	if c.MaxInFlightBytes == 0 {
 		c.MaxInFlightBytes = 64 << 20
 	}
@@ -233,6 +277,7 @@ func New(c Config) (*Consumer, error) {
 		log:       log.Named("consumer"),
 		m:         newMetrics(c.Registerer),
 		states:    map[string]*shardState{},
+		watched:   map[string]bool{},
 		known:     map[string]string{},
 		inflight:  newMemBudget(c.MaxInFlightBytesTotal),
 		saveSlots: make(chan struct{}, 16),
@@ -253,6 +298,9 @@ func New(c Config) (*Consumer, error) {
 			rt.kinds[k] = true
 		}
 		cons.routes = append(cons.routes, rt)
+	}
+	if c.DeadLetter != nil {
+		cons.dlq = &route{sink: c.DeadLetter, name: c.DeadLetter.Name()}
 	}
 	var ttlAPI TTLAPI
 	var tables shard.TableAPI
@@ -357,11 +405,16 @@ func (c *Consumer) Run(ctx context.Context) error {
 	return nil
 }
 
-// uniqueSinks returns one route per distinct sink.
+// uniqueSinks returns one route per distinct sink, the dead-letter sink
+// included.
 func (c *Consumer) uniqueSinks() []*route {
 	var out []*route
+	all := c.routes
+	if c.dlq != nil {
+		all = append(all[:len(all):len(all)], c.dlq)
+	}
 next:
-	for _, r := range c.routes {
+	for _, r := range all {
 		if reflect.TypeOf(r.sink).Comparable() {
 			for _, o := range out {
 				if reflect.TypeOf(o.sink) == reflect.TypeOf(r.sink) && o.sink == r.sink {
@@ -374,8 +427,9 @@ next:
 	return out
 }
 
-// saver keeps the lag gauges current, every CheckpointInterval. (Each
-// shard saves its own checkpoint: see shardState.runSaver.)
+// saver keeps the lag gauges current and watches for stuck shards, every
+// CheckpointInterval. (Each shard saves its own checkpoint: see
+// shardState.runSaver.)
 func (c *Consumer) saver(ctx context.Context) {
 	t := time.NewTicker(c.cfg.CheckpointInterval)
 	defer t.Stop()
@@ -391,6 +445,7 @@ func (c *Consumer) saver(ctx context.Context) {
 			c.m.lagRecords.WithLabelValues(s.table, s.id).Set(float64(recs))
 			c.m.lagSeconds.WithLabelValues(s.table, s.id).Set(age.Seconds())
 		}
+		c.watch(now)
 	}
 }
 
@@ -459,8 +514,10 @@ func (p processor) ShardStopped(ctx context.Context, streamARN, shardID string) 
 }
 
 // process decodes, classifies and routes one batch. It blocks while the
-// shard's in-flight budget is full. It fails on a malformed record (naming
-// the field) and once the shard's lease was lost.
+// shard's in-flight budget is full. A record it cannot decode goes to the
+// dead-letter sink with the batch; without one, process fails (naming the
+// field) and the shard is retried. It also fails once the shard's lease was
+// lost.
 func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 	if len(b.Records) == 0 {
 		return nil
@@ -473,22 +530,17 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 			break
 		}
 	}
-	events := make([]event.Event, len(b.Records))
+	events, bad, err := c.decodeBatch(s, b, ttlAttr)
+	if err != nil {
+		return err
+	}
 	size := b.Bytes
-	for i, r := range b.Records {
-		e, err := decode(s.table, b.StreamARN, b.ShardID, i, r, ttlAttr)
-		if err != nil {
-			c.log.Error("malformed stream record; the shard stops and is retried",
-				zap.String("stream", b.StreamARN), zap.String("shard", b.ShardID), zap.Error(err))
-			return err
-		}
-		events[i] = e
-		if b.Bytes == 0 {
+	if size == 0 {
+		for _, r := range b.Records {
 			size += shard.EstimateMemory(r)
 		}
 	}
-	en := &entry{last: events[len(events)-1].SequenceNumber, bytes: size, records: len(events),
-		first: events[0].ApproximateCreationTime}
+	en := &entry{last: lastSequence(b.Records), bytes: size, records: len(b.Records), first: firstCreation(b.Records)}
 	// Each route gets the events of the kinds it wants. A route that wants
 	// every event of the batch gets the decoded slice itself (the consumer
 	// does not touch it again); the others get filtered copies.
@@ -522,8 +574,19 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 			en.pending++
 		}
 	}
+	if len(bad) > 0 {
+		en.pending++
+	}
 	if err := s.add(ctx, en); err != nil {
 		return err
+	}
+	if len(bad) > 0 {
+		n := float64(len(bad))
+		s.lanes[len(c.routes)].enqueue(&item{batch: sinks.Batch{StreamARN: b.StreamARN, ShardID: b.ShardID, Events: bad}, e: en,
+			onDurable: func() {
+				c.m.deadLettered.WithLabelValues(s.table, "decode", event.ReasonUndecodable).Add(n)
+				s.entryDone(en)
+			}})
 	}
 	// Metrics before the events are handed on (after that, only sinks read
 	// the shared slice).
@@ -576,7 +639,7 @@ func (c *Consumer) starved() {
 		ctx, cancel := context.WithTimeout(c.base, time.Minute)
 		defer cancel()
 		var wg sync.WaitGroup
-		for _, r := range c.routes {
+		for _, r := range c.uniqueSinks() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -671,4 +734,12 @@ func (p positions) Positions(ctx context.Context, streamARN string) (map[string]
 	}
 	p.c.mu.Unlock()
 	return out, nil
+}
+
+// defaultDuration is d, or def when d is zero.
+func defaultDuration(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,9 +68,20 @@ func (f *fakeSink) Write(ctx context.Context, b sinks.Batch, ack sinks.Ack) erro
 	f.log = append(f.log, rec)
 	done := func() {
 		f.mu.Lock()
-		if err == nil {
+		var rej *sinks.RejectedError
+		switch {
+		case err == nil:
 			rec.ok = true
-		} else {
+		case errors.As(err, &rej):
+			// The events not named are durable.
+			f.failures++
+			rec.ok, rec.events = true, nil
+			for i, e := range b.Events {
+				if !slices.Contains(rej.Indexes, i) {
+					rec.events = append(rec.events, e)
+				}
+			}
+		default:
 			f.failures++
 		}
 		f.mu.Unlock()

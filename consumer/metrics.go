@@ -20,6 +20,12 @@ type metrics struct {
 	ttlLookupFailures *prometheus.CounterVec   // archiver_ttl_lookup_failures_total{table}
 	inflightBytes     *prometheus.GaugeVec     // archiver_consumer_inflight_bytes{table}
 	starvedFlushes    prometheus.Counter       // archiver_consumer_starved_flushes_total
+
+	oldestUnacked      *prometheus.GaugeVec   // archiver_oldest_unacked_age_seconds{table,shard}
+	deadLettered       *prometheus.CounterVec // archiver_dead_lettered_records_total{table,sink,reason}
+	deadLetterFailures *prometheus.CounterVec // archiver_dead_letter_failures_total{table}
+	shardsStuck        *prometheus.GaugeVec   // archiver_shards_stuck{table}
+	nearTrim           *prometheus.GaugeVec   // archiver_records_near_trim{table}
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -62,6 +68,21 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.starvedFlushes = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "archiver_consumer_starved_flushes_total", Help: "Times every sink was asked to flush because a shard waited for in-flight budget.",
 	}))
+	m.oldestUnacked = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "archiver_oldest_unacked_age_seconds", Help: "Age (now minus ApproximateCreationDateTime) of the oldest record of an active shard not yet acknowledged by every sink that wanted it (or the dead-letter sink); 0 when none.",
+	}, []string{"table", "shard"}))
+	m.deadLettered = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_dead_lettered_records_total", Help: "Records the dead-letter sink acknowledged, by table, the sink that failed them (\"decode\" for records that could not be decoded) and reason (permanent, retry_for, undecodable).",
+	}, []string{"table", "sink", "reason"}))
+	m.deadLetterFailures = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_dead_letter_failures_total", Help: "Batches the dead-letter sink failed (each is retried), by table.",
+	}, []string{"table"}))
+	m.shardsStuck = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "archiver_shards_stuck", Help: "Shards whose oldest unacknowledged batch a sink has kept failing for longer than the stuck threshold (1 min by default), by table.",
+	}, []string{"table"}))
+	m.nearTrim = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "archiver_records_near_trim", Help: "Shards whose oldest unacknowledged record is within the trim warning (2 h by default) of the stream's 24 h retention: records about to be lost, by table.",
+	}, []string{"table"}))
 	return m
 }
 

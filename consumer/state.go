@@ -32,6 +32,9 @@ type shardState struct {
 	lanes            []*lane // one per route, index-aligned with Consumer.routes
 	budget           int
 	lagLabelsCreated bool
+	// When watch last logged the shard stuck or near the trim (only the
+	// consumer's saver goroutine touches these).
+	lastStuckLog, lastTrimLog time.Time
 
 	mu       sync.Mutex
 	entries  []*entry // not yet done, in stream order (head may be done only transiently)
@@ -66,9 +69,13 @@ func newShardState(c *Consumer, key, table, arn, id, stored string) *shardState 
 	s := &shardState{c: c, key: key, table: table, arn: arn, id: id, ctx: ctx, cancel: cancel,
 		budget: c.cfg.MaxInFlightBytes, acked: stored, last: stored, saved: stored, progress: make(chan struct{}),
 		saveWake: make(chan struct{}, 1), saverDone: make(chan struct{})}
-	s.lanes = make([]*lane, len(c.routes))
-	for i, r := range c.routes {
-		s.lanes[i] = &lane{s: s, r: r, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	routes := c.routes
+	if c.dlq != nil {
+		routes = append(routes[:len(routes):len(routes)], c.dlq) // the dead-letter lane is last
+	}
+	s.lanes = make([]*lane, len(routes))
+	for i, r := range routes {
+		s.lanes[i] = &lane{s: s, r: r, dead: r == c.dlq, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	}
 	return s
 }
@@ -113,6 +120,9 @@ func (s *shardState) add(ctx context.Context, e *entry) error {
 			shared = s.c.inflight.acquire(e.bytes)
 		}
 		if fits && shared == nil {
+			if e.last == "" {
+				e.last = s.last // no record with a valid sequence number
+			}
 			s.entries = append(s.entries, e)
 			s.bytes += e.bytes
 			s.last = e.last
@@ -454,6 +464,7 @@ func (s *shardState) close() {
 	s.mu.Unlock()
 	s.c.m.lagRecords.DeleteLabelValues(s.table, s.id)
 	s.c.m.lagSeconds.DeleteLabelValues(s.table, s.id)
+	s.c.m.oldestUnacked.DeleteLabelValues(s.table, s.id)
 }
 
 // lane carries one shard's events to one route's sink, in stream order.
@@ -467,6 +478,9 @@ func (s *shardState) close() {
 type lane struct {
 	s *shardState
 	r *route
+	// dead: this is the shard's dead-letter lane. Its failures are retried
+	// without end; the other lanes hand it what they give up on.
+	dead bool
 
 	mu       sync.Mutex
 	items    []*item // not yet acknowledged (head), in stream order
@@ -491,6 +505,25 @@ type item struct {
 	acked      bool
 	attempt    int
 	minAttempt int
+	// Failures of this item at its sink: when the first was, the last
+	// error, and whether its events went to the dead-letter lane (the item
+	// then waits for that lane's acknowledgement and is never written to
+	// its sink again).
+	firstFailure time.Time
+	lastErr      error
+	deadLettered bool
+	// onDurable, on a dead-letter lane's item made for another lane's
+	// item, replaces the entry bookkeeping: it tells that lane.
+	onDurable func()
+}
+
+// finish tells whoever waits for the item that it is durable (once).
+func (it *item) finish(s *shardState) {
+	if it.onDurable != nil {
+		it.onDurable()
+		return
+	}
+	s.entryDone(it.e)
 }
 
 // enqueue queues a batch for the sink, starting the lane's writer on first
@@ -549,6 +582,12 @@ func (l *lane) run() {
 		}
 		it := l.items[l.next]
 		l.next++
+		if it.deadLettered {
+			// Its events are with the dead-letter lane: never written here
+			// again, not even to keep order (they are not delivered here).
+			l.mu.Unlock()
+			continue
+		}
 		l.writes++
 		it.attempt++
 		attempt := it.attempt
@@ -560,7 +599,7 @@ func (l *lane) run() {
 			if ctx.Err() != nil {
 				return
 			}
-			l.ack(it, attempt, start, fmt.Errorf("write refused: %w", err))
+			l.ack(it, attempt, start, &refusedError{err})
 		}
 	}
 }
@@ -577,22 +616,17 @@ func (l *lane) ack(it *item, attempt int, start time.Time, err error) {
 		if attempt >= it.minAttempt {
 			it.acked = true
 		}
-		n := 0
-		for n < len(l.items) && l.items[n].acked {
-			n++
-		}
-		if n > 0 {
-			l.items = append(l.items[:0:0], l.items[n:]...)
-			l.next = max(l.next-n, 0)
-			l.failures = 0
-		}
+		l.popAcked()
 		l.mu.Unlock()
 		if first {
-			l.s.entryDone(it.e)
+			it.finish(l.s)
 		}
 		return
 	}
 	m.sinkFailures.WithLabelValues(l.r.name).Inc()
+	if l.dead {
+		m.deadLetterFailures.WithLabelValues(l.s.table).Inc()
+	}
 	if l.s.ctx.Err() != nil {
 		return // torn down: nothing to retry
 	}
@@ -608,13 +642,29 @@ func (l *lane) ack(it *item, attempt int, start time.Time, err error) {
 			break
 		}
 	}
+	now := time.Now()
+	if it.firstFailure.IsZero() {
+		it.firstFailure = now
+	}
+	it.lastErr = err
+	if idx >= 0 && idx < l.next {
+		if dl := l.deadLetter(it, err, now); dl != nil {
+			l.mu.Unlock()
+			l.s.lanes[len(l.s.lanes)-1].enqueue(dl)
+			return
+		}
+	}
 	var wait time.Duration
 	if idx >= 0 && idx < l.next {
 		// Write it and every later batch again, in order: the last copy of
 		// each must come after the last copy of the batches before it, so
 		// earlier successes of the later batches no longer count for order
-		// (they still count for the checkpoint: they are durable).
+		// (they still count for the checkpoint: they are durable). Batches
+		// with the dead-letter lane are not written here again.
 		for _, x := range l.items[idx:l.next] {
+			if x.deadLettered {
+				continue
+			}
 			x.acked = false
 			x.minAttempt = x.attempt + 1
 		}
@@ -630,6 +680,19 @@ func (l *lane) ack(it *item, attempt int, start time.Time, err error) {
 		zap.String("first_sequence", it.batch.Events[0].SequenceNumber),
 		zap.Int("consecutive_failures", failures), zap.Duration("retry_in", wait), zap.Error(err))
 	l.poke()
+}
+
+// popAcked drops the acknowledged items at the head. Called with l.mu held.
+func (l *lane) popAcked() {
+	n := 0
+	for n < len(l.items) && l.items[n].acked {
+		n++
+	}
+	if n > 0 {
+		l.items = append(l.items[:0:0], l.items[n:]...)
+		l.next = max(l.next-n, 0)
+		l.failures = 0
+	}
 }
 
 // backoff is the n-th (from 1) exponential backoff between lo and hi, with

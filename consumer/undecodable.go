@@ -1,0 +1,100 @@
+package consumer
+
+import (
+	"errors"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/shard"
+)
+
+// decodeBatch decodes a batch's records. Records that cannot be decoded
+// become dead letters (bad) when there is a dead-letter sink; without one
+// the first of them fails the batch.
+func (c *Consumer) decodeBatch(s *shardState, b shard.Batch, ttlAttr string) (events, bad []event.Event, err error) {
+	events = make([]event.Event, 0, len(b.Records))
+	for i := range b.Records {
+		r := &b.Records[i]
+		e, err := decode(s.table, b.StreamARN, b.ShardID, i, *r, ttlAttr)
+		if err == nil {
+			events = append(events, e)
+			continue
+		}
+		if c.dlq == nil {
+			c.log.Error("malformed stream record and no dead-letter sink; the shard stops and is retried",
+				zap.String("stream", b.StreamARN), zap.String("shard", b.ShardID),
+				zap.String("event_id", deref(r.EventID)), zap.Duration("time_left_before_trim", c.timeLeft(r)),
+				zap.Error(err))
+			return nil, nil, err
+		}
+		c.log.Error("malformed stream record; sending it to the dead-letter sink",
+			zap.String("stream", b.StreamARN), zap.String("shard", b.ShardID),
+			zap.String("event_id", deref(r.EventID)), zap.String("dead_letter", c.dlq.name), zap.Error(err))
+		bad = append(bad, undecodableEvent(s.table, b.StreamARN, b.ShardID, r, err))
+	}
+	return events, bad, nil
+}
+
+// undecodableEvent is the dead letter of a record that decode refused: the
+// raw record, and whatever of its position and images could be read.
+func undecodableEvent(table, streamARN, shardID string, r *types.Record, err error) event.Event {
+	e := event.Event{
+		Kind: event.Undecodable, Table: table, StreamARN: streamARN, ShardID: shardID, EventID: deref(r.EventID),
+		DeadLetter: &event.DeadLetter{
+			Reason: event.ReasonUndecodable, Error: err.Error(), FirstFailure: time.Now(),
+			Record: event.AppendStreamRecord(nil, r),
+		},
+	}
+	var re *RecordError
+	if errors.As(err, &re) && re.Field != "eventName" {
+		e.EventName = string(r.EventName) // checked: it is not what decode refused
+	}
+	if d := r.Dynamodb; d != nil {
+		if seq := deref(d.SequenceNumber); isDecimal(seq) {
+			e.SequenceNumber = seq
+		}
+		if d.ApproximateCreationDateTime != nil {
+			e.ApproximateCreationTime = *d.ApproximateCreationDateTime
+		}
+		if d.SizeBytes != nil {
+			e.SizeBytes = *d.SizeBytes
+		}
+		e.Keys, e.OldImage, e.NewImage = d.Keys, d.OldImage, d.NewImage
+	}
+	return e
+}
+
+// lastSequence is the sequence number of the batch's last record that has
+// a valid one ("" when none has: the shard's checkpoint then stays where
+// it is).
+func lastSequence(recs []types.Record) string {
+	for i := len(recs) - 1; i >= 0; i-- {
+		if d := recs[i].Dynamodb; d != nil && isDecimal(deref(d.SequenceNumber)) {
+			return *d.SequenceNumber
+		}
+	}
+	return ""
+}
+
+// firstCreation is the creation time of the batch's first record that has
+// one.
+func firstCreation(recs []types.Record) time.Time {
+	for i := range recs {
+		if d := recs[i].Dynamodb; d != nil && d.ApproximateCreationDateTime != nil {
+			return *d.ApproximateCreationDateTime
+		}
+	}
+	return time.Time{}
+}
+
+// timeLeft is how long the stream keeps r from now (StreamRetention after
+// its creation); the full retention when its creation time is unknown.
+func (c *Consumer) timeLeft(r *types.Record) time.Duration {
+	if d := r.Dynamodb; d != nil && d.ApproximateCreationDateTime != nil {
+		return c.cfg.StreamRetention - time.Since(*d.ApproximateCreationDateTime)
+	}
+	return c.cfg.StreamRetention
+}
