@@ -15,18 +15,6 @@ import (
 	"testing"
 )
 
-// pendingMetrics are metrics the dashboard and the alarms use that package
-// consumer is about to register (the dead-letter work of issue 11). The test
-// accepts them only while the code does not register them yet. Delete this
-// list once they are in consumer/metrics.go.
-var pendingMetrics = map[string]bool{
-	"archiver_oldest_unacked_age_seconds":  true, // gauge {table,shard}
-	"archiver_dead_lettered_records_total": true, // counter {table,sink,reason}
-	"archiver_dead_letter_failures_total":  true, // counter {table}
-	"archiver_shards_stuck":                true, // gauge {table}
-	"archiver_records_near_trim":           true, // gauge {table}
-}
-
 const dashboardPath = "grafana/archiver-dashboard.json"
 
 // metricKinds returns the metrics the module's non-test Go code registers,
@@ -115,31 +103,21 @@ func resolve(name string, kinds map[string]string, suffixes []string) (string, b
 	return "", false
 }
 
-// checkRefs reports every name in refs that the code does not register,
-// except pendingMetrics while they are not registered yet.
+// checkRefs reports every name in refs that the code does not register.
 func checkRefs(t *testing.T, what string, refs map[string]bool, kinds map[string]string, suffixes []string) {
 	t.Helper()
 	if len(refs) == 0 {
 		t.Fatalf("%s: no archiver_* metric found; is the scan broken?", what)
 	}
-	var unknown, pending []string
+	var unknown []string
 	for name := range refs {
-		if _, ok := resolve(name, kinds, suffixes); ok {
-			continue
+		if _, ok := resolve(name, kinds, suffixes); !ok {
+			unknown = append(unknown, name)
 		}
-		if pendingMetrics[name] {
-			pending = append(pending, name)
-			continue
-		}
-		unknown = append(unknown, name)
 	}
 	sort.Strings(unknown)
-	sort.Strings(pending)
 	if len(unknown) > 0 {
 		t.Errorf("%s uses metrics no code registers:\n  %s", what, strings.Join(unknown, "\n  "))
-	}
-	if len(pending) > 0 {
-		t.Logf("%s: not registered yet, accepted as pendingMetrics: %s", what, strings.Join(pending, ", "))
 	}
 }
 
