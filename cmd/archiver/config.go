@@ -31,6 +31,8 @@ type runConfig struct {
 	StreamARNs      []string
 	Checkpoint      string
 	Sinks           []string
+	DeadLetter      string
+	RetryFor        time.Duration
 	Start           string
 	WorkerID        string
 	LeaseDuration   time.Duration
@@ -91,6 +93,10 @@ var runOptions = []option{
 		get: func(c *runConfig) any { return c.Checkpoint }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Checkpoint = s }},
 	{name: "sink", alias: "sinks", kind: kindURLList, secret: true, usage: "sink URL: s3://BUCKET/PREFIX, nats://HOST:PORT, file://DIR, stdout:// (repeatable; ?events=expired,deleted picks kinds)",
 		get: func(c *runConfig) any { return c.Sinks }, set: func(c *runConfig, _ string, l []string, _ time.Duration) { c.Sinks = l }},
+	{name: "dead-letter", secret: true, usage: "sink URL (file://DIR, s3://BUCKET/PREFIX, ...) for what can never be delivered: records that cannot be decoded, and events a sink fails permanently or for longer than --retry-for, each with the failing sink, the error, the attempts and the first failure time (default: none; failing batches are retried until fixed)",
+		get: func(c *runConfig) any { return c.DeadLetter }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.DeadLetter = s }},
+	{name: "retry-for", kind: kindDuration, def: "15m", usage: "with --dead-letter: how long a batch may keep failing at one sink before its events go to the dead-letter sink",
+		get: func(c *runConfig) any { return c.RetryFor }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.RetryFor = d }},
 	{name: "start", def: "trim-horizon", usage: "where shards without a checkpoint start: trim-horizon or latest",
 		get: func(c *runConfig) any { return c.Start }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Start = s }},
 	{name: "worker-id", usage: "this worker's lease owner name (default: the ECS task ID, else HOST-PID)",
@@ -451,6 +457,24 @@ func validateOption(c *runConfig, o option, from string, p *problems) {
 			if err := checkSinkURL(s); err != nil {
 				p.add("%s: %v", from, err)
 			}
+		}
+	case "dead-letter":
+		if c.DeadLetter == "" {
+			return
+		}
+		if err := checkSinkURL(c.DeadLetter); err != nil {
+			p.add("%s: %v", from, err)
+		} else if u, _ := url.Parse(c.DeadLetter); u.Query().Has("events") {
+			p.add("%s: events= does not apply: the dead-letter sink takes every event it is given", from)
+		}
+		for _, s := range c.Sinks {
+			if s == c.DeadLetter {
+				p.add("%s: %q is also a --sink: dead letters would mix with the archive", from, maskURL(s))
+			}
+		}
+	case "retry-for":
+		if c.RetryFor <= 0 {
+			p.add("%s: %s must be positive", from, c.RetryFor)
 		}
 	case "start":
 		if pos, err := shard.ParseStartPosition(c.Start); err != nil || c.Start == "" {

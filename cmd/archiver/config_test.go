@@ -137,6 +137,10 @@ func TestConfigValidation(t *testing.T) {
 			[]string{`--pprof (from ARCHIVER_PPROF): "maybe" is not true or false`}},
 		{"bad boolean from file", ok, nil, "pprof: sometimes\n", []string{`--pprof (from `, `key "pprof"): "sometimes" is not true or false`}},
 		{"not yaml", ok, nil, "region: [\n", []string{"not valid YAML"}},
+		{"bad dead-letter sink", append(ok, "--dead-letter", "s3://bucket/p?compression=lz4"), nil, "", []string{`--dead-letter: `, `compression: must be`}},
+		{"dead-letter with events", append(ok, "--dead-letter", "file://dlq?events=all"), nil, "", []string{`--dead-letter: events= does not apply`}},
+		{"dead-letter is a sink", append(ok, "--sink", "file://arch", "--dead-letter", "file://arch"), nil, "", []string{`--dead-letter: "file://arch" is also a --sink`}},
+		{"bad retry-for", append(ok, "--dead-letter", "file://dlq", "--retry-for", "-1m"), nil, "", []string{`--retry-for: -1m0s must be positive`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

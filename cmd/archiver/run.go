@@ -141,6 +141,23 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		routes = append(routes, consumer.Route{Sink: s, Kinds: kinds})
 		log.Info("sink opened", zap.String("sink", s.Name()), zap.Strings("kinds", kindNames(kinds)))
 	}
+	var deadLetter sinks.Sink
+	readyURLs := cfg.Sinks
+	if cfg.DeadLetter != "" {
+		s, _, err := sinks.Open(ctx, cfg.DeadLetter, sinkOpts)
+		if err != nil {
+			closeSinks()
+			var ce *sinks.ConfigError
+			if errors.As(err, &ce) {
+				return usagef("archiver run: --dead-letter: %v", err)
+			}
+			return fmt.Errorf("open dead-letter sink %s: %w", maskURL(cfg.DeadLetter), err)
+		}
+		deadLetter = s
+		opened = append(opened, s)
+		readyURLs = append(readyURLs[:len(readyURLs):len(readyURLs)], cfg.DeadLetter)
+		log.Info("dead-letter sink opened", zap.String("sink", s.Name()), zap.Duration("retry_for", cfg.RetryFor))
+	}
 
 	start, err := shard.ParseStartPosition(cfg.Start)
 	if err != nil {
@@ -159,6 +176,8 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		Store:                 store,
 		Assigner:              assigner,
 		Routes:                routes,
+		DeadLetter:            deadLetter,
+		RetryFor:              cfg.RetryFor,
 		ShutdownTimeout:       cfg.ShutdownTimeout * 2 / 5,
 		StopTimeout:           cfg.ShutdownTimeout * 2 / 5,
 		MaxInFlightBytesTotal: int(inflight),
@@ -181,7 +200,7 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		srv.EnableProfiling()
 	}
 	srv.AddCheck("stream", ops.CachedCheck(streamCheck(ddb, streams, cfg.Tables, cfg.StreamARNs), 10*time.Second))
-	srv.AddCheck("sinks", sinksCheck(opened, cfg.Sinks))
+	srv.AddCheck("sinks", sinksCheck(opened, readyURLs))
 	if r, ok := store.(ops.Readier); ok {
 		srv.AddCheck("leases", func(context.Context) error { return r.Ready() })
 	} else if leaseProbe != nil {
