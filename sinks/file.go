@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"go.uber.org/zap"
 
@@ -22,8 +23,17 @@ import (
 // A batch is acknowledged only after its lines were written and the file
 // (and any directory it had to create) fsynced. Batches queued together
 // share one fsync. Lines are rendered in Write, on the caller's goroutine;
-// one worker appends and fsyncs, in the order batches were written. A failed append is cut back off the file, so a retry
-// never leaves a torn line behind.
+// one worker appends and fsyncs, in the order batches were written. A
+// failed append is cut back off the file, so a retry never leaves a torn
+// line behind.
+//
+// Failures are classified for the caller (see [ErrPermanent]): permission
+// denied (EACCES, EPERM), a read-only file system (EROFS), a file where a
+// directory belongs (ENOTDIR, EISDIR) and names too long are permanent; a
+// full disk or quota (ENOSPC, EDQUOT), I/O errors and everything else are
+// not (space may be freed; the batch is worth retrying). An event whose
+// table name cannot be a directory name is rejected alone: its batch is
+// acknowledged with a [*RejectedError] once the other events are durable.
 type FileSink struct {
 	*serial
 	dir   string
@@ -85,11 +95,12 @@ func checkTableName(t string) error {
 
 // fileLines is one batch rendered on the caller's goroutine: its archive
 // lines, in order, cut into runs of consecutive events bound for the same
-// file. err is set (and nothing else) when an event cannot be archived.
+// file. rej lists the events that cannot be archived (nil for none); they
+// have no line.
 type fileLines struct {
 	buf  []byte
 	runs []fileRun
-	err  error
+	rej  error
 }
 
 // fileRun is a run of lines for one file: buf[end of the run before:end].
@@ -114,9 +125,8 @@ func (s *FileSink) render(b Batch) any {
 		if len(fl.runs) == 0 || hour != lastHour || e.Table != lastTable {
 			path, err := s.Path(e)
 			if err != nil {
-				fl.buf, fl.runs = fl.buf[:0], fl.runs[:0]
-				fl.err = fmt.Errorf("file sink: event %s: %w", e.EventID, err)
-				return fl
+				fl.rej = addRejected(fl.rej, j, fmt.Errorf("file sink: event %s: %w", e.EventID, err))
+				continue
 			}
 			if len(fl.runs) == 0 || fl.runs[len(fl.runs)-1].path != path {
 				fl.runs = append(fl.runs, fileRun{path: path})
@@ -146,7 +156,7 @@ func (s *FileSink) putLines(fl *fileLines) {
 	if cap(fl.buf) > 4<<20 {
 		return
 	}
-	fl.buf, fl.runs, fl.err = fl.buf[:0], fl.runs[:0], nil
+	fl.buf, fl.runs, fl.rej = fl.buf[:0], fl.runs[:0], nil
 	select {
 	case s.linesPool <- fl:
 	default:
@@ -164,10 +174,7 @@ func (s *FileSink) write(reqs []serialReq) []error {
 			fl = s.render(r.b).(*fileLines)
 		}
 		rendered = append(rendered, fl)
-		if fl.err != nil {
-			errs[i] = fl.err
-			continue
-		}
+		errs[i] = fl.rej
 		start := 0
 		for _, run := range fl.runs {
 			segs := s.segs[run.path]
@@ -188,6 +195,7 @@ func (s *FileSink) write(reqs []serialReq) []error {
 		segs := s.segs[path]
 		n, err := s.appendSync(path, segs)
 		if err != nil {
+			err = classifyFileError(err)
 			failed[path] = err
 			s.log.Error("file sink append failed", zap.String("path", path), zap.Error(err))
 		} else {
@@ -201,9 +209,7 @@ func (s *FileSink) write(reqs []serialReq) []error {
 		s.putLines(fl)
 	}
 	for i := range reqs {
-		if errs[i] != nil {
-			continue
-		}
+		// A failed append outranks the rejection of single events.
 		for _, p := range touched[i] {
 			if err, ok := failed[p]; ok {
 				errs[i] = err
@@ -282,6 +288,23 @@ func (s *FileSink) open(path string) (*os.File, error) {
 	return f, nil
 }
 
+// classifyFileError marks err permanent when the file system refuses the
+// write for a reason that trying again never fixes: no permission (EACCES,
+// EPERM), a read-only file system (EROFS), a file where a directory
+// belongs or the other way round (ENOTDIR, EISDIR), a name too long. A
+// full disk or quota (ENOSPC, EDQUOT) is not permanent: space may be
+// freed. Nor are I/O errors, too many open files and the like.
+func classifyFileError(err error) error {
+	for _, errno := range permanentErrnos {
+		if errors.Is(err, errno) {
+			return Permanent(err)
+		}
+	}
+	return err
+}
+
+var permanentErrnos = []error{syscall.EACCES, syscall.EPERM, syscall.EROFS, syscall.ENOTDIR, syscall.EISDIR, syscall.ENAMETOOLONG}
+
 func (s *FileSink) drop(path string) {
 	if f, ok := s.files[path]; ok {
 		f.Close()
@@ -305,7 +328,7 @@ func (s *FileSink) closeFiles() error {
 func mkdirAllSync(dir string) (bool, error) {
 	if fi, err := os.Stat(dir); err == nil {
 		if !fi.IsDir() {
-			return false, fmt.Errorf("%s is not a directory", dir)
+			return false, &os.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
 		}
 		return false, nil
 	}

@@ -134,16 +134,22 @@ func TestFileSinkAppendsAcrossOpens(t *testing.T) {
 	}
 }
 
-func TestFileSinkBadTableFailsTheBatch(t *testing.T) {
+// TestFileSinkRejectsBadTableNames: an event whose table name would escape
+// the directory is rejected alone; the rest of its batch is written.
+func TestFileSinkRejectsBadTableNames(t *testing.T) {
 	ctx := testCtx(t)
-	s, _ := newTestFileSink(t)
+	s, dir := newTestFileSink(t)
 	a := newAcks()
-	evs := testEvents("../escape", "s", 1, 1)
+	evs := testEvents("t", "s", 1, 4)
+	evs[0].Table = "../escape"
+	evs[2].Table = "a/b"
 	if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.waitAck(t, "b"); err == nil || !strings.Contains(err.Error(), "table name") {
-		t.Fatalf("ack error %v, want a table-name error", err)
+	assertRejected(t, a.waitAck(t, "b"), []int{0, 2}, "table name")
+	lines := readLines(t, filepath.Join(dir, "t", "2026-03-04", "05.jsonl"))
+	if len(lines) != 2 || lines[0].EventID != evs[1].EventID || lines[1].EventID != evs[3].EventID {
+		t.Fatalf("file holds %d lines, want events 1 and 3", len(lines))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -49,6 +50,16 @@ const (
 // In core mode (jetstream=false) delivery is at-most-once: a batch is
 // acknowledged once the server received its messages (a flush round-trip),
 // whether or not any subscriber got them.
+//
+// Failures are classified for the caller (see [ErrPermanent]). A message
+// the server will never take is rejected alone: larger than the server's
+// max_payload (checked against the connection's MaxPayload before it is
+// published, and nats.ErrMaxPayload), larger than the stream's
+// max_msg_size, or with an invalid subject. The rest of its batch is
+// published as usual and the batch acknowledged with a [*RejectedError]
+// listing the rejected events. A subject that no JetStream stream captures
+// fails the batch with a permanent error. Timeouts, lost connections and
+// servers that do not answer are never permanent.
 type NATSSink struct {
 	c      NATSConfig
 	name   string
@@ -80,16 +91,34 @@ type natsBatch struct {
 	ack       Ack
 	remaining int
 	err       error
+	rejected  *RejectedError
 }
 
-func (b *natsBatch) done(err error) {
+// done counts one message of the batch as finished, with err (nil:
+// acknowledged by JetStream).
+func (b *natsBatch) done(err error) { b.finish(-1, err) }
+
+// reject counts message i of the batch as finished and never to be taken.
+func (b *natsBatch) reject(i int, err error) { b.finish(i, err) }
+
+func (b *natsBatch) finish(rejected int, err error) {
 	b.mu.Lock()
-	if err != nil && b.err == nil {
+	switch {
+	case rejected >= 0:
+		if b.rejected == nil {
+			b.rejected = &RejectedError{Err: err}
+		}
+		b.rejected.Indexes = append(b.rejected.Indexes, rejected)
+	case err != nil && b.err == nil:
 		b.err = err
 	}
 	b.remaining--
 	fire := b.remaining == 0
 	ack, berr := b.ack, b.err
+	if fire && berr == nil && b.rejected != nil {
+		sort.Ints(b.rejected.Indexes) // the acker finishes them in order; Write may not
+		berr = b.rejected
+	}
 	b.mu.Unlock()
 	if fire {
 		ack(berr)
@@ -102,6 +131,10 @@ type natsInflight struct {
 	batch *natsBatch
 	size  int64
 	flush chan struct{}
+	// index is the message's position in its batch; reject, when set,
+	// says why it was not published and never will be.
+	index  int
+	reject error
 }
 
 // NATSRetryFor is how long a NATS message is re-published before its batch
@@ -331,10 +364,16 @@ func (s *NATSSink) Write(ctx context.Context, b Batch, ack Ack) (err error) {
 	}
 	nb := &natsBatch{ack: ack, remaining: len(msgs)}
 	for i, m := range msgs {
-		fut, err := s.publish(ctx, m)
+		inf := &natsInflight{msg: m, batch: nb, size: sizes[i], index: i}
+		inf.fut, err = s.publish(ctx, m)
+		if rejection(err) {
+			// This message never goes; the others do. The acker reports
+			// it in order with the rest of the batch.
+			inf.reject, err = err, nil
+		}
 		if err == nil {
 			select {
-			case s.queue <- &natsInflight{msg: m, fut: fut, batch: nb, size: sizes[i]}:
+			case s.queue <- inf:
 				continue
 			case <-ctx.Done():
 				err = ctx.Err()
@@ -384,15 +423,19 @@ func (s *NATSSink) enter(ctx context.Context) (context.Context, func(), error) {
 }
 
 // publish starts one asynchronous publish, retrying with backoff while the
-// client refuses it (stalled, reconnect buffer full).
+// client refuses it (stalled, reconnect buffer full). A message the server
+// will never take fails at once with an error for which [rejection] holds.
 func (s *NATSSink) publish(ctx context.Context, m *nats.Msg) (jetstream.PubAckFuture, error) {
+	if err := s.checkPayload(m); err != nil {
+		return nil, err
+	}
 	delay := 10 * time.Millisecond
 	for {
 		fut, err := s.js.PublishMsgAsync(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
 		if err == nil {
 			return fut, nil
 		}
-		if errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) {
+		if rejection(err) {
 			return nil, fmt.Errorf("publishing to %q: %w", m.Subject, err)
 		}
 		if errors.Is(err, nats.ErrConnectionClosed) {
@@ -408,27 +451,60 @@ func (s *NATSSink) publish(ctx context.Context, m *nats.Msg) (jetstream.PubAckFu
 	}
 }
 
+// checkPayload refuses a message larger than the server's max_payload
+// before the client is given it (the client would refuse it too; a server
+// that gets one closes the connection).
+func (s *NATSSink) checkPayload(m *nats.Msg) error {
+	max := s.nc.MaxPayload()
+	if n := int64(m.Size() - len(m.Subject) - len(m.Reply)); max > 0 && n > max {
+		return fmt.Errorf("publishing to %q: %w: %d bytes with headers, the server's max_payload is %d", m.Subject, nats.ErrMaxPayload, n, max)
+	}
+	return nil
+}
+
+// rejection reports whether a publish failed for a reason that concerns
+// only that message and that publishing it again never fixes: larger than
+// the server's max_payload or the stream's max_msg_size, or an invalid
+// subject.
+func rejection(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) {
+		return true
+	}
+	var ae *jetstream.APIError
+	return errors.As(err, &ae) && ae.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
+}
+
 // acker waits for every publish's acknowledgement in order, re-publishes
 // failures, and acknowledges batches.
 func (s *NATSSink) acker() {
 	defer close(s.done)
 	for inf := range s.queue {
-		if inf.flush != nil {
+		switch {
+		case inf.flush != nil:
 			close(inf.flush)
-			continue
-		}
-		if inf.msg == nil {
+		case inf.reject != nil:
+			s.budget.release(inf.size)
+			s.m.buffered.Sub(float64(inf.size))
+			inf.batch.reject(inf.index, inf.reject)
+		case inf.msg == nil:
 			inf.batch.done(nil)
-			continue
+		default:
+			err := s.await(inf)
+			s.budget.release(inf.size)
+			s.m.buffered.Sub(float64(inf.size))
+			if err == nil {
+				s.m.objects.Inc()
+				s.m.bytes.Add(float64(len(inf.msg.Data)))
+			}
+			if rejection(err) {
+				inf.batch.reject(inf.index, err)
+			} else {
+				inf.batch.done(err)
+			}
 		}
-		err := s.await(inf)
-		s.budget.release(inf.size)
-		s.m.buffered.Sub(float64(inf.size))
-		if err == nil {
-			s.m.objects.Inc()
-			s.m.bytes.Add(float64(len(inf.msg.Data)))
-		}
-		inf.batch.done(err)
 	}
 }
 
@@ -445,7 +521,7 @@ func (s *NATSSink) await(inf *natsInflight) error {
 		case <-s.killCtx.Done():
 			return fmt.Errorf("nats sink closed before JetStream acknowledged %q", inf.msg.Subject)
 		}
-		if errors.Is(err, nats.ErrMaxPayload) {
+		if rejection(err) {
 			return fmt.Errorf("publishing to %q: %w", inf.msg.Subject, err)
 		}
 		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
@@ -470,20 +546,21 @@ func (s *NATSSink) await(inf *natsInflight) error {
 			if perr == nil {
 				break
 			}
-			if errors.Is(perr, nats.ErrConnectionClosed) || time.Since(start) > NATSRetryFor {
+			if rejection(perr) || errors.Is(perr, nats.ErrConnectionClosed) || time.Since(start) > NATSRetryFor {
 				return fmt.Errorf("publishing to %q: %w", inf.msg.Subject, perr)
 			}
 		}
 	}
 }
 
-// uncaptured returns an error when JetStream answers and no stream captures
-// subject (a permanent misconfiguration rather than a restarting server).
+// uncaptured returns a permanent error when JetStream answers and no
+// stream captures subject (a misconfiguration rather than a restarting
+// server).
 func (s *NATSSink) uncaptured(subject string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if _, err := s.js.StreamNameBySubject(ctx, subject); errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("publishing to %q: no JetStream stream captures this subject", subject)
+		return Permanent(fmt.Errorf("publishing to %q: no JetStream stream captures this subject: %w", subject, err))
 	}
 	return nil
 }
@@ -554,23 +631,31 @@ func (s *NATSSink) Close(ctx context.Context) error {
 }
 
 // writeCore publishes batches on core NATS and acknowledges them once the
-// server confirmed receipt with a flush round-trip.
+// server confirmed receipt with a flush round-trip. Messages the server
+// would never take are left out, and their batches acknowledged with a
+// [RejectedError] listing them.
 func (s *NATSSink) writeCore(reqs []serialReq) []error {
 	errs := make([]error, len(reqs))
 	var n int
 	var bytes int64
 	var err error
-	for _, r := range reqs {
+publish:
+	for ri, r := range reqs {
 		for i := range r.b.Events {
 			m := s.message(&r.b.Events[i])
-			if err = s.nc.PublishMsg(m); err != nil {
-				break
+			if err = s.checkPayload(m); err == nil {
+				err = s.nc.PublishMsg(m)
+			}
+			if rejection(err) {
+				errs[ri] = addRejected(errs[ri], i, fmt.Errorf("nats sink %s: %w", s.name, err))
+				err = nil
+				continue
+			}
+			if err != nil {
+				break publish
 			}
 			n++
 			bytes += int64(len(m.Data))
-		}
-		if err != nil {
-			break
 		}
 	}
 	if err == nil {
@@ -586,6 +671,17 @@ func (s *NATSSink) writeCore(reqs []serialReq) []error {
 	s.m.objects.Add(float64(n))
 	s.m.bytes.Add(float64(bytes))
 	return errs
+}
+
+// addRejected adds event i to the rejection held in err (nil or a
+// *RejectedError), creating it with cause when there is none yet.
+func addRejected(err error, i int, cause error) error {
+	rej, _ := err.(*RejectedError)
+	if rej == nil {
+		rej = &RejectedError{Err: cause}
+	}
+	rej.Indexes = append(rej.Indexes, i)
+	return rej
 }
 
 func (s *NATSSink) drain() error {

@@ -65,10 +65,16 @@ type S3API interface {
 // zstd, an x-amz-checksum-sha256, the configured server-side encryption and
 // storage class, and metadata (records, first-sequence, last-sequence).
 // Failed uploads are retried with exponential backoff and jitter on 5xx,
-// throttling and network errors, up to MaxAttempts; then the batches in the
-// object are acknowledged with the error, and the consumer retries them. A
-// batch is acknowledged only after S3 confirmed every object holding its
-// events.
+// throttling, expired credentials and network errors, up to MaxAttempts;
+// then the batches in the object are acknowledged with the error, and the
+// consumer retries them. Other answers (3xx and 4xx: NoSuchBucket,
+// AccessDenied, InvalidBucketName, a KMS key that is missing, disabled or
+// not usable by the role, any other bad request) are not retried: the
+// batches are acknowledged at once with an error marked [ErrPermanent]. No
+// answer makes the sink send one request more than MaxAttempts times. An
+// event whose table name cannot be part of a key is rejected alone (a
+// [*RejectedError]). A batch is acknowledged only after S3 confirmed every
+// object holding its events.
 type S3Sink struct {
 	c      S3Config
 	api    S3API
@@ -159,6 +165,9 @@ type s3Batch struct {
 	ack       Ack
 	remaining int
 	err       error
+	// rejected lists the events Write refused (nil for none); the batch
+	// is acknowledged with it when everything else is durable.
+	rejected *RejectedError
 }
 
 func (b *s3Batch) done(err error) {
@@ -169,8 +178,16 @@ func (b *s3Batch) done(err error) {
 	b.remaining--
 	fire := b.remaining == 0
 	b.mu.Unlock()
-	if fire {
+	if !fire {
+		return
+	}
+	switch {
+	case b.err != nil:
 		b.ack(b.err)
+	case b.rejected != nil:
+		b.ack(b.rejected)
+	default:
+		b.ack(nil)
 	}
 }
 
@@ -332,13 +349,10 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 		default:
 		}
 	}()
-	ends := make([]int, len(b.Events))
-	for i := range b.Events {
-		if err := checkTableName(b.Events[i].Table); err != nil {
-			return fmt.Errorf("s3 sink: event %s: %w", b.Events[i].EventID, err)
-		}
-		buf = event.AppendLine(buf, &b.Events[i])
-		ends[i] = len(buf)
+	buf, ends, rej := renderS3Lines(buf, b.Events)
+	if rej != nil && len(rej.Indexes) == len(b.Events) {
+		go ack(rej)
+		return nil
 	}
 	total := int64(len(buf))
 	kicked := false
@@ -352,7 +366,7 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 		return err
 	}
 	s.m.buffered.Add(float64(total))
-	sb := &s3Batch{ack: ack, remaining: 1} // 1: held until the loop is done
+	sb := &s3Batch{ack: ack, remaining: 1, rejected: rej} // 1: held until the loop is done
 	now := s.now()
 	sh.mu.Lock()
 	for sh.dead {
@@ -365,6 +379,13 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 	}
 	sh.lastWrite = now
 	for i := range b.Events {
+		start := 0
+		if i > 0 {
+			start = ends[i-1]
+		}
+		if start == ends[i] {
+			continue // rejected
+		}
 		e := &b.Events[i]
 		k := s3BufKey{table: e.Table, kind: e.Kind, shard: e.ShardID, hour: e.ApproximateCreationTime.Unix() / 3600}
 		if e.ApproximateCreationTime.Unix() < 0 && e.ApproximateCreationTime.Unix()%3600 != 0 {
@@ -384,10 +405,6 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 			sb.remaining++
 			sb.mu.Unlock()
 		}
-		start := 0
-		if i > 0 {
-			start = ends[i-1]
-		}
 		bf.data = s.grow(bf.data, ends[i]-start)
 		bf.data = append(bf.data, buf[start:ends[i]]...)
 		bf.last = e.SequenceNumber
@@ -400,6 +417,28 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 	sh.mu.Unlock()
 	sb.done(nil)
 	return nil
+}
+
+// renderS3Lines appends the archive lines of evs to buf; ends[i] is where
+// line i ends. An event whose table name cannot be part of a key gets an
+// empty line and is listed in the returned rejection (nil when there is
+// none): it is refused, the others go on.
+func renderS3Lines(buf []byte, evs []event.Event) ([]byte, []int, *RejectedError) {
+	ends := make([]int, len(evs))
+	var rej *RejectedError
+	for i := range evs {
+		if err := checkTableName(evs[i].Table); err != nil {
+			if rej == nil {
+				rej = &RejectedError{Err: fmt.Errorf("s3 sink: event %s: %w", evs[i].EventID, err)}
+			}
+			rej.Indexes = append(rej.Indexes, i)
+			ends[i] = len(buf)
+			continue
+		}
+		buf = event.AppendLine(buf, &evs[i])
+		ends[i] = len(buf)
+	}
+	return buf, ends, rej
 }
 
 // shardLocked returns the shard's state, creating it. s.mu is held.
@@ -686,7 +725,11 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 		bf.dirty = true
 		if !retryableS3(err) || attempt >= s.c.MaxAttempts {
 			s.log.Error("s3 upload failed", zap.String("key", key), zap.Int("attempts", attempt), zap.Error(err))
-			return fmt.Errorf("s3 sink: put s3://%s/%s (attempt %d): %w", s.c.Bucket, key, attempt, err)
+			err = fmt.Errorf("s3 sink: put s3://%s/%s (attempt %d): %w", s.c.Bucket, key, attempt, err)
+			if permanentS3(err) {
+				err = Permanent(err)
+			}
+			return err
 		}
 		s.m.retries.Inc()
 		s.log.Warn("s3 upload failed; retrying", zap.String("key", key), zap.Int("attempt", attempt), zap.Error(err))
@@ -696,8 +739,8 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 	}
 }
 
-// errConflict is returned when an object exists under the key with other
-// content than the sink would write.
+// errConflict is returned (marked permanent) when an object exists under
+// the key with other content than the sink would write.
 var errConflict = errors.New("object exists with different content")
 
 // sameContent checks that the object at key holds exactly body.
@@ -712,10 +755,10 @@ func (s *S3Sink) sameContent(ctx context.Context, key string, body []byte, check
 		if *head.ChecksumSHA256 == checksum {
 			return nil
 		}
-		return fmt.Errorf("%s: %w (sha256 %s, want %s)", key, errConflict, *head.ChecksumSHA256, checksum)
+		return Permanent(fmt.Errorf("%s: %w (sha256 %s, want %s)", key, errConflict, *head.ChecksumSHA256, checksum))
 	}
 	if head.ContentLength != nil && *head.ContentLength != int64(len(body)) {
-		return fmt.Errorf("%s: %w (%d bytes, want %d)", key, errConflict, *head.ContentLength, len(body))
+		return Permanent(fmt.Errorf("%s: %w (%d bytes, want %d)", key, errConflict, *head.ContentLength, len(body)))
 	}
 	get, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.c.Bucket), Key: aws.String(key)})
 	if err != nil {
@@ -727,7 +770,7 @@ func (s *S3Sink) sameContent(ctx context.Context, key string, body []byte, check
 		return fmt.Errorf("checking existing object: %w", err)
 	}
 	if got := base64.StdEncoding.EncodeToString(h.Sum(nil)); got != checksum {
-		return fmt.Errorf("%s: %w (sha256 %s, want %s)", key, errConflict, got, checksum)
+		return Permanent(fmt.Errorf("%s: %w (sha256 %s, want %s)", key, errConflict, got, checksum))
 	}
 	return nil
 }
@@ -742,27 +785,21 @@ func isPreconditionFailed(err error) bool {
 }
 
 // retryableS3 reports whether an upload error is worth another attempt:
-// 5xx, throttling, timeouts, conflicts of concurrent conditional writes and
-// network errors. Other 4xx (access denied, no such bucket, bad request) and
-// content conflicts are not.
+// 5xx, throttling, timeouts, conflicts of concurrent conditional writes,
+// expired credentials (the provider refreshes them), a body damaged on the
+// way (checksum mismatch) and network errors. Other 3xx and 4xx (access
+// denied, no such bucket, a KMS key that is missing or disabled, bad
+// request) and content conflicts are not; see [permanentS3].
 func retryableS3(err error) bool {
-	if errors.Is(err, errConflict) {
+	if errors.Is(err, ErrPermanent) {
 		return false
 	}
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() != 0 {
-		code := re.HTTPStatusCode()
+	if code := s3Status(err); code != 0 {
 		if code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code == http.StatusConflict {
 			return true
 		}
 		var ae smithy.APIError
-		if errors.As(err, &ae) {
-			switch ae.ErrorCode() {
-			case "SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "RequestTimeTooSkewed", "InternalError", "ServiceUnavailable", "ConditionalRequestConflict":
-				return true
-			}
-		}
-		return false
+		return errors.As(err, &ae) && retryableS3Codes[ae.ErrorCode()]
 	}
 	var ne net.Error
 	if errors.As(err, &ne) {
@@ -774,6 +811,41 @@ func retryableS3(err error) bool {
 	// No HTTP response at all (connection refused, reset, DNS): retry.
 	var oe *smithy.OperationError
 	return errors.As(err, &oe)
+}
+
+// retryableS3Codes are S3 error codes worth another attempt whatever their
+// HTTP status (several come as 400 or 403).
+var retryableS3Codes = map[string]bool{
+	"SlowDown": true, "Throttling": true, "ThrottlingException": true, "RequestTimeout": true,
+	"RequestTimeTooSkewed": true, "InternalError": true, "ServiceUnavailable": true,
+	"ConditionalRequestConflict": true, "OperationAborted": true,
+	"ExpiredToken": true, "ExpiredTokenException": true, "TokenRefreshRequired": true, "RequestExpired": true,
+	"BadDigest": true, "XAmzContentSHA256Mismatch": true, "IncompleteBody": true,
+	"KMS.ThrottlingException": true, "KMS.DependencyTimeoutException": true, "KMS.KMSInternalException": true,
+}
+
+// permanentS3 reports whether an S3 failure is one that sending the same
+// request again will never fix: an answer with a 3xx or 4xx status that
+// [retryableS3] does not retry (NoSuchBucket, AccessDenied, InvalidBucketName,
+// PermanentRedirect, KMS.NotFoundException, KMS.DisabledException, any
+// other 400), or an error already marked permanent (a content conflict
+// the sink could not resolve). Network errors, 5xx and throttling are
+// never permanent, nor is giving up after MaxAttempts.
+func permanentS3(err error) bool {
+	if errors.Is(err, ErrPermanent) {
+		return true
+	}
+	code := s3Status(err)
+	return code >= 300 && code < 500 && !retryableS3(err)
+}
+
+// s3Status is the HTTP status of the response err carries (0 for none).
+func s3Status(err error) int {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
 }
 
 // Flush uploads every buffer now and returns once every batch written

@@ -175,8 +175,8 @@ func TestS3IfNoneMatchNeverOverwrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Flush(ctx)
-	if _, err := a.get("b"); err == nil || !errors.Is(err, errConflict) || !strings.Contains(err.Error(), key) {
-		t.Fatalf("ack error %v, want a conflict naming the key", err)
+	if _, err := a.get("b"); err == nil || !errors.Is(err, errConflict) || !strings.Contains(err.Error(), key) || !IsPermanent(err) {
+		t.Fatalf("ack error %v, want a permanent conflict naming the key", err)
 	}
 	out, _ := v.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("archive"), Key: aws.String(key)})
 	body := make([]byte, 16)
@@ -375,8 +375,8 @@ func TestS3GivesUpWithAnError(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.Close(ctx)
-			if c, err := a.get("b"); c != 1 || err == nil || !strings.Contains(err.Error(), "attempt 3") {
-				t.Fatalf("%d acks, err %v; want one ack with the error after 3 attempts", c, err)
+			if c, err := a.get("b"); c != 1 || err == nil || !strings.Contains(err.Error(), "attempt 3") || IsPermanent(err) {
+				t.Fatalf("%d acks, err %v; want one ack with a non-permanent error after 3 attempts", c, err)
 			}
 		})
 	}
@@ -388,8 +388,8 @@ func TestS3GivesUpWithAnError(t *testing.T) {
 		a := newAcks()
 		s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 1)}, a.ack("b"))
 		s.Close(ctx)
-		if c, err := a.get("b"); c != 1 || err == nil || !strings.Contains(err.Error(), "attempt 1") {
-			t.Fatalf("%d acks, err %v", c, err)
+		if c, err := a.get("b"); c != 1 || err == nil || !strings.Contains(err.Error(), "attempt 1") || !IsPermanent(err) {
+			t.Fatalf("%d acks, err %v; want one ack with a permanent error after 1 attempt", c, err)
 		}
 	})
 }

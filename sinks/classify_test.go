@@ -1,0 +1,435 @@
+package sinks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ttl-archiver/archiver/event"
+)
+
+// s3ErrorAnswer answers every PUT with an S3 error document.
+func s3ErrorAnswer(status int, code, msg string, puts *atomic.Int32) faultFunc {
+	return func(w http.ResponseWriter, r *http.Request, _ func(http.ResponseWriter)) bool {
+		if r.Method != http.MethodPut {
+			return false
+		}
+		puts.Add(1)
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>%s</Message></Error>`, code, msg)
+		return true
+	}
+}
+
+// TestS3ErrorClassification: answers that a retry never fixes fail the
+// upload's batches at once with a permanent error; retryable answers are
+// retried up to MaxAttempts and then fail with an error that is not
+// permanent. versitygw answers where it can; the proxy stands in for what
+// it cannot produce (KMS, throttling, expired tokens).
+func TestS3ErrorClassification(t *testing.T) {
+	v := startVersity(t)
+	px := startProxy(t, v.endpoint)
+	wrongSecret := func(ctx context.Context, region string) (aws.Config, error) {
+		return aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider(testAccessKey, "not-the-secret", "")}, nil
+	}
+	const maxAttempts = 3
+	for _, tc := range []struct {
+		name      string
+		bucket    string
+		awsConfig func(context.Context, string) (aws.Config, error)
+		status    int // 0: versitygw answers
+		code, msg string
+		attempts  int32
+		permanent bool
+		mentions  string
+	}{
+		{name: "NoSuchBucket from versitygw", bucket: "missing", attempts: 1, permanent: true, mentions: "NoSuchBucket"},
+		{name: "bad signature from versitygw", awsConfig: wrongSecret, attempts: 1, permanent: true, mentions: "403"},
+		{name: "AccessDenied", status: 403, code: "AccessDenied", msg: "Access Denied", attempts: 1, permanent: true, mentions: "AccessDenied"},
+		{name: "InvalidBucketName", status: 400, code: "InvalidBucketName", msg: "The specified bucket is not valid.", attempts: 1, permanent: true, mentions: "InvalidBucketName"},
+		{name: "KMS key missing", status: 400, code: "KMS.NotFoundException", msg: "Invalid arn", attempts: 1, permanent: true, mentions: "KMS.NotFoundException"},
+		{name: "KMS key denied", status: 403, code: "AccessDenied", msg: "not authorized to perform: kms:GenerateDataKey", attempts: 1, permanent: true, mentions: "kms:GenerateDataKey"},
+		{name: "KMS key disabled", status: 400, code: "KMS.DisabledException", msg: "key is disabled", attempts: 1, permanent: true, mentions: "KMS.DisabledException"},
+		{name: "other bad request", status: 400, code: "InvalidArgument", msg: "bad header", attempts: 1, permanent: true, mentions: "InvalidArgument"},
+		{name: "SlowDown", status: 503, code: "SlowDown", msg: "Reduce your request rate.", attempts: maxAttempts},
+		{name: "InternalError", status: 500, code: "InternalError", msg: "oops", attempts: maxAttempts},
+		{name: "ExpiredToken", status: 400, code: "ExpiredToken", msg: "The provided token has expired.", attempts: maxAttempts},
+		{name: "RequestTimeout", status: 400, code: "RequestTimeout", msg: "idle", attempts: maxAttempts},
+		{name: "BadDigest", status: 400, code: "BadDigest", msg: "checksum mismatch", attempts: maxAttempts},
+		{name: "KMS throttled", status: 400, code: "KMS.ThrottlingException", msg: "rate exceeded", attempts: maxAttempts},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			var puts atomic.Int32
+			if tc.status != 0 {
+				px.setFault(s3ErrorAnswer(tc.status, tc.code, tc.msg, &puts))
+			} else {
+				px.setFault(func(_ http.ResponseWriter, r *http.Request, _ func(http.ResponseWriter)) bool {
+					if r.Method == http.MethodPut {
+						puts.Add(1)
+					}
+					return false
+				})
+			}
+			c := S3Config{Bucket: "archive", Endpoint: px.url, PathStyle: true, MaxAttempts: maxAttempts, RetryBase: time.Millisecond}
+			if tc.bucket != "" {
+				c.Bucket = tc.bucket
+			}
+			o := Options{AWSConfig: testAWSConfig}
+			if tc.awsConfig != nil {
+				o.AWSConfig = tc.awsConfig
+			}
+			s, err := NewS3(ctx, c, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := newAcks()
+			if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 2)}, a.ack("b")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			n, err := a.get("b")
+			if n != 1 || err == nil {
+				t.Fatalf("%d acks, err %v; want one ack with an error", n, err)
+			}
+			if IsPermanent(err) != tc.permanent {
+				t.Errorf("IsPermanent = %v, want %v: %v", IsPermanent(err), tc.permanent, err)
+			}
+			if got := puts.Load(); got != tc.attempts {
+				t.Errorf("%d PUTs, want %d", got, tc.attempts)
+			}
+			if want := fmt.Sprintf("attempt %d", tc.attempts); !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+			if tc.mentions != "" && !strings.Contains(err.Error(), tc.mentions) {
+				t.Errorf("error %q does not mention %q", err, tc.mentions)
+			}
+		})
+	}
+}
+
+// TestS3RejectsBadTableNames: an event whose table name cannot be part of a
+// key is rejected alone; the others of its batch are stored.
+func TestS3RejectsBadTableNames(t *testing.T) {
+	v := startVersity(t)
+	ctx := testCtx(t)
+	s := openS3(t, v.endpoint, "flush-interval=1h")
+	s.c.Prefix = "badtable"
+	evs := testEvents("t", "s", 1, 4)
+	evs[1].Table = "../escape"
+	evs[3].Table = ""
+	a := newAcks()
+	if err := s.Write(ctx, Batch{Events: evs}, a.ack("mixed")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, Batch{Events: evs[1:2]}, a.ack("all bad")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertRejected(t, a.waitAck(t, "mixed"), []int{1, 3}, "table name")
+	assertRejected(t, a.waitAck(t, "all bad"), []int{0}, "table name")
+	ids := v.allEventIDs(t, "badtable/")
+	if len(ids) != 2 || ids[evs[0].EventID] != 1 || ids[evs[2].EventID] != 1 {
+		t.Fatalf("stored %v, want the two good events once each", ids)
+	}
+}
+
+// assertRejected checks that err is a *RejectedError listing exactly
+// indexes, permanent, and mentioning cause.
+func assertRejected(t testing.TB, err error, indexes []int, cause string) {
+	t.Helper()
+	var rej *RejectedError
+	if !errors.As(err, &rej) {
+		t.Fatalf("ack error %v, want a *RejectedError", err)
+	}
+	if !reflect.DeepEqual(rej.Indexes, indexes) {
+		t.Fatalf("rejected %v, want %v", rej.Indexes, indexes)
+	}
+	if !IsPermanent(err) || !strings.Contains(err.Error(), cause) {
+		t.Fatalf("rejection %v: want it permanent and naming %q", err, cause)
+	}
+}
+
+// padded returns events whose items carry a "pad" attribute of n[i] bytes
+// (none for 0).
+func padded(table string, n ...int) []event.Event {
+	evs := testEvents(table, "shard-1", 1, len(n))
+	for i, size := range n {
+		if size > 0 {
+			evs[i].OldImage["pad"] = &typesS{Value: strings.Repeat("x", size)}
+		}
+	}
+	return evs
+}
+
+// payloadSize is what NATS counts against max_payload for e's message.
+func payloadSize(s *NATSSink, e *event.Event) int {
+	m := s.message(e)
+	return m.Size() - len(m.Subject)
+}
+
+// TestNATSRejectsOversizeMessages runs a server with a small max_payload:
+// a message over it is rejected alone, every other event of its batch is
+// published and the batch is acknowledged with a RejectedError listing
+// it. A message of exactly max_payload goes through, and the connection
+// stays usable.
+func TestNATSRejectsOversizeMessages(t *testing.T) {
+	const maxPayload = 4096
+	for _, mode := range []string{"jetstream", "core"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := testCtx(t)
+			ns := startNATS(t, func(o *server.Options) { o.MaxPayload = maxPayload })
+			nc, js := ns.client(t)
+			query := "?subject=big.{table}"
+			var st jetstream.Stream
+			var sub *nats.Subscription
+			if mode == "jetstream" {
+				st = createStream(t, js, "BIG", "big.>")
+			} else {
+				query += "&jetstream=false"
+				var err error
+				if sub, err = nc.SubscribeSync("big.>"); err != nil {
+					t.Fatal(err)
+				}
+				nc.Flush()
+			}
+			sk, _, err := Open(ctx, "nats://"+ns.url+query, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sk.Close(ctx)
+			s := sk.(*NATSSink)
+			evs := padded("t", 0, 2*maxPayload, 0, 0, 0)
+			// Event 3 at exactly max_payload, event 4 one byte over.
+			base := payloadSize(s, &padded("t", 1)[0]) - 1
+			evs[3] = padded("t", 0, 0, 0, maxPayload-base)[3]
+			evs[4] = padded("t", 0, 0, 0, 0, maxPayload-base+1)[4]
+			if got := payloadSize(s, &evs[3]); got != maxPayload {
+				t.Fatalf("test set-up: event 3 is %d bytes, want %d", got, maxPayload)
+			}
+			a := newAcks()
+			if err := s.Write(ctx, Batch{Events: evs}, a.ack("mixed")); err != nil {
+				t.Fatal(err)
+			}
+			err = a.waitAck(t, "mixed")
+			assertRejected(t, err, []int{1, 4}, "max_payload")
+			if !errors.Is(err, nats.ErrMaxPayload) {
+				t.Fatalf("%v does not match nats.ErrMaxPayload", err)
+			}
+			if err := s.Write(ctx, Batch{Events: testEvents("t", "shard-1", 100, 2)}, a.ack("after")); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.waitAck(t, "after"); err != nil {
+				t.Fatalf("a batch after the rejection: %v", err)
+			}
+			want := []string{evs[0].EventID, evs[2].EventID, evs[3].EventID, "t-shard-1-100", "t-shard-1-101"}
+			var got []string
+			if st != nil {
+				for _, m := range streamMsgs(t, st) {
+					got = append(got, m.Headers().Get("Nats-Msg-Id"))
+				}
+			} else {
+				for range want {
+					m, err := sub.NextMsg(30 * time.Second)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got = append(got, m.Header.Get("Nats-Msg-Id"))
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("published %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestNATSRejectsOverStreamMaxMsgSize: a message within max_payload that
+// the stream refuses as larger than its max_msg_size is rejected alone.
+func TestNATSRejectsOverStreamMaxMsgSize(t *testing.T) {
+	ctx := testCtx(t)
+	ns := startNATS(t, nil)
+	_, js := ns.client(t)
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "SMALL", Subjects: []string{"small.>"}, MaxMsgSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := Open(ctx, "nats://"+ns.url+"?subject=small.{table}", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	evs := padded("t", 0, 8192, 0)
+	a := newAcks()
+	if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
+		t.Fatal(err)
+	}
+	assertRejected(t, a.waitAck(t, "b"), []int{1}, "maximum")
+	if n := streamCount(t, st); n != 2 {
+		t.Fatalf("stream holds %d messages, want 2", n)
+	}
+}
+
+// TestNATSRejectsBadSubjects: a subject the client refuses is rejected.
+// Templates are checked and placeholder values cleaned, so a bad subject
+// cannot be rendered; the test sets one directly.
+func TestNATSRejectsBadSubjects(t *testing.T) {
+	ctx := testCtx(t)
+	ns := startNATS(t, nil)
+	_, js := ns.client(t)
+	createStream(t, js, "TTL", "archiver.>")
+	sk, _, err := Open(ctx, "nats://"+ns.url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sk.Close(ctx)
+	s := sk.(*NATSSink)
+	s.tmpl = subjectTemplate{{{lit: "archiver"}}, {{lit: "bad subject"}}}
+	a := newAcks()
+	if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 2)}, a.ack("b")); err != nil {
+		t.Fatal(err)
+	}
+	err = a.waitAck(t, "b")
+	assertRejected(t, err, []int{0, 1}, "invalid subject")
+	if !errors.Is(err, nats.ErrBadSubject) {
+		t.Fatalf("%v does not match nats.ErrBadSubject", err)
+	}
+}
+
+// TestNATSUncapturedSubjectIsPermanent: once no stream captures the
+// subjects (the stream was deleted under the running sink), batches fail
+// with a permanent error rather than after two minutes of retries.
+func TestNATSUncapturedSubjectIsPermanent(t *testing.T) {
+	ctx := testCtx(t)
+	ns := startNATS(t, nil)
+	_, js := ns.client(t)
+	createStream(t, js, "TTL", "archiver.>")
+	s, _, err := Open(ctx, "nats://"+ns.url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	if err := js.DeleteStream(ctx, "TTL"); err != nil {
+		t.Fatal(err)
+	}
+	a := newAcks()
+	if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 2)}, a.ack("b")); err != nil {
+		t.Fatal(err)
+	}
+	err = a.waitAck(t, "b")
+	var rej *RejectedError
+	if !IsPermanent(err) || errors.As(err, &rej) || !strings.Contains(err.Error(), "no JetStream stream captures") {
+		t.Fatalf("ack error %v, want a permanent no-stream error for the whole batch", err)
+	}
+}
+
+func TestClassifyFileError(t *testing.T) {
+	for _, tc := range []struct {
+		err       error
+		permanent bool
+	}{
+		{syscall.EACCES, true},
+		{syscall.EPERM, true},
+		{syscall.EROFS, true},
+		{syscall.ENOTDIR, true},
+		{syscall.EISDIR, true},
+		{syscall.ENAMETOOLONG, true},
+		{syscall.ENOSPC, false},
+		{syscall.EDQUOT, false},
+		{syscall.EIO, false},
+		{syscall.EMFILE, false},
+		{syscall.EINTR, false},
+		{errors.New("something else"), false},
+	} {
+		t.Run(tc.err.Error(), func(t *testing.T) {
+			err := fmt.Errorf("file sink: %w", &os.PathError{Op: "open", Path: "/x", Err: tc.err})
+			got := classifyFileError(err)
+			if IsPermanent(got) != tc.permanent {
+				t.Fatalf("IsPermanent(%v) = %v, want %v", got, IsPermanent(got), tc.permanent)
+			}
+			if !errors.Is(got, tc.err) || got.Error() != err.Error() {
+				t.Fatalf("classified %v lost the cause or changed the message", got)
+			}
+		})
+	}
+}
+
+// TestFileSinkFailureClasses makes the file system fail for real: a full
+// device (the hour file is a link to /dev/full) is not permanent, a file
+// where a directory belongs is, and so is a directory without write
+// permission (skipped as root, whom permissions do not stop).
+func TestFileSinkFailureClasses(t *testing.T) {
+	hourFile := func(dir, table string) string { return filepath.Join(dir, table, "2026-03-04", "05.jsonl") }
+	for _, tc := range []struct {
+		name      string
+		setup     func(t *testing.T, dir string)
+		permanent bool
+		errno     error
+	}{
+		{"full device", func(t *testing.T, dir string) {
+			if _, err := os.Stat("/dev/full"); err != nil {
+				t.Skip("no /dev/full")
+			}
+			mkdir(t, filepath.Dir(hourFile(dir, "t")))
+			if err := os.Symlink("/dev/full", hourFile(dir, "t")); err != nil {
+				t.Fatal(err)
+			}
+		}, false, syscall.ENOSPC},
+		{"file where the table directory belongs", func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "t"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, true, syscall.ENOTDIR},
+		{"directory not writable", func(t *testing.T, dir string) {
+			if os.Geteuid() == 0 {
+				t.Skip("permissions do not stop root")
+			}
+			mkdir(t, filepath.Join(dir, "t"))
+			if err := os.Chmod(filepath.Join(dir, "t"), 0o555); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Chmod(filepath.Join(dir, "t"), 0o755) })
+		}, true, syscall.EACCES},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			s, dir := newTestFileSink(t)
+			tc.setup(t, dir)
+			a := newAcks()
+			if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 2)}, a.ack("b")); err != nil {
+				t.Fatal(err)
+			}
+			err := a.waitAck(t, "b")
+			if !errors.Is(err, tc.errno) || IsPermanent(err) != tc.permanent {
+				t.Fatalf("ack error %v: want %v, permanent %v", err, tc.errno, tc.permanent)
+			}
+		})
+	}
+}
+
+func mkdir(t testing.TB, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
