@@ -45,6 +45,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/budget"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
@@ -201,7 +202,7 @@ type Consumer struct {
 
 	base context.Context // lanes and saves: lives until Run has shut down
 	// inflight is the memory budget all shards share.
-	inflight *memBudget
+	inflight *budget.Budget
 	// starve rate-limits the starved flushes.
 	starveMu        sync.Mutex
 	lastStarveFlush time.Time
@@ -279,7 +280,7 @@ func New(c Config) (*Consumer, error) {
 		states:    map[string]*shardState{},
 		watched:   map[string]bool{},
 		known:     map[string]string{},
-		inflight:  newMemBudget(c.MaxInFlightBytesTotal),
+		inflight:  budget.New(int64(c.MaxInFlightBytesTotal)),
 		saveSlots: make(chan struct{}, 16),
 	}
 	for i, r := range c.Routes {

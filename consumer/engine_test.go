@@ -455,9 +455,7 @@ func TestScenarioSharedBudgetManyShards(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of 6000 expired items after 2 min", len(countKeys(sink.events(), event.Expired)))
 		}
-		c.inflight.mu.Lock()
-		peak = max(peak, c.inflight.used)
-		c.inflight.mu.Unlock()
+		peak = max(peak, int(c.inflight.Used()))
 		time.Sleep(200 * time.Microsecond)
 	}
 	cancel()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
@@ -117,7 +117,7 @@ func (s *shardState) add(ctx context.Context, e *entry) error {
 		var shared <-chan struct{}
 		fits := s.bytes == 0 || s.bytes+e.bytes <= s.budget
 		if fits {
-			shared = s.c.inflight.acquire(e.bytes)
+			shared = s.c.inflight.TryAcquire(int64(e.bytes))
 		}
 		if fits && shared == nil {
 			if e.last == "" {
@@ -154,47 +154,6 @@ func (s *shardState) add(ctx context.Context, e *entry) error {
 	}
 }
 
-// memBudget is an in-flight memory budget shared by every shard.
-type memBudget struct {
-	mu      sync.Mutex
-	max     int
-	used    int
-	wake    chan struct{} // closed (and replaced) by a release with waiters
-	waiting bool
-}
-
-func newMemBudget(max int) *memBudget {
-	return &memBudget{max: max, wake: make(chan struct{})}
-}
-
-// acquire takes n and returns nil if n fits, or if nothing is taken at
-// all (a batch larger than the budget goes alone). Otherwise it takes
-// nothing and returns a channel closed at the next release.
-func (g *memBudget) acquire(n int) <-chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.used != 0 && g.used+n > g.max {
-		g.waiting = true
-		return g.wake
-	}
-	g.used += n
-	return nil
-}
-
-func (g *memBudget) release(n int) {
-	if n == 0 {
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.used -= n
-	if g.waiting {
-		close(g.wake)
-		g.wake = make(chan struct{})
-		g.waiting = false
-	}
-}
-
 // entryDone records one sink's acknowledgement of e.
 func (s *shardState) entryDone(e *entry) {
 	s.mu.Lock()
@@ -221,7 +180,7 @@ func (s *shardState) advance() {
 	}
 	s.entries = append(s.entries[:0:0], s.entries[n:]...)
 	s.bytes -= freed
-	s.c.inflight.release(freed)
+	s.c.inflight.Release(int64(freed))
 	s.c.m.inflightBytes.WithLabelValues(s.table).Sub(float64(freed))
 	s.signal()
 	s.wakeSaver()
@@ -459,7 +418,7 @@ func (s *shardState) close() {
 	}
 	s.mu.Lock()
 	s.c.m.inflightBytes.WithLabelValues(s.table).Sub(float64(s.bytes))
-	s.c.inflight.release(s.bytes)
+	s.c.inflight.Release(int64(s.bytes))
 	s.bytes = 0
 	s.mu.Unlock()
 	s.c.m.lagRecords.DeleteLabelValues(s.table, s.id)
@@ -670,7 +629,7 @@ func (l *lane) ack(it *item, attempt int, start time.Time, err error) {
 		}
 		l.next = idx
 		l.failures++
-		wait = backoff(l.failures, l.s.c.cfg.RetryMinBackoff, l.s.c.cfg.RetryMaxBackoff)
+		wait = backoff.Policy{Min: l.s.c.cfg.RetryMinBackoff, Max: l.s.c.cfg.RetryMaxBackoff}.Delay(l.failures - 1)
 		l.retryAt = time.Now().Add(wait)
 	}
 	failures := l.failures
@@ -693,16 +652,4 @@ func (l *lane) popAcked() {
 		l.next = max(l.next-n, 0)
 		l.failures = 0
 	}
-}
-
-// backoff is the n-th (from 1) exponential backoff between lo and hi, with
-// jitter over its upper half.
-func backoff(n int, lo, hi time.Duration) time.Duration {
-	d := hi
-	if n < 40 {
-		if x := lo << (n - 1); x > 0 && x < hi {
-			d = x
-		}
-	}
-	return d/2 + rand.N(d/2+1)
 }

@@ -346,11 +346,7 @@ func TestSharedBudget(t *testing.T) {
 	}
 	processWaitsForRelease(t, c, mkBatch("s4", 1, event.Expired), a, "the shared budget was full")
 	waitFor(t, "every batch acknowledged", func() bool { return len(a.events()) == 4 })
-	waitFor(t, "budget released", func() bool {
-		c.inflight.mu.Lock()
-		defer c.inflight.mu.Unlock()
-		return c.inflight.used == 0
-	})
+	waitFor(t, "budget released", func() bool { return c.inflight.Used() == 0 })
 }
 
 // TestStarvedFlush: a sink that acknowledges only on Flush (as the S3 sink
