@@ -30,6 +30,15 @@ locals {
       missing     = "notBreaching"
       description = "Records went to the dead-letter sink: a sink failed them permanently or for longer than --retry-for, or they could not be decoded. See archiver_dead_lettered_records_total by sink and reason, and the dead-letter destination."
     }
+    "dead-letter-failures" = {
+      metric      = "archiver_dead_letter_failures_total"
+      statistic   = "Sum"
+      period      = 300
+      periods     = 1
+      threshold   = var.alarm_dead_letter_failures
+      missing     = "notBreaching"
+      description = "The dead-letter sink failed writes. What it was given waits (the checkpoint holds) and is retried; records are lost if this lasts until the stream's 24 h trim."
+    }
     "trimmed-gaps" = {
       metric      = "archiver_shard_trimmed_gaps_total"
       statistic   = "Sum"

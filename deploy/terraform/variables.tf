@@ -129,6 +129,12 @@ variable "alarm_dead_lettered_records" {
   default     = 0
 }
 
+variable "alarm_dead_letter_failures" {
+  description = "Alarm when the dead-letter sink fails more writes than this in five minutes."
+  type        = number
+  default     = 0
+}
+
 variable "alarm_trimmed_gaps" {
   description = "Alarm when more trimmed gaps than this (records the stream dropped before they were read: lost) are met in a minute."
   type        = number
