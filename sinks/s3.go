@@ -53,13 +53,32 @@ type S3API interface {
 // deterministic: a stream position range names exactly one set of records,
 // so an upload retried (by the sink, or by the consumer after a crash
 // re-delivers from its checkpoint and the buffer is cut at the same record)
-// produces the same key and the same bytes. Objects are written with
-// If-None-Match: *, so a retry never overwrites; a 412 answer is checked
-// against the object's SHA-256 and counts as success when the content is
-// identical (an existing object with other content is an error naming the
-// key). A re-delivery cut at a different record (an interval flush fired at
-// another moment) yields a second, overlapping object: at-least-once, and
-// readers de-duplicate by Metadata.eventID.
+// produces the same key and the same bytes. A re-delivery cut at a
+// different record (an interval flush fired at another moment) yields a
+// second, overlapping object: at-least-once, and readers de-duplicate by
+// Metadata.eventID.
+//
+// Objects are written with If-None-Match: *, so a write never overwrites.
+// A 412 answer (the key is taken) is resolved, never retried as such:
+//   - When the object there holds the same events as the upload, the
+//     upload counts as written, even if the bytes differ (another version
+//     rendered the lines differently). A line's identity is its
+//     Metadata.eventID and, for a dead letter, the failing sink's name
+//     (DeadLetter.sink), so dead letters of one event from two sinks are
+//     never merged. The object's stored SHA-256 answers when it is the
+//     same; otherwise the object is read back line by line, decompressed
+//     by its Content-Encoding or key extension, one line in memory at a
+//     time.
+//   - Otherwise the upload is written under a distinct key that is still
+//     deterministic: the same name with the first 12 hex digits of the
+//     object's SHA-256 before the extension,
+//     SHARD-FIRSTSEQ-LASTSEQ.0123456789ab.jsonl.gz, also with
+//     If-None-Match: * and resolved the same way if that key is taken
+//     too. Only when that object too holds other events do the batches
+//     fail, with a permanent error.
+//
+// Each resolution counts in archiver_sink_conflicts_total{sink,outcome}:
+// same_content, same_events, distinct_key or unresolved.
 //
 // Uploads carry Content-Type application/x-ndjson, Content-Encoding gzip or
 // zstd, an x-amz-checksum-sha256, the configured server-side encryption and
@@ -76,15 +95,16 @@ type S3API interface {
 // [*RejectedError]). A batch is acknowledged only after S3 confirmed every
 // object holding its events.
 type S3Sink struct {
-	c      S3Config
-	api    S3API
-	name   string
-	log    *zap.Logger
-	m      sinkMetrics
-	budget *byteBudget
-	sem    chan struct{}
-	zenc   *zstd.Encoder
-	ext    string
+	c         S3Config
+	api       S3API
+	name      string
+	log       *zap.Logger
+	m         sinkMetrics
+	conflicts conflictCounter
+	budget    *byteBudget
+	sem       chan struct{}
+	zenc      *zstd.Encoder
+	ext       string
 
 	// mu guards closed, shards and inflight; it is held only briefly.
 	// Buffers live in per-shard states with locks of their own, so writers
@@ -265,6 +285,7 @@ func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
 		now:      time.Now,
 	}
 	s.m = newSinkMetrics(o.Registerer, s.name)
+	s.conflicts = newConflictCounter(o.Registerer, s.name)
 	s.linePool = make(chan []byte, 16)
 	s.dataPool = make(chan []byte, 2*uploadConcurrency)
 	s.gzPool = make(chan *gzip.Writer, uploadConcurrency)
@@ -711,9 +732,10 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 		_, err = s.api.PutObject(ctx, in)
 		if err != nil && isPreconditionFailed(err) {
 			bf.dirty = true
-			err = s.sameContent(ctx, key, body, checksum)
-			if err == nil {
-				s.log.Info("s3 object already there with the same content", zap.String("key", key))
+			var outcome string
+			outcome, err = s.resolveConflict(ctx, in, bf.data, body, sum)
+			if outcome != "" {
+				s.conflicts(outcome).Inc()
 			}
 		}
 		cancel()
@@ -739,41 +761,9 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 	}
 }
 
-// errConflict is returned (marked permanent) when an object exists under
-// the key with other content than the sink would write.
-var errConflict = errors.New("object exists with different content")
-
-// sameContent checks that the object at key holds exactly body.
-func (s *S3Sink) sameContent(ctx context.Context, key string, body []byte, checksum string) error {
-	head, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{
-		Bucket: aws.String(s.c.Bucket), Key: aws.String(key), ChecksumMode: s3types.ChecksumModeEnabled,
-	})
-	if err != nil {
-		return fmt.Errorf("checking existing object: %w", err)
-	}
-	if head.ChecksumSHA256 != nil && head.ChecksumType != s3types.ChecksumTypeComposite {
-		if *head.ChecksumSHA256 == checksum {
-			return nil
-		}
-		return Permanent(fmt.Errorf("%s: %w (sha256 %s, want %s)", key, errConflict, *head.ChecksumSHA256, checksum))
-	}
-	if head.ContentLength != nil && *head.ContentLength != int64(len(body)) {
-		return Permanent(fmt.Errorf("%s: %w (%d bytes, want %d)", key, errConflict, *head.ContentLength, len(body)))
-	}
-	get, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.c.Bucket), Key: aws.String(key)})
-	if err != nil {
-		return fmt.Errorf("checking existing object: %w", err)
-	}
-	defer get.Body.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, get.Body); err != nil {
-		return fmt.Errorf("checking existing object: %w", err)
-	}
-	if got := base64.StdEncoding.EncodeToString(h.Sum(nil)); got != checksum {
-		return Permanent(fmt.Errorf("%s: %w (sha256 %s, want %s)", key, errConflict, got, checksum))
-	}
-	return nil
-}
+// errConflict is returned (marked permanent) when the key of an object
+// and its distinct key both hold other events than the sink would write.
+var errConflict = errors.New("object exists with other events")
 
 func isPreconditionFailed(err error) bool {
 	var ae smithy.APIError

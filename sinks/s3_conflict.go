@@ -1,0 +1,292 @@
+package sinks
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// Outcomes of a key conflict (a 412 answer to a conditional write), the
+// outcome label of archiver_sink_conflicts_total.
+const (
+	// ConflictSameContent: the object holds the very bytes the sink wrote.
+	ConflictSameContent = "same_content"
+	// ConflictSameEvents: other bytes, the same events (see [S3Sink]).
+	ConflictSameEvents = "same_events"
+	// ConflictDistinctKey: other events; the object was written under
+	// the distinct key (or was already there).
+	ConflictDistinctKey = "distinct_key"
+	// ConflictUnresolved: the distinct key too holds other events; the
+	// batches fail with a permanent error.
+	ConflictUnresolved = "unresolved"
+)
+
+// maxConflictLine bounds one line read back from an existing object. An
+// archive line holds at most two 400 KB items; a longer line is not one
+// the sink wrote, and the object counts as holding other events.
+const maxConflictLine = 8 << 20
+
+// conflictCounter returns the archiver_sink_conflicts_total counter of a
+// sink for an outcome.
+type conflictCounter func(outcome string) prometheus.Counter
+
+func newConflictCounter(reg prometheus.Registerer, sink string) conflictCounter {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_sink_conflicts_total",
+		Help: "S3 object keys found taken by a conditional write, by how the conflict was resolved (same_content, same_events, distinct_key, unresolved).",
+	}, []string{"sink", "outcome"})
+	if reg != nil {
+		vec = register(reg, vec)
+	}
+	return func(outcome string) prometheus.Counter { return vec.WithLabelValues(sink, outcome) }
+}
+
+// existingMatch says how an existing object compares with an upload.
+type existingMatch int
+
+const (
+	matchNone   existingMatch = iota // other events (or unreadable)
+	matchEvents                      // the same event identities, other bytes
+	matchBytes                       // the same bytes
+)
+
+// resolveConflict runs after a conditional PutObject of in found its key
+// taken. data is the upload's uncompressed lines, body its bytes, sum
+// their SHA-256. It returns the outcome, or an error: a failed request
+// (classified as any S3 error) or a permanent conflict when the distinct
+// key also holds other events.
+func (s *S3Sink) resolveConflict(ctx context.Context, in *s3.PutObjectInput, data, body []byte, sum [sha256.Size]byte) (string, error) {
+	key := aws.ToString(in.Key)
+	checksum := base64.StdEncoding.EncodeToString(sum[:])
+	m, err := s.compareExisting(ctx, key, data, checksum)
+	if err != nil {
+		return "", err
+	}
+	switch m {
+	case matchBytes:
+		s.log.Info("s3 object already there with the same content", zap.String("key", key))
+		return ConflictSameContent, nil
+	case matchEvents:
+		s.log.Info("s3 object already there with the same events in other bytes; counted as written", zap.String("key", key))
+		return ConflictSameEvents, nil
+	}
+	alt := distinctKey(key, s.ext, sum)
+	again := *in
+	again.Key = aws.String(alt)
+	again.Body = bytes.NewReader(body)
+	_, err = s.api.PutObject(ctx, &again)
+	if err != nil && isPreconditionFailed(err) {
+		m, err = s.compareExisting(ctx, alt, data, checksum)
+		if err == nil && m == matchNone {
+			return ConflictUnresolved, Permanent(fmt.Errorf("%s holds other events, and so does %s: %w", key, alt, errConflict))
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s holds other events; writing them under %s: %w", key, alt, err)
+	}
+	s.log.Warn("s3 object key holds other events; written under a distinct key", zap.String("key", key), zap.String("written", alt))
+	return ConflictDistinctKey, nil
+}
+
+// distinctKey is key with the first 12 hex digits of the object's SHA-256
+// before its extension: SHARD-FIRST-LAST.0123456789ab.jsonl.gz.
+func distinctKey(key, ext string, sum [sha256.Size]byte) string {
+	return strings.TrimSuffix(key, ext) + "." + hex.EncodeToString(sum[:6]) + ext
+}
+
+// compareExisting compares the object at key with an upload of data
+// (uncompressed lines) whose body has the given base64 SHA-256. The
+// object's stored checksum answers when it matches; otherwise the object
+// is read line by line, one line in memory at a time, and its event
+// identities compared with the upload's.
+func (s *S3Sink) compareExisting(ctx context.Context, key string, data []byte, checksum string) (existingMatch, error) {
+	head, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{
+		Bucket: aws.String(s.c.Bucket), Key: aws.String(key), ChecksumMode: s3types.ChecksumModeEnabled,
+	})
+	if err != nil {
+		return matchNone, fmt.Errorf("checking existing object %s: %w", key, err)
+	}
+	if head.ChecksumSHA256 != nil && head.ChecksumType != s3types.ChecksumTypeComposite && *head.ChecksumSHA256 == checksum {
+		return matchBytes, nil
+	}
+	want, err := lineIdentities(data)
+	if err != nil {
+		return matchNone, fmt.Errorf("s3 sink: reading back its own lines: %w", err)
+	}
+	get, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.c.Bucket), Key: aws.String(key)})
+	if err != nil {
+		return matchNone, fmt.Errorf("reading existing object %s: %w", key, err)
+	}
+	defer get.Body.Close()
+	body := &recordingReader{r: get.Body, h: sha256.New()}
+	same, reason := sameIdentities(body, aws.ToString(get.ContentEncoding), key, want)
+	if body.err != nil {
+		return matchNone, fmt.Errorf("reading existing object %s: %w", key, body.err)
+	}
+	if same {
+		if _, err := io.Copy(io.Discard, body); err == nil && base64.StdEncoding.EncodeToString(body.h.Sum(nil)) == checksum {
+			return matchBytes, nil
+		}
+		return matchEvents, nil
+	}
+	s.log.Info("s3 object under the key holds other events", zap.String("key", key), zap.String("why", reason))
+	return matchNone, nil
+}
+
+// recordingReader passes an object's body through, hashing it and keeping
+// the first read error, so that a broken connection is told apart from
+// content that does not decode.
+type recordingReader struct {
+	r   io.Reader
+	h   hash.Hash
+	err error
+}
+
+func (r *recordingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.h.Write(p[:n])
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// sameIdentities reads an object's lines, decompressed by its
+// Content-Encoding or else its key's extension (gzip, zstd or none), and
+// reports whether their identities are exactly want; if not, it says why.
+// It stops at the first identity that is not in want.
+func sameIdentities(body io.Reader, encoding, key string, want map[string]bool) (bool, string) {
+	r, closeFn, err := decompressor(body, encoding, key)
+	if err != nil {
+		return false, err.Error()
+	}
+	defer closeFn()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxConflictLine)
+	seen := make(map[string]bool, len(want))
+	for n := 1; sc.Scan(); n++ {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		id, err := lineIdentity(sc.Bytes())
+		if err != nil {
+			return false, fmt.Sprintf("line %d: %v", n, err)
+		}
+		if !want[id] {
+			return false, "holds an event the upload does not"
+		}
+		seen[id] = true
+	}
+	if err := sc.Err(); err != nil {
+		return false, err.Error()
+	}
+	if len(seen) != len(want) {
+		return false, fmt.Sprintf("holds %d of the upload's %d events", len(seen), len(want))
+	}
+	return true, ""
+}
+
+// decompressor decodes body by its Content-Encoding (the last coding
+// named, aws-chunked aside) or, when that names none it knows, by key's
+// extension.
+func decompressor(body io.Reader, encoding, key string) (io.Reader, func(), error) {
+	coding := ""
+	for _, c := range strings.Split(encoding, ",") {
+		if c = strings.TrimSpace(c); c != "" && c != "aws-chunked" {
+			coding = c
+		}
+	}
+	if coding != "gzip" && coding != "zstd" && coding != "identity" {
+		switch {
+		case strings.HasSuffix(key, ".gz"):
+			coding = "gzip"
+		case strings.HasSuffix(key, ".zst"):
+			coding = "zstd"
+		}
+	}
+	switch coding {
+	case "gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return nil, nil, fmt.Errorf("gzip: %w", err)
+		}
+		return zr, func() { zr.Close() }, nil
+	case "zstd":
+		zr, err := zstd.NewReader(body, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(64<<20))
+		if err != nil {
+			return nil, nil, fmt.Errorf("zstd: %w", err)
+		}
+		return zr, zr.Close, nil
+	}
+	return body, func() {}, nil
+}
+
+// lineIdentities returns the identities of the lines in data.
+func lineIdentities(data []byte) (map[string]bool, error) {
+	ids := map[string]bool{}
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(line) == 0 {
+			continue
+		}
+		id, err := lineIdentity(line)
+		if err != nil {
+			return nil, err
+		}
+		ids[id] = true
+	}
+	return ids, nil
+}
+
+// lineIdentity is what makes an archive line the same event for conflict
+// resolution: Metadata.eventID, and for a dead letter also the failing
+// sink (DeadLetter.sink, see [event.DeadLetter]), so that dead letters of
+// one event from two sinks are both kept. A line without an event ID is
+// identified by its bytes.
+func lineIdentity(line []byte) (string, error) {
+	var l struct {
+		Metadata *struct {
+			EventID string `json:"eventID"`
+		} `json:"Metadata"`
+		DeadLetter *struct {
+			Sink string `json:"sink"`
+		} `json:"DeadLetter"`
+	}
+	if err := json.Unmarshal(line, &l); err != nil {
+		return "", fmt.Errorf("not an archive line: %w", err)
+	}
+	if l.Metadata == nil {
+		return "", errors.New("not an archive line: no Metadata")
+	}
+	id := "event:" + l.Metadata.EventID
+	if l.Metadata.EventID == "" {
+		sum := sha256.Sum256(line)
+		id = "line:" + hex.EncodeToString(sum[:])
+	}
+	if l.DeadLetter != nil {
+		id += "\x00dead-letter:" + l.DeadLetter.Sink
+	}
+	return id, nil
+}
