@@ -21,6 +21,16 @@
 // after its parents were finished, so a child's checkpoint proves it even if
 // the parent's own Finished mark was never written.
 //
+// DescribeStream may leave a live shard out now and then. A shard the walker
+// knows (open or closed) is therefore taken for gone only when it is not
+// being read, several descriptions in a row left it out, and its records
+// could have aged out of the stream (Options.StreamRetention after the walker
+// first saw it closed, or last saw it open). Until then it stays unfinished
+// and its children wait. A parent the walker never saw listed (trimmed
+// before it first looked) holds its children back only when its stored
+// Position says unfinished, and then only for a few descriptions (the first
+// description after a restart may have left it out).
+//
 // # Ownership
 //
 // One Walker never runs two readers on one shard. With an [Assigner] (a
@@ -50,8 +60,9 @@
 //     8 in a row the reader gives the shard back (ShardStopped) and the
 //     walker restarts it later from its stored Position.
 //   - ResourceNotFoundException: the stream is described again; a stream
-//     that is gone has its readers stopped and is dropped, a shard that is
-//     gone counts as trimmed away (its children may start).
+//     that is gone has its readers stopped and is dropped; a shard that
+//     descriptions leave out counts as trimmed away (its children may
+//     start) under the rule of Lineage above, and until then is retried.
 //
 // # Concurrency and memory
 //
@@ -291,13 +302,23 @@ type Options struct {
 	// StopTimeout bounds ShardStopped and Release calls after a reader
 	// stops (default 15 s).
 	StopTimeout time.Duration
+	// StreamRetention is how long the stream keeps a record (default 24 h,
+	// DynamoDB Streams' retention). A known shard that descriptions leave
+	// out is taken for trimmed away only once its records could have aged
+	// out: StreamRetention after the walker first saw it closed (or last
+	// saw it open), and after several descriptions in a row left it out.
+	// Until then its children wait. Set it to the stream's retention; a
+	// value above it only delays the children of a parent trimmed before
+	// it was read to its end.
+	StreamRetention time.Duration
 
 	// Logger receives the walker's logs (named "shard"); nil: none.
 	Logger *zap.Logger
 	// Registerer receives the walker's metrics; nil: not registered.
 	// Collectors already registered by another walker are shared.
 	Registerer prometheus.Registerer
-	// Now is the clock for iterator ages (default time.Now).
+	// Now is the clock for iterator ages and StreamRetention (default
+	// time.Now).
 	Now func() time.Time
 }
 
@@ -332,7 +353,7 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("shard: Options.Start %q: want %q or %q", o.Start, TrimHorizon, Latest)
 	}
 	if o.MaxConcurrentShards < 0 || o.ShardBufferBytes < 0 || o.GetRecordsLimit < 0 || o.DiscoveryInterval < 0 || o.AssignInterval < 0 ||
-		o.IdleBackoff < 0 || o.MinBackoff < 0 || o.MaxBackoff < 0 || o.StopTimeout < 0 {
+		o.IdleBackoff < 0 || o.MinBackoff < 0 || o.MaxBackoff < 0 || o.StopTimeout < 0 || o.StreamRetention < 0 {
 		return errors.New("shard: Options: limits and durations must not be negative")
 	}
 	if o.GetRecordsLimit > 1000 {
@@ -370,6 +391,9 @@ func (o *Options) defaults() error {
 	}
 	if o.StopTimeout == 0 {
 		o.StopTimeout = 15 * time.Second
+	}
+	if o.StreamRetention == 0 {
+		o.StreamRetention = 24 * time.Hour
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()

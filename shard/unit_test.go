@@ -134,6 +134,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"bad arn", Options{Streams: streams, Processor: nopProcessor{}, StreamARNs: []string{"orders"}}, "StreamARNs[0]"},
 		{"bad start", Options{Streams: streams, Processor: nopProcessor{}, StreamARNs: []string{arn}, Start: "middle"}, "Options.Start"},
 		{"negative", Options{Streams: streams, Processor: nopProcessor{}, StreamARNs: []string{arn}, MaxConcurrentShards: -1}, "negative"},
+		{"negative retention", Options{Streams: streams, Processor: nopProcessor{}, StreamARNs: []string{arn}, StreamRetention: -time.Hour}, "negative"},
 		{"limit", Options{Streams: streams, Processor: nopProcessor{}, StreamARNs: []string{arn}, GetRecordsLimit: 5000}, "GetRecordsLimit"},
 	}
 	for _, tc := range tests {

@@ -93,22 +93,55 @@ type streamState struct {
 	done           bool // a replaced stream read to its end: no more reading
 	filterRejected bool // DescribeStream ShardFilter not supported by the endpoint
 	needRefresh    bool
+	// unlisted counts, for each shard outside the graph whose stored
+	// position is unfinished, the descriptions in a row that left it out.
+	unlisted map[string]int
 }
 
-// shardState is one shard of a stream.
+// goneAfterMisses is how many stream descriptions in a row must leave a
+// known shard out before it may be taken for trimmed away.
+const goneAfterMisses = 3
+
+// shardState is one shard of a stream. A shard taken for gone from the
+// stream (trimmed away) is removed from the graph.
 type shardState struct {
 	Shard
 	pos         Position
 	hasPos      bool
 	finished    bool // stored Finished, ended here, inferred from descendants, or skipped (Latest)
-	gone        bool // no longer listed by DescribeStream (trimmed)
 	running     bool
 	startLatest bool // start at LATEST the first time (fresh start with Latest)
 	started     bool
 	fails       int
 	retryAfter  time.Time
 	yieldedAt   time.Time // when its reader last gave its slot up
-	missed      int       // descriptions in a row without this (open) shard
+	missed      int       // full descriptions in a row that left this shard out
+	openSeen    time.Time // when a description last listed it open (zero: never)
+	closedSeen  time.Time // when a description first listed it closed (zero: never)
+}
+
+// sighted books a description that listed the shard at now.
+func (ss *shardState) sighted(now time.Time) {
+	ss.missed = 0
+	switch {
+	case !ss.Closed():
+		ss.openSeen = now
+	case ss.closedSeen.IsZero():
+		ss.closedSeen = now
+	}
+}
+
+// trimmableAt is the earliest time the shard may be taken for trimmed away:
+// retention after the walker first saw it closed (its records are all older
+// than that), or, when it never saw it closed, after it last saw it open (it
+// closed later). Before then records of the shard may still be in the
+// stream, so a description that leaves it out is not to be believed.
+func (ss *shardState) trimmableAt(retention time.Duration) time.Time {
+	seen := ss.closedSeen
+	if seen.IsZero() {
+		seen = ss.openSeen
+	}
+	return seen.Add(retention)
 }
 
 // run is the state of one Walker.Run; only the loop goroutine touches it.
@@ -381,40 +414,18 @@ func (r *run) refresh(st *streamState) {
 		return
 	}
 	r.w.m.discoveries.WithLabelValues(st.table).Inc()
+	now := r.o.Now()
 	seen := make(map[string]bool, len(shards))
 	for _, s := range shards {
 		seen[s.ID] = true
-		r.addShard(st, s)
+		r.addShard(st, s, now)
 	}
-	for id, ss := range st.shards {
-		if seen[id] {
-			ss.missed = 0
-			continue
-		}
-		// A shard we last saw open cannot have been trimmed away since
-		// (its records stay 24 h after it closes): only after several
-		// descriptions without it is it taken for gone.
-		if !ss.Closed() {
-			if ss.missed++; ss.missed < 3 {
-				r.w.log.Warn("open shard missing from the stream description", zap.String("stream", st.arn), zap.String("shard", id))
-				continue
-			}
-		}
-		// Trimmed away. Forgotten unless still being read: a shard whose
-		// parent is unknown may start, exactly as if the parent were
-		// known and gone, so the graph need not keep it.
-		if !ss.gone {
-			r.w.log.Info("shard gone from the stream", zap.String("table", st.table), zap.String("stream", st.arn), zap.String("shard", id))
-		}
-		ss.gone = true
-		if !ss.running {
-			delete(st.shards, id)
-		}
-	}
+	r.markMissing(st, seen, now)
 	st.described = true
 	if !r.loadPositions(st) {
 		return
 	}
+	r.countUnlisted(st)
 	if st.fresh && !st.freshApplied {
 		st.freshApplied = true
 	} else {
@@ -434,6 +445,76 @@ func (r *run) refresh(st *streamState) {
 	r.updateDone(st)
 }
 
+// markMissing books the known shards a full description left out. Such a
+// shard is taken for gone (trimmed away) and forgotten only when it is not
+// being read, goneAfterMisses descriptions in a row left it out and, unless
+// it is finished, its records could have aged out of the stream
+// (trimmableAt). Until then it stays in the graph unfinished, so its
+// children wait: DescribeStream may leave a live shard out now and then,
+// and a child started before its parent's end skips the parent's tail for
+// good (the child's checkpoint then marks the parent finished). A parent
+// never listed in this run holds its children back only when its stored
+// position says unfinished, and only briefly (countUnlisted).
+func (r *run) markMissing(st *streamState, seen map[string]bool, now time.Time) {
+	for id, ss := range st.shards {
+		if seen[id] {
+			continue
+		}
+		ss.missed++
+		// Every miss up to the threshold, then ever more rarely.
+		if !ss.finished && (ss.missed <= goneAfterMisses || ss.missed&(ss.missed-1) == 0) {
+			r.w.log.Warn("stream description omits a known unfinished shard; its children wait",
+				zap.String("table", st.table), zap.String("stream", st.arn), zap.String("shard", id),
+				zap.Int("missed", ss.missed), zap.Bool("closed", ss.Closed()), zap.Bool("reading", ss.running),
+				zap.Time("trimmable_at", ss.trimmableAt(r.o.StreamRetention)))
+		}
+		if ss.running || ss.missed < goneAfterMisses || (!ss.finished && now.Before(ss.trimmableAt(r.o.StreamRetention))) {
+			continue
+		}
+		if !ss.finished {
+			r.w.log.Info("shard gone from the stream (trimmed away)", zap.String("table", st.table), zap.String("stream", st.arn),
+				zap.String("shard", id), zap.Int("missed", ss.missed))
+		}
+		delete(st.shards, id)
+		if st.unlisted == nil {
+			st.unlisted = map[string]int{}
+		}
+		st.unlisted[id] = ss.missed
+	}
+}
+
+// countUnlisted counts a description that left out shards the graph does
+// not hold although their stored positions say unfinished: shards this run
+// never saw listed (a description right after a restart may leave one out)
+// or already took for gone. Such a parent holds back its children that have
+// no position of their own until goneAfterMisses descriptions in a row left
+// it out (heldByUnlisted). Its age is unknown, so the retention rule cannot
+// apply: it may have been trimmed long ago.
+func (r *run) countUnlisted(st *streamState) {
+	for id, n := range st.unlisted {
+		if p, ok := st.positions[id]; !ok || p.Finished || st.shards[id] != nil {
+			delete(st.unlisted, id)
+		} else {
+			st.unlisted[id] = n + 1
+		}
+	}
+	for id, p := range st.positions {
+		if _, counted := st.unlisted[id]; !counted && !p.Finished && st.shards[id] == nil {
+			if st.unlisted == nil {
+				st.unlisted = map[string]int{}
+			}
+			st.unlisted[id] = 1
+		}
+	}
+}
+
+// heldByUnlisted reports whether parent id, outside the graph, holds a
+// shard without a position back (see countUnlisted).
+func (st *streamState) heldByUnlisted(id string) bool {
+	p, ok := st.positions[id]
+	return ok && !p.Finished && st.unlisted[id] < goneAfterMisses
+}
+
 func (r *run) describeFailed(st *streamState, err error) {
 	switch classify(r.ctx, err) {
 	case errCanceled:
@@ -446,11 +527,13 @@ func (r *run) describeFailed(st *streamState, err error) {
 	}
 }
 
-// addShard adds a described shard to the graph or updates it.
-func (r *run) addShard(st *streamState, s Shard) *shardState {
+// addShard adds a shard a description listed at now to the graph, or
+// updates it.
+func (r *run) addShard(st *streamState, s Shard, now time.Time) *shardState {
 	ss := st.shards[s.ID]
 	if ss == nil {
 		ss = &shardState{Shard: s}
+		ss.sighted(now)
 		st.shards[s.ID] = ss
 		if p, ok := st.positions[s.ID]; ok {
 			ss.pos, ss.hasPos, ss.finished = p, true, p.Finished
@@ -461,7 +544,7 @@ func (r *run) addShard(st *streamState, s Shard) *shardState {
 	if s.EndingSequence != "" {
 		ss.EndingSequence = s.EndingSequence
 	}
-	ss.gone = false
+	ss.sighted(now)
 	return ss
 }
 
@@ -589,14 +672,13 @@ func (r *run) children(st *streamState, id string) {
 	if !st.filterRejected {
 		kids, err := r.describe(st, &types.ShardFilter{Type: types.ShardFilterTypeChildShards, ShardId: aws.String(id)})
 		if err == nil {
-			n := 0
+			now := r.o.Now()
 			for _, k := range kids {
 				if len(k.Parents) == 0 {
 					k.Parents = []string{id}
 				}
 				if st.shards[k.ID] == nil {
-					r.addShard(st, k)
-					n++
+					r.addShard(st, k, now)
 				}
 			}
 			if len(kids) > 0 {
@@ -632,17 +714,14 @@ func (r *run) streamGone(st *streamState, err error) {
 	}
 }
 
-// updateDone marks a replaced stream done once every shard is finished or
-// gone: the table's newer stream may then start.
+// updateDone marks a replaced stream done once every shard is finished (or
+// gone, and so forgotten): the table's newer stream may then start.
 func (r *run) updateDone(st *streamState) {
 	if st.done || st.tbl == nil || st.arn == st.tbl.latest || !st.described || !st.positionsOK {
 		return
 	}
 	for _, ss := range st.shards {
-		if !ss.finished && !ss.gone {
-			return
-		}
-		if ss.running {
+		if !ss.finished || ss.running {
 			return
 		}
 	}
@@ -667,14 +746,17 @@ func (r *run) gated(st *streamState) bool {
 }
 
 // ready lists the stream's ready shards in lineage order: not finished,
-// not gone, every parent finished or gone. running shards are included.
+// every known parent finished (a parent taken for gone was forgotten; one
+// missing from descriptions but not yet gone holds its children back, and
+// so, for a while, does an unlisted one with an unfinished stored
+// position). running shards are included.
 func (r *run) ready(st *streamState, now time.Time) []*shardState {
 	if st.gone || st.done || !st.described || !st.positionsOK || r.gated(st) {
 		return nil
 	}
 	var out []*shardState
 	for _, ss := range st.shards {
-		if ss.finished || ss.gone {
+		if ss.finished {
 			continue
 		}
 		if !ss.running && now.Before(ss.retryAfter) {
@@ -682,7 +764,8 @@ func (r *run) ready(st *streamState, now time.Time) []*shardState {
 		}
 		ok := true
 		for _, p := range ss.Parents {
-			if ps := st.shards[p]; ps != nil && !ps.finished && !ps.gone {
+			ps := st.shards[p]
+			if (ps != nil && !ps.finished) || (ps == nil && !ss.hasPos && st.heldByUnlisted(p)) {
 				ok = false
 				break
 			}
