@@ -224,7 +224,7 @@ func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
 		jetstream.WithPublishAsyncTimeout(10*time.Second),
 	)
 	if err == nil {
-		err = s.checkStream(ctx)
+		s.stream, err = s.checkStream(ctx)
 	}
 	if err != nil {
 		nc.Close()
@@ -246,8 +246,8 @@ func serverHosts(servers []string) []string {
 }
 
 // checkStream makes sure some stream captures the template's subjects,
-// creating one when CreateStream asks for it.
-func (s *NATSSink) checkStream(ctx context.Context) error {
+// creating one when CreateStream asks for it, and returns its name.
+func (s *NATSSink) checkStream(ctx context.Context) (string, error) {
 	filter := s.tmpl.filter()
 	if s.c.CreateStream != "" {
 		_, err := s.js.CreateStream(ctx, jetstream.StreamConfig{
@@ -257,18 +257,17 @@ func (s *NATSSink) checkStream(ctx context.Context) error {
 			Duplicates: 2 * time.Minute,
 		})
 		if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			return fmt.Errorf("create-stream %q for subjects %q: %w", s.c.CreateStream, filter, err)
+			return "", fmt.Errorf("create-stream %q for subjects %q: %w", s.c.CreateStream, filter, err)
 		}
 	}
 	name, err := s.js.StreamNameBySubject(ctx, filter)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("subject: no JetStream stream captures %q (template %q): create a stream for these subjects, set create-stream=NAME, or use jetstream=false for at-most-once core NATS", filter, s.c.Subject)
+		return "", fmt.Errorf("subject: no JetStream stream captures %q (template %q): create a stream for these subjects, set create-stream=NAME, or use jetstream=false for at-most-once core NATS", filter, s.c.Subject)
 	}
 	if err != nil {
-		return fmt.Errorf("looking up the stream for %q: %w", filter, err)
+		return "", fmt.Errorf("looking up the stream for %q: %w", filter, err)
 	}
-	s.stream = name
-	return nil
+	return name, nil
 }
 
 // Name is "nats://HOST:PORT[,...]" without credentials.

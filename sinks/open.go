@@ -104,7 +104,8 @@ func Open(ctx context.Context, rawURL string, o Options) (Sink, []event.Kind, er
 // its value) without connecting to or creating anything, so a caller can
 // report every configuration problem at once before it opens any sink.
 // Problems only a live destination reveals (a JetStream subject no stream
-// captures, a bucket that does not exist) still surface from Open.
+// captures, a bucket that does not exist) surface from Open or from
+// [Preflight].
 func Validate(rawURL string) error {
 	_, err := prepare(rawURL)
 	return err

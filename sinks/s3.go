@@ -29,11 +29,14 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 )
 
-// S3API is the part of *s3.Client the S3 sink uses.
+// S3API is the part of *s3.Client the S3 sink uses. HeadBucket and
+// DeleteObject serve only [S3Sink.Preflight].
 type S3API interface {
 	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	HeadBucket(ctx context.Context, in *s3.HeadBucketInput, optFns ...func(*s3.Options)) (*s3.HeadBucketOutput, error)
+	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }
 
 // S3Sink archives events as newline-delimited archive lines (see
@@ -713,15 +716,7 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 	if s.c.Compression != "none" {
 		in.ContentEncoding = aws.String(s.c.Compression)
 	}
-	switch s.c.SSE {
-	case "AES256":
-		in.ServerSideEncryption = s3types.ServerSideEncryptionAes256
-	case "aws:kms":
-		in.ServerSideEncryption = s3types.ServerSideEncryptionAwsKms
-		if s.c.KMSKeyID != "" {
-			in.SSEKMSKeyId = aws.String(s.c.KMSKeyID)
-		}
-	}
+	s.encrypt(in)
 	if s.c.StorageClass != "" {
 		in.StorageClass = s3types.StorageClass(s.c.StorageClass)
 	}
@@ -758,6 +753,19 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 		// Full jitter: sleep a random time up to the current delay.
 		time.Sleep(delay/2 + rand.N(delay/2+1))
 		delay = min(delay*2, 20*time.Second)
+	}
+}
+
+// encrypt sets the configured server-side encryption on in.
+func (s *S3Sink) encrypt(in *s3.PutObjectInput) {
+	switch s.c.SSE {
+	case "AES256":
+		in.ServerSideEncryption = s3types.ServerSideEncryptionAes256
+	case "aws:kms":
+		in.ServerSideEncryption = s3types.ServerSideEncryptionAwsKms
+		if s.c.KMSKeyID != "" {
+			in.SSEKMSKeyId = aws.String(s.c.KMSKeyID)
+		}
 	}
 }
 

@@ -44,6 +44,7 @@ type runConfig struct {
 	Metrics         string
 	Pprof           bool
 	SDKDecoding     bool
+	SkipPreflight   bool
 
 	ConfigFile  string
 	PrintConfig bool
@@ -97,6 +98,8 @@ var runOptions = []option{
 		get: func(c *runConfig) any { return c.DeadLetter }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.DeadLetter = s }},
 	{name: "retry-for", kind: kindDuration, def: "15m", usage: "with --dead-letter: how long a batch may keep failing at one sink before its events go to the dead-letter sink",
 		get: func(c *runConfig) any { return c.RetryFor }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.RetryFor = d }},
+	{name: "skip-preflight", boolean: true, def: "false", usage: "start without first proving that every sink (the dead-letter sink too) can write: S3 bucket exists (HeadBucket, s3:ListBucket) and takes an object (and the KMS key with sse=aws:kms), NATS connected and a stream captures the subjects, directory writable; for roles that may write but not list",
+		get: func(c *runConfig) any { return c.SkipPreflight }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.SkipPreflight = s == "true" }},
 	{name: "start", def: "trim-horizon", usage: "where shards without a checkpoint start: trim-horizon or latest",
 		get: func(c *runConfig) any { return c.Start }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Start = s }},
 	{name: "worker-id", usage: "this worker's lease owner name (default: the ECS task ID, else HOST-PID)",

@@ -158,6 +158,12 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		readyURLs = append(readyURLs[:len(readyURLs):len(readyURLs)], cfg.DeadLetter)
 		log.Info("dead-letter sink opened", zap.String("sink", s.Name()), zap.Duration("retry_for", cfg.RetryFor))
 	}
+	if !cfg.SkipPreflight {
+		if err := preflightSinks(ctx, opened, log); err != nil {
+			closeSinks()
+			return err
+		}
+	}
 
 	start, err := shard.ParseStartPosition(cfg.Start)
 	if err != nil {
@@ -268,6 +274,19 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		return runErr
 	}
 	log.Info("archiver stopped")
+	return nil
+}
+
+// preflightSinks proves, before anything is read, that every sink (the
+// dead-letter sink too) can write (see sinks.Preflight). The first failure
+// is the error: one line naming the sink, the check and the cause.
+func preflightSinks(ctx context.Context, opened []sinks.Sink, log *zap.Logger) error {
+	for _, s := range opened {
+		if err := sinks.Preflight(ctx, s); err != nil {
+			return fmt.Errorf("%w (--skip-preflight skips these checks)", err)
+		}
+		log.Debug("sink preflight passed", zap.String("sink", s.Name()))
+	}
 	return nil
 }
 
