@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/backoff"
+	"github.com/ttl-archiver/archiver/internal/budget"
 )
 
 // Headers the NATS sink sets on every message besides Nats-Msg-Id (the
@@ -68,7 +70,7 @@ type NATSSink struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	tmpl   subjectTemplate
-	budget *byteBudget
+	budget *budget.Budget
 
 	// JetStream mode.
 	mu      sync.Mutex
@@ -165,7 +167,7 @@ func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
 		name:   "nats://" + strings.Join(serverHosts(c.Servers), ","),
 		log:    o.logger(),
 		tmpl:   tmpl,
-		budget: newByteBudget(c.MaxPendingBytes),
+		budget: budget.New(c.MaxPendingBytes),
 	}
 	s.m = newSinkMetrics(o.Registerer, s.name)
 	opts := []nats.Option{
@@ -349,7 +351,7 @@ func (s *NATSSink) Write(ctx context.Context, b Batch, ack Ack) (err error) {
 		sizes[i] = msgSize(msgs[i])
 		total += sizes[i]
 	}
-	if err := s.budget.acquire(ctx, total); err != nil {
+	if err := s.budget.Acquire(ctx, total, nil); err != nil {
 		return err
 	}
 	s.m.buffered.Add(float64(total))
@@ -388,7 +390,7 @@ func (s *NATSSink) Write(ctx context.Context, b Batch, ack Ack) (err error) {
 		for _, sz := range sizes[i:] {
 			rest += sz
 		}
-		s.budget.release(rest)
+		s.budget.Release(rest)
 		s.m.buffered.Sub(float64(rest))
 		for range msgs[i:] {
 			nb.done(err)
@@ -428,8 +430,8 @@ func (s *NATSSink) publish(ctx context.Context, m *nats.Msg) (jetstream.PubAckFu
 	if err := s.checkPayload(m); err != nil {
 		return nil, err
 	}
-	delay := 10 * time.Millisecond
-	for {
+	retry := backoff.Policy{Min: 10 * time.Millisecond, Max: time.Second}
+	for n := 0; ; n++ {
 		fut, err := s.js.PublishMsgAsync(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
 		if err == nil {
 			return fut, nil
@@ -441,12 +443,9 @@ func (s *NATSSink) publish(ctx context.Context, m *nats.Msg) (jetstream.PubAckFu
 			return nil, fmt.Errorf("publishing to %q: %w", m.Subject, err)
 		}
 		s.m.retries.Inc()
-		select {
-		case <-time.After(delay):
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, retry.Delay(n)) {
 			return nil, ctx.Err()
 		}
-		delay = min(delay*2, time.Second)
 	}
 }
 
@@ -485,14 +484,14 @@ func (s *NATSSink) acker() {
 		case inf.flush != nil:
 			close(inf.flush)
 		case inf.reject != nil:
-			s.budget.release(inf.size)
+			s.budget.Release(inf.size)
 			s.m.buffered.Sub(float64(inf.size))
 			inf.batch.reject(inf.index, inf.reject)
 		case inf.msg == nil:
 			inf.batch.done(nil)
 		default:
 			err := s.await(inf)
-			s.budget.release(inf.size)
+			s.budget.Release(inf.size)
 			s.m.buffered.Sub(float64(inf.size))
 			if err == nil {
 				s.m.objects.Inc()
@@ -509,7 +508,8 @@ func (s *NATSSink) acker() {
 
 func (s *NATSSink) await(inf *natsInflight) error {
 	start := time.Now()
-	delay := 50 * time.Millisecond
+	retry := backoff.Policy{Min: 50 * time.Millisecond, Max: 2 * time.Second}
+	attempt := 0
 	fut := inf.fut
 	for {
 		var err error
@@ -534,12 +534,10 @@ func (s *NATSSink) await(inf *natsInflight) error {
 		s.log.Debug("nats publish failed; publishing again", zap.String("subject", inf.msg.Subject), zap.Error(err))
 		for {
 			s.m.retries.Inc()
-			select {
-			case <-time.After(delay):
-			case <-s.killCtx.Done():
+			if !backoff.Sleep(s.killCtx, retry.Delay(attempt)) {
 				return fmt.Errorf("nats sink closed before JetStream acknowledged %q", inf.msg.Subject)
 			}
-			delay = min(delay*2, 2*time.Second)
+			attempt++
 			var perr error
 			fut, perr = s.js.PublishMsgAsync(&nats.Msg{Subject: inf.msg.Subject, Header: inf.msg.Header, Data: inf.msg.Data})
 			if perr == nil {
@@ -686,63 +684,6 @@ func addRejected(err error, i int, cause error) error {
 func (s *NATSSink) drain() error {
 	s.nc.Close()
 	return nil
-}
-
-// byteBudget bounds bytes held: acquire blocks while the budget is spent
-// (a single request larger than the whole budget passes when nothing else
-// is held, so it cannot wait forever).
-type byteBudget struct {
-	mu      sync.Mutex
-	used    int64
-	max     int64
-	waiting bool // someone waits on wake
-	wake    chan struct{}
-}
-
-func newByteBudget(max int64) *byteBudget {
-	return &byteBudget{max: max, wake: make(chan struct{})}
-}
-
-func (b *byteBudget) acquire(ctx context.Context, n int64) error {
-	return b.acquireOrKick(ctx, n, nil)
-}
-
-// acquireOrKick is acquire, calling kick (when not nil) once if it has to
-// wait: the S3 sink uploads its partly filled buffers then rather than
-// wait for their interval.
-func (b *byteBudget) acquireOrKick(ctx context.Context, n int64, kick func()) error {
-	kicked := false
-	for {
-		b.mu.Lock()
-		if b.used == 0 || b.used+n <= b.max {
-			b.used += n
-			b.mu.Unlock()
-			return nil
-		}
-		b.waiting = true
-		ch := b.wake
-		b.mu.Unlock()
-		if !kicked && kick != nil {
-			kicked = true
-			kick()
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func (b *byteBudget) release(n int64) {
-	b.mu.Lock()
-	b.used -= n
-	if b.waiting {
-		b.waiting = false
-		close(b.wake)
-		b.wake = make(chan struct{})
-	}
-	b.mu.Unlock()
 }
 
 // Ready reports whether the sink is connected to NATS. While it is not,

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"path"
@@ -27,6 +26,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/backoff"
+	"github.com/ttl-archiver/archiver/internal/budget"
 )
 
 // S3API is the part of *s3.Client the S3 sink uses. HeadBucket and
@@ -104,7 +105,7 @@ type S3Sink struct {
 	log       *zap.Logger
 	m         sinkMetrics
 	conflicts conflictCounter
-	budget    *byteBudget
+	budget    *budget.Budget
 	sem       chan struct{}
 	zenc      *zstd.Encoder
 	ext       string
@@ -298,7 +299,7 @@ func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
 		c.MaxBufferBytes = max(4*c.FlushBytes, 64<<20)
 	}
 	s.c.MaxBufferBytes = c.MaxBufferBytes
-	s.budget = newByteBudget(c.MaxBufferBytes)
+	s.budget = budget.New(c.MaxBufferBytes)
 	switch c.Compression {
 	case "gzip":
 		s.ext = ".jsonl.gz"
@@ -380,7 +381,7 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 	}
 	total := int64(len(buf))
 	kicked := false
-	err := s.budget.acquireOrKick(ctx, total, func() { kicked = s.kick() })
+	err := s.budget.Acquire(ctx, total, func() { kicked = s.kick() })
 	if kicked {
 		s.mu.Lock()
 		s.starved--
@@ -617,7 +618,7 @@ func (s *S3Sink) upload(bf *s3Buffer, up *s3Upload) {
 	s.pending -= int64(len(bf.data))
 	cut := s.pending == 0 && s.starved > 0
 	s.mu.Unlock()
-	s.budget.release(int64(len(bf.data)))
+	s.budget.Release(int64(len(bf.data)))
 	s.m.buffered.Sub(float64(len(bf.data)))
 	if cut {
 		// Writers still wait for budget and no upload will free it: the
@@ -720,7 +721,7 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 	if s.c.StorageClass != "" {
 		in.StorageClass = s3types.StorageClass(s.c.StorageClass)
 	}
-	delay := s.c.RetryBase
+	retry := backoff.Policy{Min: s.c.RetryBase, Max: 20 * time.Second}
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		in.Body = bytes.NewReader(body)
@@ -750,9 +751,7 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 		}
 		s.m.retries.Inc()
 		s.log.Warn("s3 upload failed; retrying", zap.String("key", key), zap.Int("attempt", attempt), zap.Error(err))
-		// Full jitter: sleep a random time up to the current delay.
-		time.Sleep(delay/2 + rand.N(delay/2+1))
-		delay = min(delay*2, 20*time.Second)
+		time.Sleep(retry.Delay(attempt - 1))
 	}
 }
 
