@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -15,6 +14,8 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/internal/backoff"
 )
 
 // DynamoAPI is the part of the DynamoDB API the lease store uses; a
@@ -249,7 +250,8 @@ func (s *DynamoStore) ensureTable(ctx context.Context, create bool) error {
 		return fmt.Errorf("checkpoint: describe lease table %q: %w", s.table, err)
 	}
 	// Wait for ACTIVE.
-	for delay := 50 * time.Millisecond; ; delay = min(delay*2, 2*time.Second) {
+	wait := backoff.Policy{Min: 50 * time.Millisecond, Max: 2 * time.Second}
+	for n := 0; ; n++ {
 		out, err := s.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)})
 		if err == nil && out.Table != nil && out.Table.TableStatus == types.TableStatusActive {
 			if err := checkSchema(out.Table); err != nil {
@@ -260,8 +262,8 @@ func (s *DynamoStore) ensureTable(ctx context.Context, create bool) error {
 		if err != nil && !errors.As(err, &nf) && !isRetryable(err) {
 			return fmt.Errorf("checkpoint: describe lease table %q: %w", s.table, err)
 		}
-		if err := sleepCtx(ctx, delay); err != nil {
-			return fmt.Errorf("checkpoint: waiting for lease table %q to become ACTIVE: %w", s.table, err)
+		if !backoff.Sleep(ctx, wait.Step(n)) {
+			return fmt.Errorf("checkpoint: waiting for lease table %q to become ACTIVE: %w", s.table, ctx.Err())
 		}
 	}
 }
@@ -587,29 +589,16 @@ func isRetryable(err error) bool {
 // and transient errors are retried with capped, jittered exponential
 // backoff.
 func (s *DynamoStore) retry(ctx context.Context, op func(context.Context) error) error {
-	delay := 25 * time.Millisecond
-	for {
+	wait := backoff.Policy{Min: 25 * time.Millisecond, Max: time.Second}
+	for n := 0; ; n++ {
 		err := op(ctx)
 		if err == nil || !isRetryable(err) {
 			return err
 		}
 		s.metrics.throttles.Inc()
-		d := delay/2 + rand.N(delay/2+1)
-		if e := sleepCtx(ctx, d); e != nil {
-			return fmt.Errorf("%w (gave up: %w)", err, e)
+		if !backoff.Sleep(ctx, wait.Delay(n)) {
+			return fmt.Errorf("%w (gave up: %w)", err, ctx.Err())
 		}
-		delay = min(delay*2, time.Second)
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
