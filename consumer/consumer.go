@@ -146,7 +146,10 @@ type Config struct {
 	// StreamRetention is how long the stream keeps a record (DynamoDB
 	// Streams: 24 h, the default). TrimWarning before that (default 2 h),
 	// an unacknowledged record is logged and counted in
-	// archiver_records_near_trim: it is about to be lost.
+	// archiver_records_near_trim: it is about to be lost. The walker uses
+	// it too (shard.Options.StreamRetention): a shard missing from the
+	// stream's description is taken for gone only once its records could
+	// have been trimmed.
 	StreamRetention, TrimWarning time.Duration
 	// TTLRefresh is how long a table's TTL attribute is cached (default
 	// 5 min); an unknown attribute is looked up again after 10 s.
@@ -326,6 +329,7 @@ func New(c Config) (*Consumer, error) {
 		IdleBackoff:         c.IdleBackoff,
 		StopTimeout:         c.StopTimeout,
 		SDKDecoding:         c.SDKDecoding,
+		StreamRetention:     c.StreamRetention,
 		Logger:              log,
 		Registerer:          c.Registerer,
 	})

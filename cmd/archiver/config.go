@@ -33,6 +33,7 @@ type runConfig struct {
 	Sinks           []string
 	DeadLetter      string
 	RetryFor        time.Duration
+	StreamRetention time.Duration
 	Start           string
 	WorkerID        string
 	LeaseDuration   time.Duration
@@ -100,6 +101,8 @@ var runOptions = []option{
 		get: func(c *runConfig) any { return c.RetryFor }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.RetryFor = d }},
 	{name: "skip-preflight", boolean: true, def: "false", usage: "start without first proving that every sink (the dead-letter sink too) can write: S3 bucket exists (HeadBucket, s3:ListBucket) and takes an object (and the KMS key with sse=aws:kms), NATS connected and a stream captures the subjects, directory writable; for roles that may write but not list",
 		get: func(c *runConfig) any { return c.SkipPreflight }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.SkipPreflight = s == "true" }},
+	{name: "stream-retention", kind: kindDuration, def: "24h", usage: "how long the stream keeps records (DynamoDB Streams: 24h; a local archiver engine's --stream-retention): stuck-shard alarms count the time left before the trim from it, and a shard missing from the stream's description counts as gone only once its records could have been trimmed",
+		get: func(c *runConfig) any { return c.StreamRetention }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.StreamRetention = d }},
 	{name: "start", def: "trim-horizon", usage: "where shards without a checkpoint start: trim-horizon or latest",
 		get: func(c *runConfig) any { return c.Start }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Start = s }},
 	{name: "worker-id", usage: "this worker's lease owner name (default: the ECS task ID, else HOST-PID)",
@@ -475,9 +478,9 @@ func validateOption(c *runConfig, o option, from string, p *problems) {
 				p.add("%s: %q is also a --sink: dead letters would mix with the archive", from, maskURL(s))
 			}
 		}
-	case "retry-for":
-		if c.RetryFor <= 0 {
-			p.add("%s: %s must be positive", from, c.RetryFor)
+	case "retry-for", "stream-retention":
+		if d := o.get(c).(time.Duration); d <= 0 {
+			p.add("%s: %s must be positive", from, d)
 		}
 	case "start":
 		if pos, err := shard.ParseStartPosition(c.Start); err != nil || c.Start == "" {

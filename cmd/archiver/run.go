@@ -184,6 +184,7 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		Routes:                routes,
 		DeadLetter:            deadLetter,
 		RetryFor:              cfg.RetryFor,
+		StreamRetention:       cfg.StreamRetention,
 		ShutdownTimeout:       cfg.ShutdownTimeout * 2 / 5,
 		StopTimeout:           cfg.ShutdownTimeout * 2 / 5,
 		MaxInFlightBytesTotal: int(inflight),
