@@ -3,9 +3,7 @@ package shard
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net"
-	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
@@ -141,36 +139,4 @@ func classify(ctx context.Context, err error) errKind {
 		return errCanceled
 	}
 	return errOther
-}
-
-// backoff returns the wait before retry attempt n (0-based): exponential
-// from min, capped at max, with full jitter (never below min/2).
-func backoff(n int, minD, maxD time.Duration) time.Duration {
-	d := minD
-	for i := 0; i < n && d < maxD; i++ {
-		d *= 2
-	}
-	if d > maxD {
-		d = maxD
-	}
-	half := d / 2
-	if half <= 0 {
-		return d
-	}
-	return half + rand.N(d-half+1)
-}
-
-// sleep waits d or until ctx ends; it reports whether the full wait passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/backoff"
+	"github.com/ttl-archiver/archiver/internal/budget"
 )
 
 // maxFailures is how many consecutive non-throttling failures a reader
@@ -73,7 +74,7 @@ func (r *reader) run() result {
 	fctx, fcancel := context.WithCancel(r.ctx)
 	defer fcancel()
 	q := make(chan Batch, 64)
-	g := newGate(o.ShardBufferBytes)
+	g := budget.New(int64(o.ShardBufferBytes))
 	var (
 		ended    bool
 		fetchErr error
@@ -93,7 +94,7 @@ func (r *reader) run() result {
 				fcancel()
 			}
 		}
-		g.release(b.Bytes)
+		g.Release(int64(b.Bytes))
 	}
 	fcancel()
 
@@ -140,7 +141,7 @@ func (r *reader) run() result {
 }
 
 // fetch reads GetRecords until the shard's end (ended true) or an error.
-func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *gate) (ended bool, err error) {
+func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (ended bool, err error) {
 	o := &r.w.o
 	m := r.w.m
 	var lastSeq string // last record queued for Process
@@ -157,7 +158,7 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *gate) (ended bool
 		decodeOpts = nil
 	}
 	for {
-		if err := g.wait(ctx); err != nil {
+		if err := g.Wait(ctx); err != nil {
 			return false, err
 		}
 		m.calls.WithLabelValues(r.table).Inc()
@@ -184,7 +185,7 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *gate) (ended bool
 				return false, fmt.Errorf("get records: %w", err)
 			case errThrottle:
 				m.throttles.WithLabelValues(r.table).Inc()
-				if !sleep(ctx, backoff(throttles, o.MinBackoff, o.MaxBackoff)) {
+				if !backoff.Sleep(ctx, o.retry().Delay(throttles)) {
 					return false, ctx.Err()
 				}
 				throttles++
@@ -195,7 +196,7 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *gate) (ended bool
 					return false, fmt.Errorf("get records (%d failures): %w", fails, err)
 				}
 				r.log.Warn("get records failed, retrying with a new iterator", zap.Int("failures", fails), zap.Error(err))
-				if !sleep(ctx, backoff(fails-1, o.MinBackoff, o.MaxBackoff)) {
+				if !backoff.Sleep(ctx, o.retry().Delay(fails-1)) {
 					return false, ctx.Err()
 				}
 				it, err = r.iterator(ctx, lastSeq)
@@ -228,7 +229,7 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *gate) (ended bool
 			}
 			m.records.WithLabelValues(r.table).Add(float64(len(recs)))
 			m.bytes.WithLabelValues(r.table).Add(float64(b.Bytes))
-			g.add(b.Bytes)
+			g.Add(int64(b.Bytes))
 			select {
 			case q <- b:
 			case <-ctx.Done():
@@ -243,7 +244,7 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *gate) (ended bool
 		if len(out.Records) == 0 {
 			m.setAge(r.table, r.key, 0)
 			r.idleSince.CompareAndSwap(0, time.Now().UnixNano())
-			if !sleep(ctx, idleDelay(idle, o.IdleBackoff)) {
+			if !backoff.Sleep(ctx, idleDelay(idle, o.IdleBackoff)) {
 				return false, ctx.Err()
 			}
 			idle++
@@ -303,7 +304,7 @@ func (r *reader) iteratorAt(ctx context.Context, typ types.ShardIteratorType, se
 			return "", fmt.Errorf("get shard iterator: %w", err)
 		case errThrottle:
 			m.throttles.WithLabelValues(r.table).Inc()
-			if !sleep(ctx, backoff(throttles, o.MinBackoff, o.MaxBackoff)) {
+			if !backoff.Sleep(ctx, o.retry().Delay(throttles)) {
 				return "", ctx.Err()
 			}
 			throttles++
@@ -317,7 +318,7 @@ func (r *reader) iteratorAt(ctx context.Context, typ types.ShardIteratorType, se
 			return "", fmt.Errorf("get shard iterator %s (%d failures): %w", typ, fails, err)
 		}
 		r.log.Warn("get shard iterator failed, retrying", zap.Int("failures", fails), zap.Error(err))
-		if !sleep(ctx, backoff(fails-1, o.MinBackoff, o.MaxBackoff)) {
+		if !backoff.Sleep(ctx, o.retry().Delay(fails-1)) {
 			return "", ctx.Err()
 		}
 	}
@@ -358,47 +359,4 @@ func idleDelay(n int, maxD time.Duration) time.Duration {
 		return maxD
 	}
 	return maxD >> (3 - n)
-}
-
-// gate is a reader's byte budget: the fetcher waits while the bytes queued
-// and not yet processed reach the limit.
-type gate struct {
-	mu    sync.Mutex
-	used  int
-	limit int
-	freed chan struct{}
-}
-
-func newGate(limit int) *gate { return &gate{limit: limit, freed: make(chan struct{}, 1)} }
-
-func (g *gate) wait(ctx context.Context) error {
-	for {
-		g.mu.Lock()
-		ok := g.used < g.limit
-		g.mu.Unlock()
-		if ok {
-			return nil
-		}
-		select {
-		case <-g.freed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func (g *gate) add(n int) {
-	g.mu.Lock()
-	g.used += n
-	g.mu.Unlock()
-}
-
-func (g *gate) release(n int) {
-	g.mu.Lock()
-	g.used -= n
-	g.mu.Unlock()
-	select {
-	case g.freed <- struct{}{}:
-	default:
-	}
 }

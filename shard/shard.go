@@ -96,6 +96,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/internal/backoff"
 )
 
 // StreamsAPI is the part of the DynamoDB Streams API the walker calls.
@@ -320,6 +322,11 @@ type Options struct {
 	// Now is the clock for iterator ages and StreamRetention (default
 	// time.Now).
 	Now func() time.Time
+}
+
+// retry is the backoff between retries of a failed Streams call.
+func (o *Options) retry() backoff.Policy {
+	return backoff.Policy{Min: o.MinBackoff, Max: o.MaxBackoff}
 }
 
 func (o *Options) defaults() error {

@@ -60,24 +60,6 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestBackoffBounded(t *testing.T) {
-	minD, maxD := 50*time.Millisecond, 2*time.Second
-	for n := 0; n < 100; n++ {
-		d := backoff(n, minD, maxD)
-		if d < minD/2 || d > maxD {
-			t.Fatalf("backoff(%d) = %v, want within [%v, %v]", n, d, minD/2, maxD)
-		}
-	}
-}
-
-func TestSleepHonoursContext(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if sleep(ctx, time.Hour) {
-		t.Fatal("sleep with a done context reported a full wait")
-	}
-}
-
 func TestParseStartPosition(t *testing.T) {
 	tests := []struct {
 		in      string
@@ -144,23 +126,6 @@ func TestNewRejectsBadOptions(t *testing.T) {
 				t.Fatalf("New: %v, want an error naming %q", err, tc.want)
 			}
 		})
-	}
-}
-
-func TestGateBoundsBytes(t *testing.T) {
-	g := newGate(100)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	if err := g.wait(ctx); err != nil {
-		t.Fatalf("empty gate: %v", err)
-	}
-	g.add(150)
-	if err := g.wait(ctx); err == nil {
-		t.Fatal("gate over budget let the fetcher through")
-	}
-	g.release(150)
-	if err := g.wait(context.Background()); err != nil {
-		t.Fatalf("gate after release: %v", err)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/backoff"
 )
 
 // Walker reads streams shard by shard in lineage order. Create it with New
@@ -632,7 +633,7 @@ func (r *run) describe(st *streamState, filter *types.ShardFilter) ([]Shard, err
 			if k == errThrottle {
 				r.w.m.throttles.WithLabelValues(st.table).Inc()
 			}
-			if !sleep(r.ctx, backoff(attempt, r.o.MinBackoff, r.o.MaxBackoff)) {
+			if !backoff.Sleep(r.ctx, r.o.retry().Delay(attempt)) {
 				return nil, r.ctx.Err()
 			}
 		}
@@ -1069,7 +1070,7 @@ func (r *run) handle(res result) {
 	case outGone:
 		log.Info("shard or stream not found, re-describing", zap.Error(res.err))
 		ss.fails++
-		ss.retryAfter = time.Now().Add(backoff(ss.fails-1, r.o.MinBackoff, r.o.MaxBackoff))
+		ss.retryAfter = time.Now().Add(r.o.retry().Delay(ss.fails - 1))
 		if !st.gone && r.ctx.Err() == nil {
 			r.refresh(st)
 		}
@@ -1077,7 +1078,7 @@ func (r *run) handle(res result) {
 	case outFailed:
 		ss.fails++
 		r.w.m.failures.WithLabelValues(st.table).Inc()
-		d := backoff(ss.fails-1, 4*r.o.MinBackoff, 6*r.o.MaxBackoff)
+		d := backoff.Policy{Min: 4 * r.o.MinBackoff, Max: 6 * r.o.MaxBackoff}.Delay(ss.fails - 1)
 		ss.retryAfter = time.Now().Add(d)
 		log.Warn("reader failed, restarting the shard later from its stored position", zap.Int("failures", ss.fails), zap.Duration("retry_in", d), zap.Error(res.err))
 		st.needRefresh = true
