@@ -42,8 +42,9 @@
 // turns the sweeper off, and SweepTTL runs one sweep on demand. Faults:
 // ThrottleGetRecords, ThrottleBatchWrites and ThrottleBatchGets (partial
 // batches with UnprocessedItems/UnprocessedKeys), ForceRollover,
-// SplitShard, TrimStream, ExpireIterators, and Hooks.OnRequest to fail or
-// observe any request.
+// SplitShard, TrimStream, ExpireIterators, OmitShardFromDescribe (the
+// next descriptions leave a shard out, as an inconsistent DescribeStream
+// would), and Hooks.OnRequest to fail or observe any request.
 //
 // Everything lives in memory; nothing is persisted.
 package engine
