@@ -17,7 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
@@ -48,6 +50,11 @@ type faultEnv struct {
 	hook     atomic.Pointer[func(op string, r *http.Request) error]
 	sinkDown atomic.Bool // the fault wrapper fails every batch while set
 	sinkFail atomic.Int64
+
+	// configure, when set, adjusts each worker's consumer configuration
+	// before consumer.New; inst names the worker's start ("w0-1"), as
+	// its file sink's directory under archive/ does.
+	configure func(inst string, c *consumer.Config)
 
 	mu      sync.Mutex
 	running []*faultWorker
@@ -147,12 +154,13 @@ func (env *faultEnv) startWorker(name string) {
 		}
 		store, assigner = ds, ds
 	}
-	fsink, err := sinks.NewFileSink(filepath.Join(env.dir, "archive", fmt.Sprintf("%s-%d", name, gen)), sinks.Options{Logger: log})
+	inst := fmt.Sprintf("%s-%d", name, gen)
+	fsink, err := sinks.NewFileSink(filepath.Join(env.dir, "archive", inst), sinks.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	c, err := consumer.New(consumer.Config{
+	cfg := consumer.Config{
 		Streams: streamsClient(env.srv.Endpoint(), "reader-"+name), Tables: ddbClient(env.srv.Endpoint(), "reader-"+name),
 		TableNames: []string{faultTable}, Store: store, Assigner: assigner,
 		Routes:             []consumer.Route{{Sink: &faultSink{Sink: fsink, env: env}}},
@@ -160,7 +168,11 @@ func (env *faultEnv) startWorker(name string) {
 		IdleBackoff: 100 * time.Millisecond, StopTimeout: 5 * time.Second, ShutdownTimeout: 10 * time.Second,
 		RetryMaxBackoff: 2 * time.Second,
 		Logger:          log, Registerer: reg,
-	})
+	}
+	if env.configure != nil {
+		env.configure(inst, &cfg)
+	}
+	c, err := consumer.New(cfg)
 	if err != nil {
 		t.Fatalf("consumer.New(%s): %v", name, err)
 	}
@@ -269,8 +281,9 @@ func (env *faultEnv) waitArrived(what string, keys []string) *tally {
 	return got
 }
 
-// metric sums a counter over every worker's registry (all label values).
-func (env *faultEnv) metric(name string) float64 {
+// metric sums a counter over every worker's registry, over all label
+// values but those given as name, value pairs.
+func (env *faultEnv) metric(name string, labels ...string) float64 {
 	env.mu.Lock()
 	regs := append([]*prometheus.Registry(nil), env.regs...)
 	env.mu.Unlock()
@@ -285,7 +298,7 @@ func (env *faultEnv) metric(name string) float64 {
 				continue
 			}
 			for _, m := range mf.GetMetric() {
-				if c := m.GetCounter(); c != nil {
+				if c := m.GetCounter(); c != nil && hasLabels(m, labels) {
 					sum += c.GetValue()
 				}
 			}
@@ -294,23 +307,46 @@ func (env *faultEnv) metric(name string) float64 {
 	return sum
 }
 
+// hasLabels reports whether m has every label of pairs (name, value, ...).
+func hasLabels(m *dto.Metric, pairs []string) bool {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		found := false
+		for _, l := range m.GetLabel() {
+			if l.GetName() == pairs[i] && l.GetValue() == pairs[i+1] {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
 // openShards lists the stream's open shards.
 func (env *faultEnv) openShards() []string {
 	var open []string
+	for _, s := range env.shards() {
+		if s.SequenceNumberRange == nil || s.SequenceNumberRange.EndingSequenceNumber == nil {
+			open = append(open, aws.ToString(s.ShardId))
+		}
+	}
+	return open
+}
+
+// shards describes the stream to its end.
+func (env *faultEnv) shards() []stypes.Shard {
+	var shards []stypes.Shard
 	var last *string
 	for {
 		out, err := env.streams.DescribeStream(env.ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(env.stream), ExclusiveStartShardId: last})
 		if err != nil {
 			env.t.Fatalf("DescribeStream: %v", err)
 		}
-		for _, s := range out.StreamDescription.Shards {
-			if s.SequenceNumberRange == nil || s.SequenceNumberRange.EndingSequenceNumber == nil {
-				open = append(open, aws.ToString(s.ShardId))
-			}
-		}
+		shards = append(shards, out.StreamDescription.Shards...)
 		last = out.StreamDescription.LastEvaluatedShardId
 		if last == nil {
-			return open
+			return shards
 		}
 	}
 }
