@@ -119,7 +119,7 @@ var runOptions = []option{
 		get: func(c *runConfig) any { return c.LogLevel }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.LogLevel = s }},
 	{name: "metrics-addr", def: ":9090", usage: "listen address of /metrics, /healthz and /readyz",
 		get: func(c *runConfig) any { return c.MetricsAddr }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.MetricsAddr = s }},
-	{name: "metrics", def: "prometheus", usage: "prometheus (serve /metrics), emf (CloudWatch embedded metric format on stdout) or none",
+	{name: "metrics", def: "prometheus", usage: "prometheus (serve /metrics), emf (serve /metrics and also write CloudWatch embedded metric format on stdout) or none",
 		get: func(c *runConfig) any { return c.Metrics }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Metrics = s }},
 	{name: "sdk-decoding", boolean: true, def: "false", usage: "decode GetRecords responses with the AWS SDK's general decoder instead of the archiver's own (same result, about twice the decoding CPU): an escape hatch",
 		get: func(c *runConfig) any { return c.SDKDecoding }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.SDKDecoding = s == "true" }},

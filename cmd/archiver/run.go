@@ -198,8 +198,10 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 	}
 
 	// Health and metrics.
+	// /metrics is served with prometheus and emf alike, so one deployment
+	// can have CloudWatch alarms and a Grafana dashboard.
 	var gatherer prometheus.Gatherer
-	if cfg.Metrics == "prometheus" {
+	if cfg.Metrics != "none" {
 		gatherer = d.reg
 	}
 	srv := ops.NewServer(gatherer, d.log.Named("ops"))
