@@ -89,6 +89,19 @@ func covers(cp checkpoint.Checkpoint, seq string) bool {
 	return cp.Finished || (cp.SequenceNumber != "" && seq != "" && event.CompareSequence(seq, cp.SequenceNumber) <= 0)
 }
 
+// passed is how many of the events at a far end the checkpoints passed.
+func passed(cps map[string]checkpoint.Checkpoint, far *tally) int {
+	far.mu.Lock()
+	defer far.mu.Unlock()
+	n := 0
+	for _, at := range far.at {
+		if covers(cps[at.shard], at.seq) {
+			n++
+		}
+	}
+	return n
+}
+
 // checkTail checks what a crash may cost. When a process died, its
 // checkpoints were cps (by shard) and the far end held before (deliveries
 // by event ID): every event the checkpoints passed must have been at the

@@ -28,4 +28,11 @@
 //     objects with other bytes, resolved by their event IDs) and
 //     TestChaosDescribeOmitsParent (an unfinished closed parent left out of
 //     a DescribeStream answer, with the file store and the lease table).
+//   - chaos_proc_test.go: the chaos tests with `archiver run` as a process:
+//     TestChaosNATSMaxPayload (issue 11's "done when": three 200 KB items
+//     over a 64 KiB max_payload land in the file dead-letter sink, the small
+//     ones on JetStream, and a clean restart re-delivers nothing) and
+//     TestChaosKillWhileDeadLettering (SIGKILL while an S3 dead-letter
+//     upload waits for its answer; after the restart both sinks hold every
+//     item, duplicates only above the checkpoints at the kill).
 package e2e

@@ -60,9 +60,9 @@ type faultEnv struct {
 	running []*faultWorker
 	regs    []*prometheus.Registry
 	started int
-	written keyLog
-	next    int
 	reader  *fileSinkReader
+
+	expirer // wave: items that expire, keys f-000000, f-000001, ...
 }
 
 func newFaultEnv(t *testing.T, workers int) *faultEnv {
@@ -85,6 +85,7 @@ func newFaultEnv(t *testing.T, workers int) *faultEnv {
 	t.Cleanup(func() { srv.Close() })
 	env.srv = srv
 	env.db = ddbClient(srv.Endpoint(), "writer")
+	env.expirer = expirer{t: t, ctx: ctx, db: env.db, table: faultTable, prefix: "f"}
 	env.streams = streamsClient(srv.Endpoint(), "writer")
 	createTable(t, ctx, env.db, faultTable)
 	if env.stream, err = srv.Engine().StreamARN(faultTable); err != nil {
@@ -239,17 +240,6 @@ func (env *faultEnv) checkWorkers() {
 		default:
 		}
 	}
-}
-
-// wave writes n items whose TTL has passed; the sweeper deletes them.
-func (env *faultEnv) wave(n int) []string {
-	keys := keyRange("f", env.next, n)
-	env.next += n
-	if err := putItems(env.ctx, env.db, faultTable, keys, expiredTTL()); err != nil {
-		env.t.Fatal(err)
-	}
-	env.written.add(keys...)
-	return keys
 }
 
 // sweep deletes every expired item now (besides the background sweeper).

@@ -109,6 +109,30 @@ func putItems(ctx context.Context, db *dynamodb.Client, table string, keys []str
 	return nil
 }
 
+// expirer writes items whose TTL has passed (the engine's sweeper deletes
+// them) in waves of new keys, and remembers the keys.
+type expirer struct {
+	t       testing.TB
+	ctx     context.Context
+	db      *dynamodb.Client
+	table   string
+	prefix  string
+	next    int
+	written keyLog
+}
+
+// wave writes n items whose TTL has passed: keys PREFIX-NNNNNN following
+// the last wave's.
+func (x *expirer) wave(n int) []string {
+	keys := keyRange(x.prefix, x.next, n)
+	x.next += n
+	if err := putItems(x.ctx, x.db, x.table, keys, expiredTTL()); err != nil {
+		x.t.Fatal(err)
+	}
+	x.written.add(keys...)
+	return keys
+}
+
 // expiredTTL is a TTL value an hour in the past: the engine's TTL process
 // deletes such items at its next sweep.
 func expiredTTL() int64 { return time.Now().Add(-time.Hour).Unix() }

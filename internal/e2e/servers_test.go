@@ -219,7 +219,14 @@ func (r *s3Reader) read(t testing.TB, ctx context.Context, key string) error {
 // temporary directory) on a free loopback port and returns its URL.
 func startNATS(t testing.TB) string {
 	t.Helper()
-	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true}
+	return startNATSMaxPayload(t, 0)
+}
+
+// startNATSMaxPayload is startNATS with the server's max_payload set to
+// maxPayload bytes (0: the server's default, 1 MiB).
+func startNATSMaxPayload(t testing.TB, maxPayload int32) string {
+	t.Helper()
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true, MaxPayload: maxPayload}
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
