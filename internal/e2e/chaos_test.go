@@ -102,12 +102,13 @@ func passed(cps map[string]checkpoint.Checkpoint, far *tally) int {
 	return n
 }
 
-// checkTail checks what a crash may cost. When a process died, its
-// checkpoints were cps (by shard) and the far end held before (deliveries
-// by event ID): every event the checkpoints passed must have been at the
-// far end already (a checkpoint never passes an unacknowledged record), and
-// only events above them, the un-checkpointed tail, may have been delivered
-// again since. after is the far end at the end of the test.
+// checkTail checks what a crash or a fault may cost. When it struck, the
+// checkpoints were cps (by shard) and the far end, which is to get every
+// event, held before (deliveries by event ID): every event the checkpoints
+// passed must have been at the far end already (a checkpoint never passes
+// an unacknowledged record), and only events above them, the
+// un-checkpointed tail, may have been delivered again since. after is the
+// far end at the end of the test.
 func checkTail(t *testing.T, where string, cps map[string]checkpoint.Checkpoint, before map[string]int, after *tally) {
 	t.Helper()
 	after.mu.Lock()
@@ -126,7 +127,7 @@ func checkTail(t *testing.T, where string, cps map[string]checkpoint.Checkpoint,
 			}
 		case passed && n > before[id]:
 			if again++; again <= 3 {
-				t.Errorf("%s: event %s (shard %s, sequence %s, checkpoint %+v) was delivered again after the crash although the checkpoint had passed it", where, id, at.shard, at.seq, cps[at.shard])
+				t.Errorf("%s: event %s (shard %s, sequence %s, checkpoint %+v) was delivered again although the checkpoint had passed it", where, id, at.shard, at.seq, cps[at.shard])
 			}
 		}
 	}
@@ -576,7 +577,7 @@ func deleteBucket(t *testing.T, ctx context.Context, r *s3Reader) {
 			t.Logf("bucket deleted with the %d objects it held", len(deleted))
 			return
 		}
-		if attempt == 50 {
+		if attempt == 200 {
 			t.Fatalf("DeleteBucket: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -772,6 +773,7 @@ func TestChaos412AfterCrash(t *testing.T) {
 			t.Errorf("object %s was overwritten", k)
 		}
 	}
+	noDuplicates(t, "S3", second.tally)
 	var added []string
 	for _, k := range second.keys {
 		if stored[k] == nil {
