@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ttl-archiver/archiver/event"
 )
 
 // fileFormatVersion is the version written into every checkpoint file.
@@ -181,7 +183,7 @@ func decodeFile(b []byte, opened time.Time) (map[string]map[string]fileEntry, er
 			if id == "" {
 				return nil, fmt.Errorf("field streams[%q]: empty shard ID", arn)
 			}
-			if !isDecimal(cp.SequenceNumber) {
+			if cp.SequenceNumber != "" && !event.ValidSequence(cp.SequenceNumber) {
 				return nil, fmt.Errorf("field streams[%q][%q].sequenceNumber: %q is not a decimal sequence number", arn, id, cp.SequenceNumber)
 			}
 			e := fileEntry{cp: Checkpoint{SequenceNumber: cp.SequenceNumber, Finished: cp.Finished}}
@@ -202,18 +204,6 @@ func decodeFile(b []byte, opened time.Time) (map[string]map[string]fileEntry, er
 		out[arn] = m
 	}
 	return out, nil
-}
-
-func isDecimal(s string) bool {
-	if len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // encodeFile renders checkpoints in the file format (deterministically).
@@ -265,7 +255,7 @@ func (s *FileStore) Save(ctx context.Context, streamARN, shardID string, cp Chec
 	if streamARN == "" || shardID == "" {
 		return errors.New("checkpoint: Save needs a stream ARN and a shard ID")
 	}
-	if !isDecimal(cp.SequenceNumber) {
+	if cp.SequenceNumber != "" && !event.ValidSequence(cp.SequenceNumber) {
 		return fmt.Errorf("checkpoint: Save %s: sequence number %q is not decimal", shardID, cp.SequenceNumber)
 	}
 	s.mu.Lock()

@@ -545,7 +545,7 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 			size += shard.EstimateMemory(r)
 		}
 	}
-	en := &entry{last: lastSequence(b.Records), bytes: size, records: len(b.Records), first: firstCreation(b.Records)}
+	en := &entry{last: shard.LastSequence(b.Records), bytes: size, records: len(b.Records), first: firstCreation(b.Records)}
 	// Each route gets the events of the kinds it wants. A route that wants
 	// every event of the batch gets the decoded slice itself (the consumer
 	// does not touch it again); the others get filtered copies.

@@ -88,7 +88,7 @@ func decode(table, streamARN, shardID string, index int, r types.Record, ttlAttr
 	if seq == "" {
 		return fail("dynamodb.SequenceNumber", "missing")
 	}
-	if !isDecimal(seq) {
+	if !event.ValidSequence(seq) {
 		return fail("dynamodb.SequenceNumber", fmt.Sprintf("%q is not a decimal number", seq))
 	}
 	e := event.Event{
@@ -124,18 +124,6 @@ func decode(table, streamARN, shardID string, index int, r types.Record, ttlAttr
 		}
 	}
 	return e, nil
-}
-
-func isDecimal(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // maxEpochSeconds is 9999-12-31T23:59:59Z: a TTL value beyond it is not a

@@ -53,7 +53,7 @@ func undecodableEvent(table, streamARN, shardID string, r *types.Record, err err
 		e.EventName = string(r.EventName) // checked: it is not what decode refused
 	}
 	if d := r.Dynamodb; d != nil {
-		if seq := deref(d.SequenceNumber); isDecimal(seq) {
+		if seq := deref(d.SequenceNumber); event.ValidSequence(seq) {
 			e.SequenceNumber = seq
 		}
 		if d.ApproximateCreationDateTime != nil {
@@ -65,18 +65,6 @@ func undecodableEvent(table, streamARN, shardID string, r *types.Record, err err
 		e.Keys, e.OldImage, e.NewImage = d.Keys, d.OldImage, d.NewImage
 	}
 	return e
-}
-
-// lastSequence is the sequence number of the batch's last record that has
-// a valid one ("" when none has: the shard's checkpoint then stays where
-// it is).
-func lastSequence(recs []types.Record) string {
-	for i := len(recs) - 1; i >= 0; i-- {
-		if d := recs[i].Dynamodb; d != nil && isDecimal(deref(d.SequenceNumber)) {
-			return *d.SequenceNumber
-		}
-	}
-	return ""
 }
 
 // firstCreation is the creation time of the batch's first record that has

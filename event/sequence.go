@@ -17,3 +17,17 @@ func CompareSequence(a, b string) int {
 	}
 	return strings.Compare(a, b)
 }
+
+// ValidSequence reports whether s is a stream sequence number: 1 to 64
+// decimal digits. (DynamoDB Streams' are up to 40 digits.)
+func ValidSequence(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

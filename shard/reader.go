@@ -65,6 +65,9 @@ type reader struct {
 	yielded atomic.Bool
 	// releasing is set just before Assigner.Release is called.
 	releasing atomic.Bool
+	// iterType is the type of the last iterator iteratorAt got (only the
+	// fetch goroutine touches it).
+	iterType types.ShardIteratorType
 }
 
 // run reads the shard until its end, its context ends or it fails, then
@@ -144,7 +147,8 @@ func (r *reader) run() result {
 func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (ended bool, err error) {
 	o := &r.w.o
 	m := r.w.m
-	var lastSeq string // last record queued for Process
+	var lastSeq string // last record with a sequence number queued for Process
+	seqless := 0       // records without one queued after lastSeq
 	it, err := r.iterator(ctx, lastSeq)
 	if err != nil {
 		return false, err
@@ -153,6 +157,7 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (e
 		return true, nil
 	}
 	idle, fails, throttles := 0, 0, 0
+	fresh := false // it is a new iterator: its first answer may repeat records
 	decodeOpts := []func(*dynamodbstreams.Options){FastGetRecords}
 	if o.SDKDecoding {
 		decodeOpts = nil
@@ -207,22 +212,31 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (e
 			if it == "" {
 				return true, nil
 			}
+			fresh = true
 			continue
 		}
 		fails, throttles = 0, 0
 
 		recs := out.Records
-		if lastSeq != "" {
-			recs = dropUpTo(recs, lastSeq)
+		if fresh && lastSeq != "" {
+			recs = dropRead(recs, lastSeq, seqless, r.iterType == types.ShardIteratorTypeAfterSequenceNumber)
 		}
+		fresh = false
 		if len(recs) > 0 {
 			b := Batch{Table: r.table, StreamARN: r.streamARN, ShardID: r.shard.ID, Records: recs}
 			for _, rec := range recs {
 				b.Bytes += EstimateMemory(rec)
 			}
-			last := recs[len(recs)-1]
-			if last.Dynamodb != nil {
-				lastSeq = aws.ToString(last.Dynamodb.SequenceNumber)
+			// A record without a valid sequence number (the consumer
+			// dead-letters it) cannot be a resume position: a new iterator
+			// resumes after the last record that has one, and dropRead
+			// skips the ones after it that were already queued.
+			if seq, after := lastSequence(recs); seq != "" {
+				lastSeq, seqless = seq, after
+			} else {
+				seqless += len(recs)
+			}
+			if last := recs[len(recs)-1]; last.Dynamodb != nil {
 				if t := last.Dynamodb.ApproximateCreationDateTime; t != nil {
 					m.setAge(r.table, r.key, o.Now().Sub(*t))
 				}
@@ -283,6 +297,7 @@ func (r *reader) iteratorAt(ctx context.Context, typ types.ShardIteratorType, se
 		}
 		out, err := o.Streams.GetShardIterator(ctx, in)
 		if err == nil {
+			r.iterType = typ
 			return aws.ToString(out.ShardIterator), nil
 		}
 		k := classify(ctx, err)
@@ -324,14 +339,25 @@ func (r *reader) iteratorAt(ctx context.Context, typ types.ShardIteratorType, se
 	}
 }
 
-// dropUpTo removes records at or before seq (after re-reading from an older
-// position, e.g. trim horizon after a gap), so a reader never hands a record
-// to Process twice.
-func dropUpTo(recs []types.Record, seq string) []types.Record {
+// dropRead removes from the first answer of a new iterator what the reader
+// already queued: every record up to the last one at or before seq (records
+// without a sequence number among them included), then up to skip records
+// without a sequence number right after it, but only when the answer
+// starts right after seq (after: the iterator was AFTER_SEQUENCE_NUMBER
+// seq; or seq's own record is in the answer). Otherwise the records
+// without a sequence number may be new ones, and are kept: a reader never
+// hands a record to Process twice, nor drops one it has not.
+func dropRead(recs []types.Record, seq string, skip int, after bool) []types.Record {
 	i := 0
-	for i < len(recs) && recs[i].Dynamodb != nil && recs[i].Dynamodb.SequenceNumber != nil &&
-		event.CompareSequence(*recs[i].Dynamodb.SequenceNumber, seq) <= 0 {
+	for j := range recs {
+		if s := recordSequence(&recs[j]); s != "" && event.CompareSequence(s, seq) <= 0 {
+			i = j + 1
+			after = after || event.CompareSequence(s, seq) == 0
+		}
+	}
+	for after && skip > 0 && i < len(recs) && recordSequence(&recs[i]) == "" {
 		i++
+		skip--
 	}
 	return recs[i:]
 }
@@ -359,4 +385,31 @@ func idleDelay(n int, maxD time.Duration) time.Duration {
 		return maxD
 	}
 	return maxD >> (3 - n)
+}
+
+// LastSequence is the sequence number of the last record in recs that has a
+// valid one ("" when none has). A malformed record's position is not a place
+// to resume from; the last well-formed one before it is.
+func LastSequence(recs []types.Record) string {
+	seq, _ := lastSequence(recs)
+	return seq
+}
+
+// lastSequence is LastSequence and the number of records after that one.
+func lastSequence(recs []types.Record) (seq string, after int) {
+	for i := len(recs) - 1; i >= 0; i-- {
+		if s := recordSequence(&recs[i]); s != "" {
+			return s, len(recs) - 1 - i
+		}
+	}
+	return "", len(recs)
+}
+
+// recordSequence is the record's sequence number, or "" when it has no
+// valid one.
+func recordSequence(r *types.Record) string {
+	if d := r.Dynamodb; d != nil && d.SequenceNumber != nil && event.ValidSequence(*d.SequenceNumber) {
+		return *d.SequenceNumber
+	}
+	return ""
 }

@@ -129,14 +129,62 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 }
 
-func TestDropUpTo(t *testing.T) {
+func TestDropRead(t *testing.T) {
 	rec := func(seq string) types.Record {
+		if seq == "" {
+			return types.Record{Dynamodb: &types.StreamRecord{}} // malformed: no sequence number
+		}
 		return types.Record{Dynamodb: &types.StreamRecord{SequenceNumber: &seq}}
 	}
-	recs := []types.Record{rec("98"), rec("99"), rec("100"), rec("101")}
-	got := dropUpTo(recs, "99")
-	if len(got) != 2 || *got[0].Dynamodb.SequenceNumber != "100" {
-		t.Fatalf("dropUpTo kept %d records starting %v", len(got), got)
+	recs := func(seqs ...string) []types.Record {
+		var out []types.Record
+		for _, s := range seqs {
+			out = append(out, rec(s))
+		}
+		return out
+	}
+	tests := []struct {
+		name  string
+		recs  []types.Record
+		skip  int
+		after bool
+		want  int // records kept (from the end)
+	}{
+		{"re-read from the horizon", recs("98", "99", "100", "101"), 0, false, 2},
+		{"malformed record before seq is dropped with it", recs("98", "", "99", "100"), 0, false, 1},
+		{"after seq: queued malformed records skipped", recs("", "", "100"), 2, true, 1},
+		{"after seq: only as many as were queued", recs("", "", "100"), 1, true, 2},
+		{"horizon with seq's record: queued malformed skipped", recs("98", "99", "", "100"), 1, false, 1},
+		{"horizon without seq's record (trimmed): malformed kept", recs("", "100"), 1, false, 2},
+		{"nothing to drop", recs("100", "101"), 0, true, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := dropRead(tc.recs, "99", tc.skip, tc.after)
+			if len(got) != tc.want || (tc.want > 0 && &got[0] != &tc.recs[len(tc.recs)-tc.want]) {
+				t.Fatalf("kept %d records, want the last %d", len(got), tc.want)
+			}
+		})
+	}
+}
+
+func TestLastSequence(t *testing.T) {
+	seq := func(s string) types.Record { return types.Record{Dynamodb: &types.StreamRecord{SequenceNumber: &s}} }
+	tests := []struct {
+		recs      []types.Record
+		want      string
+		wantAfter int
+	}{
+		{nil, "", 0},
+		{[]types.Record{seq("5"), seq("7")}, "7", 0},
+		{[]types.Record{seq("5"), {}, seq("x1")}, "5", 2},
+		{[]types.Record{{}, {Dynamodb: &types.StreamRecord{}}}, "", 2},
+	}
+	for _, tc := range tests {
+		got, after := lastSequence(tc.recs)
+		if got != tc.want || after != tc.wantAfter || LastSequence(tc.recs) != tc.want {
+			t.Errorf("lastSequence = %q, %d; want %q, %d", got, after, tc.want, tc.wantAfter)
+		}
 	}
 }
 

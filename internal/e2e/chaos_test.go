@@ -358,6 +358,41 @@ func TestChaosPoisonRecord(t *testing.T) {
 	checkCovered(t, "archive and dead-letter sink", env.checkpoints(), far)
 }
 
+// TestChaosMalformedLastRecordThenNewIterator: a malformed record that is
+// the last of its GetRecords answer must not become the reader's resume
+// position. When the reader then needs a new iterator (here every iterator
+// expires), it resumes after the last well-formed record: nothing is read,
+// archived or dead-lettered twice.
+func TestChaosMalformedLastRecordThenNewIterator(t *testing.T) {
+	t.Parallel()
+	env := newFaultEnv(t, 1)
+	noSeq := keyRange("f", 100, 1)[0] // the first item of the second wave
+	front := corruptingFront(t, env, map[string]func(map[string]any){
+		noSeq: func(rec map[string]any) { delete(rec["dynamodb"].(map[string]any), "SequenceNumber") },
+	})
+	dl := env.fileDeadLetter(time.Minute)
+	env.configure = func(inst string, c *consumer.Config) {
+		dl(inst, c)
+		c.Streams = streamsClient(front, "reader-"+inst)
+	}
+	env.start()
+	env.waitArrived("the first wave", env.wave(100))
+	env.wave(1) // its expiry is the last record its reader gets
+	env.written.drop([]string{noSeq})
+	dead := newFileSinkReader(env.deadDir())
+	waitFor(t, 60*time.Second, "the malformed record reaches the dead-letter sink", func() error {
+		return dead.poll(t).allArrived([]string{noSeq})
+	})
+	env.srv.Engine().ExpireIterators()
+	env.waitArrived("a wave read with new iterators", env.wave(100))
+	arch := env.finish()
+	dl2 := dead.poll(t)
+	t.Logf("dead-letter copies of %s: %d", noSeq, dl2.byKey[noSeq])
+	far := union(arch, dl2)
+	noDuplicates(t, "archive and dead-letter sink", far)
+	checkCovered(t, "archive and dead-letter sink", env.checkpoints(), far)
+}
+
 // ---- S3 faults ----
 
 // tcpProxy forwards TCP connections to a server and injects what the
