@@ -301,6 +301,23 @@ func corruptRecords(t *testing.T, body []byte, corrupt map[string]func(rec map[s
 	return b
 }
 
+// startCorrupted starts the workers reading through a corruptingFront
+// (corrupt as there), with a file dead-letter sink.
+func (env *faultEnv) startCorrupted(corrupt map[string]func(rec map[string]any)) {
+	front := corruptingFront(env.t, env, corrupt)
+	dl := env.fileDeadLetter(time.Minute)
+	env.configure = func(inst string, c *consumer.Config) {
+		dl(inst, c)
+		c.Streams = streamsClient(front, "reader-"+inst)
+	}
+	env.start()
+}
+
+// dropSequenceNumber makes a record malformed: no SequenceNumber.
+func dropSequenceNumber(rec map[string]any) {
+	delete(rec["dynamodb"].(map[string]any), "SequenceNumber")
+}
+
 // TestChaosPoisonRecord: two poison records among 10,000 expiries, one
 // with an eventName no stream produces ("PUT"), one without a
 // SequenceNumber, with a file dead-letter sink. Each poison record must be
@@ -313,16 +330,10 @@ func TestChaosPoisonRecord(t *testing.T) {
 	env := newFaultEnv(t, 1)
 	keys := keyRange("f", 0, n)
 	badName, noSeq := keys[n/3], keys[2*n/3]
-	front := corruptingFront(t, env, map[string]func(map[string]any){
+	env.startCorrupted(map[string]func(map[string]any){
 		badName: func(rec map[string]any) { rec["eventName"] = "PUT" },
-		noSeq:   func(rec map[string]any) { delete(rec["dynamodb"].(map[string]any), "SequenceNumber") },
+		noSeq:   dropSequenceNumber,
 	})
-	dl := env.fileDeadLetter(time.Minute)
-	env.configure = func(inst string, c *consumer.Config) {
-		dl(inst, c)
-		c.Streams = streamsClient(front, "reader-"+inst)
-	}
-	env.start()
 	for i := 0; i < n; i += n / 5 {
 		env.wave(n / 5)
 	}
@@ -367,15 +378,7 @@ func TestChaosMalformedLastRecordThenNewIterator(t *testing.T) {
 	t.Parallel()
 	env := newFaultEnv(t, 1)
 	noSeq := keyRange("f", 100, 1)[0] // the first item of the second wave
-	front := corruptingFront(t, env, map[string]func(map[string]any){
-		noSeq: func(rec map[string]any) { delete(rec["dynamodb"].(map[string]any), "SequenceNumber") },
-	})
-	dl := env.fileDeadLetter(time.Minute)
-	env.configure = func(inst string, c *consumer.Config) {
-		dl(inst, c)
-		c.Streams = streamsClient(front, "reader-"+inst)
-	}
-	env.start()
+	env.startCorrupted(map[string]func(map[string]any){noSeq: dropSequenceNumber})
 	env.waitArrived("the first wave", env.wave(100))
 	env.wave(1) // its expiry is the last record its reader gets
 	env.written.drop([]string{noSeq})
