@@ -25,9 +25,11 @@
 //     no dead-letter sink), TestChaosBucketDeleted (the bucket deleted
 //     while running; later items dead-lettered naming the S3 sink),
 //     TestChaos412AfterCrash (a lost checkpoint after the uploads: 412s on
-//     objects with other bytes, resolved by their event IDs) and
+//     objects with other bytes, resolved by their event IDs),
 //     TestChaosDescribeOmitsParent (an unfinished closed parent left out of
-//     a DescribeStream answer, with the file store and the lease table).
+//     a DescribeStream answer, with the file store and the lease table) and
+//     TestChaosMalformedLastRecordThenNewIterator (a malformed record last
+//     in its answer, then every iterator expires: nothing read twice).
 //   - chaos_proc_test.go: the chaos tests with `archiver run` as a process:
 //     TestChaosNATSMaxPayload (issue 11's "done when": three 200 KB items
 //     over a 64 KiB max_payload land in the file dead-letter sink, the small
