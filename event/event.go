@@ -18,9 +18,11 @@ import (
 // Kind says what happened to an item.
 type Kind string
 
-// The four kinds. A REMOVE is Expired only when DynamoDB's TTL process made
-// it (userIdentity Type "Service", PrincipalId "dynamodb.amazonaws.com");
-// every other REMOVE is Deleted.
+// The four kinds. A REMOVE is Expired when DynamoDB's TTL process made it
+// (userIdentity Type "Service", PrincipalId "dynamodb.amazonaws.com") and,
+// when the consumer is told so (expired-when past-ttl), when its old image's
+// TTL had passed; every other REMOVE is Deleted. [Event.DeletedBy] says
+// which of the two paths deleted an expired item.
 const (
 	Expired  Kind = "expired"
 	Deleted  Kind = "deleted"
@@ -66,6 +68,9 @@ type Event struct {
 	EventID        string
 	// EventName is the stream's own name: INSERT, MODIFY or REMOVE.
 	EventName string
+	// DeletedBy says who deleted the item, for every REMOVE:
+	// [DeletedByTTL] or [DeletedByOther]; "" for other events.
+	DeletedBy string
 	// ApproximateCreationTime is when DynamoDB wrote the record: for an
 	// expired item, the deletion time (to the stream's precision).
 	ApproximateCreationTime time.Time
@@ -90,6 +95,17 @@ type Event struct {
 	// is there instead of (or besides) where it was routed. Nil otherwise.
 	DeadLetter *DeadLetter
 }
+
+// The values of [Event.DeletedBy]. A stream record names its principal
+// only for DynamoDB's own TTL deletes (its userIdentity); every other
+// delete carries none: an application's DeleteItem, a sweeper such as
+// `archiver sweep`, or a TTL delete replicated from another region of a
+// global table. An Expired event with DeletedByOther is therefore an item
+// someone else deleted after its TTL had passed.
+const (
+	DeletedByTTL   = "dynamodb-ttl" // DynamoDB's TTL process
+	DeletedByOther = "other"        // any other principal (the stream does not say which)
+)
 
 // DeadLetter says why an event went to the dead-letter sink. Archive lines
 // carry it as a top-level "DeadLetter" object (see [AppendLine]).

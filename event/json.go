@@ -2,6 +2,7 @@ package event
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -644,7 +645,11 @@ func decodeAV(data json.RawMessage, path string) (types.AttributeValue, error) {
 //	    "ttlValue":       its value as a decimal string (when known),
 //	    "ttlTime":        ttlValue as RFC 3339 (when known),
 //	    "ttlLagSeconds":  deletion time minus TTL time, a JSON number with
-//	                      up to nine decimals (when known)
+//	                      up to nine decimals (when known),
+//	    "deletedBy":      who deleted the item, only for REMOVE events:
+//	                      "dynamodb-ttl" (DynamoDB's TTL process) or
+//	                      "other" (any other principal: an application,
+//	                      a sweeper; the stream does not name it)
 //	  }
 //	}
 //
@@ -703,6 +708,10 @@ func AppendLine(dst []byte, e *Event) []byte {
 	if e.TTLLag != 0 {
 		dst = append(dst, `,"ttlLagSeconds":`...)
 		dst = appendSeconds(dst, e.TTLLag)
+	}
+	if e.DeletedBy != "" {
+		dst = append(dst, `,"deletedBy":`...)
+		dst = appendString(dst, e.DeletedBy)
 	}
 	dst = append(dst, '}')
 	if e.DeadLetter != nil {
@@ -829,6 +838,7 @@ type lineMeta struct {
 	TTLValue                    string      `json:"ttlValue"`
 	TTLTime                     string      `json:"ttlTime"`
 	TTLLagSeconds               json.Number `json:"ttlLagSeconds"`
+	DeletedBy                   string      `json:"deletedBy"`
 }
 
 type lineDeadLetter struct {
@@ -880,6 +890,7 @@ func DecodeLine(line []byte) (Event, error) {
 		SizeBytes:      m.SizeBytes,
 		TTLAttribute:   m.TTLAttribute,
 		TTLValue:       m.TTLValue,
+		DeletedBy:      m.DeletedBy,
 	}
 	if l.DeadLetter != nil {
 		if e.DeadLetter, err = decodeDeadLetter(l.DeadLetter); err != nil {
@@ -896,6 +907,9 @@ func DecodeLine(line []byte) (Event, error) {
 	}
 	if e.SequenceNumber != "" && strings.Trim(e.SequenceNumber, "0123456789") != "" {
 		return Event{}, fmt.Errorf("archive line: Metadata.sequenceNumber: %q is not a decimal number", m.SequenceNumber)
+	}
+	if err := checkDeletedBy(&e); err != nil {
+		return Event{}, err
 	}
 	if e.TTLValue != "" && !ValidNumber(e.TTLValue) {
 		return Event{}, fmt.Errorf("archive line: Metadata.ttlValue: %q is not a number", m.TTLValue)
@@ -935,6 +949,22 @@ func DecodeLine(line []byte) (Event, error) {
 		}
 	}
 	return e, nil
+}
+
+// checkDeletedBy checks a line's Metadata.deletedBy: one of the two
+// values, and only on a REMOVE.
+func checkDeletedBy(e *Event) error {
+	switch e.DeletedBy {
+	case "":
+		return nil
+	case DeletedByTTL, DeletedByOther:
+	default:
+		return fmt.Errorf("archive line: Metadata.deletedBy: %q is not %s or %s", e.DeletedBy, DeletedByTTL, DeletedByOther)
+	}
+	if !e.isRemove() {
+		return fmt.Errorf("archive line: Metadata.deletedBy: set on a %s event (only a REMOVE has one)", cmp.Or(e.EventName, string(e.Kind)))
+	}
+	return nil
 }
 
 // decodeDeadLetter checks a line's "DeadLetter" member.

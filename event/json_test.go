@@ -121,6 +121,7 @@ func sampleEvent() Event {
 		SequenceNumber:          "000000000000000000123",
 		EventID:                 "e-1",
 		EventName:               "REMOVE",
+		DeletedBy:               DeletedByTTL,
 		ApproximateCreationTime: time.Date(2026, 1, 2, 3, 4, 5, 600_000_000, time.UTC),
 		Keys:                    Item{"pk": item["pk"]},
 		OldImage:                item,
@@ -135,14 +136,19 @@ func sampleEvent() Event {
 func TestLineRoundTrip(t *testing.T) {
 	removeEv := sampleEvent()
 	insertEv := sampleEvent()
-	insertEv.Kind, insertEv.EventName = Inserted, "INSERT"
+	insertEv.Kind, insertEv.EventName, insertEv.DeletedBy = Inserted, "INSERT", ""
 	insertEv.NewImage, insertEv.OldImage = insertEv.OldImage, nil
 	insertEv.TTLLag, insertEv.TTLTime, insertEv.TTLValue = 0, time.Time{}, ""
 	modifyEv := sampleEvent()
-	modifyEv.Kind, modifyEv.EventName = Modified, "MODIFY"
+	modifyEv.Kind, modifyEv.EventName, modifyEv.DeletedBy = Modified, "MODIFY", ""
 	modifyEv.NewImage = Item{"pk": modifyEv.Keys["pk"], "v": &types.AttributeValueMemberN{Value: "2"}}
 	negLag := sampleEvent()
 	negLag.TTLLag = -1500 * time.Millisecond
+	swept := sampleEvent() // expired, deleted by someone else (past-ttl)
+	swept.DeletedBy = DeletedByOther
+	userDelete := sampleEvent()
+	userDelete.Kind, userDelete.DeletedBy = Deleted, DeletedByOther
+	userDelete.TTLAttribute, userDelete.TTLValue, userDelete.TTLTime, userDelete.TTLLag = "", "", time.Time{}, 0
 	dead := sampleEvent()
 	dead.DeadLetter = &DeadLetter{Sink: "nats://127.0.0.1:4222", Reason: ReasonPermanent, Error: "maximum payload exceeded",
 		Attempts: 3, FirstFailure: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}
@@ -153,7 +159,7 @@ func TestLineRoundTrip(t *testing.T) {
 	undecodable.NewImage = undecodable.Keys // what DecodeLine makes of the line's Item
 
 	for name, e := range map[string]Event{"remove": removeEv, "insert": insertEv, "modify": modifyEv, "negative lag": negLag,
-		"dead letter": dead, "undecodable": undecodable} {
+		"swept": swept, "user delete": userDelete, "dead letter": dead, "undecodable": undecodable} {
 		t.Run(name, func(t *testing.T) {
 			line := AppendLine(nil, &e)
 			if !strings.HasSuffix(string(line), "}\n") || strings.Count(string(line), "\n") != 1 {
@@ -198,9 +204,27 @@ func TestLineRestoresItem(t *testing.T) {
 	for k, want := range map[string]any{
 		"kind": "expired", "table": "sessions", "eventID": "e-1", "sequenceNumber": "000000000000000000123",
 		"deletionTime": "2026-01-02T03:04:05.6Z", "ttlValue": "1767322800.25", "ttlAttribute": "expiresAt",
+		"deletedBy": "dynamodb-ttl",
 	} {
 		if meta.Metadata[k] != want {
 			t.Errorf("Metadata.%s = %v, want %v", k, meta.Metadata[k], want)
+		}
+	}
+}
+
+// TestLineDeletedByAddsOneMember: deletedBy is one more member at the end
+// of Metadata; every other byte of the line is what it was without it (S3
+// keys and the 412 resolution rely on deterministic bytes).
+func TestLineDeletedByAddsOneMember(t *testing.T) {
+	for _, by := range []string{DeletedByTTL, DeletedByOther} {
+		e := sampleEvent()
+		e.DeletedBy = ""
+		without := string(MarshalLine(&e))
+		e.DeletedBy = by
+		with := string(MarshalLine(&e))
+		want := strings.TrimSuffix(without, "}}") + `,"deletedBy":"` + by + `"}}`
+		if with != want {
+			t.Fatalf("deletedBy %q:\n got %s\nwant %s", by, with, want)
 		}
 	}
 }
@@ -227,6 +251,8 @@ func TestDecodeLineErrors(t *testing.T) {
 		{"undecodable without dead letter", `{"Item":{},"Metadata":{"kind":"undecodable"}}`, "Metadata.kind"},
 		{"bad dead-letter reason", `{"Item":{},"Metadata":{"kind":"expired"},"DeadLetter":{"reason":"bored"}}`, "DeadLetter.reason"},
 		{"bad dead-letter time", `{"Item":{},"Metadata":{"kind":"expired"},"DeadLetter":{"reason":"permanent","firstFailure":"then"}}`, "DeadLetter.firstFailure"},
+		{"bad deleted by", `{"Item":{},"Metadata":{"kind":"expired","eventName":"REMOVE","deletedBy":"ttl"}}`, "Metadata.deletedBy"},
+		{"deleted by on an insert", `{"Item":{},"Metadata":{"kind":"inserted","eventName":"INSERT","deletedBy":"other"}}`, "Metadata.deletedBy"},
 		{"negative attempts", `{"Item":{},"Metadata":{"kind":"expired"},"DeadLetter":{"reason":"permanent","attempts":-1}}`, "DeadLetter.attempts"},
 	}
 	for _, tc := range tests {
@@ -257,6 +283,9 @@ func FuzzDecodeLine(f *testing.F) {
 	f.Add(MarshalLine(&e))
 	f.Add([]byte(`{"Item":{"a":{"L":[{"M":{"b":{"BS":["AA=="]}}}]}},"Metadata":{"kind":"deleted","eventName":"REMOVE"}}`))
 	f.Add([]byte(`{"Item":{},"Metadata":{"kind":"expired","ttlLagSeconds":-0.5}}`))
+	f.Add([]byte(`{"Item":{},"Metadata":{"kind":"expired","eventName":"REMOVE","deletedBy":"other","ttlValue":"1.5e9"}}`))
+	f.Add([]byte(`{"Item":{},"Metadata":{"kind":"deleted","deletedBy":"dynamodb-ttl"}}`))
+	f.Add([]byte(`{"Item":{},"Metadata":{"kind":"modified","eventName":"MODIFY","deletedBy":"other"}}`))
 	f.Add([]byte(`{"Item":{"n":{"N":"+.5e-3"}},"Keys":null,"Metadata":{"kind":"inserted"}}`))
 	f.Add([]byte(`{"Item":{},"Metadata":{"kind":"undecodable"},"DeadLetter":{"reason":"undecodable","record":{"eventName":"X"},"attempts":0}}`))
 	f.Add([]byte(`{"Item":{},"Metadata":{"kind":"expired"},"DeadLetter":{"reason":"retry_for","sink":"s3://b","firstFailure":"2026-01-02T03:04:05Z","attempts":9}}`))
