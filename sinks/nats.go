@@ -19,7 +19,10 @@ import (
 )
 
 // Headers the NATS sink sets on every message besides Nats-Msg-Id (the
-// stream event ID, which JetStream de-duplicates on).
+// stream event ID, which JetStream de-duplicates on). HeaderDeletedBy is
+// set on REMOVE messages only: "dynamodb-ttl" when DynamoDB's TTL process
+// deleted the item, "other" otherwise ([event.Event.DeletedBy]), so a
+// subscriber tells a native expiry from a swept one without the payload.
 const (
 	HeaderTable     = "Archiver-Table"
 	HeaderKind      = "Archiver-Kind"
@@ -27,6 +30,7 @@ const (
 	HeaderShard     = "Archiver-Shard"
 	HeaderSequence  = "Archiver-Sequence"
 	HeaderEventName = "Archiver-Event-Name"
+	HeaderDeletedBy = "Archiver-Deleted-By"
 )
 
 // NATSSink publishes one message per event.
@@ -294,18 +298,22 @@ func (s *NATSSink) message(e *event.Event) *nats.Msg {
 	// The names are already in canonical form (TestHeaderNamesCanonical),
 	// so the values go in directly, in one backing array, instead of
 	// through Header.Set's canonicalisation and one slice each.
-	vals := [...]string{id, e.Table, string(e.Kind), string(event.MarshalItem(nonNilItem(e.Keys))), e.ShardID, e.SequenceNumber, e.EventName}
+	vals := [...]string{id, e.Table, string(e.Kind), string(event.MarshalItem(nonNilItem(e.Keys))), e.ShardID, e.SequenceNumber, e.EventName, e.DeletedBy}
+	n := len(vals)
+	if e.DeletedBy == "" {
+		n-- // not a REMOVE: no Archiver-Deleted-By (the last header)
+	}
 	all := vals[:]
-	h := make(nats.Header, len(vals))
-	for i, k := range headerNames {
+	h := make(nats.Header, n)
+	for i, k := range headerNames[:n] {
 		h[k] = all[i : i+1 : i+1]
 	}
 	return &nats.Msg{Subject: s.tmpl.render(e), Header: h, Data: data}
 }
 
-// headerNames are the headers of every message, in the order message fills
-// them.
-var headerNames = [...]string{jetstream.MsgIDHeader, HeaderTable, HeaderKind, HeaderKeys, HeaderShard, HeaderSequence, HeaderEventName}
+// headerNames are the headers of the messages, in the order message fills
+// them; every message has all but the last, which only REMOVEs have.
+var headerNames = [...]string{jetstream.MsgIDHeader, HeaderTable, HeaderKind, HeaderKeys, HeaderShard, HeaderSequence, HeaderEventName, HeaderDeletedBy}
 
 func nonNilItem(i event.Item) event.Item {
 	if i == nil {

@@ -168,6 +168,9 @@ func TestNATSJetStreamPublishesWithHeaders(t *testing.T) {
 		t.Fatalf("kinds %v name %q", kinds, s.Name())
 	}
 	evs := testEvents("sessions", "shard-1", 1, 20)
+	for i := range evs { // native expiries and swept ones (past-ttl)
+		evs[i].DeletedBy = []string{event.DeletedByTTL, event.DeletedByOther}[i%2]
+	}
 	a := newAcks()
 	for i := 0; i < 4; i++ {
 		if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs[i*5 : i*5+5]}, a.ack(fmt.Sprint(i))); err != nil {
@@ -192,6 +195,7 @@ func TestNATSJetStreamPublishesWithHeaders(t *testing.T) {
 		for h, want := range map[string]string{
 			"Nats-Msg-Id": e.EventID, HeaderTable: "sessions", HeaderKind: "expired", HeaderShard: "shard-1",
 			HeaderSequence: e.SequenceNumber, HeaderKeys: string(event.MarshalItem(e.Keys)), HeaderEventName: "REMOVE",
+			HeaderDeletedBy: e.DeletedBy,
 		} {
 			if got := m.Headers().Get(h); got != want {
 				t.Fatalf("message %d header %s = %q, want %q", i, h, got, want)
@@ -691,6 +695,44 @@ func TestNATSCloseUnblocksWriters(t *testing.T) {
 		if _, err := a.get(id); n != 1 || err == nil {
 			t.Fatalf("batch %s: %d acks, err %v", id, n, err)
 		}
+	}
+}
+
+// TestNATSDeletedByHeader: Archiver-Deleted-By is on REMOVE messages only,
+// with the event's DeletedBy.
+func TestNATSDeletedByHeader(t *testing.T) {
+	tmpl, err := parseSubject("archiver.{table}.{kind}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &NATSSink{tmpl: tmpl}
+	insert := testEvents("sessions", "shard-1", 1, 1)[0]
+	insert.Kind, insert.EventName = event.Inserted, "INSERT"
+	insert.NewImage, insert.OldImage = insert.OldImage, nil
+	cases := []struct {
+		name, by string
+		e        event.Event
+	}{
+		{"native expiry", event.DeletedByTTL, testEvents("sessions", "shard-1", 1, 1)[0]},
+		{"swept expiry", event.DeletedByOther, testEvents("sessions", "shard-1", 2, 1)[0]},
+		{"insert", "", insert},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.e.DeletedBy = c.by
+			m := s.message(&c.e)
+			vals, ok := m.Header[HeaderDeletedBy]
+			if c.by == "" {
+				if ok {
+					t.Fatalf("%s set on a non-REMOVE: %q", HeaderDeletedBy, vals)
+				}
+			} else if len(vals) != 1 || vals[0] != c.by {
+				t.Fatalf("%s = %q, want %q", HeaderDeletedBy, vals, c.by)
+			}
+			if len(m.Header) != len(headerNames)-1+len(vals) || m.Header.Get(HeaderKind) != string(c.e.Kind) {
+				t.Fatalf("headers %v", m.Header)
+			}
+		})
 	}
 }
 

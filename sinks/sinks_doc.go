@@ -17,7 +17,8 @@
 //	   "streamArn":"...","approximateCreationDateTime":"2026-01-02T03:04:05Z",
 //	   "deletionTime":"2026-01-02T03:04:05Z","sizeBytes":321,
 //	   "ttlAttribute":"expiresAt","ttlValue":"1767322800",
-//	   "ttlTime":"2026-01-02T03:00:00Z","ttlLagSeconds":245}}
+//	   "ttlTime":"2026-01-02T03:00:00Z","ttlLagSeconds":245,
+//	   "deletedBy":"dynamodb-ttl"}}
 //
 // Item is the item's last image in DynamoDB JSON, the same form as
 // DynamoDB's own S3 export: every type kept (S, N as the exact decimal
@@ -27,6 +28,14 @@
 // values are left out. Object keys inside the line are sorted, so the same
 // event always renders to the same bytes. [event.DecodeLine] reads a line
 // back into an event.
+//
+// Metadata.deletedBy, on every REMOVE, says who deleted the item:
+// "dynamodb-ttl" (DynamoDB's TTL process) or "other" (anyone else: an
+// application, a sweeper such as `archiver sweep`; the stream does not name
+// them). A "deleted" event is always "other"; an "expired" one is
+// "dynamodb-ttl", or "other" when the archiver runs with expired-when
+// past-ttl and the item was deleted after its TTL had passed. The NATS sink
+// also sets it as the Archiver-Deleted-By header on REMOVE messages.
 //
 // # Where events go
 //
