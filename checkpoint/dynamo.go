@@ -92,7 +92,10 @@ type DynamoOptions struct {
 //
 // and one heartbeat item per live worker and stream (stream_arn =
 // "workers#" + stream ARN, shard_id = worker ID, lease_expiry_ms), so a
-// worker that holds nothing yet still counts when shares are computed.
+// worker that holds nothing yet still counts when shares are computed, and
+// one item per table that `archiver sweep` sweeps (stream_arn = "sweep#" +
+// TABLE, shard_id = "cursor"): the sweeper's lease in the same lease
+// fields, and its cursor in sweep_cursor_ms (see [DynamoStore.AcquireSweep]).
 // Loading a stream's checkpoints is a Query on its partition. Every
 // attribute name holds an underscore, so none is a reserved word in
 // expressions.
@@ -324,11 +327,7 @@ func (s *DynamoStore) Save(ctx context.Context, streamARN, shardID string, cp Ch
 		return fmt.Errorf("checkpoint: save %s %s: worker %s holds no lease: %w", streamARN, shardID, s.worker, ErrLeaseLost)
 	}
 	upd := "SET " + attrUpdated + " = :now"
-	vals := map[string]types.AttributeValue{
-		":me":  &types.AttributeValueMemberS{Value: s.worker},
-		":c":   num(counter),
-		":now": num(s.now().UnixMilli()),
-	}
+	vals := map[string]types.AttributeValue{":now": num(s.now().UnixMilli())}
 	if cp.SequenceNumber != "" {
 		upd += ", " + attrCheckpt + " = :seq"
 		vals[":seq"] = &types.AttributeValueMemberS{Value: cp.SequenceNumber}
@@ -337,19 +336,7 @@ func (s *DynamoStore) Save(ctx context.Context, streamARN, shardID string, cp Ch
 		upd += ", " + attrFinished + " = :t"
 		vals[":t"] = &types.AttributeValueMemberBOOL{Value: true}
 	}
-	var out *dynamodb.UpdateItemOutput
-	err := s.retry(ctx, func(ctx context.Context) error {
-		var err error
-		out, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 aws.String(s.table),
-			Key:                       itemKey(streamARN, shardID),
-			UpdateExpression:          aws.String(upd),
-			ConditionExpression:       aws.String(attrOwner + " = :me AND " + attrCounter + " = :c"),
-			ExpressionAttributeValues: vals,
-			ReturnValues:              types.ReturnValueAllNew,
-		})
-		return err
-	})
+	out, err := s.fencedUpdate(ctx, k, counter, upd, "", vals)
 	if isConditionFailed(err) {
 		s.lost(l, "checkpoint write found the lease owned by another worker")
 		return fmt.Errorf("checkpoint: save %s %s at %q: %w", streamARN, shardID, cp.SequenceNumber, ErrLeaseLost)
@@ -363,6 +350,56 @@ func (s *DynamoStore) Save(ctx context.Context, streamARN, shardID string, cp Ch
 		s.noteHandoff(l, r.handoff)
 	}
 	return nil
+}
+
+// fencedUpdate applies the update expression upd to k's item, conditional
+// on this worker still owning it at counter (and on extra, unless empty);
+// it sets :me and :c in vals. Throttling is retried until ctx ends. The
+// answer holds the item as updated; when the condition failed, the error's
+// ConditionalCheckFailedException holds it as it was.
+func (s *DynamoStore) fencedUpdate(ctx context.Context, k leaseKey, counter int64, upd, extra string, vals map[string]types.AttributeValue) (*dynamodb.UpdateItemOutput, error) {
+	vals[":me"] = &types.AttributeValueMemberS{Value: s.worker}
+	vals[":c"] = num(counter)
+	cond := attrOwner + " = :me AND " + attrCounter + " = :c"
+	if extra != "" {
+		cond += " AND (" + extra + ")"
+	}
+	var out *dynamodb.UpdateItemOutput
+	err := s.retry(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                           aws.String(s.table),
+			Key:                                 itemKey(k.stream, k.shard),
+			UpdateExpression:                    aws.String(upd),
+			ConditionExpression:                 aws.String(cond),
+			ExpressionAttributeValues:           vals,
+			ReturnValues:                        types.ReturnValueAllNew,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		return err
+	})
+	return out, err
+}
+
+// getRow reads k's item (consistent read; throttling retried until ctx
+// ends); a missing item is a row that does not exist.
+func (s *DynamoStore) getRow(ctx context.Context, k leaseKey) (row, error) {
+	var out *dynamodb.GetItemOutput
+	err := s.retry(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = s.client.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: aws.String(s.table), Key: itemKey(k.stream, k.shard), ConsistentRead: aws.Bool(true),
+		})
+		return err
+	})
+	if err != nil {
+		return row{}, fmt.Errorf("checkpoint: read %s %s in table %s: %w", k.stream, k.shard, s.table, err)
+	}
+	r, err := decodeRow(out.Item)
+	if err != nil {
+		return row{}, fmt.Errorf("checkpoint: table %s, %s %s: bad item: %w", s.table, k.stream, k.shard, err)
+	}
+	return r, nil
 }
 
 // Close stops renewing leases and cancels every assignment's context. It
@@ -401,6 +438,7 @@ type row struct {
 	parents    []string
 	handoff    string
 	updatedMS  int64
+	sweepMS    int64 // sweeper items only: the cursor
 	exists     bool
 }
 
@@ -470,6 +508,9 @@ func decodeRow(it map[string]types.AttributeValue) (row, error) {
 		return r, err
 	}
 	if r.updatedMS, err = number(attrUpdated); err != nil {
+		return r, err
+	}
+	if r.sweepMS, err = number(attrSweepCursor); err != nil {
 		return r, err
 	}
 	if v, ok := it[attrFinished].(*types.AttributeValueMemberBOOL); ok {

@@ -17,10 +17,16 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 )
 
-// fileFormatVersion is the version written into every checkpoint file.
-// Version 2 added finishedAt; version 1 files are still read (their
-// finished shards count as finished when the file was opened).
-const fileFormatVersion = 2
+// fileFormatVersion is the version written into checkpoint files without
+// sweep cursors. Version 2 added finishedAt; version 1 files are still read
+// (their finished shards count as finished when the file was opened).
+// Version 3 added the sweep section (the cursors of `archiver sweep`); it is
+// written only when the file holds one, so a file without stays readable
+// by archivers that predate it.
+const (
+	fileFormatVersion      = 2
+	fileFormatVersionSweep = 3
+)
 
 // FileStore keeps the checkpoints of every stream of one archiver in a
 // single JSON file. It is meant for one worker: OpenFile takes an exclusive
@@ -41,6 +47,10 @@ const fileFormatVersion = 2
 // gone from the stream (DynamoDB keeps records 24 hours), and a child's
 // checkpoint alone tells the walker that its parents were finished.
 //
+// The file also keeps the cursor of each table `archiver sweep` sweeps
+// (see [SweepStore]); the file lock makes the one process using the file
+// the table's only sweeper.
+//
 // FileStore is safe for concurrent use.
 type FileStore struct {
 	path    string
@@ -49,7 +59,9 @@ type FileStore struct {
 	now     func() time.Time
 	mu      sync.Mutex
 	streams map[string]map[string]fileEntry
-	gen     uint64 // incremented by every change in memory
+	sweeps  map[string]time.Time // table → sweep cursor
+	holds   map[string]*fileHold // tables a sweeper of this process holds
+	gen     uint64               // incremented by every change in memory
 	closed  bool
 
 	// write serialises file writes; it is a channel so waiting honours ctx.
@@ -69,6 +81,19 @@ var _ Store = (*FileStore)(nil)
 type fileData struct {
 	Version int                               `json:"version"`
 	Streams map[string]map[string]fileShardCP `json:"streams"`
+	// Sweep holds each swept table's cursor (version 3).
+	Sweep map[string]fileSweepCursor `json:"sweep,omitempty"`
+}
+
+type fileSweepCursor struct {
+	// Window is the cursor (RFC 3339, UTC, to the millisecond).
+	Window string `json:"window"`
+}
+
+// fileContent is a checkpoint file's content in memory.
+type fileContent struct {
+	streams map[string]map[string]fileEntry
+	sweeps  map[string]time.Time
 }
 
 type fileShardCP struct {
@@ -137,6 +162,8 @@ func OpenFileWith(path string, o FileOptions) (*FileStore, error) {
 		pruneD:  o.PruneFinishedAfter,
 		now:     o.Now,
 		streams: map[string]map[string]fileEntry{},
+		sweeps:  map[string]time.Time{},
+		holds:   map[string]*fileHold{},
 		write:   make(chan struct{}, 1),
 	}
 	s.removeTemps()
@@ -148,33 +175,46 @@ func OpenFileWith(path string, o FileOptions) (*FileStore, error) {
 		s.unlock()
 		return nil, fmt.Errorf("checkpoint: read %s: %w", abs, err)
 	}
-	streams, err := decodeFile(b, s.now())
+	content, err := decodeFile(b, s.now())
 	if err != nil {
 		s.unlock()
 		return nil, fmt.Errorf("checkpoint: file %s: %w", abs, err)
 	}
-	s.streams = streams
+	s.streams, s.sweeps = content.streams, content.sweeps
 	s.prune()
 	return s, nil
 }
 
 // decodeFile parses a checkpoint file's content. Finished shards without
 // finishedAt (version 1) are taken as finished at opened.
-func decodeFile(b []byte, opened time.Time) (map[string]map[string]fileEntry, error) {
+func decodeFile(b []byte, opened time.Time) (fileContent, error) {
 	var d fileData
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
-		return nil, fmt.Errorf("not a valid checkpoint file: %w", err)
+		return fileContent{}, fmt.Errorf("not a valid checkpoint file: %w", err)
 	}
 	if dec.More() {
-		return nil, errors.New("not a valid checkpoint file: trailing data after the JSON object")
+		return fileContent{}, errors.New("not a valid checkpoint file: trailing data after the JSON object")
 	}
-	if d.Version != 1 && d.Version != fileFormatVersion {
-		return nil, fmt.Errorf("field version: unsupported value %d (want 1 or %d)", d.Version, fileFormatVersion)
+	if d.Version < 1 || d.Version > fileFormatVersionSweep {
+		return fileContent{}, fmt.Errorf("field version: unsupported value %d (want 1 to %d)", d.Version, fileFormatVersionSweep)
 	}
-	out := make(map[string]map[string]fileEntry, len(d.Streams))
-	for arn, shards := range d.Streams {
+	streams, err := decodeStreams(d.Streams, opened)
+	if err != nil {
+		return fileContent{}, err
+	}
+	sweeps, err := decodeSweeps(d.Version, d.Sweep)
+	if err != nil {
+		return fileContent{}, err
+	}
+	return fileContent{streams: streams, sweeps: sweeps}, nil
+}
+
+// decodeStreams checks and converts the streams section.
+func decodeStreams(streams map[string]map[string]fileShardCP, opened time.Time) (map[string]map[string]fileEntry, error) {
+	out := make(map[string]map[string]fileEntry, len(streams))
+	for arn, shards := range streams {
 		if arn == "" {
 			return nil, errors.New("field streams: empty stream ARN")
 		}
@@ -207,9 +247,13 @@ func decodeFile(b []byte, opened time.Time) (map[string]map[string]fileEntry, er
 }
 
 // encodeFile renders checkpoints in the file format (deterministically).
-func encodeFile(streams map[string]map[string]fileEntry) ([]byte, error) {
-	d := fileData{Version: fileFormatVersion, Streams: make(map[string]map[string]fileShardCP, len(streams))}
-	for arn, shards := range streams {
+func encodeFile(c fileContent) ([]byte, error) {
+	d := fileData{Version: fileFormatVersion, Streams: make(map[string]map[string]fileShardCP, len(c.streams))}
+	if len(c.sweeps) > 0 {
+		d.Version = fileFormatVersionSweep
+		d.Sweep = encodeSweeps(c.sweeps)
+	}
+	for arn, shards := range c.streams {
 		m := make(map[string]fileShardCP, len(shards))
 		for id, e := range shards {
 			fc := fileShardCP{SequenceNumber: e.cp.SequenceNumber, Finished: e.cp.Finished}
@@ -280,7 +324,13 @@ func (s *FileStore) Save(ctx context.Context, streamARN, shardID string, cp Chec
 	s.gen++
 	mine := s.gen
 	s.mu.Unlock()
+	return s.persist(ctx, mine)
+}
 
+// persist returns once the file holds every change up to generation mine:
+// it writes the file unless a write that started after that change
+// already carried it.
+func (s *FileStore) persist(ctx context.Context, mine uint64) error {
 	select {
 	case s.write <- struct{}{}:
 	case <-ctx.Done():
@@ -292,7 +342,7 @@ func (s *FileStore) Save(ctx context.Context, streamARN, shardID string, cp Chec
 	}
 	s.mu.Lock()
 	gen := s.gen
-	b, err := encodeFile(s.streams)
+	b, err := encodeFile(fileContent{streams: s.streams, sweeps: s.sweeps})
 	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("checkpoint: encode %s: %w", s.path, err)
@@ -403,6 +453,7 @@ func (s *FileStore) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.dropHolds(errFileStoreClosed)
 	return s.unlock()
 }
 

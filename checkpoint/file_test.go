@@ -357,6 +357,8 @@ func FuzzDecodeFile(f *testing.F) {
 	f.Add([]byte(`{"version":1,"streams":{"a":{"s":{"sequenceNumber":"12","finished":true}}}}`))
 	f.Add([]byte(`{"version":2,"streams":{"a":{"s":{"sequenceNumber":"12","finished":true,"finishedAt":"2026-11-22T09:00:00+02:00"}}}}`))
 	f.Add([]byte(`{"version":1,"streams":{}}`))
+	f.Add([]byte(`{"version":3,"streams":{},"sweep":{"Sessions":{"window":"2026-11-22T09:01:00.123Z"}}}`))
+	f.Add([]byte(`{"version":2,"streams":{},"sweep":{"Sessions":{"window":"2026-11-22T09:01:00Z"}}}`))
 	f.Add([]byte(`{"version":1,"streams":{"":{}}}`))
 	f.Add([]byte(`[]`))
 	opened := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
@@ -374,15 +376,20 @@ func FuzzDecodeFile(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decode: %v", err)
 		}
-		if len(m) != len(m2) {
+		if len(m.streams) != len(m2.streams) || len(m.sweeps) != len(m2.sweeps) {
 			t.Fatalf("round trip changed %v to %v", m, m2)
 		}
-		for arn, shards := range m {
-			if len(shards) != len(m2[arn]) {
+		for table, w := range m.sweeps {
+			if !w.Equal(m2.sweeps[table]) {
+				t.Fatalf("round trip changed sweep cursor %s from %v to %v", table, w, m2.sweeps[table])
+			}
+		}
+		for arn, shards := range m.streams {
+			if len(shards) != len(m2.streams[arn]) {
 				t.Fatalf("round trip changed %v to %v", m, m2)
 			}
 			for id, e := range shards {
-				e2 := m2[arn][id]
+				e2 := m2.streams[arn][id]
 				if e.cp != e2.cp || !e.finishedAt.Equal(e2.finishedAt) {
 					t.Fatalf("round trip changed %s/%s from %+v to %+v", arn, id, e, e2)
 				}

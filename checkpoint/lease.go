@@ -223,23 +223,8 @@ func (s *DynamoStore) renew(l *lease) {
 	ctx, cancel := context.WithTimeout(s.base, budget)
 	defer cancel()
 	start := s.now()
-	var out *dynamodb.UpdateItemOutput
-	err := s.retry(ctx, func(ctx context.Context) error {
-		var err error
-		out, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:           aws.String(s.table),
-			Key:                 itemKey(l.key.stream, l.key.shard),
-			UpdateExpression:    aws.String("SET " + attrExpiry + " = :exp"),
-			ConditionExpression: aws.String(attrOwner + " = :me AND " + attrCounter + " = :c"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":me":  &types.AttributeValueMemberS{Value: s.worker},
-				":c":   num(counter),
-				":exp": num(start.Add(s.leaseD).UnixMilli()),
-			},
-			ReturnValues: types.ReturnValueAllNew,
-		})
-		return err
-	})
+	out, err := s.fencedUpdate(ctx, l.key, counter, "SET "+attrExpiry+" = :exp", "",
+		map[string]types.AttributeValue{":exp": num(start.Add(s.leaseD).UnixMilli())})
 	switch {
 	case isConditionFailed(err):
 		s.lost(l, "renewal found the lease owned by another worker")
@@ -279,11 +264,18 @@ func (s *DynamoStore) heartbeat(stream string) {
 	if err != nil && ctx.Err() == nil {
 		s.log.Debug("heartbeat failed", zap.String("stream", stream), zap.Error(err))
 	}
+	s.noteProbe(err)
+}
+
+// noteProbe records the outcome of a request that is not a renewal
+// (heartbeat, a sweeper waiting for its lease) for Ready's message: a
+// failure always, a success only while no lease is held (with leases held,
+// only their renewals say whether they renew).
+func (s *DynamoStore) noteProbe(err error) {
 	s.mu.Lock()
 	idle := len(s.leases) == 0
 	s.mu.Unlock()
 	if err != nil || idle {
-		// With leases held, only their renewals say whether they renew.
 		s.noteTableWrite(err)
 	}
 }
@@ -313,8 +305,8 @@ func (s *DynamoStore) Ready() error {
 	now := s.now()
 	for _, l := range s.leases {
 		if !l.stopping && now.After(l.validUntil.Add(-s.margin)) {
-			return fmt.Errorf("checkpoint: lease of shard %s not renewed (valid until %s)",
-				l.key.shard, l.validUntil.UTC().Format(time.RFC3339))
+			return fmt.Errorf("checkpoint: %s not renewed (valid until %s)",
+				l.key, l.validUntil.UTC().Format(time.RFC3339))
 		}
 	}
 	return nil
@@ -782,18 +774,7 @@ func (s *DynamoStore) release(ctx context.Context, stream, shard string, finishe
 // workerLive reports whether the worker's heartbeat for the stream is
 // current (on errors: true, the lease then expires if it is not).
 func (s *DynamoStore) workerLive(ctx context.Context, stream, worker string) bool {
-	var out *dynamodb.GetItemOutput
-	err := s.retry(ctx, func(ctx context.Context) error {
-		var err error
-		out, err = s.client.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(s.table), Key: itemKey(workersPrefix+stream, worker), ConsistentRead: aws.Bool(true),
-		})
-		return err
-	})
-	if err != nil {
-		return true
-	}
-	r, err := decodeRow(out.Item)
+	r, err := s.getRow(ctx, leaseKey{workersPrefix + stream, worker})
 	return err != nil || (r.exists && !r.expired(s.now()))
 }
 
