@@ -61,28 +61,45 @@ const (
 	kindList
 	kindURLList // a list whose items are URLs that may themselves contain commas
 	kindDuration
+	kindInt // a whole number
 )
 
-// option is one setting of `archiver run`: a flag, an ARCHIVER_* variable
-// and a key of the YAML file, all with the same name.
-type option struct {
+// option is one setting of a command (`archiver run`, `archiver sweep`) whose
+// configuration is C: a flag, an ARCHIVER_* variable and a key of the YAML
+// file, all with the same name.
+type option[C any] struct {
 	name    string // flag name and YAML key
 	alias   string // alternative YAML key (plural form of a repeatable)
 	kind    optKind
 	def     string
 	usage   string
 	secret  bool // values are URLs whose credentials must be masked
-	get     func(*runConfig) any
-	set     func(*runConfig, string, []string, time.Duration)
+	get     func(*C) any
+	set     func(*C, string, []string, time.Duration)
 	noFile  bool // flag and env only (config, print-config)
 	boolean bool
 }
 
-func (o option) env() string {
+func (o option[C]) env() string {
 	return "ARCHIVER_" + strings.ToUpper(strings.ReplaceAll(o.name, "-", "_"))
 }
 
-var runOptions = []option{
+// command is what loadConfig needs to know of a command whose
+// configuration is C.
+type command[C any] struct {
+	name    string // "run", "sweep"
+	options []option[C]
+	// validate checks one option's value; from names the flag and where
+	// the value came from.
+	validate func(c *C, o option[C], from string, p *problems)
+	// check checks rules that involve several options.
+	check func(c *C, p *problems)
+}
+
+// runCommand is `archiver run`'s configuration.
+var runCommand = command[runConfig]{name: "run", options: runOptions, validate: validateOption, check: validateRun}
+
+var runOptions = []option[runConfig]{
 	{name: "endpoint", usage: "DynamoDB and DynamoDB Streams endpoint URL (default: AWS's endpoint for the region)",
 		get: func(c *runConfig) any { return c.Endpoint }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Endpoint = s }},
 	{name: "region", usage: "AWS region (default: the AWS configuration's, or us-east-1 with a loopback --endpoint)",
@@ -196,12 +213,26 @@ func (p problems) err(cmd string) error {
 // reported in one *usageError, one line each, naming the flag (and the
 // variable or file key when the value came from there).
 func loadRunConfig(args []string, getenv func(string) string, stdout io.Writer) (*runConfig, error) {
-	fs := flag.NewFlagSet("archiver run", flag.ContinueOnError)
+	cfg := &runConfig{}
+	src, err := loadConfig(runCommand, cfg, args, getenv, stdout)
+	if err != nil {
+		return nil, err
+	}
+	cfg.source = src
+	return cfg, nil
+}
+
+// loadConfig resolves every option of cmd into cfg with precedence flag >
+// environment > config file > default, then validates the result (see
+// loadRunConfig), and returns where each value came from: flag, env, file
+// or default (keyed by option name). Every command has a "config" option.
+func loadConfig[C any](cmd command[C], cfg *C, args []string, getenv func(string) string, stdout io.Writer) (map[string]string, error) {
+	fs := flag.NewFlagSet("archiver "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	strs := map[string]*string{}
 	lists := map[string]*listFlag{}
 	bools := map[string]*bool{}
-	for _, o := range runOptions {
+	for _, o := range cmd.options {
 		usage := fmt.Sprintf("%s (env %s)", o.usage, o.env())
 		switch {
 		case o.boolean:
@@ -218,20 +249,20 @@ func loadRunConfig(args []string, getenv func(string) string, stdout io.Writer) 
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: archiver run [flags]\n\nEvery flag is also an environment variable (ARCHIVER_ + name in upper case,\nrepeatable flags comma-separated) and a key of the --config YAML file.\nPrecedence: flag > environment > file > default.\n\nflags:")
+			fmt.Fprintln(stdout, "usage: archiver "+cmd.name+" [flags]\n\nEvery flag is also an environment variable (ARCHIVER_ + name in upper case,\nrepeatable flags comma-separated) and a key of the --config YAML file.\nPrecedence: flag > environment > file > default.\n\nflags:")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return nil, errHelp
 		}
-		return nil, usagef("archiver run: %v", err)
+		return nil, usagef("archiver %s: %v", cmd.name, err)
 	}
 	if fs.NArg() > 0 {
-		return nil, usagef("archiver run: unexpected argument %q (all settings are flags)", fs.Arg(0))
+		return nil, usagef("archiver %s: unexpected argument %q (all settings are flags)", cmd.name, fs.Arg(0))
 	}
 	setFlags := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { setFlags[f.Name] = true })
 
-	cfg := &runConfig{source: map[string]string{}}
+	source := map[string]string{}
 	var probs problems
 
 	// The config file's path itself: flag > env.
@@ -242,14 +273,14 @@ func loadRunConfig(args []string, getenv func(string) string, stdout io.Writer) 
 	fileVals := map[string]*yaml.Node{}
 	if cfgPath != "" {
 		var err error
-		fileVals, err = readConfigFile(cfgPath)
+		fileVals, err = readConfigFile(cfgPath, cmd.options)
 		if err != nil {
 			probs.add("--config %s: %v", cfgPath, err)
 			fileVals = map[string]*yaml.Node{}
 		}
 	}
 
-	for _, o := range runOptions {
+	for _, o := range cmd.options {
 		var (
 			raw  string
 			list []string
@@ -301,27 +332,33 @@ func loadRunConfig(args []string, getenv func(string) string, stdout io.Writer) 
 				raw = strconv.FormatBool(b)
 			}
 		}
-		cfg.source[o.name] = src
+		source[o.name] = src
 		var d time.Duration
-		if o.kind == kindDuration {
+		switch o.kind {
+		case kindDuration:
 			var err error
 			d, err = time.ParseDuration(raw)
 			if err != nil {
 				probs.add("%s: %q is not a duration like 25s or 1m", from, raw)
 				continue
 			}
+		case kindInt:
+			if _, err := strconv.Atoi(strings.TrimSpace(raw)); err != nil {
+				probs.add("%s: %q is not a whole number", from, raw)
+				continue
+			}
 		}
 		o.set(cfg, strings.TrimSpace(raw), list, d)
-		validateOption(cfg, o, from, &probs)
+		cmd.validate(cfg, o, from, &probs)
 	}
-	validateRun(cfg, &probs)
-	if err := probs.err("run"); err != nil {
+	cmd.check(cfg, &probs)
+	if err := probs.err(cmd.name); err != nil {
 		return nil, err
 	}
-	return cfg, nil
+	return source, nil
 }
 
-func readConfigFile(path string) (map[string]*yaml.Node, error) {
+func readConfigFile[C any](path string, options []option[C]) (map[string]*yaml.Node, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -342,7 +379,7 @@ func readConfigFile(path string) (map[string]*yaml.Node, error) {
 		return nil, fmt.Errorf("want a mapping of option names to values at the top level")
 	}
 	known := map[string]bool{}
-	for _, o := range runOptions {
+	for _, o := range options {
 		if !o.noFile {
 			known[o.name] = true
 			if o.alias != "" {
@@ -363,7 +400,7 @@ func readConfigFile(path string) (map[string]*yaml.Node, error) {
 	if len(unknown) > 0 {
 		return nil, fmt.Errorf("unknown key %s", strings.Join(unknown, ", "))
 	}
-	for _, o := range runOptions {
+	for _, o := range options {
 		if o.alias != "" && out[o.name] != nil && out[o.alias] != nil {
 			return nil, fmt.Errorf("both %q and %q given; use one", o.name, o.alias)
 		}
@@ -371,7 +408,7 @@ func readConfigFile(path string) (map[string]*yaml.Node, error) {
 	return out, nil
 }
 
-func fileNode(vals map[string]*yaml.Node, o option) *yaml.Node {
+func fileNode[C any](vals map[string]*yaml.Node, o option[C]) *yaml.Node {
 	if n := vals[o.name]; n != nil {
 		return n
 	}
@@ -381,7 +418,7 @@ func fileNode(vals map[string]*yaml.Node, o option) *yaml.Node {
 	return nil
 }
 
-func fileKey(vals map[string]*yaml.Node, o option) string {
+func fileKey[C any](vals map[string]*yaml.Node, o option[C]) string {
 	if vals[o.name] != nil || o.alias == "" {
 		return o.name
 	}
@@ -423,7 +460,7 @@ var (
 
 // validateOption checks one option's value; from names the flag and where
 // the value came from.
-func validateOption(c *runConfig, o option, from string, p *problems) {
+func validateOption(c *runConfig, o option[runConfig], from string, p *problems) {
 	switch o.name {
 	case "endpoint":
 		if c.Endpoint != "" {
@@ -629,8 +666,13 @@ func maskURL(s string) string {
 // printConfig writes the effective configuration as YAML that --config
 // accepts, secrets masked, each line commented with the value's source.
 func printConfig(w io.Writer, c *runConfig) error {
+	return printOptions(w, runCommand, c, c.source)
+}
+
+// printOptions is printConfig for any command.
+func printOptions[C any](w io.Writer, cmd command[C], c *C, source map[string]string) error {
 	root := &yaml.Node{Kind: yaml.MappingNode}
-	for _, o := range runOptions {
+	for _, o := range cmd.options {
 		if o.noFile {
 			continue
 		}
@@ -658,10 +700,10 @@ func printConfig(w io.Writer, c *runConfig) error {
 		default:
 			v = &yaml.Node{Kind: yaml.ScalarNode, Value: fmt.Sprint(val)}
 		}
-		v.LineComment = c.source[o.name]
+		v.LineComment = source[o.name]
 		root.Content = append(root.Content, k, v)
 	}
-	fmt.Fprintln(w, "# effective configuration of archiver run (secrets masked); comments give each value's source")
+	fmt.Fprintf(w, "# effective configuration of archiver %s (secrets masked); comments give each value's source\n", cmd.name)
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
 	if err := enc.Encode(root); err != nil {
