@@ -154,6 +154,14 @@ type Config struct {
 	// TTLRefresh is how long a table's TTL attribute is cached (default
 	// 5 min); an unknown attribute is looked up again after 10 s.
 	TTLRefresh time.Duration
+	// ExpiredWhen says which REMOVE records are expiries: ExpiredWhenService
+	// (the zero value) only DynamoDB's own TTL deletes; ExpiredWhenPastTTL
+	// also any other delete made after the item's TTL had passed (a
+	// sweeper's; see [ClassifyWith]), which needs Tables for the TTL
+	// attribute: a batch with a REMOVE waits (fails and is retried) until
+	// DescribeTimeToLive has answered once. Either way a REMOVE's
+	// event.Event.DeletedBy says whether DynamoDB's TTL made it.
+	ExpiredWhen ExpiredWhen
 	// ShutdownTimeout bounds flushing sinks, final checkpoints and closing
 	// sinks after the walker stopped (default 10 s). The walker first gives
 	// each active shard up to StopTimeout (default 15 s) to be acknowledged
@@ -238,6 +246,9 @@ func New(c Config) (*Consumer, error) {
 	if c.MaxInFlightBytes < 0 || c.MaxInFlightBytesTotal < 0 || c.CheckpointInterval < 0 || c.RetryMinBackoff < 0 || c.RetryMaxBackoff < 0 ||
 		c.TTLRefresh < 0 || c.ShutdownTimeout < 0 || c.StuckAfter < 0 || c.StuckLogInterval < 0 || c.StreamRetention < 0 || c.TrimWarning < 0 {
 		return nil, errors.New("consumer: Config: budgets and durations must not be negative")
+	}
+	if err := checkExpiredWhen(c); err != nil {
+		return nil, err
 	}
 	c.RetryFor = defaultDuration(c.RetryFor, 15*time.Minute)
 	c.StuckAfter = defaultDuration(c.StuckAfter, time.Minute)
@@ -528,12 +539,9 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 		return nil
 	}
 	s := c.state(b.Table, b.StreamARN, b.ShardID)
-	ttlAttr := ""
-	for _, r := range b.Records {
-		if k, err := Classify(r); err == nil && k == event.Expired {
-			ttlAttr = c.ttl.attribute(ctx, s.table)
-			break
-		}
+	ttlAttr, err := c.ttlAttribute(ctx, s.table, b.Records)
+	if err != nil {
+		return err
 	}
 	events, bad, err := c.decodeBatch(s, b, ttlAttr)
 	if err != nil {

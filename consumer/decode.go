@@ -35,6 +35,54 @@ func (e *RecordError) Error() string {
 	return fmt.Sprintf("consumer: shard %s record %d: field %s: %s", e.ShardID, e.Index, e.Field, e.Problem)
 }
 
+// ExpiredWhen says which REMOVE records are expiries ([Config.ExpiredWhen]).
+type ExpiredWhen int
+
+const (
+	// ExpiredWhenService (the default): only the deletes of DynamoDB's own
+	// TTL process, as [Classify] says.
+	ExpiredWhenService ExpiredWhen = iota
+	// ExpiredWhenPastTTL: also any other REMOVE made after the item's TTL
+	// had passed, such as the deletes of a sweeper (`archiver sweep`), as
+	// [ClassifyWith] says.
+	ExpiredWhenPastTTL
+)
+
+// String returns the option's value: "service" or "past-ttl".
+func (w ExpiredWhen) String() string {
+	switch w {
+	case ExpiredWhenService:
+		return "service"
+	case ExpiredWhenPastTTL:
+		return "past-ttl"
+	}
+	return fmt.Sprintf("ExpiredWhen(%d)", int(w))
+}
+
+// ParseExpiredWhen reads "service" or "past-ttl".
+func ParseExpiredWhen(s string) (ExpiredWhen, error) {
+	for _, w := range []ExpiredWhen{ExpiredWhenService, ExpiredWhenPastTTL} {
+		if s == w.String() {
+			return w, nil
+		}
+	}
+	return 0, fmt.Errorf("%q is not service or past-ttl", s)
+}
+
+// checkExpiredWhen checks Config.ExpiredWhen.
+func checkExpiredWhen(c Config) error {
+	switch c.ExpiredWhen {
+	case ExpiredWhenService:
+	case ExpiredWhenPastTTL:
+		if c.Tables == nil {
+			return errors.New("consumer: Config.ExpiredWhen: past-ttl needs Config.Tables (the TTL attribute comes from DescribeTimeToLive)")
+		}
+	default:
+		return fmt.Errorf("consumer: Config.ExpiredWhen: %v is not ExpiredWhenService or ExpiredWhenPastTTL", c.ExpiredWhen)
+	}
+	return nil
+}
+
 // Classify returns the kind of a stream record: Expired for a REMOVE made by
 // DynamoDB's TTL process (userIdentity Type "Service", PrincipalId
 // "dynamodb.amazonaws.com"), Deleted for any other REMOVE, Inserted for
@@ -46,7 +94,7 @@ func Classify(r types.Record) (event.Kind, error) {
 	case types.OperationTypeModify:
 		return event.Modified, nil
 	case types.OperationTypeRemove:
-		if id := r.UserIdentity; id != nil && deref(id.Type) == ttlIdentityType && deref(id.PrincipalId) == ttlIdentityPrincipal {
+		if isTTLDelete(&r) {
 			return event.Expired, nil
 		}
 		return event.Deleted, nil
@@ -54,6 +102,89 @@ func Classify(r types.Record) (event.Kind, error) {
 		return "", errors.New("missing")
 	}
 	return "", fmt.Errorf("unknown event name %q (want INSERT, MODIFY or REMOVE)", string(r.EventName))
+}
+
+// ClassifyWith returns the kind of a stream record under the given rule.
+// Under [ExpiredWhenService] it is [Classify]. Under [ExpiredWhenPastTTL] a
+// REMOVE that Classify calls Deleted is Expired when the TTL attribute
+// (ttlAttribute, "" when unknown) of its old image had passed when the item
+// was deleted:
+//
+//   - the attribute is a Number of epoch seconds ([ParseEpochSeconds]:
+//     fractions and exponents allowed), and
+//   - it lies before the end of the record's creation second: TTL < C + 1 s,
+//     where C is ApproximateCreationDateTime truncated to the second, and
+//   - it lies no more than five years before C (DynamoDB's TTL ignores
+//     older values, so a 0 meaning "never" does not make a delete an expiry).
+//
+// DynamoDB Streams gives the creation time rounded down to the second (the
+// engine does the same), so the delete happened somewhere in [C, C+1 s).
+// Comparing with C itself would miss an item swept in the second its TTL
+// fell in, which is the usual case for a sweeper running every second;
+// TTL < C + 1 s cannot. For a TTL of whole seconds, as DynamoDB's TTL
+// expects, the rule is exact: the delete came after the TTL unless it came
+// at the very instant of it. A user's delete of an item not yet expired
+// happened before its TTL, so in a second C <= TTL - 1 and it stays
+// Deleted. Only a fractional TTL inside the creation second is ambiguous
+// (the stream cannot say whether the delete came before or after it
+// within that second); it counts as an expiry, and its TTL lag
+// (C - TTL) is then below zero.
+//
+// A REMOVE without an old image (KEYS_ONLY, NEW_IMAGE), without the
+// attribute, with a value that is not a Number of epoch seconds, or without
+// a creation time stays Deleted.
+func ClassifyWith(r types.Record, when ExpiredWhen, ttlAttribute string) (event.Kind, error) {
+	k, err := Classify(r)
+	if err != nil || k != event.Deleted || when != ExpiredWhenPastTTL {
+		return k, err
+	}
+	if ttlPassed(r.Dynamodb, ttlAttribute) {
+		return event.Expired, nil
+	}
+	return k, nil
+}
+
+// fiveYears is how far before its deletion a TTL may lie and still be one
+// DynamoDB's TTL honours.
+const fiveYears = 5 * 365 * 24 * time.Hour
+
+// ttlPassed applies ClassifyWith's past-TTL rule to a REMOVE's stream
+// record.
+func ttlPassed(d *types.StreamRecord, attr string) bool {
+	if d == nil || attr == "" || d.ApproximateCreationDateTime == nil || d.ApproximateCreationDateTime.IsZero() {
+		return false
+	}
+	n, ok := d.OldImage[attr].(*types.AttributeValueMemberN)
+	if !ok {
+		return false
+	}
+	// ParseEpochSeconds truncates below the nanosecond, which keeps the
+	// comparison with a whole second exact.
+	ttl, ok := ParseEpochSeconds(n.Value)
+	if !ok {
+		return false
+	}
+	second := d.ApproximateCreationDateTime.Truncate(time.Second)
+	return ttl.Before(second.Add(time.Second)) && !ttl.Before(second.Add(-fiveYears))
+}
+
+// isTTLDelete reports whether r carries the userIdentity of DynamoDB's TTL
+// process.
+func isTTLDelete(r *types.Record) bool {
+	id := r.UserIdentity
+	return id != nil && deref(id.Type) == ttlIdentityType && deref(id.PrincipalId) == ttlIdentityPrincipal
+}
+
+// deletedBy is the event's DeletedBy: who made a REMOVE; "" for other
+// records.
+func deletedBy(r *types.Record) string {
+	switch {
+	case r.EventName != types.OperationTypeRemove:
+		return ""
+	case isTTLDelete(r):
+		return event.DeletedByTTL
+	}
+	return event.DeletedByOther
 }
 
 func deref(s *string) string {
@@ -67,16 +198,19 @@ func deref(s *string) string {
 // and shard, classified by [Classify]. ttlAttribute is the table's TTL
 // attribute name ("" when unknown); for an expired record whose old image
 // holds it as a Number, the event's TTLValue, TTLTime and TTLLag are set.
+// A REMOVE's DeletedBy says whether DynamoDB's TTL process made it.
 // Images are kept as they are (no copy: the event shares them with r).
 func Decode(table, streamARN, shardID string, r types.Record, ttlAttribute string) (event.Event, error) {
-	return decode(table, streamARN, shardID, 0, r, ttlAttribute)
+	return decode(table, streamARN, shardID, 0, r, ttlAttribute, ExpiredWhenService)
 }
 
-func decode(table, streamARN, shardID string, index int, r types.Record, ttlAttribute string) (event.Event, error) {
+// decode is Decode of the record at index in its batch, classified by
+// [ClassifyWith] under when.
+func decode(table, streamARN, shardID string, index int, r types.Record, ttlAttribute string, when ExpiredWhen) (event.Event, error) {
 	fail := func(field, problem string) (event.Event, error) {
 		return event.Event{}, &RecordError{ShardID: shardID, Index: index, Field: field, Problem: problem}
 	}
-	kind, err := Classify(r)
+	kind, err := ClassifyWith(r, when, ttlAttribute)
 	if err != nil {
 		return fail("eventName", err.Error())
 	}
@@ -99,6 +233,7 @@ func decode(table, streamARN, shardID string, index int, r types.Record, ttlAttr
 		SequenceNumber: seq,
 		EventID:        deref(r.EventID),
 		EventName:      string(r.EventName),
+		DeletedBy:      deletedBy(&r),
 		Keys:           d.Keys,
 		OldImage:       d.OldImage,
 		NewImage:       d.NewImage,

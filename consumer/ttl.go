@@ -2,11 +2,14 @@ package consumer
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"go.uber.org/zap"
 )
 
@@ -38,6 +41,19 @@ type ttlEntry struct {
 	attr    string
 	fetched time.Time
 	valid   bool
+	// known: a DescribeTimeToLive call has succeeded; until then err is
+	// the last failure.
+	known bool
+	err   error
+}
+
+// unknown is nil once the attribute is known (TTL off counts: the answer
+// is ""), and otherwise says why it is not.
+func (e *ttlEntry) unknown() error {
+	if e.known {
+		return nil
+	}
+	return fmt.Errorf("DescribeTimeToLive has not succeeded yet: %w", e.err)
 }
 
 func newTTLCache(api TTLAPI, refresh time.Duration, now func() time.Time, log *zap.Logger, m *metrics) *ttlCache {
@@ -49,8 +65,20 @@ func newTTLCache(api TTLAPI, refresh time.Duration, now func() time.Time, log *z
 // DescribeTimeToLive when the cached answer is stale; a failed call leaves
 // the attribute unknown (logged and counted) rather than stalling the shard.
 func (c *ttlCache) attribute(ctx context.Context, table string) string {
-	if c == nil || c.api == nil || table == "" {
-		return ""
+	attr, _ := c.lookup(ctx, table)
+	return attr
+}
+
+// lookup is attribute, and also says (as an error) when the answer is
+// unknown rather than "TTL is off": no DescribeTimeToLive call has
+// succeeded for the table yet, or there is no API or table name to ask
+// with. Once a call succeeded, a failed refresh keeps the last answer.
+func (c *ttlCache) lookup(ctx context.Context, table string) (string, error) {
+	if c == nil || c.api == nil {
+		return "", errors.New("no DynamoDB client to call DescribeTimeToLive with")
+	}
+	if table == "" {
+		return "", errors.New("table name unknown")
 	}
 	c.mu.Lock()
 	e := c.entries[table]
@@ -66,7 +94,7 @@ func (c *ttlCache) attribute(ctx context.Context, table string) string {
 	if e.valid {
 		age := now.Sub(e.fetched)
 		if age < c.refresh && (e.attr != "" || age < c.retry) {
-			return e.attr
+			return e.attr, e.unknown()
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -77,8 +105,12 @@ func (c *ttlCache) attribute(ctx context.Context, table string) string {
 		c.m.ttlLookupFailures.WithLabelValues(table).Inc()
 		c.log.Warn("describe time to live failed; TTL values of expired events unknown until it succeeds",
 			zap.String("table", table), zap.Error(err))
-		return e.attr // keep the last known answer
+		if !e.known {
+			e.err = err
+		}
+		return e.attr, e.unknown() // keep the last known answer
 	}
+	e.known, e.err = true, nil
 	attr := ""
 	// The name is used whatever the status: records already in the stream
 	// were expired by it even when TTL is being disabled now.
@@ -89,5 +121,31 @@ func (c *ttlCache) attribute(ctx context.Context, table string) string {
 		c.log.Info("table TTL attribute", zap.String("table", table), zap.String("attribute", attr))
 	}
 	e.attr = attr
-	return attr
+	return attr, nil
+}
+
+// ttlAttribute returns the table's TTL attribute when the batch needs it:
+// for the TTL values of DynamoDB's TTL deletes, and under
+// ExpiredWhenPastTTL for every REMOVE, whose kind depends on it. There, an
+// attribute unknown because DescribeTimeToLive has not succeeded yet fails
+// the batch (the walker restarts the shard later from its checkpoint):
+// classifying the batch without it would pass swept expiries off as user
+// deletes, for good.
+func (c *Consumer) ttlAttribute(ctx context.Context, table string, recs []types.Record) (string, error) {
+	pastTTL := c.cfg.ExpiredWhen == ExpiredWhenPastTTL
+	for i := range recs {
+		r := &recs[i]
+		if r.EventName != types.OperationTypeRemove || !pastTTL && !isTTLDelete(r) {
+			continue
+		}
+		if !pastTTL {
+			return c.ttl.attribute(ctx, table), nil
+		}
+		attr, err := c.ttl.lookup(ctx, table)
+		if err != nil {
+			return "", fmt.Errorf("consumer: table %s: TTL attribute unknown, so its REMOVE records cannot be classified (expired-when past-ttl): %w", table, err)
+		}
+		return attr, nil
+	}
+	return "", nil
 }

@@ -18,7 +18,7 @@ func (c *Consumer) decodeBatch(s *shardState, b shard.Batch, ttlAttr string) (ev
 	events = make([]event.Event, 0, len(b.Records))
 	for i := range b.Records {
 		r := &b.Records[i]
-		e, err := decode(s.table, b.StreamARN, b.ShardID, i, *r, ttlAttr)
+		e, err := decode(s.table, b.StreamARN, b.ShardID, i, *r, ttlAttr, c.cfg.ExpiredWhen)
 		if err == nil {
 			events = append(events, e)
 			continue

@@ -1,0 +1,143 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/event"
+)
+
+// sweepDelete deletes pk the way a sweeper does: a plain DeleteItem (no
+// userIdentity in the stream), conditional on the TTL being below now,
+// with now to the nanosecond.
+func (b *bed) sweepDelete(table, pk string) {
+	b.t.Helper()
+	now := time.Now()
+	in := deleteInput(table, pk)
+	in.ConditionExpression = aws.String("#t < :now")
+	in.ExpressionAttributeNames = map[string]string{"#t": "expires"}
+	in.ExpressionAttributeValues = map[string]dtypes.AttributeValue{
+		":now": &dtypes.AttributeValueMemberN{Value: fmt.Sprintf("%d.%09d", now.Unix(), now.Nanosecond())},
+	}
+	if _, err := b.db.DeleteItem(context.Background(), in); err != nil {
+		b.t.Fatalf("deleting %s: %v", pk, err)
+	}
+}
+
+// userDelete deletes prefix-0 .. prefix-(n-1) unconditionally.
+func (b *bed) userDelete(table, prefix string, n int) {
+	b.t.Helper()
+	for i := 0; i < n; i++ {
+		if _, err := b.db.DeleteItem(context.Background(), deleteInput(table, fmt.Sprintf("%s-%d", prefix, i))); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+}
+
+// TestScenarioPastTTL: on the engine with its own TTL off, items a sweeper
+// deleted after their TTL arrive as expired (deletedBy "other") under
+// past-ttl and as deleted under service, also when the delete came in the
+// very second of the TTL; users' deletes of live items stay deleted under
+// both, and the engine's own TTL deletes are expired (deletedBy
+// "dynamodb-ttl") under both. Under past-ttl the TTL lag histogram counts
+// both kinds of expiry.
+func TestScenarioPastTTL(t *testing.T) {
+	b := newBed(t, engine.Options{StreamShards: 2}) // TTL sweeps only when called
+	const table = "sessions"
+	b.createTable(table)
+	b.put(table, "swept", 0, 40, past)
+	b.put(table, "live", 0, 20, time.Now().Add(time.Hour).Unix())
+	b.put(table, "soon", 0, 5, time.Now().Unix()+2) // deleted in the second before its TTL, or earlier
+	b.put(table, "native", 0, 10, past)
+	for i := 0; i < 40; i++ {
+		b.sweepDelete(table, fmt.Sprintf("swept-%d", i))
+	}
+	b.userDelete(table, "live", 20)
+	b.userDelete(table, "soon", 5)
+	b.sweep(10)
+	// Swept within the second its TTL fell in: the stream's creation time
+	// (whole seconds) equals the TTL.
+	edge := time.Now().Unix() + 1
+	b.put(table, "edge", 0, 5, edge)
+	time.Sleep(time.Until(time.Unix(edge, 0)) + 5*time.Millisecond)
+	for i := 0; i < 5; i++ {
+		b.sweepDelete(table, fmt.Sprintf("edge-%d", i))
+	}
+
+	type run struct {
+		sink *fakeSink
+		reg  *prometheus.Registry
+	}
+	runs := map[ExpiredWhen]run{}
+	for _, when := range []ExpiredWhen{ExpiredWhenService, ExpiredWhenPastTTL} {
+		r := run{sink: newFakeSink("all-" + when.String()), reg: prometheus.NewRegistry()}
+		cfg := b.config(t, table, newMemStore(), Route{Sink: r.sink, Kinds: event.Kinds})
+		cfg.ExpiredWhen, cfg.Registerer = when, r.reg
+		start(t, cfg)
+		runs[when] = r
+	}
+	const removes = 40 + 20 + 5 + 10 + 5
+	for when, r := range runs {
+		waitFor(t, when.String()+": every REMOVE", func() bool {
+			return len(countKeys(r.sink.events(), event.Expired))+len(countKeys(r.sink.events(), event.Deleted)) == removes
+		})
+		checkPastTTLRun(t, when, r.sink.events(), edge)
+	}
+	if n := histogramCount(t, runs[ExpiredWhenPastTTL].reg, table); n != 40+10+5 {
+		t.Errorf("past-ttl: %d TTL lag observations, want %d", n, 40+10+5)
+	}
+	if n := histogramCount(t, runs[ExpiredWhenService].reg, table); n != 10 {
+		t.Errorf("service: %d TTL lag observations, want 10", n)
+	}
+}
+
+// checkPastTTLRun checks the REMOVE events one consumer archived.
+func checkPastTTLRun(t *testing.T, when ExpiredWhen, evs []event.Event, edge int64) {
+	t.Helper()
+	sweptKind := event.Deleted
+	if when == ExpiredWhenPastTTL {
+		sweptKind = event.Expired
+	}
+	want := map[string]struct {
+		kind event.Kind
+		by   string
+	}{
+		"swept": {sweptKind, event.DeletedByOther}, "edge": {sweptKind, event.DeletedByOther},
+		"live": {event.Deleted, event.DeletedByOther}, "soon": {event.Deleted, event.DeletedByOther},
+		"native": {event.Expired, event.DeletedByTTL},
+	}
+	inEdgeSecond := 0
+	for _, e := range evs {
+		if e.EventName != "REMOVE" {
+			if e.DeletedBy != "" {
+				t.Errorf("%v: %s %s has deletedBy %q", when, e.EventName, pkOf(e), e.DeletedBy)
+			}
+			continue
+		}
+		prefix, _, _ := strings.Cut(pkOf(e), "-")
+		w, ok := want[prefix]
+		if !ok {
+			t.Fatalf("%v: unexpected key %q", when, pkOf(e))
+		}
+		if e.Kind != w.kind || e.DeletedBy != w.by {
+			t.Errorf("%v: %s is %s by %q, want %s by %q", when, pkOf(e), e.Kind, e.DeletedBy, w.kind, w.by)
+		}
+		if e.Kind == event.Expired && (e.TTLAttribute != "expires" || e.TTLValue == "" || e.TTLTime.IsZero()) {
+			t.Errorf("%v: expired %s without its TTL values: %+v", when, pkOf(e), e)
+		}
+		if prefix == "edge" && e.ApproximateCreationTime.Unix() == edge {
+			inEdgeSecond++
+		}
+	}
+	if inEdgeSecond == 0 {
+		t.Errorf("%v: no edge item was deleted in its TTL's second %d", when, edge)
+	}
+}
