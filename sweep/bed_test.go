@@ -59,7 +59,11 @@ func newBed(t *testing.T, o bedOptions) *bed {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")}
+	// A connection the client dialled but never used would hold the
+	// server's graceful shutdown for 5 s: close them first.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""), HTTPClient: &http.Client{Transport: tr}}
 	b.db = dynamodb.NewFromConfig(cfg, func(c *dynamodb.Options) { c.BaseEndpoint = aws.String(srv.Endpoint()) })
 	b.api = &recorder{Client: b.db}
 	b.createTable(o)
@@ -155,8 +159,8 @@ func epoch(t time.Time) string {
 type item struct {
 	pk     string
 	ttl    time.Time
-	window string // default Window(ttl) with the bed's window and shards
-	extra  map[string]types.AttributeValue
+	window string                          // default Window(ttl) with the bed's window and shards
+	extra  map[string]types.AttributeValue // added; a nil value removes the attribute
 }
 
 // put writes items.
@@ -172,7 +176,9 @@ func (b *bed) put(items ...item) {
 				DefaultWindowAttribute: &types.AttributeValueMemberS{Value: or(it.window, Window(it.ttl, b.window, b.shards))},
 			}
 			for k, v := range it.extra {
-				av[k] = v
+				if av[k] = v; v == nil {
+					delete(av, k)
+				}
 			}
 			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: av}})
 		}
@@ -244,18 +250,24 @@ type recorder struct {
 	beforeDelete func(in *dynamodb.DeleteItemInput)
 
 	mu       sync.Mutex
-	queries  []string // the window of every first page
+	queries  []string       // the window of every first page
+	pages    map[string]int // pages read, by window
 	deletes  int
 	inflight atomic.Int64
 	maxIn    atomic.Int64 // most DeleteItem calls in flight at once
 }
 
 func (r *recorder) Query(ctx context.Context, in *dynamodb.QueryInput, f ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	w := in.ExpressionAttributeValues[":w"].(*types.AttributeValueMemberS).Value
+	r.mu.Lock()
 	if in.ExclusiveStartKey == nil {
-		r.mu.Lock()
-		r.queries = append(r.queries, in.ExpressionAttributeValues[":w"].(*types.AttributeValueMemberS).Value)
-		r.mu.Unlock()
+		r.queries = append(r.queries, w)
 	}
+	if r.pages == nil {
+		r.pages = map[string]int{}
+	}
+	r.pages[w]++
+	r.mu.Unlock()
 	return r.Client.Query(ctx, in, f...)
 }
 
@@ -272,6 +284,20 @@ func (r *recorder) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput,
 		before(in)
 	}
 	return r.Client.DeleteItem(ctx, in, f...)
+}
+
+// deleteCount is the number of DeleteItem calls so far.
+func (r *recorder) deleteCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.deletes
+}
+
+// pagesOf is the number of Query pages read of window w.
+func (r *recorder) pagesOf(w string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pages[w]
 }
 
 // takeQueries returns the windows queried since the last call.
