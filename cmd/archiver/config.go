@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/internal/ops"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
@@ -35,6 +36,7 @@ type runConfig struct {
 	RetryFor        time.Duration
 	StreamRetention time.Duration
 	Start           string
+	ExpiredWhen     string
 	WorkerID        string
 	LeaseDuration   time.Duration
 	LeaseRenew      time.Duration
@@ -122,6 +124,8 @@ var runOptions = []option[runConfig]{
 		get: func(c *runConfig) any { return c.StreamRetention }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.StreamRetention = d }},
 	{name: "start", def: "trim-horizon", usage: "where shards without a checkpoint start: trim-horizon or latest",
 		get: func(c *runConfig) any { return c.Start }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Start = s }},
+	{name: "expired-when", def: "service", usage: "which REMOVE records are expiries: service (only DynamoDB's own TTL deletes) or past-ttl (also any other delete made after the item's TTL had passed, such as archiver sweep's); every REMOVE's archive line (deletedBy) and NATS message (Archiver-Deleted-By) say whether DynamoDB's TTL (dynamodb-ttl) or another principal (other) deleted the item",
+		get: func(c *runConfig) any { return c.ExpiredWhen }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.ExpiredWhen = s }},
 	{name: "worker-id", usage: "this worker's lease owner name (default: the ECS task ID, else HOST-PID)",
 		get: func(c *runConfig) any { return c.WorkerID }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.WorkerID = s }},
 	{name: "lease-duration", kind: kindDuration, def: "20s", usage: "with dynamodb:// checkpoints: how long a shard lease stays valid without renewal",
@@ -524,6 +528,10 @@ func validateOption(c *runConfig, o option[runConfig], from string, p *problems)
 			p.add("%s: %q is not trim-horizon or latest", from, c.Start)
 		} else {
 			c.Start = string(pos)
+		}
+	case "expired-when":
+		if _, err := consumer.ParseExpiredWhen(c.ExpiredWhen); err != nil {
+			p.add("%s: %v", from, err)
 		}
 	case "worker-id":
 		if strings.ContainsFunc(c.WorkerID, func(r rune) bool { return r < 0x21 || r == 0x7f }) {

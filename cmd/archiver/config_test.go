@@ -141,6 +141,10 @@ func TestConfigValidation(t *testing.T) {
 		{"dead-letter with events", append(ok, "--dead-letter", "file://dlq?events=all"), nil, "", []string{`--dead-letter: events= does not apply`}},
 		{"dead-letter is a sink", append(ok, "--sink", "file://arch", "--dead-letter", "file://arch"), nil, "", []string{`--dead-letter: "file://arch" is also a --sink`}},
 		{"bad retry-for", append(ok, "--dead-letter", "file://dlq", "--retry-for", "-1m"), nil, "", []string{`--retry-for: -1m0s must be positive`}},
+		{"bad expired-when", append(ok, "--expired-when", "sweeper"), nil, "", []string{`--expired-when: "sweeper" is not service or past-ttl`}},
+		{"bad expired-when from env", ok, map[string]string{"ARCHIVER_EXPIRED_WHEN": "PAST-TTL"}, "",
+			[]string{`--expired-when (from ARCHIVER_EXPIRED_WHEN): "PAST-TTL" is not service or past-ttl`}},
+		{"bad expired-when from file", ok, nil, "expired-when: always\n", []string{`key "expired-when"): "always" is not service or past-ttl`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,6 +171,34 @@ func TestConfigValidation(t *testing.T) {
 				t.Errorf("want one line per problem, got %d", n)
 			}
 		})
+	}
+}
+
+// TestExpiredWhenOption: --expired-when from each source and its default
+// (bad values: TestConfigValidation).
+func TestExpiredWhenOption(t *testing.T) {
+	ok := []string{"--table", "Sessions", "--checkpoint", "file://cp.json", "--sink", "stdout://"}
+	cases := []struct {
+		name, file string
+		args       []string
+		env        map[string]string
+		want       string
+	}{
+		{"default", "", ok, nil, "service"},
+		{"flag", "", append(ok, "--expired-when", "past-ttl"), nil, "past-ttl"},
+		{"env", "", ok, map[string]string{"ARCHIVER_EXPIRED_WHEN": "past-ttl"}, "past-ttl"},
+		{"file", "expired-when: past-ttl\n", ok, nil, "past-ttl"},
+		{"flag over env", "", append(ok, "--expired-when", "service"), map[string]string{"ARCHIVER_EXPIRED_WHEN": "past-ttl"}, "service"},
+	}
+	for _, tc := range cases {
+		args := tc.args
+		if tc.file != "" {
+			args = append([]string{"--config", writeFile(t, tc.file)}, args...)
+		}
+		c, err := loadRunConfig(args, envMap(tc.env), io.Discard)
+		if err != nil || c.ExpiredWhen != tc.want {
+			t.Errorf("%s: ExpiredWhen = %v, %v; want %q", tc.name, c, err, tc.want)
+		}
 	}
 }
 

@@ -173,6 +173,7 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 	// The shutdown budget: reader stop and sink flush each get 40 %, the
 	// rest is for the final lease release and store close.
 	inflight, _ := sinks.ParseSize(cfg.MaxInFlight) // validated with the configuration
+	expiredWhen, _ := consumer.ParseExpiredWhen(cfg.ExpiredWhen)
 	cons, err := consumer.New(consumer.Config{
 		Streams:               streams,
 		Tables:                ddb,
@@ -189,6 +190,7 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		StopTimeout:           cfg.ShutdownTimeout * 2 / 5,
 		MaxInFlightBytesTotal: int(inflight),
 		SDKDecoding:           cfg.SDKDecoding,
+		ExpiredWhen:           expiredWhen,
 		Logger:                d.log,
 		Registerer:            d.reg,
 	})

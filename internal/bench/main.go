@@ -22,7 +22,7 @@ type bench struct {
 }
 
 func main() {
-	only := flag.String("only", "", "comma-separated benches to run (engine, consumer, sinks, pipeline); default all")
+	only := flag.String("only", "", "comma-separated benches to run (engine, consumer, sinks, pipeline, sweep); default all")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	child := flag.Bool("child", false, "internal: this process runs one bench for a parent")
 	flag.Parse()
@@ -45,6 +45,7 @@ func main() {
 		{"consumer", runConsumerBench},
 		{"sinks", runSinksBench},
 		{"pipeline", runPipelineBench},
+		{"sweep", runSweepBench},
 	}
 	want := map[string]bool{}
 	for _, n := range strings.Split(*only, ",") {
