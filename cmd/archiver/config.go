@@ -573,6 +573,12 @@ func validateRun(c *runConfig, p *problems) {
 	if len(c.Tables) == 0 && len(c.StreamARNs) == 0 {
 		p.add("--table or --stream-arn: name at least one table or stream ARN to archive")
 	}
+	validateLeaseTiming(c, p)
+}
+
+// validateLeaseTiming checks --lease-renew against --lease-duration (run
+// and sweep).
+func validateLeaseTiming(c *runConfig, p *problems) {
 	if c.LeaseRenew > 0 && c.LeaseDuration > 0 && c.LeaseRenew*3 > c.LeaseDuration {
 		p.add("--lease-renew: %s must be at most a third of --lease-duration %s, so a lease survives two failed renewals",
 			c.LeaseRenew, c.LeaseDuration)

@@ -153,20 +153,7 @@ func TestConfigValidation(t *testing.T) {
 				args = append([]string{"--config", writeFile(t, tc.file)}, args...)
 			}
 			_, err := loadRunConfig(args, envMap(tc.env), io.Discard)
-			var ue *usageError
-			if !errors.As(err, &ue) {
-				t.Fatalf("err = %v, want a usage error", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error lacks %q:\n%s", w, err)
-				}
-			}
-			for _, line := range strings.Split(err.Error(), "\n") {
-				if !strings.HasPrefix(line, "archiver run: ") {
-					t.Errorf("line %q does not start with the command", line)
-				}
-			}
+			checkUsageError(t, err, "run", tc.want)
 			if n := len(strings.Split(err.Error(), "\n")); n < len(tc.want) && tc.name == "many problems at once" {
 				t.Errorf("want one line per problem, got %d", n)
 			}

@@ -2,6 +2,7 @@
 // stream to S3 and NATS.
 //
 //	archiver run      the long-lived consumer (an ECS task, or several)
+//	archiver sweep    deletes a table's expired items within seconds of their TTL
 //	archiver engine   a local DynamoDB + Streams server whose TTL really deletes
 //	archiver demo     everything in one process: engine, NATS, archive folder
 //	archiver health   the container health check: exit 0 when /readyz says ready
@@ -41,6 +42,7 @@ const topUsage = `usage: archiver <command> [flags]
 
 commands:
   run       archive TTL-expired items from DynamoDB streams to sinks
+  sweep     delete a table's expired items within seconds of their TTL (one sweeper per table)
   engine    serve a local DynamoDB + DynamoDB Streams engine with a real TTL sweeper
   demo      run engine, NATS and archiver in one process and show expiries live
   health    exit 0 when the archiver's /readyz endpoint reports ready
@@ -70,6 +72,8 @@ func dispatch(ctx context.Context, args []string, e env) int {
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "run":
 		err = runCmd(ctx, rest, e)
+	case "sweep":
+		err = sweepCmd(ctx, rest, e)
 	case "engine":
 		err = engineCmd(ctx, rest, e)
 	case "demo":

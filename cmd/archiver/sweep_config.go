@@ -1,0 +1,156 @@
+package main
+
+import (
+	"io"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/ttl-archiver/archiver/sweep"
+)
+
+// sweepConfig is the effective configuration of `archiver sweep`.
+type sweepConfig struct {
+	Table               string
+	Index               string
+	WindowAttribute     string
+	TTLAttribute        string
+	Window              time.Duration
+	WindowShards        int
+	Interval            time.Duration
+	MaxDeletesPerSecond int
+
+	// shared holds the settings sweep takes from `archiver run` (endpoint,
+	// region, checkpoint, worker ID, leases, shutdown, logs, metrics,
+	// config): the same options, checks and store opening.
+	shared runConfig
+	// source says where each option's value came from (see runConfig).
+	source map[string]string
+}
+
+// sweepCommand is `archiver sweep`'s configuration.
+var sweepCommand = command[sweepConfig]{
+	name: "sweep", options: sweepOptions, validate: validateSweepOption, check: validateSweep,
+}
+
+var sweepOptions = []option[sweepConfig]{
+	fromRun("endpoint", "DynamoDB endpoint URL (default: AWS's endpoint for the region)"),
+	fromRun("region", ""),
+	{name: "table", usage: "the table to sweep (required; one per process)",
+		get: func(c *sweepConfig) any { return c.Table }, set: func(c *sweepConfig, s string, _ []string, _ time.Duration) { c.Table = s }},
+	{name: "index", def: sweep.DefaultIndex, usage: "global secondary index whose hash key is the window attribute (and range key the TTL attribute)",
+		get: func(c *sweepConfig) any { return c.Index }, set: func(c *sweepConfig, s string, _ []string, _ time.Duration) { c.Index = s }},
+	{name: "window-attribute", def: sweep.DefaultWindowAttribute, usage: "attribute naming the item's window, e.g. 2022-07-19T21:27:00.000Z_2022-07-19T21:28:00.000Z (with --window-shards, followed by #k)",
+		get: func(c *sweepConfig) any { return c.WindowAttribute }, set: func(c *sweepConfig, s string, _ []string, _ time.Duration) { c.WindowAttribute = s }},
+	{name: "window", kind: kindDuration, def: "1m", usage: "length of the windows the writers use (a whole number of milliseconds)",
+		get: func(c *sweepConfig) any { return c.Window }, set: func(c *sweepConfig, _ string, _ []string, d time.Duration) { c.Window = d }},
+	{name: "window-shards", kind: kindInt, def: "1", usage: "index partitions one window is spread over (<window>#0 ... #N-1), as the writers do",
+		get: func(c *sweepConfig) any { return c.WindowShards }, set: func(c *sweepConfig, s string, _ []string, _ time.Duration) { c.WindowShards, _ = strconv.Atoi(s) }},
+	{name: "ttl-attribute", usage: "the TTL attribute (default: the one DescribeTimeToLive names)",
+		get: func(c *sweepConfig) any { return c.TTLAttribute }, set: func(c *sweepConfig, s string, _ []string, _ time.Duration) { c.TTLAttribute = s }},
+	{name: "interval", kind: kindDuration, def: "1s", usage: "pause between the starts of two passes",
+		get: func(c *sweepConfig) any { return c.Interval }, set: func(c *sweepConfig, _ string, _ []string, d time.Duration) { c.Interval = d }},
+	{name: "max-deletes-per-second", kind: kindInt, def: "0", usage: "cap on the sweeper's write requests per second (deletes and re-files, retries included); 0: no cap",
+		get: func(c *sweepConfig) any { return c.MaxDeletesPerSecond }, set: func(c *sweepConfig, s string, _ []string, _ time.Duration) {
+			c.MaxDeletesPerSecond, _ = strconv.Atoi(s)
+		}},
+	fromRun("checkpoint", "where the sweep cursor is kept, and the lock that lets one process at a time sweep the table: file://PATH (one process) or dynamodb://TABLE[?endpoint=&region=&create=true] (several tasks: the same lease table as archiver run)"),
+	fromRun("worker-id", ""),
+	fromRun("lease-duration", "with dynamodb:// checkpoints: how long the sweeper's lease stays valid without renewal (a killed sweeper's table is swept again after at most this)"),
+	fromRun("lease-renew", ""),
+	fromRun("shutdown-timeout", "on SIGTERM, time to stop sweeping, save the cursor and release the lease (keep it under ECS's stopTimeout)"),
+	fromRun("log-level", ""),
+	fromRun("metrics-addr", ""),
+	fromRun("metrics", ""),
+	fromRun("config", ""),
+	fromRun("print-config", ""),
+}
+
+// fromRun is run's option of that name for sweep, on sweepConfig.shared;
+// usage, when set, replaces run's text.
+func fromRun(name, usage string) option[sweepConfig] {
+	o := runOption(name)
+	get, set := o.get, o.set
+	so := option[sweepConfig]{
+		name: o.name, alias: o.alias, kind: o.kind, def: o.def, usage: o.usage, secret: o.secret, noFile: o.noFile, boolean: o.boolean,
+		get: func(c *sweepConfig) any { return get(&c.shared) },
+		set: func(c *sweepConfig, s string, l []string, d time.Duration) { set(&c.shared, s, l, d) },
+	}
+	if usage != "" {
+		so.usage = usage
+	}
+	return so
+}
+
+// runOption is run's option of that name; it panics (at start-up, in every
+// test) when there is none.
+func runOption(name string) option[runConfig] {
+	for _, o := range runOptions {
+		if o.name == name {
+			return o
+		}
+	}
+	panic("archiver: archiver run has no option " + name)
+}
+
+// attrNameRE: DynamoDB key attribute names are 1 to 255 bytes.
+var attrNameRE = regexp.MustCompile(`^.{1,255}$`)
+
+// validateSweepOption checks one option's value; the options shared with
+// run are checked as run checks them.
+func validateSweepOption(c *sweepConfig, o option[sweepConfig], from string, p *problems) {
+	switch o.name {
+	case "table":
+		if c.Table == "" {
+			p.add("%s: required: the table to sweep", from)
+		} else if !tableNameRE.MatchString(c.Table) {
+			p.add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.Table)
+		}
+	case "index":
+		if !tableNameRE.MatchString(c.Index) {
+			p.add("%s: index name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.Index)
+		}
+	case "window-attribute":
+		if !attrNameRE.MatchString(c.WindowAttribute) {
+			p.add("%s: %q is not an attribute name (1 to 255 characters)", from, c.WindowAttribute)
+		}
+	case "ttl-attribute":
+		if c.TTLAttribute != "" && !attrNameRE.MatchString(c.TTLAttribute) {
+			p.add("%s: %q is not an attribute name (1 to 255 characters)", from, c.TTLAttribute)
+		}
+	case "window":
+		if c.Window < time.Millisecond || c.Window%time.Millisecond != 0 {
+			p.add("%s: %s must be a positive whole number of milliseconds (e.g. 1m)", from, c.Window)
+		}
+	case "window-shards":
+		if c.WindowShards < 1 || c.WindowShards > 1000 {
+			p.add("%s: %d must be from 1 to 1000", from, c.WindowShards)
+		}
+	case "interval":
+		if c.Interval <= 0 {
+			p.add("%s: %s must be positive", from, c.Interval)
+		}
+	case "max-deletes-per-second":
+		if c.MaxDeletesPerSecond < 0 {
+			p.add("%s: %d must be 0 (no cap) or positive", from, c.MaxDeletesPerSecond)
+		}
+	default:
+		validateOption(&c.shared, runOption(o.name), from, p)
+	}
+}
+
+// validateSweep checks rules that involve several options.
+func validateSweep(c *sweepConfig, p *problems) {
+	validateLeaseTiming(&c.shared, p)
+}
+
+// loadSweepConfig resolves `archiver sweep`'s options like loadRunConfig.
+func loadSweepConfig(args []string, getenv func(string) string, stdout io.Writer) (*sweepConfig, error) {
+	cfg := &sweepConfig{}
+	src, err := loadConfig(sweepCommand, cfg, args, getenv, stdout)
+	if err != nil {
+		return nil, err
+	}
+	cfg.source = src
+	return cfg, nil
+}
