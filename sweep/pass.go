@@ -59,7 +59,8 @@ func (s *Sweeper) Pass(ctx context.Context) (PassStats, error) {
 	return st, p.err(ctx, saveErr)
 }
 
-// save stores the cursor if it moved since it was loaded or last saved.
+// save stores the cursor if it moved since it was loaded or last saved,
+// or if none was stored.
 func (s *Sweeper) save(ctx context.Context) error {
 	if s.cursor == s.saved {
 		return nil

@@ -112,3 +112,67 @@ func TestWindowsAndIntervals(t *testing.T) {
 		})
 	}
 }
+
+func TestHotWindowShards(t *testing.T) {
+	b := newBed(t, bedOptions{shards: 4})
+	items := spread("hot", 200, at(0), 3*time.Minute, time.Minute)
+	stale := named("stale", 3, at(10*time.Minute))
+	for i := range stale {
+		stale[i].window = Window(at(0), time.Minute, 4) // the writer kept the old window
+	}
+	b.put(append(items, stale...)...)
+	s := b.sweeper(nil)
+	for now := at(0); !now.After(at(5 * time.Minute)); now = now.Add(20 * time.Second) {
+		b.clock.Set(now)
+		checkCursor(t, b, s, b.pass(s))
+		b.checkDue(append(items, stale...))
+	}
+	// Every window was queried in each of its shards, and only so.
+	shards := map[string]map[int]bool{}
+	for _, q := range b.api.takeQueries() {
+		span, err := ParseWindow(q)
+		if err != nil || span.Shard < 0 || span.Shard > 3 {
+			t.Fatalf("queried %s (%v), want a shard of 0..3", q, err)
+		}
+		start := span.Start.String()
+		if shards[start] == nil {
+			shards[start] = map[int]bool{}
+		}
+		shards[start][span.Shard] = true
+	}
+	for start, seen := range shards {
+		if len(seen) != 4 {
+			t.Fatalf("window %s was queried in shards %v, want all 4", start, seen)
+		}
+	}
+	for pk, it := range b.remaining() {
+		span, err := ParseWindow(windowOf(it))
+		if err != nil || span.Shard < 0 || !span.Contains(at(10*time.Minute)) {
+			t.Fatalf("%s was re-filed in %s (%v), want a shard of the window of its TTL", pk, windowOf(it), err)
+		}
+	}
+	b.clock.Set(at(10*time.Minute + time.Millisecond))
+	b.pass(s)
+	b.checkDue(append(items, stale...))
+}
+
+func TestMaxDeletesPerSecond(t *testing.T) {
+	b := newBed(t, bedOptions{})
+	items := spread("r", 120, at(0), time.Minute, time.Minute)
+	b.put(items...)
+	s := b.sweeper(func(c *Config) { c.MaxDeletesPerSecond = 300; c.Concurrency = 4 })
+	s.limit.reset()
+	b.clock.Set(at(time.Minute))
+	st := b.pass(s)
+	b.checkDue(items)
+	granted, allowed := s.limit.allowance()
+	if int(granted) != b.api.deleteCount() || st.Deleted != len(items) {
+		t.Fatalf("the budget granted %d tokens for %d DeleteItem calls (%+v)", granted, b.api.deleteCount(), st)
+	}
+	if float64(granted) > allowed {
+		t.Fatalf("%d deletes sent where the budget allowed %.1f", granted, allowed)
+	}
+	if n := b.api.maxIn.Load(); n > 4 {
+		t.Fatalf("%d deletes in flight at once, want at most Concurrency (4)", n)
+	}
+}

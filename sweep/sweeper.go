@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -163,6 +164,9 @@ func (s *Sweeper) prepare(ctx context.Context) error {
 	}
 	s.cursor = windowIndex(start.UnixMilli(), s.wms)
 	s.saved, s.loaded = s.cursor, true
+	if c.Window.IsZero() {
+		s.saved-- // nothing stored: the first pass saves where it starts
+	}
 	s.log.Info("sweep cursor loaded", zap.Time("stored", c.Window), zap.Time("window", s.windowStart(s.cursor)))
 	return nil
 }
@@ -200,6 +204,9 @@ func (s *Sweeper) describe(ctx context.Context) (*tableInfo, error) {
 			return nil, fmt.Errorf("sweep: index %s of table %s has the hash key %q, not the window attribute %q (Config.WindowAttribute): %w", s.cfg.Index, table, hash, s.cfg.WindowAttribute, errNotSweepable)
 		}
 		t.rangeIsTTL = rng == t.ttl
+		if !t.rangeIsTTL && !projects(ix.Projection, t.ttl) {
+			return nil, fmt.Errorf("sweep: index %s of table %s neither has the TTL attribute %q as its range key nor projects it: %w", s.cfg.Index, table, t.ttl, errNotSweepable)
+		}
 		if !t.rangeIsTTL {
 			s.log.Warn("sweep: the index's range key is not the TTL attribute: open windows are read whole and filtered", zap.String("index", s.cfg.Index), zap.String("range_key", rng))
 		}
@@ -219,6 +226,16 @@ func keyNames(schema []types.KeySchemaElement) (hash, rng string) {
 		}
 	}
 	return hash, rng
+}
+
+// projects reports whether an index projection includes the non-key
+// attribute name.
+func projects(p *types.Projection, name string) bool {
+	if p == nil {
+		return false
+	}
+	return p.ProjectionType == types.ProjectionTypeAll ||
+		(p.ProjectionType == types.ProjectionTypeInclude && slices.Contains(p.NonKeyAttributes, name))
 }
 
 // windowStart is the start of window n.
