@@ -26,6 +26,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/sweep"
 )
 
 const demoTable = "SessionData"
@@ -43,6 +44,9 @@ type demoSummary struct {
 	// stream + archiver).
 	NATSP50, NATSMax time.Duration
 	ArchiveDir       string
+	// BySweeper and ByTTL count the expiries on NATS by who deleted the
+	// item: `archiver sweep` or the engine's own TTL.
+	BySweeper, ByTTL int
 }
 
 // demoCmd runs the engine, an embedded NATS server with JetStream and the
@@ -55,6 +59,7 @@ func demoCmd(ctx context.Context, args []string, e env) error {
 	duration := fs.Duration("duration", 0, "stop after this long (default: run until Ctrl-C)")
 	archive := fs.String("archive", "", "archive folder (default: a new temporary folder, kept and printed at the end)")
 	logLevel := fs.String("log-level", "error", "log level of the embedded components (logs go to stderr)")
+	precise := fs.Bool("precise", false, "also run `archiver sweep`: the engine's own TTL deletes up to 30s late, the sweeper within about a second of the TTL, and the archiver counts its deletes as expiries (--expired-when past-ttl)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(e.stdout, "usage: archiver demo [flags]\n\nEngine, NATS (JetStream) and archiver in one process; no network, no setup.\n\nflags:")
@@ -77,7 +82,7 @@ func demoCmd(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	sum, err := runDemo(ctx, demoOptions{Duration: *duration, ArchiveDir: *archive, Log: log, Out: e.stdout})
+	sum, err := runDemo(ctx, demoOptions{Duration: *duration, ArchiveDir: *archive, Log: log, Out: e.stdout, Precise: *precise})
 	if err != nil {
 		return err
 	}
@@ -90,7 +95,14 @@ type demoOptions struct {
 	ArchiveDir string
 	Log        *zap.Logger
 	Out        io.Writer
+	// Precise runs `archiver sweep` beside the archiver, against an engine
+	// whose own TTL is slowed to demoSlowTTL.
+	Precise bool
 }
+
+// demoSlowTTL is how late the engine's own TTL deletes with --precise: a
+// stand-in for DynamoDB's "typically within 48 hours".
+const demoSlowTTL = 30 * time.Second
 
 // printer serializes the demo's lines.
 type printer struct {
@@ -127,9 +139,14 @@ func runDemo(ctx context.Context, o demoOptions) (*demoSummary, error) {
 		_ = os.Remove(filepath.Join(work, "checkpoints.json.lock"))
 	}()
 
-	// 1. The engine, sweeping TTL every second.
+	// 1. The engine, sweeping TTL every second (late on purpose with
+	// --precise).
+	ttlLag := 2 * time.Second
+	if o.Precise {
+		ttlLag = demoSlowTTL
+	}
 	eng, err := engine.Listen("127.0.0.1:0", engine.Options{
-		TTLInterval: time.Second, TTLLag: 2 * time.Second, StreamShards: 2, Logger: o.Log.Named("engine")})
+		TTLInterval: time.Second, TTLLag: ttlLag, StreamShards: 2, Logger: o.Log.Named("engine")})
 	if err != nil {
 		return nil, fmt.Errorf("start engine: %w", err)
 	}
@@ -160,7 +177,10 @@ func runDemo(ctx context.Context, o demoOptions) (*demoSummary, error) {
 	}
 
 	out.printf("TTL Archiver demo\n")
-	out.printf("  engine   %s  (DynamoDB + Streams; TTL sweeps every 1s, deletes up to 2s late like DynamoDB)\n", eng.Endpoint())
+	out.printf("  engine   %s  (DynamoDB + Streams; TTL sweeps every 1s, deletes up to %s late like DynamoDB)\n", eng.Endpoint(), ttlLag)
+	if o.Precise {
+		out.printf("  sweep    archiver sweep on %s.%s: expired items deleted within about a second of their TTL\n", demoTable, sweep.DefaultIndex)
+	}
 	out.printf("  nats     %s  (JetStream stream DEMO, subjects demo.%s.expired)\n", natsURL, demoTable)
 	out.printf("  archive  %s\n", archiveDir)
 	out.printf("  table    %s: UserName (hash), SessionId (range), CreationTime, ExpirationTime (TTL), SessionInfo\n\n", demoTable)
@@ -174,8 +194,9 @@ func runDemo(ctx context.Context, o demoOptions) (*demoSummary, error) {
 	var (
 		subMu     sync.Mutex
 		published = map[string]bool{}
-		lags      []time.Duration // deletion time - ExpirationTime (stream precision: seconds)
-		latencies []time.Duration // arrival on NATS - ExpirationTime
+		lags      []time.Duration    // deletion time - ExpirationTime (stream precision: seconds)
+		latencies []time.Duration    // arrival on NATS - ExpirationTime
+		byWhom    = map[string]int{} // Metadata.deletedBy
 	)
 	sub, err := nc.Subscribe("demo.>", func(m *nats.Msg) {
 		var line struct {
@@ -186,6 +207,7 @@ func runDemo(ctx context.Context, o demoOptions) (*demoSummary, error) {
 				TTLLagSeconds *float64 `json:"ttlLagSeconds"`
 				TTLTime       string   `json:"ttlTime"`
 				DeletionTime  string   `json:"deletionTime"`
+				DeletedBy     string   `json:"deletedBy"`
 			}
 		}
 		if err := json.Unmarshal(m.Data, &line); err != nil {
@@ -208,6 +230,9 @@ func runDemo(ctx context.Context, o demoOptions) (*demoSummary, error) {
 			lags = append(lags, lag)
 			latencies = append(latencies, latency)
 		}
+		if !dup {
+			byWhom[line.Metadata.DeletedBy]++
+		}
 		subMu.Unlock()
 		if dup {
 			return
@@ -219,7 +244,11 @@ func runDemo(ctx context.Context, o demoOptions) (*demoSummary, error) {
 			lagText = lag.Round(time.Millisecond).String()
 			latText = latency.Round(time.Millisecond).String()
 		}
-		out.printf("  expired  %-6s %-8s TTL lag %-4s on NATS %-7s after ExpirationTime (%s)\n", user, session, lagText, latText, m.Subject)
+		by := ""
+		if o.Precise {
+			by = "  deleted by " + map[string]string{"other": "archiver sweep", "dynamodb-ttl": "TTL"}[line.Metadata.DeletedBy]
+		}
+		out.printf("  expired  %-6s %-8s TTL lag %-4s on NATS %-7s after ExpirationTime (%s)%s\n", user, session, lagText, latText, m.Subject, by)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("subscribe: %w", err)
@@ -244,6 +273,9 @@ func runDemo(ctx context.Context, o demoOptions) (*demoSummary, error) {
 		MetricsAddr:     "127.0.0.1:0",
 		Metrics:         "prometheus",
 	}
+	if o.Precise {
+		cfg.ExpiredWhen = "past-ttl" // the sweeper's deletes are expiries too
+	}
 	reg := ops.NewRegistry(ops.Version(version))
 	pipeCtx, stopPipe := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPipe()
@@ -251,6 +283,10 @@ func runDemo(ctx context.Context, o demoOptions) (*demoSummary, error) {
 	go func() {
 		pipeDone <- runPipeline(pipeCtx, cfg, pipelineDeps{log: o.Log, reg: reg, stdout: io.Discard})
 	}()
+	sweepDone, err := startDemoSweeper(pipeCtx, o, ddb)
+	if err != nil {
+		return nil, err
+	}
 
 	// 6. The workload: waves of sessions expiring over the next seconds and
 	// a user delete per wave.
@@ -291,6 +327,10 @@ func runDemo(ctx context.Context, o demoOptions) (*demoSummary, error) {
 		stopPipe()
 		pipeErr = <-pipeDone
 	}
+	stopPipe()
+	if err := <-sweepDone; err != nil {
+		out.printf("  ! sweeper: %v\n", err)
+	}
 	if pipeErr != nil {
 		return nil, fmt.Errorf("archiver: %w", pipeErr)
 	}
@@ -310,6 +350,7 @@ func runDemo(ctx context.Context, o demoOptions) (*demoSummary, error) {
 	sum.Published = len(published)
 	sum.LagP50, sum.LagMax = percentile(lags, 0.5), percentile(lags, 1)
 	sum.NATSP50, sum.NATSMax = percentile(latencies, 0.5), percentile(latencies, 1)
+	sum.BySweeper, sum.ByTTL = byWhom["other"], byWhom["dynamodb-ttl"]
 	subMu.Unlock()
 	return sum, nil
 }
@@ -423,5 +464,52 @@ func printSummary(w io.Writer, s *demoSummary) {
 		s.LagP50.Round(time.Millisecond), s.LagMax.Round(time.Millisecond))
 	fmt.Fprintf(w, "  on NATS p50/max:      %s / %s after ExpirationTime\n",
 		s.NATSP50.Round(time.Millisecond), s.NATSMax.Round(time.Millisecond))
+	if s.BySweeper > 0 {
+		fmt.Fprintf(w, "  deleted by:           %d archiver sweep, %d the engine's TTL (which runs up to %s late here)\n",
+			s.BySweeper, s.ByTTL, demoSlowTTL)
+	}
 	fmt.Fprintf(w, "  archive folder:       %s\n", s.ArchiveDir)
+}
+
+// startDemoSweeper runs `archiver sweep` on the demo table until ctx ends
+// (with --precise; otherwise nothing). The returned channel gives its
+// outcome once it stopped.
+func startDemoSweeper(ctx context.Context, o demoOptions, ddb *dynamodb.Client) (<-chan error, error) {
+	done := make(chan error, 1)
+	if !o.Precise {
+		done <- nil
+		return done, nil
+	}
+	sw, err := sweep.New(sweep.Config{Client: ddb, Table: demoTable, Cursor: &demoCursor{}, Logger: o.Log.Named("sweep")})
+	if err != nil {
+		return nil, fmt.Errorf("sweeper: %w", err)
+	}
+	go func() {
+		err := sw.Run(ctx)
+		if ctx.Err() != nil {
+			err = nil
+		}
+		done <- err
+	}()
+	return done, nil
+}
+
+// demoCursor keeps the demo sweeper's cursor in memory: the demo's table
+// lives only as long as the demo.
+type demoCursor struct {
+	mu sync.Mutex
+	c  sweep.Cursor
+}
+
+func (d *demoCursor) LoadCursor(context.Context, string) (sweep.Cursor, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.c, nil
+}
+
+func (d *demoCursor) SaveCursor(_ context.Context, _ string, c sweep.Cursor) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.c = c
+	return nil
 }

@@ -9,11 +9,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ttl-archiver/archiver/sweep"
 )
 
 // createSessionTable creates the SessionData table of DynamoDB's TTL
 // documentation: partition key UserName, sort key SessionId, a stream with
-// both images, and TTL on ExpirationTime.
+// both images, and TTL on ExpirationTime; plus the expiration-window index
+// `archiver sweep` reads (expirationWindowIndex: expirationWindow,
+// ExpirationTime).
 func createSessionTable(ctx context.Context, c *dynamodb.Client, table string) (streamARN string, err error) {
 	out, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:   aws.String(table),
@@ -21,7 +25,17 @@ func createSessionTable(ctx context.Context, c *dynamodb.Client, table string) (
 		AttributeDefinitions: []types.AttributeDefinition{
 			{AttributeName: aws.String("UserName"), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String("SessionId"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(sweep.DefaultWindowAttribute), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("ExpirationTime"), AttributeType: types.ScalarAttributeTypeN},
 		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(sweep.DefaultIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(sweep.DefaultWindowAttribute), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String("ExpirationTime"), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+		}},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String("UserName"), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String("SessionId"), KeyType: types.KeyTypeRange},
@@ -56,6 +70,8 @@ func putSession(ctx context.Context, c *dynamodb.Client, table, user, session st
 			"SessionId":      &types.AttributeValueMemberS{Value: session},
 			"CreationTime":   &types.AttributeValueMemberN{Value: strconv.FormatInt(created, 10)},
 			"ExpirationTime": &types.AttributeValueMemberN{Value: strconv.FormatInt(exp, 10)},
+			// The window `archiver sweep` finds the item by.
+			sweep.DefaultWindowAttribute: &types.AttributeValueMemberS{Value: sweep.Window(time.Unix(exp, 0), sweep.DefaultWindow, 1)},
 			"SessionInfo": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
 				"device": &types.AttributeValueMemberS{Value: "laptop"},
 				"pages":  &types.AttributeValueMemberN{Value: "3"},

@@ -56,3 +56,34 @@ func TestDemo(t *testing.T) {
 		t.Logf("demo output:\n%s", s)
 	}
 }
+
+// TestDemoPrecise runs `archiver demo --precise`: the engine's own TTL runs
+// up to 30 s late, `archiver sweep` deletes the sessions, and the archiver
+// (--expired-when past-ttl) publishes each as an expiry.
+func TestDemoPrecise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for 10s")
+	}
+	var out bytes.Buffer
+	code := dispatch(t.Context(), []string{"demo", "--precise", "--duration", "10s", "--archive", t.TempDir()},
+		env{stdout: &out, stderr: io.Discard, getenv: envMap(nil)})
+	s := out.String()
+	if code != 0 {
+		t.Fatalf("exit code %d\n%s", code, s)
+	}
+	m := regexp.MustCompile(`sessions written: +(\d+) expiring(?s:.*)published on NATS: +(\d+)(?s:.*)deleted by: +(\d+) archiver sweep, (\d+) the engine's TTL`).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("summary lacks the written, published or deleted-by lines:\n%s", s)
+	}
+	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
+	written, published, bySweeper, byTTL := n(1), n(2), n(3), n(4)
+	if written < 4 || published != written {
+		t.Errorf("%d sessions written to expire, %d published on NATS; want all of at least 4", written, published)
+	}
+	if bySweeper == 0 || bySweeper+byTTL != published {
+		t.Errorf("deleted by the sweeper %d, by the engine's TTL %d, of %d published: want most by the sweeper, all counted", bySweeper, byTTL, published)
+	}
+	if t.Failed() {
+		t.Logf("demo output:\n%s", s)
+	}
+}
