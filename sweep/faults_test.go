@@ -31,19 +31,13 @@ func named(prefix string, n int, ttl time.Time) []item {
 	return items
 }
 
-func TestExtendedTTLs(t *testing.T) {
-	b := newBed(t, bedOptions{})
-	later := at(30 * time.Minute)
-	items := named("plain", 5, at(10*time.Second))
-	items = append(items, named("moved", 3, at(10*time.Second))...) // the writer files it anew
-	items = append(items, named("kept", 3, at(10*time.Second))...)  // the writer keeps the old window
-	items = append(items, named("gone", 2, at(10*time.Second))...)  // deleted by someone else
-	// Extended before the sweeper ever saw it, its window kept.
-	stale := item{pk: "stale", ttl: at(5 * time.Minute), window: Window(at(10*time.Second), time.Minute, 1)}
-	b.put(append(items, stale)...)
-
+// writeFirst returns a beforeDelete hook that, the first time the
+// sweeper deletes an item, has a writer get there first: it extends the
+// TTL of "moved-" items to later and files them anew, extends that of
+// "kept-" items but keeps their window, and deletes "gone-" items.
+func writeFirst(t *testing.T, b *bed, later time.Time) func(*dynamodb.DeleteItemInput) {
 	var once sync.Map
-	b.api.beforeDelete = func(in *dynamodb.DeleteItemInput) {
+	return func(in *dynamodb.DeleteItemInput) {
 		pk := in.Key["pk"].(*types.AttributeValueMemberS).Value
 		if _, done := once.LoadOrStore(pk, true); done {
 			return
@@ -70,6 +64,20 @@ func TestExtendedTTLs(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+func TestExtendedTTLs(t *testing.T) {
+	b := newBed(t, bedOptions{})
+	later := at(30 * time.Minute)
+	items := named("plain", 5, at(10*time.Second))
+	items = append(items, named("moved", 3, at(10*time.Second))...) // the writer files it anew
+	items = append(items, named("kept", 3, at(10*time.Second))...)  // the writer keeps the old window
+	items = append(items, named("gone", 2, at(10*time.Second))...)  // deleted by someone else
+	// Extended before the sweeper ever saw it, its window kept.
+	stale := item{pk: "stale", ttl: at(5 * time.Minute), window: Window(at(10*time.Second), time.Minute, 1)}
+	b.put(append(items, stale)...)
+
+	b.api.beforeDelete = writeFirst(t, b, later)
 	s := b.sweeper(nil)
 
 	b.clock.Set(at(11 * time.Second))

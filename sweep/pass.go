@@ -47,17 +47,25 @@ func (s *Sweeper) Pass(ctx context.Context) (PassStats, error) {
 				p.st.closed.Add(1)
 			}
 		}
-		if err := s.save(ctx); err != nil {
-			saveErr = err
+		s.m.behind.Set(float64(max(last-s.cursor, 0)))
+		s.m.cursorAge.Set(p.now.Sub(s.windowStart(s.cursor)).Seconds())
+		if saveErr = s.save(ctx); saveErr != nil {
 			break
 		}
 	}
-	s.m.behind.Set(float64(max(last-s.cursor, 0)))
-	s.m.cursorAge.Set(p.now.Sub(s.windowStart(s.cursor)).Seconds())
 	st := p.st.stats(s.windowStart(s.cursor))
-	s.log.Debug("sweep pass", zap.Any("stats", st))
+	if st.Windows > catchUpWindows {
+		s.log.Info("sweep: caught up", zap.Int("windows", st.Windows), zap.Int("deleted", st.Deleted), zap.Time("cursor", st.Cursor))
+	} else {
+		s.log.Debug("sweep pass", zap.Any("stats", st))
+	}
 	return st, p.err(ctx, saveErr)
 }
+
+// catchUpWindows is how many windows make a pass a catch-up worth an INFO
+// log: a pass in step queries the windows from the cursor (Grace behind)
+// to now, a handful.
+const catchUpWindows = 10
 
 // save stores the cursor if it moved since it was loaded or last saved,
 // or if none was stored.

@@ -187,6 +187,9 @@ func (s *Sweeper) describe(ctx context.Context) (*tableInfo, error) {
 		t.ttl = *d.AttributeName
 	}
 	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err == nil && out.Table == nil {
+		err = errors.New("no table in the answer")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sweep: DescribeTable %s: %w", table, err)
 	}
