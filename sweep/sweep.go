@@ -39,6 +39,29 @@
 //
 // DynamoDB's own TTL stays on as the backstop: an item written with a TTL
 // already further in the past than the cursor is deleted by it.
+//
+// # Using it
+//
+// [New] takes a [Config]; [Sweeper.Run] describes the table (the TTL
+// attribute from DescribeTimeToLive unless Config.TTLAttribute names it,
+// the table's key and the index's), loads the cursor (none: now minus
+// Config.Lookback) and makes a [Sweeper.Pass] every Config.Interval. The
+// index must have the window attribute as its hash key and either the TTL
+// attribute as its range key (open windows are then queried for due items
+// only) or project it (they are read whole and filtered). Query,
+// DeleteItem and UpdateItem are made with the client's own retries off:
+// the sweeper retries them itself, up to a few times a pass, and leaves
+// a window open for the next pass rather than give up on an item.
+// Config.MaxDeletesPerSecond counts every write attempt, re-files
+// included.
+//
+// Metrics, each labelled by table: archiver_sweep_deleted_total,
+// archiver_sweep_skipped_total{reason} (ttl_extended, gone,
+// ttl_not_number), archiver_sweep_refiled_total,
+// archiver_sweep_windows_behind, archiver_sweep_cursor_age_seconds,
+// archiver_sweep_lag_seconds (deletion time minus TTL),
+// archiver_sweep_throttles_total, archiver_sweep_errors_total and
+// archiver_sweep_passes_total.
 package sweep
 
 import (
