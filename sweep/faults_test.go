@@ -127,6 +127,35 @@ func TestExtendedTTLs(t *testing.T) {
 	}
 }
 
+func TestExtendedWhileClosing(t *testing.T) {
+	b := newBed(t, bedOptions{})
+	later := at(30 * time.Minute)
+	items := append(named("plain", 2, at(10*time.Second)), named("kept", 3, at(10*time.Second))...)
+	b.put(items...)
+	b.api.beforeDelete = writeFirst(t, b, later)
+	s := b.sweeper(nil)
+	b.clock.Set(at(2*time.Minute + time.Millisecond))
+	st := b.pass(s)
+	if st.Deleted != 2 || st.Extended != 3 || !st.Cursor.Equal(at(0)) {
+		t.Fatalf("%+v: want 2 deleted, 3 extended, and the cursor held at the window they are still filed in", st)
+	}
+	st = b.pass(s)
+	if st.Refiled != 3 {
+		t.Fatalf("%+v: want the 3 extended items re-filed", st)
+	}
+	checkCursor(t, b, s, st)
+	for i := range items {
+		if strings.HasPrefix(items[i].pk, "kept") {
+			items[i].ttl = later
+		}
+	}
+	for _, now := range []time.Time{later, later.Add(time.Millisecond)} {
+		b.clock.Set(now)
+		b.pass(s)
+		b.checkDue(items)
+	}
+}
+
 func TestLargeWindow(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -32,7 +32,7 @@ func (s *Sweeper) Pass(ctx context.Context) (PassStats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.prepare(ctx); err != nil {
-		return PassStats{Cursor: s.windowStart(s.cursor)}, err
+		return PassStats{}, err
 	}
 	s.m.passes.Inc()
 	p := s.newPass()
