@@ -12,9 +12,9 @@ import (
 )
 
 // DynamoAPI is the DynamoDB API the sweeper calls. *dynamodb.Client
-// satisfies it. The sweeper retries Query, DeleteItem and UpdateItem
-// itself (counting throttles and spending the delete budget on every
-// attempt) and turns the client's own retries off for those calls.
+// satisfies it. The sweeper retries every call itself (counting
+// throttles, and spending the delete budget on every write attempt) and
+// turns the client's own retries off.
 type DynamoAPI interface {
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)

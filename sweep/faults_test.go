@@ -343,3 +343,30 @@ func TestUnfinishedWindowStaysOpen(t *testing.T) {
 	checkCursor(t, b, s, st)
 	b.checkDue(items)
 }
+
+func TestRunRetriesItsStart(t *testing.T) {
+	var fails atomic.Int64
+	fails.Store(2)
+	b := newBed(t, bedOptions{hook: func(op string, _ *http.Request) error {
+		if op == "DescribeTable" && fails.Add(-1) >= 0 {
+			return engine.NewError("InternalServerError", "injected", 500)
+		}
+		return nil
+	}})
+	s := b.sweeper(func(c *Config) { c.Interval = 5 * time.Millisecond })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if c, _ := b.store.cursor(); !c.Window.IsZero() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Run never made a pass")
+		}
+	}
+	cancel()
+	if err := <-done; err != nil || fails.Load() >= 0 {
+		t.Fatalf("Run = %v after %d failures left, want nil after retrying both", err, fails.Load())
+	}
+}

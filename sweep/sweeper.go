@@ -176,7 +176,7 @@ func (s *Sweeper) describe(ctx context.Context) (*tableInfo, error) {
 	table, api := s.cfg.Table, s.cfg.Client
 	t := &tableInfo{ttl: s.cfg.TTLAttribute}
 	if t.ttl == "" {
-		out, err := api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+		out, err := api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)}, noSDKRetry)
 		if err != nil {
 			return nil, fmt.Errorf("sweep: DescribeTimeToLive %s: %w", table, err)
 		}
@@ -186,7 +186,7 @@ func (s *Sweeper) describe(ctx context.Context) (*tableInfo, error) {
 		}
 		t.ttl = *d.AttributeName
 	}
-	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, noSDKRetry)
 	if err == nil && out.Table == nil {
 		err = errors.New("no table in the answer")
 	}
