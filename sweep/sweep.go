@@ -48,10 +48,10 @@
 // Config.Lookback) and makes a [Sweeper.Pass] every Config.Interval. The
 // index must have the window attribute as its hash key and either the TTL
 // attribute as its range key (open windows are then queried for due items
-// only) or project it (they are read whole and filtered). Query,
-// DeleteItem and UpdateItem are made with the client's own retries off:
-// the sweeper retries them itself, up to a few times a pass, and leaves
-// a window open for the next pass rather than give up on an item.
+// only) or project it (they are read whole and filtered). Every call is
+// made with the client's own retries off: the sweeper retries it itself,
+// up to a few times a pass, and leaves a window open for the next pass
+// rather than give up on an item.
 // Config.MaxDeletesPerSecond counts every write attempt, re-files
 // included.
 //
