@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestNewNamesTheBadField(t *testing.T) {
@@ -148,6 +149,39 @@ func TestParseTTL(t *testing.T) {
 		v, ok := parseTTL(tc.av)
 		if ok != tc.ok || (ok && v.ms != tc.ms) {
 			t.Errorf("parseTTL(%v) = %d, %v; want %d, %v", tc.av, v.ms, ok, tc.ms, tc.ok)
+		}
+	}
+}
+
+func TestMetricsShareARegistry(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	for _, tbl := range []string{"carts", "sessions"} {
+		if _, err := New(Config{Client: &dynamodb.Client{}, Table: tbl, Cursor: newMemStore(), Registerer: reg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := map[string]map[string]bool{}
+	for _, f := range families {
+		tables[f.GetName()] = map[string]bool{}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "table" {
+					tables[f.GetName()][l.GetValue()] = true
+				}
+			}
+		}
+	}
+	for _, name := range []string{
+		"archiver_sweep_deleted_total", "archiver_sweep_refiled_total", "archiver_sweep_windows_behind",
+		"archiver_sweep_cursor_age_seconds", "archiver_sweep_lag_seconds", "archiver_sweep_throttles_total",
+		"archiver_sweep_errors_total", "archiver_sweep_passes_total",
+	} {
+		if !tables[name]["carts"] || !tables[name]["sessions"] {
+			t.Errorf("%s has tables %v, want both", name, tables[name])
 		}
 	}
 }
