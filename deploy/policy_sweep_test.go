@@ -1,0 +1,357 @@
+package deploy
+
+import (
+	"bytes"
+	"encoding/json"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// sweepPackages hold every function `archiver sweep` can run that talks
+// to AWS; the scan follows calls from sweepCmd through them.
+var sweepPackages = []string{"cmd/archiver", "sweep", "checkpoint", "internal/ops", "internal/backoff", "internal/promreg"}
+
+// fn is one function or method of the scanned code.
+type fn struct {
+	file string // relative to the module root
+	obj  *types.Func
+	decl *ast.FuncDecl
+	info *types.Info
+}
+
+// String is the function's name, with its receiver's type name.
+func (f *fn) String() string {
+	if r := f.obj.Type().(*types.Signature).Recv(); r != nil {
+		t := r.Type()
+		if p, ok := t.(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		if n, ok := t.(*types.Named); ok {
+			return n.Obj().Name() + "." + f.obj.Name()
+		}
+	}
+	return f.obj.Name()
+}
+
+// listPackage is what `go list -json` says of a package.
+type listPackage struct {
+	ImportPath, Dir, Export string
+	GoFiles                 []string
+}
+
+// typeCheck type-checks the scanned packages from source (their imports
+// from the build cache's export data, as `go list -export` gives them) and
+// returns their functions by full name (types.Func.FullName).
+func typeCheck(t *testing.T, root string) map[string]*fn {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-export", "-deps", "-json", "./cmd/archiver")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -export: %v", err)
+	}
+	pkgs := map[string]listPackage{}
+	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+		var p listPackage
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs[p.ImportPath] = p
+	}
+	fset := token.NewFileSet()
+	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) { return os.Open(pkgs[path].Export) })
+	funcs := map[string]*fn{}
+	for _, dir := range sweepPackages {
+		p, ok := pkgs["github.com/ttl-archiver/archiver/"+dir]
+		if !ok {
+			t.Fatalf("go list does not show %s among cmd/archiver's packages", dir)
+		}
+		var files []*ast.File
+		for _, name := range p.GoFiles {
+			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, f)
+		}
+		info := &types.Info{Defs: map[*ast.Ident]types.Object{}, Uses: map[*ast.Ident]types.Object{}}
+		if _, err := (&types.Config{Importer: imp}).Check(p.ImportPath, fset, files, info); err != nil {
+			t.Fatalf("type-check %s: %v", dir, err)
+		}
+		for i, f := range files {
+			for _, d := range f.Decls {
+				if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
+					obj := info.Defs[fd.Name].(*types.Func)
+					funcs[obj.FullName()] = &fn{file: dir + "/" + p.GoFiles[i], obj: obj, decl: fd, info: info}
+				}
+			}
+		}
+	}
+	return funcs
+}
+
+// reachable returns the functions reachable from root: every function or
+// method a reached body names (calls, and values such as a func passed in
+// a struct) is reached. A method of an interface reaches every scanned
+// method of that name, unless it is named like an AWS operation: those
+// calls are where the scan stops. An over-approximation, never an
+// under-approximation within the scanned packages.
+func reachable(funcs map[string]*fn, leaves map[string]bool, root string) map[*fn]bool {
+	byName := map[string][]*fn{}
+	for _, f := range funcs {
+		if f.obj.Type().(*types.Signature).Recv() != nil {
+			byName[f.obj.Name()] = append(byName[f.obj.Name()], f)
+		}
+	}
+	seen := map[*fn]bool{}
+	queue := []*fn{funcs[root]}
+	seen[funcs[root]] = true
+	add := func(f *fn) {
+		if f != nil && !seen[f] {
+			seen[f] = true
+			queue = append(queue, f)
+		}
+	}
+	for len(queue) > 0 {
+		f := queue[0]
+		queue = queue[1:]
+		ast.Inspect(f.decl.Body, func(n ast.Node) bool {
+			id, ok := n.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			obj, ok := f.info.Uses[id].(*types.Func)
+			if !ok {
+				return true
+			}
+			obj = obj.Origin()
+			recv := obj.Type().(*types.Signature).Recv()
+			switch {
+			case recv != nil && types.IsInterface(recv.Type()) && !leaves[obj.Name()]:
+				for _, m := range byName[obj.Name()] {
+					add(m)
+				}
+			case recv == nil || !types.IsInterface(recv.Type()):
+				add(funcs[obj.FullName()])
+			}
+			return true
+		})
+	}
+	return seen
+}
+
+// sweepResource says which table a call of `archiver sweep` reaches: the
+// checkpoint package and openCheckpoint use the lease table, everything
+// else the swept table (its Query the window index).
+func sweepResource(f *fn, op string) string {
+	switch {
+	case strings.HasPrefix(f.file, "checkpoint/") || f.decl.Name.Name == "openCheckpoint":
+		return "lease"
+	case op == "Query":
+		return "index"
+	}
+	return "table"
+}
+
+// sweepCodeActions returns the DynamoDB actions `archiver sweep` can call,
+// per resource, each with one call site.
+func sweepCodeActions(t *testing.T, root string) (map[string]map[string]string, map[*fn]bool) {
+	ops := sdkOperations(&dynamodb.Client{})
+	funcs := typeCheck(t, root)
+	reach := reachable(funcs, ops, "github.com/ttl-archiver/archiver/cmd/archiver.sweepCmd")
+	out := map[string]map[string]string{}
+	for f := range reach {
+		ast.Inspect(f.decl.Body, func(n ast.Node) bool {
+			ce, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := ce.Fun.(*ast.SelectorExpr)
+			if !ok || !ops[sel.Sel.Name] || len(ce.Args) < 2 {
+				return true
+			}
+			res := sweepResource(f, sel.Sel.Name)
+			if out[res] == nil {
+				out[res] = map[string]string{}
+			}
+			where, a := f.file+" ("+f.String()+")", "dynamodb:"+sel.Sel.Name
+			if old, ok := out[res][a]; !ok || where < old {
+				out[res][a] = where // the same call site every run
+			}
+			return true
+		})
+	}
+	return out, reach
+}
+
+// policyResource names the resource kind of a sweep policy resource.
+func policyResource(r string) string {
+	switch {
+	case strings.HasSuffix(r, ":table/${source_table}/index/${sweep_index}"):
+		return "index"
+	case strings.HasSuffix(r, ":table/${source_table}"):
+		return "table"
+	case strings.HasSuffix(r, ":table/${lease_table}"):
+		return "lease"
+	}
+	return ""
+}
+
+// TestSweepPolicyMatchesCode fails when iam-policy-sweep.json, the role of
+// `archiver sweep`, misses an action its code can call on a resource, or
+// grants one it never calls there: the code is followed from sweepCmd
+// through the packages it uses, and each call is placed on the swept
+// table, its window index or the lease table.
+func TestSweepPolicyMatchesCode(t *testing.T) {
+	want, reach := sweepCodeActions(t, "..")
+	granted := map[string]map[string]string{}
+	for _, st := range loadPolicyFile(t, "iam-policy-sweep.json").Statement {
+		for _, r := range st.Resource {
+			kind := policyResource(r)
+			if kind == "" {
+				t.Errorf("statement %s: resource %q is not the swept table, its index or the lease table", st.Sid, r)
+				continue
+			}
+			if granted[kind] == nil {
+				granted[kind] = map[string]string{}
+			}
+			for _, a := range st.Action {
+				granted[kind][a] = st.Sid
+			}
+		}
+	}
+	var missing, extra, called []string
+	for kind, acts := range want {
+		for a, where := range acts {
+			called = append(called, kind+": "+a+" <- "+where)
+			if _, ok := granted[kind][a]; !ok {
+				missing = append(missing, a+" on the "+kind+" (called in "+where+")")
+			}
+		}
+	}
+	for kind, acts := range granted {
+		for a, sid := range acts {
+			if _, ok := want[kind][a]; !ok {
+				extra = append(extra, a+" on the "+kind+" (statement "+sid+")")
+			}
+		}
+	}
+	reportPolicyDiff(t, "iam-policy-sweep.json", "archiver sweep", missing, extra)
+	sort.Strings(called)
+	t.Logf("actions called (%d functions reachable):\n  %s", len(reach), strings.Join(called, "\n  "))
+}
+
+// TestSweepReachability guards the scan: what `archiver sweep` runs is
+// reached, the consumer's lease balancing and pruning are not.
+func TestSweepReachability(t *testing.T) {
+	_, reach := sweepCodeActions(t, "..")
+	names := map[string]bool{}
+	for f := range reach {
+		names[f.String()] = true
+	}
+	for _, n := range []string{"runSweep", "openCheckpoint", "OpenDynamo", "DynamoStore.AcquireSweep", "DynamoStore.SaveSweepCursor",
+		"DynamoStore.renew", "DynamoStore.release", "sweepStore.SaveCursor", "Sweeper.Run", "pass.delete", "Sweeper.describe"} {
+		if !names[n] {
+			t.Errorf("%s not reached from sweepCmd", n)
+		}
+	}
+	for _, n := range []string{"DynamoStore.assign", "DynamoStore.prune", "DynamoStore.ReleaseAll", "runPipeline", "streamCheck"} {
+		if names[n] {
+			t.Errorf("%s reached from sweepCmd; the scan over-reaches", n)
+		}
+	}
+}
+
+// TestSweepTaskDefinition: the sweeper's task definition runs `archiver
+// sweep` and sets only variables it reads.
+func TestSweepTaskDefinition(t *testing.T) {
+	var td struct {
+		ContainerDefinitions []struct {
+			Command     []string
+			Environment []struct{ Name, Value string }
+			HealthCheck struct{ Command []string }
+			StopTimeout int
+		}
+	}
+	b, err := os.ReadFile("ecs-task-definition-sweep.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &td); err != nil {
+		t.Fatalf("ecs-task-definition-sweep.json: %v", err)
+	}
+	known := sweepEnvNames(t, "..")
+	if len(td.ContainerDefinitions) != 1 {
+		t.Fatalf("%d containers, want 1", len(td.ContainerDefinitions))
+	}
+	c := td.ContainerDefinitions[0]
+	if strings.Join(c.Command, " ") != "sweep" || !strings.Contains(strings.Join(c.HealthCheck.Command, " "), "health") {
+		t.Errorf("command %v, health check %v; want sweep and archiver health", c.Command, c.HealthCheck.Command)
+	}
+	for _, e := range c.Environment {
+		if !known[e.Name] {
+			t.Errorf("variable %s is no setting of archiver sweep", e.Name)
+		}
+	}
+	if c.StopTimeout == 0 {
+		t.Error("no stopTimeout: ECS's 30 s default must exceed --shutdown-timeout, say so")
+	}
+}
+
+// sweepEnvNames reads the ARCHIVER_* variables of `archiver sweep` from
+// sweepOptions in cmd/archiver/sweep_config.go: its own options (name:
+// "...") and those it takes from run (fromRun("...", ...)).
+func sweepEnvNames(t *testing.T, root string) map[string]bool {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "cmd/archiver/sweep_config.go"), nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok || len(vs.Names) != 1 || vs.Names[0].Name != "sweepOptions" || len(vs.Values) != 1 {
+			return true
+		}
+		for _, el := range vs.Values[0].(*ast.CompositeLit).Elts {
+			ast.Inspect(el, func(n ast.Node) bool {
+				switch x := n.(type) {
+				case *ast.KeyValueExpr:
+					if k, ok := x.Key.(*ast.Ident); ok && k.Name == "name" {
+						names[envName(x.Value)] = true
+					}
+				case *ast.CallExpr:
+					if id, ok := x.Fun.(*ast.Ident); ok && id.Name == "fromRun" && len(x.Args) > 0 {
+						names[envName(x.Args[0])] = true
+					}
+				}
+				return true
+			})
+		}
+		return false
+	})
+	if len(names) < 10 {
+		t.Fatalf("found only %v in sweepOptions", names)
+	}
+	return names
+}
+
+func envName(e ast.Expr) string {
+	lit, ok := e.(*ast.BasicLit)
+	if !ok {
+		return ""
+	}
+	return "ARCHIVER_" + strings.ToUpper(strings.ReplaceAll(strings.Trim(lit.Value, `"`), "-", "_"))
+}
