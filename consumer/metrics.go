@@ -1,9 +1,9 @@
 package consumer
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ttl-archiver/archiver/internal/promreg"
 )
 
 // metrics are the consumer's Prometheus collectors.
@@ -30,77 +30,58 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{}
-	m.events = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.events = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_events_total", Help: "Stream records decoded and classified, by table and kind (expired, deleted, inserted, modified).",
 	}, []string{"table", "kind"}))
-	m.sinkWrites = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.sinkWrites = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_sink_writes_total", Help: "Batches a sink acknowledged as durable, by sink.",
 	}, []string{"sink"}))
-	m.sinkFailures = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.sinkFailures = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_sink_failures_total", Help: "Batches a sink refused or acknowledged with an error (each is retried), by sink.",
 	}, []string{"sink"}))
-	m.sinkLatency = register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	m.sinkLatency = promreg.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "archiver_sink_latency_seconds", Help: "Time from handing a batch to a sink to its acknowledgement, by sink.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 	}, []string{"sink"}))
-	m.lagRecords = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	m.lagRecords = promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "archiver_checkpoint_lag_records", Help: "Records of an active shard handed to the consumer but not yet covered by a saved checkpoint.",
 	}, []string{"table", "shard"}))
-	m.lagSeconds = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	m.lagSeconds = promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "archiver_checkpoint_lag_seconds", Help: "Age (by ApproximateCreationDateTime) of the oldest record of an active shard not yet covered by a saved checkpoint; 0 when none.",
 	}, []string{"table", "shard"}))
-	m.ttlLag = register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	m.ttlLag = promreg.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "archiver_ttl_lag_seconds", Help: "For expired items: deletion time (the record's ApproximateCreationDateTime) minus the TTL value, by table.",
 		Buckets: []float64{1, 10, 60, 300, 900, 1800, 3600, 2 * 3600, 6 * 3600, 12 * 3600, 24 * 3600, 48 * 3600, 72 * 3600},
 	}, []string{"table"}))
-	m.checkpointSaves = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.checkpointSaves = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_checkpoint_saves_total", Help: "Checkpoints saved, by table.",
 	}, []string{"table"}))
-	m.checkpointErrors = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.checkpointErrors = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_checkpoint_save_failures_total", Help: "Checkpoint saves that failed (retried at the next interval), by table.",
 	}, []string{"table"}))
-	m.ttlLookupFailures = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.ttlLookupFailures = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_ttl_lookup_failures_total", Help: "DescribeTimeToLive calls that failed, by table.",
 	}, []string{"table"}))
-	m.inflightBytes = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	m.inflightBytes = promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "archiver_consumer_inflight_bytes", Help: "Estimated memory of records handed to the consumer and not yet acknowledged by every sink, by table.",
 	}, []string{"table"}))
-	m.starvedFlushes = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+	m.starvedFlushes = promreg.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "archiver_consumer_starved_flushes_total", Help: "Times every sink was asked to flush because a shard waited for in-flight budget.",
 	}))
-	m.oldestUnacked = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	m.oldestUnacked = promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "archiver_oldest_unacked_age_seconds", Help: "Age (now minus ApproximateCreationDateTime) of the oldest record of an active shard not yet acknowledged by every sink that wanted it (or the dead-letter sink); 0 when none.",
 	}, []string{"table", "shard"}))
-	m.deadLettered = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.deadLettered = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_dead_lettered_records_total", Help: "Records the dead-letter sink acknowledged, by table, the sink that failed them (\"decode\" for records that could not be decoded) and reason (permanent, retry_for, undecodable).",
 	}, []string{"table", "sink", "reason"}))
-	m.deadLetterFailures = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.deadLetterFailures = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_dead_letter_failures_total", Help: "Batches the dead-letter sink failed (each is retried), by table.",
 	}, []string{"table"}))
-	m.shardsStuck = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	m.shardsStuck = promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "archiver_shards_stuck", Help: "Shards whose oldest unacknowledged batch a sink has kept failing for longer than the stuck threshold (1 min by default), by table.",
 	}, []string{"table"}))
-	m.nearTrim = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	m.nearTrim = promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "archiver_records_near_trim", Help: "Shards whose oldest unacknowledged record is within the trim warning (2 h by default) of the stream's 24 h retention: records about to be lost, by table.",
 	}, []string{"table"}))
 	return m
-}
-
-// register registers c, or returns the equal collector already registered
-// (so several consumers in one process share one registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if reg == nil {
-		return c
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		// A clashing collector of another shape: keep ours unregistered
-		// rather than fail the consumer over a metric.
-	}
-	return c
 }

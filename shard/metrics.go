@@ -1,11 +1,12 @@
 package shard
 
 import (
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ttl-archiver/archiver/internal/promreg"
 )
 
 // metrics are the walker's Prometheus collectors. Labels are bounded: by
@@ -29,57 +30,40 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{ages: map[string]map[string]float64{}}
-	m.records = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.records = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_shard_records_read_total", Help: "Stream records read by GetRecords, by table.",
 	}, []string{"table"}))
-	m.bytes = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.bytes = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_shard_bytes_read_total", Help: "Approximate bytes (record SizeBytes) read by GetRecords, by table.",
 	}, []string{"table"}))
-	m.calls = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.calls = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_shard_getrecords_calls_total", Help: "GetRecords calls, by table.",
 	}, []string{"table"}))
-	m.errs = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.errs = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_shard_api_errors_total", Help: "Streams API errors, by table, operation and kind (throttled, expired_iterator, trimmed, not_found, rejected, other).",
 	}, []string{"table", "op", "kind"}))
-	m.throttles = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.throttles = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_shard_throttles_total", Help: "Throttled Streams API calls (after the SDK's own retries), by table.",
 	}, []string{"table"}))
-	m.gaps = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.gaps = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_shard_trimmed_gaps_total", Help: "Times a shard's next records had been trimmed from the stream before they were read (data lost upstream), by table.",
 	}, []string{"table"}))
-	m.age = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	m.age = promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "archiver_shard_iterator_age_seconds", Help: "Largest age (now minus ApproximateCreationDateTime) of the last record read, over the table's active shards; 0 when caught up.",
 	}, []string{"table"}))
-	m.active = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	m.active = promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "archiver_shards_active", Help: "Shards being read now, by table.",
 	}, []string{"table"}))
-	m.ended = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.ended = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_shards_ended_total", Help: "Closed shards read to their end and finished, by table.",
 	}, []string{"table"}))
-	m.discoveries = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.discoveries = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_shard_discoveries_total", Help: "Stream descriptions (DescribeStream paged to the end), by table.",
 	}, []string{"table"}))
-	m.failures = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.failures = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_shard_reader_failures_total", Help: "Shard readers that failed (Process refused a batch, e.g. a malformed record, or the Streams API kept failing) and will restart from the stored position, by table. Rising without end means a shard is stuck.",
 	}, []string{"table"}))
 	return m
-}
-
-// register registers c, or returns the equal collector already registered
-// (so several walkers in one process share one registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if reg == nil {
-		return c
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-	}
-	return c
 }
 
 // setAge records the age of the last record read by one reader and updates

@@ -1,9 +1,9 @@
 package sinks
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ttl-archiver/archiver/internal/promreg"
 )
 
 // metrics are the sinks' own figures, labelled by sink name. The consumer
@@ -37,10 +37,10 @@ func newSinkMetrics(reg prometheus.Registerer, sink string) sinkMetrics {
 		}, []string{"sink"}),
 	}
 	if reg != nil {
-		m.bytes = register(reg, m.bytes)
-		m.objects = register(reg, m.objects)
-		m.retries = register(reg, m.retries)
-		m.buffered = register(reg, m.buffered)
+		m.bytes = promreg.Register(reg, m.bytes)
+		m.objects = promreg.Register(reg, m.objects)
+		m.retries = promreg.Register(reg, m.retries)
+		m.buffered = promreg.Register(reg, m.buffered)
 	}
 	return sinkMetrics{
 		bytes:    m.bytes.WithLabelValues(sink),
@@ -48,18 +48,4 @@ func newSinkMetrics(reg prometheus.Registerer, sink string) sinkMetrics {
 		retries:  m.retries.WithLabelValues(sink),
 		buffered: m.buffered.WithLabelValues(sink),
 	}
-}
-
-// register registers c, or returns the collector already registered under
-// the same name, so several sinks can share one Registerer.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-	}
-	return c
 }

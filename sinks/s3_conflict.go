@@ -21,6 +21,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/internal/promreg"
 )
 
 // Outcomes of a key conflict (a 412 answer to a conditional write), the
@@ -53,7 +55,7 @@ func newConflictCounter(reg prometheus.Registerer, sink string) conflictCounter 
 		Help: "S3 object keys found taken by a conditional write, by how the conflict was resolved (same_content, same_events, distinct_key, unresolved).",
 	}, []string{"sink", "outcome"})
 	if reg != nil {
-		vec = register(reg, vec)
+		vec = promreg.Register(reg, vec)
 	}
 	return func(outcome string) prometheus.Counter { return vec.WithLabelValues(sink, outcome) }
 }
