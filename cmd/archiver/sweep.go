@@ -118,6 +118,9 @@ func serveSweepHealth(cfg *sweepConfig, d sweepDeps, ddb *dynamodb.Client, st ch
 		gatherer = d.reg
 	}
 	srv := ops.NewServer(gatherer, d.log.Named("ops"))
+	if cfg.shared.Pprof {
+		srv.EnableProfiling()
+	}
 	srv.AddCheck("table", ops.CachedCheck(func(ctx context.Context) error {
 		if _, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(cfg.Table)}); err != nil {
 			return fmt.Errorf("table %s: %w", cfg.Table, err)

@@ -62,6 +62,7 @@ var sweepOptions = []option[sweepConfig]{
 	fromRun("log-level", ""),
 	fromRun("metrics-addr", ""),
 	fromRun("metrics", ""),
+	fromRun("pprof", ""),
 	fromRun("config", ""),
 	fromRun("print-config", ""),
 }

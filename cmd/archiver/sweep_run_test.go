@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/internal/ops"
 	"github.com/ttl-archiver/archiver/sweep"
@@ -156,9 +157,13 @@ type inProcSweeper struct {
 }
 
 func startInProcSweeper(t *testing.T, endpoint, worker string) *inProcSweeper {
+	return startInProcSweeperAt(t, endpoint, worker, "dynamodb://leases?create=true")
+}
+
+func startInProcSweeperAt(t *testing.T, endpoint, worker, checkpointURL string) *inProcSweeper {
 	t.Helper()
 	cfg, err := loadSweepConfig([]string{"--endpoint", endpoint, "--table", sweptTable, "--window", sweptWindow.String(),
-		"--interval", "100ms", "--checkpoint", "dynamodb://leases?create=true", "--worker-id", worker,
+		"--interval", "100ms", "--checkpoint", checkpointURL, "--worker-id", worker,
 		"--lease-duration", "3s", "--lease-renew", "500ms", "--shutdown-timeout", "10s", "--metrics-addr", "127.0.0.1:0",
 	}, envMap(nil), io.Discard)
 	if err != nil {
@@ -263,6 +268,33 @@ func TestSweepInProcess(t *testing.T) {
 	waitNoneOverdue(t, ddb, time.Second, 30*time.Second)
 	t.Logf("%d items written while sweeping", w.n.Load())
 	standby.stop(t)
+}
+
+// TestSweepFileStore: with a file:// store the one process sweeps at once,
+// and its cursor is in the file after a stop.
+func TestSweepFileStore(t *testing.T) {
+	srv := startEngine(t, engine.Options{TTLInterval: -1})
+	ddb := ddbClient(srv.Endpoint())
+	createSweptTable(t, ddb)
+	path := filepath.Join(t.TempDir(), "cursor.json")
+	p := startInProcSweeperAt(t, srv.Endpoint(), "a", "file://"+path)
+	w := startWriter(t, ddb)
+	time.Sleep(2 * time.Second)
+	w.halt()
+	waitNoneOverdue(t, ddb, time.Second, 30*time.Second)
+	if !p.holding(t) {
+		t.Error("the only sweeper of a file store does not hold the table")
+	}
+	p.stop(t)
+	fs, err := checkpoint.OpenFile(path)
+	if err != nil {
+		t.Fatalf("open the file after the stop (lock released): %v", err)
+	}
+	defer fs.Close()
+	c, err := fs.LoadSweepCursor(t.Context(), sweptTable)
+	if err != nil || c.IsZero() || time.Since(c) > time.Minute {
+		t.Fatalf("cursor in the file: %v, %v; want a recent window", c, err)
+	}
 }
 
 // sweepOps records, per process (access key), when the engine received
