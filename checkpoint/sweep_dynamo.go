@@ -102,9 +102,10 @@ func (s *DynamoStore) SaveSweepCursor(ctx context.Context, table string, window 
 // finds it taken. release gives the lease up (conditional on still owning
 // it); it does nothing once the lease was lost.
 //
-// Errors: the store is closed, the table name is invalid, or the lease
-// table answers with an error that retrying cannot fix; throttling is
-// retried until ctx ends.
+// Errors: ctx ended, the store is closed, the table name is invalid, or
+// the lease table answers with an error that retrying cannot fix (access
+// denied, no such table); throttling and unanswered requests are retried
+// until ctx ends, and show in Ready meanwhile.
 func (s *DynamoStore) AcquireSweep(ctx context.Context, table string) (context.Context, func(context.Context) error, error) {
 	if err := validTableName(table); err != nil {
 		return nil, nil, fmt.Errorf("checkpoint: acquire sweep of table: %w", err)
@@ -112,14 +113,21 @@ func (s *DynamoStore) AcquireSweep(ctx context.Context, table string) (context.C
 	k := sweepKey(table)
 	poll := min(s.renewD, time.Second)
 	for n := 0; ; n++ {
-		l, r, err := s.tryAcquire(ctx, k)
-		if err != nil {
-			return nil, nil, fmt.Errorf("checkpoint: acquire sweep of %s: %w", table, err)
-		}
-		if l != nil {
+		// Each attempt is bounded, so an unreachable table shows in Ready
+		// while this worker waits, as the shard assigner's rounds are.
+		actx, cancel := context.WithTimeout(ctx, s.leaseD/2)
+		l, r, err := s.tryAcquire(actx, k)
+		cancel()
+		switch {
+		case l != nil:
 			return s.sweepHold(ctx, l)
-		}
-		if n == 0 {
+		case ctx.Err() != nil:
+			return nil, nil, fmt.Errorf("checkpoint: acquire sweep of %s: %w", table, context.Cause(ctx))
+		case err != nil && !isRetryable(err) && !errors.Is(err, context.DeadlineExceeded):
+			return nil, nil, fmt.Errorf("checkpoint: acquire sweep of %s: %w", table, err)
+		case err != nil:
+			s.log.Warn("reading the sweeper's lease failed; trying again", zap.String("table", table), zap.Error(err))
+		case n == 0:
 			s.log.Info("table is swept by another worker; waiting for its lease", zap.String("table", table),
 				zap.String("owner", r.owner), zap.Time("expires", time.UnixMilli(r.expiryMS)))
 		}

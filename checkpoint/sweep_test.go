@@ -408,9 +408,56 @@ func TestDynamoSweepExclusive(t *testing.T) {
 	if len(holds) < 2 {
 		t.Errorf("holds %v: the table never changed hands", holds)
 	}
-	for w, n := range holds {
-		if n == 0 {
-			t.Errorf("%s never held the table", w)
+}
+
+// A worker waiting for the table rides out a lease table that does not
+// answer, reporting it in Ready, and takes the table once it answers and
+// is free; an error no retry fixes ends the wait.
+func TestDynamoSweepWaitsThroughOutage(t *testing.T) {
+	te, a, b, _, releaseA := sweepPair(t)
+	te.setHook(func(op string, r *http.Request) error {
+		if accessKey(r) == "b" {
+			return engine.NewError("InternalServerError", "Internal server error", 500)
 		}
+		return nil
+	})
+	got := make(chan error, 1)
+	go func() {
+		_, release, err := b.AcquireSweep(context.Background(), "Sessions")
+		if err == nil {
+			defer release(context.Background())
+		}
+		got <- err
+	}()
+	eventually(t, 10*time.Second, "b reports the outage", func() error {
+		if b.Ready() == nil {
+			return errors.New("b ready")
+		}
+		return nil
+	})
+	if err := releaseA(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	te.setHook(nil)
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("b's AcquireSweep after the outage: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("b did not take the table once the lease table answered")
+	}
+	eventually(t, 10*time.Second, "b ready again", b.Ready)
+
+	te.setHook(func(op string, r *http.Request) error {
+		if accessKey(r) == "a" {
+			return engine.NewError("AccessDeniedException", "not authorized to perform dynamodb:GetItem", 400)
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, _, err := a.AcquireSweep(ctx, "Sessions"); err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "AccessDenied") {
+		t.Fatalf("AcquireSweep with access denied: %v (ctx %v), want the error at once", err, ctx.Err())
 	}
 }
