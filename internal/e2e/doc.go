@@ -37,4 +37,8 @@
 //     TestChaosKillWhileDeadLettering (SIGKILL while an S3 dead-letter
 //     upload waits for its answer; after the restart both sinks hold every
 //     item, duplicates only above the checkpoints at the kill).
+//   - sweep_test.go: issue 12's "done when": `archiver sweep` and `archiver
+//     run --expired-when past-ttl` as processes against an engine whose own
+//     TTL is off; every swept item reaches NATS once as an expiry, user
+//     deletes never do, and arrival minus TTL is logged.
 package e2e
