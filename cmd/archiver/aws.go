@@ -28,8 +28,9 @@ func endpointIsLoopback(endpoint string) bool {
 // never waits on the instance metadata service: it looks for credentials
 // without IMDS, briefly, and signs with placeholder static credentials when
 // there are none, as a local engine accepts any signature. A region is then
-// optional (us-east-1).
-func loadAWSConfig(ctx context.Context, region, endpoint string, log *zap.Logger) (aws.Config, error) {
+// optional (us-east-1). command ("run", "sweep") names the subcommand in
+// a usage error.
+func loadAWSConfig(ctx context.Context, command, region, endpoint string, log *zap.Logger) (aws.Config, error) {
 	local := endpointIsLoopback(endpoint)
 	opts := []func(*config.LoadOptions) error{}
 	if region != "" {
@@ -44,7 +45,7 @@ func loadAWSConfig(ctx context.Context, region, endpoint string, log *zap.Logger
 	}
 	if cfg.Region == "" {
 		if !local {
-			return aws.Config{}, usagef("archiver run: --region: no region configured (set --region, ARCHIVER_REGION or AWS_REGION)")
+			return aws.Config{}, usagef("archiver %s: --region: no region configured (set --region, ARCHIVER_REGION or AWS_REGION)", command)
 		}
 		cfg.Region = "us-east-1"
 	}

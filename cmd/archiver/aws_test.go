@@ -26,7 +26,7 @@ func TestLoadAWSConfig(t *testing.T) {
 	isolateAWS(t)
 	ctx := context.Background()
 	t.Run("loopback endpoint without credentials signs with placeholders", func(t *testing.T) {
-		cfg, err := loadAWSConfig(ctx, "", "http://127.0.0.1:8000", zap.NewNop())
+		cfg, err := loadAWSConfig(ctx, "run", "", "http://127.0.0.1:8000", zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +38,7 @@ func TestLoadAWSConfig(t *testing.T) {
 	t.Run("loopback endpoint keeps configured credentials", func(t *testing.T) {
 		t.Setenv("AWS_ACCESS_KEY_ID", "AKIAREAL")
 		t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
-		cfg, err := loadAWSConfig(ctx, "eu-west-1", "http://localhost:8000", zap.NewNop())
+		cfg, err := loadAWSConfig(ctx, "run", "eu-west-1", "http://localhost:8000", zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +48,7 @@ func TestLoadAWSConfig(t *testing.T) {
 		}
 	})
 	t.Run("AWS without a region is a usage error", func(t *testing.T) {
-		_, err := loadAWSConfig(ctx, "", "", zap.NewNop())
+		_, err := loadAWSConfig(ctx, "run", "", "", zap.NewNop())
 		var ue *usageError
 		if !errors.As(err, &ue) {
 			t.Fatalf("err = %v, want a usage error naming --region", err)

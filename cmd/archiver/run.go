@@ -74,7 +74,7 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 	log := d.log.Named("archiver")
 	shutdownDeadline := func() time.Time { return time.Now().Add(cfg.ShutdownTimeout) }
 
-	awsCfg, err := loadAWSConfig(ctx, cfg.Region, cfg.Endpoint, log)
+	awsCfg, err := loadAWSConfig(ctx, "run", cfg.Region, cfg.Endpoint, log)
 	if err != nil {
 		return err
 	}
@@ -229,20 +229,7 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 	if d.ready != nil {
 		d.ready(srv.Addr())
 	}
-	emfDone := make(chan struct{})
-	emfCtx, stopEMF := context.WithCancel(context.WithoutCancel(ctx))
-	if cfg.Metrics == "emf" {
-		emf := &ops.EMF{Gatherer: d.reg, W: d.stdout}
-		go func() {
-			defer close(emfDone)
-			if err := emf.Run(emfCtx); err != nil {
-				log.Warn("EMF export failed", zap.Error(err))
-			}
-		}()
-	} else {
-		close(emfDone)
-	}
-	defer func() { stopEMF(); <-emfDone }()
+	defer startEMF(ctx, cfg.Metrics, d.reg, d.stdout, log)()
 
 	log.Info("archiver running",
 		zap.Strings("tables", cfg.Tables), zap.Strings("stream_arns", cfg.StreamARNs),

@@ -60,7 +60,7 @@ type sweepDeps struct {
 // whenever this process holds the table, until ctx ends.
 func runSweep(ctx context.Context, cfg *sweepConfig, d sweepDeps) error {
 	log := d.log.Named("sweep")
-	awsCfg, err := loadAWSConfig(ctx, cfg.shared.Region, cfg.shared.Endpoint, log)
+	awsCfg, err := loadAWSConfig(ctx, "sweep", cfg.shared.Region, cfg.shared.Endpoint, log)
 	if err != nil {
 		return err
 	}
