@@ -18,6 +18,7 @@ type sweepConfig struct {
 	Window              time.Duration
 	WindowShards        int
 	Interval            time.Duration
+	Grace, Lookback     time.Duration
 	MaxDeletesPerSecond int
 
 	// shared holds the settings sweep takes from `archiver run` (endpoint,
@@ -50,6 +51,10 @@ var sweepOptions = []option[sweepConfig]{
 		get: func(c *sweepConfig) any { return c.TTLAttribute }, set: func(c *sweepConfig, s string, _ []string, _ time.Duration) { c.TTLAttribute = s }},
 	{name: "interval", kind: kindDuration, def: "1s", usage: "pause between the starts of two passes",
 		get: func(c *sweepConfig) any { return c.Interval }, set: func(c *sweepConfig, _ string, _ []string, d time.Duration) { c.Interval = d }},
+	{name: "grace", kind: kindDuration, def: "0s", usage: "how long after its end a window is read whole and left behind by the cursor (0: one --window); items written with a TTL older than that are left to DynamoDB's TTL",
+		get: func(c *sweepConfig) any { return c.Grace }, set: func(c *sweepConfig, _ string, _ []string, d time.Duration) { c.Grace = d }},
+	{name: "lookback", kind: kindDuration, def: "1h", usage: "where a sweeper with no stored cursor starts: this long before now",
+		get: func(c *sweepConfig) any { return c.Lookback }, set: func(c *sweepConfig, _ string, _ []string, d time.Duration) { c.Lookback = d }},
 	{name: "max-deletes-per-second", kind: kindInt, def: "0", usage: "cap on the sweeper's write requests per second (deletes and re-files, retries included); 0: no cap",
 		get: func(c *sweepConfig) any { return c.MaxDeletesPerSecond }, set: func(c *sweepConfig, s string, _ []string, _ time.Duration) {
 			c.MaxDeletesPerSecond, _ = strconv.Atoi(s)
@@ -130,6 +135,14 @@ func validateSweepOption(c *sweepConfig, o option[sweepConfig], from string, p *
 	case "interval":
 		if c.Interval <= 0 {
 			p.add("%s: %s must be positive", from, c.Interval)
+		}
+	case "grace":
+		if c.Grace < 0 {
+			p.add("%s: %s must not be negative", from, c.Grace)
+		}
+	case "lookback":
+		if c.Lookback <= 0 {
+			p.add("%s: %s must be positive", from, c.Lookback)
 		}
 	case "max-deletes-per-second":
 		if c.MaxDeletesPerSecond < 0 {

@@ -17,6 +17,8 @@ func newTableSweeper(cfg *sweepConfig, client *dynamodb.Client, cursors sweep.Cu
 		Window:              cfg.Window,
 		WindowShards:        cfg.WindowShards,
 		Interval:            cfg.Interval,
+		Grace:               cfg.Grace,
+		Lookback:            cfg.Lookback,
 		MaxDeletesPerSecond: cfg.MaxDeletesPerSecond,
 		Cursor:              cursors,
 		Logger:              d.log.Named("sweep"),
