@@ -62,7 +62,7 @@ type table struct {
 	stream     *stream.Stream
 	latest     *stream.Stream // latest stream, enabled or not
 	deletion   bool
-	tags       []map[string]string
+	tags       tagList
 	tableClass string
 	lagNanos   int64
 
@@ -128,7 +128,7 @@ type createTableRequest struct {
 	BillingMode               string                `json:"BillingMode"`
 	ProvisionedThroughput     *throughput           `json:"ProvisionedThroughput"`
 	StreamSpecification       *streamSpec           `json:"StreamSpecification"`
-	Tags                      []map[string]string   `json:"Tags"`
+	Tags                      []tagIn               `json:"Tags"`
 	TableClass                string                `json:"TableClass"`
 	DeletionProtectionEnabled bool                  `json:"DeletionProtectionEnabled"`
 }
@@ -386,7 +386,6 @@ func (e *Engine) opCreateTable(ctx context.Context, body []byte) (any, error) {
 		created:    now,
 		attrDefs:   map[string]attr.Type{},
 		deletion:   req.DeletionProtectionEnabled,
-		tags:       req.Tags,
 		tableClass: req.TableClass,
 		lagNanos:   int64(e.o.TTLLag),
 	}
@@ -479,6 +478,9 @@ func (e *Engine) opCreateTable(ctx context.Context, body []byte) (any, error) {
 	}
 	enabled, view, err := checkStreamSpec(req.StreamSpecification)
 	if err != nil {
+		return nil, err
+	}
+	if t.tags, err = createTags(req.Tags); err != nil {
 		return nil, err
 	}
 
