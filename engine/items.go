@@ -438,7 +438,7 @@ func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 	} else if old != nil {
 		t.items.Delete(key)
 	}
-	if t.stream == nil {
+	if t.stream == nil || unchanged(old, oldItem, ne, newItem) {
 		return
 	}
 	// The stored JSON is what the stream would encode: hand it over as is.
@@ -474,6 +474,27 @@ func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 		// back to the decoding path rather than lose the record.
 		t.stream.Append(stream.Change{EventName: c.EventName, Keys: t.key.project(keyItem), Old: oldItem, New: newItem, Service: service})
 	}
+}
+
+// unchanged reports whether a write replaces an item by an identical one:
+// the same attribute names, types and values, numbers compared by value
+// ("1" = "1.0") and sets as sets. DynamoDB writes no stream record for
+// such a write, whatever the path (PutItem, UpdateItem, BatchWriteItem,
+// TransactWriteItems). oldItem must be the decoded old item.
+func unchanged(old *entry, oldItem attr.Item, ne *entry, newItem attr.Item) bool {
+	if old == nil || ne == nil {
+		return false
+	}
+	return string(old.raw) == string(ne.raw) || oldItem != nil && attr.EqualItems(oldItem, newItem)
+}
+
+// keyOnly reports whether it holds nothing but the table's key attributes.
+func (t *table) keyOnly(it attr.Item) bool {
+	n := 1
+	if t.key.Range != "" {
+		n = 2
+	}
+	return len(it) == n
 }
 
 // newEntry encodes an item for storage.
@@ -1077,7 +1098,7 @@ type updateResult struct {
 }
 
 // update applies upd to the item with key (creating it from its key when
-// absent) when cond holds.
+// absent, unless upd leaves nothing but the key) when cond holds.
 func (t *table) update(keyItem attr.Item, upd *expr.Update, cond *expr.Condition, rvccf string) (updateResult, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -1117,6 +1138,13 @@ func (t *table) updateLocked(keyItem attr.Item, upd *expr.Update, cond *expr.Con
 			}
 		}
 		res.touched = touched
+		if old == nil && t.keyOnly(newItem) {
+			// An update that only removes (REMOVE, DELETE) creates
+			// nothing on a missing key: no item, no stream record, and
+			// no attributes to return.
+			res.size = attr.ItemSize(newItem)
+			return res, nil
+		}
 	}
 	size := attr.ItemSize(newItem)
 	if size > maxItemSize {
