@@ -46,5 +46,13 @@
 // next descriptions leave a shard out, as an inconsistent DescribeStream
 // would), and Hooks.OnRequest to fail or observe any request.
 //
+// The same sweep, clock and faults are served over HTTP under /_engine/ on
+// the engine's port (control.go), JSON in and out, for test suites in any
+// language: POST /_engine/ttl/sweep, GET and POST /_engine/clock (moving
+// it needs a ManualClock), POST /_engine/tables/{table}/rollover,
+// .../trim, .../shards/{shard}/split and .../omit, /_engine/iterators/expire
+// and /_engine/throttle. Errors are {"error": "..."} with 400, 404, 405 or
+// 409. Only loopback clients may use it, and those in Options.ControlFrom.
+//
 // Everything lives in memory; nothing is persisted.
 package engine

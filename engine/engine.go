@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,6 +83,11 @@ type Options struct {
 	Clock  Clock       // default: real time
 	Logger *zap.Logger // default: zap.NewNop()
 	Hooks  Hooks
+
+	// ControlFrom lists the non-loopback client networks allowed to use
+	// the HTTP control API under /_engine/ (see control.go); loopback
+	// clients are always allowed, everyone else gets 403.
+	ControlFrom []netip.Prefix
 }
 
 // Hooks let tests intercept requests.

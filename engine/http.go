@@ -58,8 +58,13 @@ var streamOps = map[string]bool{"ListStreams": true, "DescribeStream": true, "Ge
 
 // ServeHTTP serves the DynamoDB JSON 1.0 protocol (X-Amz-Target
 // DynamoDB_20120810.<Op>) and the DynamoDB Streams protocol
-// (DynamoDBStreams_20120810.<Op>). Any credentials are accepted.
+// (DynamoDBStreams_20120810.<Op>). Any credentials are accepted. Paths
+// under /_engine/ are the control API (see control.go).
 func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, controlPrefix) {
+		e.serveControl(w, r)
+		return
+	}
 	reqID := e.requestID()
 	h := w.Header()
 	h.Set("x-amzn-RequestId", reqID)

@@ -1,0 +1,336 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/engine/internal/awserr"
+	"github.com/ttl-archiver/archiver/engine/internal/stream"
+)
+
+// controlPrefix is the path under which the engine serves its control API.
+const controlPrefix = "/_engine/"
+
+// maxControlBody bounds a control request's body.
+const maxControlBody = 1 << 20
+
+// controlError is a control API failure: an HTTP status and a message sent
+// as {"error": msg}.
+type controlError struct {
+	status int
+	msg    string
+}
+
+func (c *controlError) Error() string { return c.msg }
+
+func controlErrf(status int, format string, args ...any) *controlError {
+	return &controlError{status: status, msg: fmt.Sprintf(format, args...)}
+}
+
+// controlAllowed reports whether a request from remoteAddr (host:port, as
+// in http.Request.RemoteAddr) may use the control API: loopback clients
+// always, others only within Options.ControlFrom.
+func (e *Engine) controlAllowed(remoteAddr string) bool {
+	ap, err := netip.ParseAddrPort(remoteAddr)
+	var addr netip.Addr
+	if err == nil {
+		addr = ap.Addr()
+	} else if addr, err = netip.ParseAddr(remoteAddr); err != nil {
+		return false
+	}
+	addr = addr.Unmap()
+	if addr.IsLoopback() {
+		return true
+	}
+	for _, p := range e.o.ControlFrom {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// serveControl serves the control API under /_engine/: JSON in and out,
+// errors as {"error": "..."} with 400, 403, 404, 405 or 409.
+func (e *Engine) serveControl(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.log.Error("engine: panic serving control request", zap.String("path", r.URL.Path),
+				zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+			writeControl(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
+		}
+	}()
+	if !e.controlAllowed(r.RemoteAddr) {
+		e.log.Warn("control request refused", zap.String("remote", r.RemoteAddr), zap.String("path", r.URL.Path))
+		writeControl(w, http.StatusForbidden, map[string]string{
+			"error": "control API refused for client " + r.RemoteAddr + ": only loopback clients, or those allowed by --control-from CIDR",
+		})
+		return
+	}
+	resp, err := e.control(r)
+	if err != nil {
+		var ce *controlError
+		if !errors.As(err, &ce) {
+			ce = e.controlFault(err)
+		}
+		if ce.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", allowOf(r.URL.Path))
+		}
+		writeControl(w, ce.status, map[string]string{"error": ce.msg})
+		return
+	}
+	if resp == nil {
+		resp = struct{}{}
+	}
+	writeControl(w, http.StatusOK, resp)
+}
+
+// controlFault maps an error of a fault-injection method to a status:
+// unknown tables, streams and shards are 404, the rest (a disabled stream,
+// a closed shard) 409.
+func (e *Engine) controlFault(err error) *controlError {
+	var pe *Error
+	var ae *awserr.Error
+	switch {
+	case errors.Is(err, stream.ErrNotFound),
+		errors.As(err, &pe) && pe.Code == awserr.CodeResourceNotFound,
+		errors.As(err, &ae) && ae.Code == awserr.CodeResourceNotFound:
+		return controlErrf(http.StatusNotFound, "%s", strings.TrimPrefix(err.Error(), awserr.CodeResourceNotFound+": "))
+	default:
+		return controlErrf(http.StatusConflict, "%s", err.Error())
+	}
+}
+
+func writeControl(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encoding the response failed"}`)
+	}
+	b = append(b, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// allowOf returns the methods a control path accepts.
+func allowOf(path string) string {
+	if strings.TrimSuffix(path, "/") == controlPrefix+"clock" {
+		return "GET, POST"
+	}
+	return "POST"
+}
+
+// control routes one control request and returns its response body.
+func (e *Engine) control(r *http.Request) (any, error) {
+	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, controlPrefix), "/"), "/")
+	post := func() error {
+		if r.Method != http.MethodPost {
+			return controlErrf(http.StatusMethodNotAllowed, "%s %s: method not allowed (use POST)", r.Method, r.URL.Path)
+		}
+		return nil
+	}
+	switch {
+	case len(parts) == 2 && parts[0] == "ttl" && parts[1] == "sweep":
+		if err := post(); err != nil {
+			return nil, err
+		}
+		if err := decodeControl(r, &struct{}{}); err != nil {
+			return nil, err
+		}
+		n, err := e.SweepTTL(r.Context())
+		if err != nil {
+			return nil, controlErrf(http.StatusConflict, "ttl sweep: %v", err)
+		}
+		return map[string]int{"deleted": n}, nil
+
+	case len(parts) == 1 && parts[0] == "clock":
+		return e.controlClock(r)
+
+	case len(parts) == 2 && parts[0] == "iterators" && parts[1] == "expire":
+		if err := post(); err != nil {
+			return nil, err
+		}
+		if err := decodeControl(r, &struct{}{}); err != nil {
+			return nil, err
+		}
+		e.ExpireIterators()
+		return nil, nil
+
+	case len(parts) == 1 && parts[0] == "throttle":
+		if err := post(); err != nil {
+			return nil, err
+		}
+		var in struct {
+			Operation *string `json:"operation"`
+			Count     *int    `json:"count"`
+		}
+		if err := decodeControl(r, &in); err != nil {
+			return nil, err
+		}
+		if in.Operation == nil {
+			return nil, controlErrf(http.StatusBadRequest, `"operation" is required: GetRecords, BatchWriteItem or BatchGetItem`)
+		}
+		if in.Count == nil {
+			return nil, controlErrf(http.StatusBadRequest, `"count" is required: how many calls to throttle (0 cancels)`)
+		}
+		if *in.Count < 0 {
+			return nil, controlErrf(http.StatusBadRequest, `"count" must not be negative, got %d`, *in.Count)
+		}
+		switch *in.Operation {
+		case "GetRecords":
+			e.ThrottleGetRecords(*in.Count)
+		case "BatchWriteItem":
+			e.ThrottleBatchWrites(*in.Count)
+		case "BatchGetItem":
+			e.ThrottleBatchGets(*in.Count)
+		default:
+			return nil, controlErrf(http.StatusBadRequest, `"operation": %q cannot be throttled; the engine throttles GetRecords, BatchWriteItem and BatchGetItem`, *in.Operation)
+		}
+		return nil, nil
+
+	case len(parts) == 3 && parts[0] == "tables" && parts[1] != "" && parts[2] == "rollover":
+		if err := post(); err != nil {
+			return nil, err
+		}
+		if err := decodeControl(r, &struct{}{}); err != nil {
+			return nil, err
+		}
+		return nil, e.ForceRollover(parts[1])
+
+	case len(parts) == 3 && parts[0] == "tables" && parts[1] != "" && parts[2] == "trim":
+		if err := post(); err != nil {
+			return nil, err
+		}
+		var in struct {
+			Before *string `json:"before"`
+		}
+		if err := decodeControl(r, &in); err != nil {
+			return nil, err
+		}
+		if in.Before == nil {
+			return nil, controlErrf(http.StatusBadRequest, `"before" is required: an RFC 3339 time; records created before it are dropped`)
+		}
+		before, err := time.Parse(time.RFC3339Nano, *in.Before)
+		if err != nil {
+			return nil, controlErrf(http.StatusBadRequest, `"before": %q is not an RFC 3339 time like 2026-11-01T12:00:00Z`, *in.Before)
+		}
+		return nil, e.TrimStream(parts[1], before)
+
+	case len(parts) == 5 && parts[0] == "tables" && parts[1] != "" && parts[2] == "shards" && parts[3] != "" && parts[4] == "split":
+		if err := post(); err != nil {
+			return nil, err
+		}
+		if err := decodeControl(r, &struct{}{}); err != nil {
+			return nil, err
+		}
+		return nil, e.SplitShard(parts[1], parts[3])
+
+	case len(parts) == 5 && parts[0] == "tables" && parts[1] != "" && parts[2] == "shards" && parts[3] != "" && parts[4] == "omit":
+		if err := post(); err != nil {
+			return nil, err
+		}
+		var in struct {
+			Times *int `json:"times"`
+		}
+		if err := decodeControl(r, &in); err != nil {
+			return nil, err
+		}
+		if in.Times == nil {
+			return nil, controlErrf(http.StatusBadRequest, `"times" is required: how many DescribeStream responses leave the shard out (0 cancels)`)
+		}
+		if *in.Times < 0 {
+			return nil, controlErrf(http.StatusBadRequest, `"times" must not be negative, got %d`, *in.Times)
+		}
+		return nil, e.OmitShardFromDescribe(parts[1], parts[3], *in.Times)
+	}
+	return nil, controlErrf(http.StatusNotFound, "no control endpoint %s %s", r.Method, r.URL.Path)
+}
+
+// controlClock serves GET and POST /_engine/clock.
+func (e *Engine) controlClock(r *http.Request) (any, error) {
+	now := func(t time.Time) any { return map[string]string{"now": t.UTC().Format(time.RFC3339Nano)} }
+	switch r.Method {
+	case http.MethodGet:
+		return now(e.clock.Now()), nil
+	case http.MethodPost:
+	default:
+		return nil, controlErrf(http.StatusMethodNotAllowed, "%s %s: method not allowed (use GET or POST)", r.Method, r.URL.Path)
+	}
+	mc, ok := e.clock.(*ManualClock)
+	if !ok {
+		return nil, controlErrf(http.StatusConflict, "the engine's clock is real time and cannot be moved: start it with --manual-clock (Options.Clock = a ManualClock)")
+	}
+	var in struct {
+		Set     *string `json:"set"`
+		Advance *string `json:"advance"`
+	}
+	if err := decodeControl(r, &in); err != nil {
+		return nil, err
+	}
+	switch {
+	case in.Set != nil && in.Advance != nil:
+		return nil, controlErrf(http.StatusBadRequest, `give one of "set" and "advance", not both`)
+	case in.Set != nil:
+		t, err := time.Parse(time.RFC3339Nano, *in.Set)
+		if err != nil {
+			return nil, controlErrf(http.StatusBadRequest, `"set": %q is not an RFC 3339 time like 2026-11-01T12:00:00Z`, *in.Set)
+		}
+		mc.Set(t)
+		return now(t), nil
+	case in.Advance != nil:
+		d, err := time.ParseDuration(*in.Advance)
+		if err != nil {
+			return nil, controlErrf(http.StatusBadRequest, `"advance": %q is not a duration like 90s or 1h30m`, *in.Advance)
+		}
+		if d < 0 {
+			return nil, controlErrf(http.StatusBadRequest, `"advance": %q must not be negative; use "set" to move the clock back`, *in.Advance)
+		}
+		return now(mc.Advance(d)), nil
+	default:
+		return nil, controlErrf(http.StatusBadRequest, `give "set" (an RFC 3339 time) or "advance" (a duration like 90s)`)
+	}
+}
+
+// decodeControl reads a JSON object into v, rejecting unknown fields. An
+// empty body is an empty object.
+func decodeControl(r *http.Request, v any) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxControlBody+1))
+	if err != nil {
+		return controlErrf(http.StatusBadRequest, "reading the request body: %v", err)
+	}
+	if len(body) > maxControlBody {
+		return controlErrf(http.StatusBadRequest, "request body exceeds %d bytes", maxControlBody)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return controlErrf(http.StatusBadRequest, "%q: want a %s, got a JSON %s", te.Field, te.Type, te.Value)
+		}
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return controlErrf(http.StatusBadRequest, "unknown field %s", f)
+		}
+		return controlErrf(http.StatusBadRequest, "the request body is not a JSON object: %v", err)
+	}
+	if dec.More() {
+		return controlErrf(http.StatusBadRequest, "the request body holds more than one JSON value")
+	}
+	return nil
+}
