@@ -255,8 +255,108 @@ func (e *Engine) control(r *http.Request) (any, error) {
 			return nil, controlErrf(http.StatusBadRequest, `"times" must not be negative, got %d`, *in.Times)
 		}
 		return nil, e.OmitShardFromDescribe(parts[1], parts[3], *in.Times)
+
+	case len(parts) == 5 && parts[0] == "tables" && parts[1] != "" && parts[2] == "shards" && parts[3] != "" && parts[4] == "records":
+		if err := post(); err != nil {
+			return nil, err
+		}
+		return e.controlRecord(r, parts[1], parts[3])
 	}
 	return nil, controlErrf(http.StatusNotFound, "no control endpoint %s %s", r.Method, r.URL.Path)
+}
+
+// InjectedRecord is a stream record of a test's choosing (see
+// InjectRecord). Keys, NewImage and OldImage are JSON objects, normally
+// DynamoDB JSON ({"pk":{"S":"a"}}), kept as given; nil images are absent.
+type InjectedRecord struct {
+	EventName                string
+	Keys, NewImage, OldImage json.RawMessage
+	SizeBytes                int  // negative: the images' JSON length
+	Service                  bool // userIdentity of a TTL delete
+}
+
+// InjectRecord appends rec to one open shard of the table's latest stream,
+// whatever shard its key hashes to, and returns its sequence number: a
+// poison record for a consumer's tests. The images are not checked
+// against the table or the view type.
+func (e *Engine) InjectRecord(table, shardID string, rec InjectedRecord) (string, error) {
+	arn, err := e.streamARN(table)
+	if err != nil {
+		return "", public(err)
+	}
+	var nw, old []byte
+	if rec.NewImage != nil {
+		nw = rec.NewImage
+	}
+	if rec.OldImage != nil {
+		old = rec.OldImage
+	}
+	seq, err := e.streams.Inject(arn, shardID, stream.EncodedChange{
+		EventName: rec.EventName, Keys: rec.Keys, New: nw, Old: old, Size: rec.SizeBytes, Service: rec.Service,
+	})
+	return seq, public(err)
+}
+
+// controlRecord serves POST /_engine/tables/{table}/shards/{shard}/records.
+func (e *Engine) controlRecord(r *http.Request, table, shardID string) (any, error) {
+	var in struct {
+		EventName *string `json:"eventName"`
+		Dynamodb  *struct {
+			Keys      json.RawMessage `json:"Keys"`
+			NewImage  json.RawMessage `json:"NewImage"`
+			OldImage  json.RawMessage `json:"OldImage"`
+			SizeBytes *int            `json:"SizeBytes"`
+		} `json:"dynamodb"`
+		UserIdentity *struct {
+			Type        string `json:"Type"`
+			PrincipalID string `json:"PrincipalId"`
+		} `json:"userIdentity"`
+	}
+	if err := decodeControl(r, &in); err != nil {
+		return nil, err
+	}
+	if in.EventName == nil || *in.EventName == "" {
+		return nil, controlErrf(http.StatusBadRequest, `"eventName" is required: INSERT, MODIFY, REMOVE or any string`)
+	}
+	if in.Dynamodb == nil || len(in.Dynamodb.Keys) == 0 {
+		return nil, controlErrf(http.StatusBadRequest, `"dynamodb.Keys" is required: a JSON object such as {"pk":{"S":"a"}}`)
+	}
+	rec := InjectedRecord{EventName: *in.EventName, SizeBytes: -1}
+	d := in.Dynamodb
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+		dst  *json.RawMessage
+	}{{"Keys", d.Keys, &rec.Keys}, {"NewImage", d.NewImage, &rec.NewImage}, {"OldImage", d.OldImage, &rec.OldImage}} {
+		t := bytes.TrimSpace(f.raw)
+		if len(t) == 0 || string(t) == "null" {
+			continue
+		}
+		if t[0] != '{' {
+			return nil, controlErrf(http.StatusBadRequest, `"dynamodb.%s" must be a JSON object`, f.name)
+		}
+		*f.dst = t
+	}
+	if rec.Keys == nil {
+		return nil, controlErrf(http.StatusBadRequest, `"dynamodb.Keys" is required: a JSON object such as {"pk":{"S":"a"}}`)
+	}
+	if d.SizeBytes != nil {
+		if *d.SizeBytes < 0 {
+			return nil, controlErrf(http.StatusBadRequest, `"dynamodb.SizeBytes" must not be negative, got %d`, *d.SizeBytes)
+		}
+		rec.SizeBytes = *d.SizeBytes
+	}
+	if u := in.UserIdentity; u != nil {
+		if u.Type != "Service" || u.PrincipalID != "dynamodb.amazonaws.com" {
+			return nil, controlErrf(http.StatusBadRequest, `"userIdentity": only {"Type":"Service","PrincipalId":"dynamodb.amazonaws.com"} (a TTL delete) is supported`)
+		}
+		rec.Service = true
+	}
+	seq, err := e.InjectRecord(table, shardID, rec)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"sequenceNumber": seq}, nil
 }
 
 // controlClock serves GET and POST /_engine/clock.

@@ -318,3 +318,75 @@ func TestControlLoopbackRule(t *testing.T) {
 		})
 	}
 }
+
+func TestControlInjectRecord(t *testing.T) {
+	e, arn := streamEnv(t, engine.Options{StreamShards: 2}, types.StreamViewTypeKeysOnly)
+	shards := e.shards(arn)
+	target := aws.ToString(shards[1].ShardId)
+	out := e.mustCtl("POST", "/_engine/tables/str1/shards/"+target+"/records", `{
+		"eventName": "REMOVE",
+		"dynamodb": {"Keys": {"pk": {"S": "poison"}, "sk": {"N": "1"}},
+		             "OldImage": {"pk": {"S": "poison"}, "sk": {"N": "1"}, "exp": {"N": "not-a-number"}},
+		             "SizeBytes": 77},
+		"userIdentity": {"Type": "Service", "PrincipalId": "dynamodb.amazonaws.com"}
+	}`)
+	seq, _ := out["sequenceNumber"].(string)
+	if seq == "" {
+		t.Fatalf("inject: %v, want a sequenceNumber", out)
+	}
+	e.mustCtl("POST", "/_engine/tables/str1/shards/"+target+"/records", `{"eventName": "MODIFY", "dynamodb": {"Keys": {"pk": {"S": "x"}, "sk": {"N": "2"}}, "NewImage": {"pk": {"S": "x"}}}}`)
+	it, err := e.st.GetShardIterator(e.ctx, &dynamodbstreams.GetShardIteratorInput{
+		StreamArn: arn, ShardId: aws.String(target), ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.st.GetRecords(e.ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Records) != 2 {
+		t.Fatalf("%d records in the shard, want the 2 injected", len(got.Records))
+	}
+	r := got.Records[0]
+	if r.EventName != stypes.OperationTypeRemove || aws.ToString(r.Dynamodb.SequenceNumber) != seq ||
+		aws.ToInt64(r.Dynamodb.SizeBytes) != 77 || r.UserIdentity == nil || aws.ToString(r.UserIdentity.Type) != "Service" {
+		t.Fatalf("first record %+v %+v, want the injected REMOVE", r, r.Dynamodb)
+	}
+	if n, ok := r.Dynamodb.OldImage["exp"].(*stypes.AttributeValueMemberN); !ok || n.Value != "not-a-number" {
+		t.Fatalf("OldImage %+v, want the poison exp kept", r.Dynamodb.OldImage)
+	}
+	if pk, ok := r.Dynamodb.Keys["pk"].(*stypes.AttributeValueMemberS); !ok || pk.Value != "poison" {
+		t.Fatalf("Keys %+v", r.Dynamodb.Keys)
+	}
+	r = got.Records[1]
+	if r.EventName != stypes.OperationTypeModify || r.UserIdentity != nil || r.Dynamodb.NewImage["pk"] == nil || r.Dynamodb.OldImage != nil {
+		t.Fatalf("second record %+v %+v, want the injected MODIFY with a NewImage", r, r.Dynamodb)
+	}
+
+	// Errors.
+	e.mustCtl("POST", "/_engine/tables/str1/rollover", "")
+	rec := `{"eventName": "INSERT", "dynamodb": {"Keys": {"pk": {"S": "a"}}}}`
+	for _, c := range []struct {
+		path, body string
+		code       int
+		msg        string
+	}{
+		{"/_engine/tables/str1/shards/" + target + "/records", rec, 409, "closed"},
+		{"/_engine/tables/str1/shards/shardId-nope/records", rec, 404, "shardId-nope"},
+		{"/_engine/tables/missing/shards/" + target + "/records", rec, 404, "missing"},
+		{"/_engine/tables/str1/shards/" + target + "/records", `{"dynamodb": {"Keys": {}}}`, 400, `"eventName" is required`},
+		{"/_engine/tables/str1/shards/" + target + "/records", `{"eventName": "INSERT"}`, 400, `"dynamodb.Keys" is required`},
+		{"/_engine/tables/str1/shards/" + target + "/records", `{"eventName": "INSERT", "dynamodb": {"Keys": [1]}}`, 400, `"dynamodb.Keys" must be a JSON object`},
+		{"/_engine/tables/str1/shards/" + target + "/records", `{"eventName": "INSERT", "dynamodb": {"Keys": {}, "NewImage": "x"}}`, 400, `"dynamodb.NewImage" must be a JSON object`},
+		{"/_engine/tables/str1/shards/" + target + "/records", `{"eventName": "INSERT", "dynamodb": {"Keys": {}, "SizeBytes": -1}}`, 400, `"dynamodb.SizeBytes" must not be negative`},
+		{"/_engine/tables/str1/shards/" + target + "/records", `{"eventName": "INSERT", "dynamodb": {"Keys": {}}, "userIdentity": {"Type": "User"}}`, 400, `"userIdentity"`},
+		{"/_engine/tables/str1/shards/" + target + "/records", `{"eventName": "INSERT", "dynamodb": {"Keys": {}, "Bogus": 1}}`, 400, `unknown field "Bogus"`},
+	} {
+		code, out := e.ctl("POST", c.path, c.body)
+		msg, _ := out["error"].(string)
+		if code != c.code || !strings.Contains(msg, c.msg) {
+			t.Errorf("POST %s %s: %d %q, want %d containing %q", c.path, c.body, code, msg, c.code, c.msg)
+		}
+	}
+}

@@ -50,9 +50,10 @@
 // the engine's port (control.go), JSON in and out, for test suites in any
 // language: POST /_engine/ttl/sweep, GET and POST /_engine/clock (moving
 // it needs a ManualClock), POST /_engine/tables/{table}/rollover,
-// .../trim, .../shards/{shard}/split and .../omit, /_engine/iterators/expire
-// and /_engine/throttle. Errors are {"error": "..."} with 400, 404, 405 or
-// 409. Only loopback clients may use it, and those in Options.ControlFrom.
+// .../trim, .../shards/{shard}/split, .../omit and .../records (a record of
+// the caller's choosing, as InjectRecord), /_engine/iterators/expire and
+// /_engine/throttle. Errors are {"error": "..."} with 400, 404, 405 or 409.
+// Only loopback clients may use it, and those in Options.ControlFrom.
 //
 // Everything lives in memory; nothing is persisted.
 package engine
