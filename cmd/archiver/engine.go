@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -29,6 +30,8 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	retention := fs.Duration("stream-retention", 24*time.Hour, "stream records older than this are trimmed")
 	region := fs.String("region", "us-east-1", "region the engine reports in ARNs and records")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	manualClock := fs.Bool("manual-clock", false, "start the engine's clock at the wall clock and move it only through POST /_engine/clock")
+	controlFrom := fs.String("control-from", "", "comma-separated CIDRs of non-loopback clients allowed to use the /_engine/ control API (loopback always is)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(e.stdout, "usage: archiver engine [flags]\n\nflags:")
@@ -64,6 +67,10 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	if _, err := ops.ParseLevel(*logLevel); err != nil {
 		probs.add("--log-level: %v", err)
 	}
+	ctlFrom, err := parseCIDRs(*controlFrom)
+	if err != nil {
+		probs.add("--control-from: %v", err)
+	}
 	if err := probs.err("engine"); err != nil {
 		return err
 	}
@@ -73,6 +80,10 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	}
 	defer func() { _ = log.Sync() }()
 	log = log.Named("engine")
+	var clock engine.Clock
+	if *manualClock {
+		clock = engine.NewManualClock(time.Now())
+	}
 	srv, err := engine.Listen(*listen, engine.Options{
 		Region:               *region,
 		TTLInterval:          *ttlInterval,
@@ -82,6 +93,8 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 		ShardRolloverRecords: rollRecords,
 		StreamRetention:      *retention,
 		Logger:               log,
+		Clock:                clock,
+		ControlFrom:          ctlFrom,
 	})
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", *listen, err)
@@ -98,6 +111,36 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// parseCIDRs parses the --control-from flag: comma-separated CIDRs such as
+// "10.0.0.0/8,fd00::/8" ("" is none). A bare address is a one-address
+// network.
+func parseCIDRs(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !strings.Contains(f, "/") {
+			a, err := netip.ParseAddr(f)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not a CIDR like 10.0.0.0/8 or an IP address", f)
+			}
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR like 10.0.0.0/8 or fd00::/8", f)
+		}
+		if p.Addr().Is4In6() {
+			p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // isLoopbackHost reports whether host (a name or an IP, from a URL or a

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseCIDRs(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+		err  string
+	}{
+		{"", nil, ""},
+		{" , ", nil, ""},
+		{"10.0.0.0/8", []string{"10.0.0.0/8"}, ""},
+		{"10.1.2.3/8, fd00::/8", []string{"10.0.0.0/8", "fd00::/8"}, ""},
+		{"192.0.2.7", []string{"192.0.2.7/32"}, ""},
+		{"2001:db8::1", []string{"2001:db8::1/128"}, ""},
+		{"::ffff:10.0.0.0/104", []string{"10.0.0.0/8"}, ""},
+		{"10.0.0.0/33", nil, `"10.0.0.0/33" is not a CIDR`},
+		{"10.0.0.0/8,example.com", nil, `"example.com" is not a CIDR`},
+	} {
+		got, err := parseCIDRs(c.in)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("parseCIDRs(%q): %v, want an error containing %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("parseCIDRs(%q): %v", c.in, err)
+			continue
+		}
+		var s []string
+		for _, p := range got {
+			s = append(s, p.String())
+		}
+		if !slices.Equal(s, c.want) {
+			t.Errorf("parseCIDRs(%q) = %v, want %v", c.in, s, c.want)
+		}
+	}
+}
+
+func TestEngineCmdControlFromInvalid(t *testing.T) {
+	err := engineCmd(t.Context(), []string{"--control-from", "10.0.0.0/8,nope"}, env{stdout: io.Discard, stderr: io.Discard, getenv: envMap(nil)})
+	var ue *usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), `--control-from: "nope" is not a CIDR`) {
+		t.Fatalf("engine --control-from nope: %v, want a usage error naming the flag", err)
+	}
+}
+
+// TestEngineCmdManualClock starts `archiver engine --manual-clock` and
+// moves its clock over the control API; without the flag the clock
+// refuses to move.
+func TestEngineCmdManualClock(t *testing.T) {
+	for _, manual := range []bool{true, false} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		args := []string{"--listen", addr, "--ttl-interval", "-1s", "--log-level", "error"}
+		if manual {
+			args = append(args, "--manual-clock", "--control-from", "10.0.0.0/8")
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- engineCmd(ctx, args, env{stdout: io.Discard, stderr: io.Discard, getenv: envMap(nil)}) }()
+		var resp *http.Response
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			resp, err = http.Post("http://"+addr+"/_engine/clock", "application/json", strings.NewReader(`{"advance": "1h"}`))
+			if err == nil || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		var out map[string]string
+		json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if manual {
+			now, perr := time.Parse(time.RFC3339Nano, out["now"])
+			if resp.StatusCode != 200 || perr != nil || now.Sub(time.Now()) < 59*time.Minute {
+				t.Errorf("--manual-clock: advance 1h: %d %v, want now about an hour ahead", resp.StatusCode, out)
+			}
+		} else if resp.StatusCode != 409 || !strings.Contains(out["error"], "--manual-clock") {
+			t.Errorf("without --manual-clock: %d %v, want 409 naming --manual-clock", resp.StatusCode, out)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("engine: %v", err)
+		}
+	}
+}
