@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -66,9 +67,15 @@ func newEnv(t testing.TB, o engine.Options) *env {
 		db: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 			o.BaseEndpoint = aws.String(srv.Endpoint())
 		}),
+		// Streams calls are not retried on anything the API answers (tests
+		// see throttling and expired iterators as they are), only on
+		// connection errors: the SDK race above.
 		st: dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
 			o.BaseEndpoint = aws.String(srv.Endpoint())
-			o.RetryMaxAttempts = 1
+			o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+				so.MaxAttempts = 3
+				so.Retryables = []retry.IsErrorRetryable{retry.RetryableConnectionError{}}
+			})
 		}),
 	}
 }

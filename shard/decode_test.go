@@ -174,6 +174,7 @@ func TestDecodeEngineResponses(t *testing.T) {
 	}
 	for i, pk := range []string{"k1", "k2", "k \"quoted\" ünï \n"} {
 		item["pk"] = &dtypes.AttributeValueMemberS{Value: pk}
+		item["n"] = &dtypes.AttributeValueMemberN{Value: "-1.25E+3"} // the MODIFY below must change it
 		if _, err := e.ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("shapes"), Item: item}); err != nil {
 			t.Fatal(err)
 		}
