@@ -480,7 +480,7 @@ func startDemoSweeper(ctx context.Context, o demoOptions, ddb *dynamodb.Client) 
 		done <- nil
 		return done, nil
 	}
-	sw, err := sweep.New(sweep.Config{Client: ddb, Table: demoTable, Cursor: &demoCursor{}, Logger: o.Log.Named("sweep")})
+	sw, err := sweep.New(sweep.Config{Client: ddb, Table: demoTable, Cursor: &sweep.MemoryCursor{}, Logger: o.Log.Named("sweep")})
 	if err != nil {
 		return nil, fmt.Errorf("sweeper: %w", err)
 	}
@@ -492,24 +492,4 @@ func startDemoSweeper(ctx context.Context, o demoOptions, ddb *dynamodb.Client) 
 		done <- err
 	}()
 	return done, nil
-}
-
-// demoCursor keeps the demo sweeper's cursor in memory: the demo's table
-// lives only as long as the demo.
-type demoCursor struct {
-	mu sync.Mutex
-	c  sweep.Cursor
-}
-
-func (d *demoCursor) LoadCursor(context.Context, string) (sweep.Cursor, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.c, nil
-}
-
-func (d *demoCursor) SaveCursor(_ context.Context, _ string, c sweep.Cursor) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.c = c
-	return nil
 }

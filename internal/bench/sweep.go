@@ -122,25 +122,6 @@ func (b *sweepBed) load(ctx context.Context, from, to int, ttl func(k int) int64
 	return <-errs
 }
 
-// memCursor is a CursorStore in memory.
-type memCursor struct {
-	mu sync.Mutex
-	c  sweep.Cursor
-}
-
-func (m *memCursor) LoadCursor(context.Context, string) (sweep.Cursor, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.c, nil
-}
-
-func (m *memCursor) SaveCursor(_ context.Context, _ string, c sweep.Cursor) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.c = c
-	return nil
-}
-
 // lagRecorder is the sweeper's client, recording for every successful
 // delete the time it returned minus the deleted item's TTL.
 type lagRecorder struct {
@@ -214,7 +195,8 @@ func sweepPrecision(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "precision: %d items with TTLs from %s over one minute, loaded in %s; engine TTL off\n",
 		sweepPrecisionItems, first.Format(time.TimeOnly), time.Since(t0).Round(time.Millisecond))
 	rec := &lagRecorder{Client: b.db}
-	cur := &memCursor{c: sweep.Cursor{Window: sweep.WindowStart(first, sweep.DefaultWindow)}}
+	cur := &sweep.MemoryCursor{}
+	_ = cur.SaveCursor(ctx, sweepTable, sweep.Cursor{Window: sweep.WindowStart(first, sweep.DefaultWindow)})
 	took, err := runSweeper(ctx, sweep.Config{Client: rec, Table: sweepTable, Cursor: cur}, 3*time.Minute,
 		func() bool { return rec.count() >= sweepPrecisionItems })
 	if err != nil {
@@ -249,7 +231,8 @@ func sweepRate(ctx context.Context, w io.Writer) error {
 			{&loopNR, func(from int) (time.Duration, error) { return b.deleteLoop(ctx, from, sweepConcurrency) }},
 			{&sweepR, func(from int) (time.Duration, error) {
 				rec := &lagRecorder{Client: b.db}
-				cur := &memCursor{c: sweep.Cursor{Window: sweep.WindowStart(time.Unix(due, 0), sweep.DefaultWindow)}}
+				cur := &sweep.MemoryCursor{}
+				_ = cur.SaveCursor(ctx, sweepTable, sweep.Cursor{Window: sweep.WindowStart(time.Unix(due, 0), sweep.DefaultWindow)})
 				return runSweeper(ctx, sweep.Config{Client: rec, Table: sweepTable, Cursor: cur, Interval: 10 * time.Millisecond},
 					5*time.Minute, func() bool { return rec.count() >= sweepRateItems })
 			}},
@@ -339,7 +322,8 @@ func sweepCatchUp(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	rec := &lagRecorder{Client: b.db}
-	cur := &memCursor{c: sweep.Cursor{Window: sweep.WindowStart(down, sweep.DefaultWindow)}}
+	cur := &sweep.MemoryCursor{}
+	_ = cur.SaveCursor(ctx, sweepTable, sweep.Cursor{Window: sweep.WindowStart(down, sweep.DefaultWindow)})
 	caughtUp := func() bool {
 		c, _ := cur.LoadCursor(ctx, sweepTable)
 		return rec.count() >= sweepCatchUpItems && time.Since(c.Window) < 3*sweep.DefaultWindow
