@@ -321,22 +321,12 @@ func TestNATSRejectsBadSubjects(t *testing.T) {
 // with a permanent error rather than after two minutes of retries.
 func TestNATSUncapturedSubjectIsPermanent(t *testing.T) {
 	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
-	createStream(t, js, "TTL", "archiver.>")
-	s, _, err := Open(ctx, "nats://"+ns.url, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(ctx)
-	if err := js.DeleteStream(ctx, "TTL"); err != nil {
-		t.Fatal(err)
-	}
+	s, _ := openNATSWithoutStream(t, ctx)
 	a := newAcks()
 	if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 2)}, a.ack("b")); err != nil {
 		t.Fatal(err)
 	}
-	err = a.waitAck(t, "b")
+	err := a.waitAck(t, "b")
 	var rej *RejectedError
 	if !IsPermanent(err) || errors.As(err, &rej) || !strings.Contains(err.Error(), "no JetStream stream captures") {
 		t.Fatalf("ack error %v, want a permanent no-stream error for the whole batch", err)
@@ -432,4 +422,24 @@ func mkdir(t testing.TB, dir string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// openNATSWithoutStream opens a JetStream sink whose stream is then deleted
+// under it: no stream captures its subjects any more. It returns the sink
+// (closed when the test ends) and its URL.
+func openNATSWithoutStream(t *testing.T, ctx context.Context) (Sink, string) {
+	t.Helper()
+	ns := startNATS(t, nil)
+	_, js := ns.client(t)
+	createStream(t, js, "TTL", "archiver.>")
+	url := "nats://" + ns.url
+	s, _, err := Open(ctx, url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.WithoutCancel(ctx)) })
+	if err := js.DeleteStream(ctx, "TTL"); err != nil {
+		t.Fatal(err)
+	}
+	return s, url
 }

@@ -161,18 +161,8 @@ func TestNATSPreflight(t *testing.T) {
 	})
 	t.Run("stream deleted", func(t *testing.T) {
 		ctx := testCtx(t)
-		ns := startNATS(t, nil)
-		_, js := ns.client(t)
-		createStream(t, js, "TTL", "archiver.>")
-		s, _, err := Open(ctx, "nats://"+ns.url, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close(ctx)
-		if err := js.DeleteStream(ctx, "TTL"); err != nil {
-			t.Fatal(err)
-		}
-		wantPreflightError(t, Preflight(ctx, s), "nats://"+ns.url, CheckStreamCaptures, `no JetStream stream captures "archiver.*.*"`)
+		s, url := openNATSWithoutStream(t, ctx)
+		wantPreflightError(t, Preflight(ctx, s), url, CheckStreamCaptures, `no JetStream stream captures "archiver.*.*"`)
 	})
 	t.Run("server gone", func(t *testing.T) {
 		ctx := testCtx(t)
