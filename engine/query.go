@@ -472,7 +472,7 @@ func (pl *readPlan) run() (any, error) {
 		lastItem = it
 		match := true
 		if pl.filter != nil {
-			ok, err := pl.filter.Eval(it)
+			ok, err := pl.filter.Eval(pl.visible(it))
 			if err != nil {
 				return nil, err
 			}
@@ -542,6 +542,17 @@ func (pl *readPlan) lastKey(ent *entry, it attr.Item) attr.Item {
 }
 
 // render encodes one result item as Select and the projection ask.
+// visible is what a filter sees of a stored item: a global index holds only
+// its projection, so a filter on a KEYS_ONLY or INCLUDE GSI finds the other
+// attributes missing, as in DynamoDB. A local index reads the rest from the
+// table, so its filters see the whole item.
+func (pl *readPlan) visible(it attr.Item) attr.Item {
+	if pl.ix != nil && pl.ix.global && pl.ix.projType != "ALL" {
+		return pl.ix.project(pl.t, it)
+	}
+	return it
+}
+
 func (pl *readPlan) render(ent *entry, it attr.Item) json.RawMessage {
 	switch {
 	case pl.proj != nil:

@@ -84,6 +84,12 @@ func TestQuery(t *testing.T) {
 		{"=", dynamodb.QueryInput{KeyConditionExpression: aws.String("pk = :p AND sk = :a"), ExpressionAttributeValues: v(":p", S("p0"), ":a", N("0"))}, "0"},
 		{"filter", dynamodb.QueryInput{KeyConditionExpression: aws.String("pk = :p"), FilterExpression: aws.String("x >= :x"), ExpressionAttributeValues: v(":p", S("p2"), ":x", N("8"))}, "3,4"},
 		{"missing partition", dynamodb.QueryInput{KeyConditionExpression: aws.String("pk = :p"), ExpressionAttributeValues: v(":p", S("nope"))}, ""},
+		// A GSI holds only its projection: x is not in KEYS_ONLY "by-g", so
+		// a filter on it sees it missing. An LSI fetches the rest from the
+		// table, so the same filter sees x there.
+		{"gsi filter on unprojected", dynamodb.QueryInput{IndexName: aws.String("by-g"), KeyConditionExpression: aws.String("g = :g"), FilterExpression: aws.String("attribute_exists(x)"), ExpressionAttributeValues: v(":g", S("even"))}, ""},
+		{"gsi filter on projected", dynamodb.QueryInput{IndexName: aws.String("by-g"), KeyConditionExpression: aws.String("g = :g AND n < :n"), FilterExpression: aws.String("attribute_exists(sk)"), ExpressionAttributeValues: v(":g", S("even"), ":n", N("5"))}, "-5,-3,-1"},
+		{"lsi filter on unprojected", dynamodb.QueryInput{IndexName: aws.String("by-l"), KeyConditionExpression: aws.String("pk = :p"), FilterExpression: aws.String("y = :y"), Select: types.SelectAllAttributes, ExpressionAttributeValues: v(":p", S("p0"), ":y", S("big"))}, "-2,-3,-4,-5"},
 		{"lsi begins_with", dynamodb.QueryInput{IndexName: aws.String("by-l"), KeyConditionExpression: aws.String("pk = :p AND begins_with(l, :l)"), ExpressionAttributeValues: v(":p", S("p0"), ":l", S("l0"))}, "-2,-3,-4,-5"},
 	}
 	for _, c := range cases {
