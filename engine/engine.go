@@ -376,6 +376,7 @@ type Server struct {
 	ln   net.Listener
 	srv  *http.Server
 	done chan struct{}
+	idle newConns
 }
 
 // Listen starts an engine with options o serving on addr (use
@@ -391,7 +392,8 @@ func Listen(addr string, o Options) (*Server, error) {
 		return nil, fmt.Errorf("engine: listen on %s: %w", addr, err)
 	}
 	s := &Server{e: e, ln: ln, done: make(chan struct{})}
-	s.srv = &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second, ErrorLog: zap.NewStdLog(e.log)}
+	s.srv = &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second, ErrorLog: zap.NewStdLog(e.log), ConnState: s.idle.track}
+	s.srv.RegisterOnShutdown(s.idle.closeAll) // runs once the listener is closed
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
