@@ -20,6 +20,7 @@ import (
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
@@ -516,7 +517,7 @@ func validateOption(c *runConfig, o option[runConfig], from string, p *problems)
 		}
 		for _, s := range c.Sinks {
 			if s == c.DeadLetter {
-				p.add("%s: %q is also a --sink: dead letters would mix with the archive", from, maskURL(s))
+				p.add("%s: %q is also a --sink: dead letters would mix with the archive", from, redact.URL(s))
 			}
 		}
 	case "retry-for", "stream-retention":
@@ -602,7 +603,7 @@ func checkHTTPURL(s string) error {
 func checkCheckpointURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil {
-		return fmt.Errorf("%q is not a URL", maskURL(s))
+		return fmt.Errorf("%q is not a URL", redact.URL(s))
 	}
 	switch u.Scheme {
 	case "file":
@@ -614,7 +615,7 @@ func checkCheckpointURL(s string) error {
 		_, err := checkpoint.ParseDynamoURL(s)
 		return err
 	}
-	return fmt.Errorf("%q: scheme must be file or dynamodb", maskURL(s))
+	return fmt.Errorf("%q: scheme must be file or dynamodb", redact.URL(s))
 }
 
 // filePath returns the path of a file:// URL: file:///abs, file://./rel or
@@ -625,56 +626,11 @@ func filePath(u *url.URL) string {
 
 func checkSinkURL(s string) error {
 	if _, err := url.Parse(s); err != nil {
-		return fmt.Errorf("%q is not a URL", maskURL(s))
+		return fmt.Errorf("%q is not a URL", redact.URL(s))
 	}
 	// Every parameter, checked the way opening the sink will, but without
 	// connecting: all problems are reported together at start-up.
 	return sinks.Validate(s)
-}
-
-// secretParam reports whether a URL query parameter carries a secret (or
-// the location of one) and must be masked.
-func secretParam(name string) bool {
-	n := strings.ToLower(name)
-	for _, s := range []string{"token", "password", "passwd", "secret", "cred", "nkey", "seed", "jwt", "signature", "session", "tls-key", "access-key", "accesskey"} {
-		if strings.Contains(n, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// maskURL replaces the credentials in a URL (user info, and query
-// parameters such as token=, password=, creds=, nkey=) with "REDACTED".
-func maskURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		// Mask anything that looks like user info or a secret parameter.
-		if i := strings.Index(s, "@"); i > 0 {
-			if j := strings.Index(s, "://"); j >= 0 && j < i {
-				s = s[:j+3] + "REDACTED" + s[i:]
-			}
-		}
-		return s
-	}
-	if u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "REDACTED")
-		} else {
-			u.User = url.User("REDACTED")
-		}
-	}
-	if u.RawQuery != "" {
-		parts := strings.Split(u.RawQuery, "&")
-		for i, kv := range parts {
-			k, _, _ := strings.Cut(kv, "=")
-			if key, err := url.QueryUnescape(k); err == nil && secretParam(key) {
-				parts[i] = k + "=REDACTED"
-			}
-		}
-		u.RawQuery = strings.Join(parts, "&")
-	}
-	return u.String()
 }
 
 // printConfig writes the effective configuration as YAML that --config
@@ -700,7 +656,7 @@ func printOptions[C any](w io.Writer, cmd command[C], c *C, source map[string]st
 			}
 			for _, s := range val {
 				if o.secret {
-					s = maskURL(s)
+					s = redact.URL(s)
 				}
 				v.Content = append(v.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: s})
 			}
@@ -708,7 +664,7 @@ func printOptions[C any](w io.Writer, cmd command[C], c *C, source map[string]st
 			v = &yaml.Node{Kind: yaml.ScalarNode, Value: val.String()}
 		case string:
 			if o.secret {
-				val = maskURL(val)
+				val = redact.URL(val)
 			}
 			v = &yaml.Node{Kind: yaml.ScalarNode, Value: val, Tag: "!!str"}
 		default:

@@ -19,6 +19,7 @@ import (
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
@@ -135,7 +136,7 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 			if errors.As(err, &ce) {
 				return usagef("archiver run: --sink: %v", err)
 			}
-			return fmt.Errorf("open sink %s: %w", maskURL(u), err)
+			return fmt.Errorf("open sink %s: %w", redact.URL(u), err)
 		}
 		opened = append(opened, s)
 		routes = append(routes, consumer.Route{Sink: s, Kinds: kinds})
@@ -151,7 +152,7 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 			if errors.As(err, &ce) {
 				return usagef("archiver run: --dead-letter: %v", err)
 			}
-			return fmt.Errorf("open dead-letter sink %s: %w", maskURL(cfg.DeadLetter), err)
+			return fmt.Errorf("open dead-letter sink %s: %w", redact.URL(cfg.DeadLetter), err)
 		}
 		deadLetter = s
 		opened = append(opened, s)
@@ -343,7 +344,7 @@ func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pi
 			Registerer:    d.reg,
 		})
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("--checkpoint %s: %w", maskURL(cfg.Checkpoint), err)
+			return nil, nil, nil, fmt.Errorf("--checkpoint %s: %w", redact.URL(cfg.Checkpoint), err)
 		}
 		d.log.Named("archiver").Info("lease store opened", zap.String("table", du.Table), zap.String("worker_id", worker))
 		probe := func(ctx context.Context) error {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/sweep"
 )
 
@@ -80,7 +81,7 @@ func runSweep(ctx context.Context, cfg *sweepConfig, d sweepDeps) error {
 	}()
 	ss, ok := st.(checkpoint.SweepStore)
 	if !ok {
-		return fmt.Errorf("--checkpoint %s: the store keeps no sweep cursors", maskURL(cfg.shared.Checkpoint))
+		return fmt.Errorf("--checkpoint %s: the store keeps no sweep cursors", redact.URL(cfg.shared.Checkpoint))
 	}
 	store := newSweepStore(ss)
 	sw, err := d.newSweeper(cfg, ddb, store, d)
