@@ -111,6 +111,40 @@ func Validate(rawURL string) error {
 	return err
 }
 
+// ParseS3URL parses an s3:// sink URL as [Open] does (every parameter of
+// [S3Config], and events=) without opening anything: the archive reader
+// takes the URL of the sink that wrote an archive. Bad URLs give a
+// *ConfigError.
+func ParseS3URL(rawURL string) (S3Config, error) {
+	p, err := parseParams(rawURL)
+	if err != nil {
+		return S3Config{}, err
+	}
+	if p.u.Scheme != "s3" {
+		return S3Config{}, p.fail("", fmt.Sprintf("scheme %q: want s3://BUCKET/PREFIX", p.u.Scheme))
+	}
+	if _, err := p.kinds(); err != nil {
+		return S3Config{}, err
+	}
+	return parseS3(p)
+}
+
+// ParseFileURL parses a file:// sink URL as [Open] does (events= is
+// accepted) and returns its directory. Bad URLs give a *ConfigError.
+func ParseFileURL(rawURL string) (string, error) {
+	p, err := parseParams(rawURL)
+	if err != nil {
+		return "", err
+	}
+	if p.u.Scheme != "file" {
+		return "", p.fail("", fmt.Sprintf("scheme %q: want file://DIR", p.u.Scheme))
+	}
+	if _, err := p.kinds(); err != nil {
+		return "", err
+	}
+	return fileDir(p)
+}
+
 // prepared is a parsed, checked sink URL and how to open its sink.
 type prepared struct {
 	p     *params

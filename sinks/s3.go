@@ -221,6 +221,19 @@ const uploadConcurrency = 4
 // NewS3 opens an S3 sink. Credentials and the HTTP client come from
 // o.AWSConfig (default: the AWS default chain).
 func NewS3(ctx context.Context, c S3Config, o Options) (*S3Sink, error) {
+	client, err := NewS3Client(ctx, c, o)
+	if err != nil {
+		return nil, err
+	}
+	return NewS3WithClient(c, client, o)
+}
+
+// NewS3Client builds the S3 client an S3 sink of c uses: region (c's, else
+// the AWS configuration's, else us-east-1 with an Endpoint), endpoint,
+// path-style addressing, and no SDK retries (callers retry whole requests
+// themselves). Credentials and the HTTP client come from o.AWSConfig
+// (default: the AWS default chain). The archive reader uses it too.
+func NewS3Client(ctx context.Context, c S3Config, o Options) (*s3.Client, error) {
 	region := c.Region
 	if region == "" && c.Endpoint != "" {
 		region = "us-east-1"
@@ -245,7 +258,7 @@ func NewS3(ctx context.Context, c S3Config, o Options) (*S3Sink, error) {
 	if region == "" {
 		return nil, &ConfigError{URL: "s3://" + c.Bucket + "/" + c.Prefix, Param: "region", Problem: "not set and the AWS configuration has none"}
 	}
-	client := s3.NewFromConfig(cfg, func(so *s3.Options) {
+	return s3.NewFromConfig(cfg, func(so *s3.Options) {
 		so.Region = region
 		if c.Endpoint != "" {
 			so.BaseEndpoint = aws.String(c.Endpoint)
@@ -254,8 +267,15 @@ func NewS3(ctx context.Context, c S3Config, o Options) (*S3Sink, error) {
 		// The sink retries whole uploads itself (with the same key and
 		// bytes), so the SDK's own retries would only multiply attempts.
 		so.RetryMaxAttempts = 1
-	})
-	return NewS3WithClient(c, client, o)
+	}), nil
+}
+
+// Decompress returns a reader of body decoded by its Content-Encoding (the
+// last coding named, aws-chunked aside: gzip, zstd or identity) or, when
+// that names none of them, by key's extension (.gz, .zst, else none), as
+// the sink reads an object back; call the returned func when done.
+func Decompress(body io.Reader, encoding, key string) (io.Reader, func(), error) {
+	return decompressor(body, encoding, key)
 }
 
 // NewS3WithClient opens an S3 sink on a given client (tests, benchmarks,

@@ -1,0 +1,155 @@
+package archive
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ttl-archiver/archiver/event"
+)
+
+// Object is one archive object (an S3 object, or a file of a file://
+// archive) and what its key says about its contents.
+type Object struct {
+	// Key is the S3 key (prefix included), or the path relative to the
+	// archive's directory with forward slashes.
+	Key  string
+	Size int64
+	// Table, Kind and Hour are the key's partitions: table=, kind=, and
+	// dt= with hr= (UTC). A file sink's file (TABLE/YYYY-MM-DD/HH.jsonl)
+	// holds every kind and has no Kind.
+	Table string
+	Kind  event.Kind
+	Hour  time.Time
+	// Shard, FirstSeq and LastSeq are the S3 name's SHARD-FIRSTSEQ-LASTSEQ
+	// (empty for a file sink's file); Suffix is the 12 hex digits of a
+	// conflict's distinct key (SHARD-FIRST-LAST.0123456789ab.jsonl.gz),
+	// "" for an ordinary key.
+	Shard, FirstSeq, LastSeq string
+	Suffix                   string
+}
+
+// archiverDir is the folder under the prefix that holds no archive lines
+// (the start-up check's object): readers skip it.
+const archiverDir = "_archiver"
+
+// extensions lists the object name endings readers accept, longest first.
+var extensions = []string{".jsonl.gz", ".jsonl.zst", ".jsonl"}
+
+// ParseKey reads what an archive key says, rel being the key below the
+// archive's prefix (or directory): the S3 sink's
+//
+//	table=T/kind=K/dt=YYYY-MM-DD/hr=HH/SHARD-FIRSTSEQ-LASTSEQ[.HASH12].jsonl[.gz|.zst]
+//
+// or the file sink's TABLE/YYYY-MM-DD/HH.jsonl (also .jsonl.gz or
+// .jsonl.zst). The returned Object has no Key or Size. An error says which
+// part does not follow the layout.
+func ParseKey(rel string) (Object, error) {
+	parts := strings.Split(rel, "/")
+	if strings.HasPrefix(rel, "table=") {
+		return parseS3Key(parts)
+	}
+	return parseFileKey(parts)
+}
+
+func parseS3Key(parts []string) (Object, error) {
+	if len(parts) != 5 {
+		return Object{}, fmt.Errorf("want table=T/kind=K/dt=YYYY-MM-DD/hr=HH/NAME, got %d path segments", len(parts))
+	}
+	var o Object
+	vals := make([]string, 4)
+	for i, name := range []string{"table", "kind", "dt", "hr"} {
+		v, ok := strings.CutPrefix(parts[i], name+"=")
+		if !ok || v == "" {
+			return Object{}, fmt.Errorf("segment %d: want %s=VALUE, got %q", i+1, name, parts[i])
+		}
+		vals[i] = v
+	}
+	o.Table, o.Kind = vals[0], event.Kind(vals[1])
+	if !o.Kind.Valid() && o.Kind != event.Undecodable {
+		return Object{}, fmt.Errorf("kind=%s: not one of expired, deleted, inserted, modified", vals[1])
+	}
+	hour, err := parseHour(vals[2], vals[3])
+	if err != nil {
+		return Object{}, err
+	}
+	o.Hour = hour
+	if o.Shard, o.FirstSeq, o.LastSeq, o.Suffix, err = parseName(parts[4]); err != nil {
+		return Object{}, err
+	}
+	return o, nil
+}
+
+func parseFileKey(parts []string) (Object, error) {
+	if len(parts) != 3 {
+		return Object{}, fmt.Errorf("want TABLE/YYYY-MM-DD/HH.jsonl or table=T/kind=K/dt=YYYY-MM-DD/hr=HH/NAME, got %d path segments", len(parts))
+	}
+	if parts[0] == "" {
+		return Object{}, errors.New("empty table name")
+	}
+	base, ok := trimExtension(parts[2])
+	if !ok {
+		return Object{}, fmt.Errorf("%q: want HH.jsonl, .jsonl.gz or .jsonl.zst", parts[2])
+	}
+	hour, err := parseHour(parts[1], base)
+	if err != nil {
+		return Object{}, err
+	}
+	return Object{Table: parts[0], Hour: hour}, nil
+}
+
+// parseHour reads dt= and hr= values into the hour they name (UTC).
+func parseHour(day, hr string) (time.Time, error) {
+	d, err := time.Parse("2006-01-02", day)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("dt=%s: want YYYY-MM-DD", day)
+	}
+	if len(hr) != 2 || hr[0] < '0' || hr[0] > '2' || hr[1] < '0' || hr[1] > '9' || (hr[0] == '2' && hr[1] > '3') {
+		return time.Time{}, fmt.Errorf("hr=%s: want two digits 00 to 23", hr)
+	}
+	return d.Add(time.Duration(int(hr[0]-'0')*10+int(hr[1]-'0')) * time.Hour), nil
+}
+
+// trimExtension cuts one of the accepted extensions off name.
+func trimExtension(name string) (string, bool) {
+	for _, ext := range extensions {
+		if base, ok := strings.CutSuffix(name, ext); ok {
+			return base, true
+		}
+	}
+	return "", false
+}
+
+// parseName reads SHARD-FIRSTSEQ-LASTSEQ[.HASH12] with an extension. The
+// shard ID may itself hold hyphens, so the two sequence numbers are taken
+// from the end.
+func parseName(name string) (shard, first, last, suffix string, err error) {
+	base, ok := trimExtension(name)
+	if !ok {
+		return "", "", "", "", fmt.Errorf("%q: want SHARD-FIRSTSEQ-LASTSEQ.jsonl, .jsonl.gz or .jsonl.zst", name)
+	}
+	if i := strings.LastIndexByte(base, '.'); i >= 0 {
+		suffix = base[i+1:]
+		if len(suffix) != 12 || strings.Trim(suffix, "0123456789abcdef") != "" {
+			return "", "", "", "", fmt.Errorf("%q: %q is not a 12-digit hex suffix", name, suffix)
+		}
+		base = base[:i]
+	}
+	i := strings.LastIndexByte(base, '-')
+	if i <= 0 {
+		return "", "", "", "", fmt.Errorf("%q: want SHARD-FIRSTSEQ-LASTSEQ", name)
+	}
+	j := strings.LastIndexByte(base[:i], '-')
+	if j <= 0 {
+		return "", "", "", "", fmt.Errorf("%q: want SHARD-FIRSTSEQ-LASTSEQ", name)
+	}
+	shard, first, last = base[:j], base[j+1:i], base[i+1:]
+	if !event.ValidSequence(first) || !event.ValidSequence(last) {
+		return "", "", "", "", fmt.Errorf("%q: FIRSTSEQ %q and LASTSEQ %q must be decimal sequence numbers", name, first, last)
+	}
+	if event.CompareSequence(first, last) > 0 {
+		return "", "", "", "", fmt.Errorf("%q: FIRSTSEQ %s is above LASTSEQ %s", name, first, last)
+	}
+	return shard, first, last, suffix, nil
+}
