@@ -204,6 +204,9 @@ func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error)
 	if err := checkRCC(req.ReturnConsumedCapacity); err != nil {
 		return nil, err
 	}
+	if err := checkRICM(req.ReturnItemCollectionMetrics); err != nil {
+		return nil, err
+	}
 	if req.RequestItems == nil {
 		return nil, nullErr("requestItems")
 	}
@@ -297,10 +300,12 @@ func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error)
 	}
 	unprocessed := map[string][]writeRequest{}
 	var caps []*capacity
+	icm := map[string][]*itemCollMetrics{}
 	done := 0
 	for _, name := range names {
 		t := tables[name]
 		units := 0.0
+		var colls collectionSet
 		for i, o := range plans[name] {
 			if done >= process {
 				unprocessed[name] = append(unprocessed[name], req.RequestItems[name][i])
@@ -311,8 +316,10 @@ func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error)
 			size := o.size
 			if o.item != nil {
 				_, size, err = t.put(o.item, nil, "", false)
+				colls.add(t, o.item)
 			} else {
 				_, size, err = t.delete(o.del, nil, "", false)
+				colls.add(t, o.del)
 			}
 			if err != nil {
 				return nil, err
@@ -325,12 +332,35 @@ func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error)
 		if c := consumed(req.ReturnConsumedCapacity, name, units, true, nil); c != nil {
 			caps = append(caps, c)
 		}
+		if err := batchCollectionMetrics(icm, req.ReturnItemCollectionMetrics, t, &colls); err != nil {
+			return nil, err
+		}
 	}
 	resp := map[string]any{"UnprocessedItems": unprocessed}
 	if caps != nil {
 		resp["ConsumedCapacity"] = caps
 	}
+	if len(icm) > 0 {
+		resp["ItemCollectionMetrics"] = icm
+	}
 	return resp, nil
+}
+
+// batchCollectionMetrics adds to out, under t's name, the metrics of the
+// item collections of t that a BatchWriteItem wrote (colls), when mode is
+// SIZE and t has local secondary indexes, as DynamoDB reports them.
+func batchCollectionMetrics(out map[string][]*itemCollMetrics, mode string, t *table, colls *collectionSet) error {
+	if mode != "SIZE" || len(t.lsis) == 0 || len(colls.keys) == 0 {
+		return nil
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	m, err := colls.metricsLocked(t)
+	if err != nil {
+		return err
+	}
+	out[t.name] = m
+	return nil
 }
 
 // throughputExceeded is what DynamoDB answers a batch call none of whose

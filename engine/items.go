@@ -650,10 +650,8 @@ func (w *writeCommon) validate(allowed ...string) error {
 	if err := checkRCC(w.ReturnConsumedCapacity); err != nil {
 		return err
 	}
-	switch w.ReturnItemCollectionMetrics {
-	case "", "NONE", "SIZE":
-	default:
-		return awserr.Validation("1 validation error detected: Value '%s' at 'returnItemCollectionMetrics' failed to satisfy constraint: Member must satisfy enum value set: [SIZE, NONE]", w.ReturnItemCollectionMetrics)
+	if err := checkRICM(w.ReturnItemCollectionMetrics); err != nil {
+		return err
 	}
 	switch w.ReturnValuesOnConditionCheckFailure {
 	case "", "NONE", "ALL_OLD":
@@ -714,8 +712,9 @@ type putItemRequest struct {
 }
 
 type writeResponse struct {
-	Attributes       attr.Item
-	ConsumedCapacity *capacity
+	Attributes            attr.Item
+	ConsumedCapacity      *capacity
+	ItemCollectionMetrics *itemCollMetrics // ReturnItemCollectionMetrics SIZE on a table with LSIs
 }
 
 // MarshalJSON renders the response with attr's encoder.
@@ -735,6 +734,17 @@ func (r writeResponse) MarshalJSON() ([]byte, error) {
 		}
 		b = append(b, `"ConsumedCapacity":`...)
 		b = append(b, c...)
+	}
+	if r.ItemCollectionMetrics != nil {
+		m, err := json.Marshal(r.ItemCollectionMetrics)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, `"ItemCollectionMetrics":`...)
+		b = append(b, m...)
 	}
 	return append(b, '}'), nil
 }
@@ -766,6 +776,9 @@ func (e *Engine) opPutItem(ctx context.Context, body []byte) (any, error) {
 	resp := writeResponse{ConsumedCapacity: consumed(req.ReturnConsumedCapacity, t.name, writeUnits(size), true, t.gsiWriteUnitsSafe(req.ReturnConsumedCapacity, old, item, size))}
 	if req.ReturnValues == "ALL_OLD" && old != nil {
 		resp.Attributes = old
+	}
+	if resp.ItemCollectionMetrics, err = t.collectionMetrics(req.ReturnItemCollectionMetrics, item); err != nil {
+		return nil, err
 	}
 	return resp, nil
 }
@@ -983,6 +996,9 @@ func (e *Engine) opDeleteItem(ctx context.Context, body []byte) (any, error) {
 	if req.ReturnValues == "ALL_OLD" && old != nil {
 		resp.Attributes = old
 	}
+	if resp.ItemCollectionMetrics, err = t.collectionMetrics(req.ReturnItemCollectionMetrics, attr.Item(req.Key)); err != nil {
+		return nil, err
+	}
 	return resp, nil
 }
 
@@ -1087,6 +1103,9 @@ func (e *Engine) opUpdateItem(ctx context.Context, body []byte) (any, error) {
 				resp.Attributes = out
 			}
 		}
+	}
+	if resp.ItemCollectionMetrics, err = t.collectionMetrics(req.ReturnItemCollectionMetrics, attr.Item(req.Key)); err != nil {
+		return nil, err
 	}
 	return resp, nil
 }
