@@ -35,6 +35,11 @@ type Options struct {
 	Interval time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Objects, when set, is asked for the objects done and their total
+	// whenever progress is shown (a reader that counts them itself, such
+	// as archive.Archive.Progress); AddObjects and SetTotals' objects are
+	// then ignored.
+	Objects func() (done, total int64)
 }
 
 // IsTerminal reports whether f is a character device (a terminal), the
@@ -102,8 +107,12 @@ func (r *Reporter) AddItems(n int64) {
 // Counts returns the current counts.
 func (r *Reporter) Counts() Counts {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.c
+	c := r.c
+	r.mu.Unlock()
+	if r.o.Objects != nil {
+		c.ObjectsDone, c.ObjectsTotal = r.o.Objects()
+	}
+	return c
 }
 
 // Start shows progress every Interval until ctx ends or stop is called;

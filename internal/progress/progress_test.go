@@ -140,3 +140,13 @@ func TestTablePrintsAligned(t *testing.T) {
 		t.Error("trailing spaces")
 	}
 }
+
+func TestObjectsPolledFromTheReader(t *testing.T) {
+	done := int64(0)
+	r := New(Options{Label: "verify", Objects: func() (int64, int64) { return done, 8 }})
+	r.AddObjects(100)
+	done = 2
+	if c := r.Counts(); c.ObjectsDone != 2 || c.ObjectsTotal != 8 {
+		t.Errorf("counts %+v", c)
+	}
+}
