@@ -59,6 +59,18 @@ var pipelineItems = func() int {
 	return 200_000
 }()
 
+// pipelineItemBytes pads every item with a string attribute of this many
+// bytes (ARCHIVER_BENCH_ITEM_BYTES, default none): the backlog of large
+// items that peak RSS is checked on, e.g. 100000 with
+// ARCHIVER_BENCH_ITEMS=5000.
+var pipelineItemBytes = func() int {
+	n, _ := strconv.Atoi(os.Getenv("ARCHIVER_BENCH_ITEM_BYTES"))
+	return max(n, 0)
+}()
+
+// plBudgetMiB is the archiver's --max-in-flight-bytes (its default).
+const plBudgetMiB = 128
+
 const (
 	pipelineShards  = 4
 	plBenchTable    = "BenchSessions"
@@ -182,6 +194,7 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 		"--checkpoint", "file://" + filepath.Join(work, "checkpoints.json"),
 		"--metrics-addr", metricsAddr,
 		"--log-level", "warn",
+		"--max-in-flight-bytes", fmt.Sprintf("%dMiB", plBudgetMiB),
 	}
 	if useNATS {
 		args = append(args, "--sink", ns.ClientURL()+"?subject=bench.{table}.{kind}&create-stream=BENCH")
@@ -245,6 +258,7 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	if err := waitSinks(pipelineItems); err != nil {
 		return err
 	}
+	backlogCPU := procCPU(cmd.Process.Pid)
 	lastAck := natsCur.Load().last()
 	if l := s3scan.lat.last(); l.After(lastAck) {
 		lastAck = l
@@ -266,7 +280,7 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	s3scan.lat = plNewLatencies(s3scan.lat.seen)
 	progress("phase 2: %d items expiring over 10s", phase2)
 	base := time.Now().Unix() + 3
-	if err := plPutItems(ctx, ddb, pipelineItems, phase2, func(i int) int64 { return base + int64(i%10) }); err != nil {
+	if err := plPutItems(ctx, ddb, plBenchTable, pipelineItems, phase2, func(i int) int64 { return base + int64(i%10) }); err != nil {
 		return err
 	}
 	sweepCtx, stopSweep := context.WithCancel(ctx)
@@ -289,7 +303,7 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	}
 	np50, np99 := natsCur.Load().quantiles()
 	sp50, sp99 := s3scan.lat.quantiles()
-	fmt.Fprintf(w, "  latency deletion -> sink ack at %s deletions/s: JetStream p50 %s p99 %s | S3 p50 %s p99 %s\n",
+	fmt.Fprintf(w, "  latency deletion -> sink ack at %s deletions/s: JetStream p50 %s p99 %s (target <= 300ms) | S3 p50 %s p99 %s\n",
 		plFmtInt(float64(phase2)/10), np50.Round(time.Millisecond), np99.Round(time.Millisecond),
 		sp50.Round(time.Millisecond), sp99.Round(time.Millisecond))
 	fmt.Fprintf(w, "    (deletion time: the record's ApproximateCreationDateTime; S3 objects flush at 8 MiB or every 1s)\n")
@@ -315,6 +329,8 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "  archiver process: CPU %s user+sys for %d expiries (%.1f µs/record, i.e. %.2f cores at the backlog rate), peak RSS %d MiB; SIGTERM to exit %s\n",
 			cpu.Round(time.Millisecond), records, perRecord*1e6, perRecord*rate, peakRSS, stopTime.Round(time.Millisecond))
 	}
+	fmt.Fprintf(w, "  memory: peak RSS %d MiB = %.2fx --max-in-flight-bytes %d MiB (target: <= 2x + 64 MiB = %d MiB)\n",
+		peakRSS, float64(peakRSS)/plBudgetMiB, plBudgetMiB, 2*plBudgetMiB+64)
 	_ = s3scan.scan()
 	progress("measuring the raw limits")
 	// Raw limits, same machine, same run.
@@ -339,7 +355,20 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 		plFmtInt(natsRate), avgMsg, 100*rate/natsRate)
 	fmt.Fprintf(w, "  S3 limit:     PutObject %s objects/s of %d KiB (4 concurrent, like the sink) = %s records/s at %.0f records/object; archiver at %.1f%% of it\n",
 		plFmtFloat(s3Rate), objBytes/1024, plFmtInt(s3Records), objEvents, 100*rate/s3Records)
-	return nil
+
+	progress("measuring the floor")
+	floor, err := runFloor(ctx, floorSpec{Mode: "floor", Endpoint: eng.Endpoint(), Table: plBenchTable, NATSURL: ns.ClientURL(),
+		S3Endpoint: s3Endpoint, Bucket: plBenchBucket, RecordsPerObject: max(1, int(math.Round(objEvents)))})
+	if err != nil {
+		return err
+	}
+	printFloor(w, backlogCPU, pipelineItems, floor)
+	if os.Getenv("ARCHIVER_BENCH_MIXED") == "0" {
+		return nil
+	}
+	progress("the second view: a stream of INSERTs and expiries")
+	return plMixedBench(ctx, w, plMixed{bin: bin, work: work, eng: eng, ddb: ddb, nc: nc, natsURL: ns.ClientURL(),
+		s3Endpoint: s3Endpoint, s3Dir: filepath.Join(s3root, plBenchBucket)})
 }
 
 // plLatencies collects one latency per distinct event.
@@ -496,7 +525,7 @@ func plLoadExpiredTable(ctx context.Context, ddb *dynamodb.Client) error {
 		return fmt.Errorf("create table: %w", err)
 	}
 	hourAgo := time.Now().Add(-time.Hour).Unix()
-	if err := plPutItems(ctx, ddb, 0, pipelineItems, func(int) int64 { return hourAgo }); err != nil {
+	if err := plPutItems(ctx, ddb, plBenchTable, 0, pipelineItems, func(int) int64 { return hourAgo }); err != nil {
 		return err
 	}
 	if _, err := ddb.UpdateTable(ctx, &dynamodb.UpdateTableInput{
@@ -516,9 +545,9 @@ func plLoadExpiredTable(ctx context.Context, ddb *dynamodb.Client) error {
 	return nil
 }
 
-// plPutItems writes items from..from+n-1 (TTL exp(i)) with BatchWriteItem
-// from 16 writers.
-func plPutItems(ctx context.Context, ddb *dynamodb.Client, from, n int, exp func(i int) int64) error {
+// plPutItems writes items from..from+n-1 (TTL exp(i)) to table with
+// BatchWriteItem from 16 writers.
+func plPutItems(ctx context.Context, ddb *dynamodb.Client, table string, from, n int, exp func(i int) int64) error {
 	created := strconv.FormatInt(time.Now().Add(-3*time.Hour).Unix(), 10)
 	const writers = 16
 	var next atomic.Int64
@@ -546,15 +575,18 @@ func plPutItems(ctx context.Context, ddb *dynamodb.Client, from, n int, exp func
 							"pages":  &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(i % 97)},
 						}},
 					}}})
+					if pipelineItemBytes > 0 {
+						reqs[len(reqs)-1].PutRequest.Item["Payload"] = &ddbtypes.AttributeValueMemberS{Value: strings.Repeat("p", pipelineItemBytes)}
+					}
 				}
 				for len(reqs) > 0 {
 					out, err := ddb.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
-						RequestItems: map[string][]ddbtypes.WriteRequest{plBenchTable: reqs}})
+						RequestItems: map[string][]ddbtypes.WriteRequest{table: reqs}})
 					if err != nil {
 						errs <- err
 						return
 					}
-					reqs = out.UnprocessedItems[plBenchTable]
+					reqs = out.UnprocessedItems[table]
 				}
 			}
 		}()
