@@ -20,6 +20,10 @@ import (
 // engineCmd serves the local DynamoDB + Streams engine until ctx ends
 // (SIGINT/SIGTERM), then shuts it down cleanly.
 func engineCmd(ctx context.Context, args []string, e env) error {
+	args, cpuProfile, err := takeHiddenFlag(args, "cpuprofile")
+	if err != nil {
+		return usagef("archiver engine: %v", err)
+	}
 	fs := flag.NewFlagSet("archiver engine", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	listen := fs.String("listen", "127.0.0.1:8000", "address to serve DynamoDB and DynamoDB Streams on (loopback by default)")
@@ -80,6 +84,11 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	}
 	defer func() { _ = log.Sync() }()
 	log = log.Named("engine")
+	stopProfile, err := startCPUProfile(cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	var clock engine.Clock
 	if *manualClock {
 		clock = engine.NewManualClock(time.Now())

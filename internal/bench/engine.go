@@ -63,6 +63,9 @@ func runEngineBench(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "  %-34s %14s  %s\n", name, value, note)
 	}
 	fmt.Fprintf(w, "engine (GOMAXPROCS=%d, %d clients, %v per phase, load average %s)\n", runtime.GOMAXPROCS(0), benchClients, benchPhase, loadAvg())
+	if err := runServerCPUBench(ctx, w); err != nil {
+		return fmt.Errorf("server CPU: %w", err)
+	}
 
 	cpu0 := cpuSeconds()
 	putRate, written, err := putLoad(ctx, db, "bench", benchPhase)

@@ -19,10 +19,13 @@ import (
 type bench struct {
 	name string
 	run  func(ctx context.Context, w io.Writer) error
+	// named: runs only when -only names it (a part of another bench,
+	// runnable alone)
+	named bool
 }
 
 func main() {
-	only := flag.String("only", "", "comma-separated benches to run (engine, consumer, sinks, pipeline, sweep); default all")
+	only := flag.String("only", "", "comma-separated benches to run (engine, consumer, sinks, pipeline, sweep; engine-cpu: only the engine's server-CPU part); default all but engine-cpu")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	child := flag.Bool("child", false, "internal: this process runs one bench for a parent")
 	flag.Parse()
@@ -41,11 +44,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	benches := []bench{
-		{"engine", runEngineBench},
-		{"consumer", runConsumerBench},
-		{"sinks", runSinksBench},
-		{"pipeline", runPipelineBench},
-		{"sweep", runSweepBench},
+		{"engine", runEngineBench, false},
+		{"consumer", runConsumerBench, false},
+		{"sinks", runSinksBench, false},
+		{"pipeline", runPipelineBench, false},
+		{"sweep", runSweepBench, false},
+		{"engine-cpu", runServerCPUBench, true},
 	}
 	want := map[string]bool{}
 	for _, n := range strings.Split(*only, ",") {
@@ -55,7 +59,7 @@ func main() {
 	}
 	var chosen []bench
 	for _, b := range benches {
-		if len(want) == 0 || want[b.name] {
+		if (len(want) == 0 && !b.named) || want[b.name] {
 			chosen = append(chosen, b)
 		}
 	}
