@@ -1,0 +1,76 @@
+package archive_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ttl-archiver/archiver/archive"
+)
+
+func TestParseKey(t *testing.T) {
+	for _, tc := range []struct {
+		rel, want, err string
+	}{
+		{rel: "table=T/kind=expired/dt=2026-03-04/hr=05/shardId-0001-ab-100-200.jsonl.gz", want: "T expired 2026-03-04T05 shardId-0001-ab 100 200 "},
+		{rel: "table=T/kind=deleted/dt=2026-03-04/hr=23/s-1-1.0123456789ab.jsonl.zst", want: "T deleted 2026-03-04T23 s 1 1 0123456789ab"},
+		{rel: "table=T/kind=undecodable/dt=2026-03-04/hr=00/s-1-2.jsonl", want: "T undecodable 2026-03-04T00 s 1 2 "},
+		{rel: "Sessions/2026-03-04/07.jsonl", want: "Sessions  2026-03-04T07    "},
+		{rel: "table=T/kind=expired/dt=2026-03-04/hr=24/s-1-2.jsonl", err: "hr=24"},
+		{rel: "table=T/kind=gone/dt=2026-03-04/hr=01/s-1-2.jsonl", err: "kind=gone"},
+		{rel: "table=T/kind=expired/dt=2026-3-4/hr=01/s-1-2.jsonl", err: "dt=2026-3-4"},
+		{rel: "table=T/kind=expired/dt=2026-03-04/hr=01/s-2-1.jsonl", err: "above LASTSEQ"},
+		{rel: "table=T/kind=expired/dt=2026-03-04/hr=01/s-x-1.jsonl", err: "decimal"},
+		{rel: "table=T/kind=expired/dt=2026-03-04/hr=01/s-1-2.XYZ.jsonl", err: "hex suffix"},
+		{rel: "table=T/kind=expired/dt=2026-03-04/hr=01/s-1-2.json", err: "want SHARD"},
+		{rel: "table=T/kind=expired/hr=01/s-1-2.jsonl", err: "path segments"},
+		{rel: "T/2026-03-04/7.jsonl", err: "hr=7"},
+		{rel: "README", err: "path segments"},
+	} {
+		o, err := archive.ParseKey(tc.rel)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseKey(%q) = %v, want an error with %q", tc.rel, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseKey(%q): %v", tc.rel, err)
+			continue
+		}
+		got := fmt.Sprintf("%s %s %s %s %s %s %s", o.Table, o.Kind, o.Hour.Format("2006-01-02T15"), o.Shard, o.FirstSeq, o.LastSeq, o.Suffix)
+		if got != tc.want {
+			t.Errorf("ParseKey(%q) = %q, want %q", tc.rel, got, tc.want)
+		}
+	}
+}
+
+// FuzzParseKey: ParseKey never panics, and a key it accepts is rebuilt
+// from what it returned.
+func FuzzParseKey(f *testing.F) {
+	f.Add("table=T/kind=expired/dt=2026-03-04/hr=05/shardId-0001-ab-100-200.jsonl.gz")
+	f.Add("table=T/kind=deleted/dt=2026-03-04/hr=23/s-1-1.0123456789ab.jsonl.zst")
+	f.Add("Sessions/2026-03-04/07.jsonl")
+	f.Add("table=/kind=/dt=/hr=/--.jsonl")
+	f.Fuzz(func(t *testing.T, rel string) {
+		o, err := archive.ParseKey(rel)
+		if err != nil {
+			return
+		}
+		if o.Hour.Minute() != 0 || o.Hour.Second() != 0 || o.Hour.Nanosecond() != 0 {
+			t.Fatalf("%q: hour %v is not whole", rel, o.Hour)
+		}
+		if !strings.HasPrefix(rel, "table=") {
+			return
+		}
+		name := o.Shard + "-" + o.FirstSeq + "-" + o.LastSeq
+		if o.Suffix != "" {
+			name += "." + o.Suffix
+		}
+		ext := rel[strings.LastIndex(rel, ".jsonl"):]
+		again := fmt.Sprintf("table=%s/kind=%s/dt=%s/hr=%s/%s%s", o.Table, o.Kind, o.Hour.Format("2006-01-02"), o.Hour.Format("15"), name, ext)
+		if again != rel {
+			t.Fatalf("ParseKey(%q) rebuilt as %q", rel, again)
+		}
+	})
+}
