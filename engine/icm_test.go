@@ -50,10 +50,11 @@ func TestItemCollectionSize(t *testing.T) {
 	}
 }
 
-// TestItemCollectionMetrics checks that every single-table write asked
+// TestItemCollectionMetrics checks that every write asked
 // for ReturnItemCollectionMetrics SIZE reports the collection it wrote on
-// a table with LSIs (once per collection, even when a batch writes two
-// items of it) and reports nothing on a table without LSIs.
+// a table with LSIs (once per collection, even when a batch or a
+// transaction writes two items of it) and reports nothing on a table
+// without LSIs.
 func TestItemCollectionMetrics(t *testing.T) {
 	e := newEnv(t, engine.Options{})
 	e.createTable("icm-lsi", "S", withLSIs)
@@ -82,6 +83,18 @@ func TestItemCollectionMetrics(t *testing.T) {
 				{PutRequest: &types.PutRequest{Item: key("c")}},
 				{DeleteRequest: &types.DeleteRequest{Key: key("b")}},
 			}}, ReturnItemCollectionMetrics: size})
+			if err != nil {
+				return nil, err
+			}
+			return out.ItemCollectionMetrics[table], nil
+		}},
+		{"TransactWriteItems", func(table string) ([]types.ItemCollectionMetrics, error) {
+			// Two writes of p1, and a check of p2, which writes nothing.
+			out, err := e.db.TransactWriteItems(e.ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+				{Put: &types.Put{TableName: aws.String(table), Item: key("d")}},
+				{Update: &types.Update{TableName: aws.String(table), Key: key("c"), UpdateExpression: aws.String("SET v = :v"), ExpressionAttributeValues: item{":v": S("z")}}},
+				{ConditionCheck: &types.ConditionCheck{TableName: aws.String(table), Key: item{"pk": S("p2"), "sk": S("a")}, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+			}, ReturnItemCollectionMetrics: size})
 			if err != nil {
 				return nil, err
 			}

@@ -11,7 +11,12 @@ import (
 	"github.com/ttl-archiver/archiver/engine/internal/expr"
 )
 
-const maxTransactItems = 100
+const (
+	maxTransactItems = 100
+	// maxTransactBytes is DynamoDB's limit on the aggregate size of the
+	// items in one TransactWriteItems.
+	maxTransactBytes = 4 << 20
+)
 
 type txOp struct {
 	TableName                           string  `json:"TableName"`
@@ -38,114 +43,213 @@ type txAction struct {
 	rvccf string
 }
 
-func (e *Engine) opTransactWriteItems(ctx context.Context, body []byte) (any, error) {
-	var req struct {
-		TransactItems []struct {
-			ConditionCheck *txOp `json:"ConditionCheck"`
-			Put            *txOp `json:"Put"`
-			Delete         *txOp `json:"Delete"`
-			Update         *txOp `json:"Update"`
-		} `json:"TransactItems"`
-		ReturnConsumedCapacity      string `json:"ReturnConsumedCapacity"`
-		ReturnItemCollectionMetrics string `json:"ReturnItemCollectionMetrics"`
-		ClientRequestToken          string `json:"ClientRequestToken"`
+// txWriteItem is one member of TransactWriteItems' TransactItems.
+type txWriteItem struct {
+	ConditionCheck *txOp `json:"ConditionCheck"`
+	Put            *txOp `json:"Put"`
+	Delete         *txOp `json:"Delete"`
+	Update         *txOp `json:"Update"`
+}
+
+type txWriteRequest struct {
+	TransactItems               []txWriteItem `json:"TransactItems"`
+	ReturnConsumedCapacity      string        `json:"ReturnConsumedCapacity"`
+	ReturnItemCollectionMetrics string        `json:"ReturnItemCollectionMetrics"`
+	ClientRequestToken          *string       `json:"ClientRequestToken"`
+}
+
+func (r *txWriteRequest) validate() error {
+	if err := checkRCC(r.ReturnConsumedCapacity); err != nil {
+		return err
 	}
+	if err := checkRICM(r.ReturnItemCollectionMetrics); err != nil {
+		return err
+	}
+	if r.TransactItems == nil {
+		return nullErr("transactItems")
+	}
+	if len(r.TransactItems) == 0 || len(r.TransactItems) > maxTransactItems {
+		return awserr.Validation("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to 100 and greater than or equal to 1")
+	}
+	return checkClientRequestToken(r.ClientRequestToken)
+}
+
+func (e *Engine) opTransactWriteItems(ctx context.Context, body []byte) (any, error) {
+	var req txWriteRequest
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	if err := checkRCC(req.ReturnConsumedCapacity); err != nil {
+	if err := req.validate(); err != nil {
 		return nil, err
-	}
-	if req.TransactItems == nil {
-		return nil, nullErr("transactItems")
-	}
-	if len(req.TransactItems) == 0 || len(req.TransactItems) > maxTransactItems {
-		return nil, awserr.Validation("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to 100 and greater than or equal to 1")
 	}
 	actions := make([]*txAction, 0, len(req.TransactItems))
 	tables := map[string]*table{}
 	for _, ti := range req.TransactItems {
-		a := &txAction{}
-		n := 0
-		for kind, o := range map[string]*txOp{"ConditionCheck": ti.ConditionCheck, "Put": ti.Put, "Delete": ti.Delete, "Update": ti.Update} {
-			if o != nil {
-				a.kind, a.op = kind, o
-				n++
-			}
-		}
-		if n != 1 {
-			return nil, awserr.Validation("TransactItems can only contain one of Check, Put, Update or Delete")
-		}
-		o := a.op
-		if err := checkTableName(o.TableName, "transactItems.member."+a.kind+".tableName"); err != nil {
-			return nil, err
-		}
-		switch o.ReturnValuesOnConditionCheckFailure {
-		case "", "NONE", "ALL_OLD":
-			a.rvccf = o.ReturnValuesOnConditionCheckFailure
-		default:
-			return nil, awserr.Validation("1 validation error detected: Value '%s' at 'returnValuesOnConditionCheckFailure' failed to satisfy constraint: Member must satisfy enum value set: [ALL_OLD, NONE]", o.ReturnValuesOnConditionCheckFailure)
-		}
-		if a.kind == "Update" && (o.UpdateExpression == nil || *o.UpdateExpression == "") {
-			return nil, nullErr("transactItems.member.update.updateExpression")
-		}
-		if a.kind == "ConditionCheck" && o.ConditionExpression == nil {
-			return nil, nullErr("transactItems.member.conditionCheck.conditionExpression")
-		}
-		p, err := o.params(o.ConditionExpression, o.UpdateExpression)
+		a, err := e.txAction(ti, tables)
 		if err != nil {
 			return nil, err
 		}
-		if a.kind == "Update" {
-			if a.upd, err = expr.ParseUpdate(*o.UpdateExpression, p); err != nil {
-				return nil, err
-			}
-		}
-		if a.cond, err = parseCond(o.ConditionExpression, p, "ConditionExpression"); err != nil {
-			return nil, err
-		}
-		if err := p.CheckUnused(); err != nil {
-			return nil, err
-		}
-		t := tables[o.TableName]
-		if t == nil {
-			if t, err = e.lookup(o.TableName); err != nil {
-				return nil, err
-			}
-			tables[o.TableName] = t
-		}
-		a.t = t
-		if a.kind == "Put" {
-			if o.Item == nil {
-				return nil, nullErr("transactItems.member.put.item")
-			}
-			a.item = attr.Item(o.Item)
-			a.size = attr.ItemSize(a.item)
-			if a.size > maxItemSize {
-				return nil, awserr.Validation("Item size has exceeded the maximum allowed size")
-			}
-		} else if o.Key == nil {
-			return nil, nullErr("transactItems.member.key")
-		} else {
-			a.key = attr.Item(o.Key)
-		}
 		actions = append(actions, a)
 	}
-	// Lock every table involved, in name order.
+	if req.ClientRequestToken == nil {
+		res, err := commitTx(actions, tables, req.ReturnItemCollectionMetrics == "SIZE")
+		if err != nil {
+			return nil, err
+		}
+		return res.response(req.ReturnConsumedCapacity, req.ReturnItemCollectionMetrics, false), nil
+	}
+	token := *req.ClientRequestToken
+	digest, err := txDigest(req.TransactItems)
+	if err != nil {
+		return nil, err
+	}
+	prev, err := e.txTokens.begin(token, digest, e.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil {
+		return prev.response(req.ReturnConsumedCapacity, req.ReturnItemCollectionMetrics, true), nil
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			e.txTokens.abort(token)
+		}
+	}()
+	// A replay may ask for the metrics the first call did not: keep them.
+	res, err := commitTx(actions, tables, true)
+	if err != nil {
+		return nil, err
+	}
+	e.txTokens.finish(token, res, e.clock.Now())
+	committed = true
+	return res.response(req.ReturnConsumedCapacity, req.ReturnItemCollectionMetrics, false), nil
+}
+
+// txAction validates one TransactItems member and resolves its table
+// (through tables, which caches lookups).
+func (e *Engine) txAction(ti txWriteItem, tables map[string]*table) (*txAction, error) {
+	a := &txAction{}
+	n := 0
+	for kind, o := range map[string]*txOp{"ConditionCheck": ti.ConditionCheck, "Put": ti.Put, "Delete": ti.Delete, "Update": ti.Update} {
+		if o != nil {
+			a.kind, a.op = kind, o
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, awserr.Validation("TransactItems can only contain one of Check, Put, Update or Delete")
+	}
+	o := a.op
+	if err := checkTableName(o.TableName, "transactItems.member."+a.kind+".tableName"); err != nil {
+		return nil, err
+	}
+	switch o.ReturnValuesOnConditionCheckFailure {
+	case "", "NONE", "ALL_OLD":
+		a.rvccf = o.ReturnValuesOnConditionCheckFailure
+	default:
+		return nil, awserr.Validation("1 validation error detected: Value '%s' at 'returnValuesOnConditionCheckFailure' failed to satisfy constraint: Member must satisfy enum value set: [ALL_OLD, NONE]", o.ReturnValuesOnConditionCheckFailure)
+	}
+	if err := a.parseExpressions(); err != nil {
+		return nil, err
+	}
+	t := tables[o.TableName]
+	if t == nil {
+		var err error
+		if t, err = e.lookup(o.TableName); err != nil {
+			return nil, err
+		}
+		tables[o.TableName] = t
+	}
+	a.t = t
+	switch {
+	case a.kind == "Put" && o.Item == nil:
+		return nil, nullErr("transactItems.member.put.item")
+	case a.kind == "Put":
+		a.item = attr.Item(o.Item)
+		a.size = attr.ItemSize(a.item)
+		if a.size > maxItemSize {
+			return nil, awserr.Validation("Item size has exceeded the maximum allowed size")
+		}
+	case o.Key == nil:
+		return nil, nullErr("transactItems.member.key")
+	default:
+		a.key = attr.Item(o.Key)
+	}
+	return a, nil
+}
+
+// parseExpressions parses the action's condition and update expressions.
+func (a *txAction) parseExpressions() error {
+	o := a.op
+	if a.kind == "Update" && (o.UpdateExpression == nil || *o.UpdateExpression == "") {
+		return nullErr("transactItems.member.update.updateExpression")
+	}
+	if a.kind == "ConditionCheck" && o.ConditionExpression == nil {
+		return nullErr("transactItems.member.conditionCheck.conditionExpression")
+	}
+	p, err := o.params(o.ConditionExpression, o.UpdateExpression)
+	if err != nil {
+		return err
+	}
+	if a.kind == "Update" {
+		if a.upd, err = expr.ParseUpdate(*o.UpdateExpression, p); err != nil {
+			return err
+		}
+	}
+	if a.cond, err = parseCond(o.ConditionExpression, p, "ConditionExpression"); err != nil {
+		return err
+	}
+	return p.CheckUnused()
+}
+
+// lockTables write-locks (or read-locks) every table, in name order, and
+// returns the names in that order and the release.
+func lockTables(tables map[string]*table, write bool) ([]string, func()) {
 	names := make([]string, 0, len(tables))
 	for n := range tables {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		tables[n].mu.Lock()
-	}
-	defer func() {
-		for _, n := range names {
-			tables[n].mu.Unlock()
+		if write {
+			tables[n].mu.Lock()
+		} else {
+			tables[n].mu.RLock()
 		}
-	}()
-	seen := map[string]bool{}
+	}
+	return names, func() {
+		for _, n := range names {
+			if write {
+				tables[n].mu.Unlock()
+			} else {
+				tables[n].mu.RUnlock()
+			}
+		}
+	}
+}
+
+// txTargets is the set of items a transaction names; a second operation
+// on one item is refused, in TransactWriteItems and TransactGetItems alike.
+type txTargets map[string]bool
+
+func (s txTargets) add(t *table, skey []byte) error {
+	id := t.name + "\x00" + string(skey)
+	if s[id] {
+		return awserr.Validation("Transaction request cannot include multiple operations on one item")
+	}
+	s[id] = true
+	return nil
+}
+
+// commitTx runs a validated transaction under the write locks of all its
+// tables: it checks every condition (and dry-runs every update) before
+// changing anything, then applies every action. With icm it also sizes
+// the item collections written on tables with LSIs.
+func commitTx(actions []*txAction, tables map[string]*table, icm bool) (*txResult, error) {
+	names, unlock := lockTables(tables, true)
+	defer unlock()
+	targets := txTargets{}
 	for _, a := range actions {
 		var err error
 		if a.kind == "Put" {
@@ -156,68 +260,114 @@ func (e *Engine) opTransactWriteItems(ctx context.Context, body []byte) (any, er
 		} else if a.skey, err = a.t.keyOf(a.key); err != nil {
 			return nil, err
 		}
-		id := a.t.name + "\x00" + string(a.skey)
-		if seen[id] {
-			return nil, awserr.Validation("Transaction request cannot include multiple operations on one item")
+		if err := targets.add(a.t, a.skey); err != nil {
+			return nil, err
 		}
-		seen[id] = true
 	}
-	// Check every condition (and dry-run updates) before changing anything.
+	reasons, total, err := dryRunTx(actions)
+	if err != nil {
+		return nil, err
+	}
+	if total > maxTransactBytes {
+		return nil, awserr.Validation("Collection size of items exceeded, which can also be caused by the aggregate size of the items in the transaction exceeding the 4MB limit")
+	}
+	if reasons != nil {
+		return nil, &txCanceled{reasons: reasons}
+	}
+	res, err := applyTx(actions, names)
+	if err != nil || !icm {
+		return res, err
+	}
+	return res, res.collectionMetricsLocked(actions)
+}
+
+// dryRunTx evaluates every action against the current items (locks held)
+// and returns the cancellation reasons (nil when all pass) and the
+// aggregate size of the transaction's items: each Put's and Update's new
+// item, each Delete's and ConditionCheck's stored item.
+func dryRunTx(actions []*txAction) ([]cancelReason, int, error) {
 	reasons := make([]cancelReason, len(actions))
-	failed := false
+	failed, total := false, 0
 	for i, a := range actions {
 		reasons[i].Code = "None"
 		var old attr.Item
 		if ent := a.t.items.Get(a.skey); ent != nil {
 			var err error
 			if old, err = decodeStored(ent); err != nil {
-				return nil, err
+				return nil, 0, err
+			}
+			if a.kind == "Delete" || a.kind == "ConditionCheck" {
+				a.size = int(ent.size)
 			}
 		}
 		if err := checkCond(a.cond, old, a.rvccf); err != nil {
 			var cf *condFailed
 			if !errors.As(err, &cf) {
-				return nil, err
+				return nil, 0, err
 			}
 			reasons[i] = cancelReason{Code: "ConditionalCheckFailed", Message: "The conditional request failed", Item: cf.item}
 			failed = true
 			continue
 		}
 		if a.kind == "Update" {
-			base := old
-			if base == nil {
-				base = attr.CloneItem(a.key)
-			}
-			ni, touched, err := a.upd.Apply(base)
-			if err == nil {
-				for _, n := range touched {
-					if a.t.key.has(n) {
-						err = awserr.Validation("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", n)
-					}
-				}
-			}
-			if err == nil {
-				if attr.ItemSize(ni) > maxItemSize {
-					err = awserr.Validation("Item size to update has exceeded the maximum allowed size")
-				} else {
-					err = a.t.checkIndexKeys(ni)
-				}
-			}
-			if err != nil {
+			var err error
+			if a.size, err = a.dryRunUpdate(old); err != nil {
 				var ae *awserr.Error
-				if errors.As(err, &ae) && ae.Code == awserr.CodeValidation {
-					reasons[i] = cancelReason{Code: "ValidationError", Message: ae.Message}
-					failed = true
-					continue
+				if !errors.As(err, &ae) || ae.Code != awserr.CodeValidation {
+					return nil, 0, err
 				}
-				return nil, err
+				reasons[i] = cancelReason{Code: "ValidationError", Message: ae.Message}
+				failed = true
+				continue
 			}
 		}
+		total += a.size
 	}
-	if failed {
-		return nil, &txCanceled{reasons: reasons}
+	if !failed {
+		reasons = nil
 	}
-	var caps = map[string]float64{}
+	return reasons, total, nil
+}
+
+// dryRunUpdate applies an Update action to a copy of old (nil when the
+// item is missing) and returns the new item's size, or the validation
+// error the update would fail with.
+func (a *txAction) dryRunUpdate(old attr.Item) (int, error) {
+	base := old
+	if base == nil {
+		base = attr.CloneItem(a.key)
+	}
+	ni, touched, err := a.upd.Apply(base)
+	if err != nil {
+		return 0, err
+	}
+	for _, n := range touched {
+		if a.t.key.has(n) {
+			return 0, awserr.Validation("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", n)
+		}
+	}
+	size := attr.ItemSize(ni)
+	if size > maxItemSize {
+		return 0, awserr.Validation("Item size to update has exceeded the maximum allowed size")
+	}
+	return size, a.t.checkIndexKeys(ni)
+}
+
+// txResult is what a committed TransactWriteItems answers, kept with its
+// ClientRequestToken for replays.
+type txResult struct {
+	names      []string           // tables, in name order
+	writeUnits map[string]float64 // per table: what the call consumed
+	readUnits  map[string]float64 // per table: what a replay consumes
+	icm        map[string][]*itemCollMetrics
+}
+
+// applyTx applies every action (locks held, conditions checked) and
+// charges each table two write units per item (a transactional write)
+// on the larger of its old and new sizes; a replay is charged two
+// consistent read units per item on the same size.
+func applyTx(actions []*txAction, names []string) (*txResult, error) {
+	res := &txResult{names: names, writeUnits: map[string]float64{}, readUnits: map[string]float64{}}
 	for _, a := range actions {
 		var err error
 		size := a.size
@@ -234,17 +384,65 @@ func (e *Engine) opTransactWriteItems(ctx context.Context, body []byte) (any, er
 		if err != nil {
 			return nil, err
 		}
-		caps[a.t.name] += 2 * writeUnits(size)
+		res.writeUnits[a.t.name] += 2 * writeUnits(size)
+		res.readUnits[a.t.name] += 2 * readUnits(size, true)
 	}
+	return res, nil
+}
+
+// collectionMetricsLocked sizes the item collections the actions wrote on
+// tables with LSIs (ConditionChecks write nothing). Locks are held.
+func (r *txResult) collectionMetricsLocked(actions []*txAction) error {
+	colls := map[*table]*collectionSet{}
+	var order []*table
+	for _, a := range actions {
+		if a.kind == "ConditionCheck" || len(a.t.lsis) == 0 {
+			continue
+		}
+		s := colls[a.t]
+		if s == nil {
+			s = &collectionSet{}
+			colls[a.t] = s
+			order = append(order, a.t)
+		}
+		if a.kind == "Put" {
+			s.add(a.t, a.item)
+		} else {
+			s.add(a.t, a.key)
+		}
+	}
+	for _, t := range order {
+		m, err := colls[t].metricsLocked(t)
+		if err != nil {
+			return err
+		}
+		if r.icm == nil {
+			r.icm = map[string][]*itemCollMetrics{}
+		}
+		r.icm[t.name] = m
+	}
+	return nil
+}
+
+// response renders the result for a call with these ReturnConsumedCapacity
+// and ReturnItemCollectionMetrics; a replay reports read units.
+func (r *txResult) response(rcc, ricm string, replay bool) map[string]any {
 	resp := map[string]any{}
-	if req.ReturnConsumedCapacity == "TOTAL" || req.ReturnConsumedCapacity == "INDEXES" {
-		var cc []*capacity
-		for _, n := range names {
-			cc = append(cc, consumed(req.ReturnConsumedCapacity, n, caps[n], true, nil))
+	if rcc == "TOTAL" || rcc == "INDEXES" {
+		units := r.writeUnits
+		if replay {
+			units = r.readUnits
+		}
+		cc := make([]*capacity, 0, len(r.names))
+		for _, n := range r.names {
+			cc = append(cc, consumed(rcc, n, units[n], !replay, nil))
 		}
 		resp["ConsumedCapacity"] = cc
 	}
-	return resp, nil
+	if ricm == "SIZE" && len(r.icm) > 0 {
+		resp["ItemCollectionMetrics"] = r.icm
+	}
+	return resp
 }
 
 func (e *Engine) opTransactGetItems(ctx context.Context, body []byte) (any, error) {
@@ -301,27 +499,24 @@ func (e *Engine) opTransactGetItems(ctx context.Context, body []byte) (any, erro
 		}
 		gets = append(gets, get{t: t, key: attr.Item(o.Key), proj: proj})
 	}
-	names := make([]string, 0, len(tables))
-	for n := range tables {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		tables[n].mu.RLock()
-	}
-	defer func() {
-		for _, n := range names {
-			tables[n].mu.RUnlock()
-		}
-	}()
-	out := make([]map[string]json.RawMessage, len(gets))
+	_, unlock := lockTables(tables, false)
+	defer unlock()
+	keys := make([][]byte, len(gets))
+	targets := txTargets{}
 	for i, g := range gets {
 		sk, err := g.t.keyOf(g.key)
 		if err != nil {
 			return nil, err
 		}
+		if err := targets.add(g.t, sk); err != nil {
+			return nil, err
+		}
+		keys[i] = sk
+	}
+	out := make([]map[string]json.RawMessage, len(gets))
+	for i, g := range gets {
 		out[i] = map[string]json.RawMessage{}
-		ent := g.t.items.Get(sk)
+		ent := g.t.items.Get(keys[i])
 		if ent == nil {
 			continue
 		}
