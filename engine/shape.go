@@ -1,0 +1,821 @@
+package engine
+
+// shape.go is DynamoDB's first line of request validation. Before any
+// operation runs, DynamoDB checks each request's members against the API
+// model's constraints (required members, string lengths and patterns,
+// integer ranges, enum value sets, list and map sizes) and reports every
+// violation of one request in one ValidationException:
+//
+//	2 validation errors detected: Value 'a;' at 'tableName' failed to satisfy
+//	constraint: Member must satisfy regular expression pattern:
+//	[a-zA-Z0-9_.-]+; Value '0' at 'limit' failed to satisfy constraint:
+//	Member must have value greater than or equal to 1
+//
+// Only a request that passes goes on to the handlers' semantic checks.
+// shapes holds, per operation, the constrained members in the order
+// DynamoDB reports them (where that order is known from captures of the
+// real service it is kept even where it differs from the model's member
+// order, e.g. CreateTable reports attributeDefinitions before tableName);
+// checkShape walks a request body against them. Nested members are named
+// by dotted paths with 1-based list indexes and map keys, each followed by
+// "member": 'keySchema.1.member.keyType',
+// 'transactItems.1.member.put.tableName', 'requestItems.T.member.keys'.
+//
+// The walk reads the raw JSON without decoding it into Go values: items,
+// keys and other AttributeValue maps are skipped over (checked only for
+// presence), so PutItem of a large item costs one byte scan of the body.
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+
+	"github.com/ttl-archiver/archiver/engine/internal/awserr"
+)
+
+// maxShapeErrors is how many violations DynamoDB lists in one message.
+const maxShapeErrors = 10
+
+// kind is the JSON type a shape expects.
+type kind uint8
+
+const (
+	kAny    kind = iota // anything (AttributeValues, free-form maps): presence only
+	kString             // a JSON string
+	kInt                // a JSON integer
+	kBool               // true or false
+	kStruct             // an object with named members
+	kList               // an array
+	kMap                // an object with arbitrary keys
+)
+
+// shape is the model of one value: its JSON type and its constraints.
+type shape struct {
+	kind     kind
+	min, max int64 // length (string, list, map) or value (int) bounds, when hasMin/hasMax
+	hasMin   bool
+	hasMax   bool
+	pattern  *regexp.Regexp // must match the whole string
+	patText  string         // the pattern as DynamoDB prints it
+	enum     []string       // allowed values, in DynamoDB's printed order
+	fields   []field        // kStruct: members in report order
+	name     string         // kStruct: the model's name, for printing values
+	elem     *shape         // kList: element; kMap: value
+	key      *shape         // kMap: key constraints
+}
+
+// field is one member of a structure.
+type field struct {
+	name     string // on the wire: "TableName"
+	path     string // in messages: "tableName"
+	shape    *shape
+	required bool
+}
+
+func f(name string, s *shape) field {
+	return field{name: name, path: strings.ToLower(name[:1]) + name[1:], shape: s}
+}
+
+func req(name string, s *shape) field {
+	fl := f(name, s)
+	fl.required = true
+	return fl
+}
+
+func structOf(name string, fields ...field) *shape {
+	return &shape{kind: kStruct, name: name, fields: fields}
+}
+
+func listOf(elem *shape, lo, hi int64) *shape {
+	return bounded(&shape{kind: kList, elem: elem}, lo, hi)
+}
+
+func mapOf(key, elem *shape, lo, hi int64) *shape {
+	return bounded(&shape{kind: kMap, key: key, elem: elem}, lo, hi)
+}
+
+func str(lo, hi int64) *shape { return bounded(&shape{kind: kString}, lo, hi) }
+
+func integer(lo, hi int64) *shape { return bounded(&shape{kind: kInt}, lo, hi) }
+
+func enumOf(values ...string) *shape { return &shape{kind: kString, enum: values} }
+
+// noBound marks a bound that the model does not set.
+const noBound = -1 << 63
+
+func bounded(s *shape, lo, hi int64) *shape {
+	s.min, s.hasMin = lo, lo != noBound
+	s.max, s.hasMax = hi, hi != noBound
+	return s
+}
+
+func patterned(s *shape, re string) *shape {
+	s.pattern = regexp.MustCompile("^(?:" + re + ")$")
+	s.patText = re
+	return s
+}
+
+// Shapes shared by several operations.
+var (
+	anyS      = &shape{kind: kAny}
+	boolS     = &shape{kind: kBool}
+	nameS     = patterned(str(3, 255), "[a-zA-Z0-9_.-]+") // TableName, IndexName
+	attrNameS = str(1, 255)                               // KeySchemaAttributeName
+	limitS    = integer(1, noBound)
+	rccS      = enumOf("INDEXES", "TOTAL", "NONE")
+	ricmS     = enumOf("SIZE", "NONE")
+	rvS       = enumOf("ALL_NEW", "UPDATED_OLD", "ALL_OLD", "NONE", "UPDATED_NEW")
+	rvoccfS   = enumOf("ALL_OLD", "NONE")
+	condOpS   = enumOf("OR", "AND")
+	selectS   = enumOf("SPECIFIC_ATTRIBUTES", "COUNT", "ALL_ATTRIBUTES", "ALL_PROJECTED_ATTRIBUTES")
+	compOpS   = enumOf("IN", "NULL", "BETWEEN", "LT", "NOT_CONTAINS", "EQ", "GT", "NOT_NULL", "NE", "LE", "BEGINS_WITH", "GE", "CONTAINS")
+	attrsToGS = listOf(&shape{kind: kString}, 1, noBound) // AttributesToGet
+	tokenS    = str(1, 36)                                // ClientRequestToken
+	statement = str(1, 8192)                              // a PartiQL statement
+	paramsS   = listOf(anyS, 1, noBound)                  // PartiQL parameters
+
+	expectedS = mapOf(nil, structOf("ExpectedAttributeValue",
+		f("Value", anyS), f("Exists", boolS), f("ComparisonOperator", compOpS), f("AttributeValueList", anyS)), noBound, noBound)
+	conditionsS = mapOf(nil, structOf("Condition",
+		f("AttributeValueList", anyS), req("ComparisonOperator", compOpS)), noBound, noBound)
+	attrUpdatesS = mapOf(nil, structOf("AttributeValueUpdate",
+		f("Value", anyS), f("Action", enumOf("ADD", "PUT", "DELETE"))), noBound, noBound)
+
+	throughputS = structOf("ProvisionedThroughput",
+		req("WriteCapacityUnits", integer(1, noBound)), req("ReadCapacityUnits", integer(1, noBound)))
+	keySchemaS = listOf(structOf("KeySchemaElement",
+		req("AttributeName", attrNameS), req("KeyType", enumOf("HASH", "RANGE"))), 1, 2)
+	projectionS = structOf("Projection",
+		f("ProjectionType", enumOf("ALL", "INCLUDE", "KEYS_ONLY")), f("NonKeyAttributes", listOf(str(1, 255), 1, 20)))
+	attrDefsS = listOf(structOf("AttributeDefinition",
+		req("AttributeName", attrNameS), req("AttributeType", enumOf("B", "N", "S"))), noBound, noBound)
+	streamSpecS = structOf("StreamSpecification",
+		req("StreamEnabled", boolS), f("StreamViewType", enumOf("NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES", "KEYS_ONLY")))
+	billingS    = enumOf("PROVISIONED", "PAY_PER_REQUEST")
+	tableClassS = enumOf("STANDARD", "STANDARD_INFREQUENT_ACCESS")
+)
+
+// shapes is the model of every operation the engine serves, by operation
+// name; Streams operations are under "streams:" + name.
+var shapes = map[string]*shape{
+	"CreateTable": structOf("CreateTableInput",
+		req("AttributeDefinitions", attrDefsS),
+		req("TableName", nameS),
+		f("BillingMode", billingS),
+		f("ProvisionedThroughput", throughputS),
+		req("KeySchema", keySchemaS),
+		f("LocalSecondaryIndexes", listOf(structOf("LocalSecondaryIndex",
+			req("IndexName", nameS), req("KeySchema", keySchemaS), req("Projection", projectionS)), noBound, noBound)),
+		f("GlobalSecondaryIndexes", listOf(structOf("GlobalSecondaryIndex",
+			req("IndexName", nameS), req("KeySchema", keySchemaS), req("Projection", projectionS),
+			f("ProvisionedThroughput", throughputS)), noBound, noBound)),
+		f("StreamSpecification", streamSpecS),
+		f("TableClass", tableClassS)),
+	"DescribeTable": structOf("DescribeTableInput", req("TableName", nameS)),
+	"DeleteTable":   structOf("DeleteTableInput", req("TableName", nameS)),
+	"ListTables": structOf("ListTablesInput",
+		f("ExclusiveStartTableName", nameS), f("Limit", integer(1, 100))),
+	"UpdateTable": structOf("UpdateTableInput",
+		f("AttributeDefinitions", attrDefsS),
+		req("TableName", nameS),
+		f("BillingMode", billingS),
+		f("ProvisionedThroughput", throughputS),
+		f("GlobalSecondaryIndexUpdates", listOf(structOf("GlobalSecondaryIndexUpdate",
+			f("Update", structOf("UpdateGlobalSecondaryIndexAction",
+				req("IndexName", nameS), req("ProvisionedThroughput", throughputS))),
+			f("Create", structOf("CreateGlobalSecondaryIndexAction",
+				req("IndexName", nameS), req("KeySchema", keySchemaS), req("Projection", projectionS),
+				f("ProvisionedThroughput", throughputS))),
+			f("Delete", structOf("DeleteGlobalSecondaryIndexAction", req("IndexName", nameS)))), noBound, noBound)),
+		f("StreamSpecification", streamSpecS),
+		f("TableClass", tableClassS)),
+	"DescribeTimeToLive": structOf("DescribeTimeToLiveInput", req("TableName", nameS)),
+	"UpdateTimeToLive": structOf("UpdateTimeToLiveInput",
+		req("TableName", nameS),
+		req("TimeToLiveSpecification", structOf("TimeToLiveSpecification",
+			req("Enabled", boolS), req("AttributeName", str(1, 255))))),
+
+	"PutItem": structOf("PutItemInput",
+		f("ReturnConsumedCapacity", rccS), req("TableName", nameS), req("Item", anyS),
+		f("ConditionalOperator", condOpS), f("Expected", expectedS), f("ReturnValues", rvS),
+		f("ReturnItemCollectionMetrics", ricmS), f("ReturnValuesOnConditionCheckFailure", rvoccfS)),
+	"GetItem": structOf("GetItemInput",
+		f("ReturnConsumedCapacity", rccS), f("AttributesToGet", attrsToGS), req("TableName", nameS), req("Key", anyS)),
+	"DeleteItem": structOf("DeleteItemInput",
+		f("ReturnConsumedCapacity", rccS), req("TableName", nameS), f("ReturnValues", rvS),
+		f("ReturnItemCollectionMetrics", ricmS), req("Key", anyS), f("ConditionalOperator", condOpS),
+		f("Expected", expectedS), f("ReturnValuesOnConditionCheckFailure", rvoccfS)),
+	"UpdateItem": structOf("UpdateItemInput",
+		f("ReturnConsumedCapacity", rccS), req("TableName", nameS), f("ReturnItemCollectionMetrics", ricmS),
+		f("ReturnValues", rvS), req("Key", anyS), f("ConditionalOperator", condOpS), f("Expected", expectedS),
+		f("AttributeUpdates", attrUpdatesS), f("ReturnValuesOnConditionCheckFailure", rvoccfS)),
+	"Query": structOf("QueryInput",
+		f("Limit", limitS), f("KeyConditions", conditionsS), f("ReturnConsumedCapacity", rccS),
+		f("AttributesToGet", attrsToGS), req("TableName", nameS), f("Select", selectS), f("IndexName", nameS),
+		f("QueryFilter", conditionsS), f("ConditionalOperator", condOpS)),
+	"Scan": structOf("ScanInput",
+		f("Limit", limitS), f("TotalSegments", integer(1, 1000000)), f("ReturnConsumedCapacity", rccS),
+		f("AttributesToGet", attrsToGS), f("Select", selectS), req("TableName", nameS),
+		f("Segment", integer(0, 999999)), f("ScanFilter", conditionsS), f("IndexName", nameS),
+		f("ConditionalOperator", condOpS)),
+	"BatchGetItem": structOf("BatchGetItemInput",
+		f("ReturnConsumedCapacity", rccS),
+		req("RequestItems", mapOf(nameS, structOf("KeysAndAttributes",
+			// Keys has max 100 in the model, but DynamoDB reports more than
+			// 100 keys with its own message (the handler's check).
+			req("Keys", listOf(anyS, 1, noBound)), f("AttributesToGet", attrsToGS)), 1, 100))),
+	"BatchWriteItem": structOf("BatchWriteItemInput",
+		f("ReturnConsumedCapacity", rccS), f("ReturnItemCollectionMetrics", ricmS),
+		req("RequestItems", mapOf(nameS, listOf(structOf("WriteRequest",
+			f("PutRequest", structOf("PutRequest", req("Item", anyS))),
+			f("DeleteRequest", structOf("DeleteRequest", req("Key", anyS)))), 1, 25), 1, 25))),
+	"TransactWriteItems": structOf("TransactWriteItemsInput",
+		f("ReturnConsumedCapacity", rccS), f("ReturnItemCollectionMetrics", ricmS),
+		f("ClientRequestToken", tokenS),
+		req("TransactItems", listOf(structOf("TransactWriteItem",
+			f("ConditionCheck", structOf("ConditionCheck", req("Key", anyS), req("TableName", nameS),
+				req("ConditionExpression", anyS), f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
+			f("Put", structOf("Put", req("Item", anyS), req("TableName", nameS),
+				f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
+			f("Delete", structOf("Delete", req("Key", anyS), req("TableName", nameS),
+				f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
+			f("Update", structOf("Update", req("Key", anyS), req("UpdateExpression", anyS), req("TableName", nameS),
+				f("ReturnValuesOnConditionCheckFailure", rvoccfS)))), 1, 100))),
+	"TransactGetItems": structOf("TransactGetItemsInput",
+		req("TransactItems", listOf(structOf("TransactGetItem",
+			req("Get", structOf("Get", req("Key", anyS), req("TableName", nameS)))), 1, 100)),
+		f("ReturnConsumedCapacity", rccS)),
+
+	// PartiQL.
+	"ExecuteStatement": structOf("ExecuteStatementInput",
+		req("Statement", statement), f("Parameters", paramsS), f("NextToken", str(1, 32768)),
+		f("ReturnConsumedCapacity", rccS), f("Limit", limitS), f("ReturnValuesOnConditionCheckFailure", rvoccfS)),
+	"BatchExecuteStatement": structOf("BatchExecuteStatementInput",
+		req("Statements", listOf(structOf("BatchStatementRequest",
+			req("Statement", statement), f("Parameters", paramsS),
+			f("ReturnValuesOnConditionCheckFailure", rvoccfS)), 1, 25)),
+		f("ReturnConsumedCapacity", rccS)),
+	"ExecuteTransaction": structOf("ExecuteTransactionInput",
+		req("TransactStatements", listOf(structOf("ParameterizedStatement",
+			req("Statement", statement), f("Parameters", paramsS),
+			f("ReturnValuesOnConditionCheckFailure", rvoccfS)), 1, 100)),
+		f("ClientRequestToken", tokenS), f("ReturnConsumedCapacity", rccS)),
+
+	// DynamoDB Streams.
+	"streams:ListStreams": structOf("ListStreamsInput",
+		f("TableName", nameS), f("Limit", integer(1, 100)), f("ExclusiveStartStreamArn", str(37, 1024))),
+	"streams:DescribeStream": structOf("DescribeStreamInput",
+		req("StreamArn", str(37, 1024)), f("Limit", integer(1, 100)), f("ExclusiveStartShardId", str(28, 65)),
+		f("ShardFilter", structOf("ShardFilter", f("Type", enumOf("CHILD_SHARDS")), f("ShardId", str(28, 65))))),
+	"streams:GetShardIterator": structOf("GetShardIteratorInput",
+		req("StreamArn", str(37, 1024)), req("ShardId", str(28, 65)),
+		req("ShardIteratorType", enumOf("TRIM_HORIZON", "LATEST", "AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER", "AT_TIMESTAMP")),
+		f("SequenceNumber", str(21, 40))),
+	"streams:GetRecords": structOf("GetRecordsInput",
+		req("ShardIterator", str(1, 2048)), f("Limit", integer(1, 1000))),
+}
+
+// checkShape checks body, the request of operation op (of the Streams API
+// when streamsAPI), against the model's constraints and returns
+// every violation as one ValidationException, or nil. A body that is not
+// JSON, or has a member of the wrong JSON type, is left to the handler's
+// decoder, which reports it as the SerializationException DynamoDB sends
+// before any constraint is checked.
+func checkShape(streamsAPI bool, op string, body []byte) error {
+	if streamsAPI {
+		op = "streams:" + op
+	}
+	s := shapes[op]
+	if s == nil {
+		return nil
+	}
+	raw := trimWS(body)
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	var w walker
+	if !w.walk(s, raw, "") || len(w.msgs) == 0 {
+		return nil
+	}
+	if !json.Valid(body) {
+		return nil
+	}
+	if len(w.msgs) == 1 {
+		return awserr.Validation("1 validation error detected: %s", w.msgs[0])
+	}
+	return awserr.Validation("%d validation errors detected: %s", len(w.msgs), strings.Join(w.msgs, "; "))
+}
+
+// walker collects the violations of one request.
+type walker struct {
+	msgs []string
+}
+
+// fail records a violation of the value at path (raw nil: a missing value).
+func (w *walker) fail(s *shape, raw []byte, path, constraint string) {
+	if len(w.msgs) >= maxShapeErrors {
+		return
+	}
+	v := "null"
+	if raw != nil {
+		v = "'" + render(s, raw) + "'"
+	}
+	w.msgs = append(w.msgs, "Value "+v+" at '"+path+"' failed to satisfy constraint: "+constraint)
+}
+
+// walk checks raw, a present non-null JSON value, against s. It returns
+// false when raw is not of the JSON type s expects (a serialization error).
+func (w *walker) walk(s *shape, raw []byte, path string) bool {
+	switch s.kind {
+	case kAny:
+		return true
+	case kBool:
+		return string(raw) == "true" || string(raw) == "false"
+	case kString:
+		v, ok := jsonString(raw)
+		if ok {
+			w.checkString(s, raw, v, path)
+		}
+		return ok
+	case kInt:
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil {
+			return false
+		}
+		if s.hasMin && n < s.min {
+			w.fail(s, raw, path, "Member must have value greater than or equal to "+strconv.FormatInt(s.min, 10))
+		}
+		if s.hasMax && n > s.max {
+			w.fail(s, raw, path, "Member must have value less than or equal to "+strconv.FormatInt(s.max, 10))
+		}
+		return true
+	case kStruct:
+		return w.walkStruct(s, raw, path)
+	case kList:
+		return w.walkList(s, raw, path, true)
+	case kMap:
+		return w.walkMap(s, raw, path)
+	}
+	return true
+}
+
+func (w *walker) checkString(s *shape, raw []byte, v, path string) {
+	if s.enum != nil {
+		for _, e := range s.enum {
+			if v == e {
+				return
+			}
+		}
+		w.fail(s, raw, path, "Member must satisfy enum value set: ["+strings.Join(s.enum, ", ")+"]")
+		return
+	}
+	if s.pattern != nil && !s.pattern.MatchString(v) {
+		w.fail(s, raw, path, "Member must satisfy regular expression pattern: "+s.patText)
+	}
+	w.checkLen(s, raw, int64(javaLen(v)), path)
+}
+
+func (w *walker) checkLen(s *shape, raw []byte, n int64, path string) {
+	if s.hasMin && n < s.min {
+		w.fail(s, raw, path, "Member must have length greater than or equal to "+strconv.FormatInt(s.min, 10))
+	}
+	if s.hasMax && n > s.max {
+		w.fail(s, raw, path, "Member must have length less than or equal to "+strconv.FormatInt(s.max, 10))
+	}
+}
+
+func (w *walker) walkStruct(s *shape, raw []byte, path string) bool {
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	var buf [16][]byte
+	vals := buf[:0]
+	if len(s.fields) > len(buf) {
+		vals = make([][]byte, 0, len(s.fields))
+	}
+	vals = vals[:len(s.fields)]
+	it := objIter{b: raw}
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		if i := fieldIndex(s.fields, k); i >= 0 {
+			vals[i] = v
+		}
+	}
+	if it.bad {
+		return false
+	}
+	prefix := path
+	if prefix != "" {
+		prefix += "."
+	}
+	for i, fl := range s.fields {
+		v := vals[i]
+		if v == nil || string(v) == "null" {
+			if fl.required {
+				w.fail(fl.shape, nil, prefix+fl.path, "Member must not be null")
+			}
+			continue
+		}
+		if !w.walk(fl.shape, v, prefix+fl.path) {
+			return false
+		}
+	}
+	return true
+}
+
+// fieldIndex finds the member named k, exactly or, as encoding/json
+// matches the handlers' structs, case-insensitively.
+func fieldIndex(fields []field, k []byte) int {
+	for i := range fields {
+		if string(k) == fields[i].name {
+			return i
+		}
+	}
+	for i := range fields {
+		if strings.EqualFold(string(k), fields[i].name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// walkList checks a list; ownLen is false when its length was already
+// reported by the map holding it.
+func (w *walker) walkList(s *shape, raw []byte, path string, ownLen bool) bool {
+	if len(raw) == 0 || raw[0] != '[' {
+		return false
+	}
+	elems, ok := listElems(raw)
+	if !ok {
+		return false
+	}
+	if ownLen {
+		w.checkLen(s, raw, int64(len(elems)), path)
+	}
+	if s.elem.kind == kAny {
+		return true
+	}
+	for i, e := range elems {
+		if string(e) == "null" {
+			continue
+		}
+		if !w.walk(s.elem, e, path+"."+strconv.Itoa(i+1)+".member") {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *walker) walkMap(s *shape, raw []byte, path string) bool {
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	var keys []string
+	var vals [][]byte
+	it := objIter{b: raw}
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		keys, vals = append(keys, string(k)), append(vals, v)
+	}
+	if it.bad {
+		return false
+	}
+	w.checkLen(s, raw, int64(len(keys)), path)
+	if s.key != nil {
+		for _, k := range keys {
+			if !keyOK(s.key, k) {
+				w.fail(s, raw, path, "Map keys must satisfy constraint: ["+constraintList(s.key)+"]")
+				break
+			}
+		}
+	}
+	valueLen := s.elem.kind == kList && (s.elem.hasMin || s.elem.hasMax)
+	if valueLen {
+		for _, v := range vals {
+			if elems, ok := listElems(v); ok && !inBounds(s.elem, int64(len(elems))) {
+				w.fail(s, raw, path, "Map value must satisfy constraint: ["+constraintList(s.elem)+"]")
+				break
+			}
+		}
+	}
+	for i, v := range vals {
+		if string(v) == "null" {
+			continue
+		}
+		p := path + "." + keys[i] + ".member"
+		var ok bool
+		if s.elem.kind == kList {
+			ok = w.walkList(s.elem, v, p, !valueLen)
+		} else {
+			ok = w.walk(s.elem, v, p)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func inBounds(s *shape, n int64) bool {
+	return (!s.hasMin || n >= s.min) && (!s.hasMax || n <= s.max)
+}
+
+func keyOK(s *shape, k string) bool {
+	return inBounds(s, int64(javaLen(k))) && (s.pattern == nil || s.pattern.MatchString(k))
+}
+
+// constraintList prints a shape's constraints as DynamoDB lists them for
+// map keys and values: maximum, minimum, then pattern.
+func constraintList(s *shape) string {
+	var c []string
+	if s.hasMax {
+		c = append(c, "Member must have length less than or equal to "+strconv.FormatInt(s.max, 10))
+	}
+	if s.hasMin {
+		c = append(c, "Member must have length greater than or equal to "+strconv.FormatInt(s.min, 10))
+	}
+	if s.pattern != nil {
+		c = append(c, "Member must satisfy regular expression pattern: "+s.patText)
+	}
+	return strings.Join(c, ", ")
+}
+
+// javaLen is a string's length as Java counts it, in UTF-16 code units.
+func javaLen(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
+// render prints a value the way DynamoDB's messages do (Java's toString):
+// strings bare, lists as [a, b], maps as {k=v}, structures as
+// Name(member=value, ...).
+func render(s *shape, raw []byte) string {
+	var b strings.Builder
+	renderTo(&b, s, raw)
+	return b.String()
+}
+
+func renderTo(b *strings.Builder, s *shape, raw []byte) {
+	if s == nil {
+		s = anyS
+	}
+	switch {
+	case string(raw) == "null":
+		b.WriteString("null")
+	case raw[0] == '"':
+		v, _ := jsonString(raw)
+		b.WriteString(v)
+	case raw[0] == '[':
+		elems, _ := listElems(raw)
+		b.WriteByte('[')
+		for i, e := range elems {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			renderTo(b, s.elem, e)
+		}
+		b.WriteByte(']')
+	case raw[0] == '{' && s.kind == kStruct:
+		renderStruct(b, s, raw)
+	case raw[0] == '{':
+		b.WriteByte('{')
+		it := objIter{b: raw}
+		for n := 0; ; n++ {
+			k, v, ok := it.next()
+			if !ok {
+				break
+			}
+			if n > 0 {
+				b.WriteString(", ")
+			}
+			b.Write(k)
+			b.WriteByte('=')
+			renderTo(b, s.elem, v)
+		}
+		b.WriteByte('}')
+	default:
+		b.Write(raw)
+	}
+}
+
+func renderStruct(b *strings.Builder, s *shape, raw []byte) {
+	vals := make([][]byte, len(s.fields))
+	it := objIter{b: raw}
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		if i := fieldIndex(s.fields, k); i >= 0 {
+			vals[i] = v
+		}
+	}
+	b.WriteString(s.name)
+	b.WriteByte('(')
+	for i, fl := range s.fields {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(fl.path)
+		b.WriteByte('=')
+		if vals[i] == nil {
+			b.WriteString("null")
+		} else {
+			renderTo(b, fl.shape, vals[i])
+		}
+	}
+	b.WriteByte(')')
+}
+
+// ---- a minimal JSON reader: finds values' extents without decoding ----
+
+// objIter walks the members of a JSON object. bad is set when the object
+// is malformed.
+type objIter struct {
+	b   []byte
+	i   int
+	bad bool
+}
+
+// next returns the next member's raw key (unescaped) and raw value.
+func (it *objIter) next() (key, val []byte, ok bool) {
+	b := it.b
+	i := it.i
+	if i == 0 {
+		i = skipWS(b, 0)
+		if i >= len(b) || b[i] != '{' {
+			it.bad = true
+			return nil, nil, false
+		}
+		i = skipWS(b, i+1)
+		if i < len(b) && b[i] == '}' {
+			it.i = len(b)
+			return nil, nil, false
+		}
+	} else if i >= len(b) {
+		return nil, nil, false
+	}
+	if i >= len(b) || b[i] != '"' {
+		it.bad = true
+		return nil, nil, false
+	}
+	end := scanString(b, i)
+	if end < 0 {
+		it.bad = true
+		return nil, nil, false
+	}
+	key = b[i:end]
+	if s, ok := jsonString(key); ok {
+		key = []byte(s)
+	}
+	i = skipWS(b, end)
+	if i >= len(b) || b[i] != ':' {
+		it.bad = true
+		return nil, nil, false
+	}
+	i = skipWS(b, i+1)
+	vend := scanValue(b, i)
+	if vend < 0 {
+		it.bad = true
+		return nil, nil, false
+	}
+	val = b[i:vend]
+	i = skipWS(b, vend)
+	switch {
+	case i < len(b) && b[i] == ',':
+		it.i = skipWS(b, i+1)
+	case i < len(b) && b[i] == '}':
+		it.i = len(b)
+	default:
+		it.bad = true
+		return nil, nil, false
+	}
+	return key, val, true
+}
+
+// listElems splits a JSON array into its raw elements.
+func listElems(raw []byte) ([][]byte, bool) {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, false
+	}
+	var out [][]byte
+	i := skipWS(raw, 1)
+	if i < len(raw) && raw[i] == ']' {
+		return out, true
+	}
+	for i < len(raw) {
+		end := scanValue(raw, i)
+		if end < 0 {
+			return nil, false
+		}
+		out = append(out, raw[i:end])
+		i = skipWS(raw, end)
+		if i < len(raw) && raw[i] == ']' {
+			return out, true
+		}
+		if i >= len(raw) || raw[i] != ',' {
+			return nil, false
+		}
+		i = skipWS(raw, i+1)
+	}
+	return nil, false
+}
+
+// jsonString decodes a raw JSON string.
+func jsonString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	if !strings.ContainsRune(string(inner), '\\') {
+		return string(inner), true
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func trimWS(b []byte) []byte {
+	i := skipWS(b, 0)
+	j := len(b)
+	for j > i && (b[j-1] == ' ' || b[j-1] == '\t' || b[j-1] == '\n' || b[j-1] == '\r') {
+		j--
+	}
+	return b[i:j]
+}
+
+// scanString returns the index just past the string starting at b[i], or -1.
+func scanString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// scanValue returns the index just past the JSON value starting at b[i],
+// or -1. It checks nesting and strings, not the full grammar: the
+// handler's decoder (and checkShape's json.Valid before it reports
+// anything) does that.
+func scanValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return scanString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = scanString(b, i)
+				if i < 0 {
+					return -1
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && !strings.ContainsRune(",}] \t\n\r", rune(b[j])) {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
