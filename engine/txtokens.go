@@ -32,9 +32,9 @@ import (
 const (
 	// txTokenTTL is how long a completed transaction's token is remembered.
 	txTokenTTL = 10 * time.Minute
-	// maxTxTokens bounds the completed tokens remembered at once; past it
-	// the oldest are forgotten before their 10 minutes (about 200 bytes
-	// each, so the cap is some 25 MB).
+	// maxTxTokens bounds the completed tokens remembered at once (a few
+	// hundred bytes each); past it the oldest are forgotten before their
+	// 10 minutes are up.
 	maxTxTokens = 1 << 17
 
 	codeIdempotentMismatch = "IdempotentParameterMismatchException"
