@@ -66,5 +66,6 @@ func (r *Registry) Inject(arn, shardID string, c EncodedChange) (string, error) 
 	}
 	sh.recs = append(sh.recs, rec)
 	sh.count++
+	s.journalRecord(sh, &sh.recs[len(sh.recs)-1], c.EventName)
 	return string(appendSeq(nil, rec.seq)), nil
 }

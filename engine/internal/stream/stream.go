@@ -84,6 +84,8 @@ type Registry struct {
 
 	throttle atomic.Int64  // GetRecords calls still to fail
 	epoch    atomic.Uint32 // iterators issued in an older epoch are expired
+
+	journal Journal // nil: no persistence (see SetJournal)
 }
 
 // NewRegistry returns an empty registry.
@@ -238,6 +240,7 @@ func (r *Registry) Create(table string, viewType string) *Stream {
 	r.mu.Unlock()
 
 	s.mu.Lock()
+	s.jot(Event{Kind: EvStreamCreated, Header: s.header()})
 	n := uint64(r.opts.Shards)
 	step := ^uint64(0) / n
 	for i := uint64(0); i < n; i++ {
@@ -276,13 +279,18 @@ func (s *Stream) Status() string {
 // DescribeStream returns as KeySchema. rangeKey is "" for a table without a
 // sort key. (An addition to the contract: Create does not know the keys.)
 func (s *Stream) SetKeySchema(hashKey, rangeKey string) {
+	s.mu.Lock()
+	s.setKeySchemaLocked(hashKey, rangeKey)
+	s.jot(Event{Kind: EvKeySchema, Header: Header{HashKey: hashKey, RangeKey: rangeKey}})
+	s.mu.Unlock()
+}
+
+func (s *Stream) setKeySchemaLocked(hashKey, rangeKey string) {
 	ks := []keyElem{{hashKey, "HASH"}}
 	if rangeKey != "" {
 		ks = append(ks, keyElem{rangeKey, "RANGE"})
 	}
-	s.mu.Lock()
 	s.keySchema = ks
-	s.mu.Unlock()
 }
 
 // Lookup returns the live stream with this ARN, or nil.
@@ -319,6 +327,7 @@ func (s *Stream) openShardLocked(parent string, lo, hi uint64, now time.Time) *s
 	s.open = append(s.open, nil)
 	copy(s.open[i+1:], s.open[i:])
 	s.open[i] = sh
+	s.jot(Event{Kind: EvShardOpened, Shard: sh.state()})
 	return sh
 }
 
@@ -328,6 +337,7 @@ func (s *Stream) closeShardLocked(sh *shard, now time.Time) {
 	s.lastSeq++
 	sh.end = s.lastSeq
 	sh.closedAt = now
+	s.jot(Event{Kind: EvShardClosed, Shard: ShardState{Ord: sh.ord, End: sh.end, ClosedAt: now.UnixNano()}})
 	for i, o := range s.open {
 		if o == sh {
 			s.open = append(s.open[:i], s.open[i+1:]...)
@@ -476,6 +486,7 @@ func (s *Stream) append(eventName string, rec record) {
 	}
 	sh.recs = append(sh.recs, rec)
 	sh.count++
+	s.journalRecord(sh, &sh.recs[len(sh.recs)-1], eventName)
 	if rr := s.reg.opts.RolloverRecords; rr > 0 && sh.count >= rr {
 		s.rolloverLocked(sh, now)
 	}
@@ -574,12 +585,17 @@ func (s *Stream) maintainLocked(now time.Time) {
 	s.trimLocked(cutoff.UnixNano())
 	// Closed shards older than retention disappear, as in AWS.
 	kept := s.shards[:0]
+	var dropped []uint32
 	for _, sh := range s.shards {
 		if sh.closed() && len(sh.recs) == 0 && !sh.closedAt.After(cutoff) {
 			delete(s.byOrd, sh.ord)
+			dropped = append(dropped, sh.ord)
 			continue
 		}
 		kept = append(kept, sh)
+	}
+	if len(dropped) > 0 {
+		s.jot(Event{Kind: EvShardsDropped, Dropped: dropped})
 	}
 	for i := len(kept); i < len(s.shards); i++ {
 		s.shards[i] = nil
@@ -589,10 +605,15 @@ func (s *Stream) maintainLocked(now time.Time) {
 
 // trimLocked drops every record created before the cutoff (unix nanos).
 func (s *Stream) trimLocked(cutoff int64) {
+	jotted := false
 	for _, sh := range s.shards {
 		n := sort.Search(len(sh.recs), func(i int) bool { return sh.recs[i].at >= cutoff })
 		if n == 0 {
 			continue
+		}
+		if !jotted {
+			s.jot(Event{Kind: EvTrimmed, At: cutoff})
+			jotted = true
 		}
 		sh.trimmed = sh.recs[n-1].seq
 		if n == len(sh.recs) {
@@ -637,6 +658,9 @@ func (r *Registry) Tick() {
 	for _, s := range gone {
 		delete(r.byARN, s.arn)
 		delete(r.byOrd, s.ord)
+		if r.journal != nil {
+			r.journal.Record(&Event{Kind: EvStreamDropped, Stream: s.ord})
+		}
 	}
 	kept := r.list[:0]
 	for _, s := range r.list {
@@ -680,6 +704,7 @@ func (r *Registry) Disable(arn string) {
 		s.closeShardLocked(s.open[0], now)
 	}
 	s.status = StatusDisabled
+	s.jot(Event{Kind: EvDisabled})
 }
 
 // ThrottleGetRecords makes the next n GetRecords calls fail with
