@@ -20,6 +20,7 @@
 // UpdateTable with streams on/off and GSI create/delete with backfill,
 // DeleteTable), items (PutItem, GetItem, UpdateItem, DeleteItem, Query,
 // Scan, BatchGetItem, BatchWriteItem, TransactWriteItems, TransactGetItems)
+// and PartiQL (ExecuteStatement, BatchExecuteStatement, ExecuteTransaction)
 // with the whole expression language, global and local secondary indexes,
 // TTL (UpdateTimeToLive, DescribeTimeToLive) and the four Streams
 // operations. Errors carry AWS's codes and, where practical, its messages.
