@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
@@ -92,9 +93,9 @@ func (p fastProtocol) sdkDecode(ctx context.Context, schema *smithy.OperationSch
 // to the SDK.
 type recordDecoder struct {
 	b []byte
-	// s is b as one string: unescaped strings are slices of it, so the
-	// strings of a whole response share one allocation (as the SDK's
-	// arena does).
+	// s is b as one string (the same bytes, not a copy): unescaped
+	// strings are slices of it, so the strings of a whole response share
+	// the response's one allocation (as the SDK's arena does).
 	s string
 	i int
 
@@ -121,12 +122,15 @@ func (s *slab[T]) new() *T {
 	return p
 }
 
-// decodeGetRecords fills out from body and reports whether it could.
+// decodeGetRecords fills out from body and reports whether it could. The
+// strings of out point into body (no copy of the response is made), so
+// body must never be written again; DeserializeResponse reads every
+// response into a buffer of its own.
 func decodeGetRecords(body []byte, out *dynamodbstreams.GetRecordsOutput) bool {
 	if len(body) == 0 {
 		return false // the SDK's rule for an empty body applies
 	}
-	d := &recordDecoder{b: body, s: string(body)}
+	d := &recordDecoder{b: body, s: unsafe.String(unsafe.SliceData(body), len(body))}
 	ok := d.object(func(key string) bool {
 		switch key {
 		case "NextShardIterator":
