@@ -7,7 +7,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -87,6 +89,9 @@ type NATSSink struct {
 	killCtx context.Context
 	kill    context.CancelFunc
 	stream  string
+
+	// perEvent is the last batch's arena bytes per event.
+	perEvent atomic.Int64
 
 	// Core mode.
 	core *serial
@@ -285,12 +290,29 @@ func (s *NATSSink) Stream() string { return s.stream }
 
 // message renders one event as a NATS message.
 func (s *NATSSink) message(e *event.Event) *nats.Msg {
-	var data []byte
+	m, _, _ := s.appendMessage(nil, e)
+	return m
+}
+
+// appendMessage renders one event as a NATS message whose payload and
+// Archiver-Keys value are appended to arena, which it returns extended.
+// Write renders a whole batch into one arena: one allocation instead of
+// a growing buffer per payload and a string per key. The message keeps
+// pointing into the arena, which is never written again below its
+// length, so a later append (even one that moves the arena) leaves it
+// unchanged.
+func (s *NATSSink) appendMessage(arena []byte, e *event.Event) (*nats.Msg, int64, []byte) {
+	start := len(arena)
 	if s.c.Format == "item" {
-		data = event.PlainJSON(e.Image())
+		arena = event.AppendPlainJSON(arena, e.Image())
 	} else {
-		data = event.MarshalLine(e)
+		arena = event.AppendLine(arena, e)
+		arena = arena[:len(arena)-1] // no newline
 	}
+	end := len(arena)
+	arena = event.AppendItem(arena, nonNilItem(e.Keys))
+	data := arena[start:end:end]
+	keys := arena[end:]
 	id := e.EventID
 	if id == "" {
 		id = e.StreamARN + "/" + e.ShardID + "/" + e.SequenceNumber
@@ -298,17 +320,20 @@ func (s *NATSSink) message(e *event.Event) *nats.Msg {
 	// The names are already in canonical form (TestHeaderNamesCanonical),
 	// so the values go in directly, in one backing array, instead of
 	// through Header.Set's canonicalisation and one slice each.
-	vals := [...]string{id, e.Table, string(e.Kind), string(event.MarshalItem(nonNilItem(e.Keys))), e.ShardID, e.SequenceNumber, e.EventName, e.DeletedBy}
+	vals := [...]string{id, e.Table, string(e.Kind), unsafe.String(unsafe.SliceData(keys), len(keys)), e.ShardID, e.SequenceNumber, e.EventName, e.DeletedBy}
 	n := len(vals)
 	if e.DeletedBy == "" {
 		n-- // not a REMOVE: no Archiver-Deleted-By (the last header)
 	}
 	all := vals[:]
 	h := make(nats.Header, n)
+	subject := s.tmpl.render(e)
+	size := len(subject) + len(data)
 	for i, k := range headerNames[:n] {
 		h[k] = all[i : i+1 : i+1]
+		size += len(k) + len(all[i]) + 4
 	}
-	return &nats.Msg{Subject: s.tmpl.render(e), Header: h, Data: data}
+	return &nats.Msg{Subject: subject, Header: h, Data: data}, int64(size), arena
 }
 
 // headerNames are the headers of the messages, in the order message fills
@@ -322,14 +347,14 @@ func nonNilItem(i event.Item) event.Item {
 	return i
 }
 
-func msgSize(m *nats.Msg) int64 {
-	n := len(m.Subject) + len(m.Data)
-	for k, vs := range m.Header {
-		for _, v := range vs {
-			n += len(k) + len(v) + 4
-		}
+// arenaSize is how many bytes the payloads and keys of evs likely take:
+// the last batch's bytes per event, with room to spare.
+func (s *NATSSink) arenaSize(evs []event.Event) int {
+	per := s.perEvent.Load()
+	if per == 0 {
+		per = 1024
 	}
-	return int64(n)
+	return len(evs) * int(per+per/8+64)
 }
 
 // Write publishes the batch's events. It blocks while MaxPendingBytes are
@@ -354,10 +379,13 @@ func (s *NATSSink) Write(ctx context.Context, b Batch, ack Ack) (err error) {
 	msgs := make([]*nats.Msg, len(b.Events))
 	sizes := make([]int64, len(b.Events))
 	var total int64
+	arena := make([]byte, 0, s.arenaSize(b.Events))
 	for i := range b.Events {
-		msgs[i] = s.message(&b.Events[i])
-		sizes[i] = msgSize(msgs[i])
+		msgs[i], sizes[i], arena = s.appendMessage(arena, &b.Events[i])
 		total += sizes[i]
+	}
+	if len(b.Events) > 0 {
+		s.perEvent.Store(int64(len(arena) / len(b.Events)))
 	}
 	if err := s.budget.Acquire(ctx, total, nil); err != nil {
 		return err
@@ -440,7 +468,7 @@ func (s *NATSSink) publish(ctx context.Context, m *nats.Msg) (jetstream.PubAckFu
 	}
 	retry := backoff.Policy{Min: 10 * time.Millisecond, Max: time.Second}
 	for n := 0; ; n++ {
-		fut, err := s.js.PublishMsgAsync(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+		fut, err := s.js.PublishMsgAsync(m) // it neither changes nor keeps m past the acknowledgement
 		if err == nil {
 			return fut, nil
 		}

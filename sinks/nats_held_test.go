@@ -1,0 +1,77 @@
+package sinks
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ttl-archiver/archiver/event"
+)
+
+// TestNATSMessagesHeldPastTheirBatch: Write renders a batch's payloads and
+// key headers into one arena that messages point into. A message held
+// past its batch (awaiting its acknowledgement, or published again) must
+// stay byte for byte what was rendered, while later batches render on
+// other goroutines; run under -race.
+func TestNATSMessagesHeldPastTheirBatch(t *testing.T) {
+	for _, format := range []string{"envelope", "item"} {
+		t.Run(format, func(t *testing.T) {
+			tmpl, err := parseSubject("archiver.{table}.{kind}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &NATSSink{tmpl: tmpl, c: NATSConfig{Format: format}}
+			evs := testEvents("sessions", "shard-1", 1, 40)
+			var held []*nats.Msg
+			arena := make([]byte, 0, s.arenaSize(evs))
+			for i := range evs {
+				var m *nats.Msg
+				m, _, arena = s.appendMessage(arena, &evs[i])
+				held = append(held, m)
+			}
+			// What each message must still say: rendered afresh, in
+			// buffers of their own.
+			want := make([]*nats.Msg, len(evs))
+			for i := range evs {
+				want[i] = s.message(&evs[i])
+			}
+			var wg sync.WaitGroup
+			for g := 0; g < 4; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					later := testEvents("sessions", "shard-1", 1000*(g+1), 200)
+					for range 5 {
+						s.perEvent.Store(16) // too small: the arena moves while it fills
+						a := make([]byte, 0, s.arenaSize(later))
+						for i := range later {
+							_, _, a = s.appendMessage(a, &later[i])
+						}
+					}
+				}()
+			}
+			// The arena of the held messages grows on after them too.
+			more := testEvents("sessions", "shard-1", 500, 100)
+			for i := range more {
+				_, _, arena = s.appendMessage(arena, &more[i])
+			}
+			wg.Wait()
+			for i, m := range held {
+				if !bytes.Equal(m.Data, want[i].Data) {
+					t.Fatalf("message %d changed after later batches:\n%s\nwant\n%s", i, m.Data, want[i].Data)
+				}
+				if got, w := m.Header.Get(HeaderKeys), want[i].Header.Get(HeaderKeys); got != w || !strings.Contains(got, evs[i].EventID[len("sessions-shard-1-"):]) {
+					t.Fatalf("message %d keys header %q, want %q", i, got, w)
+				}
+				if format == "envelope" {
+					if _, err := event.DecodeLine(m.Data); err != nil {
+						t.Fatalf("message %d: %v", i, err)
+					}
+				}
+			}
+		})
+	}
+}
