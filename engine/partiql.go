@@ -344,20 +344,12 @@ func (s *stmt) plan(consistent bool, rcc string) (*selectPlan, error) {
 			return nil, err
 		}
 	}
-	if st.Columns != nil {
-		pe, err := s.b.Projection(st.Columns)
-		if err != nil {
-			return nil, err
-		}
-		sp.base.proj = &projection{p: pe}
-	}
-	switch {
-	case sp.base.proj != nil:
-		sp.base.sel = "SPECIFIC_ATTRIBUTES"
-	case sp.base.ix != nil:
+	// Columns are applied to each item read (partiql.Project): PartiQL
+	// names them by their last path element, which ProjectionExpression
+	// does not.
+	sp.base.sel = "ALL_ATTRIBUTES"
+	if sp.base.ix != nil {
 		sp.base.sel = "ALL_PROJECTED_ATTRIBUTES"
-	default:
-		sp.base.sel = "ALL_ATTRIBUTES"
 	}
 	if st.OrderBy != nil {
 		if !sp.kt.query || keys.Range == "" || !isName(st.OrderBy, keys.Range) {
@@ -463,6 +455,9 @@ func (s *stmt) query(consistent bool, limit int, token *string, rcc string) (any
 			return nil, err
 		}
 		page := out.(readResponse)
+		if err := s.project(page.Items); err != nil {
+			return nil, err
+		}
 		resp.Items = append(resp.Items, page.Items...)
 		if page.ConsumedCapacity != nil {
 			units += page.ConsumedCapacity.CapacityUnits
@@ -477,6 +472,21 @@ func (s *stmt) query(consistent bool, limit int, token *string, rcc string) (any
 	}
 	resp.ConsumedCapacity = consumed(rcc, s.t.name, units, false, nil)
 	return resp, nil
+}
+
+// project applies the SELECT's columns, if any, to encoded items in place.
+func (s *stmt) project(items []json.RawMessage) error {
+	if s.st.Columns == nil {
+		return nil
+	}
+	for i, raw := range items {
+		it, err := attr.UnmarshalItemJSON(raw)
+		if err != nil {
+			return err
+		}
+		items[i] = attr.AppendItemJSON(nil, partiql.Project(it, s.st.Columns))
+	}
+	return nil
 }
 
 // ---- writes ----
@@ -752,11 +762,7 @@ func (s *stmt) getLocked(key attr.Item) (attr.Item, error) {
 		return nil, err
 	}
 	if s.st.Columns != nil {
-		pe, err := s.b.Projection(s.st.Columns)
-		if err != nil {
-			return nil, err
-		}
-		it = pe.Apply(it)
+		it = partiql.Project(it, s.st.Columns)
 	}
 	return it, nil
 }

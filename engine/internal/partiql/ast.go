@@ -235,3 +235,47 @@ func allConst(ns []Node) bool {
 	}
 	return true
 }
+
+// Project builds a SELECT's result item from a stored item: each column
+// is named by its path's last name, and holds what the path reaches from
+// there, list indexes after that name kept as one-element lists (a.b.c is
+// {c: ...}; a.b[1] is {b: [...]}). Paths that reach nothing are left out.
+func Project(it attr.Item, cols []*Path) attr.Item {
+	out := attr.Item{}
+	for _, c := range cols {
+		last := 0
+		for i, e := range c.Elems {
+			if !e.IsIndex {
+				last = i
+			}
+		}
+		v, ok := it[c.Elems[0].Name]
+		for _, e := range c.Elems[1:] {
+			if v, ok = step(v, ok, e); !ok {
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		for i := len(c.Elems) - 1; i > last; i-- {
+			v = attr.List(v)
+		}
+		out[c.Elems[last].Name] = v
+	}
+	return out
+}
+
+// step follows one path element from v.
+func step(v attr.Value, ok bool, e Elem) (attr.Value, bool) {
+	switch {
+	case !ok:
+		return attr.Value{}, false
+	case e.IsIndex && v.T == attr.L && e.Index < len(v.L):
+		return v.L[e.Index], true
+	case !e.IsIndex && v.T == attr.M:
+		x, ok := v.M[e.Name]
+		return x, ok
+	}
+	return attr.Value{}, false
+}

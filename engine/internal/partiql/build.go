@@ -199,23 +199,6 @@ func (b *Builder) Absent(name string) (*expr.Condition, error) {
 	return expr.ParseCondition(sb.String(), b.exprParams())
 }
 
-// Projection builds SELECT's column list as a ProjectionExpression; nil
-// for *.
-func (b *Builder) Projection(cols []*Path) (*expr.Projection, error) {
-	if cols == nil {
-		return nil, nil
-	}
-	var sb strings.Builder
-	for i, c := range cols {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		b.path(&sb, c)
-	}
-	p, err := expr.ParseProjection(sb.String(), b.exprParams())
-	return p, clean(err)
-}
-
 func (b *Builder) cond(sb *strings.Builder, n Node) error {
 	switch n := n.(type) {
 	case *Binary:

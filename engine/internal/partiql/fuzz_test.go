@@ -46,7 +46,7 @@ func FuzzParse(f *testing.F) {
 		if st.Value != nil {
 			b.Value(st.Value)
 		}
-		b.Projection(st.Columns)
+		Project(attr.Item{"a": attr.List(attr.Map(attr.Item{"b": attr.Str("x")}))}, st.Columns)
 		if st.Kind == Update {
 			b.Update(st)
 		}

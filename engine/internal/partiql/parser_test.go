@@ -178,3 +178,21 @@ func TestBuilderSetFuncErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestProject(t *testing.T) {
+	it := attr.Item{"pk": attr.Str("k"), "m": attr.Map(attr.Item{"l": attr.List(attr.Str("x"), attr.Map(attr.Item{"c": attr.Str("deep")}))})}
+	for cols, want := range map[string]attr.Item{
+		`pk, nope`:      {"pk": attr.Str("k")},
+		`m.l[1].c`:      {"c": attr.Str("deep")},
+		`m.l[0]`:        {"l": attr.List(attr.Str("x"))},
+		`m.l[5], pk[0]`: {},
+	} {
+		st, err := Parse("SELECT " + cols + ` FROM "T"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Project(it, st.Columns); !attr.EqualItems(got, want) {
+			t.Errorf("%s: got %v, want %v", cols, got, want)
+		}
+	}
+}
