@@ -25,6 +25,7 @@ import (
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/restore"
 	"github.com/ttl-archiver/archiver/restore/restoretest"
+	"github.com/ttl-archiver/archiver/sinks"
 )
 
 // fixture is an engine whose table Sessions had n items of every type
@@ -348,5 +349,37 @@ func TestRestoreResumeSkipsRecordedEvents(t *testing.T) {
 	f.CreateTable("Other", "expires", "")
 	if _, err := f.tryRun(restore.Config{Table: "Other", ResumeFile: file}); err == nil || !strings.Contains(err.Error(), `"Restored"`) {
 		t.Errorf("a resume file of another table: %v", err)
+	}
+}
+
+// TestReplayIntoJetStreamTwiceIsDeduplicated replays the archive's
+// expiries into a JetStream stream twice: the second replay publishes the
+// same message IDs and the stream keeps one copy of each.
+func TestReplayIntoJetStreamTwiceIsDeduplicated(t *testing.T) {
+	f := newFixture(t, 15, st.StreamViewTypeNewAndOldImages)
+	addr := restoretest.StartNATS(t)
+	for round := 1; round <= 2; round++ {
+		sk, kinds, err := sinks.Open(f.Ctx, "nats://"+addr+"?subject=archive.{table}.{kind}&create-stream=REPLAY", sinks.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := archive.Open(f.Ctx, "file://"+f.dir, archive.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := restore.ArchiveSource(a, archive.Selection{Tables: []string{"Sessions"}}, nil)
+		res, err := restore.Replay(f.Ctx, restore.ReplayConfig{Sink: sk, Kinds: kinds, BatchSize: 4}, src)
+		if cerr := sk.Close(f.Ctx); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if res.Events != 30 || res.NotWanted != 15 || res.Sent != 15 || res.Acked != 15 || res.Failed != 0 {
+			t.Errorf("round %d: %+v", round, res)
+		}
+		if n := restoretest.StreamMessages(t, addr, "REPLAY"); n != 15 {
+			t.Errorf("round %d: the stream holds %d messages, want 15", round, n)
+		}
 	}
 }
