@@ -4,90 +4,34 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/s3test"
 )
 
+// The credentials the test versitygw runs with (internal/s3test).
 const (
-	testAccessKey = "AKIATESTARCHIVER"
-	testSecretKey = "test-secret-key-for-versitygw-only"
+	testAccessKey = s3test.AccessKey
+	testSecretKey = s3test.SecretKey
 )
-
-var (
-	versityOnce sync.Once
-	versityBin  string
-	versityErr  error
-)
-
-// moduleRoot is the directory holding go.mod (tests run in sinks/).
-func moduleRoot() string {
-	dir, _ := os.Getwd()
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			if _, err := os.Stat(filepath.Join(d, "tools", "go.mod")); err == nil {
-				return d
-			}
-		}
-		if filepath.Dir(d) == d {
-			return filepath.Dir(dir)
-		}
-	}
-}
-
-// versitygwBinary finds versitygw on $PATH or in .tools/bin, building it
-// from tools/go.mod (the pinned version) when it is in neither place.
-func versitygwBinary(t testing.TB) string {
-	t.Helper()
-	versityOnce.Do(func() {
-		if p, err := exec.LookPath("versitygw"); err == nil {
-			versityBin = p
-			return
-		}
-		root := moduleRoot()
-		p := filepath.Join(root, ".tools", "bin", "versitygw")
-		if _, err := os.Stat(p); err == nil {
-			versityBin = p
-			return
-		}
-		cmd := exec.Command("go", "build", "-modfile=tools/go.mod", "-o", p, "github.com/versity/versitygw/cmd/versitygw")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			versityErr = fmt.Errorf("building versitygw from tools/go.mod: %v\n%s", err, out)
-			return
-		}
-		versityBin = p
-	})
-	if versityErr != nil {
-		t.Skipf("SKIPPING S3 TESTS: versitygw is not on $PATH or in .tools/bin and could not be built (offline?); run `make tools`. %v", versityErr)
-	}
-	return versityBin
-}
 
 // versity is a versitygw process (posix backend in a temporary directory)
-// on a free loopback port.
+// on a free loopback port, with the bucket "archive".
 type versity struct {
 	endpoint string
 	client   *s3.Client
@@ -104,77 +48,16 @@ func freePort(t testing.TB) string {
 	return addr
 }
 
+// startVersity starts versitygw through internal/s3test, the one copy of
+// that start-up shared with other packages' tests.
 func startVersity(t testing.TB) *versity {
 	t.Helper()
-	bin := versitygwBinary(t)
-	root := t.TempDir()
-	var addr string
-	var out bytes.Buffer
-	for attempt := 0; ; attempt++ {
-		addr = freePort(t)
-		cmd := exec.Command(bin, "--access", testAccessKey, "--secret", testSecretKey, "--port", addr, "--quiet", "posix", root)
-		out.Reset()
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() {
-			cmd.Wait()
-			close(exited)
-		}()
-		stop := func() {
-			cmd.Process.Kill()
-			<-exited
-		}
-		if waitListening(addr, exited) {
-			t.Cleanup(stop)
-			break
-		}
-		stop()
-		if attempt == 2 {
-			t.Fatalf("versitygw did not start: %s", out.String())
-		}
-	}
-	v := &versity{endpoint: "http://" + addr}
-	v.client = v.newClient(v.endpoint)
-	if _, err := v.client.CreateBucket(testCtx(t), &s3.CreateBucketInput{Bucket: aws.String("archive")}); err != nil {
-		t.Fatalf("CreateBucket: %v", err)
-	}
-	return v
-}
-
-func waitListening(addr string, exited chan struct{}) bool {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return true
-		}
-		select {
-		case <-exited:
-			return false
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return false
+	srv := s3test.Start(t)
+	return &versity{endpoint: srv.Endpoint, client: srv.Client}
 }
 
 func testAWSConfig(ctx context.Context, region string) (aws.Config, error) {
-	return aws.Config{
-		Region:      region,
-		Credentials: credentials.NewStaticCredentialsProvider(testAccessKey, testSecretKey, ""),
-	}, nil
-}
-
-func (v *versity) newClient(endpoint string) *s3.Client {
-	cfg, _ := testAWSConfig(context.Background(), "us-east-1")
-	return s3.NewFromConfig(cfg, func(o *s3.Options) {
-		o.BaseEndpoint = aws.String(endpoint)
-		o.UsePathStyle = true
-		o.RetryMaxAttempts = 1
-	})
+	return s3test.AWSConfig(ctx, region)
 }
 
 // objects lists every key under prefix, sorted.
