@@ -55,6 +55,12 @@ type Options struct {
 	// that cannot be decompressed is one bad line, at the line where it
 	// broke. Such lines are counted in Stats.Undecodable either way.
 	OnBadLine func(object string, line int, err error)
+	// OnLine, when set, sees every line that decodes, in the order Events
+	// reads them, duplicates (dup) and lines outside the selection
+	// included, with the object holding it: for checks of objects
+	// against their keys (archiver verify). It runs on Events' goroutine
+	// and must not keep l.
+	OnLine func(o *Object, l *Line, dup bool)
 	// OnBadKey, when set, is told of every listed key that does not
 	// follow the archive layout (it is skipped), with the reason.
 	OnBadKey func(key string, err error)

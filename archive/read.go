@@ -283,7 +283,7 @@ func (r *reader) group(j *job) error {
 	heap.Init(&srcs)
 	for len(srcs) > 0 {
 		s := srcs[0]
-		if err := r.emit(s.cur, s.id); err != nil {
+		if err := r.emit(s); err != nil {
 			return err
 		}
 		if s.next() {
@@ -300,14 +300,19 @@ func (r *reader) group(j *job) error {
 	return nil
 }
 
-// emit passes one decoded line on unless its identity came before or the
-// selection leaves it out.
-func (r *reader) emit(l Line, id string) error {
-	if _, dup := r.seen[id]; dup {
+// emit passes a source's current line on unless its identity came before
+// or the selection leaves it out.
+func (r *reader) emit(s *source) error {
+	_, dup := r.seen[s.id]
+	if r.a.o.OnLine != nil {
+		r.a.o.OnLine(s.obj, &s.cur, dup)
+	}
+	if dup {
 		r.stats.Duplicates++
 		return nil
 	}
-	r.seen[id] = struct{}{}
+	r.seen[s.id] = struct{}{}
+	l := s.cur
 	e := &l.Event
 	if !r.sel.wantsTable(e.Table) || !r.sel.wantsKind(e.Kind) || !r.sel.wantsTime(e.ApproximateCreationTime) {
 		r.stats.Skipped++
