@@ -3,7 +3,6 @@ package attr
 import (
 	"encoding/base64"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -445,19 +444,50 @@ func (d *decoder) skip(depth int) error {
 	case d.lit("true"), d.lit("false"), d.lit("null"):
 		return nil
 	case c == '-' || (c >= '0' && c <= '9'):
-		start := d.i
-		for d.i < len(d.b) && strings.IndexByte("+-.eE0123456789", d.b[d.i]) >= 0 {
-			d.i++
-		}
-		if _, err := strconv.ParseFloat(string(d.b[start:d.i]), 64); err != nil {
-			if ne, ok := err.(*strconv.NumError); !ok || ne.Err != strconv.ErrRange {
-				d.i = start
-				return d.syntax()
-			}
-		}
-		return nil
+		return d.number()
 	}
 	return d.syntax()
+}
+
+// number skips a JSON number, strictly by JSON's grammar (no leading
+// zeros, no bare dot, digits after the dot and the exponent), so that the
+// decoder accepts no body that encoding/json would refuse.
+func (d *decoder) number() error {
+	start := d.i
+	digits := func() int {
+		n := 0
+		for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+			d.i++
+			n++
+		}
+		return n
+	}
+	if d.peek() == '-' {
+		d.i++
+	}
+	switch {
+	case d.peek() == '0':
+		d.i++
+	case digits() == 0:
+		d.i = start
+		return d.syntax()
+	}
+	if d.peek() == '.' {
+		d.i++
+		if digits() == 0 {
+			return d.syntax()
+		}
+	}
+	if c := d.peek(); c == 'e' || c == 'E' {
+		d.i++
+		if c := d.peek(); c == '+' || c == '-' {
+			d.i++
+		}
+		if digits() == 0 {
+			return d.syntax()
+		}
+	}
+	return nil
 }
 
 // countMembers estimates the members of the object whose first member
