@@ -254,11 +254,11 @@ func shardNotFound(id, arn string) error {
 
 func (r *Registry) listStreams(in listStreamsIn) (any, error) {
 	var v verrs
-	v.length("tableName", in.TableName, 3, 255)
-	if in.TableName != nil && len(*in.TableName) >= 3 && len(*in.TableName) <= 255 && !tableNameRE.MatchString(*in.TableName) {
+	if in.TableName != nil && !tableNameRE.MatchString(*in.TableName) {
 		v.add("Value '%s' at 'tableName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+", *in.TableName)
 	}
-	v.limit(in.Limit, 0)
+	v.length("tableName", in.TableName, 3, 255)
+	v.limit(in.Limit, MaxListStreamsLimit)
 	v.length("exclusiveStartStreamArn", in.ExclusiveStartStreamArn, 37, 1024)
 	if err := v.err(); err != nil {
 		return nil, err
@@ -299,7 +299,7 @@ func (r *Registry) describeStream(in describeStreamIn) (any, error) {
 	var v verrs
 	v.required("streamArn", in.StreamArn)
 	v.length("streamArn", in.StreamArn, 37, 1024)
-	v.limit(in.Limit, 0)
+	v.limit(in.Limit, MaxDescribeStreamLimit)
 	v.length("exclusiveStartShardId", in.ExclusiveStartShardId, 28, 65)
 	var parent *string
 	if f := in.ShardFilter; f != nil {
