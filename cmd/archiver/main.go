@@ -5,6 +5,7 @@
 //	archiver sweep    deletes a table's expired items within seconds of their TTL
 //	archiver engine   a local DynamoDB + Streams server whose TTL really deletes
 //	archiver demo     everything in one process: engine, NATS, archive folder
+//	archiver verify   read an archive and report what is in it and what is wrong
 //	archiver health   the container health check: exit 0 when /readyz says ready
 //	archiver version  print the version
 //
@@ -45,6 +46,7 @@ commands:
   sweep     delete a table's expired items within seconds of their TTL (one sweeper per table)
   engine    serve a local DynamoDB + DynamoDB Streams engine with a real TTL sweeper
   demo      run engine, NATS and archiver in one process and show expiries live
+  verify    read an archive (s3:// or file://) and report its contents, duplicates, unreadable lines and gaps
   health    exit 0 when the archiver's /readyz endpoint reports ready
   version   print the version
 
@@ -78,6 +80,8 @@ func dispatch(ctx context.Context, args []string, e env) int {
 		err = engineCmd(ctx, rest, e)
 	case "demo":
 		err = demoCmd(ctx, rest, e)
+	case "verify":
+		err = verifyCmd(ctx, rest, e)
 	case "health":
 		err = healthCmd(ctx, rest, e)
 	case "version", "--version", "-version":

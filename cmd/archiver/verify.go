@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/archive"
+	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/internal/progress"
+	"github.com/ttl-archiver/archiver/internal/redact"
+	"github.com/ttl-archiver/archiver/sinks"
+)
+
+// verifyConfig is the effective configuration of `archiver verify`.
+type verifyConfig struct {
+	From               string
+	Table              string
+	Since, Until       time.Time
+	Kinds              []event.Kind
+	JSON               bool
+	SkipStream         bool
+	StreamTimeout      time.Duration
+	Parallel           int
+	MaxBufferBytes     int64
+	sinceRaw, untilRaw string
+	kindsRaw           []string
+	maxBufferRaw       string
+	shared             runConfig // endpoint, region, expired-when, log-level, config, print-config
+	source             map[string]string
+}
+
+// verifyCommand is `archiver verify`'s configuration.
+var verifyCommand = command[verifyConfig]{
+	name: "verify", options: verifyOptions, validate: validateVerifyOption, check: validateVerify,
+}
+
+var verifyOptions = []option[verifyConfig]{
+	{name: "from", secret: true, usage: "the archive: the URL of the sink that wrote it, s3://BUCKET/PREFIX[?endpoint=&region=&path-style=true] or file://DIR (required)",
+		get: func(c *verifyConfig) any { return c.From }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.From = s }},
+	{name: "table", usage: "read only this table's objects; also cross-check its stream's REMOVE records still in the 24 h window against the archive (see --skip-stream)",
+		get: func(c *verifyConfig) any { return c.Table }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.Table = s }},
+	{name: "since", usage: "only events deleted at or after this time: RFC 3339 (2026-03-04T05:00:00Z), YYYY-MM-DDTHH or YYYY-MM-DD, UTC",
+		get: func(c *verifyConfig) any { return c.sinceRaw }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.sinceRaw = s }},
+	{name: "until", usage: "only events deleted before this time (same forms as --since)",
+		get: func(c *verifyConfig) any { return c.untilRaw }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.untilRaw = s }},
+	{name: "kind", alias: "kinds", kind: kindList, def: "expired", usage: "with --table: the kinds the archive holds (the sink's events=): the stream's REMOVE records of these kinds are looked for in the archive (expired, deleted)",
+		get: func(c *verifyConfig) any { return c.kindsRaw }, set: func(c *verifyConfig, s string, l []string, _ time.Duration) {
+			c.kindsRaw = l
+			if l == nil && s != "" {
+				c.kindsRaw = splitList(s, false)
+			}
+		}},
+	{name: "skip-stream", boolean: true, def: "false", usage: "with --table: do not read the table's stream",
+		get: func(c *verifyConfig) any { return c.SkipStream }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.SkipStream = s == "true" }},
+	{name: "stream-timeout", kind: kindDuration, def: "5m", usage: "with --table: the longest the stream may take to be read to its end",
+		get: func(c *verifyConfig) any { return c.StreamTimeout }, set: func(c *verifyConfig, _ string, _ []string, d time.Duration) { c.StreamTimeout = d }},
+	{name: "json", boolean: true, def: "false", usage: "print the report as one JSON object instead of tables",
+		get: func(c *verifyConfig) any { return c.JSON }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.JSON = s == "true" }},
+	{name: "parallel", kind: kindInt, def: "8", usage: "objects downloaded at once",
+		get: func(c *verifyConfig) any { return c.Parallel }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.Parallel, _ = strconv.Atoi(s) }},
+	{name: "max-buffer-bytes", def: "64MiB", usage: "memory bound for downloaded objects not yet read (compressed bytes)",
+		get: func(c *verifyConfig) any { return c.maxBufferRaw }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.maxBufferRaw = s }},
+	shareRun[verifyConfig]("endpoint", "with --table: DynamoDB and DynamoDB Streams endpoint URL (default: AWS's endpoint for the region)", verifyShared),
+	shareRun[verifyConfig]("region", "", verifyShared),
+	shareRun[verifyConfig]("expired-when", "with --table: which REMOVE records are expiries, as archiver run was told: service or past-ttl", verifyShared),
+	shareRun[verifyConfig]("log-level", "", verifyShared),
+	shareRun[verifyConfig]("config", "", verifyShared),
+	shareRun[verifyConfig]("print-config", "", verifyShared),
+}
+
+func verifyShared(c *verifyConfig) *runConfig { return &c.shared }
+
+// shareRun is run's option of that name for another command whose
+// configuration holds a runConfig (shared(c)); usage, when set, replaces
+// run's text. Values are checked as run checks them.
+func shareRun[C any](name, usage string, shared func(*C) *runConfig) option[C] {
+	o := runOption(name)
+	get, set := o.get, o.set
+	so := option[C]{
+		name: o.name, alias: o.alias, kind: o.kind, def: o.def, usage: o.usage, secret: o.secret, noFile: o.noFile, boolean: o.boolean,
+		get: func(c *C) any { return get(shared(c)) },
+		set: func(c *C, s string, l []string, d time.Duration) { set(shared(c), s, l, d) },
+	}
+	if usage != "" {
+		so.usage = usage
+	}
+	return so
+}
+
+// validateVerifyOption checks one option's value.
+func validateVerifyOption(c *verifyConfig, o option[verifyConfig], from string, p *problems) {
+	var err error
+	switch o.name {
+	case "from":
+		switch {
+		case c.From == "":
+			p.add("%s: required: the archive, s3://BUCKET/PREFIX or file://DIR", from)
+		case strings.HasPrefix(c.From, "s3://"):
+			_, err = sinks.ParseS3URL(c.From)
+		case strings.HasPrefix(c.From, "file://"):
+			_, err = sinks.ParseFileURL(c.From)
+		default:
+			p.add("%s: %q: want s3://BUCKET/PREFIX or file://DIR", from, redact.URL(c.From))
+		}
+		if err != nil {
+			p.add("%s: %v", from, err)
+		}
+	case "table":
+		if c.Table != "" && !tableNameRE.MatchString(c.Table) {
+			p.add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.Table)
+		}
+	case "since":
+		if c.Since, err = parseTimeFlag(c.sinceRaw); err != nil {
+			p.add("%s: %v", from, err)
+		}
+	case "until":
+		if c.Until, err = parseTimeFlag(c.untilRaw); err != nil {
+			p.add("%s: %v", from, err)
+		}
+	case "kind":
+		c.Kinds = nil
+		for _, s := range c.kindsRaw {
+			k := event.Kind(s)
+			if k != event.Expired && k != event.Deleted {
+				p.add("%s: %q: want expired or deleted (the kinds of REMOVE records)", from, s)
+				continue
+			}
+			c.Kinds = append(c.Kinds, k)
+		}
+	case "stream-timeout":
+		if c.StreamTimeout <= 0 {
+			p.add("%s: %s must be positive", from, c.StreamTimeout)
+		}
+	case "parallel":
+		if c.Parallel < 1 || c.Parallel > 256 {
+			p.add("%s: %d must be from 1 to 256", from, c.Parallel)
+		}
+	case "max-buffer-bytes":
+		n, ok := sinks.ParseSize(c.maxBufferRaw)
+		if !ok || n < 1 {
+			p.add("%s: %q is not a size like 64MiB", from, c.maxBufferRaw)
+		}
+		c.MaxBufferBytes = n
+	case "skip-stream", "json":
+	default:
+		validateOption(&c.shared, runOption(o.name), from, p)
+	}
+}
+
+// validateVerify checks rules that involve several options.
+func validateVerify(c *verifyConfig, p *problems) {
+	if !c.Since.IsZero() && !c.Until.IsZero() && !c.Until.After(c.Since) {
+		p.add("--until %s must be after --since %s", c.untilRaw, c.sinceRaw)
+	}
+}
+
+// parseTimeFlag reads --since and --until: RFC 3339, or UTC
+// YYYY-MM-DDTHH:MM:SS, YYYY-MM-DDTHH or YYYY-MM-DD; "" is zero (open).
+func parseTimeFlag(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UTC(), nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02T15", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time like 2026-03-04T05:00:00Z, 2026-03-04T05 or 2026-03-04", s)
+}
+
+// loadVerifyConfig resolves `archiver verify`'s options like loadRunConfig.
+func loadVerifyConfig(args []string, getenv func(string) string, stdout io.Writer) (*verifyConfig, error) {
+	cfg := &verifyConfig{}
+	src, err := loadConfig(verifyCommand, cfg, args, getenv, stdout)
+	if err != nil {
+		return nil, err
+	}
+	cfg.source = src
+	return cfg, nil
+}
+
+// errUnreadable makes verify exit 1 after its report.
+var errUnreadable = errors.New("the archive holds lines that do not decode")
+
+// verifyCmd is `archiver verify`: it reads the whole archive (or one
+// table's part of it) and reports what is in it and what is wrong with
+// it; with --table, also the stream's REMOVE records missing from it. The
+// report goes to stdout, progress and logs to stderr. It exits 1 when any
+// line does not decode.
+func verifyCmd(ctx context.Context, args []string, e env) error {
+	cfg, err := loadVerifyConfig(args, e.getenv, e.stdout)
+	if err != nil {
+		return err
+	}
+	if cfg.shared.PrintConfig {
+		return printOptions(e.stdout, verifyCommand, cfg, cfg.source)
+	}
+	log, err := ops.NewLogger(e.stderr, cfg.shared.LogLevel, ops.FormatAuto)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	rep, err := runVerify(ctx, cfg, log, e.stderr)
+	if err != nil {
+		return err
+	}
+	if cfg.JSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(rep)
+	} else {
+		err = rep.print(e.stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if rep.Undecodable > 0 {
+		return fmt.Errorf("%w: %d (listed above)", errUnreadable, rep.Undecodable)
+	}
+	return nil
+}
+
+// runVerify reads the stream (with --table) and then the archive, and
+// builds the report.
+func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr io.Writer) (*verifyReport, error) {
+	log = log.Named("verify")
+	var inStream map[string]streamRemove
+	if cfg.Table != "" && !cfg.SkipStream {
+		var err error
+		if inStream, err = readStream(ctx, cfg, log); err != nil {
+			return nil, err
+		}
+	}
+	v := newVerifier(cfg, inStream)
+	a, err := archive.Open(ctx, cfg.From, archive.Options{
+		Logger: log, Parallel: cfg.Parallel, MaxBufferBytes: cfg.MaxBufferBytes,
+		OnBadLine: v.badLine, OnBadKey: v.badKey, OnLine: v.line,
+	})
+	if err != nil {
+		return nil, err
+	}
+	v.rep.Archive = a.URL()
+	f, tty := stderr.(*os.File)
+	rp := progress.New(progress.Options{Label: "verify", Out: stderr, TTY: tty && progress.IsTerminal(f), Logger: log,
+		Objects: func() (int64, int64) { p := a.Progress(); return p.ObjectsDone, p.ObjectsTotal }})
+	stop := rp.Start(ctx)
+	sel := archive.Selection{Since: cfg.Since, Until: cfg.Until}
+	if cfg.Table != "" {
+		sel.Tables = []string{cfg.Table}
+	}
+	st, err := a.Events(ctx, sel, func(l archive.Line) error {
+		v.event(&l.Event)
+		rp.AddItems(1)
+		return nil
+	})
+	stop()
+	if err != nil {
+		return nil, err
+	}
+	return v.finish(st), nil
+}
+
+// readStream opens the DynamoDB and Streams clients and reads the table's
+// stream (see streamRemoves).
+func readStream(ctx context.Context, cfg *verifyConfig, log *zap.Logger) (map[string]streamRemove, error) {
+	awsCfg, err := loadAWSConfig(ctx, "verify", cfg.shared.Region, cfg.shared.Endpoint, log)
+	if err != nil {
+		return nil, err
+	}
+	ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		if cfg.shared.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.shared.Endpoint)
+		}
+	})
+	st := dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) {
+		if cfg.shared.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.shared.Endpoint)
+		}
+	})
+	out, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(cfg.Table)})
+	if err != nil {
+		return nil, fmt.Errorf("--table %s: %w", cfg.Table, err)
+	}
+	if out.Table == nil || out.Table.LatestStreamArn == nil {
+		return nil, fmt.Errorf("--table %s: the table has no stream to cross-check (--skip-stream reads the archive only)", cfg.Table)
+	}
+	return streamRemoves(ctx, cfg, ddb, st, log)
+}
