@@ -2,11 +2,12 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/fnv"
-	"sort"
 	"strings"
 
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
@@ -787,24 +788,18 @@ func batchErrorOf(err error) (*batchError, error) {
 
 // ---- ExecuteTransaction ----
 
-// txStatement is one validated write of an ExecuteTransaction.
-type txStatement struct {
-	s    *stmt
-	key  attr.Item // the item's key (INSERT: the item)
-	skey []byte
-	item attr.Item // INSERT
-	cond *expr.Condition
-	upd  *expr.Update
+// txStatementRequest is one member of TransactStatements.
+type txStatementRequest struct {
+	Statement                           *string      `json:"Statement"`
+	Parameters                          []attr.Value `json:"Parameters"`
+	ReturnValuesOnConditionCheckFailure string       `json:"ReturnValuesOnConditionCheckFailure"`
 }
 
 func (e *Engine) opExecuteTransaction(ctx context.Context, body []byte) (any, error) {
 	var req struct {
-		TransactStatements []struct {
-			Statement  *string      `json:"Statement"`
-			Parameters []attr.Value `json:"Parameters"`
-		} `json:"TransactStatements"`
-		ClientRequestToken     *string `json:"ClientRequestToken"`
-		ReturnConsumedCapacity string  `json:"ReturnConsumedCapacity"`
+		TransactStatements     []txStatementRequest `json:"TransactStatements"`
+		ClientRequestToken     *string              `json:"ClientRequestToken"`
+		ReturnConsumedCapacity string               `json:"ReturnConsumedCapacity"`
 	}
 	if err := decode(body, &req); err != nil {
 		return nil, err
@@ -818,12 +813,15 @@ func (e *Engine) opExecuteTransaction(ctx context.Context, body []byte) (any, er
 	if n := len(req.TransactStatements); n == 0 || n > maxTransactItems {
 		return nil, awserr.Validation("1 validation error detected: Value at 'transactStatements' failed to satisfy constraint: Member must have length less than or equal to %d and greater than or equal to 1", maxTransactItems)
 	}
-	if tok := req.ClientRequestToken; tok != nil && (len(*tok) < 1 || len(*tok) > 36) {
-		return nil, awserr.Validation("1 validation error detected: Value '%s' at 'clientRequestToken' failed to satisfy constraint: Member must have length less than or equal to 36 and greater than or equal to 1", *tok)
+	if err := checkClientRequestToken(req.ClientRequestToken); err != nil {
+		return nil, err
 	}
 	stmts := make([]*stmt, len(req.TransactStatements))
 	reads := 0
 	for i, ts := range req.TransactStatements {
+		if err := checkRVCCF(ts.ReturnValuesOnConditionCheckFailure); err != nil {
+			return nil, err
+		}
 		s, err := e.prepare(ts.Statement, ts.Parameters)
 		if err != nil {
 			return nil, err
@@ -835,41 +833,11 @@ func (e *Engine) opExecuteTransaction(ctx context.Context, body []byte) (any, er
 	}
 	switch reads {
 	case 0:
-		return e.transactWrite(stmts, req.ReturnConsumedCapacity)
+		return e.transactWrite(stmts, req.TransactStatements, req.ClientRequestToken, req.ReturnConsumedCapacity)
 	case len(stmts):
 		return e.transactRead(stmts)
 	}
 	return nil, awserr.Validation("Unsupported operation: A transaction must contain either all read statements or all write statements")
-}
-
-// lockStmtTables write-locks (or read-locks) the statements' tables in
-// name order and returns the unlock and the names.
-func lockStmtTables(stmts []*stmt, write bool) (func(), []string) {
-	tables := map[string]*table{}
-	for _, s := range stmts {
-		tables[s.t.name] = s.t
-	}
-	names := make([]string, 0, len(tables))
-	for n := range tables {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if write {
-			tables[n].mu.Lock()
-		} else {
-			tables[n].mu.RLock()
-		}
-	}
-	return func() {
-		for _, n := range names {
-			if write {
-				tables[n].mu.Unlock()
-			} else {
-				tables[n].mu.RUnlock()
-			}
-		}
-	}, names
 }
 
 func txValidation(i int, msg string) error {
@@ -878,6 +846,7 @@ func txValidation(i int, msg string) error {
 
 func (e *Engine) transactRead(stmts []*stmt) (any, error) {
 	keys := make([]attr.Item, len(stmts))
+	tables := map[string]*table{}
 	for i, s := range stmts {
 		key, err := s.getKey("")
 		if err != nil {
@@ -888,8 +857,9 @@ func (e *Engine) transactRead(stmts []*stmt) (any, error) {
 			return nil, err
 		}
 		keys[i] = key
+		tables[s.t.name] = s.t
 	}
-	unlock, _ := lockStmtTables(stmts, false)
+	_, unlock := lockTables(tables, false)
 	defer unlock()
 	out := make([]map[string]attr.Item, len(stmts))
 	for i, s := range stmts {
@@ -905,166 +875,111 @@ func (e *Engine) transactRead(stmts []*stmt) (any, error) {
 	return map[string]any{"Responses": out}, nil
 }
 
-// prepareTx validates one write of a transaction.
-func (s *stmt) prepareTx(i int) (*txStatement, error) {
-	ts := &txStatement{s: s}
+// txAction turns one write of a transaction into the action
+// TransactWriteItems would run for it: INSERT is a Put guarded by
+// attribute_not_exists, EXISTS a ConditionCheck.
+func (s *stmt) txAction(i int, rvccf string) (*txAction, error) {
+	a := &txAction{t: s.t, rvccf: rvccf}
 	var err error
 	switch s.st.Kind {
 	case partiql.Insert:
-		if ts.item, ts.cond, err = s.insertItem(); err == nil {
-			ts.key = ts.item
+		a.kind = "Put"
+		if a.item, a.cond, err = s.insertItem(); err == nil {
+			a.size = attr.ItemSize(a.item)
 		}
 	case partiql.Update:
-		ts.key, ts.upd, ts.cond, err = s.updateParts()
+		a.kind = "Update"
+		a.key, a.upd, a.cond, err = s.updateParts()
 	case partiql.Delete:
-		ts.key, ts.cond, err = s.deleteParts()
+		a.kind = "Delete"
+		a.key, a.cond, err = s.deleteParts()
 	case partiql.Exists:
+		a.kind = "ConditionCheck"
 		var rest []partiql.Node
-		if s.st.Index != "" || s.st.Where == nil {
+		if s.st.Index != "" || s.st.Where == nil || s.st.Columns != nil {
 			return nil, txValidation(i, "EXISTS() must contain a single item read with additional condition")
 		}
-		if ts.key, rest, err = s.whereKey(); err == nil {
+		if a.key, rest, err = s.whereKey(); err == nil {
 			if len(rest) == 0 {
 				return nil, txValidation(i, "EXISTS() must contain a single item read with additional condition")
 			}
-			ts.cond, err = s.b.Condition(rest, s.t.key.Hash)
+			a.cond, err = s.b.Condition(rest, s.t.key.Hash)
 		}
 	}
 	if err == nil && s.st.Returning != "" {
 		err = awserr.Validation("RETURNING is not supported within ExecuteTransaction")
 	}
-	return ts, err
+	return a, err
 }
 
-func (e *Engine) transactWrite(stmts []*stmt, rcc string) (any, error) {
-	txs := make([]*txStatement, len(stmts))
+// transactWrite commits the writes all or none through commitTx, the
+// code TransactWriteItems runs, with its ClientRequestToken replays. A
+// failed INSERT guard is reported as DuplicateItem.
+func (e *Engine) transactWrite(stmts []*stmt, reqs []txStatementRequest, token *string, rcc string) (any, error) {
+	actions := make([]*txAction, len(stmts))
+	tables := map[string]*table{}
 	for i, s := range stmts {
-		ts, err := s.prepareTx(i)
+		a, err := s.txAction(i, reqs[i].ReturnValuesOnConditionCheckFailure)
 		if err != nil {
 			return nil, err
 		}
-		txs[i] = ts
+		actions[i] = a
+		tables[s.t.name] = s.t
 	}
-	unlock, names := lockStmtTables(stmts, true)
-	defer unlock()
-	seen := map[string]bool{}
-	for _, ts := range txs {
-		var err error
-		if ts.item != nil {
-			if err = ts.s.t.checkItem(ts.item); err == nil {
-				ts.skey = ts.s.t.key.encode(nil, ts.item)
+	commit := func() (*txResult, error) {
+		res, err := commitTx(actions, tables, false)
+		var tc *txCanceled
+		if errors.As(err, &tc) {
+			for i, r := range tc.reasons {
+				if stmts[i].st.Kind == partiql.Insert && r.Code == "ConditionalCheckFailed" {
+					tc.reasons[i] = cancelReason{Code: "DuplicateItem", Message: msgDuplicateItem}
+				}
 			}
-		} else {
-			ts.skey, err = ts.s.t.keyOf(ts.key)
 		}
+		return res, err
+	}
+	answer := func(res *txResult, replay bool) any {
+		resp := res.response(rcc, "", replay)
+		resp["Responses"] = []any{}
+		return resp
+	}
+	if token == nil {
+		res, err := commit()
 		if err != nil {
 			return nil, err
 		}
-		id := ts.s.t.name + "\x00" + string(ts.skey)
-		if seen[id] {
-			return nil, awserr.Validation("Transaction request cannot include multiple operations on one item")
-		}
-		seen[id] = true
+		return answer(res, false), nil
 	}
-	reasons := make([]cancelReason, len(txs))
-	failed := false
-	for i, ts := range txs {
-		r, err := ts.check()
-		if err != nil {
-			return nil, err
-		}
-		reasons[i] = r
-		failed = failed || r.Code != "None"
-	}
-	if failed {
-		return nil, &txCanceled{reasons: reasons}
-	}
-	caps := map[string]float64{}
-	for _, ts := range txs {
-		size, err := ts.apply()
-		if err != nil {
-			return nil, err
-		}
-		caps[ts.s.t.name] += 2 * writeUnits(size)
-	}
-	resp := map[string]any{"Responses": []any{}}
-	if rcc == "TOTAL" || rcc == "INDEXES" {
-		var cc []*capacity
-		for _, n := range names {
-			cc = append(cc, consumed(rcc, n, caps[n], true, nil))
-		}
-		resp["ConsumedCapacity"] = cc
-	}
-	return resp, nil
-}
-
-// check decides, before anything is written, whether the statement can
-// run: its condition holds (or, for an INSERT, no item has its key) and
-// an UPDATE applies cleanly. The table is locked.
-func (ts *txStatement) check() (cancelReason, error) {
-	t := ts.s.t
-	var old attr.Item
-	if ent := t.items.Get(ts.skey); ent != nil {
-		var err error
-		if old, err = decodeStored(ent); err != nil {
-			return cancelReason{}, err
-		}
-	}
-	if ts.item != nil {
-		if old != nil {
-			return cancelReason{Code: "DuplicateItem", Message: msgDuplicateItem}, nil
-		}
-		return cancelReason{Code: "None"}, nil
-	}
-	if err := checkCond(ts.cond, old, ""); err != nil {
-		if errors.As(err, new(*condFailed)) {
-			return cancelReason{Code: "ConditionalCheckFailed", Message: "The conditional request failed"}, nil
-		}
-		return cancelReason{}, err
-	}
-	if ts.upd != nil {
-		if err := dryRunUpdate(t, ts.upd, old); err != nil {
-			var ae *awserr.Error
-			if errors.As(err, &ae) && ae.Code == awserr.CodeValidation {
-				return cancelReason{Code: "ValidationError", Message: ae.Message}, nil
-			}
-			return cancelReason{}, err
-		}
-	}
-	return cancelReason{Code: "None"}, nil
-}
-
-// dryRunUpdate applies upd to old without storing the result, to find
-// the errors updateLocked would meet.
-func dryRunUpdate(t *table, upd *expr.Update, old attr.Item) error {
-	ni, touched, err := upd.Apply(old)
+	// Statements' tokens live apart from TransactWriteItems' ones.
+	key := "PartiQL\x00" + *token
+	prev, err := e.txTokens.begin(key, statementsDigest(reqs), e.clock.Now())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, n := range touched {
-		if t.key.has(n) {
-			return awserr.Validation("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", n)
-		}
+	if prev != nil {
+		return answer(prev, true), nil
 	}
-	if attr.ItemSize(ni) > maxItemSize {
-		return awserr.Validation("Item size to update has exceeded the maximum allowed size")
+	res, err := commit()
+	if err != nil {
+		e.txTokens.abort(key)
+		return nil, err
 	}
-	return t.checkIndexKeys(ni)
+	e.txTokens.finish(key, res, e.clock.Now())
+	return answer(res, false), nil
 }
 
-// apply performs a checked statement through the Locked write paths.
-func (ts *txStatement) apply() (int, error) {
-	t := ts.s.t
-	switch ts.s.st.Kind {
-	case partiql.Insert:
-		_, size, err := t.putLocked(ts.item, attr.ItemSize(ts.item), nil, "", false)
-		return size, err
-	case partiql.Update:
-		r, err := t.updateLocked(ts.key, ts.upd, nil, "")
-		return r.size, err
-	case partiql.Delete:
-		_, size, err := t.deleteLocked(ts.key, nil, "", false)
-		return size, err
+// statementsDigest identifies a transaction's statements and parameters
+// for ClientRequestToken replays; parameters are compared canonically.
+func statementsDigest(reqs []txStatementRequest) [sha256.Size]byte {
+	h := sha256.New()
+	for _, r := range reqs {
+		fmt.Fprintf(h, "%d:%s;%s;", len(*r.Statement), *r.Statement, r.ReturnValuesOnConditionCheckFailure)
+		for _, p := range r.Parameters {
+			h.Write(p.AppendJSON(nil))
+		}
+		h.Write([]byte{0})
 	}
-	return 0, nil // EXISTS writes nothing
+	var d [sha256.Size]byte
+	copy(d[:], h.Sum(nil))
+	return d
 }

@@ -357,7 +357,7 @@ func TestPartiQLBatch(t *testing.T) {
 func TestPartiQLTransaction(t *testing.T) {
 	e := pqEnv(t)
 	tx := func(stmts ...string) error {
-		in := &dynamodb.ExecuteTransactionInput{ClientRequestToken: aws.String("tok-1")}
+		in := &dynamodb.ExecuteTransactionInput{}
 		for _, s := range stmts {
 			in.TransactStatements = append(in.TransactStatements, types.ParameterizedStatement{Statement: aws.String(s)})
 		}
@@ -420,6 +420,29 @@ func TestPartiQLTransaction(t *testing.T) {
 		if errCode(err) != "ValidationException" || msg != "" && errMsg(err) != msg {
 			t.Errorf("%v: %v", stmts, err)
 		}
+	}
+}
+
+// TestPartiQLTransactionToken: a ClientRequestToken makes a retried
+// transaction answer without applying again, as TransactWriteItems.
+func TestPartiQLTransactionToken(t *testing.T) {
+	e := pqEnv(t)
+	in := func(stmt string) *dynamodb.ExecuteTransactionInput {
+		return &dynamodb.ExecuteTransactionInput{ClientRequestToken: aws.String("tok-1"), ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+			TransactStatements: []types.ParameterizedStatement{{Statement: aws.String(stmt), Parameters: []types.AttributeValue{N("1")}}}}
+	}
+	const inc = `UPDATE "pqt" SET n = n + ? WHERE pk = 'a' AND sk = 1`
+	for i := 0; i < 2; i++ {
+		out, err := e.db.ExecuteTransaction(e.ctx, in(inc))
+		if err != nil || len(out.ConsumedCapacity) != 1 {
+			t.Fatalf("call %d: %v %+v", i, err, out)
+		}
+	}
+	if n := sOf(e.get("pqt", item{"pk": S("a"), "sk": N("1")}), "n"); n != "11" {
+		t.Fatalf("n = %s after a replay, want 11", n)
+	}
+	if _, err := e.db.ExecuteTransaction(e.ctx, in(`DELETE FROM "pqt" WHERE pk = 'a' AND sk = 1 AND n > ?`)); errCode(err) != "IdempotentParameterMismatchException" {
+		t.Fatalf("other statements, same token: %v", err)
 	}
 }
 
