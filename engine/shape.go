@@ -26,11 +26,12 @@ package engine
 // presence), so PutItem of a large item costs one byte scan of the body.
 
 import (
+	"bytes"
 	"encoding/json"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/ttl-archiver/archiver/engine/internal/awserr"
 )
@@ -57,13 +58,13 @@ type shape struct {
 	min, max int64 // length (string, list, map) or value (int) bounds, when hasMin/hasMax
 	hasMin   bool
 	hasMax   bool
-	pattern  *regexp.Regexp // must match the whole string
-	patText  string         // the pattern as DynamoDB prints it
-	enum     []string       // allowed values, in DynamoDB's printed order
-	fields   []field        // kStruct: members in report order
-	name     string         // kStruct: the model's name, for printing values
-	elem     *shape         // kList: element; kMap: value
-	key      *shape         // kMap: key constraints
+	pattern  func([]byte) bool // reports whether the whole string matches patText
+	patText  string            // the pattern as DynamoDB prints it
+	enum     []string          // allowed values, in DynamoDB's printed order
+	fields   []field           // kStruct: members in report order
+	name     string            // kStruct: the model's name, for printing values
+	elem     *shape            // kList: element; kMap: value
+	key      *shape            // kMap: key constraints
 }
 
 // field is one member of a structure.
@@ -111,18 +112,27 @@ func bounded(s *shape, lo, hi int64) *shape {
 	return s
 }
 
-func patterned(s *shape, re string) *shape {
-	s.pattern = regexp.MustCompile("^(?:" + re + ")$")
-	s.patText = re
+func patterned(s *shape, text string, match func([]byte) bool) *shape {
+	s.pattern, s.patText = match, text
 	return s
+}
+
+// matchName matches DynamoDB's name pattern [a-zA-Z0-9_.-]+.
+func matchName(b []byte) bool {
+	for _, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return len(b) > 0
 }
 
 // Shapes shared by several operations.
 var (
 	anyS      = &shape{kind: kAny}
 	boolS     = &shape{kind: kBool}
-	nameS     = patterned(str(3, 255), "[a-zA-Z0-9_.-]+") // TableName, IndexName
-	attrNameS = str(1, 255)                               // KeySchemaAttributeName
+	nameS     = patterned(str(3, 255), "[a-zA-Z0-9_.-]+", matchName) // TableName, IndexName
+	attrNameS = str(1, 255)                                          // KeySchemaAttributeName
 	limitS    = integer(1, noBound)
 	rccS      = enumOf("INDEXES", "TOTAL", "NONE")
 	ricmS     = enumOf("SIZE", "NONE")
@@ -135,6 +145,11 @@ var (
 	tokenS    = str(1, 36)                                // ClientRequestToken
 	statement = str(1, 8192)                              // a PartiQL statement
 	paramsS   = listOf(anyS, 1, noBound)                  // PartiQL parameters
+
+	// Unconstrained members named only so values print as DynamoDB
+	// prints them.
+	eanS = f("ExpressionAttributeNames", anyS)
+	eavS = f("ExpressionAttributeValues", anyS)
 
 	expectedS = mapOf(nil, structOf("ExpectedAttributeValue",
 		f("Value", anyS), f("Exists", boolS), f("ComparisonOperator", compOpS), f("AttributeValueList", anyS)), noBound, noBound)
@@ -225,7 +240,8 @@ var shapes = map[string]*shape{
 		req("RequestItems", mapOf(nameS, structOf("KeysAndAttributes",
 			// Keys has max 100 in the model, but DynamoDB reports more than
 			// 100 keys with its own message (the handler's check).
-			req("Keys", listOf(anyS, 1, noBound)), f("AttributesToGet", attrsToGS)), 1, 100))),
+			req("Keys", listOf(anyS, 1, noBound)), f("AttributesToGet", attrsToGS), f("ConsistentRead", anyS),
+			f("ProjectionExpression", anyS), f("ExpressionAttributeNames", anyS)), 1, 100))),
 	"BatchWriteItem": structOf("BatchWriteItemInput",
 		f("ReturnConsumedCapacity", rccS), f("ReturnItemCollectionMetrics", ricmS),
 		req("RequestItems", mapOf(nameS, listOf(structOf("WriteRequest",
@@ -236,16 +252,17 @@ var shapes = map[string]*shape{
 		f("ClientRequestToken", tokenS),
 		req("TransactItems", listOf(structOf("TransactWriteItem",
 			f("ConditionCheck", structOf("ConditionCheck", req("Key", anyS), req("TableName", nameS),
-				req("ConditionExpression", anyS), f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
+				req("ConditionExpression", anyS), eanS, eavS, f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
 			f("Put", structOf("Put", req("Item", anyS), req("TableName", nameS),
-				f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
+				f("ConditionExpression", anyS), eanS, eavS, f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
 			f("Delete", structOf("Delete", req("Key", anyS), req("TableName", nameS),
-				f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
+				f("ConditionExpression", anyS), eanS, eavS, f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
 			f("Update", structOf("Update", req("Key", anyS), req("UpdateExpression", anyS), req("TableName", nameS),
-				f("ReturnValuesOnConditionCheckFailure", rvoccfS)))), 1, 100))),
+				f("ConditionExpression", anyS), eanS, eavS, f("ReturnValuesOnConditionCheckFailure", rvoccfS)))), 1, 100))),
 	"TransactGetItems": structOf("TransactGetItemsInput",
 		req("TransactItems", listOf(structOf("TransactGetItem",
-			req("Get", structOf("Get", req("Key", anyS), req("TableName", nameS)))), 1, 100)),
+			req("Get", structOf("Get", req("Key", anyS), req("TableName", nameS),
+				f("ProjectionExpression", anyS), eanS))), 1, 100)),
 		f("ReturnConsumedCapacity", rccS)),
 
 	// PartiQL.
@@ -254,7 +271,7 @@ var shapes = map[string]*shape{
 		f("ReturnConsumedCapacity", rccS), f("Limit", limitS), f("ReturnValuesOnConditionCheckFailure", rvoccfS)),
 	"BatchExecuteStatement": structOf("BatchExecuteStatementInput",
 		req("Statements", listOf(structOf("BatchStatementRequest",
-			req("Statement", statement), f("Parameters", paramsS),
+			req("Statement", statement), f("Parameters", paramsS), f("ConsistentRead", anyS),
 			f("ReturnValuesOnConditionCheckFailure", rvoccfS)), 1, 25)),
 		f("ReturnConsumedCapacity", rccS)),
 	"ExecuteTransaction": structOf("ExecuteTransactionInput",
@@ -334,7 +351,7 @@ func (w *walker) walk(s *shape, raw []byte, path string) bool {
 	case kBool:
 		return string(raw) == "true" || string(raw) == "false"
 	case kString:
-		v, ok := jsonString(raw)
+		v, ok := jsonBytes(raw)
 		if ok {
 			w.checkString(s, raw, v, path)
 		}
@@ -361,17 +378,17 @@ func (w *walker) walk(s *shape, raw []byte, path string) bool {
 	return true
 }
 
-func (w *walker) checkString(s *shape, raw []byte, v, path string) {
+func (w *walker) checkString(s *shape, raw, v []byte, path string) {
 	if s.enum != nil {
 		for _, e := range s.enum {
-			if v == e {
+			if string(v) == e {
 				return
 			}
 		}
 		w.fail(s, raw, path, "Member must satisfy enum value set: ["+strings.Join(s.enum, ", ")+"]")
 		return
 	}
-	if s.pattern != nil && !s.pattern.MatchString(v) {
+	if s.pattern != nil && !s.pattern(v) {
 		w.fail(s, raw, path, "Member must satisfy regular expression pattern: "+s.patText)
 	}
 	w.checkLen(s, raw, int64(javaLen(v)), path)
@@ -529,7 +546,7 @@ func inBounds(s *shape, n int64) bool {
 }
 
 func keyOK(s *shape, k string) bool {
-	return inBounds(s, int64(javaLen(k))) && (s.pattern == nil || s.pattern.MatchString(k))
+	return inBounds(s, int64(javaLen([]byte(k)))) && (s.pattern == nil || s.pattern([]byte(k)))
 }
 
 // constraintList prints a shape's constraints as DynamoDB lists them for
@@ -549,10 +566,15 @@ func constraintList(s *shape) string {
 }
 
 // javaLen is a string's length as Java counts it, in UTF-16 code units.
-func javaLen(s string) int {
+func javaLen(s []byte) int {
 	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
+	for i := 0; i < len(s); {
+		if s[i] < utf8.RuneSelf {
+			n, i = n+1, i+1
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		n, i = n+utf16.RuneLen(r), i+size
 	}
 	return n
 }
@@ -675,10 +697,7 @@ func (it *objIter) next() (key, val []byte, ok bool) {
 		it.bad = true
 		return nil, nil, false
 	}
-	key = b[i:end]
-	if s, ok := jsonString(key); ok {
-		key = []byte(s)
-	}
+	key, _ = jsonBytes(b[i:end])
 	i = skipWS(b, end)
 	if i >= len(b) || b[i] != ':' {
 		it.bad = true
@@ -734,18 +753,25 @@ func listElems(raw []byte) ([][]byte, bool) {
 
 // jsonString decodes a raw JSON string.
 func jsonString(raw []byte) (string, bool) {
+	b, ok := jsonBytes(raw)
+	return string(b), ok
+}
+
+// jsonBytes decodes a raw JSON string, without copying it when it has no
+// escapes.
+func jsonBytes(raw []byte) ([]byte, bool) {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", false
+		return nil, false
 	}
 	inner := raw[1 : len(raw)-1]
-	if !strings.ContainsRune(string(inner), '\\') {
-		return string(inner), true
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return inner, true
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false
+		return nil, false
 	}
-	return s, true
+	return []byte(s), true
 }
 
 func skipWS(b []byte, i int) int {
