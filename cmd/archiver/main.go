@@ -5,6 +5,8 @@
 //	archiver sweep    deletes a table's expired items within seconds of their TTL
 //	archiver engine   a local DynamoDB + Streams server whose TTL really deletes
 //	archiver demo     everything in one process: engine, NATS, archive folder
+//	archiver restore  write archived items back into a DynamoDB table
+//	archiver replay   send archived events to a sink under their original IDs
 //	archiver verify   read an archive and report what is in it and what is wrong
 //	archiver health   the container health check: exit 0 when /readyz says ready
 //	archiver version  print the version
@@ -46,6 +48,8 @@ commands:
   sweep     delete a table's expired items within seconds of their TTL (one sweeper per table)
   engine    serve a local DynamoDB + DynamoDB Streams engine with a real TTL sweeper
   demo      run engine, NATS and archiver in one process and show expiries live
+  restore   write archived items back into a DynamoDB table (never clobbering, TTL extended)
+  replay    send archived events to a sink (nats://, s3://, ...) under their original IDs
   verify    read an archive (s3:// or file://) and report its contents, duplicates, unreadable lines and gaps
   health    exit 0 when the archiver's /readyz endpoint reports ready
   version   print the version
@@ -82,6 +86,10 @@ func dispatch(ctx context.Context, args []string, e env) int {
 		err = demoCmd(ctx, rest, e)
 	case "verify":
 		err = verifyCmd(ctx, rest, e)
+	case "restore":
+		err = restoreCmd(ctx, rest, e)
+	case "replay":
+		err = replayCmd(ctx, rest, e)
 	case "health":
 		err = healthCmd(ctx, rest, e)
 	case "version", "--version", "-version":

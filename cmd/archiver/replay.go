@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/archive"
+	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/internal/progress"
+	"github.com/ttl-archiver/archiver/restore"
+	"github.com/ttl-archiver/archiver/sinks"
+)
+
+// replayConfig is the effective configuration of `archiver replay`.
+type replayConfig struct {
+	sel    selectFlags
+	Sink   string
+	Batch  int
+	shared runConfig // log-level, config, print-config
+	source map[string]string
+}
+
+var replayCommand = command[replayConfig]{
+	name: "replay", options: replayOptions(), validate: validateReplayOption, check: func(*replayConfig, *problems) {},
+}
+
+func replayOptions() []option[replayConfig] {
+	shared := func(name string) option[replayConfig] {
+		return sharedRunOption(name, "", func(c *replayConfig) *runConfig { return &c.shared })
+	}
+	opts := selectOptions(func(c *replayConfig) *selectFlags { return &c.sel },
+		"table whose archived events to replay (repeatable; default: every table in the archive)")
+	return append(opts,
+		option[replayConfig]{name: "sink", secret: true, usage: "where to send the events: any sink URL archiver run takes (nats://, s3://, file://, stdout://); its events= parameter (default expired) says which kinds it takes (required)",
+			get: func(c *replayConfig) any { return c.Sink }, set: func(c *replayConfig, s string, _ []string, _ time.Duration) { c.Sink = s }},
+		option[replayConfig]{name: "batch", kind: kindInt, def: "500", usage: "events per batch handed to the sink (a batch holds one shard's events)",
+			get: func(c *replayConfig) any { return c.Batch }, set: func(c *replayConfig, s string, _ []string, _ time.Duration) { c.Batch, _ = strconv.Atoi(s) }},
+		shared("log-level"),
+		shared("config"),
+		shared("print-config"),
+	)
+}
+
+func validateReplayOption(c *replayConfig, o option[replayConfig], from string, p *problems) {
+	if c.sel.validate(o.name, from, p) {
+		return
+	}
+	switch o.name {
+	case "sink":
+		if c.Sink == "" {
+			p.add("%s: required: where to send the events (nats://, s3://, file://, stdout://)", from)
+		} else if err := checkSinkURL(c.Sink); err != nil {
+			p.add("%s: %v", from, err)
+		}
+	case "batch":
+		if c.Batch < 1 || c.Batch > 10000 {
+			p.add("%s: %d must be from 1 to 10000", from, c.Batch)
+		}
+	default:
+		validateOption(&c.shared, runOption(o.name), from, p)
+	}
+}
+
+// replayCmd is `archiver replay`: it sends archived events to a sink under
+// their event IDs, waits for every acknowledgement and prints a summary.
+func replayCmd(ctx context.Context, args []string, e env) error {
+	cfg := &replayConfig{}
+	src, err := loadConfig(replayCommand, cfg, args, e.getenv, e.stdout)
+	if err != nil {
+		return err
+	}
+	cfg.source = src
+	if cfg.shared.PrintConfig {
+		return printOptions(e.stdout, replayCommand, cfg, cfg.source)
+	}
+	log, err := ops.NewLogger(e.stderr, cfg.shared.LogLevel, ops.FormatAuto)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	return runReplay(ctx, cfg, e, log)
+}
+
+func runReplay(ctx context.Context, cfg *replayConfig, e env, log *zap.Logger) error {
+	asel, rsel, err := cfg.sel.selection(time.Now())
+	if err != nil {
+		return usagef("archiver replay: %v", err)
+	}
+	a, err := archive.Open(ctx, cfg.sel.From, archive.Options{Logger: log.Named("archive"), OnBadLine: badLineLogger(log)})
+	if err != nil {
+		return err
+	}
+	sk, kinds, err := sinks.Open(ctx, cfg.Sink, sinks.Options{Logger: log.Named("sink"), Stdout: e.stdout})
+	if err != nil {
+		return err
+	}
+	rep := newReporter("replay", e, log, a)
+	stop := rep.Start(ctx)
+	var stats archive.Stats
+	started := time.Now()
+	res, err := restore.Replay(ctx, restore.ReplayConfig{Sink: sk, Kinds: kinds, Select: rsel, BatchSize: cfg.Batch, Progress: rep},
+		restore.ArchiveSource(a, asel, &stats))
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if cerr := sk.Close(cctx); err == nil && cerr != nil {
+		err = fmt.Errorf("close %s: %w", sk.Name(), cerr)
+	}
+	stop()
+	printReplaySummary(e.stdout, sk.Name(), res, stats, time.Since(started))
+	return err
+}
+
+func printReplaySummary(w io.Writer, sink string, r restore.ReplayResult, st archive.Stats, el time.Duration) {
+	_ = progress.KV("replay to "+sink,
+		"archive objects read", st.Objects,
+		"archive lines", st.Lines,
+		"duplicate lines", st.Duplicates,
+		"undecodable lines", st.Undecodable,
+		"events selected by the archive", r.Events,
+		"left out by --key/--where", r.NotSelected,
+		"not taken by the sink (events=)", r.NotWanted,
+		"sent", r.Sent,
+		"acknowledged", r.Acked,
+		"failed", r.Failed,
+		"elapsed", el.Round(time.Millisecond),
+	).Print(w)
+}
