@@ -183,43 +183,28 @@ type keyTerms struct {
 func (s *stmt) findKeyTerms(keys keyDef) (keyTerms, error) {
 	var kt keyTerms
 	for _, term := range partiql.Conjuncts(s.st.Where) {
-		var err error
-		switch n := term.(type) {
-		case *partiql.Binary:
-			path, val, op := pathAndConst(n)
-			switch {
-			case path == nil:
-			case isName(path, keys.Hash) && op == "=" && !kt.query:
+		if !kt.query {
+			vals, ok := hashValues(term, keys.Hash)
+			if ok {
 				kt.query, kt.hashTerm = true, term
-				err = s.addHash(&kt, keys, val, false)
-			case keys.Range != "" && isName(path, keys.Range) && kt.rangeOp == "" && op != "<>":
-				kt.rangeOp, kt.rangeTerm = op, term
-				kt.rangeV, err = s.values(val)
-			}
-		case *partiql.In:
-			if p, ok := n.X.(*partiql.Path); ok && !n.Not && isName(p, keys.Hash) && !kt.query {
-				kt.query, kt.hashTerm = true, term
-				for _, v := range n.List {
-					if err = s.addHash(&kt, keys, v, len(n.List) == 1); err != nil {
-						break
+				for _, v := range vals {
+					if err := s.addHash(&kt, keys, v, len(vals) == 1 && isIn(term)); err != nil {
+						return kt, err
 					}
 				}
-			}
-		case *partiql.Between:
-			if p, ok := n.X.(*partiql.Path); ok && !n.Not && keys.Range != "" && isName(p, keys.Range) && kt.rangeOp == "" {
-				kt.rangeOp, kt.rangeTerm = "BETWEEN", term
-				kt.rangeV, err = s.values(n.Lo, n.Hi)
-			}
-		case *partiql.Call:
-			if n.Name == "begins_with" && len(n.Args) == 2 && keys.Range != "" && kt.rangeOp == "" {
-				if p, ok := n.Args[0].(*partiql.Path); ok && isName(p, keys.Range) && partiql.IsConst(n.Args[1]) {
-					kt.rangeOp, kt.rangeTerm = "begins_with", term
-					kt.rangeV, err = s.values(n.Args[1])
-				}
+				continue
 			}
 		}
-		if err != nil {
-			return kt, err
+		if keys.Range != "" && kt.rangeOp == "" {
+			op, vals := rangeCondition(term, keys.Range)
+			if op == "" {
+				continue
+			}
+			rv, err := s.values(vals...)
+			if err != nil {
+				return kt, err
+			}
+			kt.rangeOp, kt.rangeV, kt.rangeTerm = op, rv, term
 		}
 	}
 	for _, v := range kt.rangeV {
@@ -231,6 +216,49 @@ func (s *stmt) findKeyTerms(keys keyDef) (keyTerms, error) {
 		kt.rangeOp, kt.rangeV, kt.rangeTerm = "", nil, nil
 	}
 	return kt, nil
+}
+
+// hashValues reports whether term pins the partition key hash (hash = c
+// or hash IN [c, ...]) and returns the constants.
+func hashValues(term partiql.Node, hash string) ([]partiql.Node, bool) {
+	switch n := term.(type) {
+	case *partiql.Binary:
+		if path, val, op := pathAndConst(n); path != nil && op == "=" && isName(path, hash) {
+			return []partiql.Node{val}, true
+		}
+	case *partiql.In:
+		if p, ok := n.X.(*partiql.Path); ok && !n.Not && isName(p, hash) && allConst(n.List) {
+			return n.List, true
+		}
+	}
+	return nil, false
+}
+
+func isIn(term partiql.Node) bool {
+	_, ok := term.(*partiql.In)
+	return ok
+}
+
+// rangeCondition returns the key-condition operator and constants of a
+// term on the sort key rng ("" when it is not one).
+func rangeCondition(term partiql.Node, rng string) (string, []partiql.Node) {
+	switch n := term.(type) {
+	case *partiql.Binary:
+		if path, val, op := pathAndConst(n); path != nil && op != "<>" && isName(path, rng) {
+			return op, []partiql.Node{val}
+		}
+	case *partiql.Between:
+		if p, ok := n.X.(*partiql.Path); ok && !n.Not && isName(p, rng) && allConst([]partiql.Node{n.Lo, n.Hi}) {
+			return "BETWEEN", []partiql.Node{n.Lo, n.Hi}
+		}
+	case *partiql.Call:
+		if n.Name == "begins_with" && len(n.Args) == 2 && partiql.IsConst(n.Args[1]) {
+			if p, ok := n.Args[0].(*partiql.Path); ok && isName(p, rng) {
+				return "begins_with", n.Args[1:]
+			}
+		}
+	}
+	return "", nil
 }
 
 // filterTerms returns the WHERE without the terms the key condition
@@ -274,6 +302,15 @@ func (s *stmt) addHash(kt *keyTerms, keys keyDef, n partiql.Node, spread bool) e
 		}
 	}
 	return nil
+}
+
+func allConst(ns []partiql.Node) bool {
+	for _, n := range ns {
+		if !partiql.IsConst(n) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *stmt) values(ns ...partiql.Node) ([]attr.Value, error) {

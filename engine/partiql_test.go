@@ -92,6 +92,9 @@ func TestPartiQLSelect(t *testing.T) {
 		{stmt: `SELECT * FROM "pqt"`, want: "a/1 a/2 a/3 a/4 a/5 b/1 b/2", sorted: true},
 		{stmt: `SELECT * FROM "pqt"."byColor" WHERE color = 'red'`, want: "a/2 a/4", sorted: true},
 		{stmt: `SELECT * FROM "pqt" WHERE pk = 1`, want: ""},
+		{stmt: `SELECT * FROM "pqt" WHERE pk IN ['b', name]`, want: "b/1 b/2", sorted: true},
+		{stmt: `SELECT * FROM "pqt" WHERE pk = 'a' AND sk BETWEEN 2 AND n`, want: "a/2 a/3 a/4 a/5"},
+		{stmt: `SELECT * FROM "pqt" WHERE pk = 'a' AND sk = 1 OR pk = 'b' AND sk = 2`, want: "a/1 b/2", sorted: true},
 		{stmt: "-- comment\nSELECT * FROM \"pqt\" /* here */ WHERE pk = 'a' AND n = 2e1;", want: "a/2"},
 	}
 	for _, c := range cases {
