@@ -49,6 +49,8 @@ func main() {
 		{"sinks", runSinksBench, false},
 		{"pipeline", runPipelineBench, false},
 		{"sweep", runSweepBench, false},
+		{"archive", runArchiveBench, false},
+		{"restore", runRestoreBench, false},
 		{"engine-cpu", runServerCPUBench, true},
 	}
 	want := map[string]bool{}
