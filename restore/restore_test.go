@@ -383,3 +383,43 @@ func TestReplayIntoJetStreamTwiceIsDeduplicated(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreOutcomeDoesNotDependOnWriters archives one key that lived
+// and expired twice: with conditional writes the first life is restored,
+// with --overwrite the last, whatever the number of writers.
+func TestRestoreOutcomeDoesNotDependOnWriters(t *testing.T) {
+	b := restoretest.Start(t, engine.Options{})
+	b.CreateTable("Sessions", "expires", st.StreamViewTypeNewAndOldImages)
+	b.PutExpiring("Sessions", 40)
+	b.ExpireAll()
+	second := restoretest.Item(5, restoretest.T0.Add(3*time.Minute).Unix())
+	second["s"] = &ddb.AttributeValueMemberS{Value: "second life"}
+	if _, err := b.DB.PutItem(b.Ctx, &dynamodb.PutItemInput{TableName: aws.String("Sessions"), Item: second}); err != nil {
+		t.Fatal(err)
+	}
+	b.Clock.Set(restoretest.T0.Add(4 * time.Minute))
+	if n, err := b.Srv.Engine().SweepTTL(b.Ctx); err != nil || n != 1 {
+		t.Fatalf("second sweep: %d, %v", n, err)
+	}
+	dir := t.TempDir()
+	b.Archive("Sessions", "expires", dir)
+	f := &fixture{Bed: b, dir: dir}
+	for _, c := range []struct {
+		overwrite bool
+		parallel  int
+		want      string
+	}{{false, 1, "first"}, {false, 8, "first"}, {true, 1, "second life"}, {true, 8, "second life"}} {
+		table := fmt.Sprintf("R_%v_%d", c.overwrite, c.parallel)
+		b.CreateTable(table, "expires", "")
+		res := f.run(t, restore.Config{Table: table, Overwrite: c.overwrite, Parallel: c.parallel})
+		out, err := b.DB.GetItem(b.Ctx, &dynamodb.GetItemInput{TableName: aws.String(table),
+			Key: map[string]ddb.AttributeValue{"pk": second["pk"], "sk": second["sk"]}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := out.Item["s"].(*ddb.AttributeValueMemberS).Value
+		if (c.want == "first") == (got == "second life") {
+			t.Errorf("overwrite=%v parallel=%d: restored %q (%+v)", c.overwrite, c.parallel, got, res)
+		}
+	}
+}

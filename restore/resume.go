@@ -147,8 +147,12 @@ func (j *journal) close() error {
 	}
 	err := j.sync()
 	j.mu.Lock()
+	was := j.closed
 	j.closed = true
 	j.mu.Unlock()
+	if was {
+		return err
+	}
 	if cerr := j.f.Close(); err == nil {
 		err = cerr
 	}

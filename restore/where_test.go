@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/ttl-archiver/archiver/event"
 )
@@ -196,4 +197,16 @@ func FuzzParseWhere(f *testing.F) {
 		}
 		w.Match(it)
 	})
+}
+
+func TestThrottledErrors(t *testing.T) {
+	for code, want := range map[string]bool{"ProvisionedThroughputExceededException": true, "ThrottlingException": true,
+		"RequestLimitExceeded": true, "ValidationException": false, "ConditionalCheckFailedException": false} {
+		if got := throttled(&smithy.GenericAPIError{Code: code}); got != want {
+			t.Errorf("%s: throttled %v", code, got)
+		}
+	}
+	if throttled(errors.New("connection reset")) {
+		t.Error("a plain error counted as throttling")
+	}
 }
