@@ -410,10 +410,13 @@ func (s *source) next() bool {
 // decode makes line the current one; false (reported) when it does not
 // decode.
 func (s *source) decode(line []byte) bool {
-	e, err := event.DecodeLine(line)
-	if err != nil {
-		s.r.bad(s.obj.Key, s.line, err)
-		return false
+	e, ok := fastDecodeLine(line)
+	if !ok {
+		var err error
+		if e, err = event.DecodeLine(line); err != nil {
+			s.r.bad(s.obj.Key, s.line, err)
+			return false
+		}
 	}
 	s.cur = Line{Object: s.obj.Key, Line: s.line, Event: e}
 	s.id = Identity(&e)

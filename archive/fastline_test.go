@@ -1,0 +1,88 @@
+package archive
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/ttl-archiver/archiver/event"
+)
+
+// fastLineEvents are events of every shape AppendLine writes.
+func fastLineEvents() []event.Event {
+	t := time.Date(2026, 3, 4, 5, 6, 7, 890123456, time.UTC)
+	item := event.Item{
+		"pk":   &types.AttributeValueMemberS{Value: "user#1 ünïcode"},
+		"n":    &types.AttributeValueMemberN{Value: "-12345678901234567890123456789012345678e-3"},
+		"b":    &types.AttributeValueMemberB{Value: []byte{0, 1, 2, 0xff}},
+		"ss":   &types.AttributeValueMemberSS{Value: []string{"a", "b"}},
+		"ns":   &types.AttributeValueMemberNS{Value: []string{"1", "2.5"}},
+		"bs":   &types.AttributeValueMemberBS{Value: [][]byte{{1}, {}}},
+		"m":    &types.AttributeValueMemberM{Value: event.Item{"x": &types.AttributeValueMemberNULL{Value: true}, "e": &types.AttributeValueMemberM{Value: event.Item{}}}},
+		"l":    &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberBOOL{Value: false}, &types.AttributeValueMemberL{Value: []types.AttributeValue{}}}},
+		"t":    &types.AttributeValueMemberBOOL{Value: true},
+		"esc":  &types.AttributeValueMemberS{Value: "quote \" and \n newline"},
+		"ttl":  &types.AttributeValueMemberN{Value: "1772600000"},
+		"ekey": &types.AttributeValueMemberS{Value: ""},
+	}
+	keys := event.Item{"pk": item["pk"]}
+	return []event.Event{
+		{Kind: event.Expired, Table: "T", EventID: "e1", EventName: "REMOVE", SequenceNumber: "100", ShardID: "s", StreamARN: "arn",
+			ApproximateCreationTime: t, Keys: keys, OldImage: item, SizeBytes: 123, TTLAttribute: "ttl", TTLValue: "1772600000",
+			TTLTime: time.Unix(1772600000, 0).UTC(), TTLLag: -1500 * time.Millisecond, DeletedBy: event.DeletedByTTL},
+		{Kind: event.Modified, Table: "T", EventID: "e2", EventName: "MODIFY", SequenceNumber: "101", Keys: keys, NewImage: keys, OldImage: keys, ApproximateCreationTime: t},
+		{Kind: event.Inserted, Table: "T", EventID: "e3", EventName: "INSERT", NewImage: keys},
+		{Kind: event.Deleted, Table: "T", EventID: "e4", Keys: keys, TTLLag: 3*time.Second + 1},
+		{Kind: event.Deleted, Table: "T", EventID: "e5", EventName: "REMOVE", DeadLetter: &event.DeadLetter{Sink: "s3://b", Reason: event.ReasonPermanent}},
+	}
+}
+
+// TestFastDecodeLineMatchesDecodeLine: on AppendLine's own lines the fast
+// path decodes (but for escapes and dead letters, which it declines) and
+// agrees with DecodeLine.
+func TestFastDecodeLineMatchesDecodeLine(t *testing.T) {
+	for i, e := range fastLineEvents() {
+		if i == 0 {
+			delete(e.OldImage, "esc")
+		}
+		line := event.MarshalLine(&e)
+		got, ok := fastDecodeLine(line)
+		want, err := event.DecodeLine(line)
+		if err != nil {
+			t.Fatalf("%s: DecodeLine: %v", line, err)
+		}
+		if wantOK := e.DeadLetter == nil; ok != wantOK {
+			t.Fatalf("%s: fast path ok = %v, want %v", line, ok, wantOK)
+		}
+		if ok && !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\nfast %+v\nwant %+v", line, got, want)
+		}
+	}
+	if _, ok := fastDecodeLine(event.MarshalLine(&fastLineEvents()[0])); ok {
+		t.Error("a line with an escaped string was not declined")
+	}
+}
+
+// FuzzFastDecodeLine holds the fast path to DecodeLine: whatever it
+// accepts, DecodeLine decodes to the same event.
+func FuzzFastDecodeLine(f *testing.F) {
+	for _, e := range fastLineEvents() {
+		f.Add(event.MarshalLine(&e))
+	}
+	f.Add([]byte(`{"Item":{},"Keys":{},"Metadata":{"kind":"expired","table":"","eventID":"","eventName":"","sequenceNumber":"","shardId":"","streamArn":"","sizeBytes":-0,"ttlLagSeconds":0.5}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		got, ok := fastDecodeLine(line)
+		if !ok {
+			return
+		}
+		want, err := event.DecodeLine(line)
+		if err != nil {
+			t.Fatalf("fast path accepted %q, DecodeLine: %v", line, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\nfast %+v\nwant %+v", line, got, want)
+		}
+	})
+}
