@@ -122,3 +122,55 @@ func (r *RequestReader) plain() ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// Attr is one member of an attribute map read without a Go map.
+type Attr struct {
+	Name  string
+	Value Value
+}
+
+// Attrs reads the current member's value as an attribute map (not null)
+// and appends its members to dst in their order, duplicates included: for
+// small maps such as a Key, where building a Go map costs more than the
+// rest of the read. It accepts what Item accepts.
+func (r *RequestReader) Attrs(dst []Attr) []Attr {
+	if r.failed {
+		return nil
+	}
+	d := &r.d
+	if d.expect('{') != nil {
+		r.failed = true
+		return nil
+	}
+	d.ws()
+	if d.peek() == '}' {
+		d.i++
+		return dst
+	}
+	for {
+		k, err := d.str()
+		if err == nil {
+			err = d.expect(':')
+		}
+		var x Value
+		if err == nil {
+			x, err = d.value(0)
+		}
+		if err != nil {
+			r.failed = true
+			return nil
+		}
+		dst = append(dst, Attr{k, x})
+		d.ws()
+		switch d.peek() {
+		case ',':
+			d.i++
+			continue
+		case '}':
+			d.i++
+			return dst
+		}
+		r.failed = true
+		return nil
+	}
+}

@@ -10,6 +10,7 @@ import (
 type fastRequest struct {
 	TableName string
 	Item      Item
+	Key       Item
 	Consist   bool `json:"ConsistentRead"`
 }
 
@@ -29,6 +30,13 @@ func readFast(body []byte) (fastRequest, bool) {
 			req.TableName = r.String()
 		case "Item":
 			req.Item = r.Item()
+		case "Key":
+			if kv := r.Attrs(make([]Attr, 0, 2)); kv != nil {
+				req.Key = Item{}
+				for _, a := range kv {
+					req.Key[a.Name] = a.Value // the last of duplicates wins, as in a map
+				}
+			}
 		case "ConsistentRead":
 			req.Consist = r.Bool()
 		default:
@@ -53,10 +61,11 @@ func readSlow(body []byte) (fastRequest, error) {
 	var req struct {
 		TableName      string
 		Item           jsonItem
+		Key            jsonItem
 		ConsistentRead bool
 	}
 	err := json.Unmarshal(body, &req)
-	return fastRequest{req.TableName, Item(req.Item), req.ConsistentRead}, err
+	return fastRequest{req.TableName, Item(req.Item), Item(req.Key), req.ConsistentRead}, err
 }
 
 // checkAgrees fails when the fast reader accepts a body that encoding/json
@@ -85,6 +94,11 @@ func TestRequestReader(t *testing.T) {
 		{`{"TableName":"t","Item":{"pk":{"S":"a"},"n":{"N":"01.50"}}}`, true},
 		{" \n{ \"Item\" : {\"pk\":{\"S\":\"a\\u00e9\"}} , \"TableName\":\"t\" } \t", true},
 		{`{"TableName":"t","ConsistentRead":true}`, true},
+		{`{"TableName":"t","Key":{"pk":{"S":"a"},"sk":{"N":"1"},"pk":{"S":"b"}}}`, true}, // duplicate attributes: the last wins
+		{`{"Key":{}}`, true},
+		{`{"Key":null}`, false},
+		{`{"Key":{"pk":{"S":"a"},}}`, false},
+		{`{"Key":{"pk":{"S":"a"}`, false},
 		{`{}`, true},
 		{`{"Item":{"pk":{"S":"a","x":[1,-0.5e+3,{"y":null}]}}}`, true}, // unknown members inside a value are skipped
 		{`{"TableName":"t"} x`, false},                                 // trailing garbage
@@ -123,6 +137,7 @@ func FuzzRequestReader(f *testing.F) {
 		`{"TableName":"t","Item":{"pk":{"S":"a"},"l":{"L":[{"N":"1"},{"M":{"x":{"BOOL":true}}}]}}}`,
 		`{"Item":{"pk":{"S":"a","x":[1,-0.5e+3,{"y":null},"s\n"]}},"ConsistentRead":false}`,
 		`{"TableName":"t","Item":{"s":{"SS":["a","b"]},"b":{"B":"AAE="},"z":{"NULL":true}}}`,
+		`{"TableName":"t","Key":{"pk":{"S":"a"},"sk":{"N":"-1.5e3"}},"ConsistentRead":true}`,
 	} {
 		f.Add(s)
 	}
