@@ -23,6 +23,7 @@ import (
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/backoff"
+	"github.com/ttl-archiver/archiver/internal/s3test"
 	"github.com/ttl-archiver/archiver/restore"
 	"github.com/ttl-archiver/archiver/restore/restoretest"
 	"github.com/ttl-archiver/archiver/sinks"
@@ -422,4 +423,51 @@ func TestRestoreOutcomeDoesNotDependOnWriters(t *testing.T) {
 			t.Errorf("overwrite=%v parallel=%d: restored %q (%+v)", c.overwrite, c.parallel, got, res)
 		}
 	}
+}
+
+// TestRestoreFromS3ArchiveOnVersity archives through the real S3 sink
+// into versitygw and restores from the s3:// archive, every type intact.
+func TestRestoreFromS3ArchiveOnVersity(t *testing.T) {
+	s3 := s3test.Start(t)
+	b := restoretest.Start(t, engine.Options{})
+	b.CreateTable("Sessions", "expires", st.StreamViewTypeNewAndOldImages)
+	orig := b.PutExpiring("Sessions", 12)
+	b.ExpireAll()
+	url := "s3://" + s3test.Bucket + "/arch?endpoint=" + s3.Endpoint + "&region=us-east-1&path-style=true&events=all"
+	sk, _, err := sinks.Open(b.Ctx, url, sinks.Options{AWSConfig: s3test.AWSConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.ArchiveTo(sk, "Sessions", "expires")
+	b.CreateTable("Restored", "expires", "")
+	a, err := archive.Open(b.Ctx, url, archive.Options{AWSConfig: s3test.AWSConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := restore.Run(b.Ctx, restore.Config{DB: b.DB, Table: "Restored", TTL: restore.TTLKeep},
+		restore.ArchiveSource(a, archive.Selection{Tables: []string{"Sessions"}, Kinds: []event.Kind{event.Expired}}, nil))
+	if err != nil || res.Written != 12 {
+		t.Fatalf("restore: %+v, %v", res, err)
+	}
+	got := map[string]map[string]ddb.AttributeValue{}
+	for _, it := range b.Scan("Restored") {
+		got[keyOf(it)] = it
+	}
+	for _, it := range orig {
+		if g := got[keyOf(it)]; !reflect.DeepEqual(sortItem(g), sortItem(normalized(it))) {
+			t.Errorf("%s restored as %#v", keyOf(it), g)
+		}
+	}
+}
+
+// normalized is an item as DynamoDB returns it: numbers without
+// exponent (the one item attribute written as 1e3).
+func normalized(it map[string]ddb.AttributeValue) map[string]ddb.AttributeValue {
+	out := map[string]ddb.AttributeValue{}
+	for k, v := range it {
+		out[k] = v
+	}
+	l := out["l"].(*ddb.AttributeValueMemberL)
+	out["l"] = &ddb.AttributeValueMemberL{Value: []ddb.AttributeValue{l.Value[0], &ddb.AttributeValueMemberN{Value: "1000"}, l.Value[2]}}
+	return out
 }

@@ -161,11 +161,18 @@ func (b *Bed) ExpireAll() int {
 // dir, all kinds. It returns the number of events archived.
 func (b *Bed) Archive(table, ttlAttr, dir string) int {
 	b.t.Helper()
-	evs := b.StreamEvents(table, ttlAttr)
 	sk, err := sinks.NewFileSink(dir, sinks.Options{})
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	return b.ArchiveTo(sk, table, ttlAttr)
+}
+
+// ArchiveTo is Archive through any sink (the S3 sink: an s3:// archive),
+// which it closes.
+func (b *Bed) ArchiveTo(sk sinks.Sink, table, ttlAttr string) int {
+	b.t.Helper()
+	evs := b.StreamEvents(table, ttlAttr)
 	byShard := map[string][]event.Event{}
 	var order []string
 	for _, e := range evs {
@@ -180,6 +187,9 @@ func (b *Bed) Archive(table, ttlAttr, dir string) int {
 		if err := sk.Write(b.Ctx, batch, func(err error) { acks <- err }); err != nil {
 			b.t.Fatal(err)
 		}
+	}
+	if err := sk.Flush(b.Ctx); err != nil {
+		b.t.Fatal(err)
 	}
 	for range order {
 		if err := <-acks; err != nil {
