@@ -145,8 +145,8 @@ func (s *Stream) header() Header {
 // Export calls fn with events that rebuild every stream of the registry
 // as it is now: per stream an EvStreamState, then per live shard an
 // EvShardState followed by its untrimmed records. Each stream is copied
-// under its lock (records are shared, not copied) and described outside
-// it, so appends go on meanwhile.
+// under its lock (record headers are copied, their JSON is shared) and
+// described outside it, so appends go on meanwhile.
 func (r *Registry) Export(fn func(*Event) error) error {
 	r.mu.RLock()
 	list := append([]*Stream(nil), r.list...)
@@ -165,7 +165,7 @@ func (r *Registry) Export(fn func(*Event) error) error {
 		recs := make([][]record, len(s.shards))
 		for i, sh := range s.shards {
 			shards[i] = sh.state()
-			recs[i] = sh.recs[:len(sh.recs):len(sh.recs)]
+			recs[i] = append([]record(nil), sh.recs...) // trimming clears the array in place
 		}
 		events := append([]string(nil), s.events...)
 		s.mu.RUnlock()
