@@ -6,11 +6,8 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -19,7 +16,6 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/budget"
-	"github.com/ttl-archiver/archiver/sinks"
 )
 
 // Line is one event read from an archive and where it was read.
@@ -86,7 +82,9 @@ const maxLine = 16 << 20
 // Memory: up to Options.Parallel objects are downloaded at once, and
 // compressed bodies downloaded and not yet read are bounded by
 // Options.MaxBufferBytes (one overlapping group larger than that is read
-// alone); lines are decompressed and decoded one at a time.
+// alone). The next groups are decompressed and decoded ahead on other
+// goroutines, each object a few hundred lines at a time, so decoded lines
+// in memory are bounded too (see decodeDepth).
 //
 // Undecodable lines are counted in Stats.Undecodable and reported to
 // Options.OnBadLine; the read goes on. A failure to list or download
@@ -101,24 +99,21 @@ func (a *Archive) Events(ctx context.Context, sel Selection, fn func(Line) error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	b := budget.New(a.o.MaxBufferBytes)
-	jobs, wait := a.fetch(ctx, groups, b)
+	jobs, waitFetch := a.fetch(ctx, groups, b)
+	ready, waitDecode := decodeAhead(ctx, jobs)
 	defer func() {
 		cancel()
-		for range jobs {
+		for range ready {
 		}
-		wait()
+		waitDecode()
+		waitFetch()
 	}()
 	r := &reader{a: a, sel: &sel, fn: fn}
-	for j := range jobs {
-		select {
-		case <-j.done:
-		case <-ctx.Done():
-			return r.stats, ctx.Err()
-		}
+	for j := range ready {
 		if j.err != nil {
 			return r.stats, j.err
 		}
-		err := r.group(j)
+		err := r.group(ctx, j)
 		b.Release(j.g.size)
 		if err != nil {
 			return r.stats, err
@@ -177,6 +172,8 @@ type job struct {
 	mu     sync.Mutex
 	err    error
 	done   chan struct{}
+	// dec holds each object's decoded lines, in chunks (see decodeAhead).
+	dec []chan chunk
 }
 
 func (j *job) finish(i int, body []byte, enc string, err error) {
@@ -257,28 +254,20 @@ type reader struct {
 
 // group reads one downloaded group, merging its objects' lines by
 // sequence number.
-func (r *reader) group(j *job) error {
+func (r *reader) group(ctx context.Context, j *job) error {
 	first := &j.g.objs[0]
 	if r.seen == nil || first.Table != r.scopeTable || !first.Hour.Equal(r.scopeHour) {
 		r.scopeTable, r.scopeHour, r.seen = first.Table, first.Hour, map[string]struct{}{}
 	}
 	var srcs sourceHeap
-	defer func() {
-		for _, s := range srcs {
-			s.close()
-		}
-	}()
 	for i := range j.g.objs {
 		o := &j.g.objs[i]
 		r.stats.Objects++
 		r.stats.Bytes += o.Size
-		s := &source{r: r, obj: o, idx: i}
-		if s.open(j.bodies[i], j.encs[i]) && s.next() {
+		s := &source{ctx: ctx, r: r, obj: o, idx: i, ch: j.dec[i]}
+		if s.next() {
 			srcs = append(srcs, s)
-		} else {
-			s.close()
 		}
-		j.bodies[i] = nil
 	}
 	heap.Init(&srcs)
 	for len(srcs) > 0 {
@@ -289,9 +278,11 @@ func (r *reader) group(j *job) error {
 		if s.next() {
 			heap.Fix(&srcs, 0)
 		} else {
-			s.close()
 			heap.Pop(&srcs)
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	for i := range j.g.objs {
 		r.a.prog.objectsDone.Add(1)
@@ -343,88 +334,45 @@ func Identity(e *event.Event) string {
 	return id
 }
 
-// source is one object's lines, decoded one ahead.
+// source is one object's decoded lines, as its decoder sends them.
 type source struct {
-	r       *reader
-	obj     *Object
-	idx     int
-	br      *bufio.Reader
-	closeFn func()
-	line    int
-	cur     Line
-	id      string
+	ctx   context.Context
+	r     *reader
+	obj   *Object
+	idx   int
+	ch    <-chan chunk
+	chunk chunk
+	cur   Line
+	id    string
 }
 
-// open starts decompressing body; false (reported as a bad line 1) when
-// the body's compression is broken.
-func (s *source) open(body []byte, enc string) bool {
-	zr, closeFn, err := sinks.Decompress(bytes.NewReader(body), enc, s.obj.Key)
-	if err != nil {
-		s.r.bad(s.obj.Key, 1, err)
-		return false
-	}
-	s.closeFn = closeFn
-	s.br = bufio.NewReaderSize(zr, 256<<10)
-	return true
-}
-
-func (s *source) close() {
-	if s.closeFn != nil {
-		s.closeFn()
-		s.closeFn = nil
-	}
-}
-
-// next decodes the object's next line into cur, reporting lines that do
-// not decode; false at the end (or at a body that breaks off).
+// next makes the object's next line current, reporting and counting the
+// lines that did not decode on the way; false at the end.
 func (s *source) next() bool {
 	for {
-		line, tooLong, err := readLine(s.br, s.r.buf[:0])
-		s.r.buf = line[:0]
-		if err == io.EOF && len(line) == 0 && !tooLong {
-			return false
-		}
-		s.line++
-		if err != nil && err != io.EOF {
-			s.r.bad(s.obj.Key, s.line, fmt.Errorf("reading the body: %w", err))
-			return false
-		}
-		switch {
-		case tooLong:
-			s.r.stats.Lines++
-			s.r.bad(s.obj.Key, s.line, fmt.Errorf("line longer than %d bytes", maxLine))
-		case len(bytes.TrimSpace(line)) == 0:
-			// An empty line holds nothing; it is not counted.
-		default:
-			s.r.stats.Lines++
-			if s.decode(line) {
-				return true
+		for len(s.chunk) == 0 {
+			var ok bool
+			select {
+			case s.chunk, ok = <-s.ch:
+				if !ok {
+					return false
+				}
+			case <-s.ctx.Done():
+				return false
 			}
 		}
-		if err == io.EOF {
-			return false
+		it := &s.chunk[0]
+		s.chunk = s.chunk[1:]
+		if it.counted {
+			s.r.stats.Lines++
 		}
-	}
-}
-
-// decode makes line the current one; false (reported) when it does not
-// decode.
-func (s *source) decode(line []byte) bool {
-	e, ok := fastDecodeLine(line)
-	if !ok {
-		var err error
-		if e, err = event.DecodeLine(line); err != nil {
-			s.r.bad(s.obj.Key, s.line, err)
-			return false
+		if it.err != nil {
+			s.r.bad(s.obj.Key, it.line.Line, it.err)
+			continue
 		}
+		s.cur, s.id = it.line, it.id
+		return true
 	}
-	s.cur = Line{Object: s.obj.Key, Line: s.line, Event: e}
-	s.id = Identity(&e)
-	if s.id == "" {
-		sum := sha256.Sum256(bytes.TrimSpace(line))
-		s.id = "line:" + hex.EncodeToString(sum[:])
-	}
-	return true
 }
 
 // readLine reads one line (without its newline) into buf. A line longer
