@@ -33,13 +33,21 @@ func restoreBed(t *testing.T, n int) (*restoretest.Bed, string) {
 	return b, dir
 }
 
-// execCmd runs a command function with args and returns its stdout.
+// execCmd runs a command function with args and returns its stdout; its
+// stderr (the logs) goes to *stderr when stderr is not nil.
 func execCmd(t *testing.T, cmd func(context.Context, []string, env) error, args ...string) (string, error) {
+	return execCmdErr(t, cmd, nil, args...)
+}
+
+func execCmdErr(t *testing.T, cmd func(context.Context, []string, env) error, stderr *bytes.Buffer, args ...string) (string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	err := cmd(context.Background(), args, env{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }})
-	if err != nil && errOut.Len() > 0 {
-		t.Logf("stderr: %s", errOut.String())
+	var out bytes.Buffer
+	if stderr == nil {
+		stderr = &bytes.Buffer{}
+	}
+	err := cmd(context.Background(), args, env{stdout: &out, stderr: stderr, getenv: func(string) string { return "" }})
+	if err != nil && stderr.Len() > 0 {
+		t.Logf("stderr: %s", stderr.String())
 	}
 	return out.String(), err
 }
@@ -57,9 +65,14 @@ func TestRestoreCommandRestoresAndSummarises(t *testing.T) {
 	if len(b.Scan("Restored")) != 0 {
 		t.Fatal("the dry run wrote")
 	}
-	out, err = execCmd(t, restoreCmd, append(common, "--where", "sk < 5")...)
+	var logs bytes.Buffer
+	out, err = execCmdErr(t, restoreCmd, &logs, append(common, "--where", "sk < 5")...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Off a terminal, progress is a JSON log line (here only the last one).
+	if !strings.Contains(logs.String(), `"msg":"progress","job":"restore","objects_done":1,"objects_total":1,"items_done":9,`) {
+		t.Errorf("progress log lines:\n%s", logs.String())
 	}
 	if !strings.Contains(out, "restore into Restored\n") || !summaryHas(out, "written", 5) || !summaryHas(out, "left out by --key/--where", 4) {
 		t.Errorf("summary:\n%s", out)
