@@ -67,6 +67,8 @@ const maxLine = 16 << 20
 // creation hour are its partition, so a duplicate never lies in another
 // one; memory for de-duplication is therefore proportional to the
 // distinct event IDs of one table and hour, held until the read moves on.
+// (An object whose key contradicts its lines, which archiver verify
+// lists, is de-duplicated within the partition its key names.)
 //
 // Order: objects are read by hour, then table. Within a table's hour,
 // the S3 layout's objects of one shard whose SHARD-FIRSTSEQ-LASTSEQ
