@@ -389,6 +389,9 @@ func (r *restorer) restore(ctx context.Context, e *event.Event) error {
 	if ctx.Err() != nil {
 		return nil
 	}
+	if r.cfg.Progress != nil {
+		defer r.cfg.Progress.AddItems(1)
+	}
 	in := r.putInput(e)
 	err := r.put(ctx, in)
 	var cfe *ddb.ConditionalCheckFailedException
@@ -404,9 +407,6 @@ func (r *restorer) restore(ctx context.Context, e *event.Event) error {
 		r.log.Error("restoring an item failed", zap.ByteString("key", event.MarshalItem(r.key(e))),
 			zap.String("event_id", e.EventID), zap.Error(err))
 		return nil // not recorded: a resumed run tries it again
-	}
-	if r.cfg.Progress != nil {
-		r.cfg.Progress.AddItems(1)
 	}
 	return r.j.record(e.EventID, r.cfg.Overwrite)
 }
