@@ -42,10 +42,11 @@ const (
 
 // stmt is a parsed statement bound to its table and parameters.
 type stmt struct {
-	src string
-	st  *partiql.Statement
-	b   *partiql.Builder
-	t   *table
+	src    string
+	params []attr.Value
+	st     *partiql.Statement
+	b      *partiql.Builder
+	t      *table
 }
 
 // prepare parses a statement, checks its parameters and finds its table.
@@ -67,7 +68,7 @@ func (e *Engine) prepare(src *string, params []attr.Value) (*stmt, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stmt{src: *src, st: st, b: partiql.NewBuilder(*src, params), t: t}, nil
+	return &stmt{src: *src, params: params, st: st, b: partiql.NewBuilder(*src, params), t: t}, nil
 }
 
 type executeStatementRequest struct {
@@ -430,9 +431,14 @@ type pageToken struct {
 	Key  json.RawMessage `json:"k,omitempty"`
 }
 
-func statementHash(src string) uint64 {
+// hash identifies the statement and its parameters, which a NextToken
+// must be used with.
+func (s *stmt) hash() uint64 {
 	h := fnv.New64a()
-	h.Write([]byte(src))
+	h.Write([]byte(s.src))
+	for _, p := range s.params {
+		h.Write(p.AppendJSON(nil))
+	}
 	return h.Sum64()
 }
 
@@ -441,7 +447,7 @@ func badToken() error { return awserr.Validation("Invalid NextToken") }
 func (s *stmt) decodeToken(tok string, parts int) (int, attr.Item, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(tok)
 	var pt pageToken
-	if err != nil || json.Unmarshal(raw, &pt) != nil || pt.Stmt != statementHash(s.src) || pt.Part < 0 || pt.Part >= parts {
+	if err != nil || json.Unmarshal(raw, &pt) != nil || pt.Stmt != s.hash() || pt.Part < 0 || pt.Part >= parts {
 		return 0, nil, badToken()
 	}
 	if len(pt.Key) == 0 {
@@ -455,7 +461,7 @@ func (s *stmt) decodeToken(tok string, parts int) (int, attr.Item, error) {
 }
 
 func (s *stmt) encodeToken(part int, key attr.Item) string {
-	pt := pageToken{Stmt: statementHash(s.src), Part: part}
+	pt := pageToken{Stmt: s.hash(), Part: part}
 	if key != nil {
 		pt.Key = attr.AppendItemJSON(nil, key)
 	}

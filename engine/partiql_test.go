@@ -178,7 +178,17 @@ func TestPartiQLPaging(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", c.stmt, got, c.want)
 		}
 	}
-	// A token belongs to its statement.
+	// A token belongs to its statement and parameters.
+	first, err := e.db.ExecuteStatement(e.ctx, &dynamodb.ExecuteStatementInput{Statement: aws.String(`SELECT * FROM "pqt" WHERE pk = ?`),
+		Parameters: []types.AttributeValue{S("a")}, Limit: aws.Int32(1)})
+	if err != nil || first.NextToken == nil {
+		t.Fatalf("%v %+v", err, first)
+	}
+	_, err = e.db.ExecuteStatement(e.ctx, &dynamodb.ExecuteStatementInput{Statement: aws.String(`SELECT * FROM "pqt" WHERE pk = ?`),
+		Parameters: []types.AttributeValue{S("b")}, NextToken: first.NextToken})
+	if errCode(err) != "ValidationException" {
+		t.Errorf("NextToken with other parameters: %v", err)
+	}
 	out, err := e.db.ExecuteStatement(e.ctx, &dynamodb.ExecuteStatementInput{Statement: aws.String(`SELECT * FROM "pqt" WHERE pk = 'a'`), Limit: aws.Int32(1)})
 	if err != nil || out.NextToken == nil {
 		t.Fatalf("%v %+v", err, out)
