@@ -22,11 +22,13 @@ import (
 // become the engine's expression types, so they are evaluated by the code
 // that serves ConditionExpression, FilterExpression and UpdateExpression.
 // A SELECT whose WHERE pins the partition key (= or IN, in a top-level
-// AND) is one Query per key value, otherwise a Scan; the whole WHERE is
-// the filter, so any sort-key condition is honoured whichever one narrows
-// the read. Writes go through put, update and delete (and their Locked
-// forms in transactions), the paths PutItem, UpdateItem and DeleteItem
-// take, so streams, TTL tracking and indexes see them alike. An INSERT is
+// AND) is one Query per key value, narrowed by one sort-key condition
+// when there is one, otherwise a Scan; the rest of the WHERE is the
+// filter. Limit counts the items read, across the partitions of an IN,
+// and NextToken names the partition and the last key. Writes go through
+// put, update and delete (and commitTx in transactions), the paths
+// PutItem, UpdateItem, DeleteItem and TransactWriteItems take, so
+// streams, TTL tracking and indexes see them alike. An INSERT is
 // a put guarded by attribute_not_exists on the hash key
 // (DuplicateItemException); an UPDATE needs the item (attribute_exists,
 // else ConditionalCheckFailedException); the WHERE of a write must hold an
