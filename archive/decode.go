@@ -102,6 +102,7 @@ func decodeObject(ctx context.Context, key string, body []byte, enc string, out 
 	}
 	defer closeFn()
 	br := bufio.NewReaderSize(zr, 256<<10)
+	names := &interner{}
 	var buf []byte
 	for n := 1; ; n++ {
 		line, tooLong, err := readLine(br, buf[:0])
@@ -116,7 +117,7 @@ func decodeObject(ctx context.Context, key string, body []byte, enc string, out 
 		if tooLong {
 			c = append(c, decoded{line: Line{Object: key, Line: n}, err: fmt.Errorf("line longer than %d bytes", maxLine), counted: true})
 		} else if len(bytes.TrimSpace(line)) > 0 {
-			c = append(c, decodeLine(key, n, line))
+			c = append(c, decodeLine(key, n, line, names))
 		}
 		if err == io.EOF || (len(c) >= chunkLines && !send()) {
 			break
@@ -127,8 +128,8 @@ func decodeObject(ctx context.Context, key string, body []byte, enc string, out 
 
 // decodeLine decodes one non-empty line: the fast path, else
 // event.DecodeLine, which explains what is wrong.
-func decodeLine(key string, n int, line []byte) decoded {
-	e, ok := fastDecodeLine(line)
+func decodeLine(key string, n int, line []byte, names *interner) decoded {
+	e, ok := fastDecodeLine(line, names)
 	if !ok {
 		var err error
 		if e, err = event.DecodeLine(line); err != nil {

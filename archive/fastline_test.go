@@ -48,7 +48,7 @@ func TestFastDecodeLineMatchesDecodeLine(t *testing.T) {
 			delete(e.OldImage, "esc")
 		}
 		line := event.MarshalLine(&e)
-		got, ok := fastDecodeLine(line)
+		got, ok := fastDecodeLine(line, &interner{})
 		want, err := event.DecodeLine(line)
 		if err != nil {
 			t.Fatalf("%s: DecodeLine: %v", line, err)
@@ -60,7 +60,7 @@ func TestFastDecodeLineMatchesDecodeLine(t *testing.T) {
 			t.Errorf("%s:\nfast %+v\nwant %+v", line, got, want)
 		}
 	}
-	if _, ok := fastDecodeLine(event.MarshalLine(&fastLineEvents()[0])); ok {
+	if _, ok := fastDecodeLine(event.MarshalLine(&fastLineEvents()[0]), nil); ok {
 		t.Error("a line with an escaped string was not declined")
 	}
 }
@@ -72,8 +72,9 @@ func FuzzFastDecodeLine(f *testing.F) {
 		f.Add(event.MarshalLine(&e))
 	}
 	f.Add([]byte(`{"Item":{},"Keys":{},"Metadata":{"kind":"expired","table":"","eventID":"","eventName":"","sequenceNumber":"","shardId":"","streamArn":"","sizeBytes":-0,"ttlLagSeconds":0.5}}`))
+	names := &interner{}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		got, ok := fastDecodeLine(line)
+		got, ok := fastDecodeLine(line, names)
 		if !ok {
 			return
 		}
@@ -83,6 +84,33 @@ func FuzzFastDecodeLine(f *testing.F) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q:\nfast %+v\nwant %+v", line, got, want)
+		}
+	})
+}
+
+// BenchmarkDecodeLine compares the fast path with event.DecodeLine on an
+// expired session item's line.
+func BenchmarkDecodeLine(b *testing.B) {
+	e := fastLineEvents()[0]
+	delete(e.OldImage, "esc")
+	line := event.MarshalLine(&e)
+	b.Run("fast", func(b *testing.B) {
+		names := &interner{}
+		b.SetBytes(int64(len(line)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := fastDecodeLine(line, names); !ok {
+				b.Fatal("declined")
+			}
+		}
+	})
+	b.Run("DecodeLine", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := event.DecodeLine(line); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }
