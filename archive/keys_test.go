@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ttl-archiver/archiver/archive"
+	"github.com/ttl-archiver/archiver/event"
 )
 
 func TestParseKey(t *testing.T) {
@@ -41,6 +43,33 @@ func TestParseKey(t *testing.T) {
 		got := fmt.Sprintf("%s %s %s %s %s %s %s", o.Table, o.Kind, o.Hour.Format("2006-01-02T15"), o.Shard, o.FirstSeq, o.LastSeq, o.Suffix)
 		if got != tc.want {
 			t.Errorf("ParseKey(%q) = %q, want %q", tc.rel, got, tc.want)
+		}
+	}
+}
+
+func TestObjectMismatch(t *testing.T) {
+	o, err := archive.ParseKey("table=T/kind=expired/dt=2026-03-04/hr=05/s1-100-200.jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := event.Event{Table: "T", Kind: event.Expired, ShardID: "s1", SequenceNumber: "150", ApproximateCreationTime: time.Date(2026, 3, 4, 5, 59, 59, 0, time.UTC)}
+	for _, tc := range []struct {
+		name string
+		edit func(*event.Event)
+		want string
+	}{
+		{"fits", func(*event.Event) {}, ""},
+		{"table", func(e *event.Event) { e.Table = "U" }, `table "U", the key says "T"`},
+		{"kind", func(e *event.Event) { e.Kind = event.Deleted }, "kind deleted, the key says expired"},
+		{"hour", func(e *event.Event) { e.ApproximateCreationTime = e.ApproximateCreationTime.Add(time.Second) }, "deleted at 2026-03-04T06:00:00Z, the key says hour 2026-03-04T05"},
+		{"shard", func(e *event.Event) { e.ShardID = "s2" }, "shard s2, the key says s1"},
+		{"below", func(e *event.Event) { e.SequenceNumber = "99" }, "sequence number 99 outside the key's 100-200"},
+		{"above", func(e *event.Event) { e.SequenceNumber = "1000" }, "sequence number 1000 outside the key's 100-200"},
+	} {
+		e := ok
+		tc.edit(&e)
+		if got := o.Mismatch(&e); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

@@ -133,29 +133,10 @@ func (v *verifier) line(o *archive.Object, l *archive.Line, _ bool) {
 		c.high = seq
 	}
 	if c.problem == "" {
-		if p := keyMismatch(o, &l.Event); p != "" {
+		if p := o.Mismatch(&l.Event); p != "" {
 			c.problem = fmt.Sprintf("line %d: %s", l.Line, p)
 		}
 	}
-}
-
-// keyMismatch says how an event contradicts its object's key ("" when it
-// does not).
-func keyMismatch(o *archive.Object, e *event.Event) string {
-	hour := e.ApproximateCreationTime.UTC().Truncate(time.Hour)
-	switch {
-	case e.Table != o.Table:
-		return fmt.Sprintf("table %q, the key says %q", e.Table, o.Table)
-	case o.Kind != "" && e.Kind != o.Kind:
-		return fmt.Sprintf("kind %s, the key says %s", e.Kind, o.Kind)
-	case !hour.Equal(o.Hour):
-		return fmt.Sprintf("deleted at %s, the key says hour %s", e.ApproximateCreationTime.UTC().Format(time.RFC3339), o.Hour.Format("2006-01-02T15"))
-	case o.Shard != "" && e.ShardID != o.Shard:
-		return fmt.Sprintf("shard %s, the key says %s", e.ShardID, o.Shard)
-	case o.FirstSeq != "" && (event.CompareSequence(e.SequenceNumber, o.FirstSeq) < 0 || event.CompareSequence(e.SequenceNumber, o.LastSeq) > 0):
-		return fmt.Sprintf("sequence number %s outside the key's %s-%s", e.SequenceNumber, o.FirstSeq, o.LastSeq)
-	}
-	return ""
 }
 
 // event counts one distinct event of the selection.
