@@ -67,7 +67,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	reqID := e.requestID()
 	h := w.Header()
-	h.Set("x-amzn-RequestId", reqID)
+	h["X-Amzn-Requestid"] = []string{reqID} // x-amzn-RequestId, canonical: Set would canonicalize it per request
 	op := ""
 	start := time.Now()
 	defer func() {
@@ -113,7 +113,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.writeError(w, awserr.Newf(awserr.CodeUnknownOperation, "Unknown operation: %s", op), 0)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	body, err := readBody(w, r)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -171,11 +171,26 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // rawResponse is a response body already encoded as JSON.
 type rawResponse []byte
 
+// readBody reads a request body of at most maxBody bytes: in one
+// allocation of its declared length when it has one of at most 1 MiB (a
+// larger one grows as it arrives, so that a client cannot make the engine
+// allocate memory it never sends).
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 && n <= 1<<20 {
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, err
+		}
+		return body, nil
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+}
+
 func (e *Engine) write(w http.ResponseWriter, status int, body []byte) {
+	// One allocation for the three values, and canonical keys set directly.
+	v := [...]string{"application/x-amz-json-1.0", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10), strconv.Itoa(len(body))}
 	h := w.Header()
-	h.Set("Content-Type", "application/x-amz-json-1.0")
-	h.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h["Content-Type"], h["X-Amz-Crc32"], h["Content-Length"] = v[0:1:1], v[1:2:2], v[2:3:3]
 	w.WriteHeader(status)
 	w.Write(body)
 }

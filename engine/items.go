@@ -751,8 +751,10 @@ func (r writeResponse) MarshalJSON() ([]byte, error) {
 
 func (e *Engine) opPutItem(ctx context.Context, body []byte) (any, error) {
 	var req putItemRequest
-	if err := decode(body, &req); err != nil {
-		return nil, err
+	if !fastPutItem(body, &req) {
+		if err := decode(body, &req); err != nil {
+			return nil, err
+		}
 	}
 	if err := req.validate("ALL_OLD"); err != nil {
 		return nil, err
@@ -834,17 +836,23 @@ type keyRequest struct {
 	Key       jitem  `json:"Key"`
 }
 
+type getItemRequest struct {
+	keyRequest
+	ConsistentRead         bool     `json:"ConsistentRead"`
+	ProjectionExpression   *string  `json:"ProjectionExpression"`
+	AttributesToGet        []string `json:"AttributesToGet"`
+	ReturnConsumedCapacity string   `json:"ReturnConsumedCapacity"`
+	exprFields
+	fastKey    []attr.Attr  // Key as fastGetItem read it (Key is then nil)
+	fastKeyBuf [2]attr.Attr // fastKey's storage
+}
+
 func (e *Engine) opGetItem(ctx context.Context, body []byte) (any, error) {
-	var req struct {
-		keyRequest
-		ConsistentRead         bool     `json:"ConsistentRead"`
-		ProjectionExpression   *string  `json:"ProjectionExpression"`
-		AttributesToGet        []string `json:"AttributesToGet"`
-		ReturnConsumedCapacity string   `json:"ReturnConsumedCapacity"`
-		exprFields
-	}
-	if err := decode(body, &req); err != nil {
-		return nil, err
+	var req getItemRequest
+	if !fastGetItem(body, &req) {
+		if err := decode(body, &req); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkTableName(req.TableName, "tableName"); err != nil {
 		return nil, err
@@ -852,7 +860,7 @@ func (e *Engine) opGetItem(ctx context.Context, body []byte) (any, error) {
 	if err := checkRCC(req.ReturnConsumedCapacity); err != nil {
 		return nil, err
 	}
-	if req.Key == nil {
+	if req.Key == nil && req.fastKey == nil {
 		return nil, nullErr("key")
 	}
 	p, err := req.params(req.ProjectionExpression)
@@ -871,7 +879,7 @@ func (e *Engine) opGetItem(ctx context.Context, body []byte) (any, error) {
 		return nil, err
 	}
 	t.mu.RLock()
-	key, err := t.keyOf(attr.Item(req.Key))
+	key, err := req.storageKey(t)
 	if err != nil {
 		t.mu.RUnlock()
 		return nil, err
