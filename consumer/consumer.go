@@ -23,8 +23,9 @@
 //
 // Each shard holds at most Config.MaxInFlightBytes of records that are not
 // yet acknowledged by every sink, and all shards together at most
-// Config.MaxInFlightBytesTotal, both counted as estimated memory
-// ([shard.EstimateMemory]); while a budget is full the shard's reader waits
+// Config.MaxInFlightBytesTotal, both counted as estimated memory: the
+// decoded records ([shard.EstimateMemory]) and every sink's rendered copy
+// of the events it was given; while a budget is full the shard's reader waits
 // (backpressure): a slow sink slows reading down instead of filling memory,
 // and many shards behind at once (after an outage) share one bound. A
 // shard that waits for budget for Config.StarvedFlush makes every sink
@@ -91,14 +92,15 @@ type Config struct {
 	Routes []Route
 
 	// MaxInFlightBytes bounds the estimated memory
-	// ([shard.EstimateMemory]) of one shard's records not yet acknowledged
-	// by every sink (default 64 MiB, some 40,000 small items). A batch
+	// ([shard.EstimateMemory], and the sinks' copies) of one shard's
+	// records not yet acknowledged by every sink (default 64 MiB, some
+	// 14,000 small items with two sinks). A batch
 	// larger than the budget is admitted alone.
 	MaxInFlightBytes int
 	// MaxInFlightBytesTotal bounds the same over every shard (default
-	// 128 MiB). The sinks' copies of those records (rendered lines,
-	// messages) and the garbage collector's headroom come on top: the
-	// archiver with an S3 and a NATS sink peaked at about five times this.
+	// 128 MiB). Both count the records and the sinks' rendered copies of
+	// them (lines, messages); the garbage collector's headroom and the
+	// sinks' own buffers come on top (see the README's sizing advice).
 	// A batch larger than it is admitted only when nothing else is in
 	// flight.
 	MaxInFlightBytesTotal int
@@ -589,6 +591,10 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 	}
 	if len(bad) > 0 {
 		en.pending++
+		en.bytes += sinkCopies(bad)
+	}
+	for _, sub := range subs {
+		en.bytes += sinkCopies(sub)
 	}
 	if err := s.add(ctx, en); err != nil {
 		return err
@@ -622,6 +628,20 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 		}
 	}
 	return nil
+}
+
+// sinkCopies estimates the memory a sink holds for evs until it
+// acknowledges them: each event rendered once (an archive line, a NATS
+// message with its headers), about its SizeBytes plus 1 KiB of metadata
+// and 24 bytes of JSON per top-level attribute. The budgets count it with
+// the records, so that they bound what the process holds for its
+// in-flight records, not the decoded records alone.
+func sinkCopies(evs []event.Event) int {
+	n := 0
+	for i := range evs {
+		n += int(evs[i].SizeBytes) + 1024 + 24*len(evs[i].Image())
+	}
+	return n
 }
 
 // starved asks every sink to Flush, at most once per StarvedFlush and never

@@ -441,7 +441,7 @@ func TestScenarioSharedBudgetManyShards(t *testing.T) {
 	cfg := b.config(t, "behind", store, Route{Sink: sink})
 	const total = 256 << 10
 	cfg.MaxInFlightBytesTotal = total
-	cfg.GetRecordsLimit = 100 // every batch well under the total
+	cfg.GetRecordsLimit = 25 // every batch well under the total (records and the sink's copies)
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -89,6 +89,11 @@ func mkBatch(shardID string, first int, kinds ...event.Kind) shard.Batch {
 
 func seqOf(n int) string { return fmt.Sprintf("%021d", n) }
 
+// recCost is what one mkBatch record routed to one sink counts against
+// the in-flight budgets: its 100 bytes and the sink's copy of its event
+// (sinkCopies: SizeBytes 100 + 1024 + 24 for its one attribute).
+const recCost = 100 + 100 + 1024 + 24
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute) // generous: a loaded 2-core CI box
@@ -140,7 +145,7 @@ func TestTrackerRandom(t *testing.T) {
 				}
 				return nil
 			}
-			c := newUnitConsumer(t, store, func(c *Config) { c.MaxInFlightBytes = 3000 },
+			c := newUnitConsumer(t, store, func(c *Config) { c.MaxInFlightBytes = 30 * recCost },
 				Route{Sink: a}, Route{Sink: b, Kinds: []event.Kind{event.Expired, event.Deleted}})
 			ctx := context.Background()
 			const shards = 4
@@ -300,8 +305,8 @@ func TestBackpressure(t *testing.T) {
 	a := newFakeSink("a")
 	a.hold = true
 	store := newMemStore()
-	c := newUnitConsumer(t, store, func(c *Config) { c.MaxInFlightBytes = 250 }, Route{Sink: a})
-	// 200 bytes: fits.
+	c := newUnitConsumer(t, store, func(c *Config) { c.MaxInFlightBytes = 2*recCost + recCost/2 }, Route{Sink: a})
+	// Two records: fit.
 	if err := c.process(ctx, mkBatch("s", 1, event.Expired, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
@@ -335,8 +340,8 @@ func TestSharedBudget(t *testing.T) {
 	a.hold = true
 	store := newMemStore()
 	c := newUnitConsumer(t, store, func(c *Config) {
-		c.MaxInFlightBytes = 1000
-		c.MaxInFlightBytesTotal = 350
+		c.MaxInFlightBytes = 10 * recCost
+		c.MaxInFlightBytesTotal = 3*recCost + recCost/2
 		c.StarvedFlush = -1
 	}, Route{Sink: a})
 	for _, sh := range []string{"s1", "s2", "s3"} {
@@ -360,7 +365,7 @@ func TestStarvedFlush(t *testing.T) {
 	a.onFlush = a.releaseLocked
 	store := newMemStore()
 	c := newUnitConsumer(t, store, func(c *Config) {
-		c.MaxInFlightBytes = 250
+		c.MaxInFlightBytes = 2*recCost + recCost/2
 		c.StarvedFlush = 20 * time.Millisecond
 	}, Route{Sink: a})
 	for seq := 1; seq <= 9; seq += 2 {
