@@ -247,15 +247,12 @@ func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr i
 			return nil, err
 		}
 	}
-	v := newVerifier(cfg, inStream)
-	a, err := archive.Open(ctx, cfg.From, archive.Options{
-		Logger: log, Parallel: cfg.Parallel, MaxBufferBytes: cfg.MaxBufferBytes,
-		OnBadLine: v.badLine, OnBadKey: v.badKey, OnLine: v.line,
-	})
+	check := newMissingCheck(cfg.Table, inStream)
+	v := archive.NewVerifier()
+	a, err := archive.Open(ctx, cfg.From, v.Hook(archive.Options{Logger: log, Parallel: cfg.Parallel, MaxBufferBytes: cfg.MaxBufferBytes}))
 	if err != nil {
 		return nil, err
 	}
-	v.rep.Archive = a.URL()
 	f, tty := stderr.(*os.File)
 	rp := progress.New(progress.Options{Label: "verify", Out: stderr, TTY: tty && progress.IsTerminal(f), Logger: log,
 		Objects: func() (int64, int64) { p := a.Progress(); return p.ObjectsDone, p.ObjectsTotal }})
@@ -265,7 +262,8 @@ func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr i
 		sel.Tables = []string{cfg.Table}
 	}
 	st, err := a.Events(ctx, sel, func(l archive.Line) error {
-		v.event(&l.Event)
+		v.Event(&l.Event)
+		check.event(&l.Event)
 		rp.AddItems(1)
 		return nil
 	})
@@ -273,7 +271,7 @@ func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr i
 	if err != nil {
 		return nil, err
 	}
-	return v.finish(st), nil
+	return &verifyReport{Report: *v.Finish(a.URL(), st), Stream: check.result()}, nil
 }
 
 // readStream opens the DynamoDB and Streams clients and reads the table's

@@ -17,6 +17,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/ttl-archiver/archiver/archive"
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
@@ -133,7 +134,7 @@ func TestVerifyFileArchive(t *testing.T) {
 	if len(r.StrayKeys) != 1 || r.StrayKeys[0].Object != "notes.txt" {
 		t.Errorf("stray keys %+v", r.StrayKeys)
 	}
-	want := []verifyPartition{
+	want := []archive.Partition{
 		{Table: "Carts", Kind: event.Expired, Day: "2026-03-04", Events: 3, First: verifyT0, Last: verifyT0.Add(2 * time.Minute)},
 		{Table: "Carts", Kind: event.Expired, Day: "2026-03-05", Events: 3, First: verifyT0.Add(100 * time.Minute), Last: verifyT0.Add(102 * time.Minute)},
 		{Table: "Sessions", Kind: event.Expired, Day: "2026-03-04", Events: 60, First: verifyT0, Last: verifyT0.Add(59 * time.Minute)},
