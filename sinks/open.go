@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/redact"
 )
 
 // ErrClosed is returned by Write after Close.
@@ -59,7 +59,7 @@ func (e *ConfigError) Error() string {
 		msg = fmt.Sprintf("sink %q: %s", e.URL, e.Problem)
 	}
 	// Values echoed in the problem text never carry a secret either.
-	return secretPattern.ReplaceAllString(msg, "${1}=REDACTED")
+	return redact.Text(msg)
 }
 
 // Open parses a sink URL and opens the sink. It returns the sink and the
@@ -204,46 +204,8 @@ type params struct {
 	used     map[string]bool
 }
 
-// secretParams are query parameters whose values never appear in errors,
-// logs or sink names.
-var secretParams = map[string]bool{"token": true, "password": true}
-
-// secretPattern catches secret-looking parameters anywhere in a string
-// that did not parse as a query (a typo'd URL), as a last line of defence.
-var secretPattern = regexp.MustCompile(`(?i)(token|password)=[^&#"\s]*`)
-
-func redactURL(raw string) string {
-	return secretPattern.ReplaceAllString(redactParsed(raw), "${1}=REDACTED")
-}
-
-func redactParsed(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		// Unparseable: keep only the scheme-ish prefix so no secret leaks.
-		if i := strings.IndexAny(raw, "?@"); i >= 0 {
-			return raw[:i] + "..."
-		}
-		return raw
-	}
-	if u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "REDACTED")
-		} else if u.User.Username() != "" {
-			u.User = url.User("REDACTED")
-		}
-	}
-	if u.RawQuery != "" {
-		parts := strings.Split(u.RawQuery, "&")
-		for i, kv := range parts {
-			k, _, _ := strings.Cut(kv, "=")
-			if dk, err := url.QueryUnescape(k); err == nil && secretParams[dk] {
-				parts[i] = k + "=REDACTED"
-			}
-		}
-		u.RawQuery = strings.Join(parts, "&")
-	}
-	return u.String()
-}
+// redactURL is the sink URL as errors, logs and sink names show it.
+func redactURL(raw string) string { return redact.URL(raw) }
 
 func parseParams(raw string) (*params, error) {
 	red := redactURL(raw)

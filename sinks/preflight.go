@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/internal/redact"
 )
 
 // Preflighter is a sink that can prove, before any event is read, that it
@@ -51,7 +53,7 @@ type PreflightError struct {
 func (e *PreflightError) Error() string {
 	msg := fmt.Sprintf("sink %s: preflight check %q failed: %v", e.Sink, e.Check, e.Err)
 	msg = strings.Join(strings.Fields(msg), " ")
-	return secretPattern.ReplaceAllString(msg, "${1}=REDACTED")
+	return redact.Text(msg)
 }
 
 func (e *PreflightError) Unwrap() error { return e.Err }
