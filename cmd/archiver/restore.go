@@ -62,7 +62,7 @@ func selectOptions[C any](sel func(*C) *selectFlags, tableUsage string) []option
 			func(s *selectFlags) *string { return &s.Until }),
 		list(option[C]{name: "key", alias: "keys", kind: kindURLList, usage: "ATTR=VALUE: only items whose ATTR equals VALUE (S by text, N as a decimal; S:, N: or B:base64 pin the type); repeatable: one attribute's values are alternatives, different attributes must all match"},
 			func(s *selectFlags) *[]string { return &s.Keys }),
-		str(option[C]{name: "where", usage: "a DynamoDB condition expression on the archived item, values inline: \"price > 10 AND begins_with(sk, 'cart#')\" (comparisons, BETWEEN, IN, AND/OR/NOT, attribute_exists, attribute_not_exists, begins_with, contains, size, paths a.b[0], `odd-names`)"},
+		str(option[C]{name: "where", usage: "a DynamoDB condition expression on the archived item, values inline: \"price > 10 AND begins_with(sk, 'cart#')\" (comparisons, BETWEEN, IN, AND/OR/NOT, attribute_exists, attribute_not_exists, begins_with, contains, size, paths a.b[0], odd names in backquotes)"},
 			func(s *selectFlags) *string { return &s.Where }),
 	}
 }
