@@ -56,5 +56,12 @@
 // /_engine/throttle. Errors are {"error": "..."} with 400, 404, 405 or 409.
 // Only loopback clients may use it, and those in Options.ControlFrom.
 //
-// Everything lives in memory; nothing is persisted.
+// Everything lives in memory unless Options.DataDir (archiver engine
+// --data-dir) names a directory: then tables, items, TTL settings, tags and
+// streams (shards, records with their sequence numbers, the counters)
+// survive a restart and a kill -9. Every change goes to a write-ahead log
+// that is fsynced before the request that made it is answered (concurrent
+// requests share one fsync); snapshots keep start-up short; one engine at a
+// time may use a directory. Shard iterators and sequence numbers stay
+// valid across a restart.
 package engine

@@ -52,6 +52,11 @@ var ops = map[string]opFunc{
 	"TransactGetItems":   (*Engine).opTransactGetItems,
 	"DescribeEndpoints":  (*Engine).opDescribeEndpoints,
 	"DescribeLimits":     (*Engine).opDescribeLimits,
+
+	// PartiQL (partiql.go).
+	"ExecuteStatement":      (*Engine).opExecuteStatement,
+	"BatchExecuteStatement": (*Engine).opBatchExecuteStatement,
+	"ExecuteTransaction":    (*Engine).opExecuteTransaction,
 }
 
 var streamOps = map[string]bool{"ListStreams": true, "DescribeStream": true, "GetShardIterator": true, "GetRecords": true}
@@ -62,7 +67,7 @@ var streamOps = map[string]bool{"ListStreams": true, "DescribeStream": true, "Ge
 // under /_engine/ are the control API (see control.go).
 func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, controlPrefix) {
-		e.serveControl(w, r)
+		e.serveControl(e.durableWriter(w), r)
 		return
 	}
 	reqID := e.requestID()
@@ -134,11 +139,22 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if err := checkShape(streamsAPI, op, body); err != nil {
+		e.writeError(w, err, 0)
+		return
+	}
 	var resp any
 	if streamsAPI {
 		resp, err = e.streams.Handle(r.Context(), op, body)
 	} else {
 		resp, err = fn(e, r.Context(), body)
+	}
+	if e.p != nil {
+		// Answer only once what this request changed (and saw) is durable.
+		if serr := e.p.sync(); serr != nil {
+			e.writeError(w, notDurable(serr), 500)
+			return
+		}
 	}
 	if err != nil {
 		e.writeError(w, err, 0)

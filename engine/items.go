@@ -438,6 +438,9 @@ func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 	} else if old != nil {
 		t.items.Delete(key)
 	}
+	if t.p != nil && (ne != nil || old != nil) {
+		t.p.itemWritten(t, key, ne)
+	}
 	if t.stream == nil || unchanged(old, oldItem, ne, newItem) {
 		return
 	}

@@ -66,8 +66,9 @@ type table struct {
 	tableClass string
 	lagNanos   int64
 
-	scratch sync.Pool // *[]byte buffers for encoding items
-	ktoks   []attrTok // key attributes' JSON tokens, in encoder order (set at creation)
+	scratch sync.Pool  // *[]byte buffers for encoding items
+	ktoks   []attrTok  // key attributes' JSON tokens, in encoder order (set at creation)
+	p       *persister // logs the table's changes; nil without Options.DataDir
 }
 
 // indexByName returns the named index or nil.
@@ -343,16 +344,22 @@ func buildIndex(spec indexSpec, global bool, t *table, provisioned bool, arnBase
 	return ix, nil
 }
 
-func checkStreamSpec(s *streamSpec) (enabled bool, view string, err error) {
+// checkStreamSpec checks a StreamSpecification of CreateTable (creating)
+// or UpdateTable, with DynamoDB's messages (which call the view type
+// "UpdateViewType").
+func checkStreamSpec(s *streamSpec, creating bool) (enabled bool, view string, err error) {
 	if s == nil {
 		return false, "", nil
 	}
 	if s.StreamEnabled == nil {
-		return false, "", awserr.Validation("One or more parameter values were invalid: StreamEnabled must be specified in StreamSpecification")
+		return false, "", nullErr("streamSpecification.streamEnabled")
 	}
 	if !*s.StreamEnabled {
+		if s.StreamViewType != "" && creating {
+			return false, "", awserr.Validation("One or more parameter values were invalid: Table is being created with a stream disabled, UpdateViewType should not be specified")
+		}
 		if s.StreamViewType != "" {
-			return false, "", awserr.Validation("One or more parameter values were invalid: StreamViewType must not be specified when StreamEnabled is false")
+			return false, "", awserr.Validation("One or more parameter values were invalid: If stream is being disabled, then UpdateViewType must not be specified")
 		}
 		return false, "", nil
 	}
@@ -360,7 +367,10 @@ func checkStreamSpec(s *streamSpec) (enabled bool, view string, err error) {
 	case stream.KeysOnly, stream.NewImage, stream.OldImage, stream.NewAndOldImages:
 		return true, s.StreamViewType, nil
 	case "":
-		return false, "", awserr.Validation("One or more parameter values were invalid: You must specify a StreamViewType when enabling a stream")
+		if creating {
+			return false, "", awserr.Validation("One or more parameter values were invalid: You must specify a StreamViewType when enabling a stream")
+		}
+		return false, "", awserr.Validation("One or more parameter values were invalid: If stream is being enabled then UpdateViewType is required")
 	default:
 		return false, "", awserr.Validation("1 validation error detected: Value '%s' at 'streamSpecification.streamViewType' failed to satisfy constraint: Member must satisfy enum value set: [NEW_IMAGE, OLD_IMAGE, NEW_AND_OLD_IMAGES, KEYS_ONLY]", s.StreamViewType)
 	}
@@ -388,6 +398,7 @@ func (e *Engine) opCreateTable(ctx context.Context, body []byte) (any, error) {
 		deletion:   req.DeletionProtectionEnabled,
 		tableClass: req.TableClass,
 		lagNanos:   int64(e.o.TTLLag),
+		p:          e.p,
 	}
 	seed := e.seedSeq.Add(1)
 	t.id = fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", uint32(now.UnixNano()), uint16(seed), uint16(seed>>16)&0xfff, uint16(now.Nanosecond())&0xfff, uint64(now.UnixNano())&0xffffffffffff)
@@ -476,7 +487,7 @@ func (e *Engine) opCreateTable(ctx context.Context, body []byte) (any, error) {
 	if len(used) != len(t.attrDefs) {
 		return nil, awserr.Validation("One or more parameter values were invalid: Number of attributes in KeySchema does not exactly match number of attributes defined in AttributeDefinitions")
 	}
-	enabled, view, err := checkStreamSpec(req.StreamSpecification)
+	enabled, view, err := checkStreamSpec(req.StreamSpecification, true)
 	if err != nil {
 		return nil, err
 	}
@@ -493,6 +504,9 @@ func (e *Engine) opCreateTable(ctx context.Context, body []byte) (any, error) {
 		t.setStream(e.streams.Create(t.name, view))
 	}
 	e.tables[t.name] = t
+	if t.p != nil {
+		t.p.tableChanged(t)
+	}
 	d := t.describe()
 	d.TableStatus = "ACTIVE"
 	return map[string]any{"TableDescription": d}, nil
@@ -654,6 +668,9 @@ func (e *Engine) opDeleteTable(ctx context.Context, body []byte) (any, error) {
 		return nil, awserr.Validation("Resource cannot be deleted as it is currently protected against deletion. Disable deletion protection first.")
 	}
 	delete(e.tables, req.TableName)
+	if t.p != nil {
+		t.p.tableDeleted(t)
+	}
 	d := t.describeLocked()
 	if t.stream != nil {
 		e.streams.Disable(t.stream.ARN())
@@ -704,7 +721,7 @@ func (e *Engine) opUpdateTable(ctx context.Context, body []byte) (any, error) {
 	if len(req.GlobalSecondaryIndexUpdates) > 1 {
 		return nil, awserr.Validation("One or more parameter values were invalid: Only one global secondary index update per index is allowed simultaneously.")
 	}
-	enabled, view, err := checkStreamSpec(req.StreamSpecification)
+	enabled, view, err := checkStreamSpec(req.StreamSpecification, false)
 	if err != nil {
 		return nil, err
 	}
@@ -712,6 +729,9 @@ func (e *Engine) opUpdateTable(ctx context.Context, body []byte) (any, error) {
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.p != nil {
+		defer t.p.tableChanged(t) // under the lock, whatever this update changed
+	}
 	billing := t.billing
 	switch req.BillingMode {
 	case "":
@@ -740,7 +760,7 @@ func (e *Engine) opUpdateTable(ctx context.Context, body []byte) (any, error) {
 			return nil, awserr.Validation("Table already has an enabled stream: TableName: %s", t.name)
 		}
 		if !enabled && t.stream == nil {
-			return nil, awserr.Validation("Table already has no enabled stream: TableName: %s", t.name)
+			return nil, awserr.Validation("Table has no stream to disable: TableName: %s", t.name)
 		}
 	}
 	// Index updates are validated before anything changes.
@@ -949,6 +969,9 @@ func (e *Engine) opUpdateTimeToLive(ctx context.Context, body []byte) (any, erro
 			return nil, awserr.Validation("TimeToLive is active on a different AttributeName: current AttributeName is %s", cur)
 		}
 		t.ttlAttr = ""
+	}
+	if t.p != nil {
+		t.p.tableChanged(t)
 	}
 	t.mu.Unlock()
 	// Recompute every item's expiry in chunks so that a big table keeps

@@ -242,6 +242,9 @@ func (e *Engine) opTagResource(ctx context.Context, body []byte) (any, error) {
 		return nil, tooManyTags()
 	}
 	t.tags = next
+	if t.p != nil {
+		t.p.tableChanged(t)
+	}
 	return struct{}{}, nil
 }
 
@@ -283,6 +286,9 @@ func (e *Engine) opUntagResource(ctx context.Context, body []byte) (any, error) 
 	defer e.mu.RUnlock()
 	t.mu.Lock()
 	t.tags = t.tags.without(keys)
+	if t.p != nil {
+		t.p.tableChanged(t)
+	}
 	t.mu.Unlock()
 	return struct{}{}, nil
 }

@@ -132,6 +132,9 @@ func (t *table) removeExpiredLocked(victims []*entry) error {
 		t.size -= int64(ent.size)
 	}
 	t.items.DeleteSorted(keys)
+	if t.p != nil {
+		t.p.itemsDeleted(t, keys)
+	}
 
 	needed := t.sweepAttrs()
 	part := make(attr.Item, len(needed)) // reused: the part of each item indexes need

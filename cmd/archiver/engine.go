@@ -36,6 +36,7 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	manualClock := fs.Bool("manual-clock", false, "start the engine's clock at the wall clock and move it only through POST /_engine/clock")
 	controlFrom := fs.String("control-from", "", "comma-separated CIDRs of non-loopback clients allowed to use the /_engine/ control API (loopback always is)")
+	dataDir := fs.String("data-dir", "", "keep tables, items and streams in this directory across restarts and crashes (empty: in memory only)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(e.stdout, "usage: archiver engine [flags]\n\nflags:")
@@ -104,6 +105,7 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 		Logger:               log,
 		Clock:                clock,
 		ControlFrom:          ctlFrom,
+		DataDir:              *dataDir,
 	})
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", *listen, err)

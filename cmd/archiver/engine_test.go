@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -103,5 +105,41 @@ func TestEngineCmdManualClock(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("engine: %v", err)
 		}
+	}
+}
+
+// TestEngineCmdDataDir starts `archiver engine --data-dir D`: a second
+// engine on D is refused with an error naming D, and once the first stops
+// a new one starts on D.
+func TestEngineCmdDataDir(t *testing.T) {
+	dir := t.TempDir()
+	run := func(ctx context.Context) error {
+		args := []string{"--listen", "127.0.0.1:0", "--ttl-interval", "-1s", "--log-level", "error", "--data-dir", dir}
+		return engineCmd(ctx, args, env{stdout: io.Discard, stderr: io.Discard, getenv: envMap(nil)})
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, serr := os.Stat(filepath.Join(dir, "wal-0000000000000001.log")); serr == nil {
+			break
+		}
+	}
+	short, cancelShort := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancelShort()
+	if err = run(short); err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "another engine holds") {
+		t.Errorf("second engine on %s: %v, want an error naming the directory and the other engine", dir, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("first engine: %v", err)
+	}
+	ctx2, cancel2 := context.WithCancel(t.Context())
+	go func() { done <- run(ctx2) }()
+	time.Sleep(200 * time.Millisecond)
+	cancel2()
+	if err := <-done; err != nil {
+		t.Fatalf("engine after the first stopped: %v", err)
 	}
 }

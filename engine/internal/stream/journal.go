@@ -405,3 +405,13 @@ func (s *Stream) dropShardsLocked(ords []uint32) {
 	}
 	s.shards = kept
 }
+
+// IteratorKey returns a copy of the key that authenticates the registry's
+// shard iterators.
+func (r *Registry) IteratorKey() []byte { return append([]byte(nil), r.key...) }
+
+// SetIteratorKey replaces the key that authenticates shard iterators, so
+// that iterators an earlier run of a persisted registry issued stay valid
+// (they name streams and shards by ordinals, which Apply keeps). Call it
+// before the registry hands out iterators.
+func (r *Registry) SetIteratorKey(k []byte) { r.key = append([]byte(nil), k...) }
