@@ -355,6 +355,14 @@ func TestPartiQLBatch(t *testing.T) {
 		t.Fatalf("reads: %+v", out.Responses)
 	}
 
+	// ReturnValuesOnConditionCheckFailure puts the item in the entry's Error.
+	bo, err := e.db.BatchExecuteStatement(e.ctx, &dynamodb.BatchExecuteStatementInput{Statements: []types.BatchStatementRequest{{
+		Statement:                           aws.String(`UPDATE "pqt" SET n = 1 WHERE pk = 'b' AND sk = 1 AND n = 0`),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}})
+	if err != nil || bo.Responses[0].Error == nil || render(bo.Responses[0].Error.Item) != `{"n":7,"pk":b,"sk":1}` {
+		t.Fatalf("ALL_OLD in a batch: %v %+v", err, bo)
+	}
+
 	if _, err := batch(`SELECT * FROM "pqt" WHERE pk = 'a' AND sk = 2`, `DELETE FROM "pqt" WHERE pk = 'a' AND sk = 2`); errCode(err) != "ValidationException" {
 		t.Fatalf("mixed batch: %v", err)
 	}
@@ -456,6 +464,41 @@ func TestPartiQLTransactionToken(t *testing.T) {
 	}
 	if _, err := e.db.ExecuteTransaction(e.ctx, in(`DELETE FROM "pqt" WHERE pk = 'a' AND sk = 1 AND n > ?`)); errCode(err) != "IdempotentParameterMismatchException" {
 		t.Fatalf("other statements, same token: %v", err)
+	}
+}
+
+// TestPartiQLWritesReachTTLAndIndexes: items PartiQL writes are in the
+// GSI and expire by TTL like items the API writes.
+func TestPartiQLWritesReachTTLAndIndexes(t *testing.T) {
+	e := pqEnv(t)
+	e.enableTTL("pqt", "ttl")
+	past, future := fmt.Sprint(t0.Unix()-60), fmt.Sprint(t0.Unix()+3600)
+	for _, s := range []string{
+		`INSERT INTO "pqt" VALUE {'pk': 'ttl', 'sk': 1, 'color': 'green', 'ttl': ` + past + `}`,
+		`INSERT INTO "pqt" VALUE {'pk': 'ttl', 'sk': 2, 'color': 'green', 'ttl': ` + future + `}`,
+		`UPDATE "pqt" SET ttl = ` + past + ` WHERE pk = 'ttl' AND sk = 2`,
+		`INSERT INTO "pqt" VALUE {'pk': 'ttl', 'sk': 3, 'color': 'green', 'ttl': ` + past + `}`,
+		`UPDATE "pqt" SET ttl = ` + future + ` WHERE pk = 'ttl' AND sk = 3`,
+	} {
+		if _, err := e.exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	green := func() string {
+		out, err := e.exec(`SELECT * FROM "pqt"."byColor" WHERE color = 'green'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids(out.Items)
+	}
+	if got := green(); got != "ttl/1 ttl/2 ttl/3" {
+		t.Fatalf("GSI before the sweep: %q", got)
+	}
+	if n := e.sweep(); n != 2 {
+		t.Fatalf("swept %d, want 2", n)
+	}
+	if got := green(); got != "ttl/3" {
+		t.Fatalf("GSI after the sweep: %q", got)
 	}
 }
 
