@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -518,5 +519,35 @@ func TestPersistIteratorSurvivesRestart(t *testing.T) {
 	out, err := e2.st.GetRecords(e2.ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
 	if err != nil || len(out.Records) != 2 {
 		t.Fatalf("GetRecords after a restart with an iterator from before it: %v, %d records; want the 2 records", err, len(out.Records))
+	}
+}
+
+// BenchmarkPersistPutItem compares concurrent PutItem over HTTP in memory
+// and with a data directory (every answer waits for a group-commit fsync).
+func BenchmarkPersistPutItem(b *testing.B) {
+	for _, durable := range []bool{false, true} {
+		b.Run(fmt.Sprintf("durable=%v", durable), func(b *testing.B) {
+			o := engine.Options{}
+			if durable {
+				o.DataDir = b.TempDir()
+			}
+			e := newEnv(b, o)
+			e.createTable("bench", "", func(in *dynamodb.CreateTableInput) {
+				in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
+			})
+			var n atomic.Int64
+			b.SetParallelism(8)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					k := n.Add(1)
+					if _, err := e.db.PutItem(e.ctx, &dynamodb.PutItemInput{TableName: aws.String("bench"),
+						Item: item{"pk": S(fmt.Sprint(k)), "v": N(fmt.Sprint(k)), "pad": S("0123456789abcdef0123456789abcdef")}}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
 	}
 }
