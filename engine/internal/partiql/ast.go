@@ -132,12 +132,21 @@ type In struct {
 	P    int
 }
 
-// Is is x IS [NOT] MISSING or x IS [NOT] NULL.
+// Is is x IS [NOT] MISSING, x IS [NOT] NULL or x IS [NOT] <type>.
 type Is struct {
 	X       Node
-	Missing bool // MISSING, else NULL
+	Missing bool        // MISSING
+	Types   []attr.Type // a type name: the DynamoDB types it stands for
 	Not     bool
 	P       int
+}
+
+// typeNames maps the PartiQL type names IS accepts to DynamoDB types.
+var typeNames = map[string][]attr.Type{
+	"BOOL": {attr.BOOL}, "BOOLEAN": {attr.BOOL}, "STRING": {attr.S},
+	"NUMBER": {attr.N}, "INT": {attr.N}, "INTEGER": {attr.N}, "DECIMAL": {attr.N}, "FLOAT": {attr.N}, "DOUBLE": {attr.N},
+	"BLOB": {attr.B}, "BINARY": {attr.B}, "LIST": {attr.L}, "STRUCT": {attr.M}, "TUPLE": {attr.M}, "MAP": {attr.M},
+	"BAG": {attr.SS, attr.NS, attr.BS},
 }
 
 // Call is a function call, name in lower case.

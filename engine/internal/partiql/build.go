@@ -215,6 +215,9 @@ func (b *Builder) cond(sb *strings.Builder, n Node) error {
 			sb.WriteByte(')')
 			return nil
 		case "=", "<>", "<", "<=", ">", ">=":
+			if c, want, ok := truthTest(n); ok {
+				return b.negated(sb, !want, func() error { return b.condCall(sb, c) })
+			}
 			if err := b.operand(sb, n.L); err != nil {
 				return err
 			}
@@ -308,6 +311,18 @@ func (b *Builder) is(sb *strings.Builder, n *Is) error {
 	var ps strings.Builder
 	b.path(&ps, p)
 	switch {
+	case n.Types != nil:
+		var terms []string
+		for _, t := range n.Types {
+			ref := ":v" + strconv.Itoa(len(b.values))
+			b.values[ref] = attr.Str(t.String())
+			terms = append(terms, "attribute_type("+ps.String()+", "+ref+")")
+		}
+		either := strings.Join(terms, " OR ")
+		if n.Not {
+			either = "NOT (" + either + ")"
+		}
+		sb.WriteString(either)
 	case n.Missing && n.Not:
 		sb.WriteString("attribute_exists(" + ps.String() + ")")
 	case n.Missing:
@@ -322,6 +337,24 @@ func (b *Builder) is(sb *strings.Builder, n *Is) error {
 		sb.WriteString(either)
 	}
 	return nil
+}
+
+// truthTest recognizes f(...) = TRUE, f(...) <> FALSE and the like, f a
+// condition function, and returns f and the truth value it must have.
+func truthTest(n *Binary) (*Call, bool, bool) {
+	if n.Op != "=" && n.Op != "<>" {
+		return nil, false, false
+	}
+	c, ok := n.L.(*Call)
+	lit, isLit := n.R.(*Lit)
+	if !ok {
+		c, ok = n.R.(*Call)
+		lit, isLit = n.L.(*Lit)
+	}
+	if !ok || !isLit || lit.V.T != attr.BOOL || c.Name == "size" {
+		return nil, false, false
+	}
+	return c, lit.V.Bool == (n.Op == "="), true
 }
 
 // condCall writes a function used as a condition.

@@ -438,8 +438,10 @@ func (p *parser) predicate() Node {
 		case p.acceptKW("MISSING"):
 			is.Missing = true
 		case p.acceptKW("NULL"):
+		case p.peek().kind == tIdent && typeNames[strings.ToUpper(p.peek().text)] != nil:
+			is.Types = typeNames[strings.ToUpper(p.next().text)]
 		default:
-			p.fail("Expected MISSING or NULL")
+			p.fail("Expected MISSING, NULL or a type name")
 		}
 		return is
 	}

@@ -123,6 +123,12 @@ func TestBuilderExpressions(t *testing.T) {
 		`begins_with(pk, 'x') OR size(ss) <> 1`: false,
 		`contains(ss, 'a') AND a NOT IN (1, 2)`: true,
 		`attribute_type(a, 'N') AND a <= 3`:     true,
+		`attribute_exists(a) = TRUE`:            true,
+		`FALSE <> ATTRIBUTE_EXISTS(nope)`:       false,
+		`contains(ss, 'z') = false`:             true,
+		`a IS NUMBER AND m IS STRUCT`:           true,
+		`ss IS BAG AND pk IS NOT STRING`:        false,
+		`m.l IS LIST AND a IS NOT BOOL`:         true,
 	}
 	for where, want := range conds {
 		src := `SELECT * FROM "T" WHERE ` + where
