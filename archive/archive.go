@@ -64,6 +64,12 @@ type Options struct {
 	// OnBadKey, when set, is told of every listed key that does not
 	// follow the archive layout (it is skipped), with the reason.
 	OnBadKey func(key string, err error)
+	// SkipImages leaves Keys, OldImage and NewImage out of the events:
+	// lines are checked as thoroughly (a line that would not decode is
+	// still reported), but items are not built, which makes reading
+	// several times faster. For readers of metadata only, such as
+	// archiver verify.
+	SkipImages bool
 	// AWSConfig loads the AWS configuration for s3:// archives, as
 	// [sinks.Options.AWSConfig] (default: the AWS default chain).
 	AWSConfig func(ctx context.Context, region string) (aws.Config, error)

@@ -42,7 +42,7 @@ type chunk []decoded
 // objects' decoders run, so that decoding uses other cores while the
 // caller reads the current group. The channel closes when jobs does or
 // ctx ends; wait returns once every decoder ended.
-func decodeAhead(ctx context.Context, jobs <-chan *job) (<-chan *job, func()) {
+func decodeAhead(ctx context.Context, jobs <-chan *job, skipImages bool) (<-chan *job, func()) {
 	ready := make(chan *job, decodeDepth)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -64,7 +64,7 @@ func decodeAhead(ctx context.Context, jobs <-chan *job) (<-chan *job, func()) {
 				body, enc := j.bodies[i], j.encs[i]
 				j.bodies[i] = nil
 				key := j.g.objs[i].Key
-				wg.Go(func() { decodeObject(ctx, key, body, enc, ch) })
+				wg.Go(func() { decodeObject(ctx, key, body, enc, skipImages, ch) })
 			}
 			select {
 			case ready <- j:
@@ -79,7 +79,7 @@ func decodeAhead(ctx context.Context, jobs <-chan *job) (<-chan *job, func()) {
 // decodeObject decompresses and decodes one object's lines and sends
 // them in chunks, then closes out. A body whose compression is broken is
 // one error at the line where it broke.
-func decodeObject(ctx context.Context, key string, body []byte, enc string, out chan<- chunk) {
+func decodeObject(ctx context.Context, key string, body []byte, enc string, skipImages bool, out chan<- chunk) {
 	defer close(out)
 	var c chunk
 	send := func() bool {
@@ -117,7 +117,7 @@ func decodeObject(ctx context.Context, key string, body []byte, enc string, out 
 		if tooLong {
 			c = append(c, decoded{line: Line{Object: key, Line: n}, err: fmt.Errorf("line longer than %d bytes", maxLine), counted: true})
 		} else if len(bytes.TrimSpace(line)) > 0 {
-			c = append(c, decodeLine(key, n, line, names))
+			c = append(c, decodeLine(key, n, line, names, skipImages))
 		}
 		if err == io.EOF || (len(c) >= chunkLines && !send()) {
 			break
@@ -127,19 +127,24 @@ func decodeObject(ctx context.Context, key string, body []byte, enc string, out 
 }
 
 // decodeLine decodes one non-empty line: the fast path, else
-// event.DecodeLine, which explains what is wrong.
-func decodeLine(key string, n int, line []byte, names *interner) decoded {
-	e, ok := fastDecodeLine(line, names)
+// event.DecodeLine, which explains what is wrong. With skipImages the
+// event keeps no images (they are checked all the same).
+func decodeLine(key string, n int, line []byte, names *interner, skipImages bool) decoded {
+	e, ok := fastDecodeLine(line, names, skipImages)
 	if !ok {
 		var err error
 		if e, err = event.DecodeLine(line); err != nil {
 			return decoded{line: Line{Object: key, Line: n}, err: err, counted: true}
 		}
+		if skipImages {
+			e.Keys, e.OldImage, e.NewImage = nil, nil, nil
+		}
 	}
 	d := decoded{line: Line{Object: key, Line: n, Event: e}, counted: true}
 	if d.id = Identity(&e); d.id == "" {
+		// No event ID: the line's bytes (a NUL first, as no ID has one).
 		sum := sha256.Sum256(bytes.TrimSpace(line))
-		d.id = "line:" + hex.EncodeToString(sum[:])
+		d.id = "\x00line:" + hex.EncodeToString(sum[:])
 	}
 	return d
 }

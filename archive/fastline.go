@@ -20,8 +20,12 @@ import (
 // event.DecodeLine, which decodes or explains. encoding/json made
 // decoding about 98% of a verify's CPU; FuzzFastDecodeLine holds this
 // function to DecodeLine.
-func fastDecodeLine(b []byte, names *interner) (e event.Event, ok bool) {
-	p := &lineParser{b: b, names: names}
+//
+// With skipImages, the images are checked as thoroughly but not built:
+// the event has no Keys, OldImage or NewImage (and duplicate attribute
+// names, which DecodeLine takes, are not declined).
+func fastDecodeLine(b []byte, names *interner, skipImages bool) (e event.Event, ok bool) {
+	p := &lineParser{b: b, names: names, skip: skipImages}
 	if !p.lit(`{"Item":`) {
 		return e, false
 	}
@@ -33,7 +37,8 @@ func fastDecodeLine(b []byte, names *interner) (e event.Event, ok bool) {
 		return e, false
 	}
 	var old event.Item
-	if p.lit(`,"OldImage":`) {
+	hasOld := p.lit(`,"OldImage":`)
+	if hasOld {
 		if old, ok = p.item(); !ok {
 			return e, false
 		}
@@ -41,12 +46,15 @@ func fastDecodeLine(b []byte, names *interner) (e event.Event, ok bool) {
 	if !p.lit(`,"Metadata":`) || !p.metadata(&e) || !p.lit("}") || p.i != len(p.b) {
 		return e, false
 	}
+	if skipImages {
+		return e, true
+	}
 	if e.EventName == "REMOVE" || (e.EventName == "" && (e.Kind == event.Expired || e.Kind == event.Deleted)) {
 		e.OldImage = item
 	} else {
 		e.NewImage = item
 	}
-	if old != nil {
+	if hasOld {
 		e.OldImage = old
 	}
 	return e, true
@@ -57,13 +65,18 @@ type lineParser struct {
 	b     []byte
 	i     int
 	names *interner // nil: none
+	skip  bool      // check images, do not build them
 }
 
 // interner hands out one string for repeated attribute names and
 // metadata values (table, shard, stream ARN, ...), which every line of an
 // object repeats, so that they are allocated once per object rather than
 // once per line. It stops growing at maxInterned strings.
-type interner struct{ m map[string]string }
+// It also holds the scratch buffer that checks base64 without building.
+type interner struct {
+	m       map[string]string
+	scratch []byte
+}
 
 const maxInterned = 4096
 
@@ -136,25 +149,35 @@ func (p *lineParser) raw() ([]byte, bool) {
 	return nil, false
 }
 
-// item reads a DynamoDB JSON object of attribute values.
+// item reads a DynamoDB JSON object of attribute values (nil when
+// skipping images).
 func (p *lineParser) item() (event.Item, bool) {
 	if !p.lit("{") {
 		return nil, false
 	}
-	m := event.Item{}
+	var m event.Item
+	if !p.skip {
+		m = event.Item{}
+	}
 	if p.lit("}") {
 		return m, true
 	}
 	for {
-		name, ok := p.name()
-		if !ok || !p.lit(":") {
-			return nil, false
-		}
-		if _, dup := m[name]; dup {
-			return nil, false
-		}
-		if m[name], ok = p.value(); !ok {
-			return nil, false
+		if p.skip {
+			if _, ok := p.raw(); !ok || !p.lit(":") || !p.skipValue() {
+				return nil, false
+			}
+		} else {
+			name, ok := p.name()
+			if !ok || !p.lit(":") {
+				return nil, false
+			}
+			if _, dup := m[name]; dup {
+				return nil, false
+			}
+			if m[name], ok = p.value(); !ok {
+				return nil, false
+			}
 		}
 		if p.lit("}") {
 			return m, true
@@ -163,6 +186,78 @@ func (p *lineParser) item() (event.Item, bool) {
 			return nil, false
 		}
 	}
+}
+
+// skipValue checks one attribute value as value reads it, building
+// nothing.
+func (p *lineParser) skipValue() bool {
+	if !p.lit(`{"`) {
+		return false
+	}
+	p.i--
+	tb, ok := p.raw()
+	if !ok || !p.lit(":") {
+		return false
+	}
+	switch string(tb) {
+	case "S":
+		_, ok = p.raw()
+	case "N":
+		var b []byte
+		b, ok = p.raw()
+		ok = ok && event.ValidNumber(string(b))
+	case "B":
+		var b []byte
+		b, ok = p.raw()
+		ok = ok && p.base64OK(b)
+	case "BOOL":
+		ok = p.lit("true") || p.lit("false")
+	case "NULL":
+		ok = p.lit("true")
+	case "SS", "NS", "BS":
+		ok = p.skipArray(func() bool {
+			b, ok := p.raw()
+			return ok && (tb[0] == 'S' || (tb[0] == 'N' && event.ValidNumber(string(b))) || (tb[0] == 'B' && p.base64OK(b)))
+		})
+	case "M":
+		_, ok = p.item()
+	case "L":
+		ok = p.skipArray(p.skipValue)
+	default:
+		return false
+	}
+	return ok && p.lit("}")
+}
+
+// skipArray checks a JSON array whose elements elem checks.
+func (p *lineParser) skipArray(elem func() bool) bool {
+	if !p.lit("[") {
+		return false
+	}
+	for n := 0; !p.lit("]"); n++ {
+		if (n > 0 && !p.lit(",")) || !elem() {
+			return false
+		}
+	}
+	return true
+}
+
+// base64OK reports whether b is standard base64, as
+// base64.StdEncoding.DecodeString would take it.
+func (p *lineParser) base64OK(b []byte) bool {
+	var scratch []byte
+	if p.names != nil {
+		scratch = p.names.scratch
+	}
+	n := base64.StdEncoding.DecodedLen(len(b))
+	if cap(scratch) < n {
+		scratch = make([]byte, n)
+		if p.names != nil {
+			p.names.scratch = scratch
+		}
+	}
+	_, err := base64.StdEncoding.Decode(scratch[:n], b)
+	return err == nil
 }
 
 // value reads one attribute value, {"T":V}.
@@ -372,13 +467,55 @@ func (p *lineParser) strTo(dst *string) bool {
 }
 
 func (p *lineParser) timeTo(dst *time.Time) bool {
-	s, ok := p.str()
+	b, ok := p.raw()
 	if !ok {
 		return false
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	if t, ok := parseUTC(b); ok {
+		*dst = t
+		return true
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(b))
 	*dst = t
 	return err == nil
+}
+
+// parseUTC reads the timestamps AppendLine writes,
+// YYYY-MM-DDTHH:MM:SS[.F{1,9}]Z, to the value time.Parse(RFC3339Nano)
+// gives, without its generality; anything else (or out of range) is left
+// to time.Parse (ok false).
+func parseUTC(b []byte) (time.Time, bool) {
+	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[len(b)-1] != 'Z' {
+		return time.Time{}, false
+	}
+	num := func(i, n int) int {
+		v := 0
+		for _, c := range b[i : i+n] {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	y, mo, d, h, mi, sec := num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2)
+	ns := 0
+	if frac := b[19 : len(b)-1]; len(frac) > 0 {
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return time.Time{}, false
+		}
+		if ns = num(20, len(frac)-1); ns < 0 {
+			return time.Time{}, false
+		}
+		for range 10 - len(frac) {
+			ns *= 10
+		}
+	}
+	if y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 ||
+		d > time.Date(y, time.Month(mo)+1, 0, 0, 0, 0, 0, time.UTC).Day() {
+		return time.Time{}, false
+	}
+	return time.Date(y, time.Month(mo), d, h, mi, sec, ns, time.UTC), true
 }
 
 // number returns the JSON number at the cursor: -?(0|[1-9][0-9]*), then

@@ -48,7 +48,7 @@ func TestFastDecodeLineMatchesDecodeLine(t *testing.T) {
 			delete(e.OldImage, "esc")
 		}
 		line := event.MarshalLine(&e)
-		got, ok := fastDecodeLine(line, &interner{})
+		got, ok := fastDecodeLine(line, &interner{}, false)
 		want, err := event.DecodeLine(line)
 		if err != nil {
 			t.Fatalf("%s: DecodeLine: %v", line, err)
@@ -59,8 +59,13 @@ func TestFastDecodeLineMatchesDecodeLine(t *testing.T) {
 		if ok && !reflect.DeepEqual(got, want) {
 			t.Errorf("%s:\nfast %+v\nwant %+v", line, got, want)
 		}
+		skipped, ok := fastDecodeLine(line, &interner{}, true)
+		want.Keys, want.OldImage, want.NewImage = nil, nil, nil
+		if ok != (e.DeadLetter == nil) || (ok && !reflect.DeepEqual(skipped, want)) {
+			t.Errorf("%s: skipping images: ok %v\nfast %+v\nwant %+v", line, ok, skipped, want)
+		}
 	}
-	if _, ok := fastDecodeLine(event.MarshalLine(&fastLineEvents()[0]), nil); ok {
+	if _, ok := fastDecodeLine(event.MarshalLine(&fastLineEvents()[0]), nil, false); ok {
 		t.Error("a line with an escaped string was not declined")
 	}
 }
@@ -74,16 +79,21 @@ func FuzzFastDecodeLine(f *testing.F) {
 	f.Add([]byte(`{"Item":{},"Keys":{},"Metadata":{"kind":"expired","table":"","eventID":"","eventName":"","sequenceNumber":"","shardId":"","streamArn":"","sizeBytes":-0,"ttlLagSeconds":0.5}}`))
 	names := &interner{}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		got, ok := fastDecodeLine(line, names)
-		if !ok {
-			return
-		}
-		want, err := event.DecodeLine(line)
-		if err != nil {
-			t.Fatalf("fast path accepted %q, DecodeLine: %v", line, err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("%q:\nfast %+v\nwant %+v", line, got, want)
+		for _, skip := range []bool{false, true} {
+			got, ok := fastDecodeLine(line, names, skip)
+			if !ok {
+				continue
+			}
+			want, err := event.DecodeLine(line)
+			if err != nil {
+				t.Fatalf("fast path (skip images %v) accepted %q, DecodeLine: %v", skip, line, err)
+			}
+			if skip {
+				want.Keys, want.OldImage, want.NewImage = nil, nil, nil
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q (skip images %v):\nfast %+v\nwant %+v", line, skip, got, want)
+			}
 		}
 	})
 }
@@ -99,7 +109,17 @@ func BenchmarkDecodeLine(b *testing.B) {
 		b.SetBytes(int64(len(line)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, ok := fastDecodeLine(line, names); !ok {
+			if _, ok := fastDecodeLine(line, names, false); !ok {
+				b.Fatal("declined")
+			}
+		}
+	})
+	b.Run("fast, images skipped", func(b *testing.B) {
+		names := &interner{}
+		b.SetBytes(int64(len(line)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := fastDecodeLine(line, names, true); !ok {
 				b.Fatal("declined")
 			}
 		}
@@ -111,6 +131,27 @@ func BenchmarkDecodeLine(b *testing.B) {
 			if _, err := event.DecodeLine(line); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+}
+
+// FuzzParseUTC holds parseUTC to time.Parse(RFC3339Nano).
+func FuzzParseUTC(f *testing.F) {
+	for _, s := range []string{"2026-03-04T05:06:07Z", "2026-03-04T05:06:07.890123456Z", "2024-02-29T23:59:59.5Z",
+		"2025-02-29T00:00:00Z", "0000-01-01T00:00:00Z", "9999-12-31T23:59:60Z", "2026-03-04T05:06:07.Z", "2026-13-04T05:06:07Z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseUTC([]byte(s))
+		if !ok {
+			return
+		}
+		want, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatalf("parseUTC accepted %q, time.Parse: %v", s, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: parseUTC %v, time.Parse %v", s, got, want)
 		}
 	})
 }

@@ -102,7 +102,7 @@ func (a *Archive) Events(ctx context.Context, sel Selection, fn func(Line) error
 	defer cancel()
 	b := budget.New(a.o.MaxBufferBytes)
 	jobs, waitFetch := a.fetch(ctx, groups, b)
-	ready, waitDecode := decodeAhead(ctx, jobs)
+	ready, waitDecode := decodeAhead(ctx, jobs, a.o.SkipImages)
 	defer func() {
 		cancel()
 		for range ready {
@@ -324,16 +324,14 @@ func (r *reader) bad(obj string, line int, err error) {
 }
 
 // Identity returns an event's identity in an archive: its event ID, and
-// for a dead letter also the failing sink ("" when the event has no ID).
+// for a dead letter the event ID, a NUL and the failing sink, so that dead
+// letters of one event from two sinks stay apart ("" when the event has
+// no ID).
 func Identity(e *event.Event) string {
-	if e.EventID == "" {
-		return ""
+	if e.EventID == "" || e.DeadLetter == nil {
+		return e.EventID
 	}
-	id := "event:" + e.EventID
-	if e.DeadLetter != nil {
-		id += "\x00dead-letter:" + e.DeadLetter.Sink
-	}
-	return id
+	return e.EventID + "\x00" + e.DeadLetter.Sink
 }
 
 // source is one object's decoded lines, as its decoder sends them.

@@ -77,7 +77,7 @@ type Verifier struct {
 type partKey struct {
 	table string
 	kind  event.Kind
-	day   string
+	day   int // days since the epoch (UTC)
 }
 
 // objCheck is what one object's lines said, against its key.
@@ -136,10 +136,13 @@ func (v *Verifier) line(o *Object, l *Line, _ bool) {
 // Event counts one event Events yielded.
 func (v *Verifier) Event(e *event.Event) {
 	t := e.ApproximateCreationTime.UTC()
-	k := partKey{e.Table, e.Kind, t.Format("2006-01-02")}
+	k := partKey{e.Table, e.Kind, int(t.Unix() / 86400)}
+	if t.Unix() < 0 && t.Unix()%86400 != 0 {
+		k.day-- // floor before 1970
+	}
 	p := v.parts[k]
 	if p == nil {
-		p = &Partition{Table: k.table, Kind: k.kind, Day: k.day, First: t, Last: t}
+		p = &Partition{Table: k.table, Kind: k.kind, Day: t.Format("2006-01-02"), First: t, Last: t}
 		v.parts[k] = p
 	}
 	p.Events++

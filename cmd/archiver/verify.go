@@ -249,7 +249,7 @@ func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr i
 	}
 	check := newMissingCheck(cfg.Table, inStream)
 	v := archive.NewVerifier()
-	a, err := archive.Open(ctx, cfg.From, v.Hook(archive.Options{Logger: log, Parallel: cfg.Parallel, MaxBufferBytes: cfg.MaxBufferBytes}))
+	a, err := archive.Open(ctx, cfg.From, v.Hook(archive.Options{Logger: log, Parallel: cfg.Parallel, MaxBufferBytes: cfg.MaxBufferBytes, SkipImages: true}))
 	if err != nil {
 		return nil, err
 	}
