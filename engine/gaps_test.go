@@ -429,7 +429,7 @@ func TestTransactMissingExpressionBeforeNames(t *testing.T) {
 	defer eng.Close()
 	w := post(eng, "DynamoDB_20120810.TransactWriteItems",
 		`{"TransactItems":[{"ConditionCheck":{"TableName":"abc","Key":{"pk":{"S":"a"}},"ExpressionAttributeNames":{"#n":"n"}}}]}`)
-	if w.Code != 400 || !strings.Contains(w.Body.String(), "transactItems.member.conditionCheck.conditionExpression") {
+	if w.Code != 400 || !strings.Contains(w.Body.String(), "transactItems.1.member.conditionCheck.conditionExpression") {
 		t.Fatalf("status %d body %s", w.Code, w.Body)
 	}
 }
