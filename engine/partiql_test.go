@@ -231,6 +231,10 @@ func TestPartiQLErrors(t *testing.T) {
 		{stmt: `INSERT INTO "pqt" VALUE {'pk': 'z'}`, code: "ValidationException", msg: "One or more parameter values were invalid: Missing the key sk in the item"},
 		{stmt: `INSERT INTO "pqt" VALUE {'pk': 'z', 'sk': 1, 's': <<'x', 'x'>>}`, code: "ValidationException", msg: "One or more parameter values were invalid: Input collection [x, x] contains duplicates."},
 		{stmt: `SELECT * FROM "pqt" WHERE n > 1 ORDER BY sk`, code: "ValidationException"},
+		{stmt: `SELECT * FROM "pqt" WHERE pk = 'a' AND n <= ?`, params: []types.AttributeValue{BOOL(true)}, code: "ValidationException",
+			msg: "Incorrect operand type for operator or function; operator or function: <=, operand type: BOOL"},
+		{stmt: `SELECT * FROM "pqt" WHERE pk = 'a' AND n BETWEEN 1 AND [2]`, code: "ValidationException",
+			msg: "Incorrect operand type for operator or function; operator or function: BETWEEN, operand type: L"},
 		{stmt: `EXISTS(SELECT * FROM "pqt" WHERE pk = 'a' AND sk = 1 AND n = 10)`, code: "ValidationException"},
 	}
 	for _, c := range cases {

@@ -218,6 +218,11 @@ func (b *Builder) cond(sb *strings.Builder, n Node) error {
 			if c, want, ok := truthTest(n); ok {
 				return b.negated(sb, !want, func() error { return b.condCall(sb, c) })
 			}
+			if n.Op != "=" && n.Op != "<>" {
+				if err := b.ordered(n.Op, n.L, n.R); err != nil {
+					return err
+				}
+			}
 			if err := b.operand(sb, n.L); err != nil {
 				return err
 			}
@@ -232,6 +237,9 @@ func (b *Builder) cond(sb *strings.Builder, n Node) error {
 		sb.WriteByte(')')
 		return nil
 	case *Between:
+		if err := b.ordered("BETWEEN", n.X, n.Lo, n.Hi); err != nil {
+			return err
+		}
 		return b.negated(sb, n.Not, func() error {
 			for i, o := range []Node{n.X, n.Lo, n.Hi} {
 				sb.WriteString([]string{"", " BETWEEN ", " AND "}[i])
@@ -249,6 +257,24 @@ func (b *Builder) cond(sb *strings.Builder, n Node) error {
 		return b.condCall(sb, n)
 	}
 	return awserr.Validation("%sExpected a condition at %s", notWellFormed, b.at(n.Pos(), 1))
+}
+
+// ordered refuses a constant operand of an ordering operator whose type
+// has no order (only strings, numbers and binaries have one).
+func (b *Builder) ordered(op string, operands ...Node) error {
+	for _, o := range operands {
+		if !IsConst(o) {
+			continue
+		}
+		v, err := b.Value(o)
+		if err != nil {
+			return err
+		}
+		if v.T != attr.S && v.T != attr.N && v.T != attr.B {
+			return awserr.Validation("Incorrect operand type for operator or function; operator or function: %s, operand type: %s", op, v.T)
+		}
+	}
+	return nil
 }
 
 func (b *Builder) negated(sb *strings.Builder, not bool, body func() error) error {
