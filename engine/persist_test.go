@@ -376,27 +376,47 @@ func TestPersistTornTail(t *testing.T) {
 }
 
 func TestPersistCorruptionIsAnError(t *testing.T) {
-	dir := t.TempDir()
-	e := newDurableEnv(t, dir, engine.NewManualClock(t0))
-	e.createTable("corrupt", "", nil)
-	for i := 0; i < 5; i++ {
-		e.put("corrupt", item{"pk": S(fmt.Sprint(i))})
-	}
-	crashed := crashCopy(t, dir)
-	seg := newestSegment(t, crashed)
-	b, err := os.ReadFile(seg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[20] ^= 0xff // inside the first entry, which the others follow
-	if err := os.WriteFile(seg, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err = engine.New(engine.Options{DataDir: crashed, TTLInterval: -1})
-	if err == nil || !strings.Contains(err.Error(), seg) || !strings.Contains(err.Error(), "offset 0") {
-		t.Fatalf("New on a corrupt log: %v, want an error naming %s and offset 0", err, seg)
+	for _, c := range []struct {
+		name   string
+		file   func(t *testing.T, dir string) string // the file to damage
+		damage func(b []byte) []byte
+		want   string
+	}{
+		{"log entry followed by others", newestSegment, func(b []byte) []byte { b[20] ^= 0xff; return b }, "corrupt entry at offset 0"},
+		{"snapshot entry", snapshotOf, func(b []byte) []byte { b[len(b)/2] ^= 0xff; return b }, "entry at offset"},
+		{"snapshot cut short", snapshotOf, func(b []byte) []byte { return b[:len(b)-9] }, "cut short"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			e := newDurableEnv(t, dir, engine.NewManualClock(t0))
+			e.createTable("corrupt", "", nil)
+			for i := 0; i < 5; i++ {
+				e.put("corrupt", item{"pk": S(fmt.Sprint(i)), "pad": S(strings.Repeat("x", 100))})
+			}
+			if err := e.eng.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			e.put("corrupt", item{"pk": S("after the snapshot")})
+			e.put("corrupt", item{"pk": S("and another")})
+			crashed := crashCopy(t, dir)
+			path := c.file(t, crashed)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, c.damage(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err = engine.New(engine.Options{DataDir: crashed, TTLInterval: -1})
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("New on a damaged %s: %v, want an error naming %s and containing %q", c.name, err, path, c.want)
+			}
+		})
 	}
 }
+
+// snapshotOf returns the path of the data directory's snapshot.
+func snapshotOf(t *testing.T, dir string) string { return filepath.Join(dir, "snapshot") }
 
 func TestPersistTTLExpiredWhileDown(t *testing.T) {
 	dir := t.TempDir()

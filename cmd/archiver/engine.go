@@ -108,7 +108,7 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 		DataDir:              *dataDir,
 	})
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", *listen, err)
+		return err // names the address, or the data directory and what is wrong with it
 	}
 	if host, _, _ := net.SplitHostPort(*listen); !isLoopbackHost(host) {
 		log.Warn("engine listening beyond loopback: it accepts any credentials", zap.String("listen", *listen))
