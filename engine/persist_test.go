@@ -124,6 +124,23 @@ func populate(e *env) {
 	if _, err := e.db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String("gone")}); err != nil {
 		t.Fatal(err)
 	}
+	// UpdateTable: a GSI created over existing items, a stream turned on,
+	// written to and turned off again, provisioned billing.
+	for _, in := range []*dynamodb.UpdateTableInput{
+		{AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("v"), AttributeType: types.ScalarAttributeTypeN}},
+			GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
+				IndexName: aws.String("byV"), KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("v"), KeyType: types.KeyTypeHash}},
+				Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}}}}},
+		{StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeKeysOnly}},
+		{StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(false)}},
+		{BillingMode: types.BillingModeProvisioned, ProvisionedThroughput: &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(7), WriteCapacityUnits: aws.Int64(3)}},
+	} {
+		in.TableName = aws.String("plain")
+		if _, err := e.db.UpdateTable(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		e.put("plain", item{"pk": S("updated"), "v": N("-1")})
+	}
 	e.clock.Advance(2 * time.Minute)
 	if n := e.sweep(); n != 6 {
 		t.Fatalf("swept %d items, want 6", n)
@@ -170,6 +187,11 @@ func (e *env) state() map[string]string {
 		t.Fatal(err)
 	}
 	out["tables"] = js(lt.TableNames)
+	ls, err := e.st.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out["streams"] = js(ls.Streams)
 	for _, name := range lt.TableNames {
 		d, err := e.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 		if err != nil {
@@ -189,9 +211,12 @@ func (e *env) state() map[string]string {
 		}
 		out[name+" tags"] = js(tags.Tags)
 	}
-	for _, q := range []struct{ index, cond, key string }{{"byColor", "color = :v", "red"}, {"byRank", "pk = :v", "p3"}} {
-		qo, err := e.db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("persisted"), IndexName: aws.String(q.index),
-			KeyConditionExpression: aws.String(q.cond), ExpressionAttributeValues: item{":v": S(q.key)}})
+	for _, q := range []struct {
+		table, index, cond string
+		key                types.AttributeValue
+	}{{"persisted", "byColor", "color = :v", S("red")}, {"persisted", "byRank", "pk = :v", S("p3")}, {"plain", "byV", "v = :v", N("7")}} {
+		qo, err := e.db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(q.table), IndexName: aws.String(q.index),
+			KeyConditionExpression: aws.String(q.cond), ExpressionAttributeValues: item{":v": q.key}})
 		if err != nil {
 			t.Fatal(err)
 		}
