@@ -707,9 +707,8 @@ func (e *Engine) opUpdateTable(ctx context.Context, body []byte) (any, error) {
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	if err := checkTableName(req.TableName, "tableName"); err != nil {
-		return nil, err
-	}
+	// checkShape has checked TableName, BillingMode's values and the
+	// StreamSpecification's members.
 	t, err := e.lookup(req.TableName)
 	if err != nil {
 		return nil, err
@@ -733,12 +732,8 @@ func (e *Engine) opUpdateTable(ctx context.Context, body []byte) (any, error) {
 		defer t.p.tableChanged(t) // under the lock, whatever this update changed
 	}
 	billing := t.billing
-	switch req.BillingMode {
-	case "":
-	case "PROVISIONED", "PAY_PER_REQUEST":
+	if req.BillingMode != "" {
 		billing = req.BillingMode
-	default:
-		return nil, awserr.Validation("1 validation error detected: Value '%s' at 'billingMode' failed to satisfy constraint: Member must satisfy enum value set: [PROVISIONED, PAY_PER_REQUEST]", req.BillingMode)
 	}
 	var rcu, wcu = t.rcu, t.wcu
 	if billing == "PROVISIONED" {
