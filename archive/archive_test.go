@@ -1,14 +1,25 @@
 package archive_test
 
 import (
+	"bytes"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
+
 	"github.com/ttl-archiver/archiver/archive"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/internal/s3test"
 )
 
@@ -322,5 +333,90 @@ func TestOpenRejectsBadURLs(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Open(%q) = %v, want an error with %q", tc.url, err, tc.want)
 		}
+	}
+}
+
+// TestSkipImages: events come without images, the same ones, and lines
+// that do not decode are still found.
+func TestSkipImages(t *testing.T) {
+	dir := t.TempDir()
+	evs := events("T", "s1", event.Expired, 0, 50, 0)
+	write(t, "file://"+dir, evs)
+	f, err := os.OpenFile(filepath.Join(dir, "T", "2026-03-04", "05.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Valid JSON, but N is not a number: only a full check finds it.
+	bad := strings.Replace(string(event.MarshalLine(&evs[0])), `"N":"1234`, `"N":"x1234`, 1)
+	f.WriteString(bad + "\n")
+	f.Close()
+	var bads []int
+	a := open(t, "file://"+dir, archive.Options{SkipImages: true, OnBadLine: func(_ string, line int, _ error) { bads = append(bads, line) }})
+	got, st := readAll(t, a, archive.Selection{})
+	if !slices.Equal(ids(got), eventIDs(evs)) || st.Undecodable != 1 || !slices.Equal(bads, []int{51}) {
+		t.Fatalf("ids %v, stats %+v, bad lines %v", ids(got), st, bads)
+	}
+	for _, l := range got {
+		if e := l.Event; e.Keys != nil || e.OldImage != nil || e.NewImage != nil || e.EventName != "REMOVE" || e.ApproximateCreationTime.IsZero() {
+			t.Fatalf("event %+v", e)
+		}
+	}
+}
+
+// TestTruncatedObject: a body that breaks off is read up to the break,
+// which counts as one bad line where it happened.
+func TestTruncatedObject(t *testing.T) {
+	srv := s3test.Start(t)
+	evs := events("T", "s1", event.Expired, 0, 2000, 0)
+	var plain []byte
+	for i := range evs {
+		plain = event.AppendLine(plain, &evs[i])
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(plain)
+	zw.Close()
+	body := buf.Bytes()[:buf.Len()/2]
+	key := "t/table=T/kind=expired/dt=2026-03-04/hr=05/s1-100000000000000000000-100000000000000001999.jsonl.gz"
+	put(t, srv, key, body)
+	var bad []string
+	a := open(t, s3URL(srv, "t", ""), archive.Options{OnBadLine: func(_ string, line int, err error) { bad = append(bad, fmt.Sprint(line, ": ", err)) }})
+	got, st := readAll(t, a, archive.Selection{})
+	if len(got) == 0 || len(got) >= 2000 || st.Undecodable != 1 || len(bad) != 1 ||
+		!strings.HasPrefix(bad[0], fmt.Sprint(len(got)+1, ": ")) {
+		t.Fatalf("%d events, stats %+v, bad %v", len(got), st, bad)
+	}
+}
+
+// TestDownloadRetries: S3 answers 503 now and then; the reader retries
+// with backoff and reads everything.
+func TestDownloadRetries(t *testing.T) {
+	srv := s3test.Start(t)
+	url := s3URL(srv, "r", "")
+	write(t, url, events("T", "s1", event.Expired, 0, 10, 0), events("T", "s2", event.Expired, 10, 10, 0))
+	target, _ := neturl.Parse(srv.Endpoint)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	var calls atomic.Int32
+	px := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1)%2 == 1 {
+			http.Error(w, "<Error><Code>SlowDown</Code></Error>", http.StatusServiceUnavailable)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer px.Close()
+	a := open(t, strings.Replace(url, srv.Endpoint, px.URL, 1), archive.Options{Retry: backoff.Policy{Min: time.Millisecond, Max: 5 * time.Millisecond}})
+	got, _ := readAll(t, a, archive.Selection{})
+	if len(got) != 20 || calls.Load() < 6 {
+		t.Fatalf("%d events after %d requests", len(got), calls.Load())
+	}
+	// A 403 is not retried.
+	px.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, "<Error><Code>AccessDenied</Code></Error>", http.StatusForbidden)
+	})
+	before := calls.Load()
+	if _, err := a.Objects(testCtx(t), archive.Selection{}); err == nil || calls.Load() != before+1 {
+		t.Fatalf("err %v after %d requests", err, calls.Load()-before)
 	}
 }
