@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -85,6 +86,10 @@ func openPersister(e *Engine, dir string) (*persister, error) {
 		return nil, err
 	}
 	e.streams.SetJournal(p)
+	// Table IDs mix the clock with this counter; a ManualClock may stand
+	// where it stood before the restart, so start the counter somewhere
+	// new or a new table could take the ID of a persisted one.
+	e.seedSeq.Store(uint64(mrand.Uint32()))
 	e.log.Info("engine state loaded", zap.String("dir", dir), zap.Duration("took", time.Since(start)), zap.Int64("walBytes", replayed))
 	go p.loop(replayed > snapshotEvery)
 	return p, nil
