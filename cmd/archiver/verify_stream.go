@@ -46,7 +46,7 @@ func streamRemoves(ctx context.Context, cfg *verifyConfig, ddb *dynamodb.Client,
 		}
 	}
 	col := &removeCollector{kinds: cfg.Kinds, when: when, ttlAttr: ttlAttr, since: cfg.Since, until: cfg.Until, found: map[string]streamRemove{}}
-	watch := &catchUp{StreamsAPI: st, iters: map[string]string{}, done: map[string]bool{}}
+	watch := &catchUp{StreamsAPI: st, iters: map[string]string{}, done: map[string]bool{}, empty: map[string]int{}}
 	w, err := shard.New(shard.Options{
 		Streams: watch, Tables: ddb, TableNames: []string{cfg.Table},
 		Processor: col, Start: shard.TrimHorizon,
@@ -130,15 +130,21 @@ func (c *removeCollector) ShardStopped(context.Context, string, string) error { 
 
 // catchUp passes the walker's Streams calls through and tells when every
 // shard described so far was read to its end (a closed shard) or caught up
-// (an open shard's GetRecords returned nothing). It follows each shard's
-// iterators from GetShardIterator through every GetRecords.
+// (an open shard's GetRecords returned nothing caughtUpAfter times in a
+// row: an empty page does not always mean the end). It follows each
+// shard's iterators from GetShardIterator through every GetRecords.
 type catchUp struct {
 	shard.StreamsAPI
 	mu        sync.Mutex
 	described bool
 	iters     map[string]string // iterator -> shard ID
 	done      map[string]bool   // shard ID -> read to its end or caught up
+	empty     map[string]int    // shard ID -> empty pages in a row
 }
+
+// caughtUpAfter is how many empty pages in a row mark an open shard as
+// read up to now.
+const caughtUpAfter = 3
 
 func (c *catchUp) DescribeStream(ctx context.Context, in *dynamodbstreams.DescribeStreamInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.DescribeStreamOutput, error) {
 	out, err := c.StreamsAPI.DescribeStream(ctx, in, optFns...)
@@ -178,7 +184,12 @@ func (c *catchUp) GetRecords(ctx context.Context, in *dynamodbstreams.GetRecords
 		return out, nil
 	}
 	delete(c.iters, aws.ToString(in.ShardIterator))
-	if out.NextShardIterator == nil || len(out.Records) == 0 {
+	if len(out.Records) == 0 {
+		c.empty[id]++
+	} else {
+		c.empty[id] = 0
+	}
+	if out.NextShardIterator == nil || c.empty[id] >= caughtUpAfter {
 		c.done[id] = true
 	}
 	if out.NextShardIterator != nil {
