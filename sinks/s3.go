@@ -133,10 +133,10 @@ type S3Sink struct {
 	// Buffers are reused through free lists that, unlike sync.Pool, survive
 	// garbage collections: re-growing megabytes of buffer for every object
 	// made the collector run (and scan the caller's heap) far more often.
-	linePool chan []byte // per-Write rendering buffers
-	dataPool chan []byte // object buffers of finished uploads
-	gzPool   chan *gzip.Writer
-	outPool  chan []byte // compressed bodies of finished uploads
+	linePool  chan []byte // per-Write rendering buffers
+	chunkPool chan []byte // s3ChunkBytes chunks of finished uploads
+	gzPool    chan *gzip.Writer
+	outPool   chan []byte // compressed bodies of finished uploads
 }
 
 // s3Shard holds the open buffers of one shard (one per table, kind and
@@ -144,11 +144,6 @@ type S3Sink struct {
 type s3Shard struct {
 	mu   sync.Mutex
 	bufs map[s3BufKey]*s3Buffer
-	// full is the last buffer key cut for reaching FlushBytes: its next
-	// buffer will likely fill too, so it starts at full size rather than
-	// grow (and be copied) step by step.
-	full    s3BufKey
-	hasFull bool
 	// lastWrite is the last Write's time; a shard with no open buffer
 	// and no write for shardIdleAfter is forgotten (dead: a Write that
 	// finds it dead starts a new state).
@@ -170,9 +165,14 @@ type s3BufKey struct {
 	hour  int64 // Unix hours
 }
 
+// s3Buffer is one object being filled. Its lines are in chunks, in
+// order, size bytes in all: lines are appended to the last chunk and a
+// chunk is never copied into a larger one, so an open buffer holds at
+// most one chunk's slack and filling it copies each line once.
 type s3Buffer struct {
 	key         s3BufKey
-	data        []byte
+	chunks      [][]byte
+	size        int
 	first, last string
 	records     int
 	opened      time.Time
@@ -310,8 +310,11 @@ func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
 	}
 	s.m = newSinkMetrics(o.Registerer, s.name)
 	s.conflicts = newConflictCounter(o.Registerer, s.name)
-	s.linePool = make(chan []byte, 16)
-	s.dataPool = make(chan []byte, 2*uploadConcurrency)
+	// The free lists stay short: what they hold is live heap that no
+	// budget counts, and the collector's headroom doubles it (eight
+	// pooled 8 MiB buffers were a fifth of the peak RSS).
+	s.linePool = make(chan []byte, 4)
+	s.chunkPool = make(chan []byte, 16)
 	s.gzPool = make(chan *gzip.Writer, uploadConcurrency)
 	s.outPool = make(chan []byte, uploadConcurrency)
 	// Memory bound: what is buffered plus what is being uploaded.
@@ -441,7 +444,7 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 		}
 		bf := sh.bufs[k]
 		if bf == nil {
-			bf = &s3Buffer{key: k, first: e.SequenceNumber, opened: now, data: s.newData(sh.hasFull && sh.full == k)}
+			bf = &s3Buffer{key: k, first: e.SequenceNumber, opened: now}
 			sh.bufs[k] = bf
 		}
 		if n := len(bf.batches); n == 0 || bf.batches[n-1] != sb {
@@ -450,13 +453,11 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 			sb.remaining++
 			sb.mu.Unlock()
 		}
-		bf.data = s.grow(bf.data, ends[i]-start)
-		bf.data = append(bf.data, buf[start:ends[i]]...)
+		s.appendLine(bf, buf[start:ends[i]])
 		bf.last = e.SequenceNumber
 		bf.records++
-		if int64(len(bf.data)) >= s.c.FlushBytes {
+		if int64(bf.size) >= s.c.FlushBytes {
 			s.cutLocked(sh, bf)
-			sh.full, sh.hasFull = k, true
 		}
 	}
 	sh.mu.Unlock()
@@ -522,21 +523,44 @@ func (s *S3Sink) forgetIdleShards(now time.Time) {
 	}
 }
 
-// newData returns an empty buffer, reusing one of an earlier upload when
-// there is one (buffers reach FlushBytes; reuse keeps the garbage
-// collector out of the way). full asks for a buffer that will hold
-// FlushBytes without growing; otherwise a new one starts small, so that
-// many slow partitions do not each hold FlushBytes.
-func (s *S3Sink) newData(full bool) []byte {
-	select {
-	case d := <-s.dataPool:
-		return d
-	default:
+// s3ChunkBytes is the size of a buffer's chunks once it holds more than
+// that; smaller buffers start at 64 KiB and double, so that many slow
+// partitions do not each hold a megabyte.
+const s3ChunkBytes = 1 << 20
+
+// appendLine appends one line to bf, in a new chunk when the last one has
+// no room: a full chunk from the free list, or a chunk of bf's size so
+// far (64 KiB to s3ChunkBytes), or the line's size if larger.
+func (s *S3Sink) appendLine(bf *s3Buffer, line []byte) {
+	n := len(bf.chunks)
+	if n == 0 || cap(bf.chunks[n-1])-len(bf.chunks[n-1]) < len(line) {
+		var c []byte
+		if bf.size >= s3ChunkBytes/2 && len(line) <= s3ChunkBytes {
+			select {
+			case c = <-s.chunkPool:
+			default:
+			}
+		}
+		if c == nil {
+			c = make([]byte, 0, max(len(line), min(max(bf.size, 64<<10), s3ChunkBytes)))
+		}
+		bf.chunks = append(bf.chunks, c)
+		n++
 	}
-	if full {
-		return make([]byte, 0, s.c.FlushBytes+64<<10)
+	bf.chunks[n-1] = append(bf.chunks[n-1], line...)
+	bf.size += len(line)
+}
+
+// joined is bf's lines in one slice: its only chunk, or a copy of all.
+func (bf *s3Buffer) joined() []byte {
+	if len(bf.chunks) == 1 {
+		return bf.chunks[0]
 	}
-	return make([]byte, 0, min(s.c.FlushBytes+64<<10, 64<<10))
+	out := make([]byte, 0, bf.size)
+	for _, c := range bf.chunks {
+		out = append(out, c...)
+	}
+	return out
 }
 
 // kick runs when a writer has to wait for buffer budget. While uploads
@@ -558,31 +582,13 @@ func (s *S3Sink) kick() (starved bool) {
 	return false
 }
 
-// grow makes room for n more bytes in data, doubling its capacity (up to
-// what a full buffer needs) rather than append's gentler growth for large
-// slices, so a buffer growing to FlushBytes is copied about once, not
-// several times over.
-func (s *S3Sink) grow(data []byte, n int) []byte {
-	need := len(data) + n
-	if need <= cap(data) {
-		return data
-	}
-	c := max(2*cap(data), need)
-	if full := int(s.c.FlushBytes + 64<<10); c > full && need <= full {
-		c = full
-	}
-	nd := make([]byte, len(data), c)
-	copy(nd, data)
-	return nd
-}
-
 // cutLocked turns a buffer into an upload. sh.mu is held.
 func (s *S3Sink) cutLocked(sh *s3Shard, bf *s3Buffer) {
 	delete(sh.bufs, bf.key)
 	up := &s3Upload{done: make(chan struct{})}
 	s.mu.Lock()
 	s.inflight[up] = struct{}{}
-	s.pending += int64(len(bf.data))
+	s.pending += int64(bf.size)
 	s.mu.Unlock()
 	go s.upload(bf, up)
 }
@@ -635,11 +641,11 @@ func (s *S3Sink) upload(bf *s3Buffer, up *s3Upload) {
 	err := s.put(bf)
 	<-s.sem
 	s.mu.Lock()
-	s.pending -= int64(len(bf.data))
+	s.pending -= int64(bf.size)
 	cut := s.pending == 0 && s.starved > 0
 	s.mu.Unlock()
-	s.budget.Release(int64(len(bf.data)))
-	s.m.buffered.Sub(float64(len(bf.data)))
+	s.budget.Release(int64(bf.size))
+	s.m.buffered.Sub(float64(bf.size))
 	if cut {
 		// Writers still wait for budget and no upload will free it: the
 		// open buffers hold it.
@@ -648,10 +654,17 @@ func (s *S3Sink) upload(bf *s3Buffer, up *s3Upload) {
 	for _, b := range bf.batches {
 		b.done(err)
 	}
-	if int64(cap(bf.data)) >= s.c.FlushBytes && !bf.dirty {
-		select {
-		case s.dataPool <- bf.data[:0]:
-		default:
+	if !bf.dirty && s.c.Compression != "none" {
+		// After a failed attempt, or when a chunk was the body itself,
+		// the HTTP transport may still be reading it.
+		for _, c := range bf.chunks {
+			if cap(c) != s3ChunkBytes {
+				continue
+			}
+			select {
+			case s.chunkPool <- c[:0]:
+			default:
+			}
 		}
 	}
 	s.mu.Lock()
@@ -660,14 +673,14 @@ func (s *S3Sink) upload(bf *s3Buffer, up *s3Upload) {
 	close(up.done)
 }
 
-// compress returns data compressed into a buffer from outPool (or data
-// itself without compression).
-func (s *S3Sink) compress(data []byte) ([]byte, error) {
+// compress returns bf's lines compressed into a buffer from outPool (or
+// the lines themselves without compression).
+func (s *S3Sink) compress(bf *s3Buffer) ([]byte, error) {
 	var out []byte
 	select {
 	case out = <-s.outPool:
 	default:
-		out = make([]byte, 0, len(data)/4+64)
+		out = make([]byte, 0, bf.size/4+64)
 	}
 	switch s.c.Compression {
 	case "gzip":
@@ -688,22 +701,24 @@ func (s *S3Sink) compress(data []byte) ([]byte, error) {
 			default:
 			}
 		}()
-		if _, err := zw.Write(data); err != nil {
-			return nil, err
+		for _, c := range bf.chunks {
+			if _, err := zw.Write(c); err != nil {
+				return nil, err
+			}
 		}
 		if err := zw.Close(); err != nil {
 			return nil, err
 		}
 		return w.Bytes(), nil
 	case "zstd":
-		return s.zenc.EncodeAll(data, out), nil
+		return s.zenc.EncodeAll(bf.joined(), out), nil
 	}
-	return data, nil
+	return bf.joined(), nil
 }
 
 // put uploads one buffer as one object, retrying retryable failures.
 func (s *S3Sink) put(bf *s3Buffer) error {
-	body, err := s.compress(bf.data)
+	body, err := s.compress(bf)
 	if err != nil {
 		return fmt.Errorf("s3 sink: compressing: %w", err)
 	}
@@ -749,7 +764,7 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 		if err != nil && isPreconditionFailed(err) {
 			bf.dirty = true
 			var outcome string
-			outcome, err = s.resolveConflict(ctx, in, bf.data, body, sum)
+			outcome, err = s.resolveConflict(ctx, in, bf.joined(), body, sum)
 			if outcome != "" {
 				s.conflicts(outcome).Inc()
 			}
