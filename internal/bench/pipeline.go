@@ -205,7 +205,10 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	// ARCHIVER_BENCH_PROFILE=FILE writes a CPU profile of the archiver
 	// process over the backlog's first seconds (served by its --pprof).
 	profileTo := os.Getenv("ARCHIVER_BENCH_PROFILE")
-	if profileTo != "" {
+	// ARCHIVER_BENCH_HEAP=FILE writes a heap profile of the archiver
+	// taken 3 s into the backlog.
+	heapTo := os.Getenv("ARCHIVER_BENCH_HEAP")
+	if profileTo != "" || heapTo != "" {
 		args = append(args, "--pprof")
 	}
 	progress("starting the archiver on a backlog of %d expiries", pipelineItems)
@@ -230,8 +233,16 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	}()
 	if profileTo != "" {
 		go func() {
-			if err := plProfile(ctx, metricsAddr, profileTo, 4*time.Second); err != nil {
+			if err := plProfile(ctx, metricsAddr, "profile?seconds=4", profileTo); err != nil {
 				fmt.Fprintf(os.Stderr, "  archiver CPU profile: %v\n", err)
+			}
+		}()
+	}
+	if heapTo != "" {
+		go func() {
+			time.Sleep(3 * time.Second)
+			if err := plProfile(ctx, metricsAddr, "heap", heapTo); err != nil {
+				fmt.Fprintf(os.Stderr, "  archiver heap profile: %v\n", err)
 			}
 		}()
 	}
@@ -883,10 +894,10 @@ func procPeakRSS(pid int) int64 {
 	return -1
 }
 
-// plProfile waits for the archiver's metrics server and saves a CPU
-// profile of the next d to file.
-func plProfile(ctx context.Context, addr, file string, d time.Duration) error {
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds()))
+// plProfile waits for the archiver's metrics server and saves the
+// profile /debug/pprof/WHAT (e.g. "profile?seconds=4", "heap") to file.
+func plProfile(ctx context.Context, addr, what, file string) error {
+	url := fmt.Sprintf("http://%s/debug/pprof/%s", addr, what)
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
