@@ -226,11 +226,17 @@ func (a *Archive) Objects(ctx context.Context, sel Selection) ([]Object, error) 
 const maxListDays = 62
 
 // listPrefixes returns the prefixes (relative to the root) to list for
-// sel: per table, per kind (S3 layout) and per day when the range is
-// short enough; "" lists everything.
+// sel: per table and, in the S3 layout, per kind and per day when the
+// range is short enough (every kind a key may name when sel names none);
+// "" lists everything.
 func listPrefixes(sel Selection, s3Layout bool) []string {
 	if len(sel.Tables) == 0 {
 		return []string{""}
+	}
+	days := listDays(sel)
+	kinds := sel.Kinds
+	if len(kinds) == 0 && days != nil {
+		kinds = append(slices.Clone(event.Kinds), event.Undecodable)
 	}
 	var out []string
 	for _, t := range sel.Tables {
@@ -240,16 +246,13 @@ func listPrefixes(sel Selection, s3Layout bool) []string {
 			out = append(out, t+"/", "table="+t+"/")
 			continue
 		}
-		base := []string{"table=" + t + "/"}
-		if len(sel.Kinds) > 0 {
-			base = base[:0]
-			for _, k := range sel.Kinds {
-				base = append(base, "table="+t+"/kind="+string(k)+"/")
-			}
+		if len(kinds) == 0 {
+			out = append(out, "table="+t+"/")
+			continue
 		}
-		days := listDays(sel)
-		for _, b := range base {
-			if len(sel.Kinds) == 0 || days == nil {
+		for _, k := range kinds {
+			b := "table=" + t + "/kind=" + string(k) + "/"
+			if days == nil {
 				out = append(out, b)
 				continue
 			}

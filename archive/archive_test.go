@@ -100,6 +100,7 @@ func TestObjectsPruning(t *testing.T) {
 		{"since", archive.Selection{Since: h(6, 0, 5)}, 4, 5 + 5 + 10 + 10},
 		{"until", archive.Selection{Until: h(6, 0, 0)}, 1, 10},
 		{"since and until, by day", archive.Selection{Tables: []string{"A"}, Kinds: []event.Kind{event.Expired, event.Modified}, Since: h(6, 0, 0), Until: h(6, 0, 12)}, 2, 12},
+		{"since and until, by day, every kind", archive.Selection{Tables: []string{"A"}, Since: h(6, 0, 0), Until: h(9, 0, 0)}, 3, 10 + 5 + 10},
 		{"unknown table", archive.Selection{Tables: []string{"Nope"}}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
