@@ -134,10 +134,10 @@ func TestStreamsValidation(t *testing.T) {
 			_, err := e.st.DescribeStream(e.ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(strings.Repeat("x", 40))})
 			return err
 		}), val, "Invalid StreamArn: " + strings.Repeat("x", 40)},
-		{"DescribeStream: unknown start shard", sdk(func() error {
-			_, err := e.st.DescribeStream(e.ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn, ExclusiveStartShardId: aws.String(unknownShard)})
+		{"ListStreams: malformed start stream", sdk(func() error {
+			_, err := e.st.ListStreams(e.ctx, &dynamodbstreams.ListStreamsInput{ExclusiveStartStreamArn: aws.String(strings.Repeat("k", 48))})
 			return err
-		}), rnf, "Requested resource not found: Shard: " + unknownShard + " in Stream: " + stream + " not found"},
+		}), val, "Invalid StreamArn: " + strings.Repeat("k", 48)},
 		{"DescribeStream: shard filter", sdk(func() error {
 			_, err := e.st.DescribeStream(e.ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn,
 				ShardFilter: &stypes.ShardFilter{Type: "PARENT_SHARDS", ShardId: aws.String("short")}})
@@ -178,6 +178,17 @@ func TestStreamsValidation(t *testing.T) {
 				t.Errorf("got %s: %s\nwant %s: %s", code, msg, c.code, c.want)
 			}
 		})
+	}
+	// An ExclusiveStartShardId that names no shard is no error: the page
+	// goes on after the shards whose IDs sort before it.
+	for _, c := range []struct {
+		start string
+		n     int
+	}{{unknownShard, 1}, {"zzzzzzzzzzzzzzzzzzzzzzzzsfasdgagadfadfgagkjsdfsfsdjfjks", 0}} {
+		out, err := e.st.DescribeStream(e.ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn, ExclusiveStartShardId: aws.String(c.start)})
+		if err != nil || len(out.StreamDescription.Shards) != c.n {
+			t.Errorf("DescribeStream after %s: %v, want %d shards", c.start, err, c.n)
+		}
 	}
 	// A sequence number of the shard, AT and AFTER, is accepted.
 	for _, typ := range []stypes.ShardIteratorType{stypes.ShardIteratorTypeAtSequenceNumber, stypes.ShardIteratorTypeAfterSequenceNumber} {

@@ -267,6 +267,11 @@ func (r *Registry) listStreams(in listStreamsIn) (any, error) {
 	if in.Limit != nil && *in.Limit < int64(limit) {
 		limit = int(*in.Limit)
 	}
+	if in.ExclusiveStartStreamArn != nil && !streamARNRE.MatchString(*in.ExclusiveStartStreamArn) {
+		// DynamoDB refuses a start that is no stream ARN at all, and
+		// answers one of a stream it does not know with ResourceNotFound.
+		return nil, awserr.Validation("Invalid StreamArn: %s", *in.ExclusiveStartStreamArn)
+	}
 	r.Tick() // drops streams whose retention has run out
 
 	r.mu.RLock()
@@ -333,11 +338,7 @@ func (r *Registry) describeStream(in describeStreamIn) (any, error) {
 	s.maintainLocked(now)
 	var after uint32
 	if in.ExclusiveStartShardId != nil {
-		ord, ok := s.ordByID[*in.ExclusiveStartShardId]
-		if !ok {
-			return nil, shardNotFound(*in.ExclusiveStartShardId, s.arn)
-		}
-		after = ord
+		after = s.startAfterLocked(*in.ExclusiveStartShardId)
 	}
 	d := streamDescription{
 		CreationRequestDateTime: epochTime(s.created),
@@ -367,6 +368,23 @@ func (r *Registry) describeStream(in describeStreamIn) (any, error) {
 		d.Shards = append(d.Shards, sd)
 	}
 	return &describeStreamOut{StreamDescription: d}, nil
+}
+
+// startAfterLocked is the ord DescribeStream's page starts after. DynamoDB
+// does not fail on an ExclusiveStartShardId it does not know (a shard
+// trimmed away since the previous page, say): the page goes on after every
+// shard whose ID sorts at or before it, and is empty past the last one.
+func (s *Stream) startAfterLocked(id string) uint32 {
+	if ord, ok := s.ordByID[id]; ok {
+		return ord
+	}
+	var after uint32
+	for _, sh := range s.shards {
+		if sh.id <= id && sh.ord > after {
+			after = sh.ord
+		}
+	}
+	return after
 }
 
 // --- GetShardIterator ---
