@@ -426,23 +426,27 @@ func (w *walker) walkStruct(s *shape, raw []byte, path string) bool {
 	if it.bad {
 		return false
 	}
-	prefix := path
-	if prefix != "" {
-		prefix += "."
-	}
 	for i, fl := range s.fields {
 		v := vals[i]
 		if v == nil || string(v) == "null" {
 			if fl.required {
-				w.fail(fl.shape, nil, prefix+fl.path, "Member must not be null")
+				w.fail(fl.shape, nil, join(path, fl.path), "Member must not be null")
 			}
 			continue
 		}
-		if !w.walk(fl.shape, v, prefix+fl.path) {
+		if !w.walk(fl.shape, v, join(path, fl.path)) {
 			return false
 		}
 	}
 	return true
+}
+
+// join names a member of the value at path.
+func join(path, member string) string {
+	if path == "" {
+		return member
+	}
+	return path + "." + member
 }
 
 // fieldIndex finds the member named k, exactly or, as encoding/json
@@ -792,15 +796,35 @@ func trimWS(b []byte) []byte {
 
 // scanString returns the index just past the string starting at b[i], or -1.
 func scanString(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
+	// Short strings (names, types, small values) are the common case: look
+	// at a few bytes before paying for IndexByte's call.
+	for j := i + 1; j < len(b) && j < i+17; j++ {
 		switch b[j] {
 		case '\\':
-			j++
+			return scanStringSlow(b, i)
 		case '"':
 			return j + 1
 		}
 	}
-	return -1
+	return scanStringSlow(b, i)
+}
+
+func scanStringSlow(b []byte, i int) int {
+	for j := i + 1; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		k += j
+		escaped := false // by an odd run of backslashes before it
+		for p := k - 1; p > i && b[p] == '\\'; p-- {
+			escaped = !escaped
+		}
+		if !escaped {
+			return k + 1
+		}
+		j = k + 1
+	}
 }
 
 // scanValue returns the index just past the JSON value starting at b[i],

@@ -234,6 +234,10 @@ func TestShapeWire(t *testing.T) {
 		{"JSON null is a missing member", ddb + "GetItem", `{"TableName":null,"Key":null}`, "ValidationException",
 			"2 validation errors detected: Value null at 'tableName' " + notNull + "; Value null at 'key' " + notNull},
 		{"at most ten violations are listed", ddb + "CreateTable", manyNulls, "ValidationException", ""},
+		{"escaped quotes inside an item are skipped over", ddb + "PutItem",
+			`{"TableName":"a;","Item":{"s":{"S":"q\"u\\"},"t":{"S":"` + strings.Repeat(`\"`, 20) + `"}},"ReturnValues":"X"}`, "ValidationException",
+			"3 validation errors detected: Value 'a;' at 'tableName' " + namePat + "; Value 'a;' at 'tableName' " + nameMin +
+				"; Value 'X' at 'returnValues' failed to satisfy constraint: Member must satisfy enum value set: [ALL_NEW, UPDATED_OLD, ALL_OLD, NONE, UPDATED_NEW]"},
 		{"escaped strings are decoded", ddb + "DescribeTable", `{"TableName":"a\u003bb"}`, "ValidationException",
 			"1 validation error detected: Value 'a;b' at 'tableName' " + namePat},
 	}
