@@ -131,6 +131,7 @@ func matchName(b []byte) bool {
 var (
 	anyS      = &shape{kind: kAny}
 	boolS     = &shape{kind: kBool}
+	strS      = &shape{kind: kString}                                // an unconstrained string, typed only
 	nameS     = patterned(str(3, 255), "[a-zA-Z0-9_.-]+", matchName) // TableName, IndexName
 	attrNameS = str(1, 255)                                          // KeySchemaAttributeName
 	limitS    = integer(1, noBound)
@@ -146,10 +147,17 @@ var (
 	statement = str(1, 8192)                              // a PartiQL statement
 	paramsS   = listOf(anyS, 1, noBound)                  // PartiQL parameters
 
-	// Unconstrained members named only so values print as DynamoDB
-	// prints them.
-	eanS = f("ExpressionAttributeNames", anyS)
-	eavS = f("ExpressionAttributeValues", anyS)
+	// Unconstrained members, named so that a wrong JSON type is left to the
+	// handler's SerializationException and values print as DynamoDB prints
+	// them.
+	eanS   = f("ExpressionAttributeNames", anyS)
+	eavS   = f("ExpressionAttributeValues", anyS)
+	condS  = f("ConditionExpression", strS)
+	projS  = f("ProjectionExpression", strS)
+	consS  = f("ConsistentRead", boolS)
+	filtS  = f("FilterExpression", strS)
+	protS  = f("DeletionProtectionEnabled", boolS)
+	updExS = f("UpdateExpression", strS)
 
 	expectedS = mapOf(nil, structOf("ExpectedAttributeValue",
 		f("Value", anyS), f("Exists", boolS), f("ComparisonOperator", compOpS), f("AttributeValueList", anyS)), noBound, noBound)
@@ -187,7 +195,7 @@ var shapes = map[string]*shape{
 			req("IndexName", nameS), req("KeySchema", keySchemaS), req("Projection", projectionS),
 			f("ProvisionedThroughput", throughputS)), noBound, noBound)),
 		f("StreamSpecification", streamSpecS),
-		f("TableClass", tableClassS)),
+		f("TableClass", tableClassS), protS),
 	"DescribeTable": structOf("DescribeTableInput", req("TableName", nameS)),
 	"DeleteTable":   structOf("DeleteTableInput", req("TableName", nameS)),
 	"ListTables": structOf("ListTablesInput",
@@ -205,7 +213,7 @@ var shapes = map[string]*shape{
 				f("ProvisionedThroughput", throughputS))),
 			f("Delete", structOf("DeleteGlobalSecondaryIndexAction", req("IndexName", nameS)))), noBound, noBound)),
 		f("StreamSpecification", streamSpecS),
-		f("TableClass", tableClassS)),
+		f("TableClass", tableClassS), protS),
 	"DescribeTimeToLive": structOf("DescribeTimeToLiveInput", req("TableName", nameS)),
 	"UpdateTimeToLive": structOf("UpdateTimeToLiveInput",
 		req("TableName", nameS),
@@ -215,33 +223,34 @@ var shapes = map[string]*shape{
 	"PutItem": structOf("PutItemInput",
 		f("ReturnConsumedCapacity", rccS), req("TableName", nameS), req("Item", anyS),
 		f("ConditionalOperator", condOpS), f("Expected", expectedS), f("ReturnValues", rvS),
-		f("ReturnItemCollectionMetrics", ricmS), f("ReturnValuesOnConditionCheckFailure", rvoccfS)),
+		f("ReturnItemCollectionMetrics", ricmS), f("ReturnValuesOnConditionCheckFailure", rvoccfS), condS),
 	"GetItem": structOf("GetItemInput",
-		f("ReturnConsumedCapacity", rccS), f("AttributesToGet", attrsToGS), req("TableName", nameS), req("Key", anyS)),
+		f("ReturnConsumedCapacity", rccS), f("AttributesToGet", attrsToGS), req("TableName", nameS), req("Key", anyS),
+		consS, projS),
 	"DeleteItem": structOf("DeleteItemInput",
 		f("ReturnConsumedCapacity", rccS), req("TableName", nameS), f("ReturnValues", rvS),
 		f("ReturnItemCollectionMetrics", ricmS), req("Key", anyS), f("ConditionalOperator", condOpS),
-		f("Expected", expectedS), f("ReturnValuesOnConditionCheckFailure", rvoccfS)),
+		f("Expected", expectedS), f("ReturnValuesOnConditionCheckFailure", rvoccfS), condS),
 	"UpdateItem": structOf("UpdateItemInput",
 		f("ReturnConsumedCapacity", rccS), req("TableName", nameS), f("ReturnItemCollectionMetrics", ricmS),
 		f("ReturnValues", rvS), req("Key", anyS), f("ConditionalOperator", condOpS), f("Expected", expectedS),
-		f("AttributeUpdates", attrUpdatesS), f("ReturnValuesOnConditionCheckFailure", rvoccfS)),
+		f("AttributeUpdates", attrUpdatesS), f("ReturnValuesOnConditionCheckFailure", rvoccfS), condS, updExS),
 	"Query": structOf("QueryInput",
 		f("Limit", limitS), f("KeyConditions", conditionsS), f("ReturnConsumedCapacity", rccS),
 		f("AttributesToGet", attrsToGS), req("TableName", nameS), f("Select", selectS), f("IndexName", nameS),
-		f("QueryFilter", conditionsS), f("ConditionalOperator", condOpS)),
+		f("QueryFilter", conditionsS), f("ConditionalOperator", condOpS), consS, f("ScanIndexForward", boolS),
+		projS, filtS, f("KeyConditionExpression", strS)),
 	"Scan": structOf("ScanInput",
 		f("Limit", limitS), f("TotalSegments", integer(1, 1000000)), f("ReturnConsumedCapacity", rccS),
 		f("AttributesToGet", attrsToGS), f("Select", selectS), req("TableName", nameS),
 		f("Segment", integer(0, 999999)), f("ScanFilter", conditionsS), f("IndexName", nameS),
-		f("ConditionalOperator", condOpS)),
+		f("ConditionalOperator", condOpS), consS, projS, filtS),
 	"BatchGetItem": structOf("BatchGetItemInput",
 		f("ReturnConsumedCapacity", rccS),
 		req("RequestItems", mapOf(nameS, structOf("KeysAndAttributes",
 			// Keys has max 100 in the model, but DynamoDB reports more than
 			// 100 keys with its own message (the handler's check).
-			req("Keys", listOf(anyS, 1, noBound)), f("AttributesToGet", attrsToGS), f("ConsistentRead", anyS),
-			f("ProjectionExpression", anyS), f("ExpressionAttributeNames", anyS)), 1, 100))),
+			req("Keys", listOf(anyS, 1, noBound)), f("AttributesToGet", attrsToGS), consS, projS, eanS), 1, 100))),
 	"BatchWriteItem": structOf("BatchWriteItemInput",
 		f("ReturnConsumedCapacity", rccS), f("ReturnItemCollectionMetrics", ricmS),
 		req("RequestItems", mapOf(nameS, listOf(structOf("WriteRequest",
@@ -252,26 +261,25 @@ var shapes = map[string]*shape{
 		f("ClientRequestToken", tokenS),
 		req("TransactItems", listOf(structOf("TransactWriteItem",
 			f("ConditionCheck", structOf("ConditionCheck", req("Key", anyS), req("TableName", nameS),
-				req("ConditionExpression", anyS), eanS, eavS, f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
+				req("ConditionExpression", strS), eanS, eavS, f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
 			f("Put", structOf("Put", req("Item", anyS), req("TableName", nameS),
-				f("ConditionExpression", anyS), eanS, eavS, f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
+				condS, eanS, eavS, f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
 			f("Delete", structOf("Delete", req("Key", anyS), req("TableName", nameS),
-				f("ConditionExpression", anyS), eanS, eavS, f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
-			f("Update", structOf("Update", req("Key", anyS), req("UpdateExpression", anyS), req("TableName", nameS),
-				f("ConditionExpression", anyS), eanS, eavS, f("ReturnValuesOnConditionCheckFailure", rvoccfS)))), 1, 100))),
+				condS, eanS, eavS, f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
+			f("Update", structOf("Update", req("Key", anyS), req("UpdateExpression", strS), req("TableName", nameS),
+				condS, eanS, eavS, f("ReturnValuesOnConditionCheckFailure", rvoccfS)))), 1, 100))),
 	"TransactGetItems": structOf("TransactGetItemsInput",
 		req("TransactItems", listOf(structOf("TransactGetItem",
-			req("Get", structOf("Get", req("Key", anyS), req("TableName", nameS),
-				f("ProjectionExpression", anyS), eanS))), 1, 100)),
+			req("Get", structOf("Get", req("Key", anyS), req("TableName", nameS), projS, eanS))), 1, 100)),
 		f("ReturnConsumedCapacity", rccS)),
 
 	// PartiQL.
 	"ExecuteStatement": structOf("ExecuteStatementInput",
 		req("Statement", statement), f("Parameters", paramsS), f("NextToken", str(1, 32768)),
-		f("ReturnConsumedCapacity", rccS), f("Limit", limitS), f("ReturnValuesOnConditionCheckFailure", rvoccfS)),
+		f("ReturnConsumedCapacity", rccS), f("Limit", limitS), f("ReturnValuesOnConditionCheckFailure", rvoccfS), consS),
 	"BatchExecuteStatement": structOf("BatchExecuteStatementInput",
 		req("Statements", listOf(structOf("BatchStatementRequest",
-			req("Statement", statement), f("Parameters", paramsS), f("ConsistentRead", anyS),
+			req("Statement", statement), f("Parameters", paramsS), consS,
 			f("ReturnValuesOnConditionCheckFailure", rvoccfS)), 1, 25)),
 		f("ReturnConsumedCapacity", rccS)),
 	"ExecuteTransaction": structOf("ExecuteTransactionInput",

@@ -228,6 +228,7 @@ func TestShapeWire(t *testing.T) {
 		name, target, body, code, want string
 	}{
 		{"a wrong type wins over constraints", ddb + "Query", `{"TableName":"x;","Limit":"ten"}`, "SerializationException", ""},
+		{"a wrong type in an unconstrained member wins too", ddb + "GetItem", `{"TableName":"x;","ConsistentRead":"yes"}`, "SerializationException", ""},
 		{"malformed JSON wins over constraints", ddb + "PutItem", `{"TableName":"x;",`, "SerializationException", ""},
 		{"an empty body is an empty request", ddb + "DescribeTable", ``, "ValidationException",
 			"1 validation error detected: Value null at 'tableName' " + notNull},
