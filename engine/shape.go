@@ -75,12 +75,13 @@ type field struct {
 	required bool
 }
 
-func f(name string, s *shape) field {
+// mem is an optional member; must a required one.
+func mem(name string, s *shape) field {
 	return field{name: name, path: strings.ToLower(name[:1]) + name[1:], shape: s}
 }
 
-func req(name string, s *shape) field {
-	fl := f(name, s)
+func must(name string, s *shape) field {
+	fl := mem(name, s)
 	fl.required = true
 	return fl
 }
@@ -97,9 +98,9 @@ func mapOf(key, elem *shape, lo, hi int64) *shape {
 	return bounded(&shape{kind: kMap, key: key, elem: elem}, lo, hi)
 }
 
-func str(lo, hi int64) *shape { return bounded(&shape{kind: kString}, lo, hi) }
+func strLen(lo, hi int64) *shape { return bounded(&shape{kind: kString}, lo, hi) }
 
-func integer(lo, hi int64) *shape { return bounded(&shape{kind: kInt}, lo, hi) }
+func intRange(lo, hi int64) *shape { return bounded(&shape{kind: kInt}, lo, hi) }
 
 func enumOf(values ...string) *shape { return &shape{kind: kString, enum: values} }
 
@@ -131,10 +132,10 @@ func matchName(b []byte) bool {
 var (
 	anyS      = &shape{kind: kAny}
 	boolS     = &shape{kind: kBool}
-	strS      = &shape{kind: kString}                                // an unconstrained string, typed only
-	nameS     = patterned(str(3, 255), "[a-zA-Z0-9_.-]+", matchName) // TableName, IndexName
-	attrNameS = str(1, 255)                                          // KeySchemaAttributeName
-	limitS    = integer(1, noBound)
+	strS      = &shape{kind: kString}                                   // an unconstrained string, typed only
+	nameS     = patterned(strLen(3, 255), "[a-zA-Z0-9_.-]+", matchName) // TableName, IndexName
+	attrNameS = strLen(1, 255)                                          // KeySchemaAttributeName
+	limitS    = intRange(1, noBound)
 	rccS      = enumOf("INDEXES", "TOTAL", "NONE")
 	ricmS     = enumOf("SIZE", "NONE")
 	rvS       = enumOf("ALL_NEW", "UPDATED_OLD", "ALL_OLD", "NONE", "UPDATED_NEW")
@@ -143,39 +144,39 @@ var (
 	selectS   = enumOf("SPECIFIC_ATTRIBUTES", "COUNT", "ALL_ATTRIBUTES", "ALL_PROJECTED_ATTRIBUTES")
 	compOpS   = enumOf("IN", "NULL", "BETWEEN", "LT", "NOT_CONTAINS", "EQ", "GT", "NOT_NULL", "NE", "LE", "BEGINS_WITH", "GE", "CONTAINS")
 	attrsToGS = listOf(&shape{kind: kString}, 1, noBound) // AttributesToGet
-	tokenS    = str(1, 36)                                // ClientRequestToken
-	statement = str(1, 8192)                              // a PartiQL statement
+	tokenS    = strLen(1, 36)                             // ClientRequestToken
+	statement = strLen(1, 8192)                           // a PartiQL statement
 	paramsS   = listOf(anyS, 1, noBound)                  // PartiQL parameters
 
 	// Unconstrained members, named so that a wrong JSON type is left to the
 	// handler's SerializationException and values print as DynamoDB prints
 	// them.
-	eanS   = f("ExpressionAttributeNames", anyS)
-	eavS   = f("ExpressionAttributeValues", anyS)
-	condS  = f("ConditionExpression", strS)
-	projS  = f("ProjectionExpression", strS)
-	consS  = f("ConsistentRead", boolS)
-	filtS  = f("FilterExpression", strS)
-	protS  = f("DeletionProtectionEnabled", boolS)
-	updExS = f("UpdateExpression", strS)
+	eanS   = mem("ExpressionAttributeNames", anyS)
+	eavS   = mem("ExpressionAttributeValues", anyS)
+	condS  = mem("ConditionExpression", strS)
+	projS  = mem("ProjectionExpression", strS)
+	consS  = mem("ConsistentRead", boolS)
+	filtS  = mem("FilterExpression", strS)
+	protS  = mem("DeletionProtectionEnabled", boolS)
+	updExS = mem("UpdateExpression", strS)
 
 	expectedS = mapOf(nil, structOf("ExpectedAttributeValue",
-		f("Value", anyS), f("Exists", boolS), f("ComparisonOperator", compOpS), f("AttributeValueList", anyS)), noBound, noBound)
+		mem("Value", anyS), mem("Exists", boolS), mem("ComparisonOperator", compOpS), mem("AttributeValueList", anyS)), noBound, noBound)
 	conditionsS = mapOf(nil, structOf("Condition",
-		f("AttributeValueList", anyS), req("ComparisonOperator", compOpS)), noBound, noBound)
+		mem("AttributeValueList", anyS), must("ComparisonOperator", compOpS)), noBound, noBound)
 	attrUpdatesS = mapOf(nil, structOf("AttributeValueUpdate",
-		f("Value", anyS), f("Action", enumOf("ADD", "PUT", "DELETE"))), noBound, noBound)
+		mem("Value", anyS), mem("Action", enumOf("ADD", "PUT", "DELETE"))), noBound, noBound)
 
 	throughputS = structOf("ProvisionedThroughput",
-		req("WriteCapacityUnits", integer(1, noBound)), req("ReadCapacityUnits", integer(1, noBound)))
+		must("WriteCapacityUnits", intRange(1, noBound)), must("ReadCapacityUnits", intRange(1, noBound)))
 	keySchemaS = listOf(structOf("KeySchemaElement",
-		req("AttributeName", attrNameS), req("KeyType", enumOf("HASH", "RANGE"))), 1, 2)
+		must("AttributeName", attrNameS), must("KeyType", enumOf("HASH", "RANGE"))), 1, 2)
 	projectionS = structOf("Projection",
-		f("ProjectionType", enumOf("ALL", "INCLUDE", "KEYS_ONLY")), f("NonKeyAttributes", listOf(str(1, 255), 1, 20)))
+		mem("ProjectionType", enumOf("ALL", "INCLUDE", "KEYS_ONLY")), mem("NonKeyAttributes", listOf(strLen(1, 255), 1, 20)))
 	attrDefsS = listOf(structOf("AttributeDefinition",
-		req("AttributeName", attrNameS), req("AttributeType", enumOf("B", "N", "S"))), noBound, noBound)
+		must("AttributeName", attrNameS), must("AttributeType", enumOf("B", "N", "S"))), noBound, noBound)
 	streamSpecS = structOf("StreamSpecification",
-		req("StreamEnabled", boolS), f("StreamViewType", enumOf("NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES", "KEYS_ONLY")))
+		must("StreamEnabled", boolS), mem("StreamViewType", enumOf("NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES", "KEYS_ONLY")))
 	billingS    = enumOf("PROVISIONED", "PAY_PER_REQUEST")
 	tableClassS = enumOf("STANDARD", "STANDARD_INFREQUENT_ACCESS")
 )
@@ -184,122 +185,122 @@ var (
 // name; Streams operations are under "streams:" + name.
 var shapes = map[string]*shape{
 	"CreateTable": structOf("CreateTableInput",
-		req("AttributeDefinitions", attrDefsS),
-		req("TableName", nameS),
-		f("BillingMode", billingS),
-		f("ProvisionedThroughput", throughputS),
-		req("KeySchema", keySchemaS),
-		f("LocalSecondaryIndexes", listOf(structOf("LocalSecondaryIndex",
-			req("IndexName", nameS), req("KeySchema", keySchemaS), req("Projection", projectionS)), noBound, noBound)),
-		f("GlobalSecondaryIndexes", listOf(structOf("GlobalSecondaryIndex",
-			req("IndexName", nameS), req("KeySchema", keySchemaS), req("Projection", projectionS),
-			f("ProvisionedThroughput", throughputS)), noBound, noBound)),
-		f("StreamSpecification", streamSpecS),
-		f("TableClass", tableClassS), protS),
-	"DescribeTable": structOf("DescribeTableInput", req("TableName", nameS)),
-	"DeleteTable":   structOf("DeleteTableInput", req("TableName", nameS)),
+		must("AttributeDefinitions", attrDefsS),
+		must("TableName", nameS),
+		mem("BillingMode", billingS),
+		mem("ProvisionedThroughput", throughputS),
+		must("KeySchema", keySchemaS),
+		mem("LocalSecondaryIndexes", listOf(structOf("LocalSecondaryIndex",
+			must("IndexName", nameS), must("KeySchema", keySchemaS), must("Projection", projectionS)), noBound, noBound)),
+		mem("GlobalSecondaryIndexes", listOf(structOf("GlobalSecondaryIndex",
+			must("IndexName", nameS), must("KeySchema", keySchemaS), must("Projection", projectionS),
+			mem("ProvisionedThroughput", throughputS)), noBound, noBound)),
+		mem("StreamSpecification", streamSpecS),
+		mem("TableClass", tableClassS), protS),
+	"DescribeTable": structOf("DescribeTableInput", must("TableName", nameS)),
+	"DeleteTable":   structOf("DeleteTableInput", must("TableName", nameS)),
 	"ListTables": structOf("ListTablesInput",
-		f("ExclusiveStartTableName", nameS), f("Limit", integer(1, 100))),
+		mem("ExclusiveStartTableName", nameS), mem("Limit", intRange(1, 100))),
 	"UpdateTable": structOf("UpdateTableInput",
-		f("AttributeDefinitions", attrDefsS),
-		req("TableName", nameS),
-		f("BillingMode", billingS),
-		f("ProvisionedThroughput", throughputS),
-		f("GlobalSecondaryIndexUpdates", listOf(structOf("GlobalSecondaryIndexUpdate",
-			f("Update", structOf("UpdateGlobalSecondaryIndexAction",
-				req("IndexName", nameS), req("ProvisionedThroughput", throughputS))),
-			f("Create", structOf("CreateGlobalSecondaryIndexAction",
-				req("IndexName", nameS), req("KeySchema", keySchemaS), req("Projection", projectionS),
-				f("ProvisionedThroughput", throughputS))),
-			f("Delete", structOf("DeleteGlobalSecondaryIndexAction", req("IndexName", nameS)))), noBound, noBound)),
-		f("StreamSpecification", streamSpecS),
-		f("TableClass", tableClassS), protS),
-	"DescribeTimeToLive": structOf("DescribeTimeToLiveInput", req("TableName", nameS)),
+		mem("AttributeDefinitions", attrDefsS),
+		must("TableName", nameS),
+		mem("BillingMode", billingS),
+		mem("ProvisionedThroughput", throughputS),
+		mem("GlobalSecondaryIndexUpdates", listOf(structOf("GlobalSecondaryIndexUpdate",
+			mem("Update", structOf("UpdateGlobalSecondaryIndexAction",
+				must("IndexName", nameS), must("ProvisionedThroughput", throughputS))),
+			mem("Create", structOf("CreateGlobalSecondaryIndexAction",
+				must("IndexName", nameS), must("KeySchema", keySchemaS), must("Projection", projectionS),
+				mem("ProvisionedThroughput", throughputS))),
+			mem("Delete", structOf("DeleteGlobalSecondaryIndexAction", must("IndexName", nameS)))), noBound, noBound)),
+		mem("StreamSpecification", streamSpecS),
+		mem("TableClass", tableClassS), protS),
+	"DescribeTimeToLive": structOf("DescribeTimeToLiveInput", must("TableName", nameS)),
 	"UpdateTimeToLive": structOf("UpdateTimeToLiveInput",
-		req("TableName", nameS),
-		req("TimeToLiveSpecification", structOf("TimeToLiveSpecification",
-			req("Enabled", boolS), req("AttributeName", str(1, 255))))),
+		must("TableName", nameS),
+		must("TimeToLiveSpecification", structOf("TimeToLiveSpecification",
+			must("Enabled", boolS), must("AttributeName", strLen(1, 255))))),
 
 	"PutItem": structOf("PutItemInput",
-		f("ReturnConsumedCapacity", rccS), req("TableName", nameS), req("Item", anyS),
-		f("ConditionalOperator", condOpS), f("Expected", expectedS), f("ReturnValues", rvS),
-		f("ReturnItemCollectionMetrics", ricmS), f("ReturnValuesOnConditionCheckFailure", rvoccfS), condS),
+		mem("ReturnConsumedCapacity", rccS), must("TableName", nameS), must("Item", anyS),
+		mem("ConditionalOperator", condOpS), mem("Expected", expectedS), mem("ReturnValues", rvS),
+		mem("ReturnItemCollectionMetrics", ricmS), mem("ReturnValuesOnConditionCheckFailure", rvoccfS), condS),
 	"GetItem": structOf("GetItemInput",
-		f("ReturnConsumedCapacity", rccS), f("AttributesToGet", attrsToGS), req("TableName", nameS), req("Key", anyS),
+		mem("ReturnConsumedCapacity", rccS), mem("AttributesToGet", attrsToGS), must("TableName", nameS), must("Key", anyS),
 		consS, projS),
 	"DeleteItem": structOf("DeleteItemInput",
-		f("ReturnConsumedCapacity", rccS), req("TableName", nameS), f("ReturnValues", rvS),
-		f("ReturnItemCollectionMetrics", ricmS), req("Key", anyS), f("ConditionalOperator", condOpS),
-		f("Expected", expectedS), f("ReturnValuesOnConditionCheckFailure", rvoccfS), condS),
+		mem("ReturnConsumedCapacity", rccS), must("TableName", nameS), mem("ReturnValues", rvS),
+		mem("ReturnItemCollectionMetrics", ricmS), must("Key", anyS), mem("ConditionalOperator", condOpS),
+		mem("Expected", expectedS), mem("ReturnValuesOnConditionCheckFailure", rvoccfS), condS),
 	"UpdateItem": structOf("UpdateItemInput",
-		f("ReturnConsumedCapacity", rccS), req("TableName", nameS), f("ReturnItemCollectionMetrics", ricmS),
-		f("ReturnValues", rvS), req("Key", anyS), f("ConditionalOperator", condOpS), f("Expected", expectedS),
-		f("AttributeUpdates", attrUpdatesS), f("ReturnValuesOnConditionCheckFailure", rvoccfS), condS, updExS),
+		mem("ReturnConsumedCapacity", rccS), must("TableName", nameS), mem("ReturnItemCollectionMetrics", ricmS),
+		mem("ReturnValues", rvS), must("Key", anyS), mem("ConditionalOperator", condOpS), mem("Expected", expectedS),
+		mem("AttributeUpdates", attrUpdatesS), mem("ReturnValuesOnConditionCheckFailure", rvoccfS), condS, updExS),
 	"Query": structOf("QueryInput",
-		f("Limit", limitS), f("KeyConditions", conditionsS), f("ReturnConsumedCapacity", rccS),
-		f("AttributesToGet", attrsToGS), req("TableName", nameS), f("Select", selectS), f("IndexName", nameS),
-		f("QueryFilter", conditionsS), f("ConditionalOperator", condOpS), consS, f("ScanIndexForward", boolS),
-		projS, filtS, f("KeyConditionExpression", strS)),
+		mem("Limit", limitS), mem("KeyConditions", conditionsS), mem("ReturnConsumedCapacity", rccS),
+		mem("AttributesToGet", attrsToGS), must("TableName", nameS), mem("Select", selectS), mem("IndexName", nameS),
+		mem("QueryFilter", conditionsS), mem("ConditionalOperator", condOpS), consS, mem("ScanIndexForward", boolS),
+		projS, filtS, mem("KeyConditionExpression", strS)),
 	"Scan": structOf("ScanInput",
-		f("Limit", limitS), f("TotalSegments", integer(1, 1000000)), f("ReturnConsumedCapacity", rccS),
-		f("AttributesToGet", attrsToGS), f("Select", selectS), req("TableName", nameS),
-		f("Segment", integer(0, 999999)), f("ScanFilter", conditionsS), f("IndexName", nameS),
-		f("ConditionalOperator", condOpS), consS, projS, filtS),
+		mem("Limit", limitS), mem("TotalSegments", intRange(1, 1000000)), mem("ReturnConsumedCapacity", rccS),
+		mem("AttributesToGet", attrsToGS), mem("Select", selectS), must("TableName", nameS),
+		mem("Segment", intRange(0, 999999)), mem("ScanFilter", conditionsS), mem("IndexName", nameS),
+		mem("ConditionalOperator", condOpS), consS, projS, filtS),
 	"BatchGetItem": structOf("BatchGetItemInput",
-		f("ReturnConsumedCapacity", rccS),
-		req("RequestItems", mapOf(nameS, structOf("KeysAndAttributes",
+		mem("ReturnConsumedCapacity", rccS),
+		must("RequestItems", mapOf(nameS, structOf("KeysAndAttributes",
 			// Keys has max 100 in the model, but DynamoDB reports more than
 			// 100 keys with its own message (the handler's check).
-			req("Keys", listOf(anyS, 1, noBound)), f("AttributesToGet", attrsToGS), consS, projS, eanS), 1, 100))),
+			must("Keys", listOf(anyS, 1, noBound)), mem("AttributesToGet", attrsToGS), consS, projS, eanS), 1, 100))),
 	"BatchWriteItem": structOf("BatchWriteItemInput",
-		f("ReturnConsumedCapacity", rccS), f("ReturnItemCollectionMetrics", ricmS),
-		req("RequestItems", mapOf(nameS, listOf(structOf("WriteRequest",
-			f("PutRequest", structOf("PutRequest", req("Item", anyS))),
-			f("DeleteRequest", structOf("DeleteRequest", req("Key", anyS)))), 1, 25), 1, 25))),
+		mem("ReturnConsumedCapacity", rccS), mem("ReturnItemCollectionMetrics", ricmS),
+		must("RequestItems", mapOf(nameS, listOf(structOf("WriteRequest",
+			mem("PutRequest", structOf("PutRequest", must("Item", anyS))),
+			mem("DeleteRequest", structOf("DeleteRequest", must("Key", anyS)))), 1, 25), 1, 25))),
 	"TransactWriteItems": structOf("TransactWriteItemsInput",
-		f("ReturnConsumedCapacity", rccS), f("ReturnItemCollectionMetrics", ricmS),
-		f("ClientRequestToken", tokenS),
-		req("TransactItems", listOf(structOf("TransactWriteItem",
-			f("ConditionCheck", structOf("ConditionCheck", req("Key", anyS), req("TableName", nameS),
-				req("ConditionExpression", strS), eanS, eavS, f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
-			f("Put", structOf("Put", req("Item", anyS), req("TableName", nameS),
-				condS, eanS, eavS, f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
-			f("Delete", structOf("Delete", req("Key", anyS), req("TableName", nameS),
-				condS, eanS, eavS, f("ReturnValuesOnConditionCheckFailure", rvoccfS))),
-			f("Update", structOf("Update", req("Key", anyS), req("UpdateExpression", strS), req("TableName", nameS),
-				condS, eanS, eavS, f("ReturnValuesOnConditionCheckFailure", rvoccfS)))), 1, 100))),
+		mem("ReturnConsumedCapacity", rccS), mem("ReturnItemCollectionMetrics", ricmS),
+		mem("ClientRequestToken", tokenS),
+		must("TransactItems", listOf(structOf("TransactWriteItem",
+			mem("ConditionCheck", structOf("ConditionCheck", must("Key", anyS), must("TableName", nameS),
+				must("ConditionExpression", strS), eanS, eavS, mem("ReturnValuesOnConditionCheckFailure", rvoccfS))),
+			mem("Put", structOf("Put", must("Item", anyS), must("TableName", nameS),
+				condS, eanS, eavS, mem("ReturnValuesOnConditionCheckFailure", rvoccfS))),
+			mem("Delete", structOf("Delete", must("Key", anyS), must("TableName", nameS),
+				condS, eanS, eavS, mem("ReturnValuesOnConditionCheckFailure", rvoccfS))),
+			mem("Update", structOf("Update", must("Key", anyS), must("UpdateExpression", strS), must("TableName", nameS),
+				condS, eanS, eavS, mem("ReturnValuesOnConditionCheckFailure", rvoccfS)))), 1, 100))),
 	"TransactGetItems": structOf("TransactGetItemsInput",
-		req("TransactItems", listOf(structOf("TransactGetItem",
-			req("Get", structOf("Get", req("Key", anyS), req("TableName", nameS), projS, eanS))), 1, 100)),
-		f("ReturnConsumedCapacity", rccS)),
+		must("TransactItems", listOf(structOf("TransactGetItem",
+			must("Get", structOf("Get", must("Key", anyS), must("TableName", nameS), projS, eanS))), 1, 100)),
+		mem("ReturnConsumedCapacity", rccS)),
 
 	// PartiQL.
 	"ExecuteStatement": structOf("ExecuteStatementInput",
-		req("Statement", statement), f("Parameters", paramsS), f("NextToken", str(1, 32768)),
-		f("ReturnConsumedCapacity", rccS), f("Limit", limitS), f("ReturnValuesOnConditionCheckFailure", rvoccfS), consS),
+		must("Statement", statement), mem("Parameters", paramsS), mem("NextToken", strLen(1, 32768)),
+		mem("ReturnConsumedCapacity", rccS), mem("Limit", limitS), mem("ReturnValuesOnConditionCheckFailure", rvoccfS), consS),
 	"BatchExecuteStatement": structOf("BatchExecuteStatementInput",
-		req("Statements", listOf(structOf("BatchStatementRequest",
-			req("Statement", statement), f("Parameters", paramsS), consS,
-			f("ReturnValuesOnConditionCheckFailure", rvoccfS)), 1, 25)),
-		f("ReturnConsumedCapacity", rccS)),
+		must("Statements", listOf(structOf("BatchStatementRequest",
+			must("Statement", statement), mem("Parameters", paramsS), consS,
+			mem("ReturnValuesOnConditionCheckFailure", rvoccfS)), 1, 25)),
+		mem("ReturnConsumedCapacity", rccS)),
 	"ExecuteTransaction": structOf("ExecuteTransactionInput",
-		req("TransactStatements", listOf(structOf("ParameterizedStatement",
-			req("Statement", statement), f("Parameters", paramsS),
-			f("ReturnValuesOnConditionCheckFailure", rvoccfS)), 1, 100)),
-		f("ClientRequestToken", tokenS), f("ReturnConsumedCapacity", rccS)),
+		must("TransactStatements", listOf(structOf("ParameterizedStatement",
+			must("Statement", statement), mem("Parameters", paramsS),
+			mem("ReturnValuesOnConditionCheckFailure", rvoccfS)), 1, 100)),
+		mem("ClientRequestToken", tokenS), mem("ReturnConsumedCapacity", rccS)),
 
 	// DynamoDB Streams.
 	"streams:ListStreams": structOf("ListStreamsInput",
-		f("TableName", nameS), f("Limit", integer(1, 100)), f("ExclusiveStartStreamArn", str(37, 1024))),
+		mem("TableName", nameS), mem("Limit", intRange(1, 100)), mem("ExclusiveStartStreamArn", strLen(37, 1024))),
 	"streams:DescribeStream": structOf("DescribeStreamInput",
-		req("StreamArn", str(37, 1024)), f("Limit", integer(1, 100)), f("ExclusiveStartShardId", str(28, 65)),
-		f("ShardFilter", structOf("ShardFilter", f("Type", enumOf("CHILD_SHARDS")), f("ShardId", str(28, 65))))),
+		must("StreamArn", strLen(37, 1024)), mem("Limit", intRange(1, 100)), mem("ExclusiveStartShardId", strLen(28, 65)),
+		mem("ShardFilter", structOf("ShardFilter", mem("Type", enumOf("CHILD_SHARDS")), mem("ShardId", strLen(28, 65))))),
 	"streams:GetShardIterator": structOf("GetShardIteratorInput",
-		req("StreamArn", str(37, 1024)), req("ShardId", str(28, 65)),
-		req("ShardIteratorType", enumOf("TRIM_HORIZON", "LATEST", "AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER", "AT_TIMESTAMP")),
-		f("SequenceNumber", str(21, 40))),
+		must("StreamArn", strLen(37, 1024)), must("ShardId", strLen(28, 65)),
+		must("ShardIteratorType", enumOf("TRIM_HORIZON", "LATEST", "AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER", "AT_TIMESTAMP")),
+		mem("SequenceNumber", strLen(21, 40))),
 	"streams:GetRecords": structOf("GetRecordsInput",
-		req("ShardIterator", str(1, 2048)), f("Limit", integer(1, 1000))),
+		must("ShardIterator", strLen(1, 2048)), mem("Limit", intRange(1, 1000))),
 }
 
 // checkShape checks body, the request of operation op (of the Streams API
