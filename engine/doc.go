@@ -22,8 +22,13 @@
 // Scan, BatchGetItem, BatchWriteItem, TransactWriteItems, TransactGetItems)
 // and PartiQL (ExecuteStatement, BatchExecuteStatement, ExecuteTransaction)
 // with the whole expression language, global and local secondary indexes,
-// TTL (UpdateTimeToLive, DescribeTimeToLive) and the four Streams
-// operations. Errors carry AWS's codes and, where practical, its messages.
+// TTL (UpdateTimeToLive, DescribeTimeToLive), tags (TagResource,
+// UntagResource, ListTagsOfResource) and the four Streams operations.
+// TransactWriteItems and ExecuteTransaction honour ClientRequestToken for
+// 10 minutes. Requests are validated as DynamoDB does, every constraint
+// violation in one message, and errors carry AWS's codes and, where
+// practical, its messages. Any other operation answers
+// UnknownOperationException (README.md lists them).
 //
 // TTL follows DynamoDB's documented rules. A background sweeper (every
 // Options.TTLInterval) deletes each item whose TTL attribute is a Number of
