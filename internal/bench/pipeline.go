@@ -154,11 +154,16 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	var natsCur atomic.Pointer[plLatencies]
 	natsCur.Store(plNewLatencies(nil))
 	var natsBytes, natsMsgs atomic.Int64
+	var sweeps atomic.Pointer[plSweeps] // set for the latency phase
 	sub, err := nc.Subscribe("bench.>", func(m *nats.Msg) {
 		at := time.Now()
 		id, created, ok := plLineTimes(m.Data)
 		if ok {
-			natsCur.Load().add(id, at.Sub(created), at)
+			if natsCur.Load().add(id, at.Sub(created), at) {
+				if sw := sweeps.Load(); sw != nil {
+					sw.arrived(plLineTTL(m.Data), at)
+				}
+			}
 			natsBytes.Add(int64(len(m.Data)))
 			natsMsgs.Add(1)
 		}
@@ -296,9 +301,12 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	}
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	sweepDone := make(chan struct{})
+	sw := &plSweeps{}
+	sweeps.Store(sw)
 	go func() {
 		defer close(sweepDone)
 		for sweepCtx.Err() == nil {
+			sw.started(time.Now())
 			_, _ = eng.Engine().SweepTTL(sweepCtx)
 			select {
 			case <-sweepCtx.Done():
@@ -317,7 +325,10 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "  latency deletion -> sink ack at %s deletions/s: JetStream p50 %s p99 %s (target <= 300ms) | S3 p50 %s p99 %s\n",
 		plFmtInt(float64(phase2)/10), np50.Round(time.Millisecond), np99.Round(time.Millisecond),
 		sp50.Round(time.Millisecond), sp99.Round(time.Millisecond))
-	fmt.Fprintf(w, "    (deletion time: the record's ApproximateCreationDateTime; S3 objects flush at 8 MiB or every 1s)\n")
+	fmt.Fprintf(w, "    (deletion time: the record's ApproximateCreationDateTime, whole seconds; S3 objects flush at 8 MiB or every 1s)\n")
+	wp50, wp99 := sw.quantiles()
+	fmt.Fprintf(w, "    from the start of the sweep that deleted the item (every 100 ms): JetStream p50 %s p99 %s (target <= 300ms)\n",
+		wp50.Round(time.Millisecond), wp99.Round(time.Millisecond))
 
 	// Stop the archiver (SIGTERM) and take its resource usage. Its peak RSS
 	// is read from /proc while it runs: the rusage of a child that os/exec
@@ -397,17 +408,20 @@ func plNewLatencies(skip map[string]bool) *plLatencies {
 	return &plLatencies{seen: map[string]bool{}, skip: skip}
 }
 
-func (l *plLatencies) add(id string, d time.Duration, at time.Time) {
+// add records event id's latency d, arrived at at, unless it was seen;
+// it reports whether it was new.
+func (l *plLatencies) add(id string, d time.Duration, at time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.seen[id] || l.skip[id] {
-		return
+		return false
 	}
 	l.seen[id] = true
 	l.d = append(l.d, d)
 	if at.After(l.at) {
 		l.at = at
 	}
+	return true
 }
 
 func (l *plLatencies) count() int {
@@ -426,12 +440,73 @@ func (l *plLatencies) quantiles() (p50, p99 time.Duration) {
 	l.mu.Lock()
 	s := append([]time.Duration(nil), l.d...)
 	l.mu.Unlock()
+	return plQuantiles(s)
+}
+
+func plQuantiles(s []time.Duration) (p50, p99 time.Duration) {
 	if len(s) == 0 {
 		return 0, 0
 	}
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	q := func(p float64) time.Duration { return s[max(0, int(math.Ceil(p*float64(len(s))))-1)] }
 	return q(0.5), q(0.99)
+}
+
+// plSweeps records when each latency-phase sweep started, so that an
+// event's deletion can be timed from the sweep that deleted it (the first
+// to start after its TTL) instead of from its creation time, which the
+// stream gives in whole seconds: with sweeps every 100 ms that second
+// starts up to 100 ms before the deletion, and counting it charged the
+// bench's sweep cadence to the archiver.
+type plSweeps struct {
+	mu     sync.Mutex
+	starts []time.Time
+	ttls   []int64
+	ats    []time.Time
+}
+
+func (s *plSweeps) started(t time.Time) {
+	s.mu.Lock()
+	s.starts = append(s.starts, t)
+	s.mu.Unlock()
+}
+
+// arrived records an event with TTL ttl (epoch seconds) arriving at at.
+func (s *plSweeps) arrived(ttl int64, at time.Time) {
+	s.mu.Lock()
+	s.ttls, s.ats = append(s.ttls, ttl), append(s.ats, at)
+	s.mu.Unlock()
+}
+
+// quantiles of arrival minus the start of the first sweep after the TTL
+// (an item is due once its TTL has passed; that sweep deleted it).
+func (s *plSweeps) quantiles() (p50, p99 time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var d []time.Duration
+	for i, ttl := range s.ttls {
+		due := time.Unix(ttl, 0)
+		k := sort.Search(len(s.starts), func(k int) bool { return s.starts[k].After(due) })
+		if k < len(s.starts) {
+			d = append(d, s.ats[i].Sub(s.starts[k]))
+		}
+	}
+	return plQuantiles(d)
+}
+
+// plLineTTL reads an archive line's TTL value (epoch seconds; 0 when it
+// has none).
+func plLineTTL(b []byte) int64 {
+	var line struct {
+		Metadata struct {
+			TTL string `json:"ttlValue"`
+		}
+	}
+	if json.Unmarshal(b, &line) != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(line.Metadata.TTL, 10, 64)
+	return n
 }
 
 // plLineTimes reads the event ID and deletion time of an archive line.
