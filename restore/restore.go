@@ -418,7 +418,8 @@ func (r *restorer) putInput(e *event.Event) *dynamodb.PutItemInput {
 	if ttl == "" {
 		ttl = e.TTLAttribute
 	}
-	if ttl != "" {
+	// An item that had no TTL (a deleted one, say) is not given one.
+	if _, had := item[ttl]; had && ttl != "" {
 		switch r.cfg.TTL {
 		case TTLExtend:
 			item[ttl] = &ddb.AttributeValueMemberN{Value: r.ttlAt}

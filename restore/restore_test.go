@@ -471,3 +471,38 @@ func normalized(it map[string]ddb.AttributeValue) map[string]ddb.AttributeValue 
 	out["l"] = &ddb.AttributeValueMemberL{Value: []ddb.AttributeValue{l.Value[0], &ddb.AttributeValueMemberN{Value: "1000"}, l.Value[2]}}
 	return out
 }
+
+// TestRestoreGivesNoTTLToAnItemThatHadNone restores a deleted item that
+// never had a TTL: the default extension does not add one.
+func TestRestoreGivesNoTTLToAnItemThatHadNone(t *testing.T) {
+	b := restoretest.Start(t, engine.Options{})
+	b.CreateTable("Sessions", "expires", st.StreamViewTypeNewAndOldImages)
+	it := restoretest.Item(1, 0)
+	delete(it, "expires")
+	key := map[string]ddb.AttributeValue{"pk": it["pk"], "sk": it["sk"]}
+	if _, err := b.DB.PutItem(b.Ctx, &dynamodb.PutItemInput{TableName: aws.String("Sessions"), Item: it}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.DB.DeleteItem(b.Ctx, &dynamodb.DeleteItemInput{TableName: aws.String("Sessions"), Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	b.Archive("Sessions", "expires", dir)
+	b.CreateTable("Restored", "expires", "")
+	a, err := archive.Open(b.Ctx, "file://"+dir, archive.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := restore.Run(b.Ctx, restore.Config{DB: b.DB, Table: "Restored"},
+		restore.ArchiveSource(a, archive.Selection{Kinds: []event.Kind{event.Deleted}}, nil))
+	if err != nil || res.Written != 1 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	out, err := b.DB.GetItem(b.Ctx, &dynamodb.GetItemInput{TableName: aws.String("Restored"), Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := out.Item["expires"]; ok || len(out.Item) != len(it) {
+		t.Errorf("restored %v", out.Item)
+	}
+}
