@@ -55,11 +55,25 @@ type phase struct {
 	rate     float64 // requests/s
 }
 
+// cpuServers are the servers under measurement: all of them in the order
+// each round visits them (engine, dynalite, null, disk), and each by role.
+// dynalite is nil when it cannot be started, disk when the archiver has no
+// --data-dir flag.
+type cpuServers struct {
+	all                          []*serverProc
+	engine, dynalite, null, disk *serverProc
+}
+
+// stop stops every server started.
+func (c *cpuServers) stop() {
+	for _, s := range c.all {
+		s.stop()
+	}
+}
+
 // runServerCPUBench builds the archiver and the null server, starts the
-// engine (in memory and, when the flag exists, with --data-dir), dynalite
-// and the null server, and runs rounds of PutItem then GetItem phases
-// against each back to back. It prints the medians over the rounds and
-// their spread.
+// servers, and runs rounds of PutItem then GetItem phases against each back
+// to back. It prints the medians over the rounds and their spread.
 func runServerCPUBench(ctx context.Context, w io.Writer) error {
 	tmp, err := os.MkdirTemp("", "ttl-bench-cpu-")
 	if err != nil {
@@ -70,59 +84,64 @@ func runServerCPUBench(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	engineArgs := []string{"--ttl-interval=-1s", "--log-level", "warn"}
-	memArgs := engineArgs
-	if f := os.Getenv(serverCPUEnvProfile); f != "" {
-		memArgs = append(slices.Clone(engineArgs), "--cpuprofile", f)
+	var c cpuServers
+	defer c.stop()
+	if err := c.start(ctx, w, archiver, nullServer, filepath.Join(tmp, "data")); err != nil {
+		return err
 	}
-	engine, err := startServerProc(ctx, "engine", func(port int) (*exec.Cmd, error) {
-		return exec.Command(archiver, append([]string{"engine", "--listen", loopback(port)}, memArgs...)...), nil
-	})
-	if err != nil {
-		return fmt.Errorf("engine process: %w", err)
-	}
-	defer engine.stop()
-	null, err := startServerProc(ctx, "null server", func(port int) (*exec.Cmd, error) { return exec.Command(nullServer, loopback(port)), nil })
-	if err != nil {
-		return fmt.Errorf("null server: %w", err)
-	}
-	defer null.stop()
-	servers := []*serverProc{engine}
-	dynalite, err := startServerProc(ctx, "dynalite", startDynalite)
-	if err != nil {
-		fmt.Fprintf(w, "  dynalite: n/a (%v); the engine's figures alone follow\n", err)
-	} else {
-		defer dynalite.stop()
-		servers = append(servers, dynalite)
-	}
-	servers = append(servers, null)
-	var disk *serverProc
-	if hasFlag(ctx, archiver, "engine", "--data-dir") {
-		dir := filepath.Join(tmp, "data")
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return err
-		}
-		disk, err = startServerProc(ctx, "engine --data-dir", func(port int) (*exec.Cmd, error) {
-			return exec.Command(archiver, append([]string{"engine", "--listen", loopback(port), "--data-dir", dir}, engineArgs...)...), nil
-		})
-		if err != nil {
-			return fmt.Errorf("engine --data-dir process: %w", err)
-		}
-		defer disk.stop()
-		servers = append(servers, disk)
-	}
-	for _, s := range servers {
-		if s != null {
+	for _, s := range c.all {
+		if s != c.null {
 			if err := s.createTable(ctx); err != nil {
 				return fmt.Errorf("%s: %w", s.name, err)
 			}
 		}
 	}
-	puts, gets, err := serverCPURoundsRun(ctx, servers, null, disk)
+	puts, gets, err := serverCPURoundsRun(ctx, c.all, c.null, c.disk)
 	if err != nil {
 		return err
 	}
-	printServerCPU(w, puts, gets, engine, dynalite, null, disk)
+	printServerCPU(w, puts, gets, c.engine, c.dynalite, c.null, c.disk)
+	return nil
+}
+
+// start starts the engine in memory, dynalite (or says on w why not), the
+// null server and, when the archiver has the flag, the engine with
+// --data-dir dataDir.
+func (c *cpuServers) start(ctx context.Context, w io.Writer, archiver, nullServer, dataDir string) error {
+	engineArgs := []string{"--ttl-interval=-1s", "--log-level", "warn"}
+	memArgs := engineArgs
+	if f := os.Getenv(serverCPUEnvProfile); f != "" {
+		memArgs = append(slices.Clone(engineArgs), "--cpuprofile", f)
+	}
+	engineCmd := func(args ...string) func(int) (*exec.Cmd, error) {
+		return func(port int) (*exec.Cmd, error) {
+			return exec.Command(archiver, append([]string{"engine", "--listen", loopback(port)}, args...)...), nil
+		}
+	}
+	var err error
+	if c.engine, err = startServerProc(ctx, "engine", engineCmd(memArgs...)); err != nil {
+		return fmt.Errorf("engine process: %w", err)
+	}
+	c.all = append(c.all, c.engine)
+	if c.dynalite, err = startServerProc(ctx, "dynalite", startDynalite); err != nil {
+		fmt.Fprintf(w, "  dynalite: n/a (%v); the engine's figures alone follow\n", err)
+	} else {
+		c.all = append(c.all, c.dynalite)
+	}
+	if c.null, err = startServerProc(ctx, "null server", func(port int) (*exec.Cmd, error) { return exec.Command(nullServer, loopback(port)), nil }); err != nil {
+		return fmt.Errorf("null server: %w", err)
+	}
+	c.all = append(c.all, c.null)
+	if !hasFlag(ctx, archiver, "engine", "--data-dir") {
+		return nil
+	}
+	if err := os.Mkdir(dataDir, 0o755); err != nil {
+		return err
+	}
+	if c.disk, err = startServerProc(ctx, "engine --data-dir", engineCmd(append([]string{"--data-dir", dataDir}, engineArgs...)...)); err != nil {
+		return fmt.Errorf("engine --data-dir process: %w", err)
+	}
+	c.all = append(c.all, c.disk)
 	return nil
 }
 
