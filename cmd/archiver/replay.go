@@ -7,10 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/ttl-archiver/archiver/archive"
-	"github.com/ttl-archiver/archiver/internal/ops"
 	"github.com/ttl-archiver/archiver/internal/progress"
 	"github.com/ttl-archiver/archiver/restore"
 	"github.com/ttl-archiver/archiver/sinks"
@@ -78,15 +75,16 @@ func replayCmd(ctx context.Context, args []string, e env) error {
 	if cfg.shared.PrintConfig {
 		return printOptions(e.stdout, replayCommand, cfg, cfg.source)
 	}
-	log, err := ops.NewLogger(e.stderr, cfg.shared.LogLevel, ops.FormatAuto)
+	j, err := newJob("replay", cfg.shared.LogLevel, e)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = log.Sync() }()
-	return runReplay(ctx, cfg, e, log)
+	defer func() { _ = j.log.Sync() }()
+	return runReplay(ctx, cfg, e, j)
 }
 
-func runReplay(ctx context.Context, cfg *replayConfig, e env, log *zap.Logger) error {
+func runReplay(ctx context.Context, cfg *replayConfig, e env, j *job) error {
+	log := j.log
 	asel, rsel, err := cfg.sel.selection(time.Now())
 	if err != nil {
 		return usagef("archiver replay: %v", err)
@@ -95,15 +93,15 @@ func runReplay(ctx context.Context, cfg *replayConfig, e env, log *zap.Logger) e
 	if err != nil {
 		return err
 	}
+	j.arch = a
 	sk, kinds, err := sinks.Open(ctx, cfg.Sink, sinks.Options{Logger: log.Named("sink"), Stdout: e.stdout})
 	if err != nil {
 		return err
 	}
-	rep := newReporter("replay", e, log, a)
-	stop := rep.Start(ctx)
+	stop := j.rep.Start(ctx)
 	var stats archive.Stats
 	started := time.Now()
-	res, err := restore.Replay(ctx, restore.ReplayConfig{Sink: sk, Kinds: kinds, Select: rsel, BatchSize: cfg.Batch, Progress: rep},
+	res, err := restore.Replay(ctx, restore.ReplayConfig{Sink: sk, Kinds: kinds, Select: rsel, BatchSize: cfg.Batch, Progress: j.rep},
 		restore.ArchiveSource(a, asel, &stats))
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()

@@ -275,15 +275,16 @@ func restoreCmd(ctx context.Context, args []string, e env) error {
 	if cfg.shared.PrintConfig {
 		return printOptions(e.stdout, restoreCommand, cfg, cfg.source)
 	}
-	log, err := ops.NewLogger(e.stderr, cfg.shared.LogLevel, ops.FormatAuto)
+	j, err := newJob("restore", cfg.shared.LogLevel, e)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = log.Sync() }()
-	return runRestore(ctx, cfg, e, log)
+	defer func() { _ = j.log.Sync() }()
+	return runRestore(ctx, cfg, e, j)
 }
 
-func runRestore(ctx context.Context, cfg *restoreConfig, e env, log *zap.Logger) error {
+func runRestore(ctx context.Context, cfg *restoreConfig, e env, j *job) error {
+	log := j.log
 	asel, rsel, err := cfg.sel.selection(time.Now())
 	if err != nil {
 		return usagef("archiver restore: %v", err)
@@ -292,6 +293,7 @@ func runRestore(ctx context.Context, cfg *restoreConfig, e env, log *zap.Logger)
 	if err != nil {
 		return err
 	}
+	j.arch = a
 	awsCfg, err := loadAWSConfig(ctx, "restore", cfg.shared.Region, cfg.shared.Endpoint, log)
 	if err != nil {
 		return err
@@ -316,9 +318,8 @@ func runRestore(ctx context.Context, cfg *restoreConfig, e env, log *zap.Logger)
 	if cfg.DryRun {
 		rc.DryRun = e.stdout
 	}
-	rep := newReporter("restore", e, log, a)
-	rc.Progress = rep
-	stop := rep.Start(ctx)
+	rc.Progress = j.rep
+	stop := j.rep.Start(ctx)
 	var stats archive.Stats
 	started := time.Now()
 	res, err := restore.Run(ctx, rc, restore.ArchiveSource(a, asel, &stats))
@@ -331,14 +332,38 @@ func runRestore(ctx context.Context, cfg *restoreConfig, e env, log *zap.Logger)
 	return err
 }
 
-// newReporter is a command's progress: a bar on a terminal's stderr, JSON
-// logs every 10 s otherwise; objects counted by the archive reader.
-func newReporter(label string, e env, log *zap.Logger, a *archive.Archive) *progress.Reporter {
-	f, ok := e.stderr.(*os.File)
-	return progress.New(progress.Options{
-		Label: label, Out: e.stderr, TTY: ok && ops.IsTerminal(f), Logger: log.Named("progress"),
-		Objects: func() (int64, int64) { p := a.Progress(); return p.ObjectsDone, p.ObjectsTotal },
-	})
+// job is a long command's progress and logs on stderr: on a terminal a
+// live bar, which log lines clear before they are written; elsewhere JSON
+// logs, a progress line among them every 10 s. The objects done and their
+// total come from arch once it is set (before the reporter starts).
+type job struct {
+	log  *zap.Logger
+	rep  *progress.Reporter
+	arch *archive.Archive
+}
+
+func newJob(label, level string, e env) (*job, error) {
+	j := &job{}
+	objects := func() (int64, int64) {
+		if j.arch == nil {
+			return 0, 0
+		}
+		p := j.arch.Progress()
+		return p.ObjectsDone, p.ObjectsTotal
+	}
+	if f, ok := e.stderr.(*os.File); ok && ops.IsTerminal(f) {
+		j.rep = progress.New(progress.Options{Label: label, Out: e.stderr, TTY: true, Objects: objects})
+		log, err := ops.NewLogger(j.rep.LogWriter(e.stderr), level, ops.FormatConsole)
+		j.log = log
+		return j, err
+	}
+	log, err := ops.NewLogger(e.stderr, level, ops.FormatAuto)
+	if err != nil {
+		return nil, err
+	}
+	j.log = log
+	j.rep = progress.New(progress.Options{Label: label, Logger: log.Named("progress"), Objects: objects})
+	return j, nil
 }
 
 // badLineLogger logs archive lines that do not decode (they are skipped).

@@ -160,6 +160,31 @@ func (r *Reporter) Tick() {
 	}
 }
 
+// LogWriter returns w wrapped so that, on a terminal, whatever is written
+// to it (log lines) first clears the bar's line; the next redraw puts the
+// bar back below. Off a terminal it returns w.
+func (r *Reporter) LogWriter(w io.Writer) io.Writer {
+	if !r.o.TTY {
+		return w
+	}
+	return &guarded{r: r, w: w}
+}
+
+type guarded struct {
+	r *Reporter
+	w io.Writer
+}
+
+func (g *guarded) Write(p []byte) (int, error) {
+	g.r.mu.Lock()
+	defer g.r.mu.Unlock()
+	if g.r.drawn {
+		fmt.Fprint(g.r.o.Out, "\r\x1b[K")
+		g.r.drawn = false
+	}
+	return g.w.Write(p)
+}
+
 func (r *Reporter) finish() {
 	if !r.o.TTY {
 		r.Tick()

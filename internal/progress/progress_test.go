@@ -150,3 +150,22 @@ func TestObjectsPolledFromTheReader(t *testing.T) {
 		t.Errorf("counts %+v", c)
 	}
 }
+
+func TestLogLinesClearTheBarFirst(t *testing.T) {
+	var buf bytes.Buffer
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	r := New(Options{Label: "x", Out: &buf, TTY: true, Now: clk.Now})
+	lw := r.LogWriter(&buf)
+	lw.Write([]byte("before\n")) // no bar yet: nothing to clear
+	clk.Add(time.Second)
+	r.Tick()
+	lw.Write([]byte("log line\n"))
+	lw.Write([]byte("another\n"))
+	want := "before\n\rx [                        ] objects 0/? items 0/? 0/s\x1b[K\r\x1b[Klog line\nanother\n"
+	if buf.String() != want {
+		t.Errorf("got  %q\nwant %q", buf.String(), want)
+	}
+	if off := New(Options{}); off.LogWriter(&buf) != &buf {
+		t.Error("off a terminal the writer is not wrapped")
+	}
+}
