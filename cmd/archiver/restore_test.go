@@ -171,7 +171,7 @@ func killAndResume(t *testing.T, extra []string) {
 	// At 100 items/s the kill comes after the resume file's first
 	// periodic fsync (every second) and well before the end.
 	first, _ := start("--rate", "100")
-	waitFor(t, "half the items restored", 30*time.Second, func() bool { return len(b.Scan("Restored")) >= n/2 })
+	waitFor(t, "two thirds of the items restored", 30*time.Second, func() bool { return len(b.Scan("Restored")) >= 2*n/3 })
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
