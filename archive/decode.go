@@ -1,7 +1,6 @@
 package archive
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -30,7 +29,7 @@ const (
 // body that breaks off).
 type decoded struct {
 	line Line
-	id   string
+	id   identity
 	err  error
 	// counted: a line of the body (Stats.Lines); a broken body is not.
 	counted bool
@@ -54,9 +53,10 @@ func decodeAhead(ctx context.Context, jobs <-chan *job, skipImages bool) (<-chan
 				return
 			}
 			j.dec = make([]chan chunk, len(j.g.objs))
+			j.free = make([]chan chunk, len(j.g.objs))
 			for i := range j.g.objs {
-				ch := make(chan chunk, chunkAhead)
-				j.dec[i] = ch
+				ch, free := make(chan chunk, chunkAhead), make(chan chunk, chunkAhead+1)
+				j.dec[i], j.free[i] = ch, free
 				if j.err != nil {
 					close(ch)
 					continue
@@ -64,7 +64,7 @@ func decodeAhead(ctx context.Context, jobs <-chan *job, skipImages bool) (<-chan
 				body, enc := j.bodies[i], j.encs[i]
 				j.bodies[i] = nil
 				key := j.g.objs[i].Key
-				wg.Go(func() { decodeObject(ctx, key, body, enc, skipImages, ch) })
+				wg.Go(func() { decodeObject(ctx, key, body, enc, skipImages, ch, free) })
 			}
 			select {
 			case ready <- j:
@@ -78,8 +78,9 @@ func decodeAhead(ctx context.Context, jobs <-chan *job, skipImages bool) (<-chan
 
 // decodeObject decompresses and decodes one object's lines and sends
 // them in chunks, then closes out. A body whose compression is broken is
-// one error at the line where it broke.
-func decodeObject(ctx context.Context, key string, body []byte, enc string, skipImages bool, out chan<- chunk) {
+// one error at the line where it broke. Chunks the reader is done with
+// come back on free and are filled again.
+func decodeObject(ctx context.Context, key string, body []byte, enc string, skipImages bool, out chan<- chunk, free <-chan chunk) {
 	defer close(out)
 	var c chunk
 	send := func() bool {
@@ -88,11 +89,15 @@ func decodeObject(ctx context.Context, key string, body []byte, enc string, skip
 		}
 		select {
 		case out <- c:
-			c = make(chunk, 0, chunkLines)
-			return true
 		case <-ctx.Done():
 			return false
 		}
+		select {
+		case c = <-free:
+		default:
+			c = make(chunk, 0, chunkLines)
+		}
+		return true
 	}
 	zr, closeFn, err := sinks.Decompress(bytes.NewReader(body), enc, key)
 	if err != nil {
@@ -101,12 +106,11 @@ func decodeObject(ctx context.Context, key string, body []byte, enc string, skip
 		return
 	}
 	defer closeFn()
-	br := bufio.NewReaderSize(zr, 256<<10)
+	c = make(chunk, 0, chunkLines)
+	sp := &lineSplitter{r: zr, buf: make([]byte, 256<<10)}
 	names := &interner{}
-	var buf []byte
 	for n := 1; ; n++ {
-		line, tooLong, err := readLine(br, buf[:0])
-		buf = line[:0]
+		line, tooLong, err := sp.next()
 		if err == io.EOF && len(line) == 0 && !tooLong {
 			break
 		}
@@ -117,7 +121,8 @@ func decodeObject(ctx context.Context, key string, body []byte, enc string, skip
 		if tooLong {
 			c = append(c, decoded{line: Line{Object: key, Line: n}, err: fmt.Errorf("line longer than %d bytes", maxLine), counted: true})
 		} else if len(bytes.TrimSpace(line)) > 0 {
-			c = append(c, decodeLine(key, n, line, names, skipImages))
+			c = append(c, decoded{})
+			decodeLine(&c[len(c)-1], key, n, line, names, skipImages)
 		}
 		if err == io.EOF || (len(c) >= chunkLines && !send()) {
 			break
@@ -126,25 +131,79 @@ func decodeObject(ctx context.Context, key string, body []byte, enc string, skip
 	send()
 }
 
+// lineSplitter cuts a decompressed body into lines, in place in one
+// buffer: a line is valid until the next call, and only the part of a
+// line a read left unfinished is ever moved.
+type lineSplitter struct {
+	r          io.Reader
+	buf        []byte
+	start, end int   // buf[start:end] is read and not yet returned
+	err        error // the reader's error, once it gave one
+}
+
+// next returns the next line without its newline. A line longer than
+// maxLine is consumed and reported as tooLong (its bytes dropped). err is
+// the reader's error (io.EOF at the end) once it ended this line; the
+// line then holds what came before it.
+func (s *lineSplitter) next() (line []byte, tooLong bool, err error) {
+	for {
+		if i := bytes.IndexByte(s.buf[s.start:s.end], '\n'); i >= 0 {
+			line = s.buf[s.start : s.start+i]
+			s.start += i + 1
+			if tooLong || len(line) > maxLine {
+				return nil, true, nil
+			}
+			return line, false, nil
+		}
+		if s.err != nil {
+			line = s.buf[s.start:s.end]
+			s.start = s.end
+			if tooLong || len(line) > maxLine {
+				return nil, true, s.err
+			}
+			return line, false, s.err
+		}
+		if tooLong || s.end-s.start > maxLine {
+			tooLong, s.start, s.end = true, 0, 0 // drop what came so far
+		}
+		s.fill()
+	}
+}
+
+// fill moves the unfinished line to the front of the buffer (growing it
+// when the line fills it) and reads more after it.
+func (s *lineSplitter) fill() {
+	if s.start > 0 {
+		s.end = copy(s.buf, s.buf[s.start:s.end])
+		s.start = 0
+	}
+	if s.end == len(s.buf) {
+		s.buf = append(s.buf, make([]byte, len(s.buf))...)
+	}
+	n, err := s.r.Read(s.buf[s.end:])
+	s.end += n
+	s.err = err
+}
+
 // decodeLine decodes one non-empty line: the fast path, else
 // event.DecodeLine, which explains what is wrong. With skipImages the
 // event keeps no images (they are checked all the same).
-func decodeLine(key string, n int, line []byte, names *interner, skipImages bool) decoded {
-	e, ok := fastDecodeLine(line, names, skipImages)
-	if !ok {
+func decodeLine(d *decoded, key string, n int, line []byte, names *interner, skipImages bool) {
+	d.line.Object, d.line.Line, d.counted = key, n, true
+	e := &d.line.Event
+	if !fastDecodeLine(e, line, names, skipImages) {
 		var err error
-		if e, err = event.DecodeLine(line); err != nil {
-			return decoded{line: Line{Object: key, Line: n}, err: err, counted: true}
+		if *e, err = event.DecodeLine(line); err != nil {
+			d.err = err
+			return
 		}
 		if skipImages {
 			e.Keys, e.OldImage, e.NewImage = nil, nil, nil
 		}
 	}
-	d := decoded{line: Line{Object: key, Line: n, Event: e}, counted: true}
-	if d.id = Identity(&e); d.id == "" {
+	if d.id = newIdentity(e); d.id.none() {
 		// No event ID: the line's bytes (a NUL first, as no ID has one).
 		sum := sha256.Sum256(bytes.TrimSpace(line))
-		d.id = "\x00line:" + hex.EncodeToString(sum[:])
+		d.id.s = "\x00line:" + hex.EncodeToString(sum[:])
 	}
-	return d
 }

@@ -2,6 +2,8 @@ package archive
 
 import (
 	"encoding/base64"
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -24,30 +26,33 @@ import (
 // With skipImages, the images are checked as thoroughly but not built:
 // the event has no Keys, OldImage or NewImage (and duplicate attribute
 // names, which DecodeLine takes, are not declined).
-func fastDecodeLine(b []byte, names *interner, skipImages bool) (e event.Event, ok bool) {
+//
+// It fills *e, which must be zero, and may leave it half filled when it
+// declines. Every string in *e is its own copy: none refers to b.
+func fastDecodeLine(e *event.Event, b []byte, names *interner, skipImages bool) bool {
 	p := &lineParser{b: b, names: names, skip: skipImages}
 	if !p.lit(`{"Item":`) {
-		return e, false
+		return false
 	}
 	item, ok := p.item()
 	if !ok || !p.lit(`,"Keys":`) {
-		return e, false
+		return false
 	}
 	if e.Keys, ok = p.item(); !ok {
-		return e, false
+		return false
 	}
 	var old event.Item
 	hasOld := p.lit(`,"OldImage":`)
 	if hasOld {
 		if old, ok = p.item(); !ok {
-			return e, false
+			return false
 		}
 	}
-	if !p.lit(`,"Metadata":`) || !p.metadata(&e) || !p.lit("}") || p.i != len(p.b) {
-		return e, false
+	if !p.lit(`,"Metadata":`) || !p.metadata(e) || !p.char('}') || p.i != len(p.b) {
+		return false
 	}
 	if skipImages {
-		return e, true
+		return true
 	}
 	if e.EventName == "REMOVE" || (e.EventName == "" && (e.Kind == event.Expired || e.Kind == event.Deleted)) {
 		e.OldImage = item
@@ -57,7 +62,7 @@ func fastDecodeLine(b []byte, names *interner, skipImages bool) (e event.Event, 
 	if hasOld {
 		e.OldImage = old
 	}
-	return e, true
+	return true
 }
 
 // lineParser is a cursor over one line.
@@ -73,10 +78,28 @@ type lineParser struct {
 // object repeats, so that they are allocated once per object rather than
 // once per line. It stops growing at maxInterned strings.
 // It also holds the scratch buffer that checks base64 without building.
+// last holds, per metadata member (see slot), the value of the line
+// before, which the next line most likely repeats: checked first, it
+// spares a map lookup.
 type interner struct {
 	m       map[string]string
 	scratch []byte
+	last    [slots]string
 }
+
+// slot names the metadata members whose values repeat.
+type slot int
+
+const (
+	slotKind slot = iota
+	slotTable
+	slotEventName
+	slotShard
+	slotARN
+	slotTTLAttribute
+	slotDeletedBy
+	slots
+)
 
 const maxInterned = 4096
 
@@ -95,6 +118,30 @@ func (in *interner) get(b []byte) string {
 		in.m[s] = s
 	}
 	return s
+}
+
+// field is get for the values of one metadata member.
+func (in *interner) field(s slot, b []byte) string {
+	if in == nil {
+		return string(b)
+	}
+	if last := in.last[s]; last == string(b) {
+		return last
+	}
+	v := in.get(b)
+	in.last[s] = v
+	return v
+}
+
+// strings returns a, b and c as strings, with one allocation.
+func (in *interner) strings(a, b, c []byte) (sa, sb, sc string) {
+	if in == nil {
+		return string(a), string(b), string(c)
+	}
+	buf := append(append(append(in.scratch[:0], a...), b...), c...)
+	in.scratch = buf
+	all := string(buf)
+	return all[:len(a)], all[len(a) : len(a)+len(b)], all[len(a)+len(b):]
 }
 
 // lit consumes s if the input continues with it.
@@ -130,7 +177,12 @@ func (p *lineParser) raw() ([]byte, bool) {
 	if p.i >= len(p.b) || p.b[p.i] != '"' {
 		return nil, false
 	}
-	start, ascii := p.i+1, true
+	start := p.i + 1
+	if n, ok := plainString(p.b[start:]); ok {
+		p.i = start + n + 1
+		return p.b[start : start+n], true
+	}
+	ascii := true
 	for i := start; i < len(p.b); i++ {
 		switch c := p.b[i]; {
 		case c == '"':
@@ -149,27 +201,75 @@ func (p *lineParser) raw() ([]byte, bool) {
 	return nil, false
 }
 
+// plainString finds the closing quote of a JSON string whose content b
+// starts with, eight bytes at a time, and returns the content's length;
+// ok is false when the content is not plain (a byte below 0x20, above
+// 0x7f or a backslash comes first: raw then looks byte by byte) or has no
+// end.
+//
+// Per word, the masks below have the high bit of a byte set where that
+// byte matches; the lowest set bit of each is exact (a false match can
+// only come after a true one), which is all that is read.
+func plainString(b []byte) (n int, ok bool) {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; n+8 <= len(b); n += 8 {
+		v := binary.LittleEndian.Uint64(b[n:])
+		q := v ^ '"'*ones
+		quote := (q - ones) &^ q & highs
+		x := v ^ '\\'*ones
+		special := (v | (v-0x20*ones)&^v | (x-ones)&^x) & highs
+		if quote != 0 {
+			at := bits.TrailingZeros64(quote)
+			if special != 0 && bits.TrailingZeros64(special) < at {
+				return 0, false
+			}
+			return n + at/8, true
+		}
+		if special != 0 {
+			return 0, false
+		}
+	}
+	for ; n < len(b); n++ {
+		switch c := b[n]; {
+		case c == '"':
+			return n, true
+		case c < 0x20 || c >= 0x80 || c == '\\':
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// char consumes c if the input continues with it.
+func (p *lineParser) char(c byte) bool {
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
 // item reads a DynamoDB JSON object of attribute values (nil when
 // skipping images).
 func (p *lineParser) item() (event.Item, bool) {
-	if !p.lit("{") {
+	if !p.char('{') {
 		return nil, false
 	}
 	var m event.Item
 	if !p.skip {
 		m = event.Item{}
 	}
-	if p.lit("}") {
+	if p.char('}') {
 		return m, true
 	}
 	for {
 		if p.skip {
-			if _, ok := p.raw(); !ok || !p.lit(":") || !p.skipValue() {
+			if _, ok := p.raw(); !ok || !p.char(':') || !p.skipValue() {
 				return nil, false
 			}
 		} else {
 			name, ok := p.name()
-			if !ok || !p.lit(":") {
+			if !ok || !p.char(':') {
 				return nil, false
 			}
 			if _, dup := m[name]; dup {
@@ -179,10 +279,10 @@ func (p *lineParser) item() (event.Item, bool) {
 				return nil, false
 			}
 		}
-		if p.lit("}") {
+		if p.char('}') {
 			return m, true
 		}
-		if !p.lit(",") {
+		if !p.char(',') {
 			return nil, false
 		}
 	}
@@ -196,7 +296,7 @@ func (p *lineParser) skipValue() bool {
 	}
 	p.i--
 	tb, ok := p.raw()
-	if !ok || !p.lit(":") {
+	if !ok || !p.char(':') {
 		return false
 	}
 	switch string(tb) {
@@ -226,16 +326,16 @@ func (p *lineParser) skipValue() bool {
 	default:
 		return false
 	}
-	return ok && p.lit("}")
+	return ok && p.char('}')
 }
 
 // skipArray checks a JSON array whose elements elem checks.
 func (p *lineParser) skipArray(elem func() bool) bool {
-	if !p.lit("[") {
+	if !p.char('[') {
 		return false
 	}
-	for n := 0; !p.lit("]"); n++ {
-		if (n > 0 && !p.lit(",")) || !elem() {
+	for n := 0; !p.char(']'); n++ {
+		if (n > 0 && !p.char(',')) || !elem() {
 			return false
 		}
 	}
@@ -267,7 +367,7 @@ func (p *lineParser) value() (types.AttributeValue, bool) {
 	}
 	p.i-- // back to the type key's quote
 	tb, ok := p.raw()
-	if !ok || !p.lit(":") {
+	if !ok || !p.char(':') {
 		return nil, false
 	}
 	var av types.AttributeValue
@@ -325,17 +425,17 @@ func (p *lineParser) value() (types.AttributeValue, bool) {
 	default:
 		return nil, false
 	}
-	return av, p.lit("}")
+	return av, p.char('}')
 }
 
 // set reads the array of an SS, NS or BS (typ 'S', 'N' or 'B').
 func (p *lineParser) set(typ byte) (types.AttributeValue, bool) {
-	if !p.lit("[") {
+	if !p.char('[') {
 		return nil, false
 	}
 	ss := []string{}
-	for !p.lit("]") {
-		if len(ss) > 0 && !p.lit(",") {
+	for !p.char(']') {
+		if len(ss) > 0 && !p.char(',') {
 			return nil, false
 		}
 		s, ok := p.str()
@@ -368,12 +468,12 @@ func (p *lineParser) set(typ byte) (types.AttributeValue, bool) {
 
 // list reads the array of an L.
 func (p *lineParser) list() (types.AttributeValue, bool) {
-	if !p.lit("[") {
+	if !p.char('[') {
 		return nil, false
 	}
 	l := []types.AttributeValue{}
-	for !p.lit("]") {
-		if len(l) > 0 && !p.lit(",") {
+	for !p.char(']') {
+		if len(l) > 0 && !p.char(',') {
 			return nil, false
 		}
 		av, ok := p.value()
@@ -389,13 +489,14 @@ func (p *lineParser) list() (types.AttributeValue, bool) {
 // checks what DecodeLine checks.
 func (p *lineParser) metadata(e *event.Event) bool {
 	var kind string
-	ok := p.lit(`{"kind":`) && p.nameTo(&kind) &&
-		p.lit(`,"table":`) && p.nameTo(&e.Table) &&
-		p.lit(`,"eventID":`) && p.strTo(&e.EventID) &&
-		p.lit(`,"eventName":`) && p.nameTo(&e.EventName) &&
-		p.lit(`,"sequenceNumber":`) && p.strTo(&e.SequenceNumber) &&
-		p.lit(`,"shardId":`) && p.nameTo(&e.ShardID) &&
-		p.lit(`,"streamArn":`) && p.nameTo(&e.StreamARN)
+	var id, seq, ttlValue []byte
+	ok := p.lit(`{"kind":`) && p.fieldTo(slotKind, &kind) &&
+		p.lit(`,"table":`) && p.fieldTo(slotTable, &e.Table) &&
+		p.lit(`,"eventID":`) && p.rawTo(&id) &&
+		p.lit(`,"eventName":`) && p.fieldTo(slotEventName, &e.EventName) &&
+		p.lit(`,"sequenceNumber":`) && p.rawTo(&seq) &&
+		p.lit(`,"shardId":`) && p.fieldTo(slotShard, &e.ShardID) &&
+		p.lit(`,"streamArn":`) && p.fieldTo(slotARN, &e.StreamARN)
 	if !ok {
 		return false
 	}
@@ -411,10 +512,10 @@ func (p *lineParser) metadata(e *event.Event) bool {
 	if p.lit(`,"sizeBytes":`) && !p.intTo(&e.SizeBytes) {
 		return false
 	}
-	if p.lit(`,"ttlAttribute":`) && !p.nameTo(&e.TTLAttribute) {
+	if p.lit(`,"ttlAttribute":`) && !p.fieldTo(slotTTLAttribute, &e.TTLAttribute) {
 		return false
 	}
-	if p.lit(`,"ttlValue":`) && (!p.strTo(&e.TTLValue) || (e.TTLValue != "" && !event.ValidNumber(e.TTLValue))) {
+	if p.lit(`,"ttlValue":`) && (!p.rawTo(&ttlValue) || (len(ttlValue) > 0 && !event.ValidNumber(string(ttlValue)))) {
 		return false
 	}
 	if p.lit(`,"ttlTime":`) && !p.timeTo(&e.TTLTime) {
@@ -423,10 +524,14 @@ func (p *lineParser) metadata(e *event.Event) bool {
 	if p.lit(`,"ttlLagSeconds":`) && !p.secondsTo(&e.TTLLag) {
 		return false
 	}
-	if p.lit(`,"deletedBy":`) && !p.nameTo(&e.DeletedBy) {
+	if p.lit(`,"deletedBy":`) && !p.fieldTo(slotDeletedBy, &e.DeletedBy) {
 		return false
 	}
-	return p.lit("}") && checkMeta(e)
+	if !p.char('}') {
+		return false
+	}
+	e.EventID, e.SequenceNumber, e.TTLValue = p.names.strings(id, seq, ttlValue)
+	return checkMeta(e)
 }
 
 // checkMeta declines what DecodeLine refuses in Metadata.
@@ -454,15 +559,17 @@ func checkMeta(e *event.Event) bool {
 	return false
 }
 
-func (p *lineParser) nameTo(dst *string) bool {
-	s, ok := p.name()
-	*dst = s
+func (p *lineParser) fieldTo(s slot, dst *string) bool {
+	b, ok := p.raw()
+	if ok {
+		*dst = p.names.field(s, b)
+	}
 	return ok
 }
 
-func (p *lineParser) strTo(dst *string) bool {
-	s, ok := p.str()
-	*dst = s
+func (p *lineParser) rawTo(dst *[]byte) bool {
+	b, ok := p.raw()
+	*dst = b
 	return ok
 }
 
@@ -511,16 +618,44 @@ func parseUTC(b []byte) (time.Time, bool) {
 			ns *= 10
 		}
 	}
-	if y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 ||
-		d > time.Date(y, time.Month(mo)+1, 0, 0, 0, 0, 0, time.UTC).Day() {
+	if y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 || d > daysIn(y, mo) {
 		return time.Time{}, false
 	}
-	return time.Date(y, time.Month(mo), d, h, mi, sec, ns, time.UTC), true
+	unix := daysSinceEpoch(y, mo, d)*86400 + int64(h*3600+mi*60+sec)
+	return time.Unix(unix, int64(ns)).UTC(), true
+}
+
+// daysIn is the number of days of month mo (1-12) of year y.
+func daysIn(y, mo int) int {
+	switch mo {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysSinceEpoch is the days from 1970-01-01 to y-mo-d (0 <= y <= 9999)
+// in the proleptic Gregorian calendar: eras of 400 years of 146097 days,
+// years counted from March so that February's leap day comes last.
+func daysSinceEpoch(y, mo, d int) int64 {
+	if mo <= 2 {
+		y--
+	}
+	era := (y+400)/400 - 1 // floor(y / 400) for y >= -1
+	yoe := y - era*400
+	doy := (153*((mo+9)%12)+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
 }
 
 // number returns the JSON number at the cursor: -?(0|[1-9][0-9]*), then
 // an optional fraction; exponents are declined.
-func (p *lineParser) number(fraction bool) (intPart, frac string, ok bool) {
+func (p *lineParser) number(fraction bool) (intPart, frac []byte, ok bool) {
 	start := p.i
 	if p.i < len(p.b) && p.b[p.i] == '-' {
 		p.i++
@@ -530,9 +665,9 @@ func (p *lineParser) number(fraction bool) (intPart, frac string, ok bool) {
 		p.i++
 	}
 	if p.i == d || (p.b[d] == '0' && p.i-d > 1) {
-		return "", "", false
+		return nil, nil, false
 	}
-	intPart = string(p.b[start:p.i])
+	intPart = p.b[start:p.i]
 	if fraction && p.i < len(p.b) && p.b[p.i] == '.' {
 		p.i++
 		f := p.i
@@ -540,12 +675,12 @@ func (p *lineParser) number(fraction bool) (intPart, frac string, ok bool) {
 			p.i++
 		}
 		if p.i == f {
-			return "", "", false
+			return nil, nil, false
 		}
-		frac = string(p.b[f:p.i])
+		frac = p.b[f:p.i]
 	}
 	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E' || p.b[p.i] == '.') {
-		return "", "", false
+		return nil, nil, false
 	}
 	return intPart, frac, true
 }
@@ -555,7 +690,22 @@ func (p *lineParser) intTo(dst *int64) bool {
 	if !ok {
 		return false
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
+	if len(s) <= 18 { // no overflow: parse in place
+		neg := s[0] == '-'
+		if neg {
+			s = s[1:]
+		}
+		n := int64(0)
+		for _, c := range s {
+			n = n*10 + int64(c-'0')
+		}
+		if neg {
+			n = -n
+		}
+		*dst = n
+		return true
+	}
+	n, err := strconv.ParseInt(string(s), 10, 64)
 	*dst = n
 	return err == nil
 }
@@ -571,8 +721,14 @@ func (p *lineParser) secondsTo(dst *time.Duration) bool {
 	if neg {
 		s = s[1:]
 	}
-	secs, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || secs > 9223372035 {
+	if len(s) > 10 { // more than 9223372035 whatever the digits
+		return false
+	}
+	secs := uint64(0)
+	for _, c := range s {
+		secs = secs*10 + uint64(c-'0')
+	}
+	if secs > 9223372035 {
 		return false
 	}
 	ns := uint64(0)

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func TestFastDecodeLineMatchesDecodeLine(t *testing.T) {
 			delete(e.OldImage, "esc")
 		}
 		line := event.MarshalLine(&e)
-		got, ok := fastDecodeLine(line, &interner{}, false)
+		got, ok := fastDecode(line, &interner{}, false)
 		want, err := event.DecodeLine(line)
 		if err != nil {
 			t.Fatalf("%s: DecodeLine: %v", line, err)
@@ -59,13 +60,13 @@ func TestFastDecodeLineMatchesDecodeLine(t *testing.T) {
 		if ok && !reflect.DeepEqual(got, want) {
 			t.Errorf("%s:\nfast %+v\nwant %+v", line, got, want)
 		}
-		skipped, ok := fastDecodeLine(line, &interner{}, true)
+		skipped, ok := fastDecode(line, &interner{}, true)
 		want.Keys, want.OldImage, want.NewImage = nil, nil, nil
 		if ok != (e.DeadLetter == nil) || (ok && !reflect.DeepEqual(skipped, want)) {
 			t.Errorf("%s: skipping images: ok %v\nfast %+v\nwant %+v", line, ok, skipped, want)
 		}
 	}
-	if _, ok := fastDecodeLine(event.MarshalLine(&fastLineEvents()[0]), nil, false); ok {
+	if _, ok := fastDecode(event.MarshalLine(&fastLineEvents()[0]), nil, false); ok {
 		t.Error("a line with an escaped string was not declined")
 	}
 }
@@ -80,7 +81,7 @@ func FuzzFastDecodeLine(f *testing.F) {
 	names := &interner{}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		for _, skip := range []bool{false, true} {
-			got, ok := fastDecodeLine(line, names, skip)
+			got, ok := fastDecode(line, names, skip)
 			if !ok {
 				continue
 			}
@@ -109,7 +110,7 @@ func BenchmarkDecodeLine(b *testing.B) {
 		b.SetBytes(int64(len(line)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, ok := fastDecodeLine(line, names, false); !ok {
+			if _, ok := fastDecode(line, names, false); !ok {
 				b.Fatal("declined")
 			}
 		}
@@ -119,7 +120,7 @@ func BenchmarkDecodeLine(b *testing.B) {
 		b.SetBytes(int64(len(line)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, ok := fastDecodeLine(line, names, true); !ok {
+			if _, ok := fastDecode(line, names, true); !ok {
 				b.Fatal("declined")
 			}
 		}
@@ -154,4 +155,44 @@ func FuzzParseUTC(f *testing.F) {
 			t.Fatalf("%q: parseUTC %v, time.Parse %v", s, got, want)
 		}
 	})
+}
+
+// fastDecode runs fastDecodeLine on a new event.
+func fastDecode(line []byte, names *interner, skipImages bool) (event.Event, bool) {
+	var e event.Event
+	ok := fastDecodeLine(&e, line, names, skipImages)
+	return e, ok
+}
+
+// TestPlainString holds plainString's word-at-a-time search to a byte
+// loop, with every byte value at every position of a word and of the
+// tail, before and after a closing quote.
+func TestPlainString(t *testing.T) {
+	for n := range 20 {
+		for pos := range n {
+			for c := range 256 {
+				for _, end := range []int{-1, n / 2, n - 1} {
+					s := []byte(strings.Repeat("a", n))
+					if end >= 0 {
+						s[end] = '"'
+					}
+					s[pos] = byte(c)
+					wantN, wantOK := 0, false
+				scan:
+					for i, c := range s {
+						switch {
+						case c == '"':
+							wantN, wantOK = i, true
+							break scan
+						case c < 0x20 || c >= 0x80 || c == '\\':
+							break scan
+						}
+					}
+					if gotN, gotOK := plainString(s); gotN != wantN || gotOK != wantOK {
+						t.Fatalf("plainString(%q) = %d, %v; want %d, %v", s, gotN, gotOK, wantN, wantOK)
+					}
+				}
+			}
+		}
+	}
 }

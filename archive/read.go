@@ -1,12 +1,9 @@
 package archive
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"container/heap"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -174,8 +171,9 @@ type job struct {
 	mu     sync.Mutex
 	err    error
 	done   chan struct{}
-	// dec holds each object's decoded lines, in chunks (see decodeAhead).
-	dec []chan chunk
+	// dec holds each object's decoded lines, in chunks (see decodeAhead),
+	// and free takes back the chunks read, for the decoder to fill again.
+	dec, free []chan chunk
 }
 
 func (j *job) finish(i int, body []byte, enc string, err error) {
@@ -250,23 +248,23 @@ type reader struct {
 	// scope is the table and hour whose identities seen holds.
 	scopeTable string
 	scopeHour  time.Time
-	seen       map[string]struct{}
-	buf        []byte
+	seen       identitySet
 }
 
 // group reads one downloaded group, merging its objects' lines by
 // sequence number.
 func (r *reader) group(ctx context.Context, j *job) error {
 	first := &j.g.objs[0]
-	if r.seen == nil || first.Table != r.scopeTable || !first.Hour.Equal(r.scopeHour) {
-		r.scopeTable, r.scopeHour, r.seen = first.Table, first.Hour, map[string]struct{}{}
+	if first.Table != r.scopeTable || !first.Hour.Equal(r.scopeHour) {
+		r.scopeTable, r.scopeHour = first.Table, first.Hour
+		r.seen.reset()
 	}
 	var srcs sourceHeap
 	for i := range j.g.objs {
 		o := &j.g.objs[i]
 		r.stats.Objects++
 		r.stats.Bytes += o.Size
-		s := &source{ctx: ctx, r: r, obj: o, idx: i, ch: j.dec[i]}
+		s := &source{ctx: ctx, r: r, obj: o, idx: i, ch: j.dec[i], free: j.free[i]}
 		if s.next() {
 			srcs = append(srcs, s)
 		}
@@ -296,7 +294,7 @@ func (r *reader) group(ctx context.Context, j *job) error {
 // emit passes a source's current line on unless its identity came before
 // or the selection leaves it out.
 func (r *reader) emit(s *source) error {
-	_, dup := r.seen[s.id]
+	dup := !r.seen.add(&s.id)
 	if r.a.o.OnLine != nil {
 		r.a.o.OnLine(s.obj, &s.cur, dup)
 	}
@@ -304,16 +302,14 @@ func (r *reader) emit(s *source) error {
 		r.stats.Duplicates++
 		return nil
 	}
-	r.seen[s.id] = struct{}{}
-	l := s.cur
-	e := &l.Event
+	e := &s.cur.Event
 	if !r.sel.wantsTable(e.Table) || !r.sel.wantsKind(e.Kind) || !r.sel.wantsTime(e.ApproximateCreationTime) {
 		r.stats.Skipped++
 		return nil
 	}
 	r.stats.Events++
 	r.a.prog.events.Add(1)
-	return r.fn(l)
+	return r.fn(s.cur)
 }
 
 func (r *reader) bad(obj string, line int, err error) {
@@ -341,9 +337,11 @@ type source struct {
 	obj   *Object
 	idx   int
 	ch    <-chan chunk
-	chunk chunk
+	free  chan<- chunk
+	chunk chunk // what is left of whole
+	whole chunk
 	cur   Line
-	id    string
+	id    identity
 }
 
 // next makes the object's next line current, reporting and counting the
@@ -351,12 +349,20 @@ type source struct {
 func (s *source) next() bool {
 	for {
 		for len(s.chunk) == 0 {
+			if s.whole != nil {
+				select {
+				case s.free <- s.whole[:0]:
+				default:
+				}
+				s.whole = nil
+			}
 			var ok bool
 			select {
-			case s.chunk, ok = <-s.ch:
+			case s.whole, ok = <-s.ch:
 				if !ok {
 					return false
 				}
+				s.chunk = s.whole
 			case <-s.ctx.Done():
 				return false
 			}
@@ -372,26 +378,6 @@ func (s *source) next() bool {
 		}
 		s.cur, s.id = it.line, it.id
 		return true
-	}
-}
-
-// readLine reads one line (without its newline) into buf. A line longer
-// than maxLine is consumed and reported as tooLong (its bytes dropped).
-func readLine(br *bufio.Reader, buf []byte) (line []byte, tooLong bool, err error) {
-	for {
-		frag, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(buf)+len(frag) > maxLine+1 {
-				tooLong, buf = true, buf[:0]
-			} else {
-				buf = append(buf, frag...)
-			}
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		buf = bytes.TrimSuffix(buf, []byte("\n"))
-		return buf, tooLong, err
 	}
 }
 

@@ -72,6 +72,11 @@ type Verifier struct {
 	rep   Report
 	parts map[partKey]*Partition
 	objs  map[string]*objCheck
+	// The last object and partition, which the next line most likely
+	// falls in again (a map lookup spared).
+	lastObj  *objCheck
+	lastKey  partKey
+	lastPart *Partition
 }
 
 type partKey struct {
@@ -114,10 +119,13 @@ func (v *Verifier) badKey(key string, err error) {
 // line checks every decoded line (duplicates too) against its object's
 // key.
 func (v *Verifier) line(o *Object, l *Line, _ bool) {
-	c := v.objs[o.Key]
-	if c == nil {
-		c = &objCheck{o: *o}
-		v.objs[o.Key] = c
+	c := v.lastObj
+	if c == nil || c.o.Key != o.Key {
+		if c = v.objs[o.Key]; c == nil {
+			c = &objCheck{o: *o}
+			v.objs[o.Key] = c
+		}
+		v.lastObj = c
 	}
 	seq := l.Event.SequenceNumber
 	if c.low == "" || event.CompareSequence(seq, c.low) < 0 {
@@ -140,10 +148,13 @@ func (v *Verifier) Event(e *event.Event) {
 	if t.Unix() < 0 && t.Unix()%86400 != 0 {
 		k.day-- // floor before 1970
 	}
-	p := v.parts[k]
-	if p == nil {
-		p = &Partition{Table: k.table, Kind: k.kind, Day: t.Format("2006-01-02"), First: t, Last: t}
-		v.parts[k] = p
+	p := v.lastPart
+	if p == nil || k != v.lastKey {
+		if p = v.parts[k]; p == nil {
+			p = &Partition{Table: k.table, Kind: k.kind, Day: t.Format("2006-01-02"), First: t, Last: t}
+			v.parts[k] = p
+		}
+		v.lastKey, v.lastPart = k, p
 	}
 	p.Events++
 	if t.Before(p.First) {
