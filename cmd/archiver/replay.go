@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/ttl-archiver/archiver/archive"
 	"github.com/ttl-archiver/archiver/internal/progress"
 	"github.com/ttl-archiver/archiver/restore"
@@ -110,6 +112,10 @@ func runReplay(ctx context.Context, cfg *replayConfig, e env, j *job) error {
 	}
 	stop()
 	printReplaySummary(e.stdout, sk.Name(), res, stats, time.Since(started))
+	if res.NotWanted > 0 {
+		log.Warn("selected events of kinds the sink does not take were not sent: list them in the sink URL's events= parameter (e.g. ?events=expired,deleted or ?events=all)",
+			zap.Int64("events", res.NotWanted), zap.Any("sink_kinds", kinds))
+	}
 	return err
 }
 
