@@ -207,7 +207,14 @@ func (p *parser) parsePrimary(depth int) *cond {
 			p.fail(p.peek(), "expected AND in BETWEEN, found %s", p.peek().describe())
 		}
 		p.next()
-		return &cond{kind: cBetween, args: []operand{a, lo, p.parseOperand()}}
+		at := p.peek()
+		hi := p.parseOperand()
+		if lo.lit != nil && hi.lit != nil {
+			if r, ok := compare(lo.lit, hi.lit); ok && r > 0 {
+				p.fail(at, "BETWEEN needs its upper bound at or above its lower bound")
+			}
+		}
+		return &cond{kind: cBetween, args: []operand{a, lo, hi}}
 	case op.kind == tName && strings.EqualFold(op.text, "IN"):
 		return p.parseIn(a)
 	}

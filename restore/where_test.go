@@ -107,6 +107,7 @@ func TestWhereErrorsNamePosition(t *testing.T) {
 		{"", 1},
 		{"(pk = 'x'", 10},
 		{"pk IN 1", 7},
+		{"n BETWEEN 10 AND 9", 18},
 		{"pk = contains", 6},
 	}
 	for _, c := range cases {
