@@ -1,6 +1,10 @@
 package archive
 
-import "github.com/ttl-archiver/archiver/event"
+import (
+	"hash/maphash"
+
+	"github.com/ttl-archiver/archiver/event"
+)
 
 // identity is an event's identity (see [Identity]) in the form the reader
 // de-duplicates: an event ID of 32 lowercase hex digits, the form
@@ -53,19 +57,14 @@ func hexDigit(c byte) (byte, bool) {
 // identitySet is a set of identities: the reader's de-duplication within
 // one table and hour.
 type identitySet struct {
-	hex map[[16]byte]struct{}
+	hex hexSet
 	str map[string]struct{}
 }
 
 // add adds id and reports whether it was new.
 func (s *identitySet) add(id *identity) bool {
 	if id.isHex {
-		if s.hex == nil {
-			s.hex = map[[16]byte]struct{}{}
-		}
-		n := len(s.hex)
-		s.hex[id.hex] = struct{}{}
-		return len(s.hex) > n
+		return s.hex.add(&id.hex)
 	}
 	if s.str == nil {
 		s.str = map[string]struct{}{}
@@ -77,6 +76,60 @@ func (s *identitySet) add(id *identity) bool {
 
 // reset empties the set (keeping its memory for the next table and hour).
 func (s *identitySet) reset() {
-	clear(s.hex)
+	s.hex.reset()
 	clear(s.str)
+}
+
+// hexSet is a set of 16-byte IDs: open addressing with linear probing in
+// a table kept at most half full, hashed with a seed of its own (an
+// archive cannot be crafted to make it slow). It holds no pointers, so
+// the GC never scans it.
+type hexSet struct {
+	seed  maphash.Seed
+	slots []hexSlot // a power of two of them
+	n     int
+}
+
+type hexSlot struct {
+	id   [16]byte
+	used bool
+}
+
+// add adds id and reports whether it was new.
+func (s *hexSet) add(id *[16]byte) bool {
+	if 2*(s.n+1) > len(s.slots) {
+		s.grow()
+	}
+	mask := uint64(len(s.slots) - 1)
+	for i := maphash.Bytes(s.seed, id[:]) & mask; ; i = (i + 1) & mask {
+		sl := &s.slots[i]
+		if !sl.used {
+			sl.id, sl.used = *id, true
+			s.n++
+			return true
+		}
+		if sl.id == *id {
+			return false
+		}
+	}
+}
+
+// grow doubles the table (1024 slots at first) and re-inserts the IDs.
+func (s *hexSet) grow() {
+	old := s.slots
+	if old == nil {
+		s.seed = maphash.MakeSeed()
+	}
+	s.slots, s.n = make([]hexSlot, max(1024, 2*len(old))), 0
+	for i := range old {
+		if old[i].used {
+			s.add(&old[i].id)
+		}
+	}
+}
+
+// reset empties the set, keeping its table.
+func (s *hexSet) reset() {
+	clear(s.slots)
+	s.n = 0
 }

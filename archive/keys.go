@@ -154,18 +154,23 @@ func parseName(name string) (shard, first, last, suffix string, err error) {
 	return shard, first, last, suffix, nil
 }
 
+// inHour reports whether t lies in the UTC hour that starts at hour.
+func inHour(t, hour time.Time) bool {
+	u := t.Unix() // floor of the seconds
+	return hour.Nanosecond() == 0 && hour.Unix() == u-((u%3600)+3600)%3600
+}
+
 // Mismatch says how an event read from the object contradicts the
 // object's key: another table, kind (the S3 layout), hour of deletion,
 // shard, or a sequence number outside SHARD-FIRSTSEQ-LASTSEQ. It returns
 // "" when the key fits the event.
 func (o *Object) Mismatch(e *event.Event) string {
-	hour := e.ApproximateCreationTime.UTC().Truncate(time.Hour)
 	switch {
 	case e.Table != o.Table:
 		return fmt.Sprintf("table %q, the key says %q", e.Table, o.Table)
 	case o.Kind != "" && e.Kind != o.Kind:
 		return fmt.Sprintf("kind %s, the key says %s", e.Kind, o.Kind)
-	case !hour.Equal(o.Hour):
+	case !inHour(e.ApproximateCreationTime, o.Hour):
 		return fmt.Sprintf("deleted at %s, the key says hour %s", e.ApproximateCreationTime.UTC().Format(time.RFC3339), o.Hour.Format("2006-01-02T15"))
 	case o.Shard != "" && e.ShardID != o.Shard:
 		return fmt.Sprintf("shard %s, the key says %s", e.ShardID, o.Shard)
