@@ -82,33 +82,35 @@ func (s *identitySet) reset() {
 
 // hexSet is a set of 16-byte IDs: open addressing with linear probing in
 // a table kept at most half full, hashed with a seed of its own (an
-// archive cannot be crafted to make it slow). It holds no pointers, so
-// the GC never scans it.
+// archive cannot be crafted to make it slow). An empty slot holds zeros,
+// so the zero ID is kept aside (hasZero). It holds no pointers, so the GC
+// never scans it.
 type hexSet struct {
-	seed  maphash.Seed
-	slots []hexSlot // a power of two of them
-	n     int
-}
-
-type hexSlot struct {
-	id   [16]byte
-	used bool
+	seed    maphash.Seed
+	slots   [][16]byte // a power of two of them
+	n       int
+	hasZero bool
 }
 
 // add adds id and reports whether it was new.
 func (s *hexSet) add(id *[16]byte) bool {
+	if *id == [16]byte{} {
+		had := s.hasZero
+		s.hasZero = true
+		return !had
+	}
 	if 2*(s.n+1) > len(s.slots) {
 		s.grow()
 	}
 	mask := uint64(len(s.slots) - 1)
 	for i := maphash.Bytes(s.seed, id[:]) & mask; ; i = (i + 1) & mask {
 		sl := &s.slots[i]
-		if !sl.used {
-			sl.id, sl.used = *id, true
+		if *sl == [16]byte{} {
+			*sl = *id
 			s.n++
 			return true
 		}
-		if sl.id == *id {
+		if *sl == *id {
 			return false
 		}
 	}
@@ -120,10 +122,10 @@ func (s *hexSet) grow() {
 	if old == nil {
 		s.seed = maphash.MakeSeed()
 	}
-	s.slots, s.n = make([]hexSlot, max(1024, 2*len(old))), 0
+	s.slots, s.n = make([][16]byte, max(1024, 2*len(old))), 0
 	for i := range old {
-		if old[i].used {
-			s.add(&old[i].id)
+		if old[i] != [16]byte{} {
+			s.add(&old[i])
 		}
 	}
 }
@@ -131,5 +133,5 @@ func (s *hexSet) grow() {
 // reset empties the set, keeping its table.
 func (s *hexSet) reset() {
 	clear(s.slots)
-	s.n = 0
+	s.n, s.hasZero = 0, false
 }

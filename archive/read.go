@@ -294,22 +294,22 @@ func (r *reader) group(ctx context.Context, j *job) error {
 // emit passes a source's current line on unless its identity came before
 // or the selection leaves it out.
 func (r *reader) emit(s *source) error {
-	dup := !r.seen.add(&s.id)
+	dup := !r.seen.add(&s.cur.id)
 	if r.a.o.OnLine != nil {
-		r.a.o.OnLine(s.obj, &s.cur, dup)
+		r.a.o.OnLine(s.obj, &s.cur.line, dup)
 	}
 	if dup {
 		r.stats.Duplicates++
 		return nil
 	}
-	e := &s.cur.Event
+	e := &s.cur.line.Event
 	if !r.sel.wantsTable(e.Table) || !r.sel.wantsKind(e.Kind) || !r.sel.wantsTime(e.ApproximateCreationTime) {
 		r.stats.Skipped++
 		return nil
 	}
 	r.stats.Events++
 	r.a.prog.events.Add(1)
-	return r.fn(s.cur)
+	return r.fn(s.cur.line)
 }
 
 func (r *reader) bad(obj string, line int, err error) {
@@ -340,8 +340,9 @@ type source struct {
 	free  chan<- chunk
 	chunk chunk // what is left of whole
 	whole chunk
-	cur   Line
-	id    identity
+	// cur is the current line, in whole: whole goes back to the decoder
+	// only once next moved past its last line.
+	cur *decoded
 }
 
 // next makes the object's next line current, reporting and counting the
@@ -376,7 +377,7 @@ func (s *source) next() bool {
 			s.r.bad(s.obj.Key, it.line.Line, it.err)
 			continue
 		}
-		s.cur, s.id = it.line, it.id
+		s.cur = it
 		return true
 	}
 }
@@ -387,7 +388,7 @@ type sourceHeap []*source
 
 func (h sourceHeap) Len() int { return len(h) }
 func (h sourceHeap) Less(i, j int) bool {
-	if c := event.CompareSequence(h[i].cur.Event.SequenceNumber, h[j].cur.Event.SequenceNumber); c != 0 {
+	if c := event.CompareSequence(h[i].cur.line.Event.SequenceNumber, h[j].cur.line.Event.SequenceNumber); c != 0 {
 		return c < 0
 	}
 	return h[i].idx < h[j].idx
