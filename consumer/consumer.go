@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -555,7 +556,10 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 			size += shard.EstimateMemory(r)
 		}
 	}
-	en := &entry{last: shard.LastSequence(b.Records), bytes: size, records: len(b.Records), first: firstCreation(b.Records)}
+	// The entry outlives its records (it waits, acknowledged, for the next
+	// checkpoint save after the budget let them go): its sequence number
+	// is a copy, as the decoder's strings point into the whole response.
+	en := &entry{last: strings.Clone(shard.LastSequence(b.Records)), bytes: size, records: len(b.Records), first: firstCreation(b.Records)}
 	// Each route gets the events of the kinds it wants. A route that wants
 	// every event of the batch gets the decoded slice itself (the consumer
 	// does not touch it again); the others get filtered copies.
