@@ -559,7 +559,18 @@ func checkMeta(e *event.Event) bool {
 	return false
 }
 
+// fieldTo reads the value of metadata member s. The previous line's
+// value is tried first, by its bytes: as raw returned it, it holds no
+// quote, backslash or control byte, so the same bytes between quotes are
+// the same string.
 func (p *lineParser) fieldTo(s slot, dst *string) bool {
+	if p.names != nil {
+		last := p.names.last[s]
+		if end := p.i + 1 + len(last); end < len(p.b) && p.b[p.i] == '"' && p.b[end] == '"' && string(p.b[p.i+1:end]) == last {
+			*dst, p.i = last, end+1
+			return true
+		}
+	}
 	b, ok := p.raw()
 	if ok {
 		*dst = p.names.field(s, b)
