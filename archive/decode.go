@@ -107,7 +107,7 @@ func decodeObject(ctx context.Context, key string, body []byte, enc string, skip
 	}
 	defer closeFn()
 	c = make(chunk, 0, chunkLines)
-	sp := &lineSplitter{r: zr, buf: make([]byte, 256<<10)}
+	sp := &lineSplitter{r: zr, buf: make([]byte, 64<<10)} // grows for a longer line
 	names := &interner{}
 	for n := 1; ; n++ {
 		line, tooLong, err := sp.next()
