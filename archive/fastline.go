@@ -291,12 +291,8 @@ func (p *lineParser) item() (event.Item, bool) {
 // skipValue checks one attribute value as value reads it, building
 // nothing.
 func (p *lineParser) skipValue() bool {
-	if !p.lit(`{"`) {
-		return false
-	}
-	p.i--
-	tb, ok := p.raw()
-	if !ok || !p.char(':') {
+	tb, ok := p.typeTag()
+	if !ok {
 		return false
 	}
 	switch string(tb) {
@@ -327,6 +323,21 @@ func (p *lineParser) skipValue() bool {
 		return false
 	}
 	return ok && p.char('}')
+}
+
+// typeTag reads the start of an attribute value, {"T":, and returns T.
+// A one-letter T (S, N, B, M, L) is matched in place.
+func (p *lineParser) typeTag() ([]byte, bool) {
+	if i := p.i; i+5 <= len(p.b) && p.b[i] == '{' && p.b[i+1] == '"' && p.b[i+3] == '"' && p.b[i+4] == ':' {
+		p.i += 5
+		return p.b[i+2 : i+3], true
+	}
+	if !p.lit(`{"`) {
+		return nil, false
+	}
+	p.i-- // back to the type key's quote
+	tb, ok := p.raw()
+	return tb, ok && p.char(':')
 }
 
 // skipArray checks a JSON array whose elements elem checks.
@@ -362,12 +373,8 @@ func (p *lineParser) base64OK(b []byte) bool {
 
 // value reads one attribute value, {"T":V}.
 func (p *lineParser) value() (types.AttributeValue, bool) {
-	if !p.lit(`{"`) {
-		return nil, false
-	}
-	p.i-- // back to the type key's quote
-	tb, ok := p.raw()
-	if !ok || !p.char(':') {
+	tb, ok := p.typeTag()
+	if !ok {
 		return nil, false
 	}
 	var av types.AttributeValue

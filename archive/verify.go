@@ -127,12 +127,13 @@ func (v *Verifier) line(o *Object, l *Line, _ bool) {
 		}
 		v.lastObj = c
 	}
-	seq := l.Event.SequenceNumber
-	if c.low == "" || event.CompareSequence(seq, c.low) < 0 {
-		c.low = seq
-	}
-	if c.high == "" || event.CompareSequence(seq, c.high) > 0 {
+	switch seq := l.Event.SequenceNumber; {
+	case c.high == "":
+		c.low, c.high = seq, seq
+	case event.CompareSequence(seq, c.high) > 0: // the usual case: lines in order
 		c.high = seq
+	case event.CompareSequence(seq, c.low) < 0:
+		c.low = seq
 	}
 	if c.problem == "" {
 		if p := o.Mismatch(&l.Event); p != "" {
