@@ -15,9 +15,11 @@ import (
 
 // decodeDepth is how many downloaded groups are decoded ahead of the one
 // being read; chunkLines is the lines in one chunk, and chunkAhead the
-// chunks one object's decoder may hold ready. Decoded lines in memory are
-// therefore bounded by (decodeDepth + 2) groups × (chunkAhead + 1)
-// chunks per object.
+// chunks one object's decoder may hold ready. A chunk read goes back to
+// its decoder, which allocates one only when none came back, so an object
+// has at most chunkAhead + 2 chunks (ready, being filled, being read), and
+// decoded lines in memory are bounded by (decodeDepth + 2) groups ×
+// (chunkAhead + 2) chunks per object.
 const (
 	decodeDepth = 2
 	chunkLines  = 256
