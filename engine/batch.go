@@ -37,9 +37,6 @@ func (e *Engine) opBatchGetItem(ctx context.Context, body []byte) (any, error) {
 	if req.RequestItems == nil {
 		return nil, nullErr("requestItems")
 	}
-	if len(req.RequestItems) == 0 {
-		return nil, awserr.Validation("1 validation error detected: Value '{}' at 'requestItems' failed to satisfy constraint: Member must have length greater than or equal to 1")
-	}
 	names := make([]string, 0, len(req.RequestItems))
 	total := 0
 	type plan struct {
@@ -209,9 +206,6 @@ func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error)
 	}
 	if req.RequestItems == nil {
 		return nil, nullErr("requestItems")
-	}
-	if len(req.RequestItems) == 0 {
-		return nil, awserr.Validation("1 validation error detected: Value '{}' at 'requestItems' failed to satisfy constraint: Member must have length greater than or equal to 1")
 	}
 	names := make([]string, 0, len(req.RequestItems))
 	total := 0

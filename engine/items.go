@@ -144,15 +144,13 @@ func mixed(legacyName, exprName string) error {
 	return awserr.Validation("Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {%s} Expression parameters: {%s}", legacyName, exprName)
 }
 
-func (l *legacy) condOp() (string, error) {
+// condOp is the ConditionalOperator ("" when absent); checkShape has
+// already held it to AND or OR.
+func (l *legacy) condOp() string {
 	if l.ConditionalOperator == nil {
-		return "", nil
+		return ""
 	}
-	switch *l.ConditionalOperator {
-	case "AND", "OR":
-		return *l.ConditionalOperator, nil
-	}
-	return "", awserr.Validation("1 validation error detected: Value '%s' at 'conditionalOperator' failed to satisfy constraint: Member must satisfy enum value set: [AND, OR]", *l.ConditionalOperator)
+	return *l.ConditionalOperator
 }
 
 // condition returns the write's condition from ConditionExpression or the
@@ -177,11 +175,7 @@ func (w *writeCommon) condition(p *expr.Params) (*expr.Condition, error) {
 		if w.ConditionExpression != nil {
 			return nil, mixed("Expected", "ConditionExpression")
 		}
-		op, err := w.condOp()
-		if err != nil {
-			return nil, err
-		}
-		return expr.LegacyExpected(w.Expected, op)
+		return expr.LegacyExpected(w.Expected, w.condOp())
 	}
 	if w.ConditionalOperator != nil {
 		return nil, awserr.Validation("ConditionalOperator can only be used when Expected or QueryFilter or ScanFilter are present")

@@ -75,16 +75,11 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 		return nil, err
 	}
 	pl := &readPlan{forward: true, rcc: req.ReturnConsumedCapacity, consist: req.ConsistentRead}
+	// checkShape has held Limit, IndexName, Segment and TotalSegments (all
+	// pointers, so a later null cannot leave an unchecked value behind) to
+	// the model's ranges and pattern.
 	if req.Limit != nil {
-		if *req.Limit < 1 {
-			return nil, awserr.Validation("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *req.Limit)
-		}
 		pl.limit = *req.Limit
-	}
-	if req.IndexName != nil {
-		if err := checkTableName(*req.IndexName, "indexName"); err != nil {
-			return nil, err
-		}
 	}
 	switch req.Select {
 	case "", "ALL_ATTRIBUTES", "ALL_PROJECTED_ATTRIBUTES", "SPECIFIC_ATTRIBUTES", "COUNT":
@@ -116,12 +111,6 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 		}
 		if req.TotalSegments != nil {
 			ts, sg := *req.TotalSegments, *req.Segment
-			if ts < 1 || ts > 1000000 {
-				return nil, awserr.Validation("1 validation error detected: Value '%d' at 'totalSegments' failed to satisfy constraint: Member must have value between 1 and 1000000", ts)
-			}
-			if sg < 0 {
-				return nil, awserr.Validation("1 validation error detected: Value '%d' at 'segment' failed to satisfy constraint: Member must have value greater than or equal to 0", sg)
-			}
 			if sg >= ts {
 				return nil, awserr.Validation("The Segment parameter is zero-based and must be less than parameter TotalSegments: Segment: %d is not less than TotalSegments: %d", sg, ts)
 			}
@@ -166,11 +155,7 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 	case present(legacyFilter) && req.FilterExpression != nil:
 		return nil, mixed(legacyName, "FilterExpression")
 	case present(legacyFilter):
-		op, err := req.condOp()
-		if err != nil {
-			return nil, err
-		}
-		if pl.filter, err = expr.LegacyFilter(legacyFilter, op); err != nil {
+		if pl.filter, err = expr.LegacyFilter(legacyFilter, req.condOp()); err != nil {
 			return nil, err
 		}
 	case req.FilterExpression != nil:

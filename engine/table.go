@@ -618,10 +618,7 @@ func (e *Engine) opListTables(ctx context.Context, body []byte) (any, error) {
 		return nil, err
 	}
 	limit := 100
-	if req.Limit != nil {
-		if *req.Limit < 1 || *req.Limit > 100 {
-			return nil, awserr.Validation("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value %s", *req.Limit, map[bool]string{true: "greater than or equal to 1", false: "less than or equal to 100"}[*req.Limit < 1])
-		}
+	if req.Limit != nil { // held to 1..100 by checkShape
 		limit = *req.Limit
 	}
 	if req.ExclusiveStartTableName != "" {

@@ -68,9 +68,7 @@ func (r *txWriteRequest) validate() error {
 	if r.TransactItems == nil {
 		return nullErr("transactItems")
 	}
-	if len(r.TransactItems) == 0 || len(r.TransactItems) > maxTransactItems {
-		return awserr.Validation("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to 100 and greater than or equal to 1")
-	}
+	// checkShape has held TransactItems to 1..100 members.
 	return checkClientRequestToken(r.ClientRequestToken)
 }
 
