@@ -249,9 +249,10 @@ var shapes = map[string]*shape{
 	"BatchGetItem": structOf("BatchGetItemInput",
 		mem("ReturnConsumedCapacity", rccS),
 		must("RequestItems", mapOf(nameS, structOf("KeysAndAttributes",
-			// Keys has max 100 in the model, but DynamoDB reports more than
-			// 100 keys with its own message (the handler's check).
-			must("Keys", listOf(anyS, 1, noBound)), mem("AttributesToGet", attrsToGS), consS, projS, eanS), 1, 100))),
+			// More than 100 keys for one table is this constraint; more than
+			// 100 over all tables, each within it, is the handler's "Too
+			// many items requested for the BatchGetItem call".
+			must("Keys", listOf(anyS, 1, 100)), mem("AttributesToGet", attrsToGS), consS, projS, eanS), 1, 100))),
 	"BatchWriteItem": structOf("BatchWriteItemInput",
 		mem("ReturnConsumedCapacity", rccS), mem("ReturnItemCollectionMetrics", ricmS),
 		must("RequestItems", mapOf(nameS, listOf(structOf("WriteRequest",
