@@ -73,32 +73,15 @@ var verifyOptions = []option[verifyConfig]{
 		get: func(c *verifyConfig) any { return c.Parallel }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.Parallel, _ = strconv.Atoi(s) }},
 	{name: "max-buffer-bytes", def: "64MiB", usage: "memory bound for downloaded objects not yet read (compressed bytes)",
 		get: func(c *verifyConfig) any { return c.maxBufferRaw }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.maxBufferRaw = s }},
-	shareRun[verifyConfig]("endpoint", "with --table: DynamoDB and DynamoDB Streams endpoint URL (default: AWS's endpoint for the region)", verifyShared),
-	shareRun[verifyConfig]("region", "", verifyShared),
-	shareRun[verifyConfig]("expired-when", "with --table: which REMOVE records are expiries, as archiver run was told: service or past-ttl", verifyShared),
-	shareRun[verifyConfig]("log-level", "", verifyShared),
-	shareRun[verifyConfig]("config", "", verifyShared),
-	shareRun[verifyConfig]("print-config", "", verifyShared),
+	sharedRunOption[verifyConfig]("endpoint", "with --table: DynamoDB and DynamoDB Streams endpoint URL (default: AWS's endpoint for the region)", verifyShared),
+	sharedRunOption[verifyConfig]("region", "", verifyShared),
+	sharedRunOption[verifyConfig]("expired-when", "with --table: which REMOVE records are expiries, as archiver run was told: service or past-ttl", verifyShared),
+	sharedRunOption[verifyConfig]("log-level", "", verifyShared),
+	sharedRunOption[verifyConfig]("config", "", verifyShared),
+	sharedRunOption[verifyConfig]("print-config", "", verifyShared),
 }
 
 func verifyShared(c *verifyConfig) *runConfig { return &c.shared }
-
-// shareRun is run's option of that name for another command whose
-// configuration holds a runConfig (shared(c)); usage, when set, replaces
-// run's text. Values are checked as run checks them.
-func shareRun[C any](name, usage string, shared func(*C) *runConfig) option[C] {
-	o := runOption(name)
-	get, set := o.get, o.set
-	so := option[C]{
-		name: o.name, alias: o.alias, kind: o.kind, def: o.def, usage: o.usage, secret: o.secret, noFile: o.noFile, boolean: o.boolean,
-		get: func(c *C) any { return get(shared(c)) },
-		set: func(c *C, s string, l []string, d time.Duration) { set(shared(c), s, l, d) },
-	}
-	if usage != "" {
-		so.usage = usage
-	}
-	return so
-}
 
 // validateVerifyOption checks one option's value.
 func validateVerifyOption(c *verifyConfig, o option[verifyConfig], from string, p *problems) {
