@@ -135,7 +135,7 @@ var runOptions = []option[runConfig]{
 		get: func(c *runConfig) any { return c.LeaseRenew }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.LeaseRenew = d }},
 	{name: "shutdown-timeout", kind: kindDuration, def: "25s", usage: "on SIGTERM, time to flush sinks, checkpoint and release leases (keep it under ECS's stopTimeout)",
 		get: func(c *runConfig) any { return c.ShutdownTimeout }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.ShutdownTimeout = d }},
-	{name: "max-in-flight-bytes", def: "128MiB", usage: "memory budget, over all shards, for decoded records read and not yet acknowledged by every sink (estimated; with the sinks' copies and GC headroom the process peaks near 5x this)",
+	{name: "max-in-flight-bytes", def: "128MiB", usage: "memory budget, over all shards, for decoded records read and not yet acknowledged by every sink (estimated, the sinks' rendered copies included; with GC headroom and the sinks' own buffers the process peaks near 2.5x this)",
 		get: func(c *runConfig) any { return c.MaxInFlight }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.MaxInFlight = s }},
 	{name: "log-level", def: "info", usage: "debug, info, warn or error",
 		get: func(c *runConfig) any { return c.LogLevel }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.LogLevel = s }},
