@@ -13,12 +13,13 @@ type metrics struct {
 	bytes    *prometheus.CounterVec
 	objects  *prometheus.CounterVec
 	retries  *prometheus.CounterVec
+	stalls   *prometheus.CounterVec
 	buffered *prometheus.GaugeVec
 }
 
 type sinkMetrics struct {
-	bytes, objects, retries prometheus.Counter
-	buffered                prometheus.Gauge
+	bytes, objects, retries, stalls prometheus.Counter
+	buffered                        prometheus.Gauge
 }
 
 func newSinkMetrics(reg prometheus.Registerer, sink string) sinkMetrics {
@@ -32,6 +33,9 @@ func newSinkMetrics(reg prometheus.Registerer, sink string) sinkMetrics {
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "archiver_sink_retries_total", Help: "Attempts a sink repeated after a retryable failure.",
 		}, []string{"sink"}),
+		stalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "archiver_sink_stalls_total", Help: "Writes a sink had to start again because its destination had not yet acknowledged enough earlier ones (NATS: the publish window was full).",
+		}, []string{"sink"}),
 		buffered: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "archiver_sink_buffered_bytes", Help: "Bytes a sink holds that are not yet acknowledged.",
 		}, []string{"sink"}),
@@ -40,12 +44,14 @@ func newSinkMetrics(reg prometheus.Registerer, sink string) sinkMetrics {
 		m.bytes = promreg.Register(reg, m.bytes)
 		m.objects = promreg.Register(reg, m.objects)
 		m.retries = promreg.Register(reg, m.retries)
+		m.stalls = promreg.Register(reg, m.stalls)
 		m.buffered = promreg.Register(reg, m.buffered)
 	}
 	return sinkMetrics{
 		bytes:    m.bytes.WithLabelValues(sink),
 		objects:  m.objects.WithLabelValues(sink),
 		retries:  m.retries.WithLabelValues(sink),
+		stalls:   m.stalls.WithLabelValues(sink),
 		buffered: m.buffered.WithLabelValues(sink),
 	}
 }

@@ -487,6 +487,7 @@ func (s *NATSSink) publish(ctx context.Context, m *nats.Msg) (jetstream.PubAckFu
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			s.m.stalls.Inc()
 			n = -1
 			continue
 		}

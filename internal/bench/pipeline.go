@@ -309,7 +309,7 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "  archiver: %s expired records/s into %s (a backlog of %d, process start to last acknowledgement %s)\n",
 		plFmtInt(rate), sinkNames, pipelineItems, elapsed.Round(time.Millisecond))
 
-	if lines := plScrape(metricsAddr, "archiver_sink_retries_total", "archiver_sink_failures_total"); lines != "" {
+	if lines := plScrape(metricsAddr, "archiver_sink_retries_total", "archiver_sink_stalls_total", "archiver_sink_failures_total", "archiver_shard_api_errors_total", "archiver_shard_throttles_total", "archiver_shard_reader_failures_total", "archiver_consumer_starved_flushes_total"); lines != "" {
 		fmt.Fprintf(w, "    sink counters after the backlog: %s\n", lines)
 	}
 
@@ -344,7 +344,7 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if lines := plScrape(metricsAddr, "archiver_sink_retries_total", "archiver_sink_failures_total"); lines != "" {
+	if lines := plScrape(metricsAddr, "archiver_sink_retries_total", "archiver_sink_stalls_total", "archiver_sink_failures_total", "archiver_shard_api_errors_total", "archiver_shard_throttles_total", "archiver_shard_reader_failures_total", "archiver_consumer_starved_flushes_total"); lines != "" {
 		fmt.Fprintf(w, "    sink counters after the latency phase: %s\n", lines)
 	}
 	np50, np99 := natsCur.Load().quantiles()
