@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,98 +14,19 @@ import (
 	"time"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/internal/s3test"
 )
 
 const (
-	versityAccessKey = "AKIAPREFLIGHTTEST"
-	versitySecretKey = "preflight-secret-for-versitygw-only"
+	versityAccessKey = s3test.AccessKey
+	versitySecretKey = s3test.SecretKey
 )
 
-var (
-	versityOnce sync.Once
-	versityBin  string
-	versityErr  error
-)
-
-// versitygwBinary finds versitygw on $PATH or in .tools/bin (`make tools`),
-// building it from the pinned tools/go.mod otherwise; the test is skipped,
-// loudly, when none of that works.
-func versitygwBinary(t *testing.T) string {
-	t.Helper()
-	versityOnce.Do(func() {
-		if p, err := exec.LookPath("versitygw"); err == nil {
-			versityBin = p
-			return
-		}
-		root, _ := filepath.Abs(filepath.Join("..", ".."))
-		p := filepath.Join(root, ".tools", "bin", "versitygw")
-		if _, err := os.Stat(p); err == nil {
-			versityBin = p
-			return
-		}
-		cmd := exec.Command("go", "build", "-modfile=tools/go.mod", "-o", p, "github.com/versity/versitygw/cmd/versitygw")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			versityErr = fmt.Errorf("building versitygw from tools/go.mod: %v\n%s", err, out)
-			return
-		}
-		versityBin = p
-	})
-	if versityErr != nil {
-		t.Skipf("SKIPPING: versitygw is not on $PATH or in .tools/bin and could not be built (offline?); run `make tools`. %v", versityErr)
-	}
-	return versityBin
-}
-
-// startVersity starts versitygw (posix backend, no buckets) on a free
-// loopback port and returns its endpoint.
+// startVersity starts versitygw (internal/s3test; its one bucket is not
+// the one these tests name) and returns its endpoint.
 func startVersity(t *testing.T) string {
 	t.Helper()
-	bin := versitygwBinary(t)
-	root := t.TempDir()
-	for attempt := 0; ; attempt++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		var out bytes.Buffer
-		cmd := exec.Command(bin, "--access", versityAccessKey, "--secret", versitySecretKey, "--port", addr, "--quiet", "posix", root)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		stop := func() { _ = cmd.Process.Kill(); <-exited }
-		if listening(addr, exited) {
-			t.Cleanup(stop)
-			return "http://" + addr
-		}
-		stop()
-		if attempt == 2 {
-			t.Fatalf("versitygw did not start: %s", out.String())
-		}
-	}
-}
-
-// listening waits up to 30 s for addr to accept connections, giving up
-// early when the server exits.
-func listening(addr string, exited <-chan struct{}) bool {
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return true
-		}
-		select {
-		case <-exited:
-			return false
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return false
+	return s3test.Start(t).Endpoint
 }
 
 // syncBuffer is a bytes.Buffer safe to write from a subprocess's copier

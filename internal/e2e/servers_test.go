@@ -1,21 +1,16 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/klauspost/compress/gzip"
 	"github.com/nats-io/nats-server/v2/server"
@@ -23,126 +18,33 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/s3test"
 )
 
 // ---- versitygw: the real S3-compatible server (posix backend) ----
+//
+// internal/s3test starts it, as for every other package's tests.
 
 const (
-	s3AccessKey = "AKIAE2EARCHIVER"
-	s3SecretKey = "e2e-secret-key-for-versitygw-only"
-	s3Bucket    = "archive"
+	s3AccessKey = s3test.AccessKey
+	s3SecretKey = s3test.SecretKey
+	s3Bucket    = s3test.Bucket
 )
 
-var (
-	versityOnce sync.Once
-	versityBin  string
-	versityErr  error
-)
-
-// versitygwBinary finds versitygw on $PATH or in .tools/bin (where `make
-// tools` puts it), building it from the pinned tools/go.mod otherwise. The
-// test is skipped, loudly, when none of that works (offline, no cache).
-func versitygwBinary(t testing.TB) string {
-	t.Helper()
-	root := moduleRoot(t)
-	versityOnce.Do(func() {
-		if p, err := exec.LookPath("versitygw"); err == nil {
-			versityBin = p
-			return
-		}
-		p := filepath.Join(root, ".tools", "bin", "versitygw")
-		if _, err := os.Stat(p); err == nil {
-			versityBin = p
-			return
-		}
-		cmd := exec.Command("go", "build", "-modfile=tools/go.mod", "-o", p, "github.com/versity/versitygw/cmd/versitygw")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			versityErr = fmt.Errorf("building versitygw from tools/go.mod: %v\n%s", err, out)
-			return
-		}
-		versityBin = p
-	})
-	if versityErr != nil {
-		t.Skipf("SKIPPING: versitygw is not on $PATH or in .tools/bin and could not be built (offline?); run `make tools`. %v", versityErr)
-	}
-	return versityBin
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// startVersity starts versitygw on a free loopback port with a fresh
-// directory as its backend and creates the bucket; it returns the endpoint
-// and a client.
+// startVersity starts versitygw with the bucket s3Bucket and returns its
+// endpoint and a client.
 func startVersity(t testing.TB) (string, *s3.Client) {
 	t.Helper()
-	bin := versitygwBinary(t)
-	root := t.TempDir()
-	for attempt := 0; ; attempt++ {
-		addr := freeAddr(t)
-		var out bytes.Buffer
-		cmd := exec.Command(bin, "--access", s3AccessKey, "--secret", s3SecretKey, "--port", addr, "--quiet", "posix", root)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		stop := func() { _ = cmd.Process.Kill(); <-exited }
-		if waitListening(addr, exited) {
-			t.Cleanup(stop)
-			endpoint := "http://" + addr
-			client := s3Client(endpoint)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(s3Bucket)}); err != nil {
-				t.Fatalf("CreateBucket: %v", err)
-			}
-			return endpoint, client
-		}
-		stop()
-		if attempt == 2 {
-			t.Fatalf("versitygw did not start: %s", out.String())
-		}
-	}
+	srv := s3test.Start(t)
+	return srv.Endpoint, srv.Client
 }
 
-func waitListening(addr string, exited chan struct{}) bool {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return true
-		}
-		select {
-		case <-exited:
-			return false
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return false
+// s3Config is an aws.Config loader with the server's credentials.
+func s3Config(ctx context.Context, region string) (aws.Config, error) {
+	return s3test.AWSConfig(ctx, region)
 }
 
-func s3Config(_ context.Context, region string) (aws.Config, error) {
-	return aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider(s3AccessKey, s3SecretKey, "")}, nil
-}
-
-func s3Client(endpoint string) *s3.Client {
-	cfg, _ := s3Config(context.Background(), "us-east-1")
-	return s3.NewFromConfig(cfg, func(o *s3.Options) {
-		o.BaseEndpoint = aws.String(endpoint)
-		o.UsePathStyle = true
-	})
-}
+func s3Client(endpoint string) *s3.Client { return s3test.NewClient(endpoint) }
 
 // s3Reader reads the S3 sink's objects into a tally, each object once.
 type s3Reader struct {
