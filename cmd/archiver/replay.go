@@ -68,21 +68,9 @@ func validateReplayOption(c *replayConfig, o option[replayConfig], from string, 
 // replayCmd is `archiver replay`: it sends archived events to a sink under
 // their event IDs, waits for every acknowledgement and prints a summary.
 func replayCmd(ctx context.Context, args []string, e env) error {
-	cfg := &replayConfig{}
-	src, err := loadConfig(replayCommand, cfg, args, e.getenv, e.stdout)
-	if err != nil {
-		return err
-	}
-	cfg.source = src
-	if cfg.shared.PrintConfig {
-		return printOptions(e.stdout, replayCommand, cfg, cfg.source)
-	}
-	j, err := newJob("replay", cfg.shared.LogLevel, e)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = j.log.Sync() }()
-	return runReplay(ctx, cfg, e, j)
+	return jobCmd(ctx, args, e, replayCommand, func(c *replayConfig) (*runConfig, *map[string]string) {
+		return &c.shared, &c.source
+	}, runReplay)
 }
 
 func runReplay(ctx context.Context, cfg *replayConfig, e env, j *job) error {

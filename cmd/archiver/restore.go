@@ -266,21 +266,33 @@ func validateRestore(c *restoreConfig, p *problems) {
 // restoreCmd is `archiver restore`: it writes archived items back into
 // DynamoDB, prints a summary, and fails when any item could not be written.
 func restoreCmd(ctx context.Context, args []string, e env) error {
-	cfg := &restoreConfig{}
-	src, err := loadConfig(restoreCommand, cfg, args, e.getenv, e.stdout)
+	return jobCmd(ctx, args, e, restoreCommand, func(c *restoreConfig) (*runConfig, *map[string]string) {
+		return &c.shared, &c.source
+	}, runRestore)
+}
+
+// jobCmd starts a command that runs as a job over the archive (restore,
+// replay): it loads the configuration, prints it when asked, and runs the
+// command with the job's logger and progress. parts gives the
+// configuration's shared run options and where its sources go.
+func jobCmd[C any](ctx context.Context, args []string, e env, cmd command[C],
+	parts func(*C) (*runConfig, *map[string]string), run func(context.Context, *C, env, *job) error) error {
+	cfg := new(C)
+	src, err := loadConfig(cmd, cfg, args, e.getenv, e.stdout)
 	if err != nil {
 		return err
 	}
-	cfg.source = src
-	if cfg.shared.PrintConfig {
-		return printOptions(e.stdout, restoreCommand, cfg, cfg.source)
+	shared, source := parts(cfg)
+	*source = src
+	if shared.PrintConfig {
+		return printOptions(e.stdout, cmd, cfg, src)
 	}
-	j, err := newJob("restore", cfg.shared.LogLevel, e)
+	j, err := newJob(cmd.name, shared.LogLevel, e)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = j.log.Sync() }()
-	return runRestore(ctx, cfg, e, j)
+	return run(ctx, cfg, e, j)
 }
 
 func runRestore(ctx context.Context, cfg *restoreConfig, e env, j *job) error {
