@@ -34,8 +34,10 @@ type fakeSink struct {
 	flushes  int
 	pending  int // asynchronous acks not yet sent
 	onWrite  func(b sinks.Batch)
-	onFlush  func()                    // called by Flush with mu held
-	refuseOn func(b sinks.Batch) error // Write itself returns this
+	// ackOnFlush makes Flush acknowledge every held batch (hold stays
+	// set, so later writes are held again until the next flush).
+	ackOnFlush bool
+	refuseOn   func(b sinks.Batch) error // Write itself returns this
 }
 
 func newFakeSink(name string) *fakeSink { return &fakeSink{name: name} }
@@ -111,10 +113,6 @@ func (f *fakeSink) Write(ctx context.Context, b sinks.Batch, ack sinks.Ack) erro
 	return nil
 }
 
-// releaseLocked stops holding (as onFlush: Flush then acknowledges what
-// was held). f.mu is held.
-func (f *fakeSink) releaseLocked() { f.hold = false }
-
 // release acknowledges every held batch and stops holding.
 func (f *fakeSink) release() {
 	f.mu.Lock()
@@ -131,8 +129,7 @@ func (f *fakeSink) Flush(ctx context.Context) error {
 	f.mu.Lock()
 	f.flushes++
 	var run []func()
-	if f.onFlush != nil {
-		f.onFlush()
+	if f.ackOnFlush {
 		run, f.held = f.held, nil
 	}
 	f.mu.Unlock()

@@ -362,7 +362,7 @@ func TestStarvedFlush(t *testing.T) {
 	ctx := context.Background()
 	a := newFakeSink("a")
 	a.hold = true
-	a.onFlush = a.releaseLocked
+	a.ackOnFlush = true
 	store := newMemStore()
 	c := newUnitConsumer(t, store, func(c *Config) {
 		c.MaxInFlightBytes = 2*recCost + recCost/2
@@ -372,9 +372,6 @@ func TestStarvedFlush(t *testing.T) {
 		if err := c.process(ctx, mkBatch("s", seq, event.Expired, event.Expired)); err != nil {
 			t.Fatal(err)
 		}
-		a.mu.Lock()
-		a.hold = true
-		a.mu.Unlock()
 	}
 	// Each batch after the first was admitted only because a flush had the
 	// one before acknowledged; the last one waits for the sink's own
