@@ -28,6 +28,7 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/internal/budget"
+	"github.com/ttl-archiver/archiver/internal/sdkhttp"
 )
 
 // S3API is the part of *s3.Client the S3 sink uses. HeadBucket and
@@ -264,6 +265,7 @@ func NewS3Client(ctx context.Context, c S3Config, o Options) (*s3.Client, error)
 			so.BaseEndpoint = aws.String(c.Endpoint)
 		}
 		so.UsePathStyle = c.PathStyle
+		so.HTTPClient = sdkhttp.Client(so.HTTPClient)
 		// The sink retries whole uploads itself (with the same key and
 		// bytes), so the SDK's own retries would only multiply attempts.
 		so.RetryMaxAttempts = 1

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/sdkhttp"
 )
 
 func openS3(t testing.TB, endpoint, query string) *S3Sink {
@@ -551,5 +552,18 @@ func TestS3ForgetsIdleShards(t *testing.T) {
 	ids := v.allEventIDs(t, "idle/")
 	if len(ids) != 3+8*15 {
 		t.Fatalf("%d distinct events in S3, want %d", len(ids), 3+8*15)
+	}
+}
+
+// TestS3ClientSendsThroughSDKHTTP: the S3 client, whichever AWS
+// configuration it was made from, sends through sdkhttp (see that
+// package for the race it closes).
+func TestS3ClientSendsThroughSDKHTTP(t *testing.T) {
+	c, err := NewS3Client(testCtx(t), S3Config{Bucket: "b", Endpoint: "http://127.0.0.1:1"}, Options{AWSConfig: testAWSConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc := c.Options().HTTPClient; sdkhttp.Client(hc) != hc {
+		t.Fatalf("HTTP client %T is not sdkhttp's", hc)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/internal/sdkhttp"
 )
 
 // endpointIsLoopback reports whether endpoint is an http(s) URL on this
@@ -43,6 +45,7 @@ func loadAWSConfig(ctx context.Context, command, region, endpoint string, log *z
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}
+	cfg.HTTPClient = sdkhttp.Client(cfg.HTTPClient)
 	if cfg.Region == "" {
 		if !local {
 			return aws.Config{}, usagef("archiver %s: --region: no region configured (set --region, ARCHIVER_REGION or AWS_REGION)", command)

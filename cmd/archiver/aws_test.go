@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/internal/sdkhttp"
 )
 
 // isolateAWS clears every way the SDK could find a region or credentials.
@@ -33,6 +35,11 @@ func TestLoadAWSConfig(t *testing.T) {
 		creds, err := cfg.Credentials.Retrieve(ctx)
 		if err != nil || creds.AccessKeyID != "local" || cfg.Region != "us-east-1" {
 			t.Fatalf("creds %+v err %v region %q", creds, err, cfg.Region)
+		}
+		// Every SDK client made from it sends through sdkhttp (Client
+		// returns a client it already wrapped unchanged).
+		if sdkhttp.Client(cfg.HTTPClient) != cfg.HTTPClient {
+			t.Fatalf("HTTP client %T is not sdkhttp's", cfg.HTTPClient)
 		}
 	})
 	t.Run("loopback endpoint keeps configured credentials", func(t *testing.T) {
