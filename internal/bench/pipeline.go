@@ -181,7 +181,8 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 			}
 			if natsCur.Load().add(id, a.at.Sub(created), a.at) {
 				if sw := sweeps.Load(); sw != nil {
-					sw.arrived(plLineTTL(a.data), a.at)
+					ttl, shard := plLineTTL(a.data)
+					sw.arrived(ttl, shard, a.at)
 				}
 			}
 			natsBytes.Add(int64(len(a.data)))
@@ -246,6 +247,16 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 		"AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
+	// ARCHIVER_BENCH_LOG=FILE keeps the archiver's whole output there.
+	if f := os.Getenv("ARCHIVER_BENCH_LOG"); f != "" {
+		lf, err := os.Create(f)
+		if err != nil {
+			return err
+		}
+		defer lf.Close()
+		out := io.MultiWriter(&logs, lf)
+		cmd.Stdout, cmd.Stderr = out, out
+	}
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return err
@@ -356,6 +367,7 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	wp50, wp99 := sw.quantiles()
 	fmt.Fprintf(w, "    from the start of the sweep that deleted the item (every 100 ms): JetStream p50 %s p99 %s (target <= 300ms)\n",
 		wp50.Round(time.Millisecond), wp99.Round(time.Millisecond))
+	fmt.Fprintf(w, "    slowest bursts (per shard):\n%s", sw.slowest(4))
 
 	// Stop the archiver (SIGTERM) and take its resource usage. Its peak RSS
 	// is read from /proc while it runs: the rusage of a child that os/exec
@@ -489,6 +501,7 @@ type plSweeps struct {
 	mu     sync.Mutex
 	starts []time.Time
 	ttls   []int64
+	shards []string
 	ats    []time.Time
 }
 
@@ -498,11 +511,54 @@ func (s *plSweeps) started(t time.Time) {
 	s.mu.Unlock()
 }
 
-// arrived records an event with TTL ttl (epoch seconds) arriving at at.
-func (s *plSweeps) arrived(ttl int64, at time.Time) {
+// arrived records an event of shard with TTL ttl (epoch seconds) arriving
+// at at.
+func (s *plSweeps) arrived(ttl int64, shard string, at time.Time) {
 	s.mu.Lock()
-	s.ttls, s.ats = append(s.ttls, ttl), append(s.ats, at)
+	s.ttls, s.shards, s.ats = append(s.ttls, ttl), append(s.shards, shard), append(s.ats, at)
 	s.mu.Unlock()
+}
+
+// slowest describes the n (burst, shard) groups whose last event arrived
+// latest after its sweep started: where a tail comes from.
+func (s *plSweeps) slowest(n int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	type group struct {
+		ttl         int64
+		shard       string
+		sweep       time.Time
+		first, last time.Duration
+		events      int
+	}
+	groups := map[string]*group{}
+	for i, ttl := range s.ttls {
+		due := time.Unix(ttl, 0)
+		k := sort.Search(len(s.starts), func(k int) bool { return s.starts[k].After(due) })
+		if k == len(s.starts) {
+			continue
+		}
+		d := s.ats[i].Sub(s.starts[k])
+		key := strconv.FormatInt(ttl, 10) + "/" + s.shards[i]
+		g := groups[key]
+		if g == nil {
+			g = &group{ttl: ttl, shard: s.shards[i], sweep: s.starts[k], first: d, last: d}
+			groups[key] = g
+		}
+		g.first, g.last = min(g.first, d), max(g.last, d)
+		g.events++
+	}
+	all := make([]*group, 0, len(groups))
+	for _, g := range groups {
+		all = append(all, g)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].last > all[j].last })
+	var b strings.Builder
+	for _, g := range all[:min(n, len(all))] {
+		fmt.Fprintf(&b, "      burst ttl=%d (sweep %s) shard %s: %d events, first %s last %s after the sweep\n",
+			g.ttl, g.sweep.Format("15:04:05.000"), g.shard, g.events, g.first.Round(time.Millisecond), g.last.Round(time.Millisecond))
+	}
+	return b.String()
 }
 
 // quantiles of arrival minus the start of the first sweep after the TTL
@@ -522,18 +578,19 @@ func (s *plSweeps) quantiles() (p50, p99 time.Duration) {
 }
 
 // plLineTTL reads an archive line's TTL value (epoch seconds; 0 when it
-// has none).
-func plLineTTL(b []byte) int64 {
+// has none) and shard.
+func plLineTTL(b []byte) (int64, string) {
 	var line struct {
 		Metadata struct {
-			TTL string `json:"ttlValue"`
+			TTL   string `json:"ttlValue"`
+			Shard string `json:"shardId"`
 		}
 	}
 	if json.Unmarshal(b, &line) != nil {
-		return 0
+		return 0, ""
 	}
 	n, _ := strconv.ParseInt(line.Metadata.TTL, 10, 64)
-	return n
+	return n, line.Metadata.Shard
 }
 
 // plLineTimes reads the event ID and deletion time of an archive line.
