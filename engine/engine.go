@@ -262,8 +262,9 @@ func (e *Engine) background(every time.Duration) {
 
 // Close stops the background work. The engine keeps serving requests;
 // with Options.DataDir it first snapshots its state and releases the
-// directory, and requests after Close fail with a 500 (their effects could
-// not be made durable).
+// directory, and requests after Close are refused with a 503
+// ServiceUnavailable before they change anything (their effects could not
+// be made durable).
 func (e *Engine) Close() error {
 	e.stopOnce.Do(func() { close(e.stop) })
 	e.wg.Wait()

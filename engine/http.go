@@ -66,6 +66,11 @@ var streamOps = map[string]bool{"ListStreams": true, "DescribeStream": true, "Ge
 // (DynamoDBStreams_20120810.<Op>). Any credentials are accepted. Paths
 // under /_engine/ are the control API (see control.go).
 func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if e.p != nil && r.Method == http.MethodPost && e.p.closed() {
+		// Refused before anything changes: nothing would be durable.
+		e.writeError(w, errEngineClosed, 0)
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, controlPrefix) {
 		e.serveControl(e.durableWriter(w), r)
 		return
@@ -152,7 +157,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e.p != nil {
 		// Answer only once what this request changed (and saw) is durable.
 		if serr := e.p.sync(); serr != nil {
-			e.writeError(w, notDurable(serr), 500)
+			e.writeError(w, notDurable(serr), 0)
 			return
 		}
 	}

@@ -331,9 +331,30 @@ func (e *Engine) Snapshot() error {
 	return e.p.snapshot()
 }
 
-// notDurable is the error a request gets when the log could not be synced.
+// notDurable is the error a request gets when the log could not be synced:
+// a 503 once the engine is closed (a retry may reach a new engine on the
+// same directory), otherwise a 500 naming the cause.
 func notDurable(err error) error {
-	return awserr.New(awserr.CodeInternalServerError, "The engine could not make the request's changes durable: "+err.Error())
+	if errors.Is(err, wal.ErrClosed) {
+		return errEngineClosed
+	}
+	return &awserr.Error{Code: awserr.CodeInternalServerError, Status: 500,
+		Message: "The engine could not make the request's changes durable: " + err.Error()}
+}
+
+// errEngineClosed answers requests to an engine with a data directory
+// after Close: their effects could no longer be made durable.
+var errEngineClosed = &awserr.Error{Code: awserr.CodeServiceUnavailable, Status: 503,
+	Message: "The engine is closed: it no longer writes to its data directory"}
+
+// closed reports whether close has begun.
+func (p *persister) closed() bool {
+	select {
+	case <-p.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // durableWriter returns w, or with a data directory a writer that waits
@@ -358,6 +379,9 @@ func (w *syncedWriter) WriteHeader(status int) {
 		if err := w.p.sync(); err != nil {
 			w.p.e.log.Error("engine: control request not durable", zap.Error(err))
 			status = http.StatusInternalServerError
+			if errors.Is(err, wal.ErrClosed) {
+				status = http.StatusServiceUnavailable
+			}
 		}
 	}
 	w.ResponseWriter.WriteHeader(status)

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -685,4 +687,33 @@ func TestPersistSnapshotUnderWrites(t *testing.T) {
 	}
 	want := read(e)
 	sameState(t, want, read(newDurableEnv(t, crashCopy(t, dir), clock)))
+}
+
+// TestPersistClosedEngineRefusesRequests: with a data directory, requests
+// after Close are refused with a 503 ServiceUnavailable (retryable) before
+// they change anything, so a refused write is not in the next engine on
+// the directory either.
+func TestPersistClosedEngineRefusesRequests(t *testing.T) {
+	dir := t.TempDir()
+	e := newDurableEnv(t, dir, engine.NewManualClock(t0))
+	e.createTable("Late", "", nil)
+	if err := e.eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.db.PutItem(e.ctx, &dynamodb.PutItemInput{TableName: aws.String("Late"),
+		Item: map[string]types.AttributeValue{"pk": S("late")}})
+	var re *awshttp.ResponseError
+	if !errors.As(err, &re) || re.HTTPStatusCode() != 503 || errCode(err) != "ServiceUnavailable" {
+		t.Fatalf("PutItem after Close: %v, want a 503 ServiceUnavailable", err)
+	}
+	if err := e.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.closed = true
+	e2 := newDurableEnv(t, dir, engine.NewManualClock(t0))
+	out, err := e2.db.GetItem(e2.ctx, &dynamodb.GetItemInput{TableName: aws.String("Late"),
+		Key: map[string]types.AttributeValue{"pk": S("late")}})
+	if err != nil || out.Item != nil {
+		t.Fatalf("the refused write is in the next engine: %v, %v", out.Item, err)
+	}
 }

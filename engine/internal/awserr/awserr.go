@@ -70,4 +70,5 @@ const (
 	CodeSerialization       = "SerializationException"
 	CodeUnknownOperation    = "UnknownOperationException"
 	CodeInternalServerError = "InternalServerError"
+	CodeServiceUnavailable  = "ServiceUnavailable"
 )
