@@ -51,10 +51,11 @@ type listPackage struct {
 	GoFiles                 []string
 }
 
-// typeCheck type-checks the scanned packages from source (their imports
-// from the build cache's export data, as `go list -export` gives them) and
-// returns their functions by full name (types.Func.FullName).
-func typeCheck(t *testing.T, root string) map[string]*fn {
+// typeCheck type-checks the packages dirs (module-relative folders) from
+// source (their imports from the build cache's export data, as `go list
+// -export` gives them) and returns their functions by full name
+// (types.Func.FullName).
+func typeCheck(t *testing.T, root string, dirs []string) map[string]*fn {
 	t.Helper()
 	cmd := exec.Command("go", "list", "-export", "-deps", "-json", "./cmd/archiver")
 	cmd.Dir = root
@@ -73,7 +74,7 @@ func typeCheck(t *testing.T, root string) map[string]*fn {
 	fset := token.NewFileSet()
 	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) { return os.Open(pkgs[path].Export) })
 	funcs := map[string]*fn{}
-	for _, dir := range sweepPackages {
+	for _, dir := range dirs {
 		p, ok := pkgs["github.com/ttl-archiver/archiver/"+dir]
 		if !ok {
 			t.Fatalf("go list does not show %s among cmd/archiver's packages", dir)
@@ -86,7 +87,8 @@ func typeCheck(t *testing.T, root string) map[string]*fn {
 			}
 			files = append(files, f)
 		}
-		info := &types.Info{Defs: map[*ast.Ident]types.Object{}, Uses: map[*ast.Ident]types.Object{}}
+		info := &types.Info{Defs: map[*ast.Ident]types.Object{}, Uses: map[*ast.Ident]types.Object{},
+			Types: map[ast.Expr]types.TypeAndValue{}}
 		if _, err := (&types.Config{Importer: imp}).Check(p.ImportPath, fset, files, info); err != nil {
 			t.Fatalf("type-check %s: %v", dir, err)
 		}
@@ -104,30 +106,49 @@ func typeCheck(t *testing.T, root string) map[string]*fn {
 
 // reachable returns the functions reachable from root: every function or
 // method a reached body names (calls, and values such as a func passed in
-// a struct) is reached. A method of an interface reaches every scanned
-// method of that name, unless it is named like an AWS operation: those
-// calls are where the scan stops. An over-approximation, never an
+// a struct) is reached. A call of an interface method reaches that method
+// of every type the reached code makes (a composite literal or new), as
+// rapid type analysis does, unless it is named like an AWS operation:
+// those calls are where the scan stops. An over-approximation, never an
 // under-approximation within the scanned packages.
 func reachable(funcs map[string]*fn, leaves map[string]bool, root string) map[*fn]bool {
-	byName := map[string][]*fn{}
-	for _, f := range funcs {
-		if f.obj.Type().(*types.Signature).Recv() != nil {
-			byName[f.obj.Name()] = append(byName[f.obj.Name()], f)
-		}
-	}
 	seen := map[*fn]bool{}
-	queue := []*fn{funcs[root]}
-	seen[funcs[root]] = true
+	var queue []*fn
 	add := func(f *fn) {
 		if f != nil && !seen[f] {
 			seen[f] = true
 			queue = append(queue, f)
 		}
 	}
+	made := map[*types.Named]bool{} // types the reached code makes
+	called := map[string]bool{}     // interface methods the reached code calls
+	dispatch := func(t *types.Named, name string) {
+		if m := methodOf(t, name); m != nil {
+			add(funcs[m.FullName()])
+		}
+	}
+	var makeType func(t *types.Named)
+	makeType = func(t *types.Named) {
+		if t == nil || made[t] {
+			return
+		}
+		made[t] = true
+		for name := range called {
+			dispatch(t, name)
+		}
+		// A struct makes the values of its fields too.
+		if st, ok := t.Underlying().(*types.Struct); ok {
+			for i := 0; i < st.NumFields(); i++ {
+				makeType(named(st.Field(i).Type()))
+			}
+		}
+	}
+	add(funcs[root])
 	for len(queue) > 0 {
 		f := queue[0]
 		queue = queue[1:]
 		ast.Inspect(f.decl.Body, func(n ast.Node) bool {
+			makeType(madeType(f.info, n))
 			id, ok := n.(*ast.Ident)
 			if !ok {
 				return true
@@ -139,17 +160,85 @@ func reachable(funcs map[string]*fn, leaves map[string]bool, root string) map[*f
 			obj = obj.Origin()
 			recv := obj.Type().(*types.Signature).Recv()
 			switch {
-			case recv != nil && types.IsInterface(recv.Type()) && !leaves[obj.Name()]:
-				for _, m := range byName[obj.Name()] {
-					add(m)
+			case recv != nil && types.IsInterface(recv.Type()):
+				if name := obj.Name(); !leaves[name] && !called[name] {
+					called[name] = true
+					for t := range made {
+						dispatch(t, name)
+					}
 				}
-			case recv == nil || !types.IsInterface(recv.Type()):
+			default:
 				add(funcs[obj.FullName()])
 			}
 			return true
 		})
 	}
 	return seen
+}
+
+// madeType is the named type n makes, if n is a composite literal, a
+// call of new or a variable declared with its type.
+func madeType(info *types.Info, n ast.Node) *types.Named {
+	switch x := n.(type) {
+	case *ast.CompositeLit:
+		return named(info.Types[x].Type)
+	case *ast.CallExpr:
+		if id, ok := x.Fun.(*ast.Ident); ok && id.Name == "new" && len(x.Args) == 1 {
+			return named(info.Types[x.Args[0]].Type)
+		}
+	case *ast.ValueSpec:
+		if x.Type != nil {
+			return named(info.Types[x.Type].Type)
+		}
+	}
+	return nil
+}
+
+// named is t's named type (through one pointer), its generic origin.
+func named(t types.Type) *types.Named {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	if nt, ok := t.(*types.Named); ok {
+		return nt.Origin()
+	}
+	return nil
+}
+
+// methodOf returns the method name of t or *t, its generic origin for a
+// generic type.
+func methodOf(t *types.Named, name string) *types.Func {
+	ms := types.NewMethodSet(types.NewPointer(t))
+	for i := 0; i < ms.Len(); i++ {
+		if m := ms.At(i).Obj().(*types.Func); m.Name() == name {
+			return m.Origin()
+		}
+	}
+	return nil
+}
+
+// methodCalls calls visit with each method call (x.Name(ctx, in, ...))
+// in the bodies of the reached functions.
+func methodCalls(reach map[*fn]bool, visit func(f *fn, name string)) {
+	for f := range reach {
+		ast.Inspect(f.decl.Body, func(n ast.Node) bool {
+			if ce, ok := n.(*ast.CallExpr); ok && len(ce.Args) >= 2 {
+				if sel, ok := ce.Fun.(*ast.SelectorExpr); ok {
+					visit(f, sel.Sel.Name)
+				}
+			}
+			return true
+		})
+	}
+}
+
+// firstSite records f as where action is called, keeping the least
+// site, so that a report names the same one every run.
+func firstSite(sites map[string]string, action string, f *fn) {
+	where := f.file + " (" + f.String() + ")"
+	if old, ok := sites[action]; !ok || where < old {
+		sites[action] = where
+	}
 }
 
 // sweepResource says which table a call of `archiver sweep` reaches: the
@@ -169,30 +258,19 @@ func sweepResource(f *fn, op string) string {
 // per resource, each with one call site.
 func sweepCodeActions(t *testing.T, root string) (map[string]map[string]string, map[*fn]bool) {
 	ops := sdkOperations(&dynamodb.Client{})
-	funcs := typeCheck(t, root)
+	funcs := typeCheck(t, root, sweepPackages)
 	reach := reachable(funcs, ops, "github.com/ttl-archiver/archiver/cmd/archiver.sweepCmd")
 	out := map[string]map[string]string{}
-	for f := range reach {
-		ast.Inspect(f.decl.Body, func(n ast.Node) bool {
-			ce, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := ce.Fun.(*ast.SelectorExpr)
-			if !ok || !ops[sel.Sel.Name] || len(ce.Args) < 2 {
-				return true
-			}
-			res := sweepResource(f, sel.Sel.Name)
-			if out[res] == nil {
-				out[res] = map[string]string{}
-			}
-			where, a := f.file+" ("+f.String()+")", "dynamodb:"+sel.Sel.Name
-			if old, ok := out[res][a]; !ok || where < old {
-				out[res][a] = where // the same call site every run
-			}
-			return true
-		})
-	}
+	methodCalls(reach, func(f *fn, op string) {
+		if !ops[op] {
+			return
+		}
+		res := sweepResource(f, op)
+		if out[res] == nil {
+			out[res] = map[string]string{}
+		}
+		firstSite(out[res], "dynamodb:"+op, f)
+	})
 	return out, reach
 }
 

@@ -35,9 +35,10 @@ var localOnly = []string{
 	"restore/restoretest/",
 }
 
-// operatorOnly is the code of the commands an operator runs by hand with
-// their own credentials, never in the archiver's task: restore, replay and
-// verify over the archive. The README lists what they need.
+// operatorOnly is the code of the commands an operator runs by hand, never
+// in the archiver's task: restore, replay and verify over the archive.
+// Their role is iam-policy-operator.json, checked by
+// TestOperatorPolicyMatchesCode.
 var operatorOnly = []string{
 	"archive/",
 	"restore/",
@@ -323,7 +324,7 @@ func reportPolicyDiff(t *testing.T, file, who string, missing, extra []string) {
 
 // TestPolicyIsScoped fails on wildcard actions and on unscoped resources.
 func TestPolicyIsScoped(t *testing.T) {
-	for _, name := range []string{"iam-policy.json", "iam-policy-sweep.json"} {
+	for _, name := range []string{"iam-policy.json", "iam-policy-sweep.json", "iam-policy-operator.json"} {
 		t.Run(name, func(t *testing.T) { checkScoped(t, loadPolicyFile(t, name)) })
 	}
 }
