@@ -33,6 +33,7 @@ type verifyConfig struct {
 	JSON               bool
 	SkipStream         bool
 	StreamTimeout      time.Duration
+	Grace              time.Duration
 	Parallel           int
 	MaxBufferBytes     int64
 	sinceRaw, untilRaw string
@@ -67,6 +68,8 @@ var verifyOptions = []option[verifyConfig]{
 		get: func(c *verifyConfig) any { return c.SkipStream }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.SkipStream = s == "true" }},
 	{name: "stream-timeout", kind: kindDuration, def: "5m", usage: "with --table: the longest the stream may take to be read to its end",
 		get: func(c *verifyConfig) any { return c.StreamTimeout }, set: func(c *verifyConfig, _ string, _ []string, d time.Duration) { c.StreamTimeout = d }},
+	{name: "grace", kind: kindDuration, def: "5m", usage: "with --table: stream records deleted this recently are pending, not missing (the archiver may not have flushed them yet: its S3 flush-interval, 60s by default, plus its reading lag); verify exits 1 when older ones are missing",
+		get: func(c *verifyConfig) any { return c.Grace }, set: func(c *verifyConfig, _ string, _ []string, d time.Duration) { c.Grace = d }},
 	{name: "json", boolean: true, def: "false", usage: "print the report as one JSON object instead of tables",
 		get: func(c *verifyConfig) any { return c.JSON }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.JSON = s == "true" }},
 	{name: "parallel", kind: kindInt, def: "8", usage: "objects downloaded at once",
@@ -127,6 +130,10 @@ func validateVerifyOption(c *verifyConfig, o option[verifyConfig], from string, 
 		if c.StreamTimeout <= 0 {
 			p.add("%s: %s must be positive", from, c.StreamTimeout)
 		}
+	case "grace":
+		if c.Grace < 0 {
+			p.add("%s: %s must not be negative", from, c.Grace)
+		}
 	case "parallel":
 		if c.Parallel < 1 || c.Parallel > 256 {
 			p.add("%s: %d must be from 1 to 256", from, c.Parallel)
@@ -178,14 +185,18 @@ func loadVerifyConfig(args []string, getenv func(string) string, stdout io.Write
 	return cfg, nil
 }
 
-// errUnreadable makes verify exit 1 after its report.
-var errUnreadable = errors.New("the archive holds lines that do not decode")
+// errUnreadable and errMissing make verify exit 1 after its report.
+var (
+	errUnreadable = errors.New("the archive holds lines that do not decode")
+	errMissing    = errors.New("the archive lacks stream records deleted before the grace period")
+)
 
 // verifyCmd is `archiver verify`: it reads the whole archive (or one
 // table's part of it) and reports what is in it and what is wrong with
 // it; with --table, also the stream's REMOVE records missing from it. The
 // report goes to stdout, progress and logs to stderr. It exits 1 when any
-// line does not decode.
+// line does not decode, or when the archive lacks a stream record deleted
+// more than --grace before verify started.
 func verifyCmd(ctx context.Context, args []string, e env) error {
 	cfg, err := loadVerifyConfig(args, e.getenv, e.stdout)
 	if err != nil {
@@ -213,10 +224,14 @@ func verifyCmd(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	var errs []error
 	if rep.Undecodable > 0 {
-		return fmt.Errorf("%w: %d (listed above)", errUnreadable, rep.Undecodable)
+		errs = append(errs, fmt.Errorf("%w: %d (listed above)", errUnreadable, rep.Undecodable))
 	}
-	return nil
+	if rep.Stream != nil && len(rep.Stream.Missing) > 0 {
+		errs = append(errs, fmt.Errorf("%w (%s): %d (listed above)", errMissing, cfg.Grace, len(rep.Stream.Missing)))
+	}
+	return errors.Join(errs...)
 }
 
 // runVerify reads the stream (with --table) and then the archive, and
@@ -224,13 +239,14 @@ func verifyCmd(ctx context.Context, args []string, e env) error {
 func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr io.Writer) (*verifyReport, error) {
 	log = log.Named("verify")
 	var inStream map[string]streamRemove
+	started := time.Now()
 	if cfg.Table != "" && !cfg.SkipStream {
 		var err error
 		if inStream, err = readStream(ctx, cfg, log); err != nil {
 			return nil, err
 		}
 	}
-	check := newMissingCheck(cfg.Table, inStream)
+	check := newMissingCheck(cfg.Table, inStream, started.Add(-cfg.Grace))
 	v := archive.NewVerifier()
 	a, err := archive.Open(ctx, cfg.From, v.Hook(archive.Options{Logger: log, Parallel: cfg.Parallel, MaxBufferBytes: cfg.MaxBufferBytes, SkipImages: true}))
 	if err != nil {

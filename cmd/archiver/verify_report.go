@@ -25,23 +25,28 @@ type verifyStream struct {
 	Table string `json:"table"`
 	// Records counts the stream's REMOVE records of the archived kinds in
 	// the selected time range; Archived those found in the archive.
-	Records  int64          `json:"records"`
-	Archived int64          `json:"archived"`
-	Missing  []streamRemove `json:"missing"`
+	Records  int64 `json:"records"`
+	Archived int64 `json:"archived"`
+	// Missing are the records not in the archive deleted before the
+	// grace period; Pending those deleted within it (the archiver may
+	// not have flushed them yet).
+	Missing []streamRemove `json:"missing"`
+	Pending []streamRemove `json:"pending"`
 }
 
 // missingCheck looks for the stream's REMOVE records in the archive.
 type missingCheck struct {
 	table   string
+	cutoff  time.Time               // records deleted from then on are pending
 	left    map[string]streamRemove // not found yet
 	records int64
 }
 
-func newMissingCheck(table string, found map[string]streamRemove) *missingCheck {
+func newMissingCheck(table string, found map[string]streamRemove, cutoff time.Time) *missingCheck {
 	if found == nil {
 		return nil
 	}
-	return &missingCheck{table: table, left: found, records: int64(len(found))}
+	return &missingCheck{table: table, cutoff: cutoff, left: found, records: int64(len(found))}
 }
 
 // event crosses an archived event off.
@@ -56,13 +61,20 @@ func (c *missingCheck) result() *verifyStream {
 	if c == nil {
 		return nil
 	}
-	s := &verifyStream{Table: c.table, Records: c.records, Archived: c.records - int64(len(c.left)), Missing: make([]streamRemove, 0, len(c.left))}
+	s := &verifyStream{Table: c.table, Records: c.records, Archived: c.records - int64(len(c.left)),
+		Missing: []streamRemove{}, Pending: []streamRemove{}}
 	for _, m := range c.left {
-		s.Missing = append(s.Missing, m)
+		if m.Created.Before(c.cutoff) {
+			s.Missing = append(s.Missing, m)
+		} else {
+			s.Pending = append(s.Pending, m)
+		}
 	}
-	slices.SortFunc(s.Missing, func(a, b streamRemove) int {
-		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.EventID, b.EventID))
-	})
+	for _, l := range [][]streamRemove{s.Missing, s.Pending} {
+		slices.SortFunc(l, func(a, b streamRemove) int {
+			return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.EventID, b.EventID))
+		})
+	}
 	return s
 }
 
@@ -88,14 +100,10 @@ func (r *verifyReport) print(w io.Writer) error {
 		problemTable("keys that do not follow the archive layout (skipped)", r.StrayKeys))
 	if s := r.Stream; s != nil {
 		tables = append(tables, progress.KV("stream of "+s.Table+": REMOVE records in the 24 h window",
-			"records", s.Records, "in the archive", s.Archived, "missing", len(s.Missing)))
-		if len(s.Missing) > 0 {
-			t := progress.Table{Title: "missing from the archive", Header: []string{"event ID", "deleted", "shard"}}
-			for _, m := range s.Missing {
-				t.Add(m.EventID, m.Created.Format(time.RFC3339), m.Shard)
-			}
-			tables = append(tables, t)
-		}
+			"records", s.Records, "in the archive", s.Archived, "missing", len(s.Missing),
+			"pending (deleted within --grace)", len(s.Pending)))
+		tables = append(tables, removeTable("missing from the archive", s.Missing),
+			removeTable("not in the archive yet, deleted within --grace (may not be flushed yet)", s.Pending))
 	}
 	for i, t := range tables {
 		if t.Title != "" && len(t.Rows) == 0 && i > 1 {
@@ -111,6 +119,14 @@ func (r *verifyReport) print(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+func removeTable(title string, rs []streamRemove) progress.Table {
+	t := progress.Table{Title: title, Header: []string{"event ID", "deleted", "shard"}}
+	for _, m := range rs {
+		t.Add(m.EventID, m.Created.Format(time.RFC3339), m.Shard)
+	}
+	return t
 }
 
 func problemTable(title string, ps []archive.Problem) progress.Table {

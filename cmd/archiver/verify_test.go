@@ -194,7 +194,8 @@ func TestVerifyS3KeyRange(t *testing.T) {
 }
 
 // TestVerifyStreamCrossCheck: items expire in the engine; the archive gets
-// some of them; verify --table lists the others.
+// some of them; verify --table lists the others: pending while they are
+// newer than --grace (exit 0), missing once older (exit 1).
 func TestVerifyStreamCrossCheck(t *testing.T) {
 	srv := startEngine(t, engine.Options{TTLInterval: 50 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -212,27 +213,45 @@ func TestVerifyStreamCrossCheck(t *testing.T) {
 	})
 	dir := t.TempDir()
 	archiveWith(t, "file://"+dir, evs[:4], evs[6:])
-	code, out, stderr := runVerifyCmd(t, "--from", "file://"+dir, "--table", "SessionData", "--endpoint", srv.Endpoint(), "--json")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
-	}
-	r := decodeReport(t, out)
-	if r.Stream == nil || r.Stream.Records != 10 || r.Stream.Archived != 8 || len(r.Stream.Missing) != 2 {
-		t.Fatalf("stream check %+v", r.Stream)
-	}
-	var missing []string
-	for _, m := range r.Stream.Missing {
-		missing = append(missing, m.EventID)
-	}
-	slices.Sort(missing)
 	want := []string{evs[4].EventID, evs[5].EventID}
 	slices.Sort(want)
-	if !slices.Equal(missing, want) {
-		t.Errorf("missing %v, want %v", missing, want)
+	ids := func(rs []streamRemove) []string {
+		var l []string
+		for _, m := range rs {
+			l = append(l, m.EventID)
+		}
+		slices.Sort(l)
+		return l
 	}
-	code, out, _ = runVerifyCmd(t, "--from", "file://"+dir, "--table", "SessionData", "--endpoint", srv.Endpoint())
-	if code != 0 || !strings.Contains(out, "missing from the archive") || !strings.Contains(out, evs[4].EventID) {
-		t.Errorf("exit %d\n%s", code, out)
+	for _, tc := range []struct {
+		grace            string
+		wantCode         int
+		missing, pending []string
+	}{
+		{"5m", 0, nil, want}, // the default: deleted seconds ago
+		{"0s", 1, want, nil},
+	} {
+		t.Run("grace "+tc.grace, func(t *testing.T) {
+			code, out, stderr := runVerifyCmd(t, "--from", "file://"+dir, "--table", "SessionData", "--endpoint", srv.Endpoint(), "--json", "--grace", tc.grace)
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.wantCode, out, stderr)
+			}
+			r := decodeReport(t, out)
+			if r.Stream == nil || r.Stream.Records != 10 || r.Stream.Archived != 8 {
+				t.Fatalf("stream check %+v", r.Stream)
+			}
+			if got := ids(r.Stream.Missing); !slices.Equal(got, tc.missing) {
+				t.Errorf("missing %v, want %v", got, tc.missing)
+			}
+			if got := ids(r.Stream.Pending); !slices.Equal(got, tc.pending) {
+				t.Errorf("pending %v, want %v", got, tc.pending)
+			}
+		})
+	}
+	code, out, stderr := runVerifyCmd(t, "--from", "file://"+dir, "--table", "SessionData", "--endpoint", srv.Endpoint(), "--grace", "0s")
+	if code != 1 || !strings.Contains(out, "missing from the archive") || !strings.Contains(out, evs[4].EventID) ||
+		!strings.Contains(stderr, "lacks stream records") {
+		t.Errorf("exit %d\n%s\n%s", code, out, stderr)
 	}
 }
 
