@@ -165,6 +165,12 @@ type Config struct {
 	// DescribeTimeToLive has answered once. Either way a REMOVE's
 	// event.Event.DeletedBy says whether DynamoDB's TTL made it.
 	ExpiredWhen ExpiredWhen
+	// TTLAttribute, when set, is every table's TTL attribute, and
+	// DescribeTimeToLive is not called: for a table whose DynamoDB TTL is
+	// off while a sweeper expires its items (sweep.Config.TTLAttribute).
+	// Under ExpiredWhenPastTTL a table with TTL off and no TTLAttribute
+	// has no expiries at all; the consumer warns once per table.
+	TTLAttribute string
 	// ShutdownTimeout bounds flushing sinks, final checkpoints and closing
 	// sinks after the walker stopped (default 10 s). The walker first gives
 	// each active shard up to StopTimeout (default 15 s) to be acknowledged
@@ -326,6 +332,8 @@ func New(c Config) (*Consumer, error) {
 		ttlAPI, tables = c.Tables, c.Tables
 	}
 	cons.ttl = newTTLCache(ttlAPI, c.TTLRefresh, time.Now, cons.log, cons.m)
+	cons.ttl.fixed = c.TTLAttribute
+	cons.ttl.warnOff = c.ExpiredWhen == ExpiredWhenPastTTL
 	w, err := shard.New(shard.Options{
 		Streams:             c.Streams,
 		Tables:              tables,

@@ -74,8 +74,8 @@ func checkExpiredWhen(c Config) error {
 	switch c.ExpiredWhen {
 	case ExpiredWhenService:
 	case ExpiredWhenPastTTL:
-		if c.Tables == nil {
-			return errors.New("consumer: Config.ExpiredWhen: past-ttl needs Config.Tables (the TTL attribute comes from DescribeTimeToLive)")
+		if c.Tables == nil && c.TTLAttribute == "" {
+			return errors.New("consumer: Config.ExpiredWhen: past-ttl needs Config.TTLAttribute or Config.Tables (the TTL attribute comes from DescribeTimeToLive)")
 		}
 	default:
 		return fmt.Errorf("consumer: Config.ExpiredWhen: %v is not ExpiredWhenService or ExpiredWhenPastTTL", c.ExpiredWhen)

@@ -8,8 +8,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
@@ -139,5 +143,50 @@ func checkPastTTLRun(t *testing.T, when ExpiredWhen, evs []event.Event, edge int
 	}
 	if inEdgeSecond == 0 {
 		t.Errorf("%v: no edge item was deleted in its TTL's second %d", when, edge)
+	}
+}
+
+// TestScenarioPastTTLWithTTLOff: a table whose DynamoDB TTL is off and that
+// only a sweeper expires. Under past-ttl, the sweeper's deletes are
+// expiries when Config.TTLAttribute names the attribute; without it the
+// table has no expiries, and the consumer says so once.
+func TestScenarioPastTTLWithTTLOff(t *testing.T) {
+	b := newBed(t, engine.Options{StreamShards: 1})
+	const table = "sweptonly"
+	b.createTable(table)
+	if _, err := b.db.UpdateTimeToLive(context.Background(), &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(table),
+		TimeToLiveSpecification: &dtypes.TimeToLiveSpecification{AttributeName: aws.String("expires"), Enabled: aws.Bool(false)}}); err != nil {
+		t.Fatal(err)
+	}
+	b.put(table, "swept", 0, 10, past)
+	for i := 0; i < 10; i++ {
+		b.sweepDelete(table, fmt.Sprintf("swept-%d", i))
+	}
+	for _, tc := range []struct {
+		attr     string
+		want     event.Kind
+		warnings int
+	}{
+		{"expires", event.Expired, 0},
+		{"", event.Deleted, 1},
+	} {
+		t.Run("ttl attribute "+tc.attr, func(t *testing.T) {
+			sink := newFakeSink("all")
+			cfg := b.config(t, table, newMemStore(), Route{Sink: sink, Kinds: event.Kinds})
+			core, logs := observer.New(zapcore.WarnLevel)
+			cfg.ExpiredWhen, cfg.TTLAttribute, cfg.Logger = ExpiredWhenPastTTL, tc.attr, zap.New(core)
+			start(t, cfg)
+			waitFor(t, "every REMOVE", func() bool {
+				return len(countKeys(sink.events(), tc.want)) == 10
+			})
+			for _, e := range sink.events() {
+				if e.EventName == "REMOVE" && tc.want == event.Expired && (e.TTLAttribute != "expires" || e.TTLTime.IsZero()) {
+					t.Errorf("expired %s without its TTL values: %+v", pkOf(e), e)
+				}
+			}
+			if n := logs.FilterMessageSnippet("TTL is off").Len(); n != tc.warnings {
+				t.Errorf("%d TTL-off warnings, want %d", n, tc.warnings)
+			}
+		})
 	}
 }

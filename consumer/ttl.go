@@ -24,6 +24,11 @@ type TTLAPI interface {
 // attribute is unknown (TTL disabled, or the call failed), so that an
 // expired record arriving soon after TTL was enabled finds its attribute.
 type ttlCache struct {
+	// fixed, when set, is every table's attribute (no lookups).
+	fixed string
+	// warnOff: warn once per table whose TTL is off (past-ttl then finds
+	// no expiries there).
+	warnOff bool
 	api     TTLAPI
 	refresh time.Duration
 	retry   time.Duration
@@ -45,6 +50,8 @@ type ttlEntry struct {
 	// the last failure.
 	known bool
 	err   error
+	// warned: the TTL-off warning was logged.
+	warned bool
 }
 
 // unknown is nil once the attribute is known (TTL off counts: the answer
@@ -74,6 +81,9 @@ func (c *ttlCache) attribute(ctx context.Context, table string) string {
 // succeeded for the table yet, or there is no API or table name to ask
 // with. Once a call succeeded, a failed refresh keeps the last answer.
 func (c *ttlCache) lookup(ctx context.Context, table string) (string, error) {
+	if c != nil && c.fixed != "" {
+		return c.fixed, nil
+	}
 	if c == nil || c.api == nil {
 		return "", errors.New("no DynamoDB client to call DescribeTimeToLive with")
 	}
@@ -119,6 +129,11 @@ func (c *ttlCache) lookup(ctx context.Context, table string) (string, error) {
 	}
 	if attr != e.attr {
 		c.log.Info("table TTL attribute", zap.String("table", table), zap.String("attribute", attr))
+	}
+	if attr == "" && c.warnOff && !e.warned {
+		e.warned = true
+		c.log.Warn("the table's TTL is off and no TTL attribute was given: no REMOVE counts as an expiry under expired-when past-ttl (set --ttl-attribute for a table only archiver sweep expires)",
+			zap.String("table", table))
 	}
 	e.attr = attr
 	return attr, nil

@@ -38,6 +38,7 @@ type runConfig struct {
 	StreamRetention time.Duration
 	Start           string
 	ExpiredWhen     string
+	TTLAttribute    string
 	WorkerID        string
 	LeaseDuration   time.Duration
 	LeaseRenew      time.Duration
@@ -127,6 +128,8 @@ var runOptions = []option[runConfig]{
 		get: func(c *runConfig) any { return c.Start }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Start = s }},
 	{name: "expired-when", def: "service", usage: "which REMOVE records are expiries: service (only DynamoDB's own TTL deletes) or past-ttl (also any other delete made after the item's TTL had passed, such as archiver sweep's); every REMOVE's archive line (deletedBy) and NATS message (Archiver-Deleted-By) say whether DynamoDB's TTL (dynamodb-ttl) or another principal (other) deleted the item",
 		get: func(c *runConfig) any { return c.ExpiredWhen }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.ExpiredWhen = s }},
+	{name: "ttl-attribute", usage: "the tables' TTL attribute, for tables whose DynamoDB TTL is off while archiver sweep expires them (with --expired-when past-ttl); default: the one DescribeTimeToLive names",
+		get: func(c *runConfig) any { return c.TTLAttribute }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.TTLAttribute = s }},
 	{name: "worker-id", usage: "this worker's lease owner name (default: the ECS task ID, else HOST-PID)",
 		get: func(c *runConfig) any { return c.WorkerID }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.WorkerID = s }},
 	{name: "lease-duration", kind: kindDuration, def: "20s", usage: "with dynamodb:// checkpoints: how long a shard lease stays valid without renewal",
@@ -533,6 +536,10 @@ func validateOption(c *runConfig, o option[runConfig], from string, p *problems)
 	case "expired-when":
 		if _, err := consumer.ParseExpiredWhen(c.ExpiredWhen); err != nil {
 			p.add("%s: %v", from, err)
+		}
+	case "ttl-attribute":
+		if c.TTLAttribute != "" && !attrNameRE.MatchString(c.TTLAttribute) {
+			p.add("%s: %q is not an attribute name (1 to 255 characters)", from, c.TTLAttribute)
 		}
 	case "worker-id":
 		if strings.ContainsFunc(c.WorkerID, func(r rune) bool { return r < 0x21 || r == 0x7f }) {

@@ -192,6 +192,7 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		MaxInFlightBytesTotal: int(inflight),
 		SDKDecoding:           cfg.SDKDecoding,
 		ExpiredWhen:           expiredWhen,
+		TTLAttribute:          cfg.TTLAttribute,
 		Logger:                d.log,
 		Registerer:            d.reg,
 	})

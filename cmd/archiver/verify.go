@@ -79,6 +79,7 @@ var verifyOptions = []option[verifyConfig]{
 	sharedRunOption[verifyConfig]("endpoint", "with --table: DynamoDB and DynamoDB Streams endpoint URL (default: AWS's endpoint for the region)", verifyShared),
 	sharedRunOption[verifyConfig]("region", "", verifyShared),
 	sharedRunOption[verifyConfig]("expired-when", "with --table: which REMOVE records are expiries, as archiver run was told: service or past-ttl", verifyShared),
+	sharedRunOption[verifyConfig]("ttl-attribute", "with --table and --expired-when past-ttl: the table's TTL attribute, as archiver run was told (default: the one DescribeTimeToLive names)", verifyShared),
 	sharedRunOption[verifyConfig]("log-level", "", verifyShared),
 	sharedRunOption[verifyConfig]("config", "", verifyShared),
 	sharedRunOption[verifyConfig]("print-config", "", verifyShared),

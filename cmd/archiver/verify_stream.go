@@ -35,8 +35,8 @@ func streamRemoves(ctx context.Context, cfg *verifyConfig, ddb *dynamodb.Client,
 	if err != nil {
 		return nil, err
 	}
-	ttlAttr := ""
-	if when == consumer.ExpiredWhenPastTTL {
+	ttlAttr := cfg.shared.TTLAttribute
+	if when == consumer.ExpiredWhenPastTTL && ttlAttr == "" {
 		out, err := ddb.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(cfg.Table)})
 		if err != nil {
 			return nil, fmt.Errorf("--expired-when past-ttl: DescribeTimeToLive %s: %w", cfg.Table, err)
