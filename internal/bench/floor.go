@@ -442,20 +442,10 @@ func plMixedBench(ctx context.Context, w io.Writer, m plMixed) error {
 		}
 	}()
 	scan := &plS3Scanner{dir: m.s3Dir + "/archive2", seen: map[string]bool{}, lat: plNewLatencies(nil)}
-	for deadline := time.Now().Add(10 * time.Minute); lat.count() < n || scan.lat.count() < n; {
-		select {
-		case <-exited:
-			return fmt.Errorf("mixed: archiver exited early\n%s", plTail(logs.String(), 2000))
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if err := scan.scan(); err != nil {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("mixed: timed out: %d on NATS, %d in S3 of %d", lat.count(), scan.lat.count(), n)
-		}
+	if err := plWaitArrivals(ctx, exited, &logs, scan, 100*time.Millisecond,
+		func() bool { return lat.count() >= n && scan.lat.count() >= n },
+		func() string { return fmt.Sprintf("%d on NATS, %d in S3 of %d", lat.count(), scan.lat.count(), n) }); err != nil {
+		return fmt.Errorf("mixed: %w", err)
 	}
 	cpu := procCPU(cmd.Process.Pid)
 	drain, err := runFloor(ctx, floorSpec{Mode: "drain", Endpoint: m.eng.Endpoint(), Table: plMixedTable})

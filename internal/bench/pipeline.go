@@ -288,23 +288,13 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	}
 	s3scan := &plS3Scanner{dir: filepath.Join(s3root, plBenchBucket), seen: map[string]bool{}, lat: plNewLatencies(nil)}
 	waitSinks := func(want int) error {
-		deadline := time.Now().Add(10 * time.Minute)
-		for (useNATS && natsCur.Load().count() < want) || (useS3 && s3scan.lat.count() < want) {
-			select {
-			case <-exited:
-				return fmt.Errorf("archiver exited early\n%s", plTail(logs.String(), 2000))
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(200 * time.Millisecond):
-			}
-			if err := s3scan.scan(); err != nil {
-				return err
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("timed out: %d events on NATS, %d in S3 of %d", natsCur.Load().count(), s3scan.lat.count(), want)
-			}
-		}
-		return nil
+		return plWaitArrivals(ctx, exited, &logs, s3scan, 200*time.Millisecond,
+			func() bool {
+				return (!useNATS || natsCur.Load().count() >= want) && (!useS3 || s3scan.lat.count() >= want)
+			},
+			func() string {
+				return fmt.Sprintf("%d events on NATS, %d in S3 of %d", natsCur.Load().count(), s3scan.lat.count(), want)
+			})
 	}
 	if err := waitSinks(pipelineItems); err != nil {
 		return err
@@ -430,6 +420,29 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	progress("the second view: a stream of INSERTs and expiries")
 	return plMixedBench(ctx, w, plMixed{bin: bin, work: work, eng: eng, ddb: ddb, nc: nc, natsURL: ns.ClientURL(),
 		s3Endpoint: s3Endpoint, s3Dir: filepath.Join(s3root, plBenchBucket)})
+}
+
+// plWaitArrivals waits until done reports true, scanning the archive
+// folder every tick; it fails when the archiver exits (with the tail of
+// its logs), when ctx ends, or after ten minutes (saying what arrived).
+func plWaitArrivals(ctx context.Context, exited <-chan struct{}, logs *bytes.Buffer, scan *plS3Scanner, tick time.Duration, done func() bool, arrived func() string) error {
+	deadline := time.Now().Add(10 * time.Minute)
+	for !done() {
+		select {
+		case <-exited:
+			return fmt.Errorf("archiver exited early\n%s", plTail(logs.String(), 2000))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(tick):
+		}
+		if err := scan.scan(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out: %s", arrived())
+		}
+	}
+	return nil
 }
 
 // plLatencies collects one latency per distinct event.
