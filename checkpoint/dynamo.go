@@ -101,8 +101,10 @@ type DynamoOptions struct {
 // expressions.
 //
 // Finished shards stay recorded for PruneFinishedAfter (72 h, past the
-// stream's 24 h retention). Workers' clocks must agree to well within
-// SafetyMargin: expiries are epoch milliseconds compared across workers.
+// stream's 24 h retention). No worker compares another worker's clock
+// with its own: a lease held by another worker counts as expired once
+// this worker has seen it unchanged (not renewed) for a lease duration,
+// timed on this worker's clock, as KCL does.
 //
 // Every lease and checkpoint write is conditional on owner and
 // lease_counter, so a worker that lost a lease can never overwrite the new
@@ -127,8 +129,9 @@ type DynamoStore struct {
 	mu       sync.Mutex
 	leases   map[leaseKey]*lease
 	history  map[leaseKey]int64 // last counter held per shard, until released: never re-adopted
-	streams  map[string]bool    // streams this worker takes part in (heartbeats)
-	halted   bool               // renewals stopped (abrupt stop, tests)
+	seen     map[leaseKey]seenVersion
+	streams  map[string]bool // streams this worker takes part in (heartbeats)
+	halted   bool            // renewals stopped (abrupt stop, tests)
 	closed   bool
 	closeErr error
 
@@ -203,6 +206,7 @@ func OpenDynamo(ctx context.Context, o DynamoOptions) (*DynamoStore, error) {
 		renewSem: make(chan struct{}, 16),
 		leases:   map[leaseKey]*lease{},
 		history:  map[leaseKey]int64{},
+		seen:     map[leaseKey]seenVersion{},
 		streams:  map[string]bool{},
 	}
 	if err := s.ensureTable(ctx, o.Create); err != nil {
@@ -399,6 +403,9 @@ func (s *DynamoStore) getRow(ctx context.Context, k leaseKey) (row, error) {
 	if err != nil {
 		return row{}, fmt.Errorf("checkpoint: table %s, %s %s: bad item: %w", s.table, k.stream, k.shard, err)
 	}
+	s.mu.Lock()
+	s.observe(k, &r, s.now())
+	s.mu.Unlock()
 	return r, nil
 }
 
@@ -440,9 +447,53 @@ type row struct {
 	updatedMS  int64
 	sweepMS    int64 // sweeper items only: the cursor
 	exists     bool
+	// Set by observe for rows read from the table: when this worker
+	// first saw the row's current version, and when its lease expires
+	// by this worker's clock.
+	observed      bool
+	seenAt        time.Time
+	localExpiryMS int64
 }
 
-func (r row) expired(now time.Time) bool { return r.expiryMS <= now.UnixMilli() }
+// expired reports whether r's lease has expired at now (this worker's
+// clock). A row not read from the table goes by its written expiry.
+func (r row) expired(now time.Time) bool {
+	if r.observed {
+		return r.localExpiryMS <= now.UnixMilli()
+	}
+	return r.expiryMS <= now.UnixMilli()
+}
+
+// seenVersion is a lease item's version (owner, counter and written
+// expiry: a renewal writes a new expiry) and when this worker first saw it.
+type seenVersion struct {
+	owner   string
+	counter int64
+	expiry  int64
+	at      time.Time
+}
+
+// observe sets r's local expiry. A lease this worker wrote expires when it
+// says, as this worker's clock wrote it. Another worker's lease expires a
+// lease duration after this worker first saw its current version: an
+// owner that renews writes a new version before that, one that stopped
+// renewing does not. Its written expiry, from another clock, is never
+// compared with this one. Called with s.mu held.
+func (s *DynamoStore) observe(k leaseKey, r *row, now time.Time) {
+	if !r.exists {
+		delete(s.seen, k)
+		return
+	}
+	v, ok := s.seen[k]
+	if !ok || v.owner != r.owner || v.counter != r.counter || v.expiry != r.expiryMS {
+		v = seenVersion{owner: r.owner, counter: r.counter, expiry: r.expiryMS, at: now}
+		s.seen[k] = v
+	}
+	r.observed, r.seenAt, r.localExpiryMS = true, v.at, r.expiryMS
+	if r.owner != s.worker {
+		r.localExpiryMS = v.at.Add(s.leaseD).UnixMilli()
+	}
+}
 
 // live reports whether r's lease is held by someone at now.
 func (r row) live(now time.Time) bool { return r.owner != "" && !r.expired(now) }
@@ -550,9 +601,27 @@ func (s *DynamoStore) queryRows(ctx context.Context, partition string) (map[stri
 			rows[r.shard] = r
 		}
 		if len(out.LastEvaluatedKey) == 0 {
+			s.observeAll(partition, rows)
 			return rows, nil
 		}
 		start = out.LastEvaluatedKey
+	}
+}
+
+// observeAll observes every row of a partition read whole, and forgets
+// the items no longer in it.
+func (s *DynamoStore) observeAll(partition string, rows map[string]row) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for id, r := range rows {
+		s.observe(leaseKey{partition, id}, &r, now)
+		rows[id] = r
+	}
+	for k := range s.seen {
+		if _, ok := rows[k.shard]; k.stream == partition && !ok {
+			delete(s.seen, k)
+		}
 	}
 }
 

@@ -317,9 +317,12 @@ func TestSaveLoadRelease(t *testing.T) {
 func TestFencingStaleOwner(t *testing.T) {
 	te := startEngine(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
-	a := openStore(t, te, "leases", "a", storeOpts{lease: 3 * time.Second})
-	// b's clock runs a minute ahead: a's lease looks expired to it.
-	b := openStore(t, te, "leases", "b", storeOpts{lease: 3 * time.Second, now: func() time.Time { return time.Now().Add(time.Minute) }})
+	// a renews too late (a stalled process): b, having seen a's lease
+	// unchanged for longer than a lease duration by its own clock, takes
+	// it while a still believes it holds it.
+	a := openStore(t, te, "leases", "a", storeOpts{lease: 3 * time.Minute, renew: time.Minute})
+	var bAhead atomic.Int64
+	b := openStore(t, te, "leases", "b", storeOpts{lease: 3 * time.Minute, now: func() time.Time { return time.Now().Add(time.Duration(bAhead.Load())) }})
 	ga, err := a.assign(ctx, testStream, shards("s1"))
 	if err != nil || len(ga) != 1 {
 		t.Fatalf("a: %v %v", ga, err)
@@ -327,6 +330,10 @@ func TestFencingStaleOwner(t *testing.T) {
 	if err := a.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: "10"}); err != nil {
 		t.Fatal(err)
 	}
+	if gb, err := b.assign(ctx, testStream, shards("s1")); err != nil || len(gb) != 0 {
+		t.Fatalf("b took a lease it had just seen held: %v %v", ids(gb), err)
+	}
+	bAhead.Store(int64(4 * time.Minute))
 	gb, err := b.assign(ctx, testStream, shards("s1"))
 	if err != nil || len(gb) != 1 {
 		t.Fatalf("b did not take the expired lease: %v %v", ids(gb), err)
@@ -744,4 +751,45 @@ func TestFairShareAndLeftovers(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestLeaseExpiryIgnoresClockSkew: a worker whose clock runs an hour ahead
+// of the holder's, or an hour behind, neither takes a lease the holder
+// keeps renewing nor waits for the holder's written expiry once it stops:
+// it times a lease duration from the last version it saw, on its own clock.
+func TestLeaseExpiryIgnoresClockSkew(t *testing.T) {
+	for _, skew := range []time.Duration{time.Hour, -time.Hour} {
+		t.Run("observer "+skew.String(), func(t *testing.T) {
+			te := startEngine(t, engine.Options{TTLInterval: -1})
+			ctx := context.Background()
+			const lease = 3 * time.Second
+			a := openStore(t, te, "leases", "a", storeOpts{lease: lease})
+			b := openStore(t, te, "leases", "b", storeOpts{lease: lease, now: func() time.Time { return time.Now().Add(skew) }})
+			if ga, err := a.assign(ctx, testStream, shards("s1")); err != nil || len(ga) != 1 {
+				t.Fatalf("a: %v %v", ids(ga), err)
+			}
+			for end := time.Now().Add(lease + time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+				if gb, err := b.assign(ctx, testStream, shards("s1")); err != nil || len(gb) != 0 {
+					t.Fatalf("b took a lease a renews: %v %v", ids(gb), err)
+				}
+			}
+			a.crash() // renewals stop
+			stopped := time.Now()
+			for {
+				gb, err := b.assign(ctx, testStream, shards("s1"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(gb) == 1 {
+					break
+				}
+				if time.Since(stopped) > 10*lease {
+					t.Fatalf("b did not take the lease within %v of the holder's last renewal", 10*lease)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			took := time.Since(stopped)
+			t.Logf("taken %v after the holder stopped renewing (lease %v)", took.Round(time.Millisecond), lease)
+		})
+	}
 }

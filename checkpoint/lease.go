@@ -414,7 +414,7 @@ func (s *DynamoStore) assign(ctx context.Context, stream string, ready []readySh
 		// duration (a worker that counts as live but cannot read them, e.g.
 		// at its concurrency limit): no shard stays unread.
 		r := rows[rs.id]
-		if mine >= target && !(r.exists && now.Sub(time.UnixMilli(max(r.updatedMS, r.expiryMS))) > s.leaseD) {
+		if mine >= target && !(r.exists && now.Sub(r.seenAt) > s.leaseD) {
 			if !r.exists {
 				s.register(ctx, stream, rs, now) // so its wait shows
 			}
@@ -459,7 +459,7 @@ func (s *DynamoStore) prune(ctx context.Context, stream string, rows, beats map[
 		if n >= perRound {
 			return
 		}
-		if w != s.worker && b.expiryMS < now.Add(-10*s.leaseD).UnixMilli() {
+		if w != s.worker && b.expired(now.Add(-10*s.leaseD)) {
 			del(workersPrefix+stream, w, attrExpiry+" = :e", map[string]types.AttributeValue{":e": num(b.expiryMS)})
 			delete(beats, w)
 		}
