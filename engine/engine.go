@@ -274,15 +274,32 @@ func (e *Engine) Close() error {
 	return nil
 }
 
-// lookup returns the table or a ResourceNotFoundException.
+// lookup returns the table named name, or whose ARN is name (DynamoDB
+// takes either), or a ResourceNotFoundException.
 func (e *Engine) lookup(name string) (*table, error) {
 	e.mu.RLock()
-	t := e.tables[name]
+	t := e.tableLocked(name)
 	e.mu.RUnlock()
 	if t == nil {
 		return nil, awserr.NotFound("Requested resource not found: Table: %s not found", name)
 	}
 	return t, nil
+}
+
+// tableLocked returns the table named name or whose ARN is name, or nil.
+// e.mu is held.
+func (e *Engine) tableLocked(name string) *table {
+	if !strings.HasPrefix(name, "arn:") {
+		return e.tables[name]
+	}
+	n, err := checkTableARN(&name)
+	if err != nil {
+		return nil
+	}
+	if t := e.tables[n]; t != nil && t.arn == name {
+		return t
+	}
+	return nil
 }
 
 // public converts the engine's internal wire errors into *Error so that

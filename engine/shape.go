@@ -60,11 +60,14 @@ type shape struct {
 	hasMax   bool
 	pattern  func([]byte) bool // reports whether the whole string matches patText
 	patText  string            // the pattern as DynamoDB prints it
-	enum     []string          // allowed values, in DynamoDB's printed order
-	fields   []field           // kStruct: members in report order
-	name     string            // kStruct: the model's name, for printing values
-	elem     *shape            // kList: element; kMap: value
-	key      *shape            // kMap: key constraints
+	// arnOK: a table name that may also be given as the table's ARN
+	// ("arn:...", 1 to 1024 characters, no pattern).
+	arnOK  bool
+	enum   []string // allowed values, in DynamoDB's printed order
+	fields []field  // kStruct: members in report order
+	name   string   // kStruct: the model's name, for printing values
+	elem   *shape   // kList: element; kMap: value
+	key    *shape   // kMap: key constraints
 }
 
 // field is one member of a structure.
@@ -118,6 +121,26 @@ func patterned(s *shape, text string, match func([]byte) bool) *shape {
 	return s
 }
 
+// tableRef is a TableName that DynamoDB also takes as the table's ARN
+// (every operation on an existing table).
+func tableRef() *shape {
+	s := patterned(strLen(3, 255), "[a-zA-Z0-9_.-]+", matchName)
+	s.arnOK = true
+	return s
+}
+
+// arnShape is what a table ARN in a TableName is held to.
+var arnShape = strLen(1, 1024)
+
+// asARN returns the shape v is checked against: arnShape for an ARN where
+// s allows one, else s.
+func asARN(s *shape, v []byte) *shape {
+	if s.arnOK && bytes.HasPrefix(v, []byte("arn:")) {
+		return arnShape
+	}
+	return s
+}
+
 // matchName matches DynamoDB's name pattern [a-zA-Z0-9_.-]+.
 func matchName(b []byte) bool {
 	for _, c := range b {
@@ -134,6 +157,7 @@ var (
 	boolS     = &shape{kind: kBool}
 	strS      = &shape{kind: kString}                                   // an unconstrained string, typed only
 	nameS     = patterned(strLen(3, 255), "[a-zA-Z0-9_.-]+", matchName) // TableName, IndexName
+	tableS    = tableRef()                                              // a TableName that may be an ARN
 	attrNameS = strLen(1, 255)                                          // KeySchemaAttributeName
 	limitS    = intRange(1, noBound)
 	rccS      = enumOf("INDEXES", "TOTAL", "NONE")
@@ -197,13 +221,13 @@ var shapes = map[string]*shape{
 			mem("ProvisionedThroughput", throughputS)), noBound, noBound)),
 		mem("StreamSpecification", streamSpecS),
 		mem("TableClass", tableClassS), protS),
-	"DescribeTable": structOf("DescribeTableInput", must("TableName", nameS)),
-	"DeleteTable":   structOf("DeleteTableInput", must("TableName", nameS)),
+	"DescribeTable": structOf("DescribeTableInput", must("TableName", tableS)),
+	"DeleteTable":   structOf("DeleteTableInput", must("TableName", tableS)),
 	"ListTables": structOf("ListTablesInput",
 		mem("ExclusiveStartTableName", nameS), mem("Limit", intRange(1, 100))),
 	"UpdateTable": structOf("UpdateTableInput",
 		mem("AttributeDefinitions", attrDefsS),
-		must("TableName", nameS),
+		must("TableName", tableS),
 		mem("BillingMode", billingS),
 		mem("ProvisionedThroughput", throughputS),
 		mem("GlobalSecondaryIndexUpdates", listOf(structOf("GlobalSecondaryIndexUpdate",
@@ -215,64 +239,64 @@ var shapes = map[string]*shape{
 			mem("Delete", structOf("DeleteGlobalSecondaryIndexAction", must("IndexName", nameS)))), noBound, noBound)),
 		mem("StreamSpecification", streamSpecS),
 		mem("TableClass", tableClassS), protS),
-	"DescribeTimeToLive": structOf("DescribeTimeToLiveInput", must("TableName", nameS)),
+	"DescribeTimeToLive": structOf("DescribeTimeToLiveInput", must("TableName", tableS)),
 	"UpdateTimeToLive": structOf("UpdateTimeToLiveInput",
-		must("TableName", nameS),
+		must("TableName", tableS),
 		must("TimeToLiveSpecification", structOf("TimeToLiveSpecification",
 			must("Enabled", boolS), must("AttributeName", strLen(1, 255))))),
 
 	"PutItem": structOf("PutItemInput",
-		mem("ReturnConsumedCapacity", rccS), must("TableName", nameS), must("Item", anyS),
+		mem("ReturnConsumedCapacity", rccS), must("TableName", tableS), must("Item", anyS),
 		mem("ConditionalOperator", condOpS), mem("Expected", expectedS), mem("ReturnValues", rvS),
 		mem("ReturnItemCollectionMetrics", ricmS), mem("ReturnValuesOnConditionCheckFailure", rvoccfS), condS),
 	"GetItem": structOf("GetItemInput",
-		mem("ReturnConsumedCapacity", rccS), mem("AttributesToGet", attrsToGS), must("TableName", nameS), must("Key", anyS),
+		mem("ReturnConsumedCapacity", rccS), mem("AttributesToGet", attrsToGS), must("TableName", tableS), must("Key", anyS),
 		consS, projS),
 	"DeleteItem": structOf("DeleteItemInput",
-		mem("ReturnConsumedCapacity", rccS), must("TableName", nameS), mem("ReturnValues", rvS),
+		mem("ReturnConsumedCapacity", rccS), must("TableName", tableS), mem("ReturnValues", rvS),
 		mem("ReturnItemCollectionMetrics", ricmS), must("Key", anyS), mem("ConditionalOperator", condOpS),
 		mem("Expected", expectedS), mem("ReturnValuesOnConditionCheckFailure", rvoccfS), condS),
 	"UpdateItem": structOf("UpdateItemInput",
-		mem("ReturnConsumedCapacity", rccS), must("TableName", nameS), mem("ReturnItemCollectionMetrics", ricmS),
+		mem("ReturnConsumedCapacity", rccS), must("TableName", tableS), mem("ReturnItemCollectionMetrics", ricmS),
 		mem("ReturnValues", rvS), must("Key", anyS), mem("ConditionalOperator", condOpS), mem("Expected", expectedS),
 		mem("AttributeUpdates", attrUpdatesS), mem("ReturnValuesOnConditionCheckFailure", rvoccfS), condS, updExS),
 	"Query": structOf("QueryInput",
 		mem("Limit", limitS), mem("KeyConditions", conditionsS), mem("ReturnConsumedCapacity", rccS),
-		mem("AttributesToGet", attrsToGS), must("TableName", nameS), mem("Select", selectS), mem("IndexName", nameS),
+		mem("AttributesToGet", attrsToGS), must("TableName", tableS), mem("Select", selectS), mem("IndexName", nameS),
 		mem("QueryFilter", conditionsS), mem("ConditionalOperator", condOpS), consS, mem("ScanIndexForward", boolS),
 		projS, filtS, mem("KeyConditionExpression", strS)),
 	"Scan": structOf("ScanInput",
 		mem("Limit", limitS), mem("TotalSegments", intRange(1, 1000000)), mem("ReturnConsumedCapacity", rccS),
-		mem("AttributesToGet", attrsToGS), mem("Select", selectS), must("TableName", nameS),
+		mem("AttributesToGet", attrsToGS), mem("Select", selectS), must("TableName", tableS),
 		mem("Segment", intRange(0, 999999)), mem("ScanFilter", conditionsS), mem("IndexName", nameS),
 		mem("ConditionalOperator", condOpS), consS, projS, filtS),
 	"BatchGetItem": structOf("BatchGetItemInput",
 		mem("ReturnConsumedCapacity", rccS),
-		must("RequestItems", mapOf(nameS, structOf("KeysAndAttributes",
+		must("RequestItems", mapOf(tableS, structOf("KeysAndAttributes",
 			// More than 100 keys for one table is this constraint; more than
 			// 100 over all tables, each within it, is the handler's "Too
 			// many items requested for the BatchGetItem call".
 			must("Keys", listOf(anyS, 1, 100)), mem("AttributesToGet", attrsToGS), consS, projS, eanS), 1, 100))),
 	"BatchWriteItem": structOf("BatchWriteItemInput",
 		mem("ReturnConsumedCapacity", rccS), mem("ReturnItemCollectionMetrics", ricmS),
-		must("RequestItems", mapOf(nameS, listOf(structOf("WriteRequest",
+		must("RequestItems", mapOf(tableS, listOf(structOf("WriteRequest",
 			mem("PutRequest", structOf("PutRequest", must("Item", anyS))),
 			mem("DeleteRequest", structOf("DeleteRequest", must("Key", anyS)))), 1, 25), 1, 25))),
 	"TransactWriteItems": structOf("TransactWriteItemsInput",
 		mem("ReturnConsumedCapacity", rccS), mem("ReturnItemCollectionMetrics", ricmS),
 		mem("ClientRequestToken", tokenS),
 		must("TransactItems", listOf(structOf("TransactWriteItem",
-			mem("ConditionCheck", structOf("ConditionCheck", must("Key", anyS), must("TableName", nameS),
+			mem("ConditionCheck", structOf("ConditionCheck", must("Key", anyS), must("TableName", tableS),
 				must("ConditionExpression", strS), eanS, eavS, mem("ReturnValuesOnConditionCheckFailure", rvoccfS))),
-			mem("Put", structOf("Put", must("Item", anyS), must("TableName", nameS),
+			mem("Put", structOf("Put", must("Item", anyS), must("TableName", tableS),
 				condS, eanS, eavS, mem("ReturnValuesOnConditionCheckFailure", rvoccfS))),
-			mem("Delete", structOf("Delete", must("Key", anyS), must("TableName", nameS),
+			mem("Delete", structOf("Delete", must("Key", anyS), must("TableName", tableS),
 				condS, eanS, eavS, mem("ReturnValuesOnConditionCheckFailure", rvoccfS))),
-			mem("Update", structOf("Update", must("Key", anyS), must("UpdateExpression", strS), must("TableName", nameS),
+			mem("Update", structOf("Update", must("Key", anyS), must("UpdateExpression", strS), must("TableName", tableS),
 				condS, eanS, eavS, mem("ReturnValuesOnConditionCheckFailure", rvoccfS)))), 1, 100))),
 	"TransactGetItems": structOf("TransactGetItemsInput",
 		must("TransactItems", listOf(structOf("TransactGetItem",
-			must("Get", structOf("Get", must("Key", anyS), must("TableName", nameS), projS, eanS))), 1, 100)),
+			must("Get", structOf("Get", must("Key", anyS), must("TableName", tableS), projS, eanS))), 1, 100)),
 		mem("ReturnConsumedCapacity", rccS)),
 
 	// PartiQL.
@@ -389,6 +413,7 @@ func (w *walker) walk(s *shape, raw []byte, path string) bool {
 }
 
 func (w *walker) checkString(s *shape, raw, v []byte, path string) {
+	s = asARN(s, v)
 	if s.enum != nil {
 		for _, e := range s.enum {
 			if string(v) == e {
@@ -560,6 +585,7 @@ func inBounds(s *shape, n int64) bool {
 }
 
 func keyOK(s *shape, k string) bool {
+	s = asARN(s, []byte(k))
 	return inBounds(s, int64(javaLen([]byte(k)))) && (s.pattern == nil || s.pattern([]byte(k)))
 }
 

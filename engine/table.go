@@ -189,6 +189,12 @@ func checkTableName(name, field string) error {
 	if name == "" {
 		return nullErr(field)
 	}
+	if strings.HasPrefix(name, "arn:") {
+		if len(name) > 1024 {
+			return awserr.Validation("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must have length less than or equal to 1024", name, field)
+		}
+		return nil // a table ARN: lookup resolves it
+	}
 	if len(name) < 3 {
 		return awserr.Validation("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must have length greater than or equal to 3", name, field)
 	}
@@ -653,7 +659,7 @@ func (e *Engine) opDeleteTable(ctx context.Context, body []byte) (any, error) {
 		return nil, err
 	}
 	e.mu.Lock()
-	t := e.tables[req.TableName]
+	t := e.tableLocked(req.TableName)
 	if t == nil {
 		e.mu.Unlock()
 		return nil, awserr.NotFound("Requested resource not found: Table: %s not found", req.TableName)
@@ -664,7 +670,7 @@ func (e *Engine) opDeleteTable(ctx context.Context, body []byte) (any, error) {
 		e.mu.Unlock()
 		return nil, awserr.Validation("Resource cannot be deleted as it is currently protected against deletion. Disable deletion protection first.")
 	}
-	delete(e.tables, req.TableName)
+	delete(e.tables, t.name)
 	if t.p != nil {
 		t.p.tableDeleted(t)
 	}

@@ -152,14 +152,13 @@ func (e *Engine) txAction(ti txWriteItem, tables map[string]*table) (*txAction, 
 	if err := a.parseExpressions(); err != nil {
 		return nil, err
 	}
-	t := tables[o.TableName]
-	if t == nil {
-		var err error
-		if t, err = e.lookup(o.TableName); err != nil {
-			return nil, err
-		}
-		tables[o.TableName] = t
+	// Keyed by the table's own name: a name and an ARN of one table must
+	// not lock it twice.
+	t, err := e.lookup(o.TableName)
+	if err != nil {
+		return nil, err
 	}
+	tables[t.name] = t
 	a.t = t
 	switch {
 	case a.kind == "Put" && o.Item == nil:
@@ -489,13 +488,11 @@ func (e *Engine) opTransactGetItems(ctx context.Context, body []byte) (any, erro
 		if err := p.CheckUnused(); err != nil {
 			return nil, err
 		}
-		t := tables[o.TableName]
-		if t == nil {
-			if t, err = e.lookup(o.TableName); err != nil {
-				return nil, err
-			}
-			tables[o.TableName] = t
+		t, err := e.lookup(o.TableName)
+		if err != nil {
+			return nil, err
 		}
+		tables[t.name] = t
 		gets = append(gets, get{t: t, key: attr.Item(o.Key), proj: proj})
 	}
 	_, unlock := lockTables(tables, false)
