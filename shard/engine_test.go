@@ -1132,3 +1132,56 @@ func TestGrantWhileReleasing(t *testing.T) {
 	e.put(t, "regrant", "b", 0, 400)
 	waitFor(t, "600 records", 60*time.Second, func() bool { return rec.distinct() >= 600 })
 }
+
+// TestLatestStartSurvivesAReaderRestart: a reader started at LATEST that
+// fails before any position was stored restarts at the first record it
+// had read: nothing after it is lost, and nothing the LATEST start skipped
+// is read.
+func TestLatestStartSurvivesAReaderRestart(t *testing.T) {
+	e := newEnv(t, engine.Options{StreamShards: 1})
+	arn := e.createTable(t, "restart")
+	e.put(t, "restart", "old", 0, 100)
+	rec := newRecorder(t)
+	proc := &failOnce{recorder: rec}
+	ws := watch(t, e.streams)
+	startWalker(t, Options{Streams: ws, StreamARNs: []string{arn}, Start: Latest, Processor: proc, Positions: noPositions{},
+		MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+	open := openShards(t, e.streams, arn)
+	waitFor(t, "a reader on the open shard", 30*time.Second, func() bool { return ws.callsOn(open[0].ID) > 0 })
+	e.put(t, "restart", "new", 0, 50)
+	waitFor(t, "50 new records", 30*time.Second, func() bool { return rec.distinct() >= 50 })
+	proc.armed.Store(true) // the next batch fails: the reader stops and restarts
+	e.put(t, "restart", "later", 0, 50)
+	waitFor(t, "50 later records", 60*time.Second, func() bool { return rec.distinct() >= 100 })
+	if proc.armed.Load() {
+		t.Fatal("no batch failed")
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for k := range rec.keys {
+		if k[:3] == "old" {
+			t.Errorf("the restarted reader read %s, which the LATEST start skipped", k)
+		}
+	}
+}
+
+// noPositions stores nothing: every restart finds no position, as before
+// a consumer's first checkpoint.
+type noPositions struct{}
+
+func (noPositions) Positions(context.Context, string) (map[string]Position, error) {
+	return map[string]Position{}, nil
+}
+
+// failOnce is a recorder whose Process fails once when armed.
+type failOnce struct {
+	*recorder
+	armed atomic.Bool
+}
+
+func (f *failOnce) Process(ctx context.Context, b Batch) error {
+	if f.armed.CompareAndSwap(true, false) {
+		return errors.New("injected processing failure")
+	}
+	return f.recorder.Process(ctx, b)
+}

@@ -53,7 +53,7 @@ type reader struct {
 	shard     Shard
 	key       string
 	startType types.ShardIteratorType
-	startSeq  string // for AFTER_SEQUENCE_NUMBER
+	startSeq  string // for AFTER_ and AT_SEQUENCE_NUMBER
 	ctx       context.Context
 	cancel    context.CancelFunc
 	log       *zap.Logger
@@ -68,6 +68,9 @@ type reader struct {
 	// iterType is the type of the last iterator iteratorAt got (only the
 	// fetch goroutine touches it).
 	iterType types.ShardIteratorType
+	// firstSeq is the sequence number of the first record queued (set by
+	// the fetch goroutine, read by the walker once the reader is done).
+	firstSeq string
 }
 
 // run reads the shard until its end, its context ends or it fails, then
@@ -235,6 +238,9 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (e
 				lastSeq, seqless = seq, after
 			} else {
 				seqless += len(recs)
+			}
+			if r.firstSeq == "" {
+				r.firstSeq = firstSequence(recs)
 			}
 			if last := recs[len(recs)-1]; last.Dynamodb != nil {
 				if t := last.Dynamodb.ApproximateCreationDateTime; t != nil {
@@ -440,6 +446,17 @@ func idleDelay(n int, maxD time.Duration) time.Duration {
 func LastSequence(recs []types.Record) string {
 	seq, _ := lastSequence(recs)
 	return seq
+}
+
+// firstSequence is the sequence number of the first record in recs that
+// has a valid one ("" when none has).
+func firstSequence(recs []types.Record) string {
+	for i := range recs {
+		if s := recordSequence(&recs[i]); s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // lastSequence is LastSequence and the number of records after that one.

@@ -112,6 +112,10 @@ type shardState struct {
 	finished    bool // stored Finished, ended here, inferred from descendants, or skipped (Latest)
 	running     bool
 	startLatest bool // start at LATEST the first time (fresh start with Latest)
+	// latestFrom is the first record a reader started at LATEST read: a
+	// restart with no stored position starts there, not at TRIM_HORIZON
+	// (which would re-read what the LATEST start skipped).
+	latestFrom string
 	started     bool
 	fails       int
 	retryAfter  time.Time
@@ -1010,6 +1014,8 @@ func (r *run) start(st *streamState, ss *shardState, actx context.Context) {
 		rd.startType, rd.startSeq = types.ShardIteratorTypeAfterSequenceNumber, ss.pos.SequenceNumber
 	case ss.startLatest && !ss.started:
 		rd.startType = types.ShardIteratorTypeLatest
+	case ss.startLatest && ss.latestFrom != "":
+		rd.startType, rd.startSeq = types.ShardIteratorTypeAtSequenceNumber, ss.latestFrom
 	default:
 		rd.startType = types.ShardIteratorTypeTrimHorizon
 	}
@@ -1051,6 +1057,9 @@ func (r *run) handle(res result) {
 	ss := st.shards[rd.shard.ID]
 	if ss == nil {
 		return
+	}
+	if rd.startType == types.ShardIteratorTypeLatest && ss.latestFrom == "" {
+		ss.latestFrom = rd.firstSeq
 	}
 	log := rd.log
 	switch res.outcome {
