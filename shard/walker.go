@@ -116,13 +116,13 @@ type shardState struct {
 	// restart with no stored position starts there, not at TRIM_HORIZON
 	// (which would re-read what the LATEST start skipped).
 	latestFrom string
-	started     bool
-	fails       int
-	retryAfter  time.Time
-	yieldedAt   time.Time // when its reader last gave its slot up
-	missed      int       // full descriptions in a row that left this shard out
-	openSeen    time.Time // when a description last listed it open (zero: never)
-	closedSeen  time.Time // when a description first listed it closed (zero: never)
+	started    bool
+	fails      int
+	retryAfter time.Time
+	yieldedAt  time.Time // when its reader last gave its slot up
+	missed     int       // full descriptions in a row that left this shard out
+	openSeen   time.Time // when a description last listed it open (zero: never)
+	closedSeen time.Time // when a description first listed it closed (zero: never)
 }
 
 // sighted books a description that listed the shard at now.
