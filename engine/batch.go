@@ -46,7 +46,7 @@ func (e *Engine) opBatchGetItem(ctx context.Context, body []byte) (any, error) {
 	}
 	plans := map[string]*plan{}
 	for name, tr := range req.RequestItems {
-		if err := checkTableName(name, "requestItems.member.key"); err != nil {
+		if err := checkTableRef(name, "requestItems.member.key"); err != nil {
 			return nil, err
 		}
 		if tr == nil || tr.Keys == nil {
@@ -212,7 +212,7 @@ func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error)
 	names := make([]string, 0, len(req.RequestItems))
 	total := 0
 	for name, reqs := range req.RequestItems {
-		if err := checkTableName(name, "requestItems.member.key"); err != nil {
+		if err := checkTableRef(name, "requestItems.member.key"); err != nil {
 			return nil, err
 		}
 		if len(reqs) == 0 {

@@ -641,7 +641,7 @@ type writeCommon struct {
 }
 
 func (w *writeCommon) validate(allowed ...string) error {
-	if err := checkTableName(w.TableName, "tableName"); err != nil {
+	if err := checkTableRef(w.TableName, "tableName"); err != nil {
 		return err
 	}
 	if err := checkRCC(w.ReturnConsumedCapacity); err != nil {
@@ -851,7 +851,7 @@ func (e *Engine) opGetItem(ctx context.Context, body []byte) (any, error) {
 			return nil, err
 		}
 	}
-	if err := checkTableName(req.TableName, "tableName"); err != nil {
+	if err := checkTableRef(req.TableName, "tableName"); err != nil {
 		return nil, err
 	}
 	if err := checkRCC(req.ReturnConsumedCapacity); err != nil {

@@ -68,7 +68,7 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	if err := checkTableName(req.TableName, "tableName"); err != nil {
+	if err := checkTableRef(req.TableName, "tableName"); err != nil {
 		return nil, err
 	}
 	if err := checkRCC(req.ReturnConsumedCapacity); err != nil {

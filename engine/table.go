@@ -185,15 +185,19 @@ func epochSeconds(t time.Time) float64 {
 
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
 
+// checkTableRef is checkTableName for a reference to an existing table,
+// which DynamoDB also takes as the table's ARN (checkShape holds an ARN to
+// its length; lookup resolves it).
+func checkTableRef(name, field string) error {
+	if strings.HasPrefix(name, "arn:") {
+		return nil
+	}
+	return checkTableName(name, field)
+}
+
 func checkTableName(name, field string) error {
 	if name == "" {
 		return nullErr(field)
-	}
-	if strings.HasPrefix(name, "arn:") {
-		if len(name) > 1024 {
-			return awserr.Validation("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must have length less than or equal to 1024", name, field)
-		}
-		return nil // a table ARN: lookup resolves it
 	}
 	if len(name) < 3 {
 		return awserr.Validation("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must have length greater than or equal to 3", name, field)
@@ -601,7 +605,7 @@ func (e *Engine) namedTable(body []byte) (*table, error) {
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	if err := checkTableName(req.TableName, "tableName"); err != nil {
+	if err := checkTableRef(req.TableName, "tableName"); err != nil {
 		return nil, err
 	}
 	return e.lookup(req.TableName)
@@ -655,7 +659,7 @@ func (e *Engine) opDeleteTable(ctx context.Context, body []byte) (any, error) {
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	if err := checkTableName(req.TableName, "tableName"); err != nil {
+	if err := checkTableRef(req.TableName, "tableName"); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
@@ -929,7 +933,7 @@ func (e *Engine) opUpdateTimeToLive(ctx context.Context, body []byte) (any, erro
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	if err := checkTableName(req.TableName, "tableName"); err != nil {
+	if err := checkTableRef(req.TableName, "tableName"); err != nil {
 		return nil, err
 	}
 	spec := req.TimeToLiveSpecification

@@ -140,7 +140,7 @@ func (e *Engine) txAction(ti txWriteItem, tables map[string]*table) (*txAction, 
 		return nil, awserr.Validation("TransactItems can only contain one of Check, Put, Update or Delete")
 	}
 	o := a.op
-	if err := checkTableName(o.TableName, "transactItems.member."+a.kind+".tableName"); err != nil {
+	if err := checkTableRef(o.TableName, "transactItems.member."+a.kind+".tableName"); err != nil {
 		return nil, err
 	}
 	switch o.ReturnValuesOnConditionCheckFailure {
@@ -471,7 +471,7 @@ func (e *Engine) opTransactGetItems(ctx context.Context, body []byte) (any, erro
 		if o == nil {
 			return nil, nullErr("transactItems.member.get")
 		}
-		if err := checkTableName(o.TableName, "transactItems.member.get.tableName"); err != nil {
+		if err := checkTableRef(o.TableName, "transactItems.member.get.tableName"); err != nil {
 			return nil, err
 		}
 		if o.Key == nil {
