@@ -14,9 +14,15 @@ import (
 	"time"
 )
 
+// fixtureNow is the clock of every store openT opens: fixtures name dates
+// near it (finishedAt, sweep windows), and the store's pruning compares them
+// with its clock, so the real clock would age them out.
+var fixtureNow = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// openT opens the file store at path with its clock fixed at fixtureNow.
 func openT(t *testing.T, path string) *FileStore {
 	t.Helper()
-	s, err := OpenFile(path)
+	s, err := OpenFileWith(path, FileOptions{Now: func() time.Time { return fixtureNow }})
 	if err != nil {
 		t.Fatalf("OpenFile: %v", err)
 	}
