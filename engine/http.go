@@ -78,6 +78,12 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	reqID := e.requestID()
 	h := w.Header()
 	h["X-Amzn-Requestid"] = []string{reqID} // x-amzn-RequestId, canonical: Set would canonicalize it per request
+	if _, real := e.clock.(realClock); !real {
+		// DynamoDB's Date is its own clock, and clients check theirs
+		// against it (archiver sweep pauses on skew); net/http's default
+		// would be the machine's, whatever the engine's clock says.
+		h["Date"] = []string{e.clock.Now().UTC().Format(http.TimeFormat)}
+	}
 	op := ""
 	start := time.Now()
 	defer func() {
