@@ -196,6 +196,9 @@ type Config struct {
 	// Registerer receives the consumer's and the walker's metrics; nil: not
 	// registered.
 	Registerer prometheus.Registerer
+	// Now is the clock of the TTL attribute cache and of the once-a-minute
+	// warning about past-TTL user deletes (default time.Now).
+	Now func() time.Time
 }
 
 // route is a Route ready for use.
@@ -215,6 +218,9 @@ type Consumer struct {
 	m      *metrics
 	ttl    *ttlCache
 	walker *shard.Walker
+	// pastTTL speaks about REMOVEs past-ttl would call expiries, under
+	// ExpiredWhenService; nil under ExpiredWhenPastTTL.
+	pastTTL *pastTTLWarner
 
 	// dlq is the dead-letter sink as a route (its lane is the last of
 	// every shard's); nil without one.
@@ -291,6 +297,9 @@ func New(c Config) (*Consumer, error) {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 10 * time.Second
 	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 	log := c.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -331,9 +340,12 @@ func New(c Config) (*Consumer, error) {
 	if c.Tables != nil {
 		ttlAPI, tables = c.Tables, c.Tables
 	}
-	cons.ttl = newTTLCache(ttlAPI, c.TTLRefresh, time.Now, cons.log, cons.m)
+	cons.ttl = newTTLCache(ttlAPI, c.TTLRefresh, c.Now, cons.log, cons.m)
 	cons.ttl.fixed = c.TTLAttribute
 	cons.ttl.warnOff = c.ExpiredWhen == ExpiredWhenPastTTL
+	if c.ExpiredWhen == ExpiredWhenService {
+		cons.pastTTL = newPastTTLWarner(c.Now, cons.log, cons.m)
+	}
 	w, err := shard.New(shard.Options{
 		Streams:             c.Streams,
 		Tables:              tables,
@@ -625,6 +637,9 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 		if n > 0 {
 			c.m.events.WithLabelValues(s.table, string(kindOrder[k])).Add(float64(n))
 		}
+	}
+	if c.pastTTL != nil && counts[kindIndex(event.Deleted)] > 0 {
+		c.pastTTL.note(s.table, ttlAttr, b.Records)
 	}
 	if counts[kindIndex(event.Expired)] > 0 {
 		lag := c.m.ttlLag.WithLabelValues(s.table)

@@ -26,6 +26,8 @@ type metrics struct {
 	deadLetterFailures *prometheus.CounterVec // archiver_dead_letter_failures_total{table}
 	shardsStuck        *prometheus.GaugeVec   // archiver_shards_stuck{table}
 	nearTrim           *prometheus.GaugeVec   // archiver_records_near_trim{table}
+
+	ttlPassedUserDeletes *prometheus.CounterVec // archiver_ttl_passed_user_deletes_total{table}
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -61,6 +63,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}, []string{"table"}))
 	m.ttlLookupFailures = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_ttl_lookup_failures_total", Help: "DescribeTimeToLive calls that failed, by table.",
+	}, []string{"table"}))
+	m.ttlPassedUserDeletes = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_ttl_passed_user_deletes_total", Help: "Under --expired-when service: REMOVE records without DynamoDB's TTL identity made after the item's TTL had passed (a sweeper's deletes, TTL deletes replicated from another region), archived as deleted; --expired-when past-ttl would archive them as expired. By table.",
 	}, []string{"table"}))
 	m.inflightBytes = promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "archiver_consumer_inflight_bytes", Help: "Estimated memory of records handed to the consumer and not yet acknowledged by every sink, by table.",

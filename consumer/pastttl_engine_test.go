@@ -190,3 +190,106 @@ func TestScenarioPastTTLWithTTLOff(t *testing.T) {
 		})
 	}
 }
+
+// TestServiceWarnsOfPastTTLDeletes: under service, users' DeleteItems of
+// items whose TTL had passed stay deleted, are counted in
+// archiver_ttl_passed_user_deletes_total and make one WARN naming
+// --expired-when past-ttl per minute of the consumer's clock, however many
+// there are; deletes of live items and DynamoDB's own TTL deletes are not
+// counted. Under past-ttl those deletes are expiries and nothing is said.
+func TestServiceWarnsOfPastTTLDeletes(t *testing.T) {
+	b := newBed(t, engine.Options{StreamShards: 2})
+	const table = "sessions"
+	b.createTable(table)
+	b.put(table, "passed", 0, 30, past)
+	b.put(table, "live", 0, 10, time.Now().Add(time.Hour).Unix())
+	b.put(table, "native", 0, 5, past)
+	b.userDelete(table, "passed", 30)
+	b.userDelete(table, "live", 10)
+	b.sweep(5)
+
+	type run struct {
+		sink  *fakeSink
+		reg   *prometheus.Registry
+		logs  *observer.ObservedLogs
+		clock *engine.ManualClock
+	}
+	runs := map[ExpiredWhen]*run{}
+	for _, when := range []ExpiredWhen{ExpiredWhenService, ExpiredWhenPastTTL} {
+		core, logs := observer.New(zapcore.WarnLevel)
+		r := &run{sink: newFakeSink("all-" + when.String()), reg: prometheus.NewRegistry(), logs: logs,
+			clock: engine.NewManualClock(time.Unix(1_000_000, 0))}
+		cfg := b.config(t, table, newMemStore(), Route{Sink: r.sink, Kinds: event.Kinds})
+		cfg.ExpiredWhen, cfg.Registerer, cfg.Logger, cfg.Now = when, r.reg, zap.New(core), r.clock.Now
+		start(t, cfg)
+		runs[when] = r
+	}
+	removes := func(r *run) int {
+		return len(countKeys(r.sink.events(), event.Expired)) + len(countKeys(r.sink.events(), event.Deleted))
+	}
+	for when, r := range runs {
+		waitFor(t, when.String()+": every REMOVE", func() bool { return removes(r) == 45 })
+		passed := event.Deleted
+		if when == ExpiredWhenPastTTL {
+			passed = event.Expired
+		}
+		checkKinds(t, when, r.sink.events(), map[string]event.Kind{"passed": passed, "live": event.Deleted, "native": event.Expired})
+	}
+	svc := runs[ExpiredWhenService]
+	if n := counterSum(t, svc.reg, "archiver_ttl_passed_user_deletes_total"); n != 30 {
+		t.Errorf("service: %v past-TTL user deletes counted, want 30", n)
+	}
+	if got := pastTTLWarnings(svc.logs); len(got) != 1 {
+		t.Fatalf("service: %d warnings within the first minute, want 1: %v", len(got), got)
+	}
+
+	// A minute later by the consumer's clock, the next such delete warns
+	// again, naming every delete counted since the last warning.
+	svc.clock.Advance(time.Minute)
+	b.put(table, "later", 0, 5, past)
+	b.userDelete(table, "later", 5)
+	waitFor(t, "the later deletes", func() bool { return removes(svc) == 50 && removes(runs[ExpiredWhenPastTTL]) == 50 })
+	if n := counterSum(t, svc.reg, "archiver_ttl_passed_user_deletes_total"); n != 35 {
+		t.Errorf("service: %v past-TTL user deletes counted, want 35", n)
+	}
+	warnings := pastTTLWarnings(svc.logs)
+	if len(warnings) != 2 {
+		t.Fatalf("service: %d warnings after a minute, want 2", len(warnings))
+	}
+	total := int64(0)
+	for _, w := range warnings {
+		f := w.ContextMap()
+		if f["table"] != table || f["ttl_attribute"] != "expires" {
+			t.Errorf("warning fields %v", f)
+		}
+		total += f["deletes"].(int64)
+	}
+	// The second warning counts the first minute's rest and at least one
+	// later delete (the five may come in batches of both shards).
+	if total < 31 || total > 35 {
+		t.Errorf("the warnings name %d deletes, want 31 to 35", total)
+	}
+	pt := runs[ExpiredWhenPastTTL]
+	if n := counterSum(t, pt.reg, "archiver_ttl_passed_user_deletes_total"); n != 0 || len(pastTTLWarnings(pt.logs)) != 0 {
+		t.Errorf("past-ttl: %v counted, %d warnings; want none", n, len(pastTTLWarnings(pt.logs)))
+	}
+}
+
+// pastTTLWarnings are the logged warnings about past-TTL user deletes.
+func pastTTLWarnings(logs *observer.ObservedLogs) []observer.LoggedEntry {
+	return logs.FilterMessageSnippet("--expired-when past-ttl").FilterLevelExact(zapcore.WarnLevel).All()
+}
+
+// checkKinds checks the kind of every REMOVE event by its key's prefix.
+func checkKinds(t *testing.T, when ExpiredWhen, evs []event.Event, want map[string]event.Kind) {
+	t.Helper()
+	for _, e := range evs {
+		if e.EventName != "REMOVE" {
+			continue
+		}
+		prefix, _, _ := strings.Cut(pkOf(e), "-")
+		if k, ok := want[prefix]; ok && e.Kind != k {
+			t.Errorf("%v: %s is %s, want %s", when, pkOf(e), e.Kind, k)
+		}
+	}
+}

@@ -140,18 +140,24 @@ func (c *ttlCache) lookup(ctx context.Context, table string) (string, error) {
 }
 
 // ttlAttribute returns the table's TTL attribute when the batch needs it:
-// for the TTL values of DynamoDB's TTL deletes, and under
-// ExpiredWhenPastTTL for every REMOVE, whose kind depends on it. There, an
-// attribute unknown because DescribeTimeToLive has not succeeded yet fails
-// the batch (the walker restarts the shard later from its checkpoint):
-// classifying the batch without it would pass swept expiries off as user
-// deletes, for good.
+// for the TTL values of DynamoDB's TTL deletes, and for every other REMOVE
+// with an old image: under ExpiredWhenPastTTL its kind depends on it,
+// under ExpiredWhenService the warning about past-TTL user deletes
+// (pastTTLWarner) does. Under past-ttl, an attribute unknown because
+// DescribeTimeToLive has not succeeded yet fails the batch (the walker
+// restarts the shard later from its checkpoint): classifying the batch
+// without it would pass swept expiries off as user deletes, for good.
+// Under service a failed lookup never holds the batch back: the attribute
+// is then "" (no TTL values, no warning).
 func (c *Consumer) ttlAttribute(ctx context.Context, table string, recs []types.Record) (string, error) {
 	pastTTL := c.cfg.ExpiredWhen == ExpiredWhenPastTTL
 	for i := range recs {
 		r := &recs[i]
-		if r.EventName != types.OperationTypeRemove || !pastTTL && !isTTLDelete(r) {
+		if r.EventName != types.OperationTypeRemove {
 			continue
+		}
+		if !pastTTL && !isTTLDelete(r) && (r.Dynamodb == nil || len(r.Dynamodb.OldImage) == 0) {
+			continue // KEYS_ONLY or NEW_IMAGE: nothing to warn about
 		}
 		if !pastTTL {
 			return c.ttl.attribute(ctx, table), nil

@@ -1,0 +1,84 @@
+package consumer
+
+import (
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"go.uber.org/zap"
+)
+
+// pastTTLWarnEvery is the least time between two warnings about one
+// table's past-TTL user deletes.
+const pastTTLWarnEvery = time.Minute
+
+// pastTTLWarner speaks, under [ExpiredWhenService], about the REMOVEs that
+// [ExpiredWhenPastTTL] would call expiries: made without DynamoDB's TTL
+// identity after the item's TTL had passed (a sweeper's deletes, TTL
+// deletes replicated from another region of a global table). They stay
+// Deleted; each is counted in archiver_ttl_passed_user_deletes_total, and
+// a table that has any is logged at WARN at most once per
+// pastTTLWarnEvery, with the number since the last warning. Without it a
+// sweeper beside a service-mode archiver empties an expired-only archive
+// in silence.
+type pastTTLWarner struct {
+	now func() time.Time
+	log *zap.Logger
+	m   *metrics
+
+	mu     sync.Mutex
+	tables map[string]*pastTTLTable
+}
+
+type pastTTLTable struct {
+	warned time.Time // last warning; zero before the first
+	since  int       // such deletes counted since then
+}
+
+func newPastTTLWarner(now func() time.Time, log *zap.Logger, m *metrics) *pastTTLWarner {
+	return &pastTTLWarner{now: now, log: log, m: m, tables: map[string]*pastTTLTable{}}
+}
+
+// note counts recs' REMOVEs that would be expiries under past-ttl, by the
+// table's TTL attribute ("" when unknown: nothing is counted), and warns
+// when the table's last warning is pastTTLWarnEvery old.
+func (w *pastTTLWarner) note(table, attr string, recs []types.Record) {
+	if attr == "" {
+		return
+	}
+	n := 0
+	for i := range recs {
+		if expiresOnlyPastTTL(&recs[i], attr) {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	w.m.ttlPassedUserDeletes.WithLabelValues(table).Add(float64(n))
+	now := w.now()
+	w.mu.Lock()
+	t := w.tables[table]
+	if t == nil {
+		t = &pastTTLTable{}
+		w.tables[table] = t
+	}
+	t.since += n
+	since := t.since
+	warn := t.warned.IsZero() || now.Sub(t.warned) >= pastTTLWarnEvery
+	if warn {
+		t.warned, t.since = now, 0
+	}
+	w.mu.Unlock()
+	if warn {
+		w.log.Warn("items whose TTL had passed were deleted without DynamoDB's TTL identity (a sweeper such as archiver sweep, or TTL deletes replicated from another region): they are archived as deleted, not expired, under --expired-when service; run with --expired-when past-ttl to archive them as expiries",
+			zap.String("table", table), zap.String("ttl_attribute", attr), zap.Int("deletes", since),
+			zap.Duration("warning_interval", pastTTLWarnEvery))
+	}
+}
+
+// expiresOnlyPastTTL reports whether r is a REMOVE that [Classify] calls
+// Deleted and [ClassifyWith] under [ExpiredWhenPastTTL] calls Expired.
+func expiresOnlyPastTTL(r *types.Record, attr string) bool {
+	return r.EventName == types.OperationTypeRemove && !isTTLDelete(r) && ttlPassed(r.Dynamodb, attr)
+}

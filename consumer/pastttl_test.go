@@ -1,0 +1,57 @@
+package consumer
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// TestPastTTLWarnerPerTable: each table warns at its first past-TTL user
+// delete and then at most once per minute of the warner's clock; records
+// that past-ttl would not call expiries (DynamoDB's TTL deletes, a live
+// item's delete, inserts) and an unknown attribute count nothing.
+func TestPastTTLWarnerPerTable(t *testing.T) {
+	passed := rec(types.OperationTypeRemove, nil, "1") // TTL 03:00, deleted 03:04:05
+	live := rec(types.OperationTypeRemove, nil, "2")
+	withTTL(num("1767326400"))(&live) // 04:00
+	ttlDelete := rec(types.OperationTypeRemove, ident("Service", "dynamodb.amazonaws.com"), "3")
+	insert := rec(types.OperationTypeInsert, nil, "4")
+
+	now := time.Unix(1000, 0)
+	core, logs := observer.New(zapcore.WarnLevel)
+	m := newMetrics(nil)
+	w := newPastTTLWarner(func() time.Time { return now }, zap.New(core), m)
+	steps := []struct {
+		advance  time.Duration
+		table    string
+		attr     string
+		recs     []types.Record
+		warnings int // in total after the step
+	}{
+		{0, "a", "expires", []types.Record{live, ttlDelete, insert}, 0},
+		{0, "a", "", []types.Record{passed}, 0},
+		{0, "a", "expires", []types.Record{passed, live, passed}, 1},
+		{0, "b", "expires", []types.Record{passed}, 2},
+		{59 * time.Second, "a", "expires", []types.Record{passed}, 2},
+		{0, "b", "expires", []types.Record{passed}, 2},
+		{time.Second, "a", "expires", []types.Record{passed}, 3},
+	}
+	for i, s := range steps {
+		now = now.Add(s.advance)
+		w.note(s.table, s.attr, s.recs)
+		if n := logs.Len(); n != s.warnings {
+			t.Fatalf("step %d: %d warnings, want %d", i, n, s.warnings)
+		}
+	}
+	last := logs.All()[2].ContextMap()
+	if last["table"] != "a" || last["deletes"] != int64(2) {
+		t.Errorf("last warning %v, want table a with 2 deletes (one held back, one new)", last)
+	}
+	if a, b := metricValue(m.ttlPassedUserDeletes.WithLabelValues("a")), metricValue(m.ttlPassedUserDeletes.WithLabelValues("b")); a != 4 || b != 2 {
+		t.Errorf("counted a=%v b=%v, want 4 and 2", a, b)
+	}
+}
