@@ -54,9 +54,14 @@ func fastDecodeLine(e *event.Event, b []byte, names *interner, skipImages bool) 
 	if skipImages {
 		return true
 	}
-	if e.EventName == "REMOVE" || (e.EventName == "" && (e.Kind == event.Expired || e.Kind == event.Deleted)) {
+	switch {
+	case p.keysOnly: // the stream carried no image: Item is the keys
+		if e.Keys == nil {
+			e.Keys = item
+		}
+	case e.EventName == "REMOVE" || (e.EventName == "" && (e.Kind == event.Expired || e.Kind == event.Deleted)):
 		e.OldImage = item
-	} else {
+	default:
 		e.NewImage = item
 	}
 	if hasOld {
@@ -71,6 +76,8 @@ type lineParser struct {
 	i     int
 	names *interner // nil: none
 	skip  bool      // check images, do not build them
+	// keysOnly: Metadata said "image":"keys-only".
+	keysOnly bool
 }
 
 // interner hands out one string for repeated attribute names and
@@ -534,6 +541,7 @@ func (p *lineParser) metadata(e *event.Event) bool {
 	if p.lit(`,"deletedBy":`) && !p.fieldTo(slotDeletedBy, &e.DeletedBy) {
 		return false
 	}
+	p.keysOnly = p.lit(`,"image":"` + event.ImageKeysOnly + `"`)
 	if !p.char('}') {
 		return false
 	}

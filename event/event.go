@@ -135,6 +135,32 @@ const (
 	ReasonUndecodable = "undecodable"
 )
 
+// ImageKeysOnly is the archive line's Metadata.image for an event whose
+// stream record carried no image of the item (see [Event.KeysOnly]).
+const ImageKeysOnly = "keys-only"
+
+// KeysOnly reports whether the event carries no image of the item, only
+// its keys: its table's stream has view type KEYS_ONLY, or NEW_IMAGE for a
+// REMOVE (which has no new image). Its archive line says so
+// ("image":"keys-only"), so an analyst can tell a missing image from an
+// item that held nothing but its keys. Undecodable records are never
+// keys-only: they are no item's event.
+func (e *Event) KeysOnly() bool {
+	return e.Kind.Valid() && e.OldImage == nil && e.NewImage == nil
+}
+
+// NeedsOldImage reports whether any of kinds is a removal (expired,
+// deleted): a removed item's attributes reach the archive only through
+// the stream's old image (view type OLD_IMAGE or NEW_AND_OLD_IMAGES).
+func NeedsOldImage(kinds []Kind) bool {
+	for _, k := range kinds {
+		if k == Expired || k == Deleted {
+			return true
+		}
+	}
+	return false
+}
+
 // Image returns the fullest image of the item the event carries: the old
 // image of a REMOVE, the new image otherwise, falling back to the keys.
 func (e *Event) Image() Item {

@@ -649,7 +649,10 @@ func decodeAV(data json.RawMessage, path string) (types.AttributeValue, error) {
 //	    "deletedBy":      who deleted the item, only for REMOVE events:
 //	                      "dynamodb-ttl" (DynamoDB's TTL process) or
 //	                      "other" (any other principal: an application,
-//	                      a sweeper; the stream does not name it)
+//	                      a sweeper; the stream does not name it),
+//	    "image":          "keys-only" when the stream carried no image of
+//	                      the item (view type KEYS_ONLY, or NEW_IMAGE for
+//	                      a REMOVE): "Item" then holds the keys alone
 //	  }
 //	}
 //
@@ -712,6 +715,9 @@ func AppendLine(dst []byte, e *Event) []byte {
 	if e.DeletedBy != "" {
 		dst = append(dst, `,"deletedBy":`...)
 		dst = appendString(dst, e.DeletedBy)
+	}
+	if e.KeysOnly() {
+		dst = append(dst, `,"image":"`+ImageKeysOnly+`"`...)
 	}
 	dst = append(dst, '}')
 	if e.DeadLetter != nil {
@@ -839,6 +845,7 @@ type lineMeta struct {
 	TTLTime                     string      `json:"ttlTime"`
 	TTLLagSeconds               json.Number `json:"ttlLagSeconds"`
 	DeletedBy                   string      `json:"deletedBy"`
+	Image                       string      `json:"image"`
 }
 
 type lineDeadLetter struct {
@@ -911,6 +918,9 @@ func DecodeLine(line []byte) (Event, error) {
 	if err := checkDeletedBy(&e); err != nil {
 		return Event{}, err
 	}
+	if m.Image != "" && m.Image != ImageKeysOnly {
+		return Event{}, fmt.Errorf("archive line: Metadata.image: %q is not %s", m.Image, ImageKeysOnly)
+	}
 	if e.TTLValue != "" && !ValidNumber(e.TTLValue) {
 		return Event{}, fmt.Errorf("archive line: Metadata.ttlValue: %q is not a number", m.TTLValue)
 	}
@@ -938,9 +948,15 @@ func DecodeLine(line []byte) (Event, error) {
 			return Event{}, fmt.Errorf("archive line: Keys: %w", err)
 		}
 	}
-	if e.isRemove() {
+	switch {
+	case m.Image == ImageKeysOnly:
+		// The stream carried no image: Item is the keys.
+		if e.Keys == nil {
+			e.Keys = item
+		}
+	case e.isRemove():
 		e.OldImage = item
-	} else {
+	default:
 		e.NewImage = item
 	}
 	if !isNull(l.OldImage) {

@@ -157,9 +157,14 @@ func TestLineRoundTrip(t *testing.T) {
 		DeadLetter: &DeadLetter{Reason: ReasonUndecodable, Error: "field eventName: unknown", Attempts: 0,
 			Record: []byte(`{"eventName":"PUT","dynamodb":{"Keys":{"pk":{"S":"a"}}}}`)}}
 	undecodable.NewImage = undecodable.Keys // what DecodeLine makes of the line's Item
+	keysOnly := sampleEvent() // a KEYS_ONLY (or NEW_IMAGE) stream's expiry
+	keysOnly.OldImage, keysOnly.TTLValue, keysOnly.TTLTime, keysOnly.TTLLag = nil, "", time.Time{}, 0
+	keysOnlyInsert := insertEv
+	keysOnlyInsert.NewImage = nil
 
 	for name, e := range map[string]Event{"remove": removeEv, "insert": insertEv, "modify": modifyEv, "negative lag": negLag,
-		"swept": swept, "user delete": userDelete, "dead letter": dead, "undecodable": undecodable} {
+		"swept": swept, "user delete": userDelete, "dead letter": dead, "undecodable": undecodable,
+		"keys only": keysOnly, "keys only insert": keysOnlyInsert} {
 		t.Run(name, func(t *testing.T) {
 			line := AppendLine(nil, &e)
 			if !strings.HasSuffix(string(line), "}\n") || strings.Count(string(line), "\n") != 1 {
@@ -178,6 +183,9 @@ func TestLineRoundTrip(t *testing.T) {
 			got.ApproximateCreationTime, got.TTLTime = e.ApproximateCreationTime, e.TTLTime
 			if !reflect.DeepEqual(got, e) {
 				t.Fatalf("round trip differs:\n got %+v\nwant %+v\nline %s", got, e, line)
+			}
+			if marked := strings.Contains(string(line), `"image":"keys-only"`); marked != (e.Kind.Valid() && e.OldImage == nil && e.NewImage == nil) {
+				t.Fatalf("image marker %v for images old=%v new=%v: %s", marked, e.OldImage != nil, e.NewImage != nil, line)
 			}
 			if again := AppendLine(nil, &got); string(again) != string(line) {
 				t.Fatalf("re-rendering differs:\n%s%s", again, line)
@@ -253,6 +261,7 @@ func TestDecodeLineErrors(t *testing.T) {
 		{"bad dead-letter time", `{"Item":{},"Metadata":{"kind":"expired"},"DeadLetter":{"reason":"permanent","firstFailure":"then"}}`, "DeadLetter.firstFailure"},
 		{"bad deleted by", `{"Item":{},"Metadata":{"kind":"expired","eventName":"REMOVE","deletedBy":"ttl"}}`, "Metadata.deletedBy"},
 		{"deleted by on an insert", `{"Item":{},"Metadata":{"kind":"inserted","eventName":"INSERT","deletedBy":"other"}}`, "Metadata.deletedBy"},
+		{"bad image", `{"Item":{},"Metadata":{"kind":"expired","image":"none"}}`, "Metadata.image"},
 		{"negative attempts", `{"Item":{},"Metadata":{"kind":"expired"},"DeadLetter":{"reason":"permanent","attempts":-1}}`, "DeadLetter.attempts"},
 	}
 	for _, tc := range tests {
@@ -388,6 +397,22 @@ func TestAppendSeconds(t *testing.T) {
 	for d, want := range cases {
 		if got := string(appendSeconds(nil, d)); got != want {
 			t.Errorf("appendSeconds(%v) = %s, want %s", d, got, want)
+		}
+	}
+}
+
+func TestNeedsOldImage(t *testing.T) {
+	for _, tc := range []struct {
+		kinds []Kind
+		want  bool
+	}{
+		{nil, false},
+		{[]Kind{Inserted, Modified}, false},
+		{[]Kind{Expired}, true},
+		{[]Kind{Inserted, Deleted}, true},
+	} {
+		if got := NeedsOldImage(tc.kinds); got != tc.want {
+			t.Errorf("NeedsOldImage(%v) = %v, want %v", tc.kinds, got, tc.want)
 		}
 	}
 }
