@@ -157,7 +157,7 @@ func TestLineRoundTrip(t *testing.T) {
 		DeadLetter: &DeadLetter{Reason: ReasonUndecodable, Error: "field eventName: unknown", Attempts: 0,
 			Record: []byte(`{"eventName":"PUT","dynamodb":{"Keys":{"pk":{"S":"a"}}}}`)}}
 	undecodable.NewImage = undecodable.Keys // what DecodeLine makes of the line's Item
-	keysOnly := sampleEvent() // a KEYS_ONLY (or NEW_IMAGE) stream's expiry
+	keysOnly := sampleEvent()               // a KEYS_ONLY (or NEW_IMAGE) stream's expiry
 	keysOnly.OldImage, keysOnly.TTLValue, keysOnly.TTLTime, keysOnly.TTLLag = nil, "", time.Time{}, 0
 	keysOnlyInsert := insertEv
 	keysOnlyInsert.NewImage = nil
