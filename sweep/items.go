@@ -17,6 +17,41 @@ import (
 // filed in the window holding it.
 var maxTTLMillis = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC).UnixMilli()
 
+// fiveYears is how far before now a TTL may lie and still expire:
+// DynamoDB's TTL ignores older values (0 and negative ones among them),
+// and so does the sweeper. The engine and the consumer's past-ttl rule
+// use the same length.
+const fiveYears = 5 * 365 * 24 * time.Hour
+
+// tooOldMargin is how much younger than five years a TTL must be for a
+// delete to be sent. The consumer's past-ttl rule measures the five years
+// from the delete's stream record, a little after the sweeper's clock was
+// read (the request, its retries, the skew the clock check allows): the
+// margin keeps every delete the sweeper makes an expiry by that rule, at
+// the price of leaving the items in the last minute of their five years
+// to DynamoDB's TTL.
+const tooOldMargin = time.Minute
+
+// epochNumber renders epoch milliseconds as a DynamoDB Number of epoch
+// seconds ("1658266025.123", "-1.500").
+func epochNumber(ms int64) string {
+	sign := ""
+	if ms < 0 {
+		sign, ms = "-", -ms
+	}
+	return fmt.Sprintf("%s%d.%03d", sign, ms/1000, ms%1000)
+}
+
+// oldestTTL is the oldest TTL the sweeper deletes at now: five years
+// before it, less tooOldMargin.
+func oldestTTL(now time.Time) time.Time { return now.Add(-fiveYears + tooOldMargin) }
+
+// tooOld reports whether av is a Number TTL older than oldest.
+func tooOld(av types.AttributeValue, oldest time.Time) bool {
+	ttl, ok := parseTTL(av)
+	return ok && ttl.rat.Cmp(big.NewRat(oldest.UnixMilli(), 1000)) < 0
+}
+
 // ttlValue is an item's TTL attribute.
 type ttlValue struct {
 	av  types.AttributeValue // as read: the re-file's condition
@@ -60,9 +95,9 @@ func (s *Sweeper) keyOf(item map[string]types.AttributeValue) (map[string]types.
 }
 
 // queryInput is the first page's Query of window key: its due items
-// (TTL below now) while it is open, all of it when it is closing. Only
-// the table key and the TTL are read.
-func (s *Sweeper) queryInput(key string, closing bool, now string) *dynamodb.QueryInput {
+// (TTL below now and not older than oldest) while it is open, all of it
+// when it is closing. Only the table key and the TTL are read.
+func (s *Sweeper) queryInput(key string, closing bool, now, oldest string) *dynamodb.QueryInput {
 	names := map[string]string{"#w": s.cfg.WindowAttribute, "#t": s.table.ttl}
 	proj := "#t"
 	for i, k := range s.table.keys {
@@ -82,10 +117,14 @@ func (s *Sweeper) queryInput(key string, closing bool, now string) *dynamodb.Que
 	}
 	if !closing {
 		in.ExpressionAttributeValues[":now"] = &types.AttributeValueMemberN{Value: now}
+		in.ExpressionAttributeValues[":oldest"] = &types.AttributeValueMemberN{Value: oldest}
 		if s.table.rangeIsTTL {
-			in.KeyConditionExpression = aws.String("#w = :w AND #t < :now")
+			// A key condition takes one comparison of the range key:
+			// BETWEEN includes now, and an item whose TTL is now is
+			// passed over by the pass (not yet due).
+			in.KeyConditionExpression = aws.String("#w = :w AND #t BETWEEN :oldest AND :now")
 		} else {
-			in.FilterExpression = aws.String("#t < :now")
+			in.FilterExpression = aws.String("#t < :now AND #t >= :oldest")
 		}
 	}
 	return in
@@ -103,14 +142,14 @@ func conditionItem(err error) map[string]types.AttributeValue {
 
 // tally counts what a pass did; its tasks add to it concurrently.
 type tally struct {
-	windows, closed, pages, deleted, extended, gone, notNumber, refiled, throttles, errors atomic.Int64
+	windows, closed, pages, deleted, extended, gone, notNumber, tooOld, refiled, throttles, errors atomic.Int64
 }
 
 func (t *tally) stats(cursor time.Time) PassStats {
 	return PassStats{
 		Windows: int(t.windows.Load()), Closed: int(t.closed.Load()), Pages: int(t.pages.Load()),
 		Deleted: int(t.deleted.Load()), Extended: int(t.extended.Load()), Gone: int(t.gone.Load()),
-		NotNumber: int(t.notNumber.Load()), Refiled: int(t.refiled.Load()),
+		NotNumber: int(t.notNumber.Load()), TooOld: int(t.tooOld.Load()), Refiled: int(t.refiled.Load()),
 		Throttles: int(t.throttles.Load()), Errors: int(t.errors.Load()), Cursor: cursor,
 	}
 }

@@ -11,6 +11,7 @@ const (
 	reasonExtended  = "ttl_extended"   // the conditional delete failed: the TTL moved (or the item changed)
 	reasonGone      = "gone"           // the conditional delete failed: the item was already deleted
 	reasonNotNumber = "ttl_not_number" // the TTL attribute is missing or not a Number: DynamoDB's TTL ignores it too
+	reasonTooOld    = "ttl_too_old"    // the TTL lies more than five years before now (0 and negative ones too): DynamoDB's TTL ignores it too
 )
 
 // metrics are the sweeper's collectors, curried to one table.
@@ -38,7 +39,7 @@ func newMetrics(reg prometheus.Registerer, table string) *metrics {
 			Name: "archiver_sweep_deleted_total", Help: "Items the sweeper deleted (its conditional DeleteItem succeeded), by table.",
 		}),
 		skipped: promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "archiver_sweep_skipped_total", Help: "Items the sweeper found due but did not delete, by table and reason: ttl_extended (the conditional delete failed), gone (already deleted), ttl_not_number (left to DynamoDB's TTL).",
+			Name: "archiver_sweep_skipped_total", Help: "Items the sweeper found due but did not delete, by table and reason: ttl_extended (the conditional delete failed), gone (already deleted), ttl_not_number and ttl_too_old (a TTL more than five years before now, 0 and negative ones included; left to DynamoDB's TTL, which ignores both).",
 		}, []string{"table", "reason"})).MustCurryWith(prometheus.Labels{"table": table}),
 		refiled: counter(prometheus.CounterOpts{
 			Name: "archiver_sweep_refiled_total", Help: "Items of a closing window whose TTL lay outside it, moved to the window of their TTL, by table.",

@@ -88,6 +88,10 @@ type pass struct {
 	nowMs  int64
 	nowNum string   // nowMs as a DynamoDB Number of epoch seconds
 	nowRat *big.Rat // the same, exactly
+	// oldest is five years before now (less tooOldMargin): an older TTL
+	// is one DynamoDB's TTL ignores, and the sweeper leaves it too.
+	oldestNum string
+	oldestRat *big.Rat
 
 	sem chan struct{} // one per write task in flight
 	wg  sync.WaitGroup
@@ -108,11 +112,14 @@ type window struct {
 func (s *Sweeper) newPass() *pass {
 	now := s.cfg.Now()
 	ms := now.UnixMilli()
+	oldest := oldestTTL(now).UnixMilli()
 	return &pass{
 		s: s, now: now, nowMs: ms,
-		nowNum: fmt.Sprintf("%d.%03d", ms/1000, ms%1000),
-		nowRat: big.NewRat(ms, 1000),
-		sem:    make(chan struct{}, s.cfg.Concurrency),
+		nowNum:    epochNumber(ms),
+		nowRat:    big.NewRat(ms, 1000),
+		oldestNum: epochNumber(oldest),
+		oldestRat: big.NewRat(oldest, 1000),
+		sem:       make(chan struct{}, s.cfg.Concurrency),
 	}
 }
 
@@ -141,7 +148,7 @@ func (p *pass) sweep(ctx context.Context, from, to int64) []window {
 // for every item that asks for one.
 func (p *pass) query(ctx context.Context, w *window, shard int) {
 	key := windowKey(w.n, p.s.wms, shard)
-	in := p.s.queryInput(key, w.closing, p.nowNum)
+	in := p.s.queryInput(key, w.closing, p.nowNum, p.oldestNum)
 	for ctx.Err() == nil {
 		var out *dynamodb.QueryOutput
 		_, err := p.do(ctx, "Query", false, func(ctx context.Context) (err error) {
@@ -166,12 +173,19 @@ func (p *pass) query(ctx context.Context, w *window, shard int) {
 
 // item starts what an item read from window key asks for: a delete when
 // it is due, a re-file when its window is closing and its TTL lies
-// outside it, nothing otherwise.
+// outside it, nothing otherwise. An item whose TTL DynamoDB's TTL ignores
+// (not a Number, or more than five years old) is counted and left where
+// it is: it never becomes due, so it holds no window open.
 func (p *pass) item(ctx context.Context, w *window, key string, item map[string]types.AttributeValue) {
 	ttl, ok := parseTTL(item[p.s.table.ttl])
 	if !ok {
 		p.skip(reasonNotNumber)
 		p.s.log.Debug("sweep: TTL is not a Number; left to DynamoDB's TTL", zap.String("window", key), zap.Any("ttl", item[p.s.table.ttl]))
+		return
+	}
+	if ttl.rat.Cmp(p.oldestRat) < 0 {
+		p.skip(reasonTooOld)
+		p.s.log.Debug("sweep: TTL more than five years old; left to DynamoDB's TTL, which ignores it", zap.String("window", key), zap.Any("ttl", item[p.s.table.ttl]))
 		return
 	}
 	k, err := p.s.keyOf(item)
@@ -201,15 +215,21 @@ func (p *pass) spawn(ctx context.Context, w *window, task func(context.Context))
 }
 
 // delete deletes a due item, on condition that its TTL is still a Number
-// below the pass's now.
+// below the pass's now and not more than five years before the delete is
+// sent (less tooOldMargin): what DynamoDB's TTL would delete.
 func (p *pass) delete(ctx context.Context, w *window, key map[string]types.AttributeValue) {
 	s := p.s
+	oldest := oldestTTL(s.cfg.Now())
 	in := &dynamodb.DeleteItemInput{
-		TableName:                           aws.String(s.cfg.Table),
-		Key:                                 key,
-		ConditionExpression:                 aws.String("#t < :now"),
-		ExpressionAttributeNames:            map[string]string{"#t": s.table.ttl},
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": &types.AttributeValueMemberN{Value: p.nowNum}},
+		TableName:                aws.String(s.cfg.Table),
+		Key:                      key,
+		ConditionExpression:      aws.String("attribute_type(#t, :n) AND #t < :now AND #t >= :oldest"),
+		ExpressionAttributeNames: map[string]string{"#t": s.table.ttl},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":n":      &types.AttributeValueMemberS{Value: string(types.ScalarAttributeTypeN)},
+			":now":    &types.AttributeValueMemberN{Value: p.nowNum},
+			":oldest": &types.AttributeValueMemberN{Value: epochNumber(oldest.UnixMilli())},
+		},
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
@@ -227,6 +247,8 @@ func (p *pass) delete(ctx context.Context, w *window, key map[string]types.Attri
 		}
 	case o == condFailed && conditionItem(err) == nil:
 		p.skip(reasonGone)
+	case o == condFailed && tooOld(conditionItem(err)[s.table.ttl], oldest):
+		p.skip(reasonTooOld) // set to 0, say, since it was read
 	case o == condFailed:
 		p.skip(reasonExtended)
 		// A writer that extended the TTL may have kept the window: a
@@ -334,6 +356,8 @@ func (p *pass) skip(reason string) {
 		p.st.gone.Add(1)
 	case reasonNotNumber:
 		p.st.notNumber.Add(1)
+	case reasonTooOld:
+		p.st.tooOld.Add(1)
 	}
 }
 

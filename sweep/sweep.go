@@ -30,9 +30,13 @@
 //     conditional update, so they are swept in their own window. Only then
 //     may the cursor move past it. After downtime of any length the sweeper
 //     catches up, oldest windows first.
-//   - Safe deletes. Every delete is a DeleteItem conditional on the TTL
-//     attribute still being a Number in the past (an extended TTL wins),
-//     with ReturnValues ALL_OLD. Throttling and errors back off
+//   - Safe deletes. The sweeper deletes only what DynamoDB's TTL would:
+//     every delete is a DeleteItem conditional on the TTL attribute still
+//     being a Number in the past and not more than five years old (an
+//     extended TTL wins; a TTL of 0, negative or older than that is one
+//     DynamoDB ignores, and so does the sweeper), with ReturnValues
+//     ALL_OLD. Open windows are queried for such TTLs only; a closing
+//     window's other items are counted and left, holding nothing open. Throttling and errors back off
 //     (internal/backoff) and retry; no item is abandoned: a window whose
 //     deletes did not all complete is not closed.
 //   - Config.MaxDeletesPerSecond caps the write rate spent on sweeping.
@@ -57,7 +61,7 @@
 //
 // Metrics, each labelled by table: archiver_sweep_deleted_total,
 // archiver_sweep_skipped_total{reason} (ttl_extended, gone,
-// ttl_not_number), archiver_sweep_refiled_total,
+// ttl_not_number, ttl_too_old), archiver_sweep_refiled_total,
 // archiver_sweep_windows_behind, archiver_sweep_cursor_age_seconds,
 // archiver_sweep_lag_seconds (deletion time minus TTL),
 // archiver_sweep_throttles_total, archiver_sweep_errors_total and

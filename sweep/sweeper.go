@@ -57,6 +57,7 @@ type PassStats struct {
 	Extended  int       // due items whose conditional delete failed: TTL extended (or made no Number)
 	Gone      int       // due items already deleted when the sweeper came
 	NotNumber int       // items whose TTL is missing or not a Number: left to DynamoDB's TTL
+	TooOld    int       // items whose TTL lies more than five years before now (0, negative): left to DynamoDB's TTL, which ignores them
 	Refiled   int       // items moved to the window of their TTL
 	Throttles int       // throttled calls (each retried)
 	Errors    int       // calls that failed otherwise (retried, or left to the next pass)
