@@ -370,7 +370,7 @@ func TestSweepTaskDefinition(t *testing.T) {
 	if err := json.Unmarshal(b, &td); err != nil {
 		t.Fatalf("ecs-task-definition-sweep.json: %v", err)
 	}
-	known := sweepEnvNames(t, "..")
+	known := envNames(t, "..", "cmd/archiver/sweep_config.go", "sweepOptions")
 	if len(td.ContainerDefinitions) != 1 {
 		t.Fatalf("%d containers, want 1", len(td.ContainerDefinitions))
 	}
@@ -388,19 +388,21 @@ func TestSweepTaskDefinition(t *testing.T) {
 	}
 }
 
-// sweepEnvNames reads the ARCHIVER_* variables of `archiver sweep` from
-// sweepOptions in cmd/archiver/sweep_config.go: its own options (name:
-// "...") and those it takes from run (fromRun("...", ...)).
-func sweepEnvNames(t *testing.T, root string) map[string]bool {
+// envNames reads the ARCHIVER_* variables of a command from its options,
+// the variable options in file: its own options (name: "...") and those it
+// takes from run (fromRun("...", ...)); `archiver sweep`'s are
+// sweepOptions in cmd/archiver/sweep_config.go, `archiver run`'s
+// runOptions in cmd/archiver/config.go.
+func envNames(t *testing.T, root, file, options string) map[string]bool {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "cmd/archiver/sweep_config.go"), nil, parser.SkipObjectResolution)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, file), nil, parser.SkipObjectResolution)
 	if err != nil {
 		t.Fatal(err)
 	}
 	names := map[string]bool{}
 	ast.Inspect(f, func(n ast.Node) bool {
 		vs, ok := n.(*ast.ValueSpec)
-		if !ok || len(vs.Names) != 1 || vs.Names[0].Name != "sweepOptions" || len(vs.Values) != 1 {
+		if !ok || len(vs.Names) != 1 || vs.Names[0].Name != options || len(vs.Values) != 1 {
 			return true
 		}
 		for _, el := range vs.Values[0].(*ast.CompositeLit).Elts {
@@ -421,7 +423,7 @@ func sweepEnvNames(t *testing.T, root string) map[string]bool {
 		return false
 	})
 	if len(names) < 10 {
-		t.Fatalf("found only %v in sweepOptions", names)
+		t.Fatalf("found only %v in %s", names, options)
 	}
 	return names
 }

@@ -68,6 +68,15 @@ locals {
       missing     = "notBreaching"
       description = "Shard readers failed and restart from their stored position; rising without end means a shard cannot go on. See the logs of logger shard."
     }
+    "ttl-passed-user-deletes" = {
+      metric      = "archiver_ttl_passed_user_deletes_total"
+      statistic   = "Sum"
+      period      = 900
+      periods     = 1
+      threshold   = var.alarm_ttl_passed_user_deletes
+      missing     = "notBreaching"
+      description = "Items were deleted after their TTL without DynamoDB's TTL identity while the archiver runs with --expired-when service: they are archived as deleted, not expired, so a sink taking only expiries misses them. A sweeper (archiver sweep) or a global table replica region needs expired_when = past-ttl."
+    }
     "records-near-trim" = {
       metric      = "archiver_records_near_trim"
       statistic   = "Maximum"

@@ -39,6 +39,10 @@ locals {
     Statement = [for s in local.policy_template.Statement : s if local.use_kms || s.Sid != "EncryptArchiveWithKMS"]
   }))
 
+  # The sweeper's deletes carry no TTL identity: only past-ttl archives them
+  # as expiries (docs/DESIGN.md, "Which REMOVE is an expiry").
+  expired_when = var.expired_when != null ? var.expired_when : (var.sweeper_count > 0 ? "past-ttl" : "service")
+
   s3_sink = "s3://${var.bucket_name}/${var.archive_prefix}?sse=${local.use_kms ? "aws:kms" : "AES256"}"
   sinks   = concat([local.s3_sink], var.extra_sinks)
 }
@@ -230,6 +234,7 @@ resource "aws_ecs_task_definition" "archiver" {
       { name = "ARCHIVER_TABLE", value = var.source_table },
       { name = "ARCHIVER_CHECKPOINT", value = "dynamodb://${aws_dynamodb_table.leases.name}" },
       { name = "ARCHIVER_SINK", value = join(",", local.sinks) },
+      { name = "ARCHIVER_EXPIRED_WHEN", value = local.expired_when },
       { name = "ARCHIVER_SHUTDOWN_TIMEOUT", value = "25s" },
       # An eighth of the task's memory for records in flight: the process
       # peaks near 2.5 times the budget plus 64 MiB in the pipeline bench,
@@ -256,6 +261,13 @@ resource "aws_ecs_task_definition" "archiver" {
       }
     }
   }])
+
+  lifecycle {
+    precondition {
+      condition     = !(var.sweeper_count > 0 && local.expired_when == "service")
+      error_message = "expired_when = \"service\" with sweeper_count > 0: the sweeper's deletes would be archived as deleted, not expired. Set expired_when = \"past-ttl\" or leave it unset."
+    }
+  }
 }
 
 resource "aws_ecs_service" "archiver" {

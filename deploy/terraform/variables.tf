@@ -87,6 +87,16 @@ variable "extra_sinks" {
   default     = []
 }
 
+variable "expired_when" {
+  description = "Which REMOVE records the archiver archives as expiries (ARCHIVER_EXPIRED_WHEN): service (DynamoDB's own TTL deletes only) or past-ttl (also deletes made after the item's TTL had passed). Unset: past-ttl when sweeper_count > 0 (the sweeper's deletes carry no TTL identity), else service. Set past-ttl for a global table replica region, whose TTL deletes are replicated from another region without that identity. service beside the sweeper is refused."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.expired_when == null ? true : contains(["service", "past-ttl"], var.expired_when)
+    error_message = "expired_when must be service or past-ttl (or unset)."
+  }
+}
+
 variable "log_level" {
   description = "debug, info, warn or error."
   type        = string
@@ -149,6 +159,12 @@ variable "alarm_iterator_age_seconds" {
 
 variable "alarm_reader_failures" {
   description = "Alarm when more shard readers than this fail in 15 minutes."
+  type        = number
+  default     = 0
+}
+
+variable "alarm_ttl_passed_user_deletes" {
+  description = "Alarm when more deletes than this in 15 minutes came after the item's TTL without DynamoDB's TTL identity while the archiver runs with expired_when = service (they are archived as deleted, not expired: a sweeper or a global table replica needs past-ttl). Raise it for a table whose application deletes items after their TTL on purpose."
   type        = number
   default     = 0
 }
