@@ -68,6 +68,12 @@ type Config struct {
 	Concurrency int
 	// Cursor keeps the sweeper's cursor between runs.
 	Cursor CursorStore
+	// MaxClockSkew is how far Now may disagree with DynamoDB's clock (the
+	// Date header of its responses) before deletes pause (default
+	// DefaultMaxClockSkew); negative: no check. A pass whose clock is
+	// beyond it deletes nothing and moves no cursor; deletes resume once
+	// a response shows the clocks within it again.
+	MaxClockSkew time.Duration
 
 	Now        func() time.Time      // default time.Now
 	Logger     *zap.Logger           // default zap.NewNop()
@@ -80,6 +86,13 @@ const (
 	DefaultInterval    = time.Second
 	DefaultLookback    = time.Hour
 	DefaultConcurrency = 16
+	// DefaultMaxClockSkew is one second: a sample is uncertain by up to a
+	// second (Date's one-second resolution, responses slower than a
+	// second are not used), so a right clock never pauses and one more
+	// than 2 s off always does. The consumer's past-ttl rule counts a
+	// delete as an expiry when its TTL lies before the delete's second
+	// ends, so a clock that is ahead must stay within about a second.
+	DefaultMaxClockSkew = time.Second
 )
 
 // withDefaults validates c and fills in its defaults. Errors name the
@@ -109,6 +122,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.Interval = or(c.Interval, DefaultInterval)
 	c.Lookback = or(c.Lookback, DefaultLookback)
 	c.Concurrency = or(c.Concurrency, DefaultConcurrency)
+	c.MaxClockSkew = or(c.MaxClockSkew, DefaultMaxClockSkew)
 	for _, f := range []struct {
 		name string
 		neg  bool

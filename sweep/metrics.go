@@ -25,6 +25,9 @@ type metrics struct {
 	throttles prometheus.Counter
 	errors    prometheus.Counter
 	passes    prometheus.Counter
+
+	clockSkew   prometheus.Gauge
+	clockPaused prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, table string) *metrics {
@@ -62,6 +65,12 @@ func newMetrics(reg prometheus.Registerer, table string) *metrics {
 		}),
 		passes: counter(prometheus.CounterOpts{
 			Name: "archiver_sweep_passes_total", Help: "Passes the sweeper made, by table.",
+		}),
+		clockSkew: gauge(prometheus.GaugeOpts{
+			Name: "archiver_sweep_clock_skew_seconds", Help: "DynamoDB's clock (the Date header of its latest response) minus the sweeper's, by table; uncertain by up to a second.",
+		}),
+		clockPaused: counter(prometheus.CounterOpts{
+			Name: "archiver_sweep_clock_paused_total", Help: "Passes that held their deletes back because the sweeper's clock disagreed with DynamoDB's by more than --max-clock-skew, by table.",
 		}),
 	}
 }

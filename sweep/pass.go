@@ -25,7 +25,10 @@ import (
 // saves the cursor, so a long catch-up keeps its progress.
 //
 // Pass describes the table and loads the cursor first if no pass or Run
-// did. It returns an error when something was left for the next pass
+// did. While the clock disagrees with DynamoDB's by more than
+// Config.MaxClockSkew it deletes nothing, closes no window and returns
+// an error matching ErrClockSkew. It returns an error when something was
+// left for the next pass
 // (the first failure, wrapped), when ctx ended, or when saving the
 // cursor failed; the stats count what was done in any case.
 func (s *Sweeper) Pass(ctx context.Context) (PassStats, error) {
@@ -35,6 +38,9 @@ func (s *Sweeper) Pass(ctx context.Context) (PassStats, error) {
 		return PassStats{}, err
 	}
 	s.m.passes.Inc()
+	if !s.clockOK(ctx) {
+		return PassStats{Paused: true, Cursor: s.windowStart(s.cursor)}, s.paused()
+	}
 	p := s.newPass()
 	last := windowIndex(p.nowMs, s.wms)
 	contiguous := true
@@ -42,7 +48,9 @@ func (s *Sweeper) Pass(ctx context.Context) (PassStats, error) {
 	for from := s.cursor; from <= last && ctx.Err() == nil; from += s.windowsPerSave {
 		wins := p.sweep(ctx, from, min(from+s.windowsPerSave, last+1))
 		for i := 0; contiguous && i < len(wins); i++ {
-			if contiguous = wins[i].closing && !wins[i].unsettled.Load(); contiguous {
+			// A pause leaves every window open: a clock that is ahead
+			// would close windows DynamoDB's clock has not ended.
+			if contiguous = wins[i].closing && !wins[i].unsettled.Load() && !p.paused.Load(); contiguous {
 				s.cursor = wins[i].n + 1
 				p.st.closed.Add(1)
 			}
@@ -54,6 +62,14 @@ func (s *Sweeper) Pass(ctx context.Context) (PassStats, error) {
 		}
 	}
 	st := p.st.stats(s.windowStart(s.cursor))
+	if st.Paused = p.paused.Load(); st.Paused {
+		pauseErr := s.paused()
+		if err := p.err(ctx, saveErr); err != nil {
+			return st, err
+		}
+		return st, pauseErr
+	}
+	s.clock.resumed()
 	if st.Windows > catchUpWindows {
 		s.log.Info("sweep: caught up", zap.Int("windows", st.Windows), zap.Int("deleted", st.Deleted), zap.Time("cursor", st.Cursor))
 	} else {
@@ -66,6 +82,31 @@ func (s *Sweeper) Pass(ctx context.Context) (PassStats, error) {
 // log: a pass in step queries the windows from the cursor (Grace behind)
 // to now, a handful.
 const catchUpWindows = 10
+
+// clockOK reports whether a pass may delete: the clock agrees with
+// DynamoDB's. When the latest sample says it does not, a DescribeTable
+// takes a fresh one first, so deletes resume by the first pass after the
+// clocks agree again.
+func (s *Sweeper) clockOK(ctx context.Context) bool {
+	if s.clock.trusted() {
+		return true
+	}
+	if _, err := s.cfg.Client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.cfg.Table)}, s.opts...); err != nil {
+		s.log.Debug("sweep: DescribeTable to check the clock failed", zap.Error(err))
+	}
+	return s.clock.trusted()
+}
+
+// paused counts and logs a pass that held deletes back, and returns its
+// error.
+func (s *Sweeper) paused() error {
+	s.clock.pausing()
+	skew, have := s.clock.estimate()
+	if !have {
+		return fmt.Errorf("%w (%v): no usable Date header seen yet", ErrClockSkew, s.cfg.MaxClockSkew)
+	}
+	return fmt.Errorf("%w (%v): DynamoDB's clock minus this one is %v", ErrClockSkew, s.cfg.MaxClockSkew, skew)
+}
 
 // save stores the cursor if it moved since it was loaded or last saved,
 // or if none was stored.
@@ -93,9 +134,10 @@ type pass struct {
 	oldestNum string
 	oldestRat *big.Rat
 
-	sem chan struct{} // one per write task in flight
-	wg  sync.WaitGroup
-	st  tally
+	sem    chan struct{} // one per write task in flight
+	wg     sync.WaitGroup
+	st     tally
+	paused atomic.Bool // a delete was held back: the clock disagreed with DynamoDB's
 
 	mu       sync.Mutex
 	failures int
@@ -152,7 +194,7 @@ func (p *pass) query(ctx context.Context, w *window, shard int) {
 	for ctx.Err() == nil {
 		var out *dynamodb.QueryOutput
 		_, err := p.do(ctx, "Query", false, func(ctx context.Context) (err error) {
-			out, err = p.s.cfg.Client.Query(ctx, in, noSDKRetry)
+			out, err = p.s.cfg.Client.Query(ctx, in, p.s.opts...)
 			return err
 		})
 		if err != nil {
@@ -219,6 +261,11 @@ func (p *pass) spawn(ctx context.Context, w *window, task func(context.Context))
 // sent (less tooOldMargin): what DynamoDB's TTL would delete.
 func (p *pass) delete(ctx context.Context, w *window, key map[string]types.AttributeValue) {
 	s := p.s
+	if !s.clock.trusted() { // a response of this pass showed skew
+		p.paused.Store(true)
+		w.unsettled.Store(true)
+		return
+	}
 	oldest := oldestTTL(s.cfg.Now())
 	in := &dynamodb.DeleteItemInput{
 		TableName:                aws.String(s.cfg.Table),
@@ -235,7 +282,7 @@ func (p *pass) delete(ctx context.Context, w *window, key map[string]types.Attri
 	}
 	var out *dynamodb.DeleteItemOutput
 	o, err := p.do(ctx, "DeleteItem", true, func(ctx context.Context) (err error) {
-		out, err = s.cfg.Client.DeleteItem(ctx, in, noSDKRetry)
+		out, err = s.cfg.Client.DeleteItem(ctx, in, s.opts...)
 		return err
 	})
 	switch {
@@ -281,7 +328,7 @@ func (p *pass) refile(ctx context.Context, w *window, key string, item map[strin
 		},
 	}
 	o, err := p.do(ctx, "UpdateItem", true, func(ctx context.Context) error {
-		_, err := s.cfg.Client.UpdateItem(ctx, in, noSDKRetry)
+		_, err := s.cfg.Client.UpdateItem(ctx, in, s.opts...)
 		return err
 	})
 	switch o {

@@ -39,6 +39,10 @@
 //     window's other items are counted and left, holding nothing open. Throttling and errors back off
 //     (internal/backoff) and retry; no item is abandoned: a window whose
 //     deletes did not all complete is not closed.
+//   - Its clock is DynamoDB's. Every response's Date header is compared
+//     with Config.Now; while they disagree by more than
+//     Config.MaxClockSkew (default 1 s) passes delete nothing and close
+//     no window, and deletes resume once they agree again.
 //   - Config.MaxDeletesPerSecond caps the write rate spent on sweeping.
 //
 // DynamoDB's own TTL stays on as the backstop: an item written with a TTL
@@ -64,8 +68,10 @@
 // ttl_not_number, ttl_too_old), archiver_sweep_refiled_total,
 // archiver_sweep_windows_behind, archiver_sweep_cursor_age_seconds,
 // archiver_sweep_lag_seconds (deletion time minus TTL),
-// archiver_sweep_throttles_total, archiver_sweep_errors_total and
-// archiver_sweep_passes_total.
+// archiver_sweep_throttles_total, archiver_sweep_errors_total,
+// archiver_sweep_passes_total, archiver_sweep_clock_skew_seconds
+// (DynamoDB's clock minus the sweeper's) and
+// archiver_sweep_clock_paused_total.
 package sweep
 
 import (

@@ -25,6 +25,9 @@ type Sweeper struct {
 	m     *metrics
 	limit *bucket // nil: no cap
 	wms   int64   // Config.Window in milliseconds
+	clock *clockCheck
+	// opts are every call's options: no SDK retries, the clock check.
+	opts []func(*dynamodb.Options)
 
 	// Retries of one call within a pass; tests shorten them.
 	retry    backoff.Policy
@@ -59,6 +62,7 @@ type PassStats struct {
 	NotNumber int       // items whose TTL is missing or not a Number: left to DynamoDB's TTL
 	TooOld    int       // items whose TTL lies more than five years before now (0, negative): left to DynamoDB's TTL, which ignores them
 	Refiled   int       // items moved to the window of their TTL
+	Paused    bool      // deletes were held back: the clock disagreed with DynamoDB's (ErrClockSkew)
 	Throttles int       // throttled calls (each retried)
 	Errors    int       // calls that failed otherwise (retried, or left to the next pass)
 	Cursor    time.Time // the cursor after the pass
@@ -88,6 +92,8 @@ func New(cfg Config) (*Sweeper, error) {
 	if cfg.MaxDeletesPerSecond > 0 {
 		s.limit = newBucket(cfg.MaxDeletesPerSecond)
 	}
+	s.clock = &clockCheck{now: cfg.Now, bound: cfg.MaxClockSkew, log: s.log, m: s.m}
+	s.opts = []func(*dynamodb.Options){noSDKRetry, s.clock.option}
 	return s, nil
 }
 
@@ -111,7 +117,7 @@ func (s *Sweeper) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrClockSkew) { // a pause logs itself, rate-limited
 			s.log.Warn("sweep pass left work for the next pass", zap.Error(err), zap.Time("cursor", st.Cursor))
 		}
 		select {
@@ -177,7 +183,7 @@ func (s *Sweeper) describe(ctx context.Context) (*tableInfo, error) {
 	table, api := s.cfg.Table, s.cfg.Client
 	t := &tableInfo{ttl: s.cfg.TTLAttribute}
 	if t.ttl == "" {
-		out, err := api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)}, noSDKRetry)
+		out, err := api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)}, s.opts...)
 		if err != nil {
 			return nil, fmt.Errorf("sweep: DescribeTimeToLive %s: %w", table, err)
 		}
@@ -187,7 +193,7 @@ func (s *Sweeper) describe(ctx context.Context) (*tableInfo, error) {
 		}
 		t.ttl = *d.AttributeName
 	}
-	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, noSDKRetry)
+	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, s.opts...)
 	if err == nil && out.Table == nil {
 		err = errors.New("no table in the answer")
 	}
