@@ -39,8 +39,14 @@ type Config struct {
 	WindowAttribute string
 	// TTLAttribute is the table's TTL attribute; empty: the one
 	// DescribeTimeToLive names (a table without TTL enabled is then an
-	// error).
+	// error). Set, it is for a table whose DynamoDB TTL is off: on a
+	// table whose TTL is enabled on another attribute the sweeper refuses
+	// to start (a *TTLAttributeMismatchError) unless TTLAttributeOverride.
 	TTLAttribute string
+	// TTLAttributeOverride lets TTLAttribute differ from the attribute
+	// the table's TTL is enabled on: the sweeper then deletes items
+	// DynamoDB's TTL does not consider expired.
+	TTLAttributeOverride bool
 	// Window is the windows' length (default 1m), a whole number of
 	// milliseconds; WindowShards (default 1) the number of index
 	// partitions a window is spread over. Both must be what the writers

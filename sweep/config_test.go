@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,11 @@ func TestTablesNotSetUpForSweeping(t *testing.T) {
 		{"TTL not in the index", bedOptions{hashOnly: true}, nil, `index expirationWindowIndex of table sessions neither has the TTL attribute "ttl" as its range key nor projects it`},
 		{"TTL projected", bedOptions{hashOnly: true, projection: types.ProjectionTypeAll}, nil, ""},
 		{"no such table", bedOptions{}, func(c *Config) { c.Table = "carts" }, "DescribeTimeToLive carts"},
+		{"TTL enabled on another attribute", bedOptions{}, func(c *Config) { c.TTLAttribute = "expiresAt" },
+			`table sessions has DynamoDB's TTL enabled on "ttl", not on the configured TTL attribute "expiresAt"`},
+		{"TTL enabled on another attribute, overridden", bedOptions{projection: types.ProjectionTypeAll},
+			func(c *Config) { c.TTLAttribute, c.TTLAttributeOverride = "expiresAt", true }, ""},
+		{"TTL enabled on the attribute named", bedOptions{}, func(c *Config) { c.TTLAttribute = "ttl" }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBed(t, tc.o)
@@ -183,5 +189,23 @@ func TestMetricsShareARegistry(t *testing.T) {
 		if !tables[name]["carts"] || !tables[name]["sessions"] {
 			t.Errorf("%s has tables %v, want both", name, tables[name])
 		}
+	}
+}
+
+// TestCheck: Check describes the table once, without loading the cursor,
+// and its mismatch error names both attributes.
+func TestCheck(t *testing.T) {
+	b := newBed(t, bedOptions{})
+	s := b.sweeper(func(c *Config) { c.TTLAttribute = "expiresAt" })
+	err := s.Check(context.Background())
+	var mm *TTLAttributeMismatchError
+	if !errors.As(err, &mm) || mm.Table != table || mm.Enabled != "ttl" || mm.Configured != "expiresAt" {
+		t.Fatalf("Check = %v, want a *TTLAttributeMismatchError naming ttl and expiresAt", err)
+	}
+	if err := b.sweeper(nil).Check(context.Background()); err != nil {
+		t.Fatalf("Check of a sweepable table = %v", err)
+	}
+	if _, saves := b.store.cursor(); len(saves) != 0 {
+		t.Fatalf("Check saved cursors %v", saves)
 	}
 }

@@ -178,21 +178,46 @@ func (s *Sweeper) prepare(ctx context.Context) error {
 	return nil
 }
 
+// TTLAttributeMismatchError: Config.TTLAttribute names another attribute
+// than the one the table's DynamoDB TTL is enabled on, and
+// Config.TTLAttributeOverride is not set. Run and Check return it.
+type TTLAttributeMismatchError struct {
+	Table      string
+	Enabled    string // the attribute DescribeTimeToLive names, enabled
+	Configured string // Config.TTLAttribute
+}
+
+func (e *TTLAttributeMismatchError) Error() string {
+	return fmt.Sprintf("sweep: table %s has DynamoDB's TTL enabled on %q, not on the configured TTL attribute %q: sweeping on %q would delete items DynamoDB's TTL does not consider expired (Config.TTLAttributeOverride allows it)",
+		e.Table, e.Enabled, e.Configured, e.Configured)
+}
+
+// Unwrap marks it as a set-up error that no retry fixes.
+func (e *TTLAttributeMismatchError) Unwrap() error { return errNotSweepable }
+
+// Check describes the table and checks that it can be swept (the TTL
+// attribute, the index), with one attempt per call: a start-up check that
+// fails fast, naming the table and the cause. Run and Pass check the same
+// (with retries) when Check was not called.
+func (s *Sweeper) Check(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, err := s.describe(ctx)
+	if err != nil {
+		return err
+	}
+	s.table = t
+	return nil
+}
+
 // describe learns the TTL attribute, the table's key and the index's key.
 func (s *Sweeper) describe(ctx context.Context) (*tableInfo, error) {
 	table, api := s.cfg.Table, s.cfg.Client
-	t := &tableInfo{ttl: s.cfg.TTLAttribute}
-	if t.ttl == "" {
-		out, err := api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)}, s.opts...)
-		if err != nil {
-			return nil, fmt.Errorf("sweep: DescribeTimeToLive %s: %w", table, err)
-		}
-		d := out.TimeToLiveDescription
-		if d == nil || d.AttributeName == nil || (d.TimeToLiveStatus != types.TimeToLiveStatusEnabled && d.TimeToLiveStatus != types.TimeToLiveStatusEnabling) {
-			return nil, fmt.Errorf("sweep: table %s has no TTL enabled: enable it, or name the attribute in Config.TTLAttribute: %w", table, errNotSweepable)
-		}
-		t.ttl = *d.AttributeName
+	ttl, err := s.ttlAttribute(ctx)
+	if err != nil {
+		return nil, err
 	}
+	t := &tableInfo{ttl: ttl}
 	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, s.opts...)
 	if err == nil && out.Table == nil {
 		err = errors.New("no table in the answer")
@@ -223,6 +248,33 @@ func (s *Sweeper) describe(ctx context.Context) (*tableInfo, error) {
 		return t, nil
 	}
 	return nil, fmt.Errorf("sweep: table %s has no global secondary index %q (Config.Index): %w", table, s.cfg.Index, errNotSweepable)
+}
+
+// ttlAttribute is the attribute to sweep on: the one the table's TTL is
+// enabled on, or Config.TTLAttribute when the table's TTL is off, equal,
+// or Config.TTLAttributeOverride says so.
+func (s *Sweeper) ttlAttribute(ctx context.Context) (string, error) {
+	table := s.cfg.Table
+	out, err := s.cfg.Client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)}, s.opts...)
+	if err != nil {
+		return "", fmt.Errorf("sweep: DescribeTimeToLive %s: %w", table, err)
+	}
+	var enabled string
+	if d := out.TimeToLiveDescription; d != nil && (d.TimeToLiveStatus == types.TimeToLiveStatusEnabled || d.TimeToLiveStatus == types.TimeToLiveStatusEnabling) {
+		enabled = aws.ToString(d.AttributeName)
+	}
+	switch want := s.cfg.TTLAttribute; {
+	case want == "" && enabled == "":
+		return "", fmt.Errorf("sweep: table %s has no TTL enabled: enable it, or name the attribute in Config.TTLAttribute: %w", table, errNotSweepable)
+	case want == "":
+		return enabled, nil
+	case enabled != "" && enabled != want && !s.cfg.TTLAttributeOverride:
+		return "", &TTLAttributeMismatchError{Table: table, Enabled: enabled, Configured: want}
+	case enabled != "" && enabled != want:
+		s.log.Warn("sweep: sweeping on the configured TTL attribute, not the one the table's TTL is enabled on (overridden)",
+			zap.String("ttl_attribute", want), zap.String("enabled_on", enabled))
+	}
+	return s.cfg.TTLAttribute, nil
 }
 
 // keyNames returns the hash and range attributes of a key schema.
