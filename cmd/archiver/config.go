@@ -50,6 +50,8 @@ type runConfig struct {
 	Pprof           bool
 	SDKDecoding     bool
 	SkipPreflight   bool
+	AllowKeysOnly   bool
+	WaitForTable    time.Duration
 
 	ConfigFile  string
 	PrintConfig bool
@@ -122,6 +124,10 @@ var runOptions = []option[runConfig]{
 		get: func(c *runConfig) any { return c.RetryFor }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.RetryFor = d }},
 	{name: "skip-preflight", boolean: true, def: "false", usage: "start without first proving that every sink (the dead-letter sink too) can write: S3 bucket exists (HeadBucket, s3:ListBucket) and takes an object (and the KMS key with sse=aws:kms), NATS connected and a stream captures the subjects, directory writable; for roles that may write but not list",
 		get: func(c *runConfig) any { return c.SkipPreflight }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.SkipPreflight = s == "true" }},
+	{name: "allow-keys-only", boolean: true, def: "false", usage: "start although a table's stream carries no old image (view type KEYS_ONLY or NEW_IMAGE) while a sink takes expired or deleted items: those are then archived as their keys alone, each line marked \"image\":\"keys-only\" in its Metadata (default: such a table makes run exit 1 naming it and the fix)",
+		get: func(c *runConfig) any { return c.AllowKeysOnly }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.AllowKeysOnly = s == "true" }},
+	{name: "wait-for-table", kind: kindDuration, def: "0s", usage: "at start-up, wait this long for a table that does not exist yet or has no stream yet (one a deployment creates later), polling and logging what it waits for (default: such a table makes run exit 1 at once)",
+		get: func(c *runConfig) any { return c.WaitForTable }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.WaitForTable = d }},
 	{name: "stream-retention", kind: kindDuration, def: "24h", usage: "how long the stream keeps records (DynamoDB Streams: 24h; a local archiver engine's --stream-retention): stuck-shard alarms count the time left before the trim from it, and a shard missing from the stream's description counts as gone only once its records could have been trimmed",
 		get: func(c *runConfig) any { return c.StreamRetention }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.StreamRetention = d }},
 	{name: "start", def: "trim-horizon", usage: "where shards without a checkpoint start: trim-horizon or latest",
@@ -548,6 +554,10 @@ func validateOption(c *runConfig, o option[runConfig], from string, p *problems)
 	case "lease-duration", "lease-renew":
 		if d := o.get(c).(time.Duration); d <= 0 {
 			p.add("%s: %s must be positive", from, d)
+		}
+	case "wait-for-table":
+		if c.WaitForTable < 0 {
+			p.add("%s: %s must not be negative", from, c.WaitForTable)
 		}
 	case "shutdown-timeout":
 		if c.ShutdownTimeout <= 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/ttl-archiver/archiver/internal/ops"
 	"github.com/ttl-archiver/archiver/internal/progress"
 	"github.com/ttl-archiver/archiver/restore"
+	"github.com/ttl-archiver/archiver/shard"
 )
 
 // selectFlags are the options restore and replay share: where the archive
@@ -318,6 +319,9 @@ func runRestore(ctx context.Context, cfg *restoreConfig, e env, j *job) error {
 	table := cfg.sel.Tables[0]
 	if cfg.ToTable != "" {
 		table = cfg.ToTable
+	}
+	if _, err := shard.CheckSources(ctx, shard.SourceCheck{Tables: db, TableNames: []string{table}, Endpoint: cfg.shared.Endpoint}); err != nil {
+		return fmt.Errorf("the table written to: %w", err)
 	}
 	rc := restore.Config{DB: db, Table: table, Select: rsel, TTLExtend: cfg.TTLExtend, TTLAttribute: cfg.TTLAttribute,
 		Overwrite: cfg.Overwrite, Rate: float64(cfg.Rate), Parallel: cfg.Parallel, ResumeFile: cfg.Resume, Logger: log.Named("restore")}

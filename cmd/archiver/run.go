@@ -165,6 +165,10 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 			return err
 		}
 	}
+	if err := checkRunSources(ctx, cfg, ddb, streams, routes, log); err != nil {
+		closeSinks()
+		return err
+	}
 
 	start, err := shard.ParseStartPosition(cfg.Start)
 	if err != nil {
@@ -282,6 +286,33 @@ func preflightSinks(ctx context.Context, opened []sinks.Sink, log *zap.Logger) e
 		log.Debug("sink preflight passed", zap.String("sink", s.Name()))
 	}
 	return nil
+}
+
+// checkRunSources is run's source preflight (see shard.CheckSources):
+// every table exists with a stream, every stream ARN answers, and a
+// stream without the old image fails when a sink takes expired or deleted
+// items, unless --allow-keys-only. Under --expired-when service a table
+// whose TTL is off is a WARN.
+func checkRunSources(ctx context.Context, cfg *runConfig, ddb shard.SourceAPI, streams shard.StreamDescriber, routes []consumer.Route, log *zap.Logger) error {
+	needOld := false
+	for _, r := range routes {
+		needOld = needOld || event.NeedsOldImage(r.Kinds)
+	}
+	when, _ := consumer.ParseExpiredWhen(cfg.ExpiredWhen) // validated with the configuration
+	_, err := shard.CheckSources(ctx, shard.SourceCheck{
+		Tables: ddb, Streams: streams, TableNames: cfg.Tables, StreamARNs: cfg.StreamARNs, Endpoint: cfg.Endpoint,
+		RequireStream: true, NeedOldImage: needOld, AllowKeysOnly: cfg.AllowKeysOnly,
+		WarnTTLOff: when == consumer.ExpiredWhenService, WaitForTable: cfg.WaitForTable, Logger: log,
+	})
+	switch {
+	case errors.Is(err, shard.ErrNoOldImage):
+		return fmt.Errorf("%w; or start with --allow-keys-only to archive their keys alone", err)
+	case errors.Is(err, shard.ErrNoSuchTable) || errors.Is(err, shard.ErrStreamDisabled):
+		if cfg.WaitForTable == 0 {
+			return fmt.Errorf("%w (--wait-for-table waits for a table created later)", err)
+		}
+	}
+	return err
 }
 
 func kindNames(k []event.Kind) []string {

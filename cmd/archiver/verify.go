@@ -21,6 +21,7 @@ import (
 	"github.com/ttl-archiver/archiver/internal/ops"
 	"github.com/ttl-archiver/archiver/internal/progress"
 	"github.com/ttl-archiver/archiver/internal/redact"
+	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
@@ -291,12 +292,10 @@ func readStream(ctx context.Context, cfg *verifyConfig, log *zap.Logger) (map[st
 			o.BaseEndpoint = aws.String(cfg.shared.Endpoint)
 		}
 	})
-	out, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(cfg.Table)})
+	_, err = shard.CheckSources(ctx, shard.SourceCheck{Tables: ddb, TableNames: []string{cfg.Table}, Endpoint: cfg.shared.Endpoint,
+		RequireStream: true, Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("--table %s: %w", cfg.Table, err)
-	}
-	if out.Table == nil || out.Table.LatestStreamArn == nil {
-		return nil, fmt.Errorf("--table %s: the table has no stream to cross-check (--skip-stream reads the archive only)", cfg.Table)
+		return nil, fmt.Errorf("--table: %w (--skip-stream reads the archive only)", err)
 	}
 	return streamRemoves(ctx, cfg, ddb, st, log)
 }
