@@ -70,30 +70,28 @@ func TestRunSourcePreflight(t *testing.T) {
 	refuseAll := engine.Options{Hooks: engine.Hooks{OnRequest: func(string, *http.Request) error {
 		return &engine.Error{Code: "UnrecognizedClientException", Message: "The security token included in the request is invalid."}
 	}}}
+	bed := func(view st.StreamViewType, o engine.Options) func(*testing.T) string {
+		return func(t *testing.T) string { return sourceBed(t, view, o).Srv.Endpoint() }
+	}
 	for _, tc := range []struct {
 		name     string
 		endpoint func(t *testing.T) string
-		extra    []string
 		mentions []string
 	}{
-		{"missing table", func(t *testing.T) string { return sourceBed(t, "none", engine.Options{}).Srv.Endpoint() }, nil,
+		{"missing table", bed("none", engine.Options{}),
 			[]string{"table SessionData: no such table", "--wait-for-table"}},
-		{"no stream", func(t *testing.T) string { return sourceBed(t, "", engine.Options{}).Srv.Endpoint() }, nil,
+		{"no stream", bed("", engine.Options{}),
 			[]string{"table SessionData: no stream enabled", "--table-name SessionData", "StreamViewType=NEW_AND_OLD_IMAGES"}},
-		{"keys only", func(t *testing.T) string {
-			return sourceBed(t, st.StreamViewTypeKeysOnly, engine.Options{}).Srv.Endpoint()
-		}, nil,
+		{"keys only", bed(st.StreamViewTypeKeysOnly, engine.Options{}),
 			[]string{"table SessionData: the stream carries no old image: view type KEYS_ONLY", "StreamViewType=NEW_AND_OLD_IMAGES", "new ARN", "--allow-keys-only"}},
-		{"new image", func(t *testing.T) string {
-			return sourceBed(t, st.StreamViewTypeNewImage, engine.Options{}).Srv.Endpoint()
-		}, nil,
+		{"new image", bed(st.StreamViewTypeNewImage, engine.Options{}),
 			[]string{"view type NEW_IMAGE", "--allow-keys-only"}},
-		{"dead endpoint", deadEndpoint, nil, []string{"table SessionData: endpoint unreachable: endpoint http://127.0.0.1:", "refused the connection"}},
-		{"credentials refused", func(t *testing.T) string { return sourceBed(t, "none", refuseAll).Srv.Endpoint() }, nil,
+		{"dead endpoint", deadEndpoint, []string{"table SessionData: endpoint unreachable: endpoint http://127.0.0.1:", "refused the connection"}},
+		{"credentials refused", bed("none", refuseAll),
 			[]string{"table SessionData: credentials refused (UnrecognizedClientException)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, exited, _, stderr := startRun(t, tc.endpoint(t), "file://"+t.TempDir(), tc.extra...)
+			_, exited, _, stderr := startRun(t, tc.endpoint(t), "file://"+t.TempDir())
 			if code := waitExit(t, exited); code != 1 {
 				t.Fatalf("archiver exited %d, want 1", code)
 			}
