@@ -116,6 +116,39 @@ func (e *SourceError) Unwrap() error { return e.Err }
 // call is bounded by Timeout and made once, so a failure comes within
 // Timeout (plus WaitForTable) even from an endpoint that never answers.
 func CheckSources(ctx context.Context, c SourceCheck) ([]Source, error) {
+	out, err := CheckTables(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	c = c.withDefaults()
+	for _, a := range c.StreamARNs {
+		s, err := c.stream(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// CheckTables is CheckSources for c.TableNames alone: a command that only
+// writes a table (restore) calls it, and so never needs the right to
+// describe a stream.
+func CheckTables(ctx context.Context, c SourceCheck) ([]Source, error) {
+	c = c.withDefaults()
+	var out []Source
+	for _, t := range c.TableNames {
+		s, err := c.waitTable(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// withDefaults is c with every unset option at its default.
+func (c SourceCheck) withDefaults() SourceCheck {
 	if c.Timeout <= 0 {
 		c.Timeout = SourceTimeout
 	}
@@ -125,22 +158,7 @@ func CheckSources(ctx context.Context, c SourceCheck) ([]Source, error) {
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
-	var out []Source
-	for _, t := range c.TableNames {
-		s, err := c.waitTable(ctx, t)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	for _, a := range c.StreamARNs {
-		s, err := c.stream(ctx, a)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return c
 }
 
 // waitTable checks a table, polling while it is missing or streamless for

@@ -155,6 +155,9 @@ func TestCheckSourcesStreamARN(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].Table != "KeysOnly" || got[0].ViewType != "KEYS_ONLY" {
 		t.Fatalf("CheckSources = %+v, %v", got, err)
 	}
+	if got, err := CheckTables(t.Context(), SourceCheck{Streams: env.streams, StreamARNs: []string{arn}, NeedOldImage: true}); err != nil || len(got) != 0 {
+		t.Fatalf("CheckTables looked at a stream ARN: %+v, %v", got, err)
+	}
 	_, err = CheckSources(t.Context(), SourceCheck{Streams: env.streams, StreamARNs: []string{arn}, NeedOldImage: true})
 	if !errors.Is(err, ErrNoOldImage) || !strings.Contains(err.Error(), "stream "+arn) || !strings.Contains(err.Error(), "--table-name KeysOnly") {
 		t.Fatalf("CheckSources = %v, want ErrNoOldImage naming the stream and its table", err)
