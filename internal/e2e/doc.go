@@ -41,4 +41,7 @@
 //     run --expired-when past-ttl` as processes against an engine whose own
 //     TTL is off; every swept item reaches NATS once as an expiry, user
 //     deletes never do, and arrival minus TTL is logged.
+//   - source_preflight_test.go: issue 19's "done when": `archiver run`
+//     against a missing table, a table without a stream, a KEYS_ONLY stream
+//     and a dead endpoint exits 1 within 30 s, naming the problem.
 package e2e
