@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ttl-archiver/archiver/internal/redact"
 )
 
 // DynamoURL is a parsed `dynamodb://TABLE?endpoint=&region=&create=true`
@@ -27,63 +29,64 @@ type DynamoURL struct {
 // checkpoint URL. Errors name the part that is wrong.
 func ParseDynamoURL(raw string) (DynamoURL, error) {
 	var d DynamoURL
+	shown := redact.URL(raw) // the endpoint parameter may carry KEY:SECRET@
 	u, err := url.Parse(raw)
 	if err != nil {
-		return d, fmt.Errorf("checkpoint URL %q: %w", raw, err)
+		return d, fmt.Errorf("checkpoint URL %q: %s", shown, redact.ParseError(err))
 	}
 	if u.Scheme != "dynamodb" {
-		return d, fmt.Errorf("checkpoint URL %q: scheme %q is not dynamodb://", raw, u.Scheme)
+		return d, fmt.Errorf("checkpoint URL %q: scheme %q is not dynamodb://", shown, u.Scheme)
 	}
 	if u.Opaque != "" {
-		return d, fmt.Errorf("checkpoint URL %q: want dynamodb://TABLE", raw)
+		return d, fmt.Errorf("checkpoint URL %q: want dynamodb://TABLE", shown)
 	}
 	if u.User != nil {
-		return d, fmt.Errorf("checkpoint URL %q: user information is not allowed", raw)
+		return d, fmt.Errorf("checkpoint URL %q: user information is not allowed", shown)
 	}
 	if u.Port() != "" {
-		return d, fmt.Errorf("checkpoint URL %q: table name must not contain a port", raw)
+		return d, fmt.Errorf("checkpoint URL %q: table name must not contain a port", shown)
 	}
 	if u.Path != "" && u.Path != "/" {
-		return d, fmt.Errorf("checkpoint URL %q: unexpected path %q after the table name", raw, u.Path)
+		return d, fmt.Errorf("checkpoint URL %q: unexpected path after the table name", shown)
 	}
 	if u.Fragment != "" {
-		return d, fmt.Errorf("checkpoint URL %q: unexpected fragment %q", raw, u.Fragment)
+		return d, fmt.Errorf("checkpoint URL %q: unexpected #fragment", shown)
 	}
 	d.Table = u.Host
 	if err := validTableName(d.Table); err != nil {
-		return d, fmt.Errorf("checkpoint URL %q: table: %w", raw, err)
+		return d, fmt.Errorf("checkpoint URL %q: table: %w", shown, err)
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
-		return d, fmt.Errorf("checkpoint URL %q: query: %w", raw, err)
+		return d, fmt.Errorf("checkpoint URL %q: query: %s", shown, redact.ParseError(err))
 	}
 	for name, vals := range q {
 		if len(vals) != 1 {
-			return d, fmt.Errorf("checkpoint URL %q: parameter %s given %d times", raw, name, len(vals))
+			return d, fmt.Errorf("checkpoint URL %q: parameter %s given %d times", shown, name, len(vals))
 		}
 		v := vals[0]
 		switch name {
 		case "endpoint":
 			e, err := url.Parse(v)
 			if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
-				return d, fmt.Errorf("checkpoint URL %q: parameter endpoint %q is not an http(s)://host[:port] URL", raw, v)
+				return d, fmt.Errorf("checkpoint URL %q: parameter endpoint %q is not an http(s)://host[:port] URL", shown, redact.URL(v))
 			}
 			d.Endpoint = v
 		case "region":
 			if v == "" || strings.ContainsFunc(v, func(r rune) bool {
 				return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-')
 			}) {
-				return d, fmt.Errorf("checkpoint URL %q: parameter region %q is not a region name like eu-west-1", raw, v)
+				return d, fmt.Errorf("checkpoint URL %q: parameter region %q is not a region name like eu-west-1", shown, v)
 			}
 			d.Region = v
 		case "create":
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return d, fmt.Errorf("checkpoint URL %q: parameter create %q is not true or false", raw, v)
+				return d, fmt.Errorf("checkpoint URL %q: parameter create %q is not true or false", shown, v)
 			}
 			d.Create = b
 		default:
-			return d, fmt.Errorf("checkpoint URL %q: unknown parameter %q (want endpoint, region or create)", raw, name)
+			return d, fmt.Errorf("checkpoint URL %q: unknown parameter %q (want endpoint, region or create)", shown, name)
 		}
 	}
 	return d, nil

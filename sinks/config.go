@@ -74,7 +74,7 @@ func parseS3(p *params) (S3Config, error) {
 	if c.Endpoint != "" {
 		eu, perr := url.Parse(c.Endpoint)
 		if perr != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
-			return c, p.fail("endpoint", fmt.Sprintf("%q is not an http:// or https:// URL", c.Endpoint))
+			return c, p.fail("endpoint", fmt.Sprintf("%q is not an http:// or https:// URL", redactURL(c.Endpoint)))
 		}
 	}
 	if c.PathStyle, err = p.boolean("path-style", false); err != nil {
@@ -165,7 +165,8 @@ func parseNATS(p *params) (NATSConfig, error) {
 	c := NATSConfig{}
 	var err error
 	if p.u.Path != "" && p.u.Path != "/" {
-		return c, p.fail("path", fmt.Sprintf("%q: a nats:// URL has no path (use subject=)", p.u.Path))
+		// The path is not echoed: in nats://TOK/EN@host it is a token's tail.
+		return c, p.fail("path", "a nats:// URL has no path (use subject=; percent-encode a '/' in a password as %2F)")
 	}
 	if p.u.Host == "" {
 		return c, p.fail("host", "missing: want nats://HOST:PORT[,HOST:PORT]")

@@ -211,7 +211,7 @@ func parseParams(raw string) (*params, error) {
 	red := redactURL(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, &ConfigError{URL: red, Problem: "not a URL: " + errorsUnwrapAll(err)}
+		return nil, &ConfigError{URL: red, Problem: "not a URL: " + redact.ParseError(err)}
 	}
 	if u.Scheme == "" {
 		return nil, &ConfigError{URL: red, Problem: "no scheme (want s3://, nats://, file:// or stdout://)"}
@@ -224,19 +224,9 @@ func parseParams(raw string) (*params, error) {
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
-		return nil, &ConfigError{URL: red, Param: "query", Problem: errorsUnwrapAll(err)}
+		return nil, &ConfigError{URL: red, Param: "query", Problem: redact.ParseError(err)}
 	}
 	return &params{u: u, redacted: red, q: q, used: map[string]bool{}}, nil
-}
-
-// errorsUnwrapAll renders err without repeating the raw URL (which may hold
-// secrets): url.Error's Err only.
-func errorsUnwrapAll(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err.Error()
-	}
-	return err.Error()
 }
 
 func (p *params) fail(param, problem string) error {
@@ -420,13 +410,14 @@ func (p *params) done() error {
 }
 
 // nameURL is the sink's public name: scheme, host and path, no query, no
-// credentials.
+// credentials (and through redactURL, no password url.Parse misread as a
+// path: s3://TOK/EN@host).
 func (p *params) nameURL() string {
 	u := *p.u
 	u.User = nil
 	u.RawQuery = ""
 	u.ForceQuery = false
-	return u.String()
+	return redactURL(u.String())
 }
 
 // fileDir checks a file:// URL and returns its directory.

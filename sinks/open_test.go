@@ -39,7 +39,7 @@ func TestOpenErrors(t *testing.T) {
 		{"nats://127.0.0.1:4222?token=s3cret&nkey=/x", `creds: give one of`},
 		{"nats://127.0.0.1:4222?tls-cert=/c", `tls-cert: tls-cert and tls-key go together`},
 		{"nats://127.0.0.1:4222?format=xml", `format: must be envelope or item`},
-		{"nats://127.0.0.1:4222/path", `path: "/path": a nats:// URL has no path`},
+		{"nats://127.0.0.1:4222/path", `path: a nats:// URL has no path`},
 		{"nats://", `host: missing`},
 		{"nats://127.0.0.1:4222?max-in-flight=-1", `max-in-flight: -1 is out of range`},
 		{"nats://127.0.0.1:4222?token=s3cret&bogus=1", `bogus: unknown parameter for nats://`},
@@ -70,6 +70,37 @@ func TestOpenErrors(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "s3cret") {
 				t.Fatalf("error leaks a secret: %v", err)
+			}
+		})
+	}
+}
+
+// TestConfigErrorsNeverEchoSecrets: whatever url.Parse makes of a sink URL
+// whose password holds '/', '#', '?' or a space, or whose endpoint
+// parameter carries KEY:SECRET@, the *ConfigError names the field and the
+// host, never the secret.
+func TestConfigErrorsNeverEchoSecrets(t *testing.T) {
+	tests := []struct{ url, secret, keep string }{
+		{"nats://user:pa/ss99@nats.internal:4222?bogus=1", "ss99", "nats.internal"},
+		{"nats://user:pa#ss99@nats.internal:4222", "ss99", "nats.internal"},
+		{"nats://user:pa?ss99@nats.internal:4222", "ss99", "nats.internal"},
+		{"nats://user:pa ss99@nats.internal:4222", "ss99", "nats.internal"},
+		{"nats://user:1234/ss99@nats.internal:4222", "ss99", "nats.internal"},
+		{"nats://tok/en99@nats.internal:4222", "en99", "nats.internal"},
+		{"nats://nats.internal:4222?token=t0k3n99&bogus=1", "t0k3n99", "nats.internal"},
+		{"s3://bucket/p?endpoint=http://KEY:S3CR/ET99@minio:9000&compression=lz4", "ET99", "compression"},
+		{"s3://bucket/p?endpoint=ftp://KEY:S3CRET99@minio:9000", "S3CRET99", "endpoint"},
+		{"s3://KEY:S3CR/ET99@bucket/p", "ET99", "bucket"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.url, func(t *testing.T) {
+			err := Validate(tc.url)
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Validate(%q) = %v, want a *ConfigError", tc.url, err)
+			}
+			if msg := err.Error(); strings.Contains(msg, tc.secret) || !strings.Contains(msg, tc.keep) {
+				t.Fatalf("Validate(%q) error %q: want %q absent and %q present", tc.url, msg, tc.secret, tc.keep)
 			}
 		})
 	}
