@@ -88,6 +88,11 @@ func runSweep(ctx context.Context, cfg *sweepConfig, d sweepDeps) error {
 	if err != nil {
 		return fmt.Errorf("sweeper: %w", err)
 	}
+	if c, ok := sw.(sweepChecker); ok {
+		if err := checkSweepSource(ctx, cfg, awsCfg.Region, c); err != nil || ctx.Err() != nil {
+			return err
+		}
+	}
 	srv, err := serveSweepHealth(cfg, d, ddb, st, leaseProbe)
 	if err != nil {
 		return err
@@ -107,6 +112,39 @@ func runSweep(ctx context.Context, cfg *sweepConfig, d sweepDeps) error {
 	}
 	log.Info("sweeper stopped")
 	return nil
+}
+
+// sweepChecker is a sweeper that can check its table at start-up: a
+// *sweep.Sweeper.
+type sweepChecker interface {
+	Check(ctx context.Context) error
+}
+
+// sweepCheckTimeout bounds the start-up check of the swept table.
+const sweepCheckTimeout = 10 * time.Second
+
+// checkSweepSource proves, before the table's lease is sought (a stand-by
+// would otherwise wait without ever looking), that the endpoint answers
+// with these credentials and that the table exists and can be swept: its
+// TTL attribute (see --ttl-attribute-override) and its index. The error
+// names the table, the endpoint and the cause; nil when ctx ended.
+func checkSweepSource(ctx context.Context, cfg *sweepConfig, region string, c sweepChecker) error {
+	cctx, cancel := context.WithTimeout(ctx, sweepCheckTimeout)
+	defer cancel()
+	err := c.Check(cctx)
+	if err == nil || ctx.Err() != nil {
+		return nil
+	}
+	var mm *sweep.TTLAttributeMismatchError
+	if errors.As(err, &mm) {
+		return fmt.Errorf("--ttl-attribute %q: table %s has DynamoDB's TTL enabled on %q, so sweeping on %q would delete items DynamoDB's TTL does not consider expired; name %q, or give --ttl-attribute-override to sweep on %q anyway: %w",
+			mm.Configured, mm.Table, mm.Enabled, mm.Configured, mm.Enabled, mm.Configured, err)
+	}
+	where := "AWS's endpoint for region " + region
+	if cfg.shared.Endpoint != "" {
+		where = redact.URL(cfg.shared.Endpoint)
+	}
+	return fmt.Errorf("start-up check of table %s at %s failed: %w", cfg.Table, where, err)
 }
 
 // serveSweepHealth starts /metrics, /healthz and /readyz: ready while the

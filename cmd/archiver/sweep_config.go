@@ -15,11 +15,13 @@ type sweepConfig struct {
 	Index               string
 	WindowAttribute     string
 	TTLAttribute        string
+	TTLOverride         bool
 	Window              time.Duration
 	WindowShards        int
 	Interval            time.Duration
 	Grace, Lookback     time.Duration
 	MaxDeletesPerSecond int
+	MaxClockSkew        time.Duration
 
 	// shared holds the settings sweep takes from `archiver run` (endpoint,
 	// region, checkpoint, worker ID, leases, shutdown, logs, metrics,
@@ -47,8 +49,12 @@ var sweepOptions = []option[sweepConfig]{
 		get: func(c *sweepConfig) any { return c.Window }, set: func(c *sweepConfig, _ string, _ []string, d time.Duration) { c.Window = d }},
 	{name: "window-shards", kind: kindInt, def: "1", usage: "index partitions one window is spread over (<window>#0 ... #N-1), as the writers do",
 		get: func(c *sweepConfig) any { return c.WindowShards }, set: func(c *sweepConfig, s string, _ []string, _ time.Duration) { c.WindowShards, _ = strconv.Atoi(s) }},
-	{name: "ttl-attribute", usage: "the TTL attribute (default: the one DescribeTimeToLive names)",
+	{name: "ttl-attribute", usage: "the TTL attribute (default: the one DescribeTimeToLive names); for a table whose DynamoDB TTL is off: one whose TTL is enabled on another attribute is refused unless --ttl-attribute-override",
 		get: func(c *sweepConfig) any { return c.TTLAttribute }, set: func(c *sweepConfig, s string, _ []string, _ time.Duration) { c.TTLAttribute = s }},
+	{name: "ttl-attribute-override", boolean: true, def: "false", usage: "sweep on --ttl-attribute even though the table's DynamoDB TTL is enabled on another attribute (deletes items DynamoDB's TTL does not consider expired)",
+		get: func(c *sweepConfig) any { return c.TTLOverride }, set: func(c *sweepConfig, s string, _ []string, _ time.Duration) { c.TTLOverride = s == "true" }},
+	{name: "max-clock-skew", kind: kindDuration, def: "1s", usage: "pause deletes while this clock and DynamoDB's (the Date header of its responses) disagree by more than this; 0: no check",
+		get: func(c *sweepConfig) any { return c.MaxClockSkew }, set: func(c *sweepConfig, _ string, _ []string, d time.Duration) { c.MaxClockSkew = d }},
 	{name: "interval", kind: kindDuration, def: "1s", usage: "pause between the starts of two passes",
 		get: func(c *sweepConfig) any { return c.Interval }, set: func(c *sweepConfig, _ string, _ []string, d time.Duration) { c.Interval = d }},
 	{name: "grace", kind: kindDuration, def: "0s", usage: "how long after its end a window is read whole and left behind by the cursor (0: one --window); items written with a TTL older than that are left to DynamoDB's TTL",
@@ -143,6 +149,11 @@ func validateSweepOption(c *sweepConfig, o option[sweepConfig], from string, p *
 	case "lookback":
 		if c.Lookback <= 0 {
 			p.add("%s: %s must be positive", from, c.Lookback)
+		}
+	case "ttl-attribute-override":
+	case "max-clock-skew":
+		if c.MaxClockSkew < 0 {
+			p.add("%s: %s must not be negative (0: no check)", from, c.MaxClockSkew)
 		}
 	case "max-deletes-per-second":
 		if c.MaxDeletesPerSecond < 0 {
