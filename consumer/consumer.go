@@ -240,6 +240,8 @@ type Consumer struct {
 	// watched are the tables watch has set gauges for.
 	tablesMu sync.Mutex
 	watched  map[string]bool
+	// failed is what watch keeps about shards whose readers keep failing.
+	failed failedReaders
 
 	mu     sync.Mutex
 	states map[string]*shardState

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/shard"
 )
 
 // failing describes a shard's oldest batch that a sink keeps failing.
@@ -55,17 +57,26 @@ func (s *shardState) health() (oldest time.Time, f *failing) {
 func (c *Consumer) watch(now time.Time) {
 	stuck := map[string]int{}
 	near := map[string]int{}
+	failing, counted := c.failingReaders(now, stuck)
 	for _, s := range c.snapshot() {
 		stuck[s.table] += 0
 		near[s.table] += 0
 		oldest, f := s.health()
+		if rf, ok := failing[s.key]; ok {
+			// Its reader is between two failures: the record it cannot
+			// get past is the shard's oldest.
+			delete(failing, s.key)
+			if oldest.IsZero() || (!rf.Oldest.IsZero() && rf.Oldest.Before(oldest)) {
+				oldest = rf.Oldest
+			}
+		}
 		var age time.Duration
 		if !oldest.IsZero() && now.After(oldest) {
 			age = now.Sub(oldest)
 		}
 		c.m.oldestUnacked.WithLabelValues(s.table, s.id).Set(age.Seconds())
 		left := c.cfg.StreamRetention - age
-		if f != nil && now.Sub(f.firstFailure) >= c.cfg.StuckAfter {
+		if f != nil && now.Sub(f.firstFailure) >= c.cfg.StuckAfter && !counted[s.key] {
 			stuck[s.table]++
 			if now.Sub(s.lastStuckLog) >= c.cfg.StuckLogInterval {
 				s.lastStuckLog = now
@@ -90,6 +101,7 @@ func (c *Consumer) watch(now time.Time) {
 			}
 		}
 	}
+	c.failedGauges(failing, now)
 	c.tablesMu.Lock()
 	defer c.tablesMu.Unlock()
 	for t := range c.watched {
@@ -101,5 +113,80 @@ func (c *Consumer) watch(now time.Time) {
 		c.watched[t] = true
 		c.m.shardsStuck.WithLabelValues(t).Set(float64(n))
 		c.m.nearTrim.WithLabelValues(t).Set(float64(near[t]))
+	}
+}
+
+// stuckReaderFailures is how many readers in a row must fail at one
+// position, over at least StuckAfter, before their shard counts as stuck.
+const stuckReaderFailures = 3
+
+// failedReaders is what watch keeps about shards whose readers keep
+// failing. The zero value is ready; watch's goroutine alone uses it.
+type failedReaders struct {
+	logged map[string]time.Time     // state key → last stuck log
+	gauged map[string]shard.Failing // state key → shard whose age gauge watch set
+}
+
+// failingReaders counts, into stuck, the shards whose readers keep failing
+// at one position (shard.Walker.Failing: a record the SDK cannot parse
+// without a dead-letter sink, a response that cannot be read at all), and
+// logs them at ERROR every StuckLogInterval. Such a shard's records wait
+// as behind a failing sink; without this only
+// archiver_shard_reader_failures_total would rise. It returns the failing
+// shards by state key, and whether each was counted.
+func (c *Consumer) failingReaders(now time.Time, stuck map[string]int) (map[string]shard.Failing, map[string]bool) {
+	fr := &c.failed
+	if fr.logged == nil {
+		fr.logged, fr.gauged = map[string]time.Time{}, map[string]shard.Failing{}
+	}
+	failing, counted := map[string]shard.Failing{}, map[string]bool{}
+	for _, f := range c.walker.Failing() {
+		k := stateKey(f.StreamARN, f.ShardID)
+		failing[k] = f
+		if f.Failures < stuckReaderFailures || now.Sub(f.Since) < c.cfg.StuckAfter {
+			continue
+		}
+		stuck[f.Table]++
+		counted[k] = true
+		if now.Sub(fr.logged[k]) < c.cfg.StuckLogInterval {
+			continue
+		}
+		fr.logged[k] = now
+		fields := []zap.Field{zap.String("table", f.Table), zap.String("shard", f.ShardID),
+			zap.String("position", f.Position), zap.Int("failures", f.Failures),
+			zap.Duration("failing_for", now.Sub(f.Since)), zap.Bool("dead_letter", c.dlq != nil), zap.Error(f.Err)}
+		if !f.Oldest.IsZero() {
+			fields = append(fields, zap.Duration("oldest_unacked_age", now.Sub(f.Oldest)),
+				zap.Duration("time_left_before_trim", c.cfg.StreamRetention-now.Sub(f.Oldest)))
+		}
+		c.log.Error("shard stuck: its reader keeps failing at the same position; the checkpoint waits", fields...)
+	}
+	for k := range fr.logged {
+		if !counted[k] {
+			delete(fr.logged, k)
+		}
+	}
+	return failing, counted
+}
+
+// failedGauges sets the oldest-unacked age of failing shards that have no
+// state now (between two of their readers), and removes the gauges it set
+// for shards that no longer fail and have no state.
+func (c *Consumer) failedGauges(failing map[string]shard.Failing, now time.Time) {
+	fr := &c.failed
+	for k, f := range failing {
+		if f.Oldest.IsZero() {
+			continue
+		}
+		fr.gauged[k] = f
+		c.m.oldestUnacked.WithLabelValues(f.Table, f.ShardID).Set(max(now.Sub(f.Oldest), 0).Seconds())
+	}
+	for k, f := range fr.gauged {
+		if _, ok := failing[k]; !ok {
+			delete(fr.gauged, k)
+			if c.lookup(f.StreamARN, f.ShardID) == nil {
+				c.m.oldestUnacked.DeleteLabelValues(f.Table, f.ShardID)
+			}
+		}
 	}
 }

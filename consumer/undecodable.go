@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"bytes"
 	"errors"
 	"time"
 
@@ -11,15 +12,25 @@ import (
 	"github.com/ttl-archiver/archiver/shard"
 )
 
-// decodeBatch decodes a batch's records. Records that cannot be decoded
-// become dead letters (bad) when there is a dead-letter sink; without one
-// the first of them fails the batch.
+// decodeBatch decodes a batch's records. Records that cannot be decoded,
+// those the SDK could not parse included (b.Undecodable), become dead
+// letters (bad) when there is a dead-letter sink; without one the first of
+// them fails the batch.
 func (c *Consumer) decodeBatch(s *shardState, b shard.Batch, ttlAttr string) (events, bad []event.Event, err error) {
 	events = make([]event.Event, 0, len(b.Records))
+	unread := b.Undecodable
 	for i := range b.Records {
 		r := &b.Records[i]
-		e, err := decode(s.table, b.StreamARN, b.ShardID, i, *r, ttlAttr, c.cfg.ExpiredWhen)
-		if err == nil {
+		var (
+			e   event.Event
+			raw []byte
+			err error
+		)
+		if len(unread) > 0 && unread[0].Index == i {
+			// The SDK could not parse it: r is the reader's placeholder.
+			raw, err = unread[0].Raw, &RecordError{ShardID: b.ShardID, Index: i, Field: "record", Problem: "the SDK cannot decode it: " + unread[0].Err.Error()}
+			unread = unread[1:]
+		} else if e, err = decode(s.table, b.StreamARN, b.ShardID, i, *r, ttlAttr, c.cfg.ExpiredWhen); err == nil {
 			events = append(events, e)
 			continue
 		}
@@ -33,24 +44,30 @@ func (c *Consumer) decodeBatch(s *shardState, b shard.Batch, ttlAttr string) (ev
 		c.log.Error("malformed stream record; sending it to the dead-letter sink",
 			zap.String("stream", b.StreamARN), zap.String("shard", b.ShardID),
 			zap.String("event_id", deref(r.EventID)), zap.String("dead_letter", c.dlq.name), zap.Error(err))
-		bad = append(bad, undecodableEvent(s.table, b.StreamARN, b.ShardID, r, err))
+		bad = append(bad, undecodableEvent(s.table, b.StreamARN, b.ShardID, r, raw, err))
 	}
 	return events, bad, nil
 }
 
-// undecodableEvent is the dead letter of a record that decode refused: the
-// raw record, and whatever of its position and images could be read.
-func undecodableEvent(table, streamARN, shardID string, r *types.Record, err error) event.Event {
+// undecodableEvent is the dead letter of a record that decode refused, or
+// that the SDK could not parse (raw: its bytes in the response; r is then
+// the reader's placeholder): the raw record, and whatever of its position
+// and images could be read.
+func undecodableEvent(table, streamARN, shardID string, r *types.Record, raw []byte, err error) event.Event {
+	if raw != nil {
+		raw = bytes.Clone(raw) // it points into the whole response
+	} else {
+		raw = event.AppendStreamRecord(nil, r)
+	}
 	e := event.Event{
 		Kind: event.Undecodable, Table: table, StreamARN: streamARN, ShardID: shardID, EventID: deref(r.EventID),
 		DeadLetter: &event.DeadLetter{
-			Reason: event.ReasonUndecodable, Error: err.Error(), FirstFailure: time.Now(),
-			Record: event.AppendStreamRecord(nil, r),
+			Reason: event.ReasonUndecodable, Error: err.Error(), FirstFailure: time.Now(), Record: raw,
 		},
 	}
 	var re *RecordError
 	if errors.As(err, &re) && re.Field != "eventName" {
-		e.EventName = string(r.EventName) // checked: it is not what decode refused
+		e.EventName = string(r.EventName) // checked: it is not what decode refused (a placeholder's is a valid one or none)
 	}
 	if d := r.Dynamodb; d != nil {
 		if seq := deref(d.SequenceNumber); event.ValidSequence(seq) {

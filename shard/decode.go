@@ -40,7 +40,17 @@ func FastGetRecords(o *dynamodbstreams.Options) {
 	if _, done := o.Protocol.(fastProtocol); done || o.Protocol == nil {
 		return
 	}
-	o.Protocol = fastProtocol{o.Protocol}
+	o.Protocol = fastProtocol{ClientProtocol: o.Protocol}
+}
+
+// sdkGetRecords is FastGetRecords without the fast decoder (readers with
+// [Options.SDKDecoding]): the SDK decodes every response, and a response
+// that will not parse is still read record by record for a reader.
+func sdkGetRecords(o *dynamodbstreams.Options) {
+	if _, done := o.Protocol.(fastProtocol); done || o.Protocol == nil {
+		return
+	}
+	o.Protocol = fastProtocol{ClientProtocol: o.Protocol, sdkOnly: true}
 }
 
 // maxPresize bounds the buffer sized from Content-Length up front (a
@@ -48,9 +58,13 @@ func FastGetRecords(o *dynamodbstreams.Options) {
 const maxPresize = 16 << 20
 
 // fastProtocol wraps the client's protocol and takes over the decoding of
-// successful GetRecords responses.
+// successful GetRecords responses. When a response will not parse as a
+// whole and the call's context asks for it (a reader's calls do), it is
+// read record by record (salvageGetRecords): the records that still will
+// not parse are reported in the context's salvage, not as an error.
 type fastProtocol struct {
 	smithyhttp.ClientProtocol
+	sdkOnly bool // never the fast decoder: Options.SDKDecoding
 }
 
 func (p fastProtocol) DeserializeResponse(ctx context.Context, schema *smithy.OperationSchema, reg *smithy.TypeRegistry, resp *smithyhttp.Response, out smithy.Deserializable) error {
@@ -66,12 +80,27 @@ func (p fastProtocol) DeserializeResponse(ctx context.Context, schema *smithy.Op
 		return &smithy.DeserializationError{Err: err}
 	}
 	body := buf.Bytes()
-	if decodeGetRecords(body, o) {
+	sv := salvageFrom(ctx)
+	if sv != nil {
+		sv.bad = nil // a retried call starts afresh
+	}
+	if !p.sdkOnly && decodeGetRecords(body, o) {
 		return nil
 	}
 	*o = dynamodbstreams.GetRecordsOutput{}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	return p.sdkDecode(ctx, schema, reg, resp, out)
+	err := p.sdkDecode(ctx, schema, reg, resp, out)
+	if err == nil || sv == nil {
+		return err
+	}
+	salvaged, bad, ok := p.salvageGetRecords(ctx, schema, reg, body)
+	if !ok || len(bad) == 0 {
+		// The body cannot be split, or every record decodes alone while
+		// the whole does not: the response itself is wrong.
+		return err
+	}
+	*o, sv.bad = salvaged, bad
+	return nil
 }
 
 // sdkDecode is the SDK's decoding of every response the fast decoder does

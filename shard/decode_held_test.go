@@ -13,7 +13,7 @@ import (
 // bytes while later responses are decoded on other goroutines; run under
 // -race.
 func TestFastDecodeRecordsHeldPastTheirBatch(t *testing.T) {
-	fast := fastProtocol{sdkProtocol()}
+	fast := fastProtocol{ClientProtocol: sdkProtocol()}
 	held, err := decodeWith(fast, []byte(everyShape))
 	if err != nil {
 		t.Fatal(err)

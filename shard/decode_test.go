@@ -63,7 +63,7 @@ func checkSameAsSDK(t testing.TB, body []byte) (fast bool) {
 		}
 		fast = true
 	}
-	viaWrapper, err := decodeWith(fastProtocol{sdkProtocol()}, body)
+	viaWrapper, err := decodeWith(fastProtocol{ClientProtocol: sdkProtocol()}, body)
 	if err != nil && strings.HasPrefix(err.Error(), "panic:") {
 		t.Fatalf("wrapped protocol panicked on %q: %v", body, err)
 	}
@@ -280,7 +280,7 @@ func BenchmarkDecodeGetRecords(b *testing.B) {
 	for _, p := range []struct {
 		name  string
 		proto smithyhttp.ClientProtocol
-	}{{"sdk", sdkProtocol()}, {"fast", fastProtocol{sdkProtocol()}}} {
+	}{{"sdk", sdkProtocol()}, {"fast", fastProtocol{ClientProtocol: sdkProtocol()}}} {
 		b.Run(p.name, func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()

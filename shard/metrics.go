@@ -23,6 +23,7 @@ type metrics struct {
 	ended       *prometheus.CounterVec // archiver_shards_ended_total{table}
 	discoveries *prometheus.CounterVec // archiver_shard_discoveries_total{table}
 	failures    *prometheus.CounterVec // archiver_shard_reader_failures_total{table}
+	undecodable *prometheus.CounterVec // archiver_shard_undecodable_records_total{table}
 
 	mu   sync.Mutex
 	ages map[string]map[string]float64 // table → reader key → seconds
@@ -62,6 +63,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}, []string{"table"}))
 	m.failures = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_shard_reader_failures_total", Help: "Shard readers that failed (Process refused a batch, e.g. a malformed record, or the Streams API kept failing) and will restart from the stored position, by table. Rising without end means a shard is stuck.",
+	}, []string{"table"}))
+	m.undecodable = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_shard_undecodable_records_total", Help: "Stream records that neither the fast decoder nor the SDK's could read, handed to the consumer raw (dead-lettered with --dead-letter; without one their shard stops at them), by table.",
 	}, []string{"table"}))
 	return m
 }

@@ -41,6 +41,9 @@ type result struct {
 	rd      *reader
 	outcome outcome
 	err     error
+	// refusedAt is the creation time of the first record of the batch
+	// Process refused (zero when none was, or it has none).
+	refusedAt time.Time
 }
 
 // reader reads one shard: a fetch goroutine calls GetRecords and queues
@@ -77,6 +80,7 @@ type reader struct {
 // calls ShardEnded or ShardStopped and Release, and returns the outcome.
 func (r *reader) run() result {
 	o := &r.w.o
+	r.w.fails.started(r)
 	fctx, fcancel := context.WithCancel(r.ctx)
 	defer fcancel()
 	q := make(chan Batch, 64)
@@ -90,13 +94,16 @@ func (r *reader) run() result {
 		ended, fetchErr = r.fetch(fctx, q, g)
 		r.idleSince.Store(0) // never yield a reader that is finishing
 	}()
-	var procErr error
+	var (
+		procErr   error
+		refusedAt time.Time
+	)
 	for b := range q {
 		// Once the reader must stop, queued batches are dropped: they were
 		// never processed, so the shard resumes before them.
 		if procErr == nil && r.ctx.Err() == nil {
 			if err := o.Processor.Process(r.ctx, b); err != nil {
-				procErr = err
+				procErr, refusedAt = err, firstCreation(b.Records)
 				fcancel()
 			}
 		}
@@ -104,7 +111,8 @@ func (r *reader) run() result {
 	}
 	fcancel()
 
-	res := result{rd: r}
+	res := result{rd: r, refusedAt: refusedAt}
+	defer func() { r.w.fails.note(r, res, o.Now()) }()
 	switch {
 	case procErr != nil && r.ctx.Err() == nil:
 		res.outcome, res.err = outFailed, fmt.Errorf("process: %w", procErr)
@@ -163,14 +171,15 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (e
 	fresh := false // it is a new iterator: its first answer may repeat records
 	decodeOpts := []func(*dynamodbstreams.Options){FastGetRecords}
 	if o.SDKDecoding {
-		decodeOpts = nil
+		decodeOpts = []func(*dynamodbstreams.Options){sdkGetRecords}
 	}
 	for {
 		if err := g.Wait(ctx); err != nil {
 			return false, err
 		}
 		m.calls.WithLabelValues(r.table).Inc()
-		out, err := o.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{
+		sv := &salvage{}
+		out, err := o.Streams.GetRecords(withSalvage(ctx, sv), &dynamodbstreams.GetRecordsInput{
 			ShardIterator: aws.String(it),
 			Limit:         aws.Int32(o.GetRecordsLimit),
 		}, decodeOpts...)
@@ -220,40 +229,29 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (e
 		}
 		fails, throttles = 0, 0
 
-		recs := out.Records
+		recs, bad := out.Records, sv.bad
 		if fresh && lastSeq != "" {
 			recs = dropRead(recs, lastSeq, seqless, r.iterType == types.ShardIteratorTypeAfterSequenceNumber)
+			bad = shiftUndecodable(bad, len(out.Records)-len(recs))
 		}
 		fresh = false
-		if len(recs) > 0 {
-			b := Batch{Table: r.table, StreamARN: r.streamARN, ShardID: r.shard.ID, Records: recs}
-			for _, rec := range recs {
-				b.Bytes += EstimateMemory(rec)
-			}
+		if len(bad) > 0 {
+			m.undecodable.WithLabelValues(r.table).Add(float64(len(bad)))
+			r.log.Error("records of a GetRecords response cannot be decoded; they go to the consumer raw, the records around them flow on",
+				zap.Int("undecodable", len(bad)), zap.Int("records", len(recs)), zap.Error(bad[0].Err))
+		}
+		for _, b := range splitAtUndecodable(Batch{Table: r.table, StreamARN: r.streamARN, ShardID: r.shard.ID, Records: recs, Undecodable: bad}) {
 			// A record without a valid sequence number (the consumer
 			// dead-letters it) cannot be a resume position: a new iterator
 			// resumes after the last record that has one, and dropRead
 			// skips the ones after it that were already queued.
-			if seq, after := lastSequence(recs); seq != "" {
+			if seq, after := lastSequence(b.Records); seq != "" {
 				lastSeq, seqless = seq, after
 			} else {
-				seqless += len(recs)
+				seqless += len(b.Records)
 			}
-			if r.firstSeq == "" {
-				r.firstSeq = firstSequence(recs)
-			}
-			if last := recs[len(recs)-1]; last.Dynamodb != nil {
-				if t := last.Dynamodb.ApproximateCreationDateTime; t != nil {
-					m.setAge(r.table, r.key, o.Now().Sub(*t))
-				}
-			}
-			m.records.WithLabelValues(r.table).Add(float64(len(recs)))
-			m.bytes.WithLabelValues(r.table).Add(float64(b.Bytes))
-			g.Add(int64(b.Bytes))
-			select {
-			case q <- b:
-			case <-ctx.Done():
-				return false, ctx.Err()
+			if err := r.queue(ctx, q, g, b); err != nil {
+				return false, err
 			}
 		}
 		next := aws.ToString(out.NextShardIterator)
@@ -273,6 +271,76 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (e
 			r.idleSince.Store(0)
 		}
 	}
+}
+
+// queue sizes b, books it in the metrics and the budget, and hands it to
+// the reader's goroutine.
+func (r *reader) queue(ctx context.Context, q chan<- Batch, g *budget.Budget, b Batch) error {
+	o, m := &r.w.o, r.w.m
+	for _, rec := range b.Records {
+		b.Bytes += EstimateMemory(rec)
+	}
+	for _, u := range b.Undecodable {
+		b.Bytes += len(u.Raw)
+	}
+	if r.firstSeq == "" {
+		r.firstSeq = firstSequence(b.Records)
+	}
+	if last := b.Records[len(b.Records)-1]; last.Dynamodb != nil {
+		if t := last.Dynamodb.ApproximateCreationDateTime; t != nil {
+			m.setAge(r.table, r.key, o.Now().Sub(*t))
+		}
+	}
+	m.records.WithLabelValues(r.table).Add(float64(len(b.Records)))
+	m.bytes.WithLabelValues(r.table).Add(float64(b.Bytes))
+	g.Add(int64(b.Bytes))
+	select {
+	case q <- b:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// shiftUndecodable is bad after the first n records of their response
+// were dropped: those among them are gone, the others' indexes move down.
+func shiftUndecodable(bad []Undecodable, n int) []Undecodable {
+	var out []Undecodable
+	for _, u := range bad {
+		if u.Index >= n {
+			u.Index -= n
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// splitAtUndecodable cuts b before each undecodable record, so that each
+// batch holds at most one, as its first record (see Batch.Undecodable).
+// No batch is empty; an empty b gives none.
+func splitAtUndecodable(b Batch) []Batch {
+	if len(b.Records) == 0 {
+		return nil
+	}
+	var out []Batch
+	recs, bad, off := b.Records, b.Undecodable, 0
+	for len(recs) > 0 {
+		part := b
+		part.Undecodable = nil
+		end := len(recs)
+		if len(bad) > 0 && bad[0].Index == off {
+			u := bad[0]
+			u.Index = 0
+			part.Undecodable, bad = []Undecodable{u}, bad[1:]
+		}
+		if len(bad) > 0 && bad[0].Index-off < end {
+			end = bad[0].Index - off
+		}
+		part.Records = recs[:end:end]
+		out = append(out, part)
+		recs, off = recs[end:], off+end
+	}
+	return out
 }
 
 // iterator returns a shard iterator after lastSeq, or at the reader's start
@@ -446,6 +514,17 @@ func idleDelay(n int, maxD time.Duration) time.Duration {
 func LastSequence(recs []types.Record) string {
 	seq, _ := lastSequence(recs)
 	return seq
+}
+
+// firstCreation is the creation time of the first record in recs that
+// has one (zero when none has).
+func firstCreation(recs []types.Record) time.Time {
+	for i := range recs {
+		if d := recs[i].Dynamodb; d != nil && d.ApproximateCreationDateTime != nil {
+			return *d.ApproximateCreationDateTime
+		}
+	}
+	return time.Time{}
 }
 
 // firstSequence is the sequence number of the first record in recs that

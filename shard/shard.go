@@ -145,8 +145,15 @@ type Batch struct {
 	Table, StreamARN, ShardID string
 	Records                   []types.Record
 	// Bytes is the batch's estimated size in memory (the sum of
-	// [EstimateMemory] of its records), which memory budgets count.
+	// [EstimateMemory] of its records, and the raw bytes of the
+	// undecodable ones), which memory budgets count.
 	Bytes int
+	// Undecodable lists the records of the batch that neither decoder
+	// could read, by ascending index; Records holds placeholders in their
+	// places. A batch holds at most one, its first record: the reader
+	// starts a new batch at each, so that what precedes it can be
+	// processed (and checkpointed) whatever becomes of it.
+	Undecodable []Undecodable
 }
 
 // Processor receives the records. Process for one shard is never called

@@ -27,6 +27,7 @@ type Walker struct {
 	log     *zap.Logger
 	m       *metrics
 	started atomic.Bool
+	fails   failBook // shards whose readers keep failing (Failing)
 }
 
 // New checks o, fills in defaults and returns a Walker. It registers the
@@ -1087,7 +1088,7 @@ func (r *run) handle(res result) {
 	case outFailed:
 		ss.fails++
 		r.w.m.failures.WithLabelValues(st.table).Inc()
-		d := backoff.Policy{Min: 4 * r.o.MinBackoff, Max: 6 * r.o.MaxBackoff}.Delay(ss.fails - 1)
+		d := restartPolicy(r.o).Delay(ss.fails - 1)
 		ss.retryAfter = time.Now().Add(d)
 		log.Warn("reader failed, restarting the shard later from its stored position", zap.Int("failures", ss.fails), zap.Duration("retry_in", d), zap.Error(res.err))
 		st.needRefresh = true
