@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"go.uber.org/zap"
 
+	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/internal/sdkhttp"
 )
 
@@ -58,7 +59,7 @@ func loadAWSConfig(ctx context.Context, command, region, endpoint string, log *z
 		cancel()
 		if err != nil {
 			log.Info("no AWS credentials configured; signing requests to the local endpoint with placeholder credentials",
-				zap.String("endpoint", endpoint))
+				zap.String("endpoint", redact.URL(endpoint)))
 			cfg.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
 		}
 	}

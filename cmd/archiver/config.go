@@ -106,7 +106,7 @@ type command[C any] struct {
 var runCommand = command[runConfig]{name: "run", options: runOptions, validate: validateOption, check: validateRun}
 
 var runOptions = []option[runConfig]{
-	{name: "endpoint", usage: "DynamoDB and DynamoDB Streams endpoint URL (default: AWS's endpoint for the region)",
+	{name: "endpoint", secret: true, usage: "DynamoDB and DynamoDB Streams endpoint URL (default: AWS's endpoint for the region)",
 		get: func(c *runConfig) any { return c.Endpoint }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Endpoint = s }},
 	{name: "region", usage: "AWS region (default: the AWS configuration's, or us-east-1 with a loopback --endpoint)",
 		get: func(c *runConfig) any { return c.Region }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Region = s }},
@@ -271,7 +271,7 @@ func loadConfig[C any](cmd command[C], cfg *C, args []string, getenv func(string
 		return nil, usagef("archiver %s: %v", cmd.name, err)
 	}
 	if fs.NArg() > 0 {
-		return nil, usagef("archiver %s: unexpected argument %q (all settings are flags)", cmd.name, fs.Arg(0))
+		return nil, usagef("archiver %s: unexpected argument %q (all settings are flags)", cmd.name, redact.URL(fs.Arg(0)))
 	}
 	setFlags := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { setFlags[f.Name] = true })
@@ -603,16 +603,18 @@ func validateLeaseTiming(c *runConfig, p *problems) {
 	}
 }
 
+// checkHTTPURL checks an http(s) endpoint URL. Its errors show the URL
+// through redact.URL only: the endpoint may carry KEY:SECRET@.
 func checkHTTPURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil {
-		return fmt.Errorf("%q is not a URL: %w", s, errors.Unwrap(err))
+		return fmt.Errorf("%q is not a URL: %s", redact.URL(s), redact.ParseError(err))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("%q: scheme must be http or https", s)
+		return fmt.Errorf("%q: scheme must be http or https", redact.URL(s))
 	}
 	if u.Host == "" {
-		return fmt.Errorf("%q: missing host", s)
+		return fmt.Errorf("%q: missing host", redact.URL(s))
 	}
 	return nil
 }
@@ -625,7 +627,7 @@ func checkCheckpointURL(s string) error {
 	switch u.Scheme {
 	case "file":
 		if filePath(u) == "" {
-			return fmt.Errorf("%q: want file://PATH, e.g. file:///var/lib/archiver/checkpoints.json", s)
+			return fmt.Errorf("%q: want file://PATH, e.g. file:///var/lib/archiver/checkpoints.json", redact.URL(s))
 		}
 		return nil
 	case "dynamodb":
