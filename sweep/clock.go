@@ -79,9 +79,9 @@ func (c *clockCheck) sample(sent, recv time.Time, date string) {
 	}
 	skew := d.Add(500 * time.Millisecond).Sub(sent.Add(rtt / 2))
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.have, c.skew = true, skew
-	c.mu.Unlock()
-	c.m.clockSkew.Set(skew.Seconds())
+	c.m.clockSkew.Set(skew.Seconds()) // under the lock: the gauge is the estimate
 }
 
 // trusted reports whether deletes may be sent: the check is off, or the
