@@ -36,6 +36,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/backoff"
+	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
@@ -180,7 +181,7 @@ func Open(ctx context.Context, rawURL string, o Options) (*Archive, error) {
 		a.st = &fileStore{dir: dir}
 		a.url = "file://" + dir
 	default:
-		return nil, fmt.Errorf("archive %q: want s3://BUCKET/PREFIX or file://DIR", rawURL)
+		return nil, fmt.Errorf("archive %q: want s3://BUCKET/PREFIX or file://DIR", redact.URL(rawURL))
 	}
 	return a, nil
 }

@@ -330,10 +330,13 @@ func TestOpenRejectsBadURLs(t *testing.T) {
 		{"s3://b_ad/x", "not a valid bucket name"},
 		{"s3://bucket/x?nope=1", "nope: unknown parameter"},
 		{"file://", "missing directory"},
+		{"nats://user:pa/ss9z@localhost:4222", "want s3://BUCKET/PREFIX or file://DIR"},
 	} {
 		_, err := archive.Open(testCtx(t), tc.url, archive.Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Open(%q) = %v, want an error with %q", tc.url, err, tc.want)
+		} else if strings.Contains(err.Error(), "ss9z") {
+			t.Errorf("Open(%q) = %v shows the password", tc.url, err)
 		}
 	}
 }
