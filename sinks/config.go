@@ -124,14 +124,20 @@ func parseS3(p *params) (S3Config, error) {
 }
 
 // NATSConfig configures a NATS sink. Open fills it from
-// nats://[USER:PASSWORD@]HOST:PORT[,HOST:PORT]?subject=&jetstream=&create-stream=&creds=&nkey=&token=&tls-ca=&tls-cert=&tls-key=&format=&max-in-flight=&max-pending-bytes=&name=.
+// nats://[USER:PASSWORD@]HOST:PORT[,HOST:PORT]?subject=&jetstream=&create-stream=&creds=&nkey=&token=&tls-ca=&tls-cert=&tls-key=&format=&max-in-flight=&max-pending-bytes=&max-subject=&name=.
 type NATSConfig struct {
 	// Servers are nats:// (or tls://) URLs.
 	Servers []string
 	// Subject is the subject template (default "archiver.{table}.{kind}"):
 	// {table}, {kind} and {ATTR} for a key attribute ATTR (its S or N value)
-	// are replaced per event.
+	// are replaced per event, each by one token (see [NATSSink] for the
+	// escaping).
 	Subject string
+	// MaxSubject caps a rendered subject's length in bytes (default
+	// [DefaultMaxSubject], at most [MaxMaxSubject]): placeholder values too
+	// long for their share of it become digest tokens. It must stay below
+	// the server's max_control_line less about 200 bytes.
+	MaxSubject int
 	// JetStream (default true) publishes with acknowledgements into existing
 	// streams (at-least-once). False publishes on core NATS: at-most-once,
 	// a batch is acknowledged once the server has received it (a flush
@@ -184,8 +190,17 @@ func parseNATS(p *params) (NATSConfig, error) {
 	if c.Subject, err = p.str("subject", "archiver.{table}.{kind}"); err != nil {
 		return c, err
 	}
-	if _, err := parseSubject(c.Subject); err != nil {
+	tmpl, err := parseSubject(c.Subject)
+	if err != nil {
 		return c, p.fail("subject", err.Error())
+	}
+	maxSubject, err := p.integer("max-subject", DefaultMaxSubject, 1, MaxMaxSubject)
+	if err != nil {
+		return c, err
+	}
+	c.MaxSubject = int(maxSubject)
+	if _, err := tmpl.tokenBudget(c.MaxSubject); err != nil {
+		return c, p.fail("max-subject", fmt.Sprintf("too small for subject %q: %v", c.Subject, err))
 	}
 	if c.JetStream, err = p.boolean("jetstream", true); err != nil {
 		return c, err

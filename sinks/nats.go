@@ -73,10 +73,20 @@ type NATSSink struct {
 	name   string
 	log    *zap.Logger
 	m      sinkMetrics
-	nc     *nats.Conn
-	js     jetstream.JetStream
 	tmpl   subjectTemplate
 	budget *budget.Budget
+
+	// conn is the current connection. nats.go reconnects by itself after
+	// an outage, but a connection the server closed with an error (a
+	// control line too long, an unknown protocol error, a repeated
+	// authorization error) is closed for good: redial then builds a new
+	// one and swaps it in. connMu orders the swap against Close.
+	conn      atomic.Pointer[natsConn]
+	opts      []nats.Option
+	connMu    sync.Mutex
+	connCtx   context.Context // ends when Close closes the connection
+	connStop  context.CancelFunc
+	redialing bool
 
 	// JetStream mode.
 	mu      sync.Mutex
@@ -95,6 +105,13 @@ type NATSSink struct {
 
 	// Core mode.
 	core *serial
+}
+
+// natsConn is one NATS connection and, in JetStream mode, its JetStream
+// context (publishes and their acknowledgements belong to one connection).
+type natsConn struct {
+	nc *nats.Conn
+	js jetstream.JetStream
 }
 
 type natsBatch struct {
@@ -171,6 +188,12 @@ func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
 	if c.Name == "" {
 		c.Name = "ttl-archiver"
 	}
+	if c.MaxSubject <= 0 {
+		c.MaxSubject = DefaultMaxSubject
+	}
+	if _, err := tmpl.tokenBudget(c.MaxSubject); err != nil {
+		return nil, &ConfigError{URL: "nats://" + strings.Join(serverHosts(c.Servers), ","), Param: "max-subject", Problem: err.Error()}
+	}
 	s := &NATSSink{
 		c:      c,
 		name:   "nats://" + strings.Join(serverHosts(c.Servers), ","),
@@ -200,6 +223,7 @@ func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			s.log.Warn("nats error", zap.String("sink", s.name), zap.Error(err))
 		}),
+		nats.ClosedHandler(s.closedByServer),
 	}
 	switch {
 	case c.Creds != "":
@@ -221,24 +245,20 @@ func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
 	if c.TLSCert != "" {
 		opts = append(opts, nats.ClientCert(c.TLSCert, c.TLSKey))
 	}
-	nc, err := nats.Connect(strings.Join(c.Servers, ","), opts...)
+	s.opts = opts
+	s.connCtx, s.connStop = context.WithCancel(context.Background())
+	conn, err := s.connect()
 	if err != nil {
-		return nil, fmt.Errorf("nats sink %s: connect: %w", s.name, err)
+		s.connStop()
+		return nil, fmt.Errorf("nats sink %s: %w", s.name, err)
 	}
-	s.nc = nc
+	s.conn.Store(conn)
 	if !c.JetStream {
 		s.core = newSerial(64, s.writeCore, func() error { return s.drain() })
 		return s, nil
 	}
-	s.js, err = jetstream.New(nc,
-		jetstream.WithPublishAsyncMaxPending(c.MaxInFlight),
-		jetstream.WithPublishAsyncTimeout(10*time.Second),
-	)
-	if err == nil {
-		s.stream, err = s.checkStream(ctx)
-	}
-	if err != nil {
-		nc.Close()
+	if s.stream, err = s.checkStream(ctx); err != nil {
+		s.drain()
 		return nil, fmt.Errorf("nats sink %s: %w", s.name, err)
 	}
 	s.queue = make(chan *natsInflight, c.MaxInFlight)
@@ -246,6 +266,81 @@ func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
 	s.killCtx, s.kill = context.WithCancel(context.Background())
 	go s.acker()
 	return s, nil
+}
+
+// connect makes a new connection (and its JetStream context).
+func (s *NATSSink) connect() (*natsConn, error) {
+	nc, err := nats.Connect(strings.Join(s.c.Servers, ","), s.opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	c := &natsConn{nc: nc}
+	if !s.c.JetStream {
+		return c, nil
+	}
+	c.js, err = jetstream.New(nc,
+		jetstream.WithPublishAsyncMaxPending(s.c.MaxInFlight),
+		jetstream.WithPublishAsyncTimeout(10*time.Second),
+	)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return c, nil
+}
+
+// cur is the current connection.
+func (s *NATSSink) cur() *natsConn { return s.conn.Load() }
+
+// closedByServer is nats.go's ClosedHandler: when the current connection
+// closed and the sink did not close it, it starts redial. nats.go closes
+// for good when the server ends the connection with an error, so without
+// a new connection every later publish would fail.
+func (s *NATSSink) closedByServer(nc *nats.Conn) {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	if s.connCtx.Err() != nil || s.redialing {
+		return
+	}
+	if c := s.cur(); c == nil || c.nc != nc {
+		return // a connection already replaced, or one NewNATS gave up on
+	}
+	s.redialing = true
+	s.log.Error("nats closed the connection for good; building a new one", zap.String("sink", s.name), zap.Error(nc.LastError()))
+	go s.redial()
+}
+
+// redial builds a new connection, with backoff, until one stays open or
+// Close ends connCtx, and makes it the current one. Publishes that fail
+// meanwhile (connection closed) are retried and go out on the new one.
+func (s *NATSSink) redial() {
+	retry := backoff.Policy{Min: 250 * time.Millisecond, Max: 10 * time.Second}
+	for n := 0; ; n++ {
+		if !backoff.Sleep(s.connCtx, retry.Delay(n)) {
+			return
+		}
+		c, err := s.connect()
+		if err != nil {
+			s.log.Warn("nats: building a new connection failed; trying again", zap.String("sink", s.name), zap.Error(err))
+			continue
+		}
+		s.connMu.Lock()
+		if s.connCtx.Err() != nil {
+			s.connMu.Unlock()
+			c.nc.Close()
+			return
+		}
+		s.conn.Store(c)
+		closed := c.nc.IsClosed() // then its ClosedHandler saw redialing and left it to us
+		if !closed {
+			s.redialing = false
+		}
+		s.connMu.Unlock()
+		if !closed {
+			s.log.Info("nats: new connection", zap.String("sink", s.name), zap.String("server", c.nc.ConnectedUrlRedacted()))
+			return
+		}
+	}
 }
 
 func serverHosts(servers []string) []string {
@@ -261,7 +356,7 @@ func serverHosts(servers []string) []string {
 func (s *NATSSink) checkStream(ctx context.Context) (string, error) {
 	filter := s.tmpl.filter()
 	if s.c.CreateStream != "" {
-		_, err := s.js.CreateStream(ctx, jetstream.StreamConfig{
+		_, err := s.cur().js.CreateStream(ctx, jetstream.StreamConfig{
 			Name:       s.c.CreateStream,
 			Subjects:   []string{filter},
 			Storage:    jetstream.FileStorage,
@@ -271,7 +366,7 @@ func (s *NATSSink) checkStream(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("create-stream %q for subjects %q: %w", s.c.CreateStream, filter, err)
 		}
 	}
-	name, err := s.js.StreamNameBySubject(ctx, filter)
+	name, err := s.cur().js.StreamNameBySubject(ctx, filter)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return "", fmt.Errorf("subject: no JetStream stream captures %q (template %q): create a stream for these subjects, set create-stream=NAME, or use jetstream=false for at-most-once core NATS", filter, s.c.Subject)
 	}
@@ -327,7 +422,7 @@ func (s *NATSSink) appendMessage(arena []byte, e *event.Event) (*nats.Msg, int64
 	}
 	all := vals[:]
 	h := make(nats.Header, n)
-	subject := s.tmpl.render(e)
+	subject := s.tmpl.render(e, s.c.MaxSubject)
 	size := len(subject) + len(data)
 	for i, k := range headerNames[:n] {
 		h[k] = all[i : i+1 : i+1]
@@ -463,19 +558,19 @@ func (s *NATSSink) enter(ctx context.Context) (context.Context, func(), error) {
 // client refuses it (stalled, reconnect buffer full). A message the server
 // will never take fails at once with an error for which [rejection] holds.
 func (s *NATSSink) publish(ctx context.Context, m *nats.Msg) (jetstream.PubAckFuture, error) {
-	if err := s.checkPayload(m); err != nil {
+	if err := s.checkMessage(m); err != nil {
 		return nil, err
 	}
 	retry := backoff.Policy{Min: 10 * time.Millisecond, Max: time.Second}
 	for n := 0; ; n++ {
-		fut, err := s.js.PublishMsgAsync(m) // it neither changes nor keeps m past the acknowledgement
+		// PublishMsgAsync neither changes nor keeps m past the
+		// acknowledgement. On a connection closed for good it fails with
+		// nats.ErrConnectionClosed until redial swapped in a new one.
+		fut, err := s.cur().js.PublishMsgAsync(m)
 		if err == nil {
 			return fut, nil
 		}
 		if rejection(err) {
-			return nil, fmt.Errorf("publishing to %q: %w", m.Subject, err)
-		}
-		if errors.Is(err, nats.ErrConnectionClosed) {
 			return nil, fmt.Errorf("publishing to %q: %w", m.Subject, err)
 		}
 		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
@@ -498,11 +593,17 @@ func (s *NATSSink) publish(ctx context.Context, m *nats.Msg) (jetstream.PubAckFu
 	}
 }
 
-// checkPayload refuses a message larger than the server's max_payload
-// before the client is given it (the client would refuse it too; a server
-// that gets one closes the connection).
-func (s *NATSSink) checkPayload(m *nats.Msg) error {
-	max := s.nc.MaxPayload()
+// checkMessage refuses a message the server would not take before the
+// client is given it: a subject that is not valid or longer than
+// max-subject (a server that gets a PUB line over its max_control_line
+// closes the connection), or a message larger than the server's
+// max_payload (the client would refuse it too; a server that gets one
+// closes the connection).
+func (s *NATSSink) checkMessage(m *nats.Msg) error {
+	if err := validSubject(m.Subject, s.c.MaxSubject); err != nil {
+		return fmt.Errorf("publishing to %.200q: %w", m.Subject, err)
+	}
+	max := s.cur().nc.MaxPayload()
 	if n := int64(m.Size() - len(m.Subject) - len(m.Reply)); max > 0 && n > max {
 		return fmt.Errorf("publishing to %q: %w: %d bytes with headers, the server's max_payload is %d", m.Subject, nats.ErrMaxPayload, n, max)
 	}
@@ -588,11 +689,11 @@ func (s *NATSSink) await(inf *natsInflight) error {
 			}
 			attempt++
 			var perr error
-			fut, perr = s.js.PublishMsgAsync(&nats.Msg{Subject: inf.msg.Subject, Header: inf.msg.Header, Data: inf.msg.Data})
+			fut, perr = s.cur().js.PublishMsgAsync(&nats.Msg{Subject: inf.msg.Subject, Header: inf.msg.Header, Data: inf.msg.Data})
 			if perr == nil {
 				break
 			}
-			if rejection(perr) || errors.Is(perr, nats.ErrConnectionClosed) || time.Since(start) > NATSRetryFor {
+			if rejection(perr) || time.Since(start) > NATSRetryFor {
 				return fmt.Errorf("publishing to %q: %w", inf.msg.Subject, perr)
 			}
 		}
@@ -605,7 +706,7 @@ func (s *NATSSink) await(inf *natsInflight) error {
 func (s *NATSSink) uncaptured(subject string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if _, err := s.js.StreamNameBySubject(ctx, subject); errors.Is(err, jetstream.ErrStreamNotFound) {
+	if _, err := s.cur().js.StreamNameBySubject(ctx, subject); errors.Is(err, jetstream.ErrStreamNotFound) {
 		return Permanent(fmt.Errorf("publishing to %q: no JetStream stream captures this subject: %w", subject, err))
 	}
 	return nil
@@ -672,7 +773,7 @@ func (s *NATSSink) Close(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	s.kill()
-	s.nc.Close()
+	s.drain()
 	return err
 }
 
@@ -685,12 +786,13 @@ func (s *NATSSink) writeCore(reqs []serialReq) []error {
 	var n int
 	var bytes int64
 	var err error
+	c := s.cur() // a connection closed for good fails these batches; they come again on the next
 publish:
 	for ri, r := range reqs {
 		for i := range r.b.Events {
 			m := s.message(&r.b.Events[i])
-			if err = s.checkPayload(m); err == nil {
-				err = s.nc.PublishMsg(m)
+			if err = s.checkMessage(m); err == nil {
+				err = c.nc.PublishMsg(m)
 			}
 			if rejection(err) {
 				errs[ri] = addRejected(errs[ri], i, fmt.Errorf("nats sink %s: %w", s.name, err))
@@ -705,7 +807,7 @@ publish:
 		}
 	}
 	if err == nil {
-		err = s.nc.FlushTimeout(10 * time.Second)
+		err = c.nc.FlushTimeout(10 * time.Second)
 	}
 	if err != nil {
 		err = fmt.Errorf("nats sink %s: %w", s.name, err)
@@ -730,18 +832,29 @@ func addRejected(err error, i int, cause error) error {
 	return rej
 }
 
+// drain closes the current connection and stops redial for good.
 func (s *NATSSink) drain() error {
-	s.nc.Close()
+	s.connMu.Lock()
+	s.connStop()
+	c := s.cur()
+	s.connMu.Unlock()
+	if c != nil {
+		c.nc.Close()
+	}
 	return nil
 }
 
 // Ready reports whether the sink is connected to NATS. While it is not,
 // events wait (Write blocks once the buffer is full) and nothing is lost,
-// but the archiver should say it is not delivering: /readyz uses this.
+// but the archiver should say it is not delivering: /readyz uses this. A
+// connection the server closed for good is unready until redial's new
+// connection is up.
 func (s *NATSSink) Ready() error {
-	switch st := s.nc.Status(); st {
+	switch st := s.cur().nc.Status(); st {
 	case nats.CONNECTED:
 		return nil
+	case nats.CLOSED:
+		return fmt.Errorf("sink %s: nats closed the connection; building a new one", s.name)
 	default:
 		return fmt.Errorf("sink %s: nats is %s", s.name, strings.ToLower(st.String()))
 	}

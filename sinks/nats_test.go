@@ -506,18 +506,18 @@ func TestSubjectTemplate(t *testing.T) {
 	e := testEvents("my.table", "s", 1, 1)[0]
 	e.Keys["pk"] = &typesS{Value: "a b.c*d>e"}
 	tests := []struct{ tmpl, want string }{
-		{"archiver.{table}.{kind}", "archiver.my_table.expired"},
-		{"x.{pk}", "x.a_b_c_d_e"},
+		{"archiver.{table}.{kind}", "archiver.my%2Etable.expired"},
+		{"x.{pk}", "x.a%20b%2Ec%2Ad%3Ee"},
 		{"x.{sk}", "x.1"},
 		{"x.{missing}", "x._"},
-		{"pre-{table}-post.{kind}", "pre-my_table-post.expired"},
+		{"pre-{table}-post.{kind}", "pre-my%2Etable-post.expired"},
 	}
 	for _, tc := range tests {
 		tmpl, err := parseSubject(tc.tmpl)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.tmpl, err)
 		}
-		if got := tmpl.render(&e); got != tc.want {
+		if got := tmpl.render(&e, 0); got != tc.want {
 			t.Errorf("%s rendered %q, want %q", tc.tmpl, got, tc.want)
 		}
 	}

@@ -80,7 +80,7 @@ func (e *ConfigError) Error() string {
 //	    subject=archiver.{table}.{kind}, jetstream=true|false,
 //	    create-stream=NAME, creds=, nkey=, token=, user=, password=,
 //	    tls-ca=, tls-cert=, tls-key=, format=envelope|item,
-//	    max-in-flight=, max-pending-bytes=, name=
+//	    max-in-flight=, max-pending-bytes=, max-subject=1024, name=
 //
 // Every scheme takes events=KIND[,KIND...] with kinds expired, deleted,
 // inserted, modified (or all).

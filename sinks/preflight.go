@@ -165,10 +165,11 @@ func mentionsKMS(err error) bool {
 func (s *NATSSink) Preflight(ctx context.Context) error {
 	ctx, cancel := preflightContext(ctx)
 	defer cancel()
-	if err := s.nc.FlushWithContext(ctx); err != nil {
+	c := s.cur()
+	if err := c.nc.FlushWithContext(ctx); err != nil {
 		return &PreflightError{Sink: s.name, Check: CheckConnected, Err: err}
 	}
-	if s.js == nil {
+	if c.js == nil {
 		return nil
 	}
 	if _, err := s.checkStream(ctx); err != nil {

@@ -1,13 +1,16 @@
 package sinks
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/nats-io/nats.go"
 
 	"github.com/ttl-archiver/archiver/event"
 )
@@ -75,12 +78,73 @@ func parseSubject(s string) (subjectTemplate, error) {
 	return tmpl, nil
 }
 
-// render builds the subject of e. Placeholder values are made into one
-// valid token each: '.', '*', '>', whitespace and control characters become
-// '_', an empty or missing value becomes "_", binary key values are
-// unpadded base64url.
-func (t subjectTemplate) render(e *event.Event) string {
+// Subject length limits. nats-server closes a connection whose protocol
+// line is longer than its max_control_line (4 KiB by default), and nats.go
+// then closes it for good; the PUB line holds the subject, a reply subject
+// and two lengths besides, so subjects stay well below it.
+const (
+	// DefaultMaxSubject is the default cap on a rendered subject, in bytes.
+	DefaultMaxSubject = 1024
+	// MaxMaxSubject is the largest cap max-subject may set: a default
+	// server's 4 KiB control line less room for the rest of the line.
+	MaxMaxSubject = 3840
+	// digestPrefix is how many bytes of a digested value's escaped form
+	// the digest token keeps in front, for people reading subjects.
+	digestPrefix = 16
+	// digestMark separates the prefix from the hash in a digest token. An
+	// escaped value never holds it ('%' is always followed by two hex
+	// digits there), so a digest token never equals an escaped one.
+	digestMark = "%~"
+	// digestToken is the longest digest token: prefix, mark and the
+	// SHA-256 in unpadded base64url.
+	digestToken = digestPrefix + len(digestMark) + 43
+)
+
+// tokenBudget is how many bytes each placeholder's token may take so that
+// every subject the template renders fits in maxLen bytes: what the literal
+// text leaves, shared equally. It fails when that is less than a digest
+// token, or the literal text alone is longer than maxLen.
+func (t subjectTemplate) tokenBudget(maxLen int) (int, error) {
+	lits, holes := len(t)-1, 0 // the dots
+	for _, tok := range t {
+		for _, p := range tok {
+			if p.name == "" {
+				lits += len(p.lit)
+			} else {
+				holes++
+			}
+		}
+	}
+	if holes == 0 {
+		if lits > maxLen {
+			return 0, fmt.Errorf("the template is %d bytes, over the cap of %d", lits, maxLen)
+		}
+		return maxLen, nil
+	}
+	budget := (maxLen - lits) / holes
+	if budget < digestToken {
+		return 0, fmt.Errorf("%d bytes leave %d per placeholder after the template's %d literal bytes; %d placeholders need at least %d", maxLen, budget, lits, holes, lits+holes*digestToken)
+	}
+	return budget, nil
+}
+
+// render builds the subject of e, at most maxLen bytes long (maxLen must be
+// one tokenBudget accepts; 0 means DefaultMaxSubject).
+//
+// Each placeholder becomes one token that no other value gives (see
+// appendToken); a missing key attribute becomes "_". So two events whose
+// tables or keys differ get different subjects, as long as no token of the
+// template holds two placeholders.
+func (t subjectTemplate) render(e *event.Event, maxLen int) string {
+	if maxLen <= 0 {
+		maxLen = DefaultMaxSubject
+	}
+	budget, err := t.tokenBudget(maxLen)
+	if err != nil {
+		budget = digestToken // NewNATS refuses such a cap; stay valid anyway
+	}
 	var b strings.Builder
+	b.Grow(64)
 	for i, tok := range t {
 		if i > 0 {
 			b.WriteByte('.')
@@ -106,24 +170,141 @@ func (t subjectTemplate) render(e *event.Event) string {
 					v = base64.RawURLEncoding.EncodeToString(av.Value)
 				}
 			}
-			writeToken(&b, v)
+			appendToken(&b, v, budget)
 		}
 	}
 	return b.String()
 }
 
-func writeToken(b *strings.Builder, v string) {
+// appendToken writes the token of placeholder value v, at most budget
+// bytes long. The mapping is injective:
+//
+//   - "" (a missing value) is "_", and the value "_" is "%5F";
+//   - '%', '.', '*', '>', whitespace, characters that are not printable and
+//     bytes that are not UTF-8 are percent-escaped, each byte as %XX
+//     (upper-case hex); everything else is kept, so plain names and keys
+//     (letters, digits, '-', '_', ':', '/', non-ASCII letters) read as
+//     they are;
+//   - a value whose escaped form is longer than budget becomes a digest
+//     token: the escape of its first characters (up to 16 bytes), "%~",
+//     and the SHA-256 of the value's text in unpadded base64url (43
+//     characters).
+//
+// Percent-decoding an escaped token gives the value back; a token holding
+// "%~" is a digest (the full key is in the Archiver-Keys header).
+func appendToken(b *strings.Builder, v string, budget int) {
 	if v == "" {
 		b.WriteByte('_')
 		return
 	}
-	for _, r := range v {
-		if r == '.' || r == '*' || r == '>' || unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar {
-			b.WriteByte('_')
-		} else {
-			b.WriteRune(r)
-		}
+	if v == "_" {
+		b.WriteString("%5F")
+		return
 	}
+	if n := escapedLen(v); n <= budget {
+		if n == len(v) {
+			b.WriteString(v)
+			return
+		}
+		appendEscaped(b, v)
+		return
+	}
+	pre, n := 0, 0
+	for pre < len(v) {
+		r, size := nextRune(v, pre)
+		w := size
+		if escapes(r, size) {
+			w *= 3
+		}
+		if n+w > digestPrefix {
+			break
+		}
+		n += w
+		pre += size
+	}
+	appendEscaped(b, v[:pre])
+	b.WriteString(digestMark)
+	sum := sha256.Sum256([]byte(v))
+	var enc [43]byte
+	base64.RawURLEncoding.Encode(enc[:], sum[:])
+	b.Write(enc[:])
+}
+
+// escapes reports whether r (of size bytes in its encoding, RuneError of
+// size 1 for a byte that is not UTF-8) is percent-escaped in a token.
+func escapes(r rune, size int) bool {
+	if r < utf8.RuneSelf {
+		return r <= ' ' || r >= 0x7f || r == '%' || r == '.' || r == '*' || r == '>'
+	}
+	return (r == utf8.RuneError && size == 1) || unicode.IsSpace(r) || !unicode.IsPrint(r)
+}
+
+// nextRune decodes the character at v[i:]: a rune and its size, or
+// RuneError and 1 for a byte that is not UTF-8.
+func nextRune(v string, i int) (rune, int) {
+	if c := v[i]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeRuneInString(v[i:])
+}
+
+// escapedLen is the length of v's escaped form.
+func escapedLen(v string) int {
+	n := 0
+	for i := 0; i < len(v); {
+		r, size := nextRune(v, i)
+		if escapes(r, size) {
+			n += 3 * size
+		} else {
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
+// appendEscaped writes v with the characters escapes names as %XX per
+// byte.
+func appendEscaped(b *strings.Builder, v string) {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(v); {
+		r, size := nextRune(v, i)
+		if !escapes(r, size) {
+			b.WriteString(v[i : i+size])
+		} else {
+			for j := i; j < i+size; j++ {
+				b.WriteByte('%')
+				b.WriteByte(hex[v[j]>>4])
+				b.WriteByte(hex[v[j]&0xf])
+			}
+		}
+		i += size
+	}
+}
+
+// validSubject reports why subject may not be published: longer than
+// maxLen, empty, an empty token, a wildcard, or a space or ASCII control
+// character (which would break the protocol line). The error wraps
+// nats.ErrBadSubject.
+func validSubject(subject string, maxLen int) error {
+	if len(subject) > maxLen {
+		return fmt.Errorf("%w: %d bytes, over the cap of %d (max-subject)", nats.ErrBadSubject, len(subject), maxLen)
+	}
+	prev := byte('.')
+	for i := 0; i < len(subject); i++ {
+		c := subject[i]
+		switch {
+		case c == '.' && prev == '.':
+			return fmt.Errorf("%w: %q has an empty token", nats.ErrBadSubject, subject)
+		case c <= ' ' || c == 0x7f || c == '*' || c == '>':
+			return fmt.Errorf("%w: %q holds %q", nats.ErrBadSubject, subject, c)
+		}
+		prev = c
+	}
+	if prev == '.' {
+		return fmt.Errorf("%w: %q is empty or ends with a dot", nats.ErrBadSubject, subject)
+	}
+	return nil
 }
 
 // filter is the subject filter that captures every subject the template can
