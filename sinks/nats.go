@@ -55,6 +55,24 @@ const (
 // to be re-published can land after later ones of the same shard (readers
 // that need order use the Archiver-Sequence header).
 //
+// Subjects: each placeholder of the template becomes one token. '%', '.',
+// '*', '>', whitespace, characters that are not printable and bytes that
+// are not UTF-8 are percent-escaped (%XX per byte, upper-case hex); a
+// missing value is "_" and the value "_" is "%5F"; binary keys are
+// unpadded base64url first. The escape is injective, so two tables or keys
+// never share a subject (given one placeholder per token), and plain names
+// keep their subjects. A subject never exceeds MaxSubject bytes: each
+// placeholder gets an equal share of what the template's literal text
+// leaves, and a value whose token would be longer becomes a digest token:
+// its first escaped bytes (up to 16), "%~", and the SHA-256 of the value's
+// text (for binary keys, of the base64url) in unpadded base64url. The full
+// key is in the Archiver-Keys header.
+//
+// A connection that nats-server ended with an error (a protocol line over
+// its max_control_line, a repeated authorization failure) is closed for
+// good by nats.go; the sink then builds a new one, with backoff, and the
+// messages published meanwhile go out on it. Ready is false until then.
+//
 // In core mode (jetstream=false) delivery is at-most-once: a batch is
 // acknowledged once the server received its messages (a flush round-trip),
 // whether or not any subscriber got them.
@@ -63,7 +81,8 @@ const (
 // the server will never take is rejected alone: larger than the server's
 // max_payload (checked against the connection's MaxPayload before it is
 // published, and nats.ErrMaxPayload), larger than the stream's
-// max_msg_size, or with an invalid subject. The rest of its batch is
+// max_msg_size, or with an invalid subject or one over MaxSubject (checked
+// before it is published: the server would close the connection). The rest of its batch is
 // published as usual and the batch acknowledged with a [*RejectedError]
 // listing the rejected events. A subject that no JetStream stream captures
 // fails the batch with a permanent error. Timeouts, lost connections and
