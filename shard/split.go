@@ -22,8 +22,9 @@ type Undecodable struct {
 	// Index is the record's place in Batch.Records, which holds a
 	// placeholder there with what could still be read of it: eventID,
 	// eventName (INSERT, MODIFY or REMOVE only), and of dynamodb the
-	// SequenceNumber (only a valid one), ApproximateCreationDateTime and
-	// SizeBytes. The rest of the placeholder is empty.
+	// SequenceNumber (only a valid one), ApproximateCreationDateTime,
+	// SizeBytes and Keys (when the fast decoder takes them). The rest of
+	// the placeholder is empty.
 	Index int
 	// Raw is the record's bytes as the response held them. They point into
 	// the response: whatever outlives the batch copies them.
@@ -166,6 +167,10 @@ func placeholderStream(raw []byte) *types.StreamRecord {
 		case "SizeBytes":
 			if n, ok := d.int64(); ok && d.i == len(d.b) && n >= 0 {
 				sr.SizeBytes = &n
+			}
+		case "Keys":
+			if m, ok := d.item(); ok && d.i == len(d.b) {
+				sr.Keys = m // the fast decoder's reading is the SDK's
 			}
 		}
 		return true

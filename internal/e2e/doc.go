@@ -30,6 +30,11 @@
 //     a DescribeStream answer, with the file store and the lease table) and
 //     TestChaosMalformedLastRecordThenNewIterator (a malformed record last
 //     in its answer, then every iterator expires: nothing read twice).
+//   - unparseable_test.go: records the SDK cannot parse (a number where a
+//     string belongs, a B that is not base64, two type members), planted by
+//     the corrupting front: with a dead-letter sink each lands there with
+//     its raw bytes and everything else is archived; without one the shard
+//     is reported stuck and its checkpoint never passes the record.
 //   - chaos_proc_test.go: the chaos tests with `archiver run` as a process:
 //     TestChaosNATSMaxPayload (issue 11's "done when": three 200 KB items
 //     over a 64 KiB max_payload land in the file dead-letter sink, the small
