@@ -83,7 +83,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "archiver_dead_letter_failures_total", Help: "Batches the dead-letter sink failed (each is retried), by table.",
 	}, []string{"table"}))
 	m.shardsStuck = promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "archiver_shards_stuck", Help: "Shards whose oldest unacknowledged batch a sink has kept failing for longer than the stuck threshold (1 min by default), by table.",
+		Name: "archiver_shards_stuck", Help: "Shards whose oldest unacknowledged batch a sink has kept failing for longer than the stuck threshold (1 min by default), or whose reader has failed 3 times in a row at one position over that long (a record that cannot be decoded and no dead-letter sink), by table.",
 	}, []string{"table"}))
 	m.nearTrim = promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "archiver_records_near_trim", Help: "Shards whose oldest unacknowledged record is within the trim warning (2 h by default) of the stream's 24 h retention: records about to be lost, by table.",
