@@ -42,6 +42,12 @@
 //     TestChaosKillWhileDeadLettering (SIGKILL while an S3 dead-letter
 //     upload waits for its answer; after the restart both sinks hold every
 //     item, duplicates only above the checkpoints at the kill).
+//   - nats_subject_test.go: issue 19's NATS "done when": an item with a
+//     2048-byte binary hash key and a 1024-byte range key among 200 small
+//     expiries of orders.v2 and orders_v2 under bk.{table}.{kind}.{pk}.{sk}
+//     never breaks the connection (every small one on JetStream, each item
+//     on a subject of its own), and a connection the server closed for good
+//     (a restart refusing the archiver's password) is replaced.
 //   - sweep_test.go: issue 12's "done when": `archiver sweep` and `archiver
 //     run --expired-when past-ttl` as processes against an engine whose own
 //     TTL is off; every swept item reaches NATS once as an expiry, user
