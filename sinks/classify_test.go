@@ -364,33 +364,41 @@ func TestClassifyFileError(t *testing.T) {
 	}
 }
 
-// TestFileSinkFailureClasses makes the file system fail for real: a full
-// device (the hour file is a link to /dev/full) is not permanent, a file
-// where a directory belongs is, and so is a directory without write
-// permission (skipped as root, whom permissions do not stop).
+// TestFileSinkFailureClasses makes the file system fail for real where it
+// can: a file where a directory belongs is permanent, and so is a
+// directory without write permission (skipped as root, whom permissions do
+// not stop), and a symbolic link where the hour file or a folder belongs
+// (the sink follows none below DIR, even one to /dev/full). A full device
+// is not permanent; a regular file cannot be made to fill up on demand, so
+// its fsync reports ENOSPC through the sink's fsync hook.
 func TestFileSinkFailureClasses(t *testing.T) {
 	hourFile := func(dir, table string) string { return filepath.Join(dir, table, "2026-03-04", "05.jsonl") }
 	for _, tc := range []struct {
 		name      string
-		setup     func(t *testing.T, dir string)
+		setup     func(t *testing.T, s *FileSink, dir string)
 		permanent bool
 		errno     error
 	}{
-		{"full device", func(t *testing.T, dir string) {
-			if _, err := os.Stat("/dev/full"); err != nil {
-				t.Skip("no /dev/full")
-			}
+		{"full device", func(t *testing.T, s *FileSink, dir string) {
+			s.fsync = func(f *os.File) error { return &os.PathError{Op: "fsync", Path: f.Name(), Err: syscall.ENOSPC} }
+		}, false, syscall.ENOSPC},
+		{"hour file is a link to /dev/full", func(t *testing.T, s *FileSink, dir string) {
 			mkdir(t, filepath.Dir(hourFile(dir, "t")))
 			if err := os.Symlink("/dev/full", hourFile(dir, "t")); err != nil {
 				t.Fatal(err)
 			}
-		}, false, syscall.ENOSPC},
-		{"file where the table directory belongs", func(t *testing.T, dir string) {
+		}, true, errSymlink},
+		{"table folder is a link", func(t *testing.T, s *FileSink, dir string) {
+			if err := os.Symlink(t.TempDir(), filepath.Join(dir, "t")); err != nil {
+				t.Fatal(err)
+			}
+		}, true, errSymlink},
+		{"file where the table directory belongs", func(t *testing.T, s *FileSink, dir string) {
 			if err := os.WriteFile(filepath.Join(dir, "t"), []byte("x"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}, true, syscall.ENOTDIR},
-		{"directory not writable", func(t *testing.T, dir string) {
+		{"directory not writable", func(t *testing.T, s *FileSink, dir string) {
 			if os.Geteuid() == 0 {
 				t.Skip("permissions do not stop root")
 			}
@@ -404,7 +412,7 @@ func TestFileSinkFailureClasses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testCtx(t)
 			s, dir := newTestFileSink(t)
-			tc.setup(t, dir)
+			tc.setup(t, s, dir)
 			a := newAcks()
 			if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 2)}, a.ack("b")); err != nil {
 				t.Fatal(err)

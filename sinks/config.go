@@ -2,8 +2,10 @@ package sinks
 
 import (
 	"fmt"
+	"io/fs"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -264,4 +266,92 @@ func parseNATS(p *params) (NATSConfig, error) {
 		return c, err
 	}
 	return c, p.done()
+}
+
+// FileConfig configures a file sink. Open fills it from
+// file://DIR?file-mode=&dir-mode=.
+type FileConfig struct {
+	// Dir is the directory the sink owns, created when missing. It may be
+	// a symbolic link; nothing below it may (see [FileSink]).
+	Dir string
+	// FileMode is the permission bits of the files the sink creates
+	// (default 0640), DirMode those of its folders (default 0750), set
+	// exactly (the umask does not narrow them). Files keep the owner's
+	// read and write, folders its read, write and search: the sink
+	// reopens what it made.
+	FileMode, DirMode fs.FileMode
+}
+
+// The file sink's default modes: the owner writes, its group reads, no
+// one else looks.
+const (
+	DefaultFileMode fs.FileMode = 0o640
+	DefaultDirMode  fs.FileMode = 0o750
+)
+
+// withDefaults fills the zero modes and checks both.
+func (c FileConfig) withDefaults() (FileConfig, error) {
+	if c.Dir == "" {
+		return c, fmt.Errorf("file sink: Dir is empty")
+	}
+	if c.FileMode == 0 {
+		c.FileMode = DefaultFileMode
+	}
+	if c.DirMode == 0 {
+		c.DirMode = DefaultDirMode
+	}
+	if problem := checkMode(uint64(c.FileMode), 0o600); problem != "" {
+		return c, fmt.Errorf("file sink: FileMode: %s", problem)
+	}
+	if problem := checkMode(uint64(c.DirMode), 0o700); problem != "" {
+		return c, fmt.Errorf("file sink: DirMode: %s", problem)
+	}
+	return c, nil
+}
+
+// checkMode says what is wrong with mode m ("" for nothing): bits beyond
+// 0777, or owner bits in need missing.
+func checkMode(m, need uint64) string {
+	if m > 0o777 {
+		return fmt.Sprintf("%#o has bits beyond 0777 (only permission bits: no setuid, setgid, sticky or type bits)", m)
+	}
+	if m&need != need {
+		return fmt.Sprintf("%#o takes from the owner what the sink needs (%#o)", m, need)
+	}
+	return ""
+}
+
+func parseFile(p *params) (FileConfig, error) {
+	c := FileConfig{Dir: p.u.Host + p.u.Path}
+	if p.u.User != nil || p.u.Port() != "" {
+		return c, p.fail("", "want file://DIR (a directory path)")
+	}
+	if c.Dir == "" {
+		return c, p.fail("path", "missing directory: want file://DIR or file:///ABSOLUTE/DIR")
+	}
+	var err error
+	if c.FileMode, err = p.mode("file-mode", DefaultFileMode, 0o600); err != nil {
+		return c, err
+	}
+	if c.DirMode, err = p.mode("dir-mode", DefaultDirMode, 0o700); err != nil {
+		return c, err
+	}
+	return c, p.done()
+}
+
+// mode reads permission bits in octal (0640, 640 or 0o640) that keep the
+// owner bits in need.
+func (p *params) mode(name string, def fs.FileMode, need uint64) (fs.FileMode, error) {
+	v, ok, err := p.get(name)
+	if err != nil || !ok {
+		return def, err
+	}
+	n, perr := strconv.ParseUint(strings.TrimPrefix(v, "0o"), 8, 32)
+	if perr != nil || v == "" {
+		return 0, p.fail(name, fmt.Sprintf("%q is not an octal mode like %#o", v, def))
+	}
+	if problem := checkMode(n, need); problem != "" {
+		return 0, p.fail(name, problem)
+	}
+	return fs.FileMode(n), nil
 }

@@ -23,13 +23,31 @@ import (
 // A batch is acknowledged only after its lines were written and the file
 // (and any directory it had to create) fsynced. Batches queued together
 // share one fsync. Lines are rendered in Write, on the caller's goroutine;
-// one worker appends and fsyncs, in the order batches were written. A
-// failed append is cut back off the file, so a retry never leaves a torn
-// line behind.
+// one worker appends (O_APPEND) and fsyncs, in the order batches were
+// written. A failed append is cut back off the file, so a retry never
+// leaves a torn line behind.
+//
+// One sink owns DIR: it holds an exclusive lock (flock) on
+// DIR/_archiver/lock from NewFileSink to Close, and a second sink on the
+// same directory, in this process or another archiver, fails to open with
+// an error matching [ErrDirectoryInUse]. A file whose last line lacks its
+// '\n' (a writer killed mid-append, which never acknowledged that line) is
+// closed with a '\n' before anything is appended, and a warning names it:
+// the torn line stays, alone on its line, and archive readers report it as
+// undecodable; no new line is ever glued onto it.
+//
+// Below DIR nothing is followed: every folder and file is opened from
+// DIR's descriptor one name at a time with O_NOFOLLOW, and a symbolic link
+// at TABLE, DAY or HH.jsonl fails the append with an error naming it
+// (permanent, see below). DIR itself may be a link. Files are created with
+// [FileConfig.FileMode] (0640) and folders with [FileConfig.DirMode]
+// (0750), set exactly; existing ones keep theirs.
 //
 // Failures are classified for the caller (see [ErrPermanent]): permission
 // denied (EACCES, EPERM), a read-only file system (EROFS), a file where a
-// directory belongs (ENOTDIR, EISDIR) and names too long are permanent; a
+// directory belongs (ENOTDIR, EISDIR), a symbolic link or anything but a
+// regular file where a file sink's folder or file belongs, and names too
+// long are permanent; a
 // full disk or quota (ENOSPC, EDQUOT), I/O errors and everything else are
 // not (space may be freed; the batch is worth retrying). An event whose
 // table name cannot be a directory name is rejected alone: its batch is
@@ -37,6 +55,7 @@ import (
 type FileSink struct {
 	*serial
 	dir   string
+	root  *fileRoot
 	log   *zap.Logger
 	m     sinkMetrics
 	files map[string]*os.File
@@ -52,15 +71,43 @@ type FileSink struct {
 // maxOpenFiles bounds the file handles a FileSink keeps between batches.
 const maxOpenFiles = 64
 
-// NewFileSink opens a file sink writing under dir, creating dir if needed.
+// ErrDirectoryInUse is matched (errors.Is) by the error of a file sink
+// opened on a directory another file sink holds.
+var ErrDirectoryInUse = errors.New("in use: another archiver's file sink holds it")
+
+// errSymlink and errNotRegular are matched by the append errors of a
+// symbolic link, or something that is not a regular file, where a file
+// sink's folder or file belongs.
+var (
+	errSymlink    = errors.New("is a symbolic link, and the file sink follows none below its directory")
+	errNotRegular = errors.New("is not a regular file")
+)
+
+// NewFileSink opens a file sink writing under dir with the default modes
+// (see [NewFileSinkWith]).
 func NewFileSink(dir string, o Options) (*FileSink, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("file sink: %w", err)
+	return NewFileSinkWith(FileConfig{Dir: dir}, o)
+}
+
+// NewFileSinkWith opens a file sink on c.Dir, creating it (and its
+// parents) with c.DirMode when missing, and takes the directory's lock: an
+// error matching [ErrDirectoryInUse] when another sink holds it. Zero
+// modes mean the defaults; a mode beyond 0777 or one that locks the owner
+// out is an error naming it.
+func NewFileSinkWith(c FileConfig, o Options) (*FileSink, error) {
+	c, err := c.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	root, err := openRoot(c.Dir, c.FileMode, c.DirMode)
+	if err != nil {
+		return nil, err
 	}
 	s := &FileSink{
-		dir:   dir,
+		dir:   c.Dir,
+		root:  root,
 		log:   o.logger(),
-		m:     newSinkMetrics(o.Registerer, "file://"+dir),
+		m:     newSinkMetrics(o.Registerer, "file://"+c.Dir),
 		files: map[string]*os.File{},
 		segs:  map[string][][]byte{},
 		// Room for a full queue plus the batches being rendered.
@@ -224,7 +271,9 @@ func (s *FileSink) write(reqs []serialReq) []error {
 }
 
 // appendSync appends segs to path in order and fsyncs it, returning the
-// bytes written; on failure it truncates the file back to where it was.
+// bytes written; on failure it truncates the file back to where it was
+// (the end before the append: the directory lock keeps every other sink
+// from appending meanwhile).
 func (s *FileSink) appendSync(path string, segs [][]byte) (int, error) {
 	f, err := s.open(path)
 	if err != nil {
@@ -258,6 +307,8 @@ func (s *FileSink) appendSync(path string, segs [][]byte) (int, error) {
 	return n, nil
 }
 
+// open returns path's file, opened for appending (see [fileRoot.openFile])
+// and with its torn tail closed (see closeTornTail).
 func (s *FileSink) open(path string) (*os.File, error) {
 	if f, ok := s.files[path]; ok {
 		return f, nil
@@ -267,25 +318,46 @@ func (s *FileSink) open(path string) (*os.File, error) {
 			s.drop(p)
 		}
 	}
-	dir := filepath.Dir(path)
-	created, err := mkdirAllSync(dir)
+	rel, err := filepath.Rel(s.dir, path)
 	if err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	f, created, err := s.root.openFile(filepath.ToSlash(rel), os.O_RDWR|os.O_APPEND)
 	if err != nil {
-		return nil, fmt.Errorf("file sink: %w", err)
+		return nil, err
 	}
-	if errors.Is(statErr, os.ErrNotExist) || created {
-		// A new file: its directory entry must be durable too.
-		if err := syncDir(dir); err != nil {
+	if !created {
+		if err := s.closeTornTail(f); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("file sink: %w", err)
 		}
 	}
 	s.files[path] = f
 	return f, nil
+}
+
+// closeTornTail appends a '\n' when f's last byte is not one: a writer was
+// killed mid-append (a line it never acknowledged). The torn line is kept
+// on a line of its own, for readers to report, and the next line starts
+// clean. The '\n' becomes durable with the next append's fsync.
+func (s *FileSink) closeTornTail(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return err
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, fi.Size()-1); err != nil {
+		return fmt.Errorf("reading the last byte of %s: %w", f.Name(), err)
+	}
+	if last[0] == '\n' {
+		return nil
+	}
+	s.log.Warn("file sink: the file ends in a torn line (a writer was stopped mid-append); closing it with a newline, readers will report it as undecodable",
+		zap.String("path", f.Name()), zap.Int64("torn_line_ends_at", fi.Size()))
+	if _, err := f.Write([]byte{'\n'}); err != nil {
+		return fmt.Errorf("closing the torn line of %s: %w", f.Name(), err)
+	}
+	return nil
 }
 
 // classifyFileError marks err permanent when the file system refuses the
@@ -303,7 +375,7 @@ func classifyFileError(err error) error {
 	return err
 }
 
-var permanentErrnos = []error{syscall.EACCES, syscall.EPERM, syscall.EROFS, syscall.ENOTDIR, syscall.EISDIR, syscall.ENAMETOOLONG}
+var permanentErrnos = []error{syscall.EACCES, syscall.EPERM, syscall.EROFS, syscall.ENOTDIR, syscall.EISDIR, syscall.ENAMETOOLONG, errSymlink, errNotRegular}
 
 func (s *FileSink) drop(path string) {
 	if f, ok := s.files[path]; ok {
@@ -312,6 +384,8 @@ func (s *FileSink) drop(path string) {
 	}
 }
 
+// closeFiles closes every file, then the directory and its lock: the next
+// sink on DIR may open once every write of this one is done.
 func (s *FileSink) closeFiles() error {
 	var errs []error
 	for p, f := range s.files {
@@ -320,40 +394,10 @@ func (s *FileSink) closeFiles() error {
 		}
 		delete(s.files, p)
 	}
+	if err := s.root.close(); err != nil {
+		errs = append(errs, fmt.Errorf("file sink: releasing %s: %w", s.dir, err))
+	}
 	return errors.Join(errs...)
-}
-
-// mkdirAllSync creates dir and its missing parents, fsyncing each parent of
-// a directory it created. It reports whether it created anything.
-func mkdirAllSync(dir string) (bool, error) {
-	if fi, err := os.Stat(dir); err == nil {
-		if !fi.IsDir() {
-			return false, &os.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
-		}
-		return false, nil
-	}
-	parent := filepath.Dir(dir)
-	if parent != dir {
-		if _, err := mkdirAllSync(parent); err != nil {
-			return false, err
-		}
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return false, err
-	}
-	return true, syncDir(parent)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
 }
 
 // WriterSink writes one line per event to an io.Writer: the archive line, or

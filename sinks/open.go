@@ -69,7 +69,9 @@ func (e *ConfigError) Error() string {
 //
 // Schemes and parameters (every one optional unless noted):
 //
-//	file://DIR            newline-delimited archive lines, DIR/TABLE/YYYY-MM-DD/HH.jsonl
+//	file://DIR            newline-delimited archive lines, DIR/TABLE/YYYY-MM-DD/HH.jsonl;
+//	                      one sink per DIR (locked), see [FileSink] and [FileConfig]
+//	    file-mode=0640, dir-mode=0750   modes of the files and folders it creates
 //	stdout://             one line per event on standard output
 //	    format=envelope|item   archive line (default) or the item as plain JSON
 //	s3://BUCKET/PREFIX    see [S3Config]
@@ -129,8 +131,9 @@ func ParseS3URL(rawURL string) (S3Config, error) {
 	return parseS3(p)
 }
 
-// ParseFileURL parses a file:// sink URL as [Open] does (events= is
-// accepted) and returns its directory. Bad URLs give a *ConfigError.
+// ParseFileURL parses a file:// sink URL as [Open] does (events=,
+// file-mode= and dir-mode= are accepted) and returns its directory. Bad
+// URLs give a *ConfigError.
 func ParseFileURL(rawURL string) (string, error) {
 	p, err := parseParams(rawURL)
 	if err != nil {
@@ -142,7 +145,8 @@ func ParseFileURL(rawURL string) (string, error) {
 	if _, err := p.kinds(); err != nil {
 		return "", err
 	}
-	return fileDir(p)
+	c, err := parseFile(p)
+	return c.Dir, err
 }
 
 // prepared is a parsed, checked sink URL and how to open its sink.
@@ -164,11 +168,11 @@ func prepare(rawURL string) (*prepared, error) {
 	pr := &prepared{p: p, kinds: kinds}
 	switch p.u.Scheme {
 	case "file":
-		dir, err := fileDir(p)
+		c, err := parseFile(p)
 		if err != nil {
 			return nil, err
 		}
-		pr.open = func(_ context.Context, o Options) (Sink, error) { return NewFileSink(dir, o) }
+		pr.open = func(_ context.Context, o Options) (Sink, error) { return NewFileSinkWith(c, o) }
 	case "stdout":
 		item, err := stdoutItemFormat(p)
 		if err != nil {
@@ -418,18 +422,6 @@ func (p *params) nameURL() string {
 	u.RawQuery = ""
 	u.ForceQuery = false
 	return redactURL(u.String())
-}
-
-// fileDir checks a file:// URL and returns its directory.
-func fileDir(p *params) (string, error) {
-	dir := p.u.Host + p.u.Path
-	if p.u.User != nil || p.u.Port() != "" {
-		return "", p.fail("", "want file://DIR (a directory path)")
-	}
-	if dir == "" {
-		return "", p.fail("path", "missing directory: want file://DIR or file:///ABSOLUTE/DIR")
-	}
-	return dir, p.done()
 }
 
 // stdoutItemFormat checks a stdout:// URL and reports whether it asks for

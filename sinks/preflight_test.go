@@ -186,13 +186,14 @@ func TestFilePreflight(t *testing.T) {
 		if err := Preflight(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		if left, _ := os.ReadDir(dir); len(left) != 0 {
+		// Only the sink's own lock folder stays.
+		if left, _ := os.ReadDir(dir); len(left) != 1 || left[0].Name() != "_archiver" {
 			t.Fatalf("preflight left %v behind", left)
 		}
 	})
 	t.Run("a file where the directory was", func(t *testing.T) {
 		s, dir := newTestFileSink(t)
-		if err := os.Remove(dir); err != nil {
+		if err := os.RemoveAll(dir); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(dir, nil, 0o644); err != nil {
