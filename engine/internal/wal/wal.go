@@ -13,6 +13,14 @@
 // closes the current segment and starts the next, so that a snapshot can
 // name the first segment it does not cover and Remove can delete the ones
 // before it.
+//
+// A full disk is found before an entry is taken, not after: where the file
+// system can reserve space (Linux fallocate), the log reserves it ahead of
+// its entries, and TryAppend and Reserve refuse what the reservation cannot
+// cover, so their caller changes nothing. A write or fsync that fails
+// anyway is not final: the segment is cut back to its last durable entry,
+// the entries stay queued and a later flush writes them again; meanwhile
+// TryAppend and Reserve refuse new entries.
 package wal
 
 import (
@@ -29,6 +37,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // HeaderSize is the size of an entry's frame header (length, then CRC).
@@ -48,22 +57,44 @@ func SegmentName(n uint64) string { return fmt.Sprintf("wal-%016d.log", n) }
 // ErrClosed is returned by Sync and Rotate after Close.
 var ErrClosed = errors.New("wal: log is closed")
 
+// errUnsupported is allocate's answer on a file system that cannot reserve
+// space.
+var errUnsupported = errors.New("wal: the file system cannot reserve space")
+
+const (
+	// allocStep is how far ahead of its entries the log reserves space,
+	// so that it asks the file system about once per allocStep bytes.
+	allocStep = 1 << 20
+	// allocHeadroom is the reserved space TryAppend and Reserve leave free
+	// for Append, whose entries take no reservation of their own.
+	allocHeadroom = 64 << 10
+	// retryEvery is how soon Sync writes again after a failed write: a
+	// failing disk is retried, not hammered.
+	retryEvery = 50 * time.Millisecond
+)
+
 // Log is an open log appending to its newest segment. All methods are safe
 // for concurrent use.
 type Log struct {
 	dir string
 
-	mu     sync.Mutex    // guards the fields below, never held during I/O
-	buf    []byte        // entries appended but not yet written
-	pos    atomic.Uint64 // bytes appended since Create (the position of the end of buf); written under mu
-	since  int64         // bytes appended since the last Rotate
-	closed bool
+	mu      sync.Mutex    // guards the fields below; held during I/O only to reserve space
+	buf     []byte        // entries appended but not yet written
+	pos     atomic.Uint64 // bytes appended since Create (the position of the end of buf); written under mu
+	since   int64         // bytes appended since the last Rotate
+	closed  bool
+	segLen  int64 // bytes of the current segment, written or in buf
+	alloc   int64 // bytes of the current segment whose disk space is reserved
+	held    int64 // bytes promised by Reserve and not yet released
+	noAlloc bool  // the file system cannot reserve space
+	failed  error // the last flush's failure; nil once a flush succeeds
 
 	syncMu  sync.Mutex // held by the one goroutine writing and syncing
-	f       *os.File   // current segment (syncMu)
+	f       *os.File   // current segment (syncMu to use, mu too to replace)
 	seg     uint64     // its number (syncMu)
+	off     int64      // bytes of the current segment written and fsynced (syncMu)
 	spare   []byte     // the other buffer (syncMu)
-	err     error      // sticky write or sync error (syncMu)
+	lastTry time.Time  // when a flush last failed (syncMu)
 	durable atomic.Uint64
 }
 
@@ -84,21 +115,122 @@ func Create(dir string, seg uint64) (*Log, error) {
 // Append adds one entry whose payload enc appends to the slice it is given
 // (and returns), and returns the log position just past the entry: Sync
 // with it to wait until the entry is durable. enc runs under the log's
-// mutex: it must only encode.
+// mutex: it must only encode. Append never refuses: its entry goes into
+// the headroom TryAppend and Reserve leave, or past the reserved space.
 func (l *Log) Append(enc func([]byte) []byte) uint64 {
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.takeLocked(l.encodeLocked(enc))
+}
+
+// TryAppend is Append for an entry that must be refused, with nothing
+// appended, when the log cannot promise to write it: when disk space for
+// it cannot be reserved (a full disk), or while the log cannot write the
+// entries before it. The error names the segment and the cause.
+func (l *Log) TryAppend(enc func([]byte) []byte) (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.refusedLocked(); err != nil {
+		return 0, err
+	}
+	n := l.encodeLocked(enc)
+	if err := l.reserveLocked(0); err != nil {
+		l.buf = l.buf[:len(l.buf)-int(n)]
+		l.segLen -= n
+		return 0, err
+	}
+	return l.takeLocked(n), nil
+}
+
+// Reserve promises n bytes of entries that the caller will then Append
+// without refusal (the entries of one transaction, say), or refuses as
+// TryAppend does. Release gives the promise back once they are appended.
+func (l *Log) Reserve(n int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.refusedLocked(); err != nil {
+		return err
+	}
+	if err := l.reserveLocked(n); err != nil {
+		return err
+	}
+	l.held += n
+	return nil
+}
+
+// Release gives back n bytes promised by Reserve.
+func (l *Log) Release(n int64) {
+	l.mu.Lock()
+	l.held -= n
+	l.mu.Unlock()
+}
+
+// Failed returns why the last flush failed, or nil when it succeeded:
+// while it is set, TryAppend and Reserve refuse.
+func (l *Log) Failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed
+}
+
+// encodeLocked frames one entry at the end of buf and returns its size.
+// l.mu is held.
+func (l *Log) encodeLocked(enc func([]byte) []byte) int64 {
 	start := len(l.buf)
 	l.buf = append(l.buf, make([]byte, HeaderSize)...)
 	l.buf = enc(l.buf)
 	p := l.buf[start+HeaderSize:]
 	binary.LittleEndian.PutUint32(l.buf[start:], uint32(len(p)))
 	binary.LittleEndian.PutUint32(l.buf[start+4:], Checksum(p))
-	n := uint64(len(l.buf) - start)
-	pos := l.pos.Load() + n
+	n := int64(len(l.buf) - start)
+	l.segLen += n
+	return n
+}
+
+// takeLocked accepts the n bytes encodeLocked framed and returns the
+// position past them. l.mu is held.
+func (l *Log) takeLocked(n int64) uint64 {
+	pos := l.pos.Load() + uint64(n)
 	l.pos.Store(pos)
-	l.since += int64(n)
-	l.mu.Unlock()
+	l.since += n
 	return pos
+}
+
+// refusedLocked returns why new entries are refused: the last flush
+// failed. l.mu is held.
+func (l *Log) refusedLocked() error {
+	if l.closed {
+		return ErrClosed
+	}
+	if l.failed != nil {
+		return fmt.Errorf("wal: the log takes no entries until it has written the ones it holds: %w", l.failed)
+	}
+	return nil
+}
+
+// reserveLocked makes sure the disk space reserved for the current segment
+// covers everything appended and promised, n bytes more and the headroom,
+// asking the file system for allocStep more when it does not. l.mu is
+// held.
+func (l *Log) reserveLocked(n int64) error {
+	need := l.segLen + l.held + n + allocHeadroom
+	if l.noAlloc || need <= l.alloc {
+		return nil
+	}
+	err := allocate(l.f, l.alloc, need+allocStep-l.alloc)
+	if err == nil {
+		l.alloc = need + allocStep
+		return nil
+	}
+	if errors.Is(err, errUnsupported) {
+		l.noAlloc = true
+		return nil
+	}
+	if allocate(l.f, l.alloc, need-l.alloc) == nil { // nearly full: take only what is needed
+		l.alloc = need
+		return nil
+	}
+	return fmt.Errorf("wal: reserve disk space for the log: %w", err)
 }
 
 // Pos returns the position just past the last entry appended.
@@ -117,6 +249,8 @@ func (l *Log) SinceRotate() int64 {
 // Sync waits until every entry up to pos is written and fsynced. Callers
 // that arrive while another Sync is writing wait for it and then, if still
 // needed, write everything appended meanwhile with one fsync: group commit.
+// After a failed write, Sync returns that failure without writing again
+// until retryEvery has passed.
 func (l *Log) Sync(pos uint64) error {
 	if l.durable.Load() >= pos {
 		return nil
@@ -126,15 +260,21 @@ func (l *Log) Sync(pos uint64) error {
 	if l.durable.Load() >= pos {
 		return nil
 	}
+	if !l.lastTry.IsZero() && time.Since(l.lastTry) < retryEvery {
+		if err := l.Failed(); err != nil {
+			return err
+		}
+	}
 	return l.flushLocked()
 }
 
 // flushLocked writes and fsyncs everything appended so far. l.syncMu is
-// held.
+// held. When the write or the fsync fails, the segment is cut back to its
+// last durable entry and the entries go back in front of the buffer, to be
+// written again by a later flush: nothing is dropped, and no torn entry is
+// left in the middle of the log (the next write starts where the last
+// durable entry ends and covers whatever a failed one left there).
 func (l *Log) flushLocked() error {
-	if l.err != nil {
-		return l.err
-	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -144,13 +284,14 @@ func (l *Log) flushLocked() error {
 	l.buf = l.spare[:0]
 	l.mu.Unlock()
 	if len(buf) > 0 {
-		if _, err := l.f.Write(buf); err != nil {
-			l.err = fmt.Errorf("wal: write %s: %w", l.f.Name(), err)
-			return l.err
-		}
-		if err := l.f.Sync(); err != nil {
-			l.err = fmt.Errorf("wal: fsync %s: %w", l.f.Name(), err)
-			return l.err
+		if err := l.writeLocked(buf); err != nil {
+			l.mu.Lock()
+			l.buf = append(buf, l.buf...)
+			l.failed = err
+			l.mu.Unlock()
+			l.spare = nil
+			l.lastTry = time.Now()
+			return err
 		}
 	}
 	if cap(buf) <= 16<<20 {
@@ -159,6 +300,30 @@ func (l *Log) flushLocked() error {
 		l.spare = nil
 	}
 	l.durable.Store(end)
+	if !l.lastTry.IsZero() {
+		l.lastTry = time.Time{}
+		l.mu.Lock()
+		l.failed = nil
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+// writeLocked writes buf at the end of the segment's durable entries and
+// fsyncs it. l.syncMu is held.
+func (l *Log) writeLocked(buf []byte) error {
+	_, err := l.f.WriteAt(buf, l.off)
+	if err != nil {
+		err = fmt.Errorf("wal: write %s: %w", l.f.Name(), err)
+	} else if err = l.f.Sync(); err != nil {
+		err = fmt.Errorf("wal: fsync %s: %w", l.f.Name(), err)
+	}
+	if err != nil {
+		// Best effort: the next write starts at l.off whatever is left.
+		l.f.Truncate(l.off)
+		return err
+	}
+	l.off += int64(len(buf))
 	return nil
 }
 
@@ -182,10 +347,12 @@ func (l *Log) Rotate() (uint64, error) {
 	}
 	// Entries appended since the flush above go to the new segment.
 	l.mu.Lock()
-	old := l.f
-	l.f, l.seg = f, next
+	old, oldOff := l.f, l.off
+	l.f, l.seg, l.off = f, next, 0
 	l.since = int64(len(l.buf))
+	l.segLen, l.alloc = l.since, 0
 	l.mu.Unlock()
+	old.Truncate(oldOff) // give back the space reserved past the end
 	if err := old.Close(); err != nil {
 		return 0, fmt.Errorf("wal: close %s: %w", old.Name(), err)
 	}
@@ -204,6 +371,9 @@ func (l *Log) Close() error {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
+	if err == nil {
+		l.f.Truncate(l.off) // give back the space reserved past the end
+	}
 	if cerr := l.f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("wal: close: %w", cerr)
 	}
