@@ -2,8 +2,10 @@ package stream
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,5 +130,46 @@ func TestJournalReplay(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// TestCommitMakesTheRecordDurable appends through EncodedChange.Commit: a
+// commit that fails leaves no record and gives its sequence number back (the
+// next record takes it); one that succeeds gets the record's event instead
+// of the registry's journal, and the record is then readable.
+func TestCommitMakesTheRecordDurable(t *testing.T) {
+	r := NewRegistry(Options{Shards: 1, Now: newClock().Now})
+	rec := &recorder{}
+	r.SetJournal(rec)
+	s := r.Create("t", NewImage)
+	s.SetKeySchema("pk", "")
+	fail := errors.New("disk full")
+	var committed []Event
+	for i, c := range []struct {
+		err     error
+		wantSeq uint64
+	}{{fail, 0}, {nil, 1}, {fail, 0}, {nil, 2}} {
+		err := s.AppendEncoded(EncodedChange{EventName: "INSERT", Keys: []byte(`{"pk":{"S":"a"}}`), New: []byte(`{"pk":{"S":"a"}}`), Size: 1,
+			Commit: func(ev *Event) error {
+				if c.err == nil {
+					committed = append(committed, *ev)
+				}
+				return c.err
+			}})
+		if !errors.Is(err, c.err) {
+			t.Fatalf("append %d: %v, want %v", i, err, c.err)
+		}
+	}
+	for _, ev := range rec.events {
+		if ev.Kind == EvRecord {
+			t.Errorf("the journal got record %d, which a Commit logged", ev.Record.Seq)
+		}
+	}
+	if len(committed) != 2 || committed[0].Record.Seq+1 != committed[1].Record.Seq || committed[0].Kind != EvRecord {
+		t.Fatalf("committed %+v, want two records with consecutive sequence numbers", committed)
+	}
+	got := view(t, r)
+	if n := strings.Count(strings.Join(got, "\n"), `"eventName":"INSERT"`); n != 2 {
+		t.Errorf("%d records readable, want the 2 committed:\n%s", n, strings.Join(got, "\n"))
 	}
 }

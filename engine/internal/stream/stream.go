@@ -394,7 +394,7 @@ func (s *Stream) Append(c Change) {
 	if cap(b)-len(b) > len(b)/8 {
 		b = append(make([]byte, 0, len(b)), b...) // keep only what is used
 	}
-	s.append(c.EventName, record{data: b, kEnd: uint32(kEnd), nEnd: uint32(nEnd), size: uint32(size), svc: c.Service})
+	s.append(c.EventName, record{data: b, kEnd: uint32(kEnd), nEnd: uint32(nEnd), size: uint32(size), svc: c.Service}, nil)
 }
 
 // EncodedChange is a Change whose key and images are already DynamoDB JSON
@@ -408,6 +408,15 @@ type EncodedChange struct {
 	// stream's view type keeps (see Stream.ViewType).
 	Size    int
 	Service bool
+	// Commit, when set, makes the record durable in place of the
+	// registry's Journal, together with whatever the caller must make
+	// durable with it (the item change the record describes): it is
+	// called under the stream's lock with the record's event, once the
+	// record has its sequence number and before anyone can see it. When
+	// it fails, the record is dropped, its sequence number is given back
+	// and AppendEncoded returns the error. It is not called when the
+	// stream takes no record (disabled, or no open shard for the key).
+	Commit func(*Event) error
 }
 
 // AppendEncoded is Append for a change whose JSON the caller already holds
@@ -449,13 +458,13 @@ func (s *Stream) AppendEncoded(c EncodedChange) error {
 	if size < 0 {
 		size = 0
 	}
-	s.append(c.EventName, record{data: b, kEnd: uint32(kEnd), nEnd: uint32(nEnd), size: uint32(size), svc: c.Service})
-	return nil
+	return s.append(c.EventName, record{data: b, kEnd: uint32(kEnd), nEnd: uint32(nEnd), size: uint32(size), svc: c.Service}, c.Commit)
 }
 
 // append adds a record (data, kEnd, nEnd, size, svc set) to the shard that
-// owns its key.
-func (s *Stream) append(eventName string, rec record) {
+// owns its key. With commit, the record is added only once commit has made
+// it durable (see EncodedChange.Commit).
+func (s *Stream) append(eventName string, rec record, commit func(*Event) error) error {
 	hf := fnv.New64a()
 	hf.Write(rec.data[:rec.kEnd])
 	h := mix64(hf.Sum64())
@@ -464,14 +473,14 @@ func (s *Stream) append(eventName string, rec record) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.status != StatusEnabled {
-		return
+		return nil
 	}
 	if now.Sub(s.lastMaintain) >= time.Second {
 		s.maintainLocked(now)
 	}
 	sh := s.shardForLocked(h)
 	if sh == nil {
-		return
+		return nil
 	}
 	if ro := s.reg.opts.Rollover; ro > 0 && now.Sub(sh.created) >= ro {
 		s.rolloverLocked(sh, now)
@@ -484,12 +493,21 @@ func (s *Stream) append(eventName string, rec record) {
 	if n := len(sh.recs); n > 0 && sh.recs[n-1].at > rec.at {
 		rec.at = sh.recs[n-1].at // keep creation times ordered within the shard
 	}
+	if commit != nil {
+		if err := commit(&Event{Kind: EvRecord, Stream: s.ord, Shard: ShardState{Ord: sh.ord}, Record: exportRecord(&rec, eventName)}); err != nil {
+			s.lastSeq-- // nobody saw it: s.mu is held
+			return err
+		}
+	}
 	sh.recs = append(sh.recs, rec)
 	sh.count++
-	s.journalRecord(sh, &sh.recs[len(sh.recs)-1], eventName)
+	if commit == nil {
+		s.journalRecord(sh, &sh.recs[len(sh.recs)-1], eventName)
+	}
 	if rr := s.reg.opts.RolloverRecords; rr > 0 && sh.count >= rr {
 		s.rolloverLocked(sh, now)
 	}
+	return nil
 }
 
 // eventIndexLocked interns an event name. The engine only sends INSERT,
