@@ -37,10 +37,16 @@
 // past-ttl and the item was deleted after its TTL had passed. The NATS sink
 // also sets it as the Archiver-Deleted-By header on REMOVE messages.
 //
+// Metadata.image is "keys-only" when the event carries no image of the
+// item (a KEYS_ONLY stream, or NEW_IMAGE for a REMOVE, accepted with
+// `archiver run --allow-keys-only`): Item then holds the keys alone.
+//
 // # Where events go
 //
 //   - file://DIR: DIR/TABLE/YYYY-MM-DD/HH.jsonl (hour of the event's
-//     creation time, UTC), appended and fsynced before the ack.
+//     creation time, UTC), appended (O_APPEND) and fsynced before the ack.
+//     One sink holds DIR at a time (a lock in DIR/_archiver), and no
+//     symbolic link below DIR is followed.
 //   - stdout://: one line per event.
 //   - s3://: PREFIX/table=T/kind=K/dt=YYYY-MM-DD/hr=HH/SHARD-FIRSTSEQ-LASTSEQ.jsonl.gz
 //     (see [S3Sink] for buffering, naming and retries).

@@ -294,10 +294,11 @@ func readFileSink(t testing.TB, dir string) *tally {
 // incrementally: each poll decodes only the complete lines appended since
 // the last one (polling a growing archive stays cheap under -race).
 //
-// A line that does not decode is counted as torn; if it holds a later
-// complete line glued to a torn prefix (a process killed mid-append, then
-// the restarted sink appending after the torn bytes), that complete line is
-// still counted, so a torn tail does not hide a re-delivered record.
+// A line that does not decode is counted as torn (a process killed
+// mid-append). The restarted file sink ends a torn tail with a newline
+// before it appends, but the reader still looks for a complete line glued
+// to a torn prefix and counts it, so a sink that ever glued one again would
+// show as a torn line, never hide a re-delivered record.
 type fileSinkReader struct {
 	dir     string
 	offsets map[string]int64 // file → bytes decoded (up to a newline)
