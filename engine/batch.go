@@ -317,6 +317,15 @@ func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error)
 				_, size, err = t.delete(o.del, nil, "", false)
 				colls.add(t, o.del)
 			}
+			if isRefused(err) && done > 1 {
+				// The data directory takes no more writes: this request
+				// and the rest go back unprocessed, as DynamoDB hands
+				// back what it could not write.
+				done--
+				process = done
+				unprocessed[name] = append(unprocessed[name], req.RequestItems[name][i])
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -151,6 +151,9 @@ func (e *Engine) control(r *http.Request) (any, error) {
 			return nil, err
 		}
 		n, err := e.SweepTTL(r.Context())
+		if isRefused(err) { // a full disk: retryable, and the items left are still there
+			return nil, controlErrf(http.StatusServiceUnavailable, "ttl sweep: deleted %d items, then: %v", n, err)
+		}
 		if err != nil {
 			return nil, controlErrf(http.StatusConflict, "ttl sweep: %v", err)
 		}

@@ -72,7 +72,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if strings.HasPrefix(r.URL.Path, controlPrefix) {
-		e.serveControl(e.durableWriter(w), r)
+		e.serveControl(e.durableWriter(w, r), r)
 		return
 	}
 	reqID := e.requestID()
@@ -162,8 +162,10 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if e.p != nil {
 		// Answer only once what this request changed (and saw) is durable.
-		if serr := e.p.sync(); serr != nil {
-			e.writeError(w, notDurable(serr), 0)
+		// A read, or a write the log refused (it changed nothing), is
+		// answered even when the log cannot be written.
+		if serr := e.p.sync(); serr != nil && !readOnly(op, streamsAPI) && !isRefused(err) {
+			e.writeError(w, e.p.notDurable(serr), 0)
 			return
 		}
 	}

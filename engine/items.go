@@ -410,7 +410,33 @@ func (t *table) needOld() bool {
 // writeLocked replaces old (nil when absent) by a new item (nil to delete)
 // in the table, its indexes and its stream. oldItem must be the decoded old
 // item when old != nil and t.needOld(). t.mu is held for writing.
-func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry, newItem attr.Item, service bool) {
+//
+// With a data directory, the change and its stream record are logged as
+// one entry before anything changes in memory; when the log refuses it (a
+// full disk), writeLocked returns the refusal and nothing has changed: no
+// item, no record, no sequence number taken.
+func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry, newItem attr.Item, service bool) error {
+	if ne == nil && old == nil {
+		return nil
+	}
+	logged := t.p == nil
+	if t.stream != nil && !unchanged(old, oldItem, ne, newItem) {
+		c := t.recordOf(old, oldItem, ne, newItem, service)
+		if t.p != nil {
+			c.Commit = func(ev *stream.Event) error {
+				logged = true
+				return t.p.logChange(t, key, ne, ev)
+			}
+		}
+		if err := t.stream.AppendEncoded(c); err != nil {
+			return err
+		}
+	}
+	if !logged {
+		if err := t.p.logChange(t, key, ne, nil); err != nil {
+			return err
+		}
+	}
 	if old != nil {
 		t.size -= int64(old.size)
 		for _, ix := range t.lsis {
@@ -429,28 +455,26 @@ func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 		for _, ix := range t.gsis {
 			ix.add(t, ne, newItem)
 		}
-	} else if old != nil {
+	} else {
 		t.items.Delete(key)
 	}
-	if t.p != nil && (ne != nil || old != nil) {
-		t.p.itemWritten(t, key, ne)
-	}
-	if t.stream == nil || unchanged(old, oldItem, ne, newItem) {
-		return
-	}
-	// The stored JSON is what the stream would encode: hand it over as is.
+	return nil
+}
+
+// recordOf is the stream record of a write (old or ne may be nil, not
+// both). The stored JSON is what the stream would encode: it is handed
+// over as is. t.mu is held.
+func (t *table) recordOf(old *entry, oldItem attr.Item, ne *entry, newItem attr.Item, service bool) stream.EncodedChange {
 	c := stream.EncodedChange{Service: service}
 	var keyItem attr.Item
 	var keySrc []byte
 	switch {
-	case old == nil && ne != nil:
+	case old == nil:
 		c.EventName, keyItem, keySrc = "INSERT", newItem, ne.raw
 	case ne != nil:
 		c.EventName, keyItem, keySrc = "MODIFY", newItem, ne.raw
-	case old != nil:
-		c.EventName, keyItem, keySrc = "REMOVE", oldItem, old.raw
 	default:
-		return
+		c.EventName, keyItem, keySrc = "REMOVE", oldItem, old.raw
 	}
 	view := t.stream.ViewType()
 	c.Keys = keysJSON(make([]byte, 0, 64), keySrc, t.ktoks)
@@ -466,11 +490,7 @@ func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 		c.New = ne.raw
 		c.Size += int(ne.size)
 	}
-	if err := t.stream.AppendEncoded(c); err != nil {
-		// Only a bug can get here (stored JSON is always an object); fall
-		// back to the decoding path rather than lose the record.
-		t.stream.Append(stream.Change{EventName: c.EventName, Keys: t.key.project(keyItem), Old: oldItem, New: newItem, Service: service})
-	}
+	return c
 }
 
 // unchanged reports whether a write replaces an item by an identical one:
@@ -821,7 +841,9 @@ func (t *table) putLocked(item attr.Item, size int, cond *expr.Condition, rvccf 
 		return nil, 0, err
 	}
 	ne := t.newEntry(key, item, size)
-	t.writeLocked(key, old, oldItem, ne, item, false)
+	if err := t.writeLocked(key, old, oldItem, ne, item, false); err != nil {
+		return nil, 0, err
+	}
 	if old != nil && int(old.size) > size {
 		size = int(old.size)
 	}
@@ -1032,7 +1054,9 @@ func (t *table) deleteLocked(keyItem attr.Item, cond *expr.Condition, rvccf stri
 	if old == nil {
 		return nil, 0, nil
 	}
-	t.writeLocked(key, old, oldItem, nil, nil, false)
+	if err := t.writeLocked(key, old, oldItem, nil, nil, false); err != nil {
+		return nil, 0, err
+	}
 	return oldItem, int(old.size), nil
 }
 
@@ -1178,7 +1202,9 @@ func (t *table) updateLocked(keyItem attr.Item, upd *expr.Update, cond *expr.Con
 		return res, err
 	}
 	ne := t.newEntry(key, newItem, size)
-	t.writeLocked(key, old, oldItem, ne, newItem, false)
+	if err := t.writeLocked(key, old, oldItem, ne, newItem, false); err != nil {
+		return res, err
+	}
 	res.old, res.new = oldItem, newItem
 	res.size = size
 	if old != nil && int(old.size) > size {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -44,6 +45,9 @@ const (
 	// flushEvery is how often the background loop makes writes no request
 	// waits for (the TTL sweeper's, the Go fault hooks') durable.
 	flushEvery = 50 * time.Millisecond
+	// snapRetry is how long the background loop waits after a failed
+	// snapshot (a full disk, say) before it tries again.
+	snapRetry = 30 * time.Second
 )
 
 // persister keeps one engine's state in its data directory.
@@ -53,6 +57,7 @@ type persister struct {
 	lock *os.File
 	log  *wal.Log
 
+	health    diskHealth
 	snapMu    sync.Mutex // one snapshot at a time
 	stop      chan struct{}
 	done      chan struct{}
@@ -134,21 +139,139 @@ func (p *persister) Record(ev *stream.Event) {
 	p.log.Append(func(b []byte) []byte { return appendStreamEvent(b, ev) })
 }
 
-// itemWritten logs that key now holds ne (nil: deleted) in t. t.mu is held
+// logChange logs that key now holds ne (nil: deleted) in t, together with
+// ev, the stream record that describes the change (nil: none), as one log
+// entry, so that a crash keeps both or neither. It refuses, logging
+// nothing, when the log cannot promise to write the entry (a full disk):
+// the caller must then change nothing. With t.logHeld (a transaction
+// reserved the space for all its writes) it does not refuse. t.mu is held
 // for writing.
-func (p *persister) itemWritten(t *table, key []byte, ne *entry) {
-	if ne != nil {
-		p.log.Append(func(b []byte) []byte { return appendItemPut(b, t.id, ne) })
-		return
+func (p *persister) logChange(t *table, key []byte, ne *entry, ev *stream.Event) error {
+	enc := func(b []byte) []byte { return appendChange(b, t.id, key, ne, ev) }
+	if t.logHeld {
+		p.log.Append(enc)
+		return nil
 	}
-	p.log.Append(func(b []byte) []byte { return appendItemDeleted(b, t.id, key) })
+	if _, err := p.log.TryAppend(enc); err != nil {
+		return p.refused(err)
+	}
+	p.health.ok(p)
+	return nil
 }
 
-// itemsDeleted logs the deletion of many keys of t. t.mu is held for
-// writing.
-func (p *persister) itemsDeleted(t *table, keys [][]byte) {
-	for _, k := range keys {
-		p.itemWritten(t, k, nil)
+// reserve promises log space for n bytes of entries that will then be
+// appended without refusal (a transaction's), or refuses as logChange
+// does. The caller releases it.
+func (p *persister) reserve(n int64) error {
+	if err := p.log.Reserve(n); err != nil {
+		return p.refused(err)
+	}
+	p.health.ok(p)
+	return nil
+}
+
+// writeRefused is a write the data directory could not take: nothing was
+// changed, in memory or on disk. It reaches clients as a
+// ThrottlingException (400): the SDKs retry it with backoff (and in their
+// adaptive mode also slow their sending), and unlike a 5xx, which says
+// the outcome is unknown, a 4xx says the request was not applied, which
+// is the truth here.
+type writeRefused struct {
+	dir   string
+	cause error
+}
+
+func (e *writeRefused) Error() string {
+	return "The engine's data directory " + e.dir + " (--data-dir) cannot take writes now (" + e.cause.Error() +
+		"); nothing was changed. Retry with backoff: writes resume by themselves once the directory can be written again (free space on its disk)"
+}
+
+func (e *writeRefused) Unwrap() error { return e.cause }
+
+// As makes the refusal the engine's wire error.
+func (e *writeRefused) As(target any) bool {
+	if ae, ok := target.(**awserr.Error); ok {
+		*ae = &awserr.Error{Code: codeThrottling, Status: 400, Message: e.Error()}
+		return true
+	}
+	return false
+}
+
+// isRefused reports whether err is a write the data directory refused.
+func isRefused(err error) bool {
+	var wr *writeRefused
+	return errors.As(err, &wr)
+}
+
+// readOnly reports whether an operation only reads (PartiQL statements
+// may write, so they count as writes): it is answered even while the
+// data directory cannot be written.
+func readOnly(op string, streamsAPI bool) bool {
+	switch op {
+	case "GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems", "DescribeTable", "ListTables",
+		"DescribeTimeToLive", "DescribeEndpoints", "DescribeLimits", "ListTagsOfResource":
+		return true
+	}
+	return streamsAPI
+}
+
+// codeThrottling is the error code of a write the data directory refused.
+const codeThrottling = "ThrottlingException"
+
+// refused wraps a log refusal for the client and the log (rate-limited).
+func (p *persister) refused(err error) error {
+	if errors.Is(err, wal.ErrClosed) {
+		return errEngineClosed
+	}
+	p.health.fail(p, err, true)
+	return &writeRefused{dir: p.dir, cause: err}
+}
+
+// diskHealth rate-limits what the engine logs about a data directory it
+// cannot write: one ERROR when writes start failing, then at most one
+// every failLogEvery while they keep failing (with how many writes were
+// refused meanwhile), and one INFO when a write is taken again.
+type diskHealth struct {
+	failing atomic.Bool // read on every write: ok does nothing unless set
+	mu      sync.Mutex
+	since   time.Time // when the failures began
+	lastLog time.Time
+	refused int64 // writes refused since the last log line
+}
+
+// failLogEvery is how often a data directory that stays unwritable is
+// logged again.
+const failLogEvery = time.Minute
+
+func (h *diskHealth) fail(p *persister, err error, refused bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if refused {
+		h.refused++
+	}
+	now := time.Now()
+	if h.failing.Load() && now.Sub(h.lastLog) < failLogEvery {
+		return
+	}
+	if !h.failing.Load() {
+		h.since = now
+		h.failing.Store(true)
+	}
+	p.e.log.Error("engine: the data directory cannot be written; writes are refused (ThrottlingException) and resume by themselves once it can: free space on its disk",
+		zap.String("dir", p.dir), zap.Error(err), zap.Duration("for", now.Sub(h.since)), zap.Int64("refused", h.refused))
+	h.lastLog, h.refused = now, 0
+}
+
+func (h *diskHealth) ok(p *persister) {
+	if !h.failing.Load() {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failing.Swap(false) {
+		p.e.log.Info("engine: the data directory takes writes again", zap.String("dir", p.dir),
+			zap.Duration("after", time.Since(h.since)), zap.Int64("refused", h.refused))
+		h.refused = 0
 	}
 }
 
@@ -172,11 +295,13 @@ func (p *persister) loop(soon bool) {
 	defer close(p.done)
 	t := time.NewTicker(flushEvery)
 	defer t.Stop()
+	var notBefore time.Time // no snapshot before it: the last one failed
 	for {
-		if soon || p.log.SinceRotate() > snapshotEvery {
+		if (soon || p.log.SinceRotate() > snapshotEvery) && time.Now().After(notBefore) {
 			soon = false
 			if err := p.snapshot(); err != nil {
-				p.e.log.Error("engine snapshot failed", zap.String("dir", p.dir), zap.Error(err))
+				notBefore = time.Now().Add(snapRetry)
+				p.e.log.Error("engine snapshot failed; retrying later", zap.String("dir", p.dir), zap.Error(err), zap.Duration("in", snapRetry))
 			}
 		}
 		select {
@@ -185,7 +310,7 @@ func (p *persister) loop(soon bool) {
 		case <-t.C:
 		}
 		if err := p.sync(); err != nil && !errors.Is(err, wal.ErrClosed) {
-			p.e.log.Error("engine: write-ahead log", zap.String("dir", p.dir), zap.Error(err))
+			p.health.fail(p, err, false)
 		}
 	}
 }
@@ -331,15 +456,20 @@ func (e *Engine) Snapshot() error {
 	return e.p.snapshot()
 }
 
-// notDurable is the error a request gets when the log could not be synced:
-// a 503 once the engine is closed (a retry may reach a new engine on the
-// same directory), otherwise a 500 naming the cause.
-func notDurable(err error) error {
+// notDurable is the error a request gets when the log could not be synced
+// after the request changed something: a 503 once the engine is closed (a
+// retry may reach a new engine on the same directory), otherwise a 500,
+// DynamoDB's answer when the outcome is unknown, naming the directory and
+// the cause. The changes stay queued and are written once the directory
+// can be written again (see wal.Log.Sync), unless the engine stops first.
+func (p *persister) notDurable(err error) error {
 	if errors.Is(err, wal.ErrClosed) {
 		return errEngineClosed
 	}
+	p.health.fail(p, err, false)
 	return &awserr.Error{Code: awserr.CodeInternalServerError, Status: 500,
-		Message: "The engine could not make the request's changes durable: " + err.Error()}
+		Message: "The engine could not make the request's changes durable in its data directory " + p.dir + " (--data-dir): " + err.Error() +
+			"; they may or may not be applied (they are written once the directory can be written again, unless the engine stops first). Retry with backoff"}
 }
 
 // errEngineClosed answers requests to an engine with a data directory
@@ -359,37 +489,53 @@ func (p *persister) closed() bool {
 
 // durableWriter returns w, or with a data directory a writer that waits
 // for the log before the response goes out (for the control API, whose
-// handlers write their own responses).
-func (e *Engine) durableWriter(w http.ResponseWriter) http.ResponseWriter {
+// handlers write their own responses). When the log cannot be synced, a
+// request that changes something (any POST) gets 503 and an error body
+// instead of its own; a read (GET) is answered as it is.
+func (e *Engine) durableWriter(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
 	if e.p == nil {
 		return w
 	}
-	return &syncedWriter{ResponseWriter: w, p: e.p}
+	return &syncedWriter{ResponseWriter: w, p: e.p, read: r.Method == http.MethodGet}
 }
 
 type syncedWriter struct {
 	http.ResponseWriter
-	p      *persister
-	synced bool
+	p        *persister
+	read     bool
+	synced   bool
+	replaced bool // the handler's body is dropped: an error went out instead
 }
 
 func (w *syncedWriter) WriteHeader(status int) {
-	if !w.synced {
-		w.synced = true
-		if err := w.p.sync(); err != nil {
-			w.p.e.log.Error("engine: control request not durable", zap.Error(err))
-			status = http.StatusInternalServerError
-			if errors.Is(err, wal.ErrClosed) {
-				status = http.StatusServiceUnavailable
-			}
-		}
+	if w.synced {
+		w.ResponseWriter.WriteHeader(status)
+		return
 	}
-	w.ResponseWriter.WriteHeader(status)
+	w.synced = true
+	err := w.p.sync()
+	if err == nil || w.read {
+		w.ResponseWriter.WriteHeader(status)
+		return
+	}
+	w.replaced = true
+	var msg string
+	if errors.Is(err, wal.ErrClosed) {
+		msg = errEngineClosed.Message
+	} else {
+		w.p.health.fail(w.p, err, false)
+		msg = "the engine could not make this change durable in its data directory " + w.p.dir + " (--data-dir): " + err.Error() +
+			"; it may or may not be applied (it is written once the directory can be written again). Retry with backoff"
+	}
+	writeControl(w.ResponseWriter, http.StatusServiceUnavailable, map[string]string{"error": msg})
 }
 
 func (w *syncedWriter) Write(b []byte) (int, error) {
 	if !w.synced {
 		w.WriteHeader(http.StatusOK)
+	}
+	if w.replaced {
+		return len(b), nil
 	}
 	return w.ResponseWriter.Write(b)
 }

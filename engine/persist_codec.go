@@ -18,6 +18,7 @@ const (
 	recItemPut      byte = 3  // table ID, storage key, item size, stored JSON
 	recItemDeleted  byte = 4  // table ID, storage key
 	recStream       byte = 5  // a stream.Event
+	recGroup        byte = 6  // entries made durable together: each a 4-byte little-endian length, then the entry
 	recSnapHeader   byte = 16 // snapshot format version, first WAL segment it does not cover
 	recSnapEnd      byte = 17 // the snapshot is complete
 )
@@ -103,6 +104,32 @@ func appendItemPut(b []byte, tableID string, e *entry) []byte {
 	b = putBytes(b, e.key)
 	b = binary.AppendUvarint(b, uint64(e.size))
 	return putBytes(b, e.raw)
+}
+
+// appendItemChange encodes key of the table with this ID now holding ne
+// (nil: deleted).
+func appendItemChange(b []byte, tableID string, key []byte, ne *entry) []byte {
+	if ne != nil {
+		return appendItemPut(b, tableID, ne)
+	}
+	return appendItemDeleted(b, tableID, key)
+}
+
+// appendChange encodes an item change and ev, the stream record that
+// describes it (nil: none), as one entry: a recGroup of the two, so that
+// a crash keeps both or neither.
+func appendChange(b []byte, tableID string, key []byte, ne *entry, ev *stream.Event) []byte {
+	if ev == nil {
+		return appendItemChange(b, tableID, key, ne)
+	}
+	b = append(b, recGroup)
+	start := len(b)
+	b = appendItemChange(append(b, 0, 0, 0, 0), tableID, key, ne)
+	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-4))
+	start = len(b)
+	b = appendStreamEvent(append(b, 0, 0, 0, 0), ev)
+	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-4))
+	return b
 }
 
 func appendItemDeleted(b []byte, tableID string, key []byte) []byte {

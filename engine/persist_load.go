@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -228,8 +229,32 @@ func (l *loader) apply(p []byte) error {
 			return err
 		}
 		return l.e.streams.Apply(&l.ev)
+	case recGroup:
+		return l.group(p[1:])
 	}
 	return fmt.Errorf("unknown entry kind %d", p[0])
+}
+
+// group replays the entries of a recGroup, which hold no groups.
+func (l *loader) group(b []byte) error {
+	for len(b) > 0 {
+		if len(b) < 4 {
+			return errShort
+		}
+		n := binary.LittleEndian.Uint32(b)
+		if uint64(n) > uint64(len(b)-4) || n == 0 {
+			return fmt.Errorf("group member of %d bytes in %d", n, len(b)-4)
+		}
+		sub := b[4 : 4+n]
+		if sub[0] == recGroup {
+			return errors.New("a group inside a group")
+		}
+		if err := l.apply(sub); err != nil {
+			return err
+		}
+		b = b[4+n:]
+	}
+	return nil
 }
 
 // tableMeta creates the table the metadata describes, or updates it.

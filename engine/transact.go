@@ -272,11 +272,53 @@ func commitTx(actions []*txAction, tables map[string]*table, icm bool) (*txResul
 	if reasons != nil {
 		return nil, &txCanceled{reasons: reasons}
 	}
+	release, err := reserveLog(actions, tables)
+	if err != nil {
+		return nil, err
+	}
 	res, err := applyTx(actions, names)
+	release()
 	if err != nil || !icm {
 		return res, err
 	}
 	return res, res.collectionMetricsLocked(actions)
+}
+
+// reserveLog promises log space for every write of a checked transaction
+// before any is applied, so that a full disk refuses the whole transaction
+// rather than a part of it, and returns the function that gives the
+// promise back. The bound is generous: an item's JSON is at most 16 times
+// its DynamoDB size plus a little, and it is logged up to three times
+// (the item, the record's new image, and the old image beside it). Locks
+// are held.
+func reserveLog(actions []*txAction, tables map[string]*table) (func(), error) {
+	var p *persister
+	var n int64
+	for _, a := range actions {
+		p = a.t.p
+		if a.kind == "ConditionCheck" {
+			continue
+		}
+		n += 32*int64(a.size) + 1024
+		if ent := a.t.items.Get(a.skey); ent != nil {
+			n += 2 * int64(len(ent.raw))
+		}
+	}
+	if p == nil {
+		return func() {}, nil
+	}
+	if err := p.reserve(n); err != nil {
+		return nil, err
+	}
+	for _, t := range tables {
+		t.logHeld = true
+	}
+	return func() {
+		for _, t := range tables {
+			t.logHeld = false
+		}
+		p.log.Release(n)
+	}, nil
 }
 
 // dryRunTx evaluates every action against the current items (locks held)

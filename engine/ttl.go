@@ -102,11 +102,12 @@ func (t *table) sweep(ctx context.Context, clock Clock) (int, error) {
 			}
 		}
 		if len(victims) > 0 {
-			if err := t.removeExpiredLocked(victims); err != nil {
+			n, err := t.removeExpiredLocked(victims)
+			deleted += n
+			if err != nil {
 				t.mu.Unlock()
 				return deleted, err
 			}
-			deleted += len(victims)
 		}
 		t.mu.Unlock()
 		if n == nil {
@@ -119,23 +120,17 @@ func (t *table) sweep(ctx context.Context, clock Clock) (int, error) {
 // removeExpiredLocked deletes expired entries (in table key order) as
 // system deletes: from the table, every index and into the stream. The
 // entries were checked under this same lock hold, so a write that moved a
-// TTL into the future has already replaced its entry. t.mu is held.
+// TTL into the future has already replaced its entry. t.mu is held. It
+// returns how many it deleted: with a data directory, each delete is
+// logged with its REMOVE record as one entry before it takes effect, and
+// when the log refuses one (a full disk), the ones before it are deleted,
+// it and the rest are left in place, and the refusal is returned.
 //
 // Items are not decoded whole: only the attributes the indexes need are
 // read out of the stored JSON, and the stream gets the stored JSON itself
 // as the old image (Stream.AppendEncoded), which keeps the garbage of a
 // million-item sweep, and so the GC's work, small.
-func (t *table) removeExpiredLocked(victims []*entry) error {
-	keys := make([][]byte, len(victims))
-	for i, ent := range victims {
-		keys[i] = ent.key
-		t.size -= int64(ent.size)
-	}
-	t.items.DeleteSorted(keys)
-	if t.p != nil {
-		t.p.itemsDeleted(t, keys)
-	}
-
+func (t *table) removeExpiredLocked(victims []*entry) (int, error) {
 	needed := t.sweepAttrs()
 	part := make(attr.Item, len(needed)) // reused: the part of each item indexes need
 	fill := func(ent *entry) error {
@@ -163,35 +158,68 @@ func (t *table) removeExpiredLocked(victims []*entry) error {
 		withOld = view == stream.OldImage || view == stream.NewAndOldImages
 	}
 	var kb []byte
+	var failed error
+	done := 0
 	for _, ent := range victims {
-		if err := fill(ent); err != nil {
-			return err
+		if failed = fill(ent); failed != nil {
+			break
 		}
+		if failed = t.logExpired(ent, part, &kb, withOld); failed != nil {
+			break
+		}
+		done++
 		for j, ix := range indexes {
 			if k := ix.entryKey(t, ent, part); k != nil {
 				ikeys[j] = append(ikeys[j], k)
 				ix.size -= ix.projectedSize(t, ent, part)
 			}
 		}
-		if t.stream == nil {
-			continue
-		}
-		kb = keysJSON(kb[:0], ent.raw, t.ktoks)
-		c := stream.EncodedChange{EventName: "REMOVE", Keys: kb, Service: true, Size: attr.SizeOf(t.key.Hash, part[t.key.Hash])}
-		if t.key.Range != "" {
-			c.Size += attr.SizeOf(t.key.Range, part[t.key.Range])
-		}
-		if withOld {
-			c.Old = ent.raw
-			c.Size += int(ent.size)
-		}
-		if err := t.stream.AppendEncoded(c); err != nil {
-			return err
-		}
 	}
+	keys := make([][]byte, done)
+	for i, ent := range victims[:done] {
+		keys[i] = ent.key
+		t.size -= int64(ent.size)
+	}
+	t.items.DeleteSorted(keys)
 	for j, ix := range indexes {
 		slices.SortFunc(ikeys[j], bytes.Compare)
 		ix.list.DeleteSorted(ikeys[j])
+	}
+	return done, failed
+}
+
+// logExpired makes the TTL delete of ent durable with its REMOVE record
+// (one log entry), or only the delete when the table has no stream; it
+// changes nothing in the table. part holds the key attributes. t.mu is
+// held.
+func (t *table) logExpired(ent *entry, part attr.Item, kb *[]byte, withOld bool) error {
+	if t.stream == nil {
+		if t.p == nil {
+			return nil
+		}
+		return t.p.logChange(t, ent.key, nil, nil)
+	}
+	*kb = keysJSON((*kb)[:0], ent.raw, t.ktoks)
+	c := stream.EncodedChange{EventName: "REMOVE", Keys: *kb, Service: true, Size: attr.SizeOf(t.key.Hash, part[t.key.Hash])}
+	if t.key.Range != "" {
+		c.Size += attr.SizeOf(t.key.Range, part[t.key.Range])
+	}
+	if withOld {
+		c.Old = ent.raw
+		c.Size += int(ent.size)
+	}
+	logged := t.p == nil
+	if t.p != nil {
+		c.Commit = func(ev *stream.Event) error {
+			logged = true
+			return t.p.logChange(t, ent.key, nil, ev)
+		}
+	}
+	if err := t.stream.AppendEncoded(c); err != nil {
+		return err
+	}
+	if !logged { // the stream took no record (disabled)
+		return t.p.logChange(t, ent.key, nil, nil)
 	}
 	return nil
 }
