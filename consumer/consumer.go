@@ -160,11 +160,11 @@ type Config struct {
 	// ExpiredWhen says which REMOVE records are expiries: ExpiredWhenService
 	// (the zero value) only DynamoDB's own TTL deletes; ExpiredWhenPastTTL
 	// also any other delete made after the item's TTL had passed (a
-	// sweeper's; see [ClassifyWith]), which needs Tables for the TTL
+	// sweeper's; see [event.ClassifyWith]), which needs Tables for the TTL
 	// attribute: a batch with a REMOVE waits (fails and is retried) until
 	// DescribeTimeToLive has answered once. Either way a REMOVE's
 	// event.Event.DeletedBy says whether DynamoDB's TTL made it.
-	ExpiredWhen ExpiredWhen
+	ExpiredWhen event.ExpiredWhen
 	// TTLAttribute, when set, is every table's TTL attribute, and
 	// DescribeTimeToLive is not called: for a table whose DynamoDB TTL is
 	// off while a sweeper expires its items (sweep.Config.TTLAttribute).
@@ -219,7 +219,7 @@ type Consumer struct {
 	ttl    *ttlCache
 	walker *shard.Walker
 	// pastTTL speaks about REMOVEs past-ttl would call expiries, under
-	// ExpiredWhenService; nil under ExpiredWhenPastTTL.
+	// event.ExpiredWhenService; nil under event.ExpiredWhenPastTTL.
 	pastTTL *pastTTLWarner
 
 	// dlq is the dead-letter sink as a route (its lane is the last of
@@ -344,8 +344,8 @@ func New(c Config) (*Consumer, error) {
 	}
 	cons.ttl = newTTLCache(ttlAPI, c.TTLRefresh, c.Now, cons.log, cons.m)
 	cons.ttl.fixed = c.TTLAttribute
-	cons.ttl.warnOff = c.ExpiredWhen == ExpiredWhenPastTTL
-	if c.ExpiredWhen == ExpiredWhenService {
+	cons.ttl.warnOff = c.ExpiredWhen == event.ExpiredWhenPastTTL
+	if c.ExpiredWhen == event.ExpiredWhenService {
 		cons.pastTTL = newPastTTLWarner(c.Now, cons.log, cons.m)
 	}
 	w, err := shard.New(shard.Options{
@@ -796,6 +796,20 @@ func (p positions) Positions(ctx context.Context, streamARN string) (map[string]
 	}
 	p.c.mu.Unlock()
 	return out, nil
+}
+
+// checkExpiredWhen checks Config.ExpiredWhen.
+func checkExpiredWhen(c Config) error {
+	switch c.ExpiredWhen {
+	case event.ExpiredWhenService:
+	case event.ExpiredWhenPastTTL:
+		if c.Tables == nil && c.TTLAttribute == "" {
+			return errors.New("consumer: Config.ExpiredWhen: past-ttl needs Config.TTLAttribute or Config.Tables (the TTL attribute comes from DescribeTimeToLive)")
+		}
+	default:
+		return fmt.Errorf("consumer: Config.ExpiredWhen: %v is not ExpiredWhenService or ExpiredWhenPastTTL", c.ExpiredWhen)
+	}
+	return nil
 }
 
 // defaultDuration is d, or def when d is zero.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -14,6 +15,35 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/shard"
 )
+
+// ident is a userIdentity of the given type and principal.
+func ident(typ, principal string) *types.Identity {
+	return &types.Identity{Type: aws.String(typ), PrincipalId: aws.String(principal)}
+}
+
+// rec is a record of the given event name, userIdentity and sequence
+// number, created 2026-01-02T03:04:05Z, whose old image's "expires" is
+// 2026-01-02T03:00:00Z.
+func rec(name types.OperationType, id *types.Identity, seq string) types.Record {
+	t := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	return types.Record{
+		EventID:      aws.String("ev-" + seq),
+		EventName:    name,
+		UserIdentity: id,
+		Dynamodb: &types.StreamRecord{
+			SequenceNumber:              aws.String(seq),
+			ApproximateCreationDateTime: &t,
+			SizeBytes:                   aws.Int64(42),
+			Keys:                        map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k1"}},
+			OldImage: map[string]types.AttributeValue{
+				"pk":      &types.AttributeValueMemberS{Value: "k1"},
+				"expires": &types.AttributeValueMemberN{Value: "1767322800"}, // 2026-01-02T03:00:00Z
+				"blob":    &types.AttributeValueMemberB{Value: []byte{0, 1, 2}},
+				"set":     &types.AttributeValueMemberNS{Value: []string{"1", "2.50"}},
+			},
+		},
+	}
+}
 
 // created is the creation second of rec's records (2026-01-02T03:04:05Z).
 const created = 1767323045
@@ -31,130 +61,12 @@ func withTTL(av types.AttributeValue) func(*types.Record) {
 
 func num(s string) types.AttributeValue { return &types.AttributeValueMemberN{Value: s} }
 
-// TestClassifyWith: each case's kind under service and under past-ttl.
-func TestClassifyWith(t *testing.T) {
-	ttlSvc := ident("Service", "dynamodb.amazonaws.com")
-	cases := []struct {
-		name            string
-		op              types.OperationType
-		id              *types.Identity
-		attr            string
-		mutate          func(*types.Record)
-		service, pastTT event.Kind
-	}{
-		{"service delete", types.OperationTypeRemove, ttlSvc, "expires", nil, event.Expired, event.Expired},
-		{"service delete, attribute unknown", types.OperationTypeRemove, ttlSvc, "", nil, event.Expired, event.Expired},
-		{"sweeper delete, TTL 245 s before", types.OperationTypeRemove, nil, "expires", nil, event.Deleted, event.Expired},
-		{"user delete of a live item", types.OperationTypeRemove, nil, "expires", withTTL(num("1767326400")), event.Deleted, event.Deleted},
-		{"TTL is the creation second", types.OperationTypeRemove, nil, "expires", withTTL(num("1767323045")), event.Deleted, event.Expired},
-		{"TTL the second after creation", types.OperationTypeRemove, nil, "expires", withTTL(num("1767323046")), event.Deleted, event.Deleted},
-		{"TTL one second before creation", types.OperationTypeRemove, nil, "expires", withTTL(num("1767323044")), event.Deleted, event.Expired},
-		{"fractional TTL before the creation second", types.OperationTypeRemove, nil, "expires", withTTL(num("1767323044.75")), event.Deleted, event.Expired},
-		{"fractional TTL inside the creation second", types.OperationTypeRemove, nil, "expires", withTTL(num("1767323045.999999999")), event.Deleted, event.Expired},
-		{"fractional TTL just after the creation second", types.OperationTypeRemove, nil, "expires", withTTL(num("1767323046.0000000001")), event.Deleted, event.Deleted},
-		{"exponent TTL", types.OperationTypeRemove, nil, "expires", withTTL(num("1.767323e9")), event.Deleted, event.Expired},
-		{"sub-second creation time read to the second", types.OperationTypeRemove, nil, "expires", func(r *types.Record) {
-			r.Dynamodb.OldImage["expires"] = num("1767323045.5")
-			at := time.Unix(created, 400_000_000).UTC()
-			r.Dynamodb.ApproximateCreationDateTime = &at
-		}, event.Deleted, event.Expired},
-		{"TTL five years before", types.OperationTypeRemove, nil, "expires", withTTL(num("1609643045")), event.Deleted, event.Expired},
-		{"TTL more than five years before", types.OperationTypeRemove, nil, "expires", withTTL(num("1609643044")), event.Deleted, event.Deleted},
-		{"TTL zero", types.OperationTypeRemove, nil, "expires", withTTL(num("0")), event.Deleted, event.Deleted},
-		{"missing TTL", types.OperationTypeRemove, nil, "expires", withTTL(nil), event.Deleted, event.Deleted},
-		{"TTL attribute unknown", types.OperationTypeRemove, nil, "", nil, event.Deleted, event.Deleted},
-		{"non-Number TTL", types.OperationTypeRemove, nil, "expires", withTTL(&types.AttributeValueMemberS{Value: "1767322800"}), event.Deleted, event.Deleted},
-		{"Number that is not epoch seconds", types.OperationTypeRemove, nil, "expires", withTTL(num("-1")), event.Deleted, event.Deleted},
-		{"KEYS_ONLY", types.OperationTypeRemove, nil, "expires", func(r *types.Record) { r.Dynamodb.OldImage = nil }, event.Deleted, event.Deleted},
-		{"no creation time", types.OperationTypeRemove, nil, "expires", func(r *types.Record) { r.Dynamodb.ApproximateCreationDateTime = nil }, event.Deleted, event.Deleted},
-		{"no stream record", types.OperationTypeRemove, nil, "expires", func(r *types.Record) { r.Dynamodb = nil }, event.Deleted, event.Deleted},
-		{"insert with a past TTL", types.OperationTypeInsert, nil, "expires", nil, event.Inserted, event.Inserted},
-		{"modify with a past TTL", types.OperationTypeModify, nil, "expires", nil, event.Modified, event.Modified},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			r := rec(c.op, c.id, "1")
-			if c.mutate != nil {
-				c.mutate(&r)
-			}
-			for when, want := range map[ExpiredWhen]event.Kind{ExpiredWhenService: c.service, ExpiredWhenPastTTL: c.pastTT} {
-				got, err := ClassifyWith(r, when, c.attr)
-				if err != nil || got != want {
-					t.Errorf("%v: ClassifyWith = %q, %v; want %q", when, got, err, want)
-				}
-			}
-			if got, _ := Classify(r); got != c.service {
-				t.Errorf("Classify = %q, want %q (service)", got, c.service)
-			}
-		})
-	}
-	if _, err := ClassifyWith(types.Record{EventName: "TRUNCATE"}, ExpiredWhenPastTTL, "expires"); err == nil {
-		t.Error("ClassifyWith accepted an unknown event name")
-	}
-}
-
-// TestDecodeDeletedBy: every REMOVE says who made it; a past-ttl expiry
-// gets its TTL values as a service expiry does.
-func TestDecodeDeletedBy(t *testing.T) {
-	cases := []struct {
-		name      string
-		op        types.OperationType
-		id        *types.Identity
-		when      ExpiredWhen
-		kind      event.Kind
-		deletedBy string
-		ttl       bool
-	}{
-		{"service expiry", types.OperationTypeRemove, ident("Service", "dynamodb.amazonaws.com"), ExpiredWhenService, event.Expired, event.DeletedByTTL, true},
-		{"service expiry under past-ttl", types.OperationTypeRemove, ident("Service", "dynamodb.amazonaws.com"), ExpiredWhenPastTTL, event.Expired, event.DeletedByTTL, true},
-		{"swept under service", types.OperationTypeRemove, nil, ExpiredWhenService, event.Deleted, event.DeletedByOther, false},
-		{"swept under past-ttl", types.OperationTypeRemove, nil, ExpiredWhenPastTTL, event.Expired, event.DeletedByOther, true},
-		{"other principal", types.OperationTypeRemove, ident("Service", "lambda.amazonaws.com"), ExpiredWhenPastTTL, event.Expired, event.DeletedByOther, true},
-		{"insert", types.OperationTypeInsert, nil, ExpiredWhenPastTTL, event.Inserted, "", false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			e, err := decode("tbl", "arn", "s", 0, rec(c.op, c.id, "1"), "expires", c.when)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if e.Kind != c.kind || e.DeletedBy != c.deletedBy {
-				t.Fatalf("kind %q deletedBy %q, want %q %q", e.Kind, e.DeletedBy, c.kind, c.deletedBy)
-			}
-			wantLag := time.Duration(0)
-			if c.ttl {
-				wantLag = 245 * time.Second
-			}
-			if (e.TTLValue != "") != c.ttl || e.TTLLag != wantLag || e.TTLTime.IsZero() == c.ttl {
-				t.Errorf("TTL value %q time %v lag %v", e.TTLValue, e.TTLTime, e.TTLLag)
-			}
-		})
-	}
-}
-
-func TestParseExpiredWhen(t *testing.T) {
-	for s, want := range map[string]ExpiredWhen{"service": ExpiredWhenService, "past-ttl": ExpiredWhenPastTTL} {
-		got, err := ParseExpiredWhen(s)
-		if err != nil || got != want || got.String() != s {
-			t.Errorf("ParseExpiredWhen(%q) = %v, %v", s, got, err)
-		}
-	}
-	for _, s := range []string{"", "Service", "past_ttl", "ttl"} {
-		if _, err := ParseExpiredWhen(s); err == nil || !strings.Contains(err.Error(), "service or past-ttl") {
-			t.Errorf("ParseExpiredWhen(%q): err %v", s, err)
-		}
-	}
-	if s := ExpiredWhen(7).String(); s != "ExpiredWhen(7)" {
-		t.Errorf("String of a bad value: %q", s)
-	}
-}
-
 func TestNewValidatesExpiredWhen(t *testing.T) {
 	good := Config{Streams: nopStreams{}, StreamARNs: []string{testARN}, Store: newMemStore(), Routes: []Route{{Sink: newFakeSink("a")}}}
 	for name, mod := range map[string]func(*Config){
 		"out of range":           func(c *Config) { c.ExpiredWhen = 2 },
 		"negative":               func(c *Config) { c.ExpiredWhen = -1 },
-		"past-ttl without table": func(c *Config) { c.ExpiredWhen = ExpiredWhenPastTTL },
+		"past-ttl without table": func(c *Config) { c.ExpiredWhen = event.ExpiredWhenPastTTL },
 	} {
 		c := good
 		mod(&c)
@@ -163,7 +75,7 @@ func TestNewValidatesExpiredWhen(t *testing.T) {
 		}
 	}
 	c := good
-	c.ExpiredWhen, c.Tables = ExpiredWhenPastTTL, tablesAPI{}
+	c.ExpiredWhen, c.Tables = event.ExpiredWhenPastTTL, tablesAPI{}
 	if _, err := New(c); err != nil {
 		t.Errorf("past-ttl with Tables: %v", err)
 	}
@@ -185,7 +97,7 @@ func TestPastTTLWaitsForTheTTLAttribute(t *testing.T) {
 	ctx := context.Background()
 	remove := []types.Record{rec(types.OperationTypeInsert, nil, "1"), rec(types.OperationTypeRemove, nil, "2")}
 	inserts := []types.Record{rec(types.OperationTypeInsert, nil, "1")}
-	for _, when := range []ExpiredWhen{ExpiredWhenService, ExpiredWhenPastTTL} {
+	for _, when := range []event.ExpiredWhen{event.ExpiredWhenService, event.ExpiredWhenPastTTL} {
 		api := &ttlAPI{err: errors.New("throttled")}
 		now := time.Unix(1000, 0)
 		c := &Consumer{cfg: Config{ExpiredWhen: when}, ttl: newTTLCache(api, time.Minute, func() time.Time { return now }, zap.NewNop(), newMetrics(nil))}
@@ -193,7 +105,7 @@ func TestPastTTLWaitsForTheTTLAttribute(t *testing.T) {
 			t.Fatalf("%v: no REMOVE: %q, %v after %d calls", when, attr, err, api.calls)
 		}
 		attr, err := c.ttlAttribute(ctx, "tbl", remove)
-		if when == ExpiredWhenService {
+		if when == event.ExpiredWhenService {
 			// Looked up for the past-TTL warning, and the failure lets the
 			// batch through.
 			if attr != "" || err != nil || api.calls != 1 {
@@ -239,7 +151,7 @@ func TestProcessPastTTL(t *testing.T) {
 	sink := newFakeSink("expired-only")
 	reg := prometheus.NewRegistry()
 	c := newUnitConsumer(t, newMemStore(), func(c *Config) {
-		c.ExpiredWhen, c.Tables, c.Registerer = ExpiredWhenPastTTL, tablesAPI{TTLAPI: api}, reg
+		c.ExpiredWhen, c.Tables, c.Registerer = event.ExpiredWhenPastTTL, tablesAPI{TTLAPI: api}, reg
 	}, Route{Sink: sink})
 	live := rec(types.OperationTypeRemove, nil, seqOf(2))
 	withTTL(num("1767326400"))(&live)

@@ -6,14 +6,16 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/event"
 )
 
 // pastTTLWarnEvery is the least time between two warnings about one
 // table's past-TTL user deletes.
 const pastTTLWarnEvery = time.Minute
 
-// pastTTLWarner speaks, under [ExpiredWhenService], about the REMOVEs that
-// [ExpiredWhenPastTTL] would call expiries: made without DynamoDB's TTL
+// pastTTLWarner speaks, under [event.ExpiredWhenService], about the REMOVEs that
+// [event.ExpiredWhenPastTTL] would call expiries: made without DynamoDB's TTL
 // identity after the item's TTL had passed (a sweeper's deletes, TTL
 // deletes replicated from another region of a global table). They stay
 // Deleted; each is counted in archiver_ttl_passed_user_deletes_total, and
@@ -77,8 +79,9 @@ func (w *pastTTLWarner) note(table, attr string, recs []types.Record) {
 	}
 }
 
-// expiresOnlyPastTTL reports whether r is a REMOVE that [Classify] calls
-// Deleted and [ClassifyWith] under [ExpiredWhenPastTTL] calls Expired.
+// expiresOnlyPastTTL reports whether r is a REMOVE that [event.Classify]
+// calls Deleted and [event.ClassifyWith] under [event.ExpiredWhenPastTTL]
+// calls Expired.
 func expiresOnlyPastTTL(r *types.Record, attr string) bool {
-	return r.EventName == types.OperationTypeRemove && !isTTLDelete(r) && ttlPassed(r.Dynamodb, attr)
+	return r.EventName == types.OperationTypeRemove && !event.IsTTLDelete(r) && event.TTLPassed(r.Dynamodb, attr)
 }

@@ -80,8 +80,8 @@ func TestScenarioPastTTL(t *testing.T) {
 		sink *fakeSink
 		reg  *prometheus.Registry
 	}
-	runs := map[ExpiredWhen]run{}
-	for _, when := range []ExpiredWhen{ExpiredWhenService, ExpiredWhenPastTTL} {
+	runs := map[event.ExpiredWhen]run{}
+	for _, when := range []event.ExpiredWhen{event.ExpiredWhenService, event.ExpiredWhenPastTTL} {
 		r := run{sink: newFakeSink("all-" + when.String()), reg: prometheus.NewRegistry()}
 		cfg := b.config(t, table, newMemStore(), Route{Sink: r.sink, Kinds: event.Kinds})
 		cfg.ExpiredWhen, cfg.Registerer = when, r.reg
@@ -95,19 +95,19 @@ func TestScenarioPastTTL(t *testing.T) {
 		})
 		checkPastTTLRun(t, when, r.sink.events(), edge)
 	}
-	if n := histogramCount(t, runs[ExpiredWhenPastTTL].reg, table); n != 40+10+5 {
+	if n := histogramCount(t, runs[event.ExpiredWhenPastTTL].reg, table); n != 40+10+5 {
 		t.Errorf("past-ttl: %d TTL lag observations, want %d", n, 40+10+5)
 	}
-	if n := histogramCount(t, runs[ExpiredWhenService].reg, table); n != 10 {
+	if n := histogramCount(t, runs[event.ExpiredWhenService].reg, table); n != 10 {
 		t.Errorf("service: %d TTL lag observations, want 10", n)
 	}
 }
 
 // checkPastTTLRun checks the REMOVE events one consumer archived.
-func checkPastTTLRun(t *testing.T, when ExpiredWhen, evs []event.Event, edge int64) {
+func checkPastTTLRun(t *testing.T, when event.ExpiredWhen, evs []event.Event, edge int64) {
 	t.Helper()
 	sweptKind := event.Deleted
-	if when == ExpiredWhenPastTTL {
+	if when == event.ExpiredWhenPastTTL {
 		sweptKind = event.Expired
 	}
 	want := map[string]struct {
@@ -174,7 +174,7 @@ func TestScenarioPastTTLWithTTLOff(t *testing.T) {
 			sink := newFakeSink("all")
 			cfg := b.config(t, table, newMemStore(), Route{Sink: sink, Kinds: event.Kinds})
 			core, logs := observer.New(zapcore.WarnLevel)
-			cfg.ExpiredWhen, cfg.TTLAttribute, cfg.Logger = ExpiredWhenPastTTL, tc.attr, zap.New(core)
+			cfg.ExpiredWhen, cfg.TTLAttribute, cfg.Logger = event.ExpiredWhenPastTTL, tc.attr, zap.New(core)
 			start(t, cfg)
 			waitFor(t, "every REMOVE", func() bool {
 				return len(countKeys(sink.events(), tc.want)) == 10
@@ -214,8 +214,8 @@ func TestServiceWarnsOfPastTTLDeletes(t *testing.T) {
 		logs  *observer.ObservedLogs
 		clock *engine.ManualClock
 	}
-	runs := map[ExpiredWhen]*run{}
-	for _, when := range []ExpiredWhen{ExpiredWhenService, ExpiredWhenPastTTL} {
+	runs := map[event.ExpiredWhen]*run{}
+	for _, when := range []event.ExpiredWhen{event.ExpiredWhenService, event.ExpiredWhenPastTTL} {
 		core, logs := observer.New(zapcore.WarnLevel)
 		r := &run{sink: newFakeSink("all-" + when.String()), reg: prometheus.NewRegistry(), logs: logs,
 			clock: engine.NewManualClock(time.Unix(1_000_000, 0))}
@@ -230,12 +230,12 @@ func TestServiceWarnsOfPastTTLDeletes(t *testing.T) {
 	for when, r := range runs {
 		waitFor(t, when.String()+": every REMOVE", func() bool { return removes(r) == 45 })
 		passed := event.Deleted
-		if when == ExpiredWhenPastTTL {
+		if when == event.ExpiredWhenPastTTL {
 			passed = event.Expired
 		}
 		checkKinds(t, when, r.sink.events(), map[string]event.Kind{"passed": passed, "live": event.Deleted, "native": event.Expired})
 	}
-	svc := runs[ExpiredWhenService]
+	svc := runs[event.ExpiredWhenService]
 	if n := counterSum(t, svc.reg, "archiver_ttl_passed_user_deletes_total"); n != 30 {
 		t.Errorf("service: %v past-TTL user deletes counted, want 30", n)
 	}
@@ -248,7 +248,7 @@ func TestServiceWarnsOfPastTTLDeletes(t *testing.T) {
 	svc.clock.Advance(time.Minute)
 	b.put(table, "later", 0, 5, past)
 	b.userDelete(table, "later", 5)
-	waitFor(t, "the later deletes", func() bool { return removes(svc) == 50 && removes(runs[ExpiredWhenPastTTL]) == 50 })
+	waitFor(t, "the later deletes", func() bool { return removes(svc) == 50 && removes(runs[event.ExpiredWhenPastTTL]) == 50 })
 	if n := counterSum(t, svc.reg, "archiver_ttl_passed_user_deletes_total"); n != 35 {
 		t.Errorf("service: %v past-TTL user deletes counted, want 35", n)
 	}
@@ -269,7 +269,7 @@ func TestServiceWarnsOfPastTTLDeletes(t *testing.T) {
 	if total < 31 || total > 35 {
 		t.Errorf("the warnings name %d deletes, want 31 to 35", total)
 	}
-	pt := runs[ExpiredWhenPastTTL]
+	pt := runs[event.ExpiredWhenPastTTL]
 	if n := counterSum(t, pt.reg, "archiver_ttl_passed_user_deletes_total"); n != 0 || len(pastTTLWarnings(pt.logs)) != 0 {
 		t.Errorf("past-ttl: %v counted, %d warnings; want none", n, len(pastTTLWarnings(pt.logs)))
 	}
@@ -281,7 +281,7 @@ func pastTTLWarnings(logs *observer.ObservedLogs) []observer.LoggedEntry {
 }
 
 // checkKinds checks the kind of every REMOVE event by its key's prefix.
-func checkKinds(t *testing.T, when ExpiredWhen, evs []event.Event, want map[string]event.Kind) {
+func checkKinds(t *testing.T, when event.ExpiredWhen, evs []event.Event, want map[string]event.Kind) {
 	t.Helper()
 	for _, e := range evs {
 		if e.EventName != "REMOVE" {

@@ -604,9 +604,9 @@ func TestMalformedRecordFailsTheBatch(t *testing.T) {
 	b := mkBatch("s", 1, event.Expired, event.Expired, event.Expired)
 	b.Records[1].Dynamodb.SequenceNumber = nil
 	err := c.process(ctx, b)
-	var re *RecordError
+	var re *event.RecordError
 	if !errors.As(err, &re) || re.Field != "dynamodb.SequenceNumber" || re.Index != 1 {
-		t.Fatalf("process error %v, want a RecordError on record 1's dynamodb.SequenceNumber", err)
+		t.Fatalf("process error %v, want a event.RecordError on record 1's dynamodb.SequenceNumber", err)
 	}
 	if err := c.shardStopped(ctx, testARN, "s"); err != nil {
 		t.Fatal(err)

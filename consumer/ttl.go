@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/event"
 )
 
 // TTLAPI is the DynamoDB call that names a table's TTL attribute.
@@ -141,8 +143,8 @@ func (c *ttlCache) lookup(ctx context.Context, table string) (string, error) {
 
 // ttlAttribute returns the table's TTL attribute when the batch needs it:
 // for the TTL values of DynamoDB's TTL deletes, and for every other REMOVE
-// with an old image: under ExpiredWhenPastTTL its kind depends on it,
-// under ExpiredWhenService the warning about past-TTL user deletes
+// with an old image: under event.ExpiredWhenPastTTL its kind depends on it,
+// under event.ExpiredWhenService the warning about past-TTL user deletes
 // (pastTTLWarner) does. Under past-ttl, an attribute unknown because
 // DescribeTimeToLive has not succeeded yet fails the batch (the walker
 // restarts the shard later from its checkpoint): classifying the batch
@@ -150,13 +152,13 @@ func (c *ttlCache) lookup(ctx context.Context, table string) (string, error) {
 // Under service a failed lookup never holds the batch back: the attribute
 // is then "" (no TTL values, no warning).
 func (c *Consumer) ttlAttribute(ctx context.Context, table string, recs []types.Record) (string, error) {
-	pastTTL := c.cfg.ExpiredWhen == ExpiredWhenPastTTL
+	pastTTL := c.cfg.ExpiredWhen == event.ExpiredWhenPastTTL
 	for i := range recs {
 		r := &recs[i]
 		if r.EventName != types.OperationTypeRemove {
 			continue
 		}
-		if !pastTTL && !isTTLDelete(r) && (r.Dynamodb == nil || len(r.Dynamodb.OldImage) == 0) {
+		if !pastTTL && !event.IsTTLDelete(r) && (r.Dynamodb == nil || len(r.Dynamodb.OldImage) == 0) {
 			continue // KEYS_ONLY or NEW_IMAGE: nothing to warn about
 		}
 		if !pastTTL {

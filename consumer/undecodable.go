@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"go.uber.org/zap"
 
@@ -28,22 +29,22 @@ func (c *Consumer) decodeBatch(s *shardState, b shard.Batch, ttlAttr string) (ev
 		)
 		if len(unread) > 0 && unread[0].Index == i {
 			// The SDK could not parse it: r is the reader's placeholder.
-			raw, err = unread[0].Raw, &RecordError{ShardID: b.ShardID, Index: i, Field: "record", Problem: "the SDK cannot decode it: " + unread[0].Err.Error()}
+			raw, err = unread[0].Raw, &event.RecordError{ShardID: b.ShardID, Index: i, Field: "record", Problem: "the SDK cannot decode it: " + unread[0].Err.Error()}
 			unread = unread[1:]
-		} else if e, err = decode(s.table, b.StreamARN, b.ShardID, i, *r, ttlAttr, c.cfg.ExpiredWhen); err == nil {
+		} else if e, err = event.DecodeWith(s.table, b.StreamARN, b.ShardID, i, *r, ttlAttr, c.cfg.ExpiredWhen); err == nil {
 			events = append(events, e)
 			continue
 		}
 		if c.dlq == nil {
 			c.log.Error("malformed stream record and no dead-letter sink; the shard stops and is retried",
 				zap.String("stream", b.StreamARN), zap.String("shard", b.ShardID),
-				zap.String("event_id", deref(r.EventID)), zap.Duration("time_left_before_trim", c.timeLeft(r)),
+				zap.String("event_id", aws.ToString(r.EventID)), zap.Duration("time_left_before_trim", c.timeLeft(r)),
 				zap.Error(err))
 			return nil, nil, err
 		}
 		c.log.Error("malformed stream record; sending it to the dead-letter sink",
 			zap.String("stream", b.StreamARN), zap.String("shard", b.ShardID),
-			zap.String("event_id", deref(r.EventID)), zap.String("dead_letter", c.dlq.name), zap.Error(err))
+			zap.String("event_id", aws.ToString(r.EventID)), zap.String("dead_letter", c.dlq.name), zap.Error(err))
 		bad = append(bad, undecodableEvent(s.table, b.StreamARN, b.ShardID, r, raw, err))
 	}
 	return events, bad, nil
@@ -60,17 +61,17 @@ func undecodableEvent(table, streamARN, shardID string, r *types.Record, raw []b
 		raw = event.AppendStreamRecord(nil, r)
 	}
 	e := event.Event{
-		Kind: event.Undecodable, Table: table, StreamARN: streamARN, ShardID: shardID, EventID: deref(r.EventID),
+		Kind: event.Undecodable, Table: table, StreamARN: streamARN, ShardID: shardID, EventID: aws.ToString(r.EventID),
 		DeadLetter: &event.DeadLetter{
 			Reason: event.ReasonUndecodable, Error: err.Error(), FirstFailure: time.Now(), Record: raw,
 		},
 	}
-	var re *RecordError
+	var re *event.RecordError
 	if errors.As(err, &re) && re.Field != "eventName" {
 		e.EventName = string(r.EventName) // checked: it is not what decode refused (a placeholder's is a valid one or none)
 	}
 	if d := r.Dynamodb; d != nil {
-		if seq := deref(d.SequenceNumber); event.ValidSequence(seq) {
+		if seq := aws.ToString(d.SequenceNumber); event.ValidSequence(seq) {
 			e.SequenceNumber = seq
 		}
 		if d.ApproximateCreationDateTime != nil {

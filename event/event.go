@@ -3,6 +3,10 @@
 // item. It sits below its users (consumer, sinks) and imports nothing else of
 // ours.
 //
+// It also holds what is known about a single stream record, for every
+// package that reads records: [Decode] and [Classify] (which REMOVE is an
+// expiry, under [ExpiredWhen]) and the record's sequence number helpers.
+//
 // Images are kept as DynamoDB attribute values (the SDK's streams types), so
 // nothing about an item is lost between the stream and an archive: numbers
 // stay decimal strings, binary stays bytes, sets stay sets. Render them with

@@ -18,7 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
-	"github.com/ttl-archiver/archiver/consumer"
+	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/ops"
 	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/shard"
@@ -540,7 +540,7 @@ func validateOption(c *runConfig, o option[runConfig], from string, p *problems)
 			c.Start = string(pos)
 		}
 	case "expired-when":
-		if _, err := consumer.ParseExpiredWhen(c.ExpiredWhen); err != nil {
+		if _, err := event.ParseExpiredWhen(c.ExpiredWhen); err != nil {
 			p.add("%s: %v", from, err)
 		}
 	case "ttl-attribute":

@@ -178,7 +178,7 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 	// The shutdown budget: reader stop and sink flush each get 40 %, the
 	// rest is for the final lease release and store close.
 	inflight, _ := sinks.ParseSize(cfg.MaxInFlight) // validated with the configuration
-	expiredWhen, _ := consumer.ParseExpiredWhen(cfg.ExpiredWhen)
+	expiredWhen, _ := event.ParseExpiredWhen(cfg.ExpiredWhen)
 	cons, err := consumer.New(consumer.Config{
 		Streams:               streams,
 		Tables:                ddb,
@@ -298,11 +298,11 @@ func checkRunSources(ctx context.Context, cfg *runConfig, ddb shard.SourceAPI, s
 	for _, r := range routes {
 		needOld = needOld || event.NeedsOldImage(r.Kinds)
 	}
-	when, _ := consumer.ParseExpiredWhen(cfg.ExpiredWhen) // validated with the configuration
+	when, _ := event.ParseExpiredWhen(cfg.ExpiredWhen) // validated with the configuration
 	_, err := shard.CheckSources(ctx, shard.SourceCheck{
 		Tables: ddb, Streams: streams, TableNames: cfg.Tables, StreamARNs: cfg.StreamARNs, Endpoint: cfg.Endpoint,
 		RequireStream: true, NeedOldImage: needOld, AllowKeysOnly: cfg.AllowKeysOnly,
-		WarnTTLOff: when == consumer.ExpiredWhenService, WaitForTable: cfg.WaitForTable, Logger: log,
+		WarnTTLOff: when == event.ExpiredWhenService, WaitForTable: cfg.WaitForTable, Logger: log,
 	})
 	switch {
 	case errors.Is(err, shard.ErrNoOldImage):

@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"go.uber.org/zap"
 
-	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/shard"
 )
@@ -31,12 +30,12 @@ type streamRemove struct {
 // does with --expired-when) is one of kinds and whose creation time is in
 // [since, until), by event ID.
 func streamRemoves(ctx context.Context, cfg *verifyConfig, ddb *dynamodb.Client, st *dynamodbstreams.Client, log *zap.Logger) (map[string]streamRemove, error) {
-	when, err := consumer.ParseExpiredWhen(cfg.shared.ExpiredWhen)
+	when, err := event.ParseExpiredWhen(cfg.shared.ExpiredWhen)
 	if err != nil {
 		return nil, err
 	}
 	ttlAttr := cfg.shared.TTLAttribute
-	if when == consumer.ExpiredWhenPastTTL && ttlAttr == "" {
+	if when == event.ExpiredWhenPastTTL && ttlAttr == "" {
 		out, err := ddb.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(cfg.Table)})
 		if err != nil {
 			return nil, fmt.Errorf("--expired-when past-ttl: DescribeTimeToLive %s: %w", cfg.Table, err)
@@ -92,7 +91,7 @@ func streamRemoves(ctx context.Context, cfg *verifyConfig, ddb *dynamodb.Client,
 // of the wanted kinds and acknowledges everything at once.
 type removeCollector struct {
 	kinds        []event.Kind
-	when         consumer.ExpiredWhen
+	when         event.ExpiredWhen
 	ttlAttr      string
 	since, until time.Time
 
@@ -108,7 +107,7 @@ func (c *removeCollector) Process(_ context.Context, b shard.Batch) error {
 		if r.Dynamodb == nil || string(r.EventName) != "REMOVE" {
 			continue
 		}
-		k, err := consumer.ClassifyWith(r, c.when, c.ttlAttr)
+		k, err := event.ClassifyWith(r, c.when, c.ttlAttr)
 		if err != nil {
 			if c.err == nil {
 				c.err = fmt.Errorf("shard %s: record %s: %w", b.ShardID, aws.ToString(r.EventID), err)

@@ -25,7 +25,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/shard"
@@ -293,7 +292,7 @@ func (fr *floorRun) batch(ctx context.Context, arn, shardID string, recs []strea
 	t0 := floorCPU()
 	fr.natsBuf, fr.natsEnd, fr.ids = fr.natsBuf[:0], fr.natsEnd[:0], fr.ids[:0]
 	for _, r := range recs {
-		ev, err := consumer.Decode(fr.spec.Table, arn, shardID, r, "ExpirationTime")
+		ev, err := event.Decode(fr.spec.Table, arn, shardID, r, "ExpirationTime")
 		if err != nil {
 			return err
 		}

@@ -21,7 +21,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/sinks"
@@ -207,7 +206,7 @@ func (b *Bed) StreamEvents(table, ttlAttr string) []event.Event {
 	b.t.Helper()
 	var out []event.Event
 	for _, r := range b.StreamRecords(table) {
-		e, err := consumer.Decode(table, r.StreamARN, r.ShardID, r.Record, ttlAttr)
+		e, err := event.Decode(table, r.StreamARN, r.ShardID, r.Record, ttlAttr)
 		if err != nil {
 			b.t.Fatal(err)
 		}

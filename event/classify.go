@@ -1,4 +1,4 @@
-package consumer
+package event
 
 import (
 	"errors"
@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
-
-	"github.com/ttl-archiver/archiver/event"
 )
 
 // The userIdentity DynamoDB's TTL process puts on the REMOVE records it
@@ -22,6 +20,8 @@ const (
 )
 
 // RecordError says which field of a stream record is missing or malformed.
+// Its message starts "consumer:": the consumer is what refuses such a
+// record, and dead letters and logs have always carried that prefix.
 type RecordError struct {
 	ShardID string
 	// Index is the record's position in its batch.
@@ -35,7 +35,8 @@ func (e *RecordError) Error() string {
 	return fmt.Sprintf("consumer: shard %s record %d: field %s: %s", e.ShardID, e.Index, e.Field, e.Problem)
 }
 
-// ExpiredWhen says which REMOVE records are expiries ([Config.ExpiredWhen]).
+// ExpiredWhen says which REMOVE records are expiries (the consumer's
+// Config.ExpiredWhen, `--expired-when`).
 type ExpiredWhen int
 
 const (
@@ -69,35 +70,21 @@ func ParseExpiredWhen(s string) (ExpiredWhen, error) {
 	return 0, fmt.Errorf("%q is not service or past-ttl", s)
 }
 
-// checkExpiredWhen checks Config.ExpiredWhen.
-func checkExpiredWhen(c Config) error {
-	switch c.ExpiredWhen {
-	case ExpiredWhenService:
-	case ExpiredWhenPastTTL:
-		if c.Tables == nil && c.TTLAttribute == "" {
-			return errors.New("consumer: Config.ExpiredWhen: past-ttl needs Config.TTLAttribute or Config.Tables (the TTL attribute comes from DescribeTimeToLive)")
-		}
-	default:
-		return fmt.Errorf("consumer: Config.ExpiredWhen: %v is not ExpiredWhenService or ExpiredWhenPastTTL", c.ExpiredWhen)
-	}
-	return nil
-}
-
 // Classify returns the kind of a stream record: Expired for a REMOVE made by
 // DynamoDB's TTL process (userIdentity Type "Service", PrincipalId
 // "dynamodb.amazonaws.com"), Deleted for any other REMOVE, Inserted for
 // INSERT and Modified for MODIFY. It fails on any other event name.
-func Classify(r types.Record) (event.Kind, error) {
+func Classify(r types.Record) (Kind, error) {
 	switch r.EventName {
 	case types.OperationTypeInsert:
-		return event.Inserted, nil
+		return Inserted, nil
 	case types.OperationTypeModify:
-		return event.Modified, nil
+		return Modified, nil
 	case types.OperationTypeRemove:
-		if isTTLDelete(&r) {
-			return event.Expired, nil
+		if IsTTLDelete(&r) {
+			return Expired, nil
 		}
-		return event.Deleted, nil
+		return Deleted, nil
 	case "":
 		return "", errors.New("missing")
 	}
@@ -133,13 +120,13 @@ func Classify(r types.Record) (event.Kind, error) {
 // A REMOVE without an old image (KEYS_ONLY, NEW_IMAGE), without the
 // attribute, with a value that is not a Number of epoch seconds, or without
 // a creation time stays Deleted.
-func ClassifyWith(r types.Record, when ExpiredWhen, ttlAttribute string) (event.Kind, error) {
+func ClassifyWith(r types.Record, when ExpiredWhen, ttlAttribute string) (Kind, error) {
 	k, err := Classify(r)
-	if err != nil || k != event.Deleted || when != ExpiredWhenPastTTL {
+	if err != nil || k != Deleted || when != ExpiredWhenPastTTL {
 		return k, err
 	}
-	if ttlPassed(r.Dynamodb, ttlAttribute) {
-		return event.Expired, nil
+	if TTLPassed(r.Dynamodb, ttlAttribute) {
+		return Expired, nil
 	}
 	return k, nil
 }
@@ -148,9 +135,10 @@ func ClassifyWith(r types.Record, when ExpiredWhen, ttlAttribute string) (event.
 // DynamoDB's TTL honours.
 const fiveYears = 5 * 365 * 24 * time.Hour
 
-// ttlPassed applies ClassifyWith's past-TTL rule to a REMOVE's stream
-// record.
-func ttlPassed(d *types.StreamRecord, attr string) bool {
+// TTLPassed applies [ClassifyWith]'s past-TTL rule to a REMOVE's stream
+// record: whether the TTL attribute attr of its old image had passed when
+// the item was deleted.
+func TTLPassed(d *types.StreamRecord, attr string) bool {
 	if d == nil || attr == "" || d.ApproximateCreationDateTime == nil || d.ApproximateCreationDateTime.IsZero() {
 		return false
 	}
@@ -168,9 +156,9 @@ func ttlPassed(d *types.StreamRecord, attr string) bool {
 	return ttl.Before(second.Add(time.Second)) && !ttl.Before(second.Add(-fiveYears))
 }
 
-// isTTLDelete reports whether r carries the userIdentity of DynamoDB's TTL
+// IsTTLDelete reports whether r carries the userIdentity of DynamoDB's TTL
 // process.
-func isTTLDelete(r *types.Record) bool {
+func IsTTLDelete(r *types.Record) bool {
 	id := r.UserIdentity
 	return id != nil && deref(id.Type) == ttlIdentityType && deref(id.PrincipalId) == ttlIdentityPrincipal
 }
@@ -181,10 +169,10 @@ func deletedBy(r *types.Record) string {
 	switch {
 	case r.EventName != types.OperationTypeRemove:
 		return ""
-	case isTTLDelete(r):
-		return event.DeletedByTTL
+	case IsTTLDelete(r):
+		return DeletedByTTL
 	}
-	return event.DeletedByOther
+	return DeletedByOther
 }
 
 func deref(s *string) string {
@@ -200,15 +188,15 @@ func deref(s *string) string {
 // holds it as a Number, the event's TTLValue, TTLTime and TTLLag are set.
 // A REMOVE's DeletedBy says whether DynamoDB's TTL process made it.
 // Images are kept as they are (no copy: the event shares them with r).
-func Decode(table, streamARN, shardID string, r types.Record, ttlAttribute string) (event.Event, error) {
-	return decode(table, streamARN, shardID, 0, r, ttlAttribute, ExpiredWhenService)
+func Decode(table, streamARN, shardID string, r types.Record, ttlAttribute string) (Event, error) {
+	return DecodeWith(table, streamARN, shardID, 0, r, ttlAttribute, ExpiredWhenService)
 }
 
-// decode is Decode of the record at index in its batch, classified by
-// [ClassifyWith] under when.
-func decode(table, streamARN, shardID string, index int, r types.Record, ttlAttribute string, when ExpiredWhen) (event.Event, error) {
-	fail := func(field, problem string) (event.Event, error) {
-		return event.Event{}, &RecordError{ShardID: shardID, Index: index, Field: field, Problem: problem}
+// DecodeWith is [Decode] of the record at index in its batch (a
+// [RecordError] names it), classified by [ClassifyWith] under when.
+func DecodeWith(table, streamARN, shardID string, index int, r types.Record, ttlAttribute string, when ExpiredWhen) (Event, error) {
+	fail := func(field, problem string) (Event, error) {
+		return Event{}, &RecordError{ShardID: shardID, Index: index, Field: field, Problem: problem}
 	}
 	kind, err := ClassifyWith(r, when, ttlAttribute)
 	if err != nil {
@@ -222,10 +210,10 @@ func decode(table, streamARN, shardID string, index int, r types.Record, ttlAttr
 	if seq == "" {
 		return fail("dynamodb.SequenceNumber", "missing")
 	}
-	if !event.ValidSequence(seq) {
+	if !ValidSequence(seq) {
 		return fail("dynamodb.SequenceNumber", fmt.Sprintf("%q is not a decimal number", seq))
 	}
-	e := event.Event{
+	e := Event{
 		Kind:           kind,
 		Table:          table,
 		StreamARN:      streamARN,
@@ -244,7 +232,7 @@ func decode(table, streamARN, shardID string, index int, r types.Record, ttlAttr
 	if d.SizeBytes != nil {
 		e.SizeBytes = *d.SizeBytes
 	}
-	if kind == event.Expired {
+	if kind == Expired {
 		e.TTLAttribute = ttlAttribute
 		if ttlAttribute != "" {
 			if n, ok := d.OldImage[ttlAttribute].(*types.AttributeValueMemberN); ok {
