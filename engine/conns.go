@@ -1,42 +1,191 @@
 package engine
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
+	"time"
 )
 
-// newConns tracks the server's connections that have not yet started a
-// request. http.Server.Shutdown closes idle connections at once, but it
-// waits up to five seconds for a connection that was accepted and never
-// sent a byte (state New), which SDK clients leave behind whenever a dial
-// they started loses the race to a connection that became free. The
-// engine closes those at shutdown instead: no request is on them.
-type newConns struct {
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+// Defaults of the connection options.
+const (
+	defaultBodyTimeout = time.Minute
+	defaultMaxConns    = 1024
+	defaultIdleTimeout = 2 * time.Minute
+)
+
+// checkConnOptions sets the defaults of the connection options and refuses
+// negative values and malformed allowed hosts.
+func checkConnOptions(o *Options) error {
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{{"BodyTimeout", &o.BodyTimeout, defaultBodyTimeout}, {"IdleTimeout", &o.IdleTimeout, defaultIdleTimeout}} {
+		if *d.v < 0 {
+			return fmt.Errorf("engine: %s must not be negative, got %v", d.name, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if o.MaxConns < 0 {
+		return fmt.Errorf("engine: MaxConns must not be negative, got %d", o.MaxConns)
+	}
+	if o.MaxConns == 0 {
+		o.MaxConns = defaultMaxConns
+	}
+	for _, h := range o.AllowHosts {
+		if err := checkAllowHost(h); err != nil {
+			return fmt.Errorf("engine: AllowHosts: %w", err)
+		}
+	}
+	return nil
+}
+
+// conns tracks a Server's open connections, each with its state and since
+// when it has been in it, and holds their number to a cap: its listener
+// makes room for a new connection by closing the one that has waited
+// longest without a request in progress, or waits for one to end.
+//
+// It also closes, at shutdown, the connections that have not started a
+// request: http.Server.Shutdown closes idle connections at once but waits
+// up to five seconds for one that was accepted and never sent a byte
+// (state New), which SDK clients leave behind whenever a dial they started
+// loses the race to a connection that became free.
+type conns struct {
+	max    int
+	mu     sync.Mutex
+	cond   sync.Cond // signalled when a connection closes or starts waiting
+	open   map[*trackedConn]connState
+	closed bool // the listener is closed: Accept returns net.ErrClosed
+}
+
+type connState struct {
+	state http.ConnState
+	since time.Time
+}
+
+func newConns(max int) *conns {
+	c := &conns{max: max, open: map[*trackedConn]connState{}}
+	c.cond.L = &c.mu
+	return c
+}
+
+// trackedConn is a connection that leaves its conns when closed.
+type trackedConn struct {
+	net.Conn
+	c    *conns
+	once sync.Once
+}
+
+func (t *trackedConn) Close() error {
+	t.once.Do(func() { t.c.remove(t) })
+	return t.Conn.Close()
+}
+
+func (c *conns) remove(t *trackedConn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.open, t)
+	c.cond.Broadcast()
 }
 
 // track is the http.Server's ConnState hook.
-func (c *newConns) track(conn net.Conn, state http.ConnState) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if state == http.StateNew {
-		if c.conns == nil {
-			c.conns = map[net.Conn]struct{}{}
-		}
-		c.conns[conn] = struct{}{}
+func (c *conns) track(conn net.Conn, state http.ConnState) {
+	t, ok := conn.(*trackedConn)
+	if !ok {
 		return
 	}
-	delete(c.conns, conn)
-}
-
-// closeAll closes every connection still waiting for its first request.
-func (c *newConns) closeAll() {
+	if state == http.StateClosed || state == http.StateHijacked {
+		c.remove(t)
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for conn := range c.conns {
-		conn.Close()
-		delete(c.conns, conn)
+	if _, ok := c.open[t]; !ok {
+		return // evicted
 	}
+	c.open[t] = connState{state: state, since: time.Now()}
+	if state == http.StateIdle {
+		c.cond.Broadcast()
+	}
+}
+
+// admit makes room for conn, evicting or waiting, and tracks it.
+func (c *conns) admit(conn net.Conn) (*trackedConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.open) >= c.max && !c.closed {
+		if v := c.waitingLongestLocked(); v != nil {
+			delete(c.open, v)
+			v.Conn.Close() // its server goroutine ends; v.Close finds it gone
+			continue
+		}
+		c.cond.Wait()
+	}
+	if c.closed {
+		return nil, net.ErrClosed
+	}
+	t := &trackedConn{Conn: conn, c: c}
+	c.open[t] = connState{state: http.StateNew, since: time.Now()}
+	return t, nil
+}
+
+// waitingLongestLocked returns the connection that has waited longest
+// without a request in progress: idle between keep-alive requests, or
+// accepted and not yet past its first request's header (a client that
+// never sends a byte ages like an idle one). Nil when every connection is
+// serving a request. c.mu is held.
+func (c *conns) waitingLongestLocked() *trackedConn {
+	var best *trackedConn
+	var since time.Time
+	for t, s := range c.open {
+		if (s.state == http.StateIdle || s.state == http.StateNew) && (best == nil || s.since.Before(since)) {
+			best, since = t, s.since
+		}
+	}
+	return best
+}
+
+// closeNew closes every connection still waiting for its first request.
+func (c *conns) closeNew() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for t, s := range c.open {
+		if s.state == http.StateNew {
+			delete(c.open, t)
+			t.Conn.Close()
+		}
+	}
+	c.cond.Broadcast()
+}
+
+// capListener is a listener whose connections conns tracks and caps.
+type capListener struct {
+	net.Listener
+	c *conns
+}
+
+func (l *capListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	t, err := l.c.admit(conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Close closes the listener and wakes an Accept waiting for room.
+func (l *capListener) Close() error {
+	l.c.mu.Lock()
+	l.c.closed = true
+	l.c.cond.Broadcast()
+	l.c.mu.Unlock()
+	return l.Listener.Close()
 }

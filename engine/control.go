@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -62,7 +63,7 @@ func (e *Engine) controlAllowed(remoteAddr string) bool {
 }
 
 // serveControl serves the control API under /_engine/: JSON in and out,
-// errors as {"error": "..."} with 400, 403, 404, 405 or 409.
+// errors as {"error": "..."} with 400, 403, 404, 405, 408, 409 or 415.
 func (e *Engine) serveControl(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -78,6 +79,27 @@ func (e *Engine) serveControl(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
+	if r.Method == http.MethodPost {
+		if ce := checkControlPost(r); ce != nil {
+			e.log.Warn("control request refused", zap.String("remote", r.RemoteAddr), zap.String("path", r.URL.Path), zap.Error(ce))
+			writeControl(w, ce.status, map[string]string{"error": ce.msg})
+			return
+		}
+		body, err := e.readBody(w, r, maxControlBody)
+		if err != nil {
+			ce := controlErrf(http.StatusBadRequest, "reading the request body: %v", err)
+			switch {
+			case errors.Is(err, errBodyTooLarge):
+				ce.msg = fmt.Sprintf("request body exceeds %d bytes", maxControlBody)
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				ce.status = http.StatusRequestTimeout
+			}
+			writeControl(w, ce.status, map[string]string{"error": ce.msg})
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	w = e.durableWriter(w, r)
 	resp, err := e.control(r)
 	if err != nil {
 		var ce *controlError

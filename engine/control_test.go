@@ -28,6 +28,9 @@ func (e *env) ctl(method, path, body string) (int, map[string]any) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
@@ -302,6 +305,7 @@ func TestControlLoopbackRule(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			req := httptest.NewRequest("POST", "/_engine/ttl/sweep", nil)
+			req.Header.Set("Content-Type", "application/json")
 			req.RemoteAddr = c.remote
 			rec := httptest.NewRecorder()
 			c.eng.ServeHTTP(rec, req)

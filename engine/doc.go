@@ -58,8 +58,19 @@
 // it needs a ManualClock), POST /_engine/tables/{table}/rollover,
 // .../trim, .../shards/{shard}/split, .../omit and .../records (a record of
 // the caller's choosing, as InjectRecord), /_engine/iterators/expire and
-// /_engine/throttle. Errors are {"error": "..."} with 400, 404, 405 or 409.
-// Only loopback clients may use it, and those in Options.ControlFrom.
+// /_engine/throttle. A POST must be Content-Type: application/json and
+// not come from another site (Origin, Sec-Fetch-Site), so a web page
+// cannot drive it. Errors are {"error": "..."} with 400, 403, 404, 405,
+// 408, 409 or 415. Only loopback clients may use it, and those in
+// Options.ControlFrom.
+//
+// A request that arrives on a loopback address must name localhost, a
+// loopback address or the engine's own address in its Host header, or a
+// name of Options.AllowHosts (DNS rebinding would otherwise give a web page
+// the whole API). A Server from Listen bounds its connections: a body must
+// arrive within Options.BodyTimeout, its buffer grows only with the bytes
+// that arrive, idle connections close after Options.IdleTimeout, and at
+// most Options.MaxConns are open.
 //
 // Everything lives in memory unless Options.DataDir (archiver engine
 // --data-dir) names a directory: then tables, items, TTL settings, tags and

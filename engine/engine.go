@@ -89,6 +89,32 @@ type Options struct {
 	// clients are always allowed, everyone else gets 403.
 	ControlFrom []netip.Prefix
 
+	// AllowHosts lists host names (or IP addresses), without port, that a
+	// request's Host header may name besides localhost, loopback
+	// addresses and the engine's own address: docker-compose service
+	// names, host.docker.internal; "*" admits any. A request that arrives
+	// on a loopback address naming another Host is refused with 403
+	// (DNS rebinding would otherwise hand a web page the whole API); one
+	// that arrives on another address is checked only when AllowHosts is
+	// set (see checkHost).
+	AllowHosts []string
+
+	// BodyTimeout bounds the time to receive one request body, from the
+	// end of its headers (default 1 minute: 20 MiB at 350 KB/s); a body
+	// not complete by then is answered 408 and its connection closed.
+	BodyTimeout time.Duration
+	// MaxConns caps the open connections of a Server from Listen (default
+	// 1024). A connection beyond the cap closes the one that has waited
+	// longest without a request in progress (idle between keep-alive
+	// requests, or not yet past its first request's header); when every
+	// one is serving a request, it waits in the listen backlog until one
+	// ends.
+	MaxConns int
+	// IdleTimeout closes a Listen server's keep-alive connection that has
+	// waited this long for its next request (default 2 minutes, longer
+	// than the SDKs' 90 s, so clients close first).
+	IdleTimeout time.Duration
+
 	// DataDir, when set, makes the engine durable: tables, items, TTL
 	// settings, tags and streams (shards, records, sequence counters)
 	// survive a restart and a crash. Every change is in a write-ahead log
@@ -154,6 +180,9 @@ type Engine struct {
 
 	txTokens txTokens // TransactWriteItems ClientRequestTokens (txtokens.go)
 
+	listenHost   string       // the host Listen was given: a Host the engine answers to
+	bodiesInRead atomic.Int64 // request bodies being received (readBody)
+
 	reqSeq   atomic.Uint64
 	reqSalt  uint64
 	seedSeq  atomic.Uint64
@@ -196,6 +225,9 @@ func New(o Options) (*Engine, error) {
 	}
 	if o.Clock == nil {
 		o.Clock = realClock{}
+	}
+	if err := checkConnOptions(&o); err != nil {
+		return nil, err
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -418,11 +450,11 @@ func (e *Engine) StreamARN(table string) (string, error) {
 
 // Server is an Engine listening on a TCP address.
 type Server struct {
-	e    *Engine
-	ln   net.Listener
-	srv  *http.Server
-	done chan struct{}
-	idle newConns
+	e     *Engine
+	ln    net.Listener
+	srv   *http.Server
+	done  chan struct{}
+	conns *conns
 }
 
 // Listen starts an engine with options o serving on addr (use
@@ -437,12 +469,18 @@ func Listen(addr string, o Options) (*Server, error) {
 		e.Close()
 		return nil, fmt.Errorf("engine: listen on %s: %w", addr, err)
 	}
-	s := &Server{e: e, ln: ln, done: make(chan struct{})}
-	s.srv = &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second, ErrorLog: zap.NewStdLog(e.log), ConnState: s.idle.track}
-	s.srv.RegisterOnShutdown(s.idle.closeAll) // runs once the listener is closed
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		e.listenHost = strings.Trim(host, "[]")
+	}
+	s := &Server{e: e, ln: ln, done: make(chan struct{}), conns: newConns(e.o.MaxConns)}
+	// No ReadTimeout or WriteTimeout: ServeHTTP bounds each body's read
+	// (BodyTimeout), and a response may take as long as its request does.
+	s.srv = &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: e.o.IdleTimeout,
+		MaxHeaderBytes: 64 << 10, ErrorLog: zap.NewStdLog(e.log), ConnState: s.conns.track}
+	s.srv.RegisterOnShutdown(s.conns.closeNew) // runs once the listener is closed
 	go func() {
 		defer close(s.done)
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.srv.Serve(&capListener{Listener: ln, c: s.conns}); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			e.log.Error("engine server stopped", zap.Error(err))
 		}
 	}()

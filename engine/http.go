@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -66,13 +68,22 @@ var streamOps = map[string]bool{"ListStreams": true, "DescribeStream": true, "Ge
 // (DynamoDBStreams_20120810.<Op>). Any credentials are accepted. Paths
 // under /_engine/ are the control API (see control.go).
 func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := e.checkHost(r); err != nil {
+		e.log.Warn("request refused for its Host", zap.String("remote", r.RemoteAddr), zap.Error(err))
+		if strings.HasPrefix(r.URL.Path, controlPrefix) {
+			writeControl(w, http.StatusForbidden, map[string]string{"error": err.Error()})
+		} else {
+			e.writeError(w, awserr.New(codeAccessDenied, err.Error()), http.StatusForbidden)
+		}
+		return
+	}
 	if e.p != nil && r.Method == http.MethodPost && e.p.closed() {
 		// Refused before anything changes: nothing would be durable.
 		e.writeError(w, errEngineClosed, 0)
 		return
 	}
 	if strings.HasPrefix(r.URL.Path, controlPrefix) {
-		e.serveControl(e.durableWriter(w, r), r)
+		e.serveControl(w, r)
 		return
 	}
 	reqID := e.requestID()
@@ -129,14 +140,16 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.writeError(w, awserr.Newf(awserr.CodeUnknownOperation, "Unknown operation: %s", op), 0)
 		return
 	}
-	body, err := readBody(w, r)
+	body, err := e.readBody(w, r, maxBody)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.Is(err, errBodyTooLarge):
 			e.writeError(w, awserr.Validation("Request body exceeds the maximum allowed size of %d bytes", maxBody), 413)
-			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			e.writeError(w, awserr.Newf(codeRequestTimeout, "%v", err), http.StatusRequestTimeout)
+		default:
+			e.writeError(w, awserr.Newf(awserr.CodeSerialization, "could not read request body: %v", err), 0)
 		}
-		e.writeError(w, awserr.Newf(awserr.CodeSerialization, "could not read request body: %v", err), 0)
 		return
 	}
 	if hook := e.o.Hooks.OnRequest; hook != nil {
@@ -200,19 +213,60 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // rawResponse is a response body already encoded as JSON.
 type rawResponse []byte
 
-// readBody reads a request body of at most maxBody bytes: in one
-// allocation of its declared length when it has one of at most 1 MiB (a
-// larger one grows as it arrives, so that a client cannot make the engine
-// allocate memory it never sends).
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if n := r.ContentLength; n >= 0 && n <= 1<<20 {
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r.Body, body); err != nil {
+// codeRequestTimeout is the error code of a body not received within
+// Options.BodyTimeout (408; the SDKs retry it).
+const codeRequestTimeout = "RequestTimeoutException"
+
+// errBodyTooLarge is a request body longer than its limit.
+var errBodyTooLarge = errors.New("request body too large")
+
+// readBody reads r's body of at most limit bytes (errBodyTooLarge beyond),
+// within Options.BodyTimeout of the call (an error wrapping
+// os.ErrDeadlineExceeded after). Its buffer grows as bytes arrive, from
+// 4 KiB and never beyond the declared Content-Length: a length is a claim,
+// so a client that announces a megabyte and stalls holds 4 KiB.
+func (e *Engine) readBody(w http.ResponseWriter, r *http.Request, limit int) ([]byte, error) {
+	if r.ContentLength > int64(limit) {
+		return nil, errBodyTooLarge
+	}
+	rc := http.NewResponseController(w)
+	// ErrNotSupported (a ResponseWriter that is not net/http's): no deadline.
+	if rc.SetReadDeadline(time.Now().Add(e.o.BodyTimeout)) == nil {
+		// Cleared at once, also for the server's background read that
+		// watches for the client going away while the request runs.
+		defer rc.SetReadDeadline(time.Time{})
+	}
+	want := limit + 1 // one more than allowed: reading it means too large
+	if r.ContentLength >= 0 {
+		want = int(r.ContentLength)
+	}
+	buf := make([]byte, 0, min(want, 4<<10))
+	e.bodiesInRead.Add(1)
+	defer e.bodiesInRead.Add(-1)
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) >= want {
+				break
+			}
+			buf = append(buf, 0)[:len(buf)] // append's growth: amortized doubling
+			buf = buf[:len(buf):min(cap(buf), want)]
+		}
+		n, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil, fmt.Errorf("request body not received within %v (BodyTimeout, --body-timeout): %d bytes arrived: %w", e.o.BodyTimeout, len(buf), err)
+			}
 			return nil, err
 		}
-		return body, nil
 	}
-	return io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if len(buf) > limit {
+		return nil, errBodyTooLarge
+	}
+	return buf, nil
 }
 
 func (e *Engine) write(w http.ResponseWriter, status int, body []byte) {

@@ -37,6 +37,14 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	manualClock := fs.Bool("manual-clock", false, "start the engine's clock at the wall clock and move it only through POST /_engine/clock")
 	controlFrom := fs.String("control-from", "", "comma-separated CIDRs of non-loopback clients allowed to use the /_engine/ control API (loopback always is)")
 	dataDir := fs.String("data-dir", "", "keep tables, items and streams in this directory across restarts and crashes (empty: in memory only)")
+	var allowHosts []string
+	fs.Func("allow-host", "host `NAME`s a request's Host may name besides localhost, loopback addresses and the engine's own address (repeatable, comma-separated; * for any): docker-compose service names, host.docker.internal", func(v string) error {
+		allowHosts = append(allowHosts, v)
+		return nil
+	})
+	maxConns := fs.Int("max-conns", 1024, "open connections at most; beyond it the one waiting longest for a request is closed, or the new one waits if all are busy")
+	bodyTimeout := fs.Duration("body-timeout", time.Minute, "time to receive one request body; slower ones are answered 408 and their connection closed")
+	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "close a keep-alive connection idle this long")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(e.stdout, "usage: archiver engine [flags]\n\nflags:")
@@ -76,6 +84,23 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		probs.add("--control-from: %v", err)
 	}
+	var hosts []string
+	for _, v := range allowHosts {
+		h, err := engine.ParseAllowHosts(v)
+		if err != nil {
+			probs.add("--allow-host: %v", err)
+		}
+		hosts = append(hosts, h...)
+	}
+	if *maxConns < 1 {
+		probs.add("--max-conns: %d must be at least 1", *maxConns)
+	}
+	if *bodyTimeout <= 0 {
+		probs.add("--body-timeout: %s must be positive", *bodyTimeout)
+	}
+	if *idleTimeout <= 0 {
+		probs.add("--idle-timeout: %s must be positive", *idleTimeout)
+	}
 	if err := probs.err("engine"); err != nil {
 		return err
 	}
@@ -106,12 +131,16 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 		Clock:                clock,
 		ControlFrom:          ctlFrom,
 		DataDir:              *dataDir,
+		AllowHosts:           hosts,
+		MaxConns:             *maxConns,
+		BodyTimeout:          *bodyTimeout,
+		IdleTimeout:          *idleTimeout,
 	})
 	if err != nil {
 		return err // names the address, or the data directory and what is wrong with it
 	}
 	if host, _, _ := net.SplitHostPort(*listen); !isLoopbackHost(host) {
-		log.Warn("engine listening beyond loopback: it accepts any credentials", zap.String("listen", *listen))
+		log.Warn("engine listening beyond loopback: it accepts any credentials, and checks a request's Host only with --allow-host", zap.String("listen", *listen))
 	}
 	<-ctx.Done()
 	log.Info("shutting down", zap.String("endpoint", srv.Endpoint()))

@@ -143,3 +143,87 @@ func TestEngineCmdDataDir(t *testing.T) {
 		t.Fatalf("engine after the first stopped: %v", err)
 	}
 }
+
+// TestEngineCmdConnectionFlagsInvalid: --allow-host, --max-conns,
+// --body-timeout and --idle-timeout refuse bad values with a usage error
+// naming the flag.
+func TestEngineCmdConnectionFlagsInvalid(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--allow-host", "engine", "--allow-host", "engine:8000"}, `--allow-host: allowed host "engine:8000"`},
+		{[]string{"--allow-host", "ok,http://x"}, `--allow-host: allowed host "http://x"`},
+		{[]string{"--max-conns", "0"}, "--max-conns: 0 must be at least 1"},
+		{[]string{"--body-timeout", "0s"}, "--body-timeout: 0s must be positive"},
+		{[]string{"--idle-timeout", "-1s"}, "--idle-timeout: -1s must be positive"},
+	} {
+		err := engineCmd(t.Context(), c.args, env{stdout: io.Discard, stderr: io.Discard, getenv: envMap(nil)})
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("engine %q: %v, want a usage error containing %s", c.args, err, c.want)
+		}
+	}
+}
+
+// TestEngineCmdAllowHost starts `archiver engine` on loopback with
+// --allow-host given twice: the names it lists and the engine's own
+// address are answered, any other Host is refused with 403 naming the
+// flag.
+func TestEngineCmdAllowHost(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	args := []string{"--listen", addr, "--ttl-interval", "-1s", "--log-level", "error", "--allow-host", "engine", "--allow-host", "host.docker.internal,other"}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- engineCmd(ctx, args, env{stdout: io.Discard, stderr: io.Discard, getenv: envMap(nil)}) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("engine: %v", err)
+		}
+	}()
+	get := func(host string) (int, string, error) {
+		req, err := http.NewRequest("GET", "http://"+addr+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, _, err := get(addr); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, c := range []struct {
+		host string
+		code int
+	}{
+		{addr, 200},
+		{"localhost:" + port, 200},
+		{"engine:" + port, 200},
+		{"host.docker.internal:" + port, 200},
+		{"other", 200},
+		{"evil.example:" + port, 403},
+	} {
+		code, body, err := get(c.host)
+		if err != nil || code != c.code {
+			t.Errorf("Host %s: %d %s %v, want %d", c.host, code, body, err, c.code)
+		}
+		if c.code == 403 && !strings.Contains(body, "--allow-host") {
+			t.Errorf("Host %s refused without naming --allow-host: %s", c.host, body)
+		}
+	}
+}
