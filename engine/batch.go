@@ -64,9 +64,12 @@ func (e *Engine) opBatchGetItem(ctx context.Context, body []byte) (any, error) {
 		return nil, awserr.Validation("Too many items requested for the BatchGetItem call")
 	}
 	sort.Strings(names)
+	// One table named by name and by ARN is one table: an item asked for
+	// under both is a duplicate like any other.
+	seenBy := map[string]map[string]bool{}
 	for _, name := range names {
 		tr := req.RequestItems[name]
-		p, err := tr.params(tr.ProjectionExpression)
+		p, err := tr.params(expression{"ProjectionExpression", tr.ProjectionExpression})
 		if err != nil {
 			return nil, err
 		}
@@ -77,12 +80,12 @@ func (e *Engine) opBatchGetItem(ctx context.Context, body []byte) (any, error) {
 		if err := p.CheckUnused(); err != nil {
 			return nil, err
 		}
-		t, err := e.lookup(name)
+		t, err := e.itemTable(name)
 		if err != nil {
 			return nil, err
 		}
 		pl := &plan{t: t, proj: proj}
-		seen := map[string]bool{}
+		seen := seenFor(seenBy, t)
 		t.mu.RLock()
 		for _, k := range tr.Keys {
 			sk, err := t.keyOf(attr.Item(k))
@@ -233,13 +236,16 @@ func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error)
 	}
 	plans := map[string][]op{}
 	tables := map[string]*table{}
+	// One table named by name and by ARN is one table: an item written
+	// under both is a duplicate like any other.
+	seenBy := map[string]map[string]bool{}
 	for _, name := range names {
-		t, err := e.lookup(name)
+		t, err := e.itemTable(name)
 		if err != nil {
 			return nil, err
 		}
 		tables[name] = t
-		seen := map[string]bool{}
+		seen := seenFor(seenBy, t)
 		t.mu.RLock()
 		for _, wr := range req.RequestItems[name] {
 			var o op
@@ -373,4 +379,15 @@ func batchCollectionMetrics(out map[string][]*itemCollMetrics, mode string, t *t
 // SDKs retry), not a response with everything unprocessed.
 func throughputExceeded() error {
 	return awserr.New(awserr.CodeThroughputExceeded, "The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.")
+}
+
+// seenFor returns the set of storage keys a batch has named so far on t,
+// whichever way the request named t.
+func seenFor(seenBy map[string]map[string]bool, t *table) map[string]bool {
+	seen := seenBy[t.name]
+	if seen == nil {
+		seen = map[string]bool{}
+		seenBy[t.name] = seen
+	}
+	return seen
 }

@@ -71,11 +71,12 @@ func TestBatchWriteAndGet(t *testing.T) {
 			return err
 		}, "duplicates"},
 		// DynamoDB: over 100 keys for one table breaks the model's Keys
-		// constraint; over 100 over all tables has its own message.
+		// constraint (named as sent, without the keys); over 100 over all
+		// tables has its own message.
 		{"101 keys for one table", func() error {
 			_, err := e.db.BatchGetItem(e.ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{"bat1": {Keys: manyKeys}}})
 			return err
-		}, "]' at 'requestItems.bat1.member.keys' failed to satisfy constraint: Member must have length less than or equal to 100"},
+		}, "1 validation error detected: Value at 'RequestItems.bat1.member.Keys' failed to satisfy constraint: Member must have length less than or equal to 100"},
 		{"101 keys over two tables", func() error {
 			_, err := e.db.BatchGetItem(e.ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
 				"bat1": {Keys: manyKeys[:100]}, "bat2": {Keys: []map[string]types.AttributeValue{{"pk": S("x"), "sk": N("1")}}}}})

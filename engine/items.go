@@ -68,26 +68,25 @@ type exprFields struct {
 	ExpressionAttributeValues jvalues           `json:"ExpressionAttributeValues"`
 }
 
+// expression is one expression parameter of a request: its name
+// ("ConditionExpression") and its value, nil when absent.
+type expression struct {
+	name string
+	s    *string
+}
+
 // params validates the expression parameters of a request whose
-// expressions (nil when absent) are exprs and returns them for parsing.
-func (f *exprFields) params(exprs ...*string) (*expr.Params, error) {
+// expressions are exprs, in the order DynamoDB names them, and returns
+// them for parsing.
+func (f *exprFields) params(exprs ...expression) (*expr.Params, error) {
 	if f.ExpressionAttributeNames != nil && len(f.ExpressionAttributeNames) == 0 {
 		return nil, awserr.Validation("ExpressionAttributeNames must not be empty")
 	}
 	if f.ExpressionAttributeValues != nil && len(f.ExpressionAttributeValues) == 0 {
 		return nil, awserr.Validation("ExpressionAttributeValues must not be empty")
 	}
-	if f.ExpressionAttributeNames != nil || f.ExpressionAttributeValues != nil {
-		used := false
-		for _, x := range exprs {
-			used = used || x != nil
-		}
-		if !used && f.ExpressionAttributeNames != nil {
-			return nil, awserr.Validation("ExpressionAttributeNames can only be specified when using expressions")
-		}
-		if !used {
-			return nil, awserr.Validation("ExpressionAttributeValues can only be specified when using expressions")
-		}
+	if err := f.withoutExpressions(exprs); err != nil {
+		return nil, err
 	}
 	for k := range f.ExpressionAttributeNames {
 		if !strings.HasPrefix(k, "#") {
@@ -100,6 +99,40 @@ func (f *exprFields) params(exprs ...*string) (*expr.Params, error) {
 		}
 	}
 	return expr.NewParams(f.ExpressionAttributeNames, attr.Item(f.ExpressionAttributeValues)), nil
+}
+
+// withoutExpressions refuses names given to a request using none of its
+// expressions, and values given to one using none that takes values (a
+// ProjectionExpression takes none): "ExpressionAttributeValues can only be
+// specified when using expressions: UpdateExpression and
+// ConditionExpression are null", naming the ones it could have used.
+func (f *exprFields) withoutExpressions(exprs []expression) error {
+	if f.ExpressionAttributeNames == nil && f.ExpressionAttributeValues == nil {
+		return nil
+	}
+	var used, usedValues bool
+	var null []string
+	for _, x := range exprs {
+		used = used || x.s != nil
+		if x.name != "ProjectionExpression" {
+			usedValues = usedValues || x.s != nil
+			null = append(null, x.name)
+		}
+	}
+	if !used && f.ExpressionAttributeNames != nil {
+		return awserr.Validation("ExpressionAttributeNames can only be specified when using expressions")
+	}
+	if usedValues || f.ExpressionAttributeValues == nil {
+		return nil
+	}
+	if len(null) == 0 {
+		return awserr.Validation("ExpressionAttributeValues can only be specified when using expressions")
+	}
+	verb := " is null"
+	if len(null) > 1 {
+		verb = " are null"
+	}
+	return awserr.Validation("ExpressionAttributeValues can only be specified when using expressions: %s%s", strings.Join(null, " and "), verb)
 }
 
 // legacy holds the pre-expression parameters (Expected, AttributeUpdates,
@@ -159,7 +192,7 @@ func (l *legacy) condOp() string {
 // other expression (PutItem, DeleteItem) and checks that every expression
 // attribute name and value was used.
 func (w *writeCommon) conditionOnly() (*expr.Condition, error) {
-	p, err := w.params(w.ConditionExpression)
+	p, err := w.params(expression{"ConditionExpression", w.ConditionExpression})
 	if err != nil {
 		return nil, err
 	}
@@ -783,7 +816,7 @@ func (e *Engine) opPutItem(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := e.lookup(req.TableName)
+	t, err := e.itemTable(req.TableName)
 	if err != nil {
 		return nil, err
 	}
@@ -882,7 +915,7 @@ func (e *Engine) opGetItem(ctx context.Context, body []byte) (any, error) {
 	if req.Key == nil && req.fastKey == nil {
 		return nil, nullErr("key")
 	}
-	p, err := req.params(req.ProjectionExpression)
+	p, err := req.params(expression{"ProjectionExpression", req.ProjectionExpression})
 	if err != nil {
 		return nil, err
 	}
@@ -893,7 +926,7 @@ func (e *Engine) opGetItem(ctx context.Context, body []byte) (any, error) {
 	if err := p.CheckUnused(); err != nil {
 		return nil, err
 	}
-	t, err := e.lookup(req.TableName)
+	t, err := e.itemTable(req.TableName)
 	if err != nil {
 		return nil, err
 	}
@@ -1011,7 +1044,7 @@ func (e *Engine) opDeleteItem(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := e.lookup(req.TableName)
+	t, err := e.itemTable(req.TableName)
 	if err != nil {
 		return nil, err
 	}
@@ -1075,7 +1108,7 @@ func (e *Engine) opUpdateItem(ctx context.Context, body []byte) (any, error) {
 	if req.Key == nil {
 		return nil, nullErr("key")
 	}
-	p, err := req.params(req.UpdateExpression, req.ConditionExpression)
+	p, err := req.params(expression{"UpdateExpression", req.UpdateExpression}, expression{"ConditionExpression", req.ConditionExpression})
 	if err != nil {
 		return nil, err
 	}
@@ -1106,7 +1139,7 @@ func (e *Engine) opUpdateItem(ctx context.Context, body []byte) (any, error) {
 	if err := p.CheckUnused(); err != nil {
 		return nil, err
 	}
-	t, err := e.lookup(req.TableName)
+	t, err := e.itemTable(req.TableName)
 	if err != nil {
 		return nil, err
 	}

@@ -123,7 +123,12 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 			"ProjectionExpression": req.ProjectionExpression != nil}); err != nil {
 		return nil, err
 	}
-	p, err := req.params(req.KeyConditionExpression, req.FilterExpression, req.ProjectionExpression)
+	exprs := []expression{{"FilterExpression", req.FilterExpression}, {"KeyConditionExpression", req.KeyConditionExpression},
+		{"ProjectionExpression", req.ProjectionExpression}}
+	if !query {
+		exprs = append(exprs[:1], exprs[2])
+	}
+	p, err := req.params(exprs...)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +177,7 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 	if err := p.CheckUnused(); err != nil {
 		return nil, err
 	}
-	t, err := e.lookup(req.TableName)
+	t, err := e.itemTable(req.TableName)
 	if err != nil {
 		return nil, err
 	}

@@ -175,7 +175,7 @@ func TestQuery(t *testing.T) {
 		{dynamodb.QueryInput{KeyConditionExpression: aws.String("pk = :p AND sk BETWEEN :b AND :a"), ExpressionAttributeValues: v(":p", S("p"), ":a", N("1"), ":b", N("2"))}, "BETWEEN"},
 		{dynamodb.QueryInput{KeyConditionExpression: aws.String("pk = :p"), ExclusiveStartKey: v("pk", S("other"), "sk", N("1")), ExpressionAttributeValues: v(":p", S("p0"))}, "outside query boundaries"},
 		{dynamodb.QueryInput{KeyConditionExpression: aws.String("pk = :p"), ExclusiveStartKey: v("pk", S("p0")), ExpressionAttributeValues: v(":p", S("p0"))}, "starting key is invalid"},
-		{dynamodb.QueryInput{KeyConditionExpression: aws.String("pk = :p"), Limit: aws.Int32(0), ExpressionAttributeValues: v(":p", S("p0"))}, "limit"},
+		{dynamodb.QueryInput{KeyConditionExpression: aws.String("pk = :p"), Limit: aws.Int32(0), ExpressionAttributeValues: v(":p", S("p0"))}, "Value at 'Limit'"},
 	} {
 		in := c.in
 		in.TableName = aws.String("qtbl")

@@ -61,13 +61,17 @@ type shape struct {
 	pattern  func([]byte) bool // reports whether the whole string matches patText
 	patText  string            // the pattern as DynamoDB prints it
 	// arnOK: a table name that may also be given as the table's ARN
-	// ("arn:...", 1 to 1024 characters, no pattern).
-	arnOK  bool
-	enum   []string // allowed values, in DynamoDB's printed order
-	fields []field  // kStruct: members in report order
-	name   string   // kStruct: the model's name, for printing values
-	elem   *shape   // kList: element; kMap: value
-	key    *shape   // kMap: key constraints
+	// ("arn:...", 1 to 1024 characters, no pattern). An empty one breaks
+	// only the ARN's minimum length, as DynamoDB reports it.
+	arnOK bool
+	// hideValue: DynamoDB names the member as sent ("Limit") and omits
+	// its value: "Value at 'Limit' failed to satisfy constraint: ...".
+	hideValue bool
+	enum      []string // allowed values, in DynamoDB's printed order
+	fields    []field  // kStruct: members in report order
+	name      string   // kStruct: the model's name, for printing values
+	elem      *shape   // kList: element; kMap: value
+	key       *shape   // kMap: key constraints
 }
 
 // field is one member of a structure.
@@ -132,10 +136,10 @@ func tableRef() *shape {
 // arnShape is what a table ARN in a TableName is held to.
 var arnShape = strLen(1, 1024)
 
-// asARN returns the shape v is checked against: arnShape for an ARN where
-// s allows one, else s.
+// asARN returns the shape v is checked against: arnShape for an ARN, or
+// for an empty name, where s allows one, else s.
 func asARN(s *shape, v []byte) *shape {
-	if s.arnOK && bytes.HasPrefix(v, []byte("arn:")) {
+	if s.arnOK && (len(v) == 0 || bytes.HasPrefix(v, []byte("arn:"))) {
 		return arnShape
 	}
 	return s
@@ -160,17 +164,20 @@ var (
 	tableS    = tableRef()                                              // a TableName that may be an ARN
 	attrNameS = strLen(1, 255)                                          // KeySchemaAttributeName
 	limitS    = intRange(1, noBound)
-	rccS      = enumOf("INDEXES", "TOTAL", "NONE")
-	ricmS     = enumOf("SIZE", "NONE")
-	rvS       = enumOf("ALL_NEW", "UPDATED_OLD", "ALL_OLD", "NONE", "UPDATED_NEW")
-	rvoccfS   = enumOf("ALL_OLD", "NONE")
-	condOpS   = enumOf("OR", "AND")
-	selectS   = enumOf("SPECIFIC_ATTRIBUTES", "COUNT", "ALL_ATTRIBUTES", "ALL_PROJECTED_ATTRIBUTES")
-	compOpS   = enumOf("IN", "NULL", "BETWEEN", "LT", "NOT_CONTAINS", "EQ", "GT", "NOT_NULL", "NE", "LE", "BEGINS_WITH", "GE", "CONTAINS")
-	attrsToGS = listOf(&shape{kind: kString}, 1, noBound) // AttributesToGet
-	tokenS    = strLen(1, 36)                             // ClientRequestToken
-	statement = strLen(1, 8192)                           // a PartiQL statement
-	paramsS   = listOf(anyS, 1, noBound)                  // PartiQL parameters
+	// Query's Limit is reported by its wire name, without its value
+	// (captured from DynamoDB; Scan's is not).
+	queryLimit = mem("Limit", &shape{kind: kInt, min: 1, hasMin: true, hideValue: true})
+	rccS       = enumOf("INDEXES", "TOTAL", "NONE")
+	ricmS      = enumOf("SIZE", "NONE")
+	rvS        = enumOf("ALL_NEW", "UPDATED_OLD", "ALL_OLD", "NONE", "UPDATED_NEW")
+	rvoccfS    = enumOf("ALL_OLD", "NONE")
+	condOpS    = enumOf("OR", "AND")
+	selectS    = enumOf("SPECIFIC_ATTRIBUTES", "COUNT", "ALL_ATTRIBUTES", "ALL_PROJECTED_ATTRIBUTES")
+	compOpS    = enumOf("IN", "NULL", "BETWEEN", "LT", "NOT_CONTAINS", "EQ", "GT", "NOT_NULL", "NE", "LE", "BEGINS_WITH", "GE", "CONTAINS")
+	attrsToGS  = listOf(&shape{kind: kString}, 1, noBound) // AttributesToGet
+	tokenS     = strLen(1, 36)                             // ClientRequestToken
+	statement  = strLen(1, 8192)                           // a PartiQL statement
+	paramsS    = listOf(anyS, 1, noBound)                  // PartiQL parameters
 
 	// Unconstrained members, named so that a wrong JSON type is left to the
 	// handler's SerializationException and values print as DynamoDB prints
@@ -204,6 +211,10 @@ var (
 	billingS    = enumOf("PROVISIONED", "PAY_PER_REQUEST")
 	tableClassS = enumOf("STANDARD", "STANDARD_INFREQUENT_ACCESS")
 )
+
+// batchKeysS is BatchGetItem's Keys list: over 100 keys DynamoDB names the
+// path by its wire names without the value.
+var batchKeysS = func() *shape { s := listOf(anyS, 1, 100); s.hideValue = true; return s }()
 
 // shapes is the model of every operation the engine serves, by operation
 // name; Streams operations are under "streams:" + name.
@@ -261,7 +272,7 @@ var shapes = map[string]*shape{
 		mem("ReturnValues", rvS), must("Key", anyS), mem("ConditionalOperator", condOpS), mem("Expected", expectedS),
 		mem("AttributeUpdates", attrUpdatesS), mem("ReturnValuesOnConditionCheckFailure", rvoccfS), condS, updExS),
 	"Query": structOf("QueryInput",
-		mem("Limit", limitS), mem("KeyConditions", conditionsS), mem("ReturnConsumedCapacity", rccS),
+		queryLimit, mem("KeyConditions", conditionsS), mem("ReturnConsumedCapacity", rccS),
 		mem("AttributesToGet", attrsToGS), must("TableName", tableS), mem("Select", selectS), mem("IndexName", nameS),
 		mem("QueryFilter", conditionsS), mem("ConditionalOperator", condOpS), consS, mem("ScanIndexForward", boolS),
 		projS, filtS, mem("KeyConditionExpression", strS)),
@@ -273,10 +284,11 @@ var shapes = map[string]*shape{
 	"BatchGetItem": structOf("BatchGetItemInput",
 		mem("ReturnConsumedCapacity", rccS),
 		must("RequestItems", mapOf(tableS, structOf("KeysAndAttributes",
-			// More than 100 keys for one table is this constraint; more than
-			// 100 over all tables, each within it, is the handler's "Too
-			// many items requested for the BatchGetItem call".
-			must("Keys", listOf(anyS, 1, 100)), mem("AttributesToGet", attrsToGS), consS, projS, eanS), 1, 100))),
+			// More than 100 keys for one table is this constraint (reported
+			// as "Value at 'RequestItems.T.member.Keys'", see keysPath);
+			// more than 100 over all tables, each within it, is the
+			// handler's "Too many items requested for the BatchGetItem call".
+			must("Keys", batchKeysS), mem("AttributesToGet", attrsToGS), consS, projS, eanS), 1, 100))),
 	"BatchWriteItem": structOf("BatchWriteItemInput",
 		mem("ReturnConsumedCapacity", rccS), mem("ReturnItemCollectionMetrics", ricmS),
 		must("RequestItems", mapOf(tableS, listOf(structOf("WriteRequest",
@@ -346,8 +358,11 @@ func checkShape(streamsAPI bool, op string, body []byte) error {
 	if len(raw) == 0 {
 		raw = []byte("{}")
 	}
+	if err := requiredFirst(op, raw); err != nil && json.Valid(raw) {
+		return err
+	}
 	var w walker
-	if !w.walk(s, raw, "") || len(w.msgs) == 0 {
+	if !w.walk(s, raw, mpath{}) || len(w.msgs) == 0 {
 		return nil
 	}
 	if !json.Valid(body) {
@@ -359,26 +374,86 @@ func checkShape(streamsAPI bool, op string, body []byte) error {
 	return awserr.Validation("%d validation errors detected: %s", len(w.msgs), strings.Join(w.msgs, "; "))
 }
 
+// requiredFirst reports what DynamoDB refuses, alone, before the model's
+// constraints: a CreateTable without TableName, and a BatchGetItem or
+// BatchWriteItem whose RequestItems is empty (both captured from the
+// service; a TableName of JSON null is missing too).
+func requiredFirst(op string, raw []byte) error {
+	switch op {
+	case "CreateTable":
+		if v := memberValue(raw, "TableName"); v == nil || string(v) == "null" {
+			return awserr.Validation("The parameter 'TableName' is required but was not present in the request")
+		}
+	case "BatchGetItem", "BatchWriteItem":
+		if v := memberValue(raw, "RequestItems"); v != nil && string(trimWS(v)) != "null" {
+			if it := (objIter{b: v}); v[0] == '{' {
+				if _, _, ok := it.next(); !ok && !it.bad {
+					return awserr.Validation("The requestItems parameter is required for %s", op)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// memberValue returns the raw value of raw's member name (matched as
+// fieldIndex matches), or nil when raw is not an object or has none.
+func memberValue(raw []byte, name string) []byte {
+	var found []byte
+	it := objIter{b: raw}
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return found
+		}
+		if string(k) == name || (found == nil && strings.EqualFold(string(k), name)) {
+			found = v
+		}
+	}
+}
+
 // walker collects the violations of one request.
 type walker struct {
 	msgs []string
 }
 
+// mpath names a value in a request twice: as DynamoDB's messages usually
+// do ("requestItems.T.member.keys", model member names) and as the request
+// spells it ("RequestItems.T.member.Keys", for shapes with hideValue).
+type mpath struct{ model, wire string }
+
+// member names a member of the value at p.
+func (p mpath) member(fl field) mpath {
+	if p.model == "" {
+		return mpath{fl.path, fl.name}
+	}
+	return mpath{p.model + "." + fl.path, p.wire + "." + fl.name}
+}
+
+// elem names an element ("1", a map key) of the value at p.
+func (p mpath) elem(k string) mpath {
+	return mpath{p.model + "." + k + ".member", p.wire + "." + k + ".member"}
+}
+
 // fail records a violation of the value at path (raw nil: a missing value).
-func (w *walker) fail(s *shape, raw []byte, path, constraint string) {
+func (w *walker) fail(s *shape, raw []byte, path mpath, constraint string) {
 	if len(w.msgs) >= maxShapeErrors {
+		return
+	}
+	if raw != nil && s.hideValue {
+		w.msgs = append(w.msgs, "Value at '"+path.wire+"' failed to satisfy constraint: "+constraint)
 		return
 	}
 	v := "null"
 	if raw != nil {
 		v = "'" + render(s, raw) + "'"
 	}
-	w.msgs = append(w.msgs, "Value "+v+" at '"+path+"' failed to satisfy constraint: "+constraint)
+	w.msgs = append(w.msgs, "Value "+v+" at '"+path.model+"' failed to satisfy constraint: "+constraint)
 }
 
 // walk checks raw, a present non-null JSON value, against s. It returns
 // false when raw is not of the JSON type s expects (a serialization error).
-func (w *walker) walk(s *shape, raw []byte, path string) bool {
+func (w *walker) walk(s *shape, raw []byte, path mpath) bool {
 	switch s.kind {
 	case kAny:
 		return true
@@ -412,7 +487,7 @@ func (w *walker) walk(s *shape, raw []byte, path string) bool {
 	return true
 }
 
-func (w *walker) checkString(s *shape, raw, v []byte, path string) {
+func (w *walker) checkString(s *shape, raw, v []byte, path mpath) {
 	s = asARN(s, v)
 	if s.enum != nil {
 		for _, e := range s.enum {
@@ -429,7 +504,7 @@ func (w *walker) checkString(s *shape, raw, v []byte, path string) {
 	w.checkLen(s, raw, int64(javaLen(v)), path)
 }
 
-func (w *walker) checkLen(s *shape, raw []byte, n int64, path string) {
+func (w *walker) checkLen(s *shape, raw []byte, n int64, path mpath) {
 	if s.hasMin && n < s.min {
 		w.fail(s, raw, path, "Member must have length greater than or equal to "+strconv.FormatInt(s.min, 10))
 	}
@@ -438,7 +513,7 @@ func (w *walker) checkLen(s *shape, raw []byte, n int64, path string) {
 	}
 }
 
-func (w *walker) walkStruct(s *shape, raw []byte, path string) bool {
+func (w *walker) walkStruct(s *shape, raw []byte, path mpath) bool {
 	if len(raw) == 0 || raw[0] != '{' {
 		return false
 	}
@@ -465,23 +540,15 @@ func (w *walker) walkStruct(s *shape, raw []byte, path string) bool {
 		v := vals[i]
 		if v == nil || string(v) == "null" {
 			if fl.required {
-				w.fail(fl.shape, nil, join(path, fl.path), "Member must not be null")
+				w.fail(fl.shape, nil, path.member(fl), "Member must not be null")
 			}
 			continue
 		}
-		if !w.walk(fl.shape, v, join(path, fl.path)) {
+		if !w.walk(fl.shape, v, path.member(fl)) {
 			return false
 		}
 	}
 	return true
-}
-
-// join names a member of the value at path.
-func join(path, member string) string {
-	if path == "" {
-		return member
-	}
-	return path + "." + member
 }
 
 // fieldIndex finds the member named k, exactly or, as encoding/json
@@ -502,7 +569,7 @@ func fieldIndex(fields []field, k []byte) int {
 
 // walkList checks a list; ownLen is false when its length was already
 // reported by the map holding it.
-func (w *walker) walkList(s *shape, raw []byte, path string, ownLen bool) bool {
+func (w *walker) walkList(s *shape, raw []byte, path mpath, ownLen bool) bool {
 	if len(raw) == 0 || raw[0] != '[' {
 		return false
 	}
@@ -520,14 +587,14 @@ func (w *walker) walkList(s *shape, raw []byte, path string, ownLen bool) bool {
 		if string(e) == "null" {
 			continue
 		}
-		if !w.walk(s.elem, e, path+"."+strconv.Itoa(i+1)+".member") {
+		if !w.walk(s.elem, e, path.elem(strconv.Itoa(i+1))) {
 			return false
 		}
 	}
 	return true
 }
 
-func (w *walker) walkMap(s *shape, raw []byte, path string) bool {
+func (w *walker) walkMap(s *shape, raw []byte, path mpath) bool {
 	if len(raw) == 0 || raw[0] != '{' {
 		return false
 	}
@@ -566,7 +633,7 @@ func (w *walker) walkMap(s *shape, raw []byte, path string) bool {
 		if string(v) == "null" {
 			continue
 		}
-		p := path + "." + keys[i] + ".member"
+		p := path.elem(keys[i])
 		var ok bool
 		if s.elem.kind == kList {
 			ok = w.walkList(s.elem, v, p, !valueLen)

@@ -437,6 +437,11 @@ func (e *Engine) opCreateTable(ctx context.Context, body []byte) (any, error) {
 		}
 		t.attrDefs[d.AttributeName] = typ
 	}
+	// DynamoDB's first key schema check: more key elements than
+	// definitions (one attribute twice, or a key left undefined).
+	if len(req.KeySchema) > len(req.AttributeDefinitions) {
+		return nil, awserr.Validation("Invalid KeySchema: Some index key attribute have no definition")
+	}
 	k, err := parseKeySchema(req.KeySchema, t.attrDefs, "keySchema")
 	if err != nil {
 		return nil, err
@@ -602,6 +607,19 @@ type tableNameRequest struct {
 	TableName string `json:"TableName"`
 }
 
+// itemTable is lookup for the item operations (GetItem, PutItem,
+// UpdateItem, DeleteItem, Query, Scan, the batches and the transactions),
+// whose ResourceNotFoundException DynamoDB words without the table's
+// name: "Requested resource not found". The table operations keep
+// lookup's "Requested resource not found: Table: NAME not found".
+func (e *Engine) itemTable(name string) (*table, error) {
+	t, err := e.lookup(name)
+	if err != nil {
+		return nil, awserr.NotFound("Requested resource not found")
+	}
+	return t, nil
+}
+
 // namedTable decodes a request that names only a table (DescribeTable,
 // DescribeTimeToLive) and returns that table.
 func (e *Engine) namedTable(body []byte) (*table, error) {
@@ -753,6 +771,9 @@ func (e *Engine) opUpdateTable(ctx context.Context, body []byte) (any, error) {
 			if err != nil {
 				return nil, err
 			}
+			if t.billing == "PROVISIONED" && r == t.rcu && w == t.wcu {
+				return nil, sameThroughput(t.rcu, t.wcu)
+			}
 			rcu, wcu = r, w
 		}
 	} else {
@@ -880,6 +901,15 @@ func (e *Engine) opUpdateTable(ctx context.Context, body []byte) (any, error) {
 		t.pruneAttrDefsLocked()
 	}
 	return map[string]any{"TableDescription": t.describeLocked()}, nil
+}
+
+// sameThroughput is DynamoDB's refusal of a PROVISIONED table's
+// throughput set to what it already is.
+func sameThroughput(rcu, wcu int64) error {
+	return awserr.Validation("The provisioned throughput for the table will not change. The requested value equals the current value. "+
+		"Current ReadCapacityUnits provisioned for the table: %d. Requested ReadCapacityUnits: %d. "+
+		"Current WriteCapacityUnits provisioned for the table: %d. Requested WriteCapacityUnits: %d. "+
+		"Refer to the Amazon DynamoDB Developer Guide for current limits and how to request higher limits.", rcu, rcu, wcu, wcu)
 }
 
 // pruneAttrDefsLocked drops attribute definitions no key uses any more.

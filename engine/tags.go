@@ -15,8 +15,12 @@ import (
 //   - ResourceArn must be a table ARN, arn:aws:dynamodb:REGION:ACCOUNT:table/NAME
 //     (an index or stream ARN is not one): "Invalid TableArn: Invalid
 //     ResourceArn provided as input ARN"; a missing one is "Invalid TableArn".
-//     A well-formed ARN of a table the engine does not hold is a
-//     ResourceNotFoundException ("ResourcArn" is DynamoDB's spelling).
+//     A well-formed ARN of another account is an AccessDeniedException, as
+//     for a caller without rights there ("User: arn:aws:iam::ACCOUNT:root
+//     is not authorized to perform: dynamodb:ListTagsOfResource on
+//     resource: ARN"); one of the engine's account naming a table the
+//     engine does not hold is a ResourceNotFoundException ("ResourcArn" is
+//     DynamoDB's spelling).
 //   - A key is 1-128 characters, a value 0-256, both letters, digits, white
 //     space and + - = . _ : / @ only; a key may not start with "aws:".
 //   - One request may not name a key twice.
@@ -193,6 +197,17 @@ func checkTableARN(arn *string) (name string, err error) {
 	return name, nil
 }
 
+// checkAccount denies a tag operation (action, e.g. "TagResource") on a
+// table ARN, already checked by checkTableARN, of an account other than
+// the engine's.
+func (e *Engine) checkAccount(action, arn string) error {
+	if strings.SplitN(arn, ":", 6)[4] == e.o.AccountID {
+		return nil
+	}
+	return awserr.Newf("AccessDeniedException", "User: arn:aws:iam::%s:root is not authorized to perform: dynamodb:%s on resource: %s",
+		e.o.AccountID, action, arn)
+}
+
 // taggedTable returns the table whose ARN is arn, with e.mu read-locked
 // (the caller unlocks it), so the table cannot be deleted meanwhile.
 func (e *Engine) taggedTable(arn, name string) (*table, error) {
@@ -221,6 +236,9 @@ func (e *Engine) opTagResource(ctx context.Context, body []byte) (any, error) {
 	}
 	name, err := checkTableARN(req.ResourceArn)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.checkAccount("TagResource", *req.ResourceArn); err != nil {
 		return nil, err
 	}
 	if len(req.Tags) == 0 {
@@ -266,6 +284,9 @@ func (e *Engine) opUntagResource(ctx context.Context, body []byte) (any, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := e.checkAccount("UntagResource", *req.ResourceArn); err != nil {
+		return nil, err
+	}
 	if len(req.TagKeys) == 0 {
 		return nil, awserr.Validation("Atleast one Tag Key needs to be provided as Input.")
 	}
@@ -303,6 +324,9 @@ func (e *Engine) opListTagsOfResource(ctx context.Context, body []byte) (any, er
 	}
 	name, err := checkTableARN(req.ResourceArn)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.checkAccount("ListTagsOfResource", *req.ResourceArn); err != nil {
 		return nil, err
 	}
 	t, err := e.taggedTable(*req.ResourceArn, name)

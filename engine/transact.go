@@ -154,7 +154,7 @@ func (e *Engine) txAction(ti txWriteItem, tables map[string]*table) (*txAction, 
 	}
 	// Keyed by the table's own name: a name and an ARN of one table must
 	// not lock it twice.
-	t, err := e.lookup(o.TableName)
+	t, err := e.itemTable(o.TableName)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +186,11 @@ func (a *txAction) parseExpressions() error {
 	if a.kind == "ConditionCheck" && o.ConditionExpression == nil {
 		return nullErr("transactItems.member.conditionCheck.conditionExpression")
 	}
-	p, err := o.params(o.ConditionExpression, o.UpdateExpression)
+	exprs := []expression{{"ConditionExpression", o.ConditionExpression}}
+	if a.kind == "Update" {
+		exprs = []expression{{"UpdateExpression", o.UpdateExpression}, exprs[0]}
+	}
+	p, err := o.params(exprs...)
 	if err != nil {
 		return err
 	}
@@ -501,12 +505,7 @@ func (e *Engine) opTransactGetItems(ctx context.Context, body []byte) (any, erro
 	if len(req.TransactItems) == 0 || len(req.TransactItems) > maxTransactItems {
 		return nil, awserr.Validation("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to 100 and greater than or equal to 1")
 	}
-	type get struct {
-		t    *table
-		key  attr.Item
-		proj *projection
-	}
-	gets := make([]get, 0, len(req.TransactItems))
+	gets := make([]txGet, 0, len(req.TransactItems))
 	tables := map[string]*table{}
 	for _, ti := range req.TransactItems {
 		o := ti.Get
@@ -519,7 +518,7 @@ func (e *Engine) opTransactGetItems(ctx context.Context, body []byte) (any, erro
 		if o.Key == nil {
 			return nil, nullErr("transactItems.member.get.key")
 		}
-		p, err := o.params(o.ProjectionExpression)
+		p, err := o.params(expression{"ProjectionExpression", o.ProjectionExpression})
 		if err != nil {
 			return nil, err
 		}
@@ -530,26 +529,18 @@ func (e *Engine) opTransactGetItems(ctx context.Context, body []byte) (any, erro
 		if err := p.CheckUnused(); err != nil {
 			return nil, err
 		}
-		t, err := e.lookup(o.TableName)
+		t, err := e.itemTable(o.TableName)
 		if err != nil {
 			return nil, err
 		}
 		tables[t.name] = t
-		gets = append(gets, get{t: t, key: attr.Item(o.Key), proj: proj})
+		gets = append(gets, txGet{t: t, key: attr.Item(o.Key), proj: proj})
 	}
 	_, unlock := lockTables(tables, false)
 	defer unlock()
-	keys := make([][]byte, len(gets))
-	targets := txTargets{}
-	for i, g := range gets {
-		sk, err := g.t.keyOf(g.key)
-		if err != nil {
-			return nil, err
-		}
-		if err := targets.add(g.t, sk); err != nil {
-			return nil, err
-		}
-		keys[i] = sk
+	keys, err := txGetKeys(gets)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]map[string]json.RawMessage, len(gets))
 	for i, g := range gets {
@@ -569,4 +560,48 @@ func (e *Engine) opTransactGetItems(ctx context.Context, body []byte) (any, erro
 		out[i]["Item"] = attr.AppendItemJSON(nil, g.proj.apply(it))
 	}
 	return map[string]any{"Responses": out}, nil
+}
+
+// keyMismatch is keyOf's message for a key that does not match the schema.
+const keyMismatch = "The provided key element does not match the schema"
+
+// txGet is one validated Get of a TransactGetItems.
+type txGet struct {
+	t    *table
+	key  attr.Item
+	proj *projection
+}
+
+// txGetKeys returns the storage keys of gets (their tables read-locked).
+// As in DynamoDB, a key that does not match its table's schema (a key
+// attribute missing, of the wrong type, or one too many) cancels the
+// transaction with a ValidationError reason in that Get's place, None in
+// the others'; any other bad key (an empty key value) and one item named
+// twice are refused outright.
+func txGetKeys(gets []txGet) ([][]byte, error) {
+	keys := make([][]byte, len(gets))
+	reasons := make([]cancelReason, len(gets))
+	failed := false
+	targets := txTargets{}
+	for i, g := range gets {
+		reasons[i].Code = "None"
+		sk, err := g.t.keyOf(g.key)
+		var ae *awserr.Error
+		switch {
+		case errors.As(err, &ae) && ae.Message == keyMismatch:
+			reasons[i] = cancelReason{Code: "ValidationError", Message: ae.Message}
+			failed = true
+			continue
+		case err != nil:
+			return nil, err
+		}
+		if err := targets.add(g.t, sk); err != nil {
+			return nil, err
+		}
+		keys[i] = sk
+	}
+	if failed {
+		return nil, &txCanceled{reasons: reasons}
+	}
+	return keys, nil
 }

@@ -461,8 +461,12 @@ func (r *Registry) getShardIterator(in getShardIteratorIn) (any, error) {
 			}
 		}
 	default:
+		// The shard's own StartingSequenceNumber is in range even before
+		// the shard holds a record (a fresh shard's is above the stream's
+		// last number); DynamoDB accepts it, and reading from it returns
+		// the shard's first record on.
 		n := seqValue(*in.SequenceNumber)
-		if n < sh.start || (sh.closed() && n > sh.end) || n > s.lastSeq {
+		if n < sh.start || (sh.closed() && n > sh.end) || (n > s.lastSeq && n != sh.start) {
 			return nil, awserr.Validation("Invalid SequenceNumber: %s is outside the range of shard %s", *in.SequenceNumber, sh.id)
 		}
 		pos = n
