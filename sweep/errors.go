@@ -2,12 +2,11 @@ package sweep
 
 import (
 	"context"
-	"errors"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
+
+	"github.com/ttl-archiver/archiver/internal/awserr"
 )
 
 // outcome is what the sweeper makes of a call's error.
@@ -22,21 +21,9 @@ const (
 	stopped                   // ctx ended
 )
 
-// throttleCodes are DynamoDB's "slow down" codes.
-var throttleCodes = map[string]bool{
-	"ProvisionedThroughputExceededException": true,
-	"ThrottlingException":                    true,
-	"RequestLimitExceeded":                   true,
-	"LimitExceededException":                 true,
-}
-
-// transientCodes are client faults that a later retry may not meet.
-var transientCodes = map[string]bool{
-	"TransactionConflictException":     true,
-	"ReplicatedWriteConflictException": true,
-}
-
-// classify maps an error of a DynamoDB call made under ctx to an outcome.
+// classify maps an error of a DynamoDB call made under ctx to an outcome:
+// [awserr.Classify]'s classes, with a failed condition as an answer and a
+// timeout of the call's own (ctx still running) as transient.
 func classify(ctx context.Context, err error) outcome {
 	if err == nil {
 		return done
@@ -44,27 +31,17 @@ func classify(ctx context.Context, err error) outcome {
 	if ctx.Err() != nil {
 		return stopped
 	}
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
+	if awserr.IsConditionFailed(err) {
 		return condFailed
 	}
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		switch code := api.ErrorCode(); {
-		case code == "ConditionalCheckFailedException":
-			return condFailed
-		case throttleCodes[code]:
-			return throttled
-		case transientCodes[code] || api.ErrorFault() == smithy.FaultServer:
-			return transient
-		}
-	}
-	var re interface{ HTTPStatusCode() int }
-	if errors.As(err, &re) && re.HTTPStatusCode() >= 400 && re.HTTPStatusCode() < 500 {
+	switch awserr.Classify(err) {
+	case awserr.Throttled:
+		return throttled
+	case awserr.Rejected, awserr.Refused:
 		return permanent
 	}
-	// 5xx, or no answer at all (connection refused or reset, EOF, a
-	// timeout of the client's own).
+	// 5xx, a server fault, a conflict, or no answer at all (connection
+	// refused or reset, EOF, a timeout of the client's own).
 	return transient
 }
 
