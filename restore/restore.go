@@ -46,10 +46,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/awserr"
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/internal/progress"
 )
@@ -443,7 +443,7 @@ func (r *restorer) put(ctx context.Context, in *dynamodb.PutItemInput) error {
 			return err
 		}
 		_, err := r.cfg.DB.PutItem(ctx, in, r.sdkRetry)
-		if err == nil || !throttled(err) {
+		if err == nil || !awserr.IsThrottle(err) {
 			return err
 		}
 		r.c.throttled.Add(1)
@@ -454,17 +454,4 @@ func (r *restorer) put(ctx context.Context, in *dynamodb.PutItemInput) error {
 			return ctx.Err()
 		}
 	}
-}
-
-// throttled reports whether DynamoDB asked the caller to slow down.
-func throttled(err error) bool {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		return false
-	}
-	switch ae.ErrorCode() {
-	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded":
-		return true
-	}
-	return false
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/awserr"
 )
 
 func whereItem() event.Item {
@@ -200,14 +201,17 @@ func FuzzParseWhere(f *testing.F) {
 	})
 }
 
+// TestThrottledErrors: restore backs off on exactly what awserr calls
+// throttling (LimitExceededException too, which restore's own list once
+// lacked).
 func TestThrottledErrors(t *testing.T) {
 	for code, want := range map[string]bool{"ProvisionedThroughputExceededException": true, "ThrottlingException": true,
-		"RequestLimitExceeded": true, "ValidationException": false, "ConditionalCheckFailedException": false} {
-		if got := throttled(&smithy.GenericAPIError{Code: code}); got != want {
+		"RequestLimitExceeded": true, "LimitExceededException": true, "ValidationException": false, "ConditionalCheckFailedException": false} {
+		if got := awserr.IsThrottle(&smithy.GenericAPIError{Code: code}); got != want {
 			t.Errorf("%s: throttled %v", code, got)
 		}
 	}
-	if throttled(errors.New("connection reset")) {
+	if awserr.IsThrottle(errors.New("connection reset")) {
 		t.Error("a plain error counted as throttling")
 	}
 }
