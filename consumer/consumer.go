@@ -24,7 +24,7 @@
 // Each shard holds at most Config.MaxInFlightBytes of records that are not
 // yet acknowledged by every sink, and all shards together at most
 // Config.MaxInFlightBytesTotal, both counted as estimated memory: the
-// decoded records ([shard.EstimateMemory]) and every sink's rendered copy
+// decoded records ([event.EstimateMemory]) and every sink's rendered copy
 // of the events it was given; while a budget is full the shard's reader waits
 // (backpressure): a slow sink slows reading down instead of filling memory,
 // and many shards behind at once (after an outage) share one bound. A
@@ -93,7 +93,7 @@ type Config struct {
 	Routes []Route
 
 	// MaxInFlightBytes bounds the estimated memory
-	// ([shard.EstimateMemory], and the sinks' copies) of one shard's
+	// ([event.EstimateMemory], and the sinks' copies) of one shard's
 	// records not yet acknowledged by every sink (default 64 MiB, some
 	// 14,000 small items with two sinks). A batch
 	// larger than the budget is admitted alone.
@@ -575,13 +575,14 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 	size := b.Bytes
 	if size == 0 {
 		for _, r := range b.Records {
-			size += shard.EstimateMemory(r)
+			size += event.EstimateMemory(r)
 		}
 	}
 	// The entry outlives its records (it waits, acknowledged, for the next
 	// checkpoint save after the budget let them go): its sequence number
 	// is a copy, as the decoder's strings point into the whole response.
-	en := &entry{last: strings.Clone(shard.LastSequence(b.Records)), bytes: size, records: len(b.Records), first: firstCreation(b.Records)}
+	last, _ := event.LastSequence(b.Records)
+	en := &entry{last: strings.Clone(last), bytes: size, records: len(b.Records), first: event.FirstCreation(b.Records)}
 	// Each route gets the events of the kinds it wants. A route that wants
 	// every event of the batch gets the decoded slice itself (the consumer
 	// does not touch it again); the others get filtered copies.

@@ -85,17 +85,6 @@ func undecodableEvent(table, streamARN, shardID string, r *types.Record, raw []b
 	return e
 }
 
-// firstCreation is the creation time of the batch's first record that has
-// one.
-func firstCreation(recs []types.Record) time.Time {
-	for i := range recs {
-		if d := recs[i].Dynamodb; d != nil && d.ApproximateCreationDateTime != nil {
-			return *d.ApproximateCreationDateTime
-		}
-	}
-	return time.Time{}
-}
-
 // timeLeft is how long the stream keeps r from now (StreamRetention after
 // its creation); the full retention when its creation time is unknown.
 func (c *Consumer) timeLeft(r *types.Record) time.Duration {

@@ -1,6 +1,11 @@
 package event
 
-import "strings"
+import (
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+)
 
 // CompareSequence compares two decimal stream sequence numbers numerically
 // and returns -1, 0 or +1. Sequence numbers are unsigned decimal strings of
@@ -30,4 +35,48 @@ func ValidSequence(s string) bool {
 		}
 	}
 	return true
+}
+
+// RecordSequence is the record's sequence number, or "" when it has no
+// valid one ([ValidSequence]).
+func RecordSequence(r *types.Record) string {
+	if d := r.Dynamodb; d != nil && d.SequenceNumber != nil && ValidSequence(*d.SequenceNumber) {
+		return *d.SequenceNumber
+	}
+	return ""
+}
+
+// FirstSequence is the sequence number of the first record in recs that
+// has a valid one ("" when none has).
+func FirstSequence(recs []types.Record) string {
+	for i := range recs {
+		if s := RecordSequence(&recs[i]); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// LastSequence is the sequence number of the last record in recs that has
+// a valid one ("" when none has), and the number of records after that
+// one. A malformed record's position is not a place to resume from; the
+// last well-formed one before it is.
+func LastSequence(recs []types.Record) (seq string, after int) {
+	for i := len(recs) - 1; i >= 0; i-- {
+		if s := RecordSequence(&recs[i]); s != "" {
+			return s, len(recs) - 1 - i
+		}
+	}
+	return "", len(recs)
+}
+
+// FirstCreation is the creation time of the first record in recs that has
+// one (zero when none has).
+func FirstCreation(recs []types.Record) time.Time {
+	for i := range recs {
+		if d := recs[i].Dynamodb; d != nil && d.ApproximateCreationDateTime != nil {
+			return *d.ApproximateCreationDateTime
+		}
+	}
+	return time.Time{}
 }

@@ -112,7 +112,7 @@ func (r *recorder) Process(ctx context.Context, b Batch) error {
 		r.keys[itemKey(rec)]++
 		r.byStream[b.StreamARN]++
 		r.total++
-		size += EstimateMemory(rec)
+		size += event.EstimateMemory(rec)
 	}
 	if size != b.Bytes {
 		r.errorf("batch bytes %d, records add up to %d", b.Bytes, size)

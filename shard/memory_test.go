@@ -15,9 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/event"
 )
 
-// TestEstimateMemoryMatchesHeld: the memory budgets count EstimateMemory,
+// TestEstimateMemoryMatchesHeld: the memory budgets count event.EstimateMemory,
 // so it must be what a decoded record really holds on the heap (its
 // structs, maps, values and its share of the response it was decoded
 // from), within 25%, for small items and for large ones. Records are read
@@ -71,7 +72,7 @@ func TestEstimateMemoryMatchesHeld(t *testing.T) {
 			est, n := 0, 0
 			for _, recs := range held {
 				for _, r := range recs {
-					est += EstimateMemory(r)
+					est += event.EstimateMemory(r)
 					n++
 				}
 			}

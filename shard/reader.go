@@ -103,7 +103,7 @@ func (r *reader) run() result {
 		// never processed, so the shard resumes before them.
 		if procErr == nil && r.ctx.Err() == nil {
 			if err := o.Processor.Process(r.ctx, b); err != nil {
-				procErr, refusedAt = err, firstCreation(b.Records)
+				procErr, refusedAt = err, event.FirstCreation(b.Records)
 				fcancel()
 			}
 		}
@@ -245,7 +245,7 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (e
 			// dead-letters it) cannot be a resume position: a new iterator
 			// resumes after the last record that has one, and dropRead
 			// skips the ones after it that were already queued.
-			if seq, after := lastSequence(b.Records); seq != "" {
+			if seq, after := event.LastSequence(b.Records); seq != "" {
 				lastSeq, seqless = seq, after
 			} else {
 				seqless += len(b.Records)
@@ -278,13 +278,13 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (e
 func (r *reader) queue(ctx context.Context, q chan<- Batch, g *budget.Budget, b Batch) error {
 	o, m := &r.w.o, r.w.m
 	for _, rec := range b.Records {
-		b.Bytes += EstimateMemory(rec)
+		b.Bytes += event.EstimateMemory(rec)
 	}
 	for _, u := range b.Undecodable {
 		b.Bytes += len(u.Raw)
 	}
 	if r.firstSeq == "" {
-		r.firstSeq = firstSequence(b.Records)
+		r.firstSeq = event.FirstSequence(b.Records)
 	}
 	if last := b.Records[len(b.Records)-1]; last.Dynamodb != nil {
 		if t := last.Dynamodb.ApproximateCreationDateTime; t != nil {
@@ -424,79 +424,16 @@ func (r *reader) iteratorAt(ctx context.Context, typ types.ShardIteratorType, se
 func dropRead(recs []types.Record, seq string, skip int, after bool) []types.Record {
 	i := 0
 	for j := range recs {
-		if s := recordSequence(&recs[j]); s != "" && event.CompareSequence(s, seq) <= 0 {
+		if s := event.RecordSequence(&recs[j]); s != "" && event.CompareSequence(s, seq) <= 0 {
 			i = j + 1
 			after = after || event.CompareSequence(s, seq) == 0
 		}
 	}
-	for after && skip > 0 && i < len(recs) && recordSequence(&recs[i]) == "" {
+	for after && skip > 0 && i < len(recs) && event.RecordSequence(&recs[i]) == "" {
 		i++
 		skip--
 	}
 	return recs[i:]
-}
-
-// EstimateMemory returns how much heap a stream record takes once
-// FastGetRecords decoded it: its SizeBytes (the attribute names and values,
-// which stay in the response's bytes that the record's strings point
-// into), recordOverhead for the record's structs, maps and the JSON around
-// it, and attrOverhead for every attribute value (a map slot, an
-// interface, a value struct and its JSON punctuation). A record the stream
-// gives no size for counts 1 KiB more. TestEstimateMemoryMatchesHeld holds
-// it within 25% of the heap really held, for small and 100 KB items and
-// for items of many small attributes. Memory budgets
-// (Options.ShardBufferBytes, the consumer's in-flight budgets) count it.
-func EstimateMemory(rec types.Record) int {
-	d := rec.Dynamodb
-	if d == nil {
-		return recordOverhead + 1024
-	}
-	n := recordOverhead + attrOverhead*(countValues(d.Keys)+countValues(d.NewImage)+countValues(d.OldImage))
-	if d.SizeBytes != nil && *d.SizeBytes > 0 {
-		return n + int(*d.SizeBytes)
-	}
-	return n + 1024
-}
-
-// The parts of EstimateMemory, measured with FastGetRecords on the
-// pipeline bench's items (TestEstimateMemoryMatchesHeld).
-const (
-	recordOverhead = 1260
-	attrOverhead   = 84
-)
-
-// countValues counts the attribute values of an item, nested ones
-// included; a set counts one value per four elements, at least one.
-func countValues(item map[string]types.AttributeValue) int {
-	n := len(item)
-	for _, v := range item {
-		switch v := v.(type) {
-		case *types.AttributeValueMemberM:
-			n += countValues(v.Value)
-		case *types.AttributeValueMemberL:
-			n += countList(v.Value)
-		case *types.AttributeValueMemberSS:
-			n += len(v.Value) / 4
-		case *types.AttributeValueMemberNS:
-			n += len(v.Value) / 4
-		case *types.AttributeValueMemberBS:
-			n += len(v.Value) / 4
-		}
-	}
-	return n
-}
-
-func countList(l []types.AttributeValue) int {
-	n := len(l)
-	for _, v := range l {
-		switch v := v.(type) {
-		case *types.AttributeValueMemberM:
-			n += countValues(v.Value)
-		case *types.AttributeValueMemberL:
-			n += countList(v.Value)
-		}
-	}
-	return n
 }
 
 // idleDelay is the wait after the n-th empty GetRecords in a row: it grows
@@ -506,53 +443,4 @@ func idleDelay(n int, maxD time.Duration) time.Duration {
 		return maxD
 	}
 	return maxD >> (3 - n)
-}
-
-// LastSequence is the sequence number of the last record in recs that has a
-// valid one ("" when none has). A malformed record's position is not a place
-// to resume from; the last well-formed one before it is.
-func LastSequence(recs []types.Record) string {
-	seq, _ := lastSequence(recs)
-	return seq
-}
-
-// firstCreation is the creation time of the first record in recs that
-// has one (zero when none has).
-func firstCreation(recs []types.Record) time.Time {
-	for i := range recs {
-		if d := recs[i].Dynamodb; d != nil && d.ApproximateCreationDateTime != nil {
-			return *d.ApproximateCreationDateTime
-		}
-	}
-	return time.Time{}
-}
-
-// firstSequence is the sequence number of the first record in recs that
-// has a valid one ("" when none has).
-func firstSequence(recs []types.Record) string {
-	for i := range recs {
-		if s := recordSequence(&recs[i]); s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
-// lastSequence is LastSequence and the number of records after that one.
-func lastSequence(recs []types.Record) (seq string, after int) {
-	for i := len(recs) - 1; i >= 0; i-- {
-		if s := recordSequence(&recs[i]); s != "" {
-			return s, len(recs) - 1 - i
-		}
-	}
-	return "", len(recs)
-}
-
-// recordSequence is the record's sequence number, or "" when it has no
-// valid one.
-func recordSequence(r *types.Record) string {
-	if d := r.Dynamodb; d != nil && d.SequenceNumber != nil && event.ValidSequence(*d.SequenceNumber) {
-		return *d.SequenceNumber
-	}
-	return ""
 }

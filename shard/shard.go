@@ -145,7 +145,7 @@ type Batch struct {
 	Table, StreamARN, ShardID string
 	Records                   []types.Record
 	// Bytes is the batch's estimated size in memory (the sum of
-	// [EstimateMemory] of its records, and the raw bytes of the
+	// [event.EstimateMemory] of its records, and the raw bytes of the
 	// undecodable ones), which memory budgets count.
 	Bytes int
 	// Undecodable lists the records of the batch that neither decoder
@@ -273,7 +273,7 @@ type Options struct {
 	MaxConcurrentShards int
 	// ShardBufferBytes is each reader's read-ahead budget: a reader issues
 	// no GetRecords while the batches Process has not finished with add up
-	// to this much ([EstimateMemory]), so it holds at most that plus one
+	// to this much ([event.EstimateMemory]), so it holds at most that plus one
 	// GetRecords response. The default, 1, is no read-ahead: a reader
 	// holds one batch at a time, so a reader whose Process waits (a full
 	// in-flight budget downstream) holds one response, however many

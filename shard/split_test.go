@@ -20,6 +20,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/event"
 )
 
 // decodeSalvaging runs p's DeserializeResponse on a 200 response with body,
@@ -143,18 +144,18 @@ func TestSalvageUndecodableRecords(t *testing.T) {
 				}
 				ph := out.Records[1]
 				if strings.Contains(tc.name, "sequence") || tc.bad == `[1,2]` {
-					if recordSequence(&ph) != "" || ph.EventName != "" {
+					if event.RecordSequence(&ph) != "" || ph.EventName != "" {
 						t.Errorf("placeholder %+v has a sequence number or event name it should not", ph)
 					}
 					return
 				}
 				if strings.Contains(tc.name, "keys kept") {
-					if k, ok := ph.Dynamodb.Keys["pk"].(*types.AttributeValueMemberS); !ok || k.Value != "k" || recordSequence(&ph) != "2" || ph.EventName != "INSERT" {
+					if k, ok := ph.Dynamodb.Keys["pk"].(*types.AttributeValueMemberS); !ok || k.Value != "k" || event.RecordSequence(&ph) != "2" || ph.EventName != "INSERT" {
 						t.Errorf("placeholder %+v %+v, want its keys, sequence number and event name", ph, ph.Dynamodb)
 					}
 					return
 				}
-				if recordSequence(&ph) != "2" || ph.EventName != "REMOVE" || aws.ToString(ph.EventID) != "bad" ||
+				if event.RecordSequence(&ph) != "2" || ph.EventName != "REMOVE" || aws.ToString(ph.EventID) != "bad" ||
 					aws.ToInt64(ph.Dynamodb.SizeBytes) != 7 || ph.Dynamodb.ApproximateCreationDateTime.Unix() != 1763800001 || ph.Dynamodb.Keys != nil {
 					t.Errorf("placeholder %+v %+v", ph, ph.Dynamodb)
 				}
@@ -265,7 +266,7 @@ func (l *undecodableLog) Process(ctx context.Context, b Batch) error {
 		}
 		l.ids = append(l.ids, itemKey(r))
 	}
-	if seq := LastSequence(b.Records); seq != "" {
+	if seq, _ := event.LastSequence(b.Records); seq != "" {
 		l.pos[b.ShardID] = Position{SequenceNumber: seq}
 	}
 	return nil

@@ -168,26 +168,6 @@ func TestDropRead(t *testing.T) {
 	}
 }
 
-func TestLastSequence(t *testing.T) {
-	seq := func(s string) types.Record { return types.Record{Dynamodb: &types.StreamRecord{SequenceNumber: &s}} }
-	tests := []struct {
-		recs      []types.Record
-		want      string
-		wantAfter int
-	}{
-		{nil, "", 0},
-		{[]types.Record{seq("5"), seq("7")}, "7", 0},
-		{[]types.Record{seq("5"), {}, seq("x1")}, "5", 2},
-		{[]types.Record{{}, {Dynamodb: &types.StreamRecord{}}}, "", 2},
-	}
-	for _, tc := range tests {
-		got, after := lastSequence(tc.recs)
-		if got != tc.want || after != tc.wantAfter || LastSequence(tc.recs) != tc.want {
-			t.Errorf("lastSequence = %q, %d; want %q, %d", got, after, tc.want, tc.wantAfter)
-		}
-	}
-}
-
 // FuzzParseInputs feeds arbitrary text to the package's two small parsers:
 // neither may panic, and their results must be consistent.
 func FuzzParseInputs(f *testing.F) {
