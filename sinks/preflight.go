@@ -11,9 +11,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
 	"go.uber.org/zap"
 
+	"github.com/ttl-archiver/archiver/internal/awserr"
 	"github.com/ttl-archiver/archiver/internal/redact"
 )
 
@@ -125,7 +125,7 @@ func (s *S3Sink) Preflight(ctx context.Context) error {
 	_, err := s.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.c.Bucket), Key: aws.String(key)})
 	switch {
 	case err == nil:
-	case s3Status(err) == http.StatusForbidden:
+	case awserr.StatusCode(err) == http.StatusForbidden:
 		s.log.Debug("preflight marker left in place: the role may not delete it", zap.String("key", key))
 	default:
 		s.log.Warn("preflight marker not deleted", zap.String("key", key), zap.Error(err))
@@ -136,7 +136,7 @@ func (s *S3Sink) Preflight(ctx context.Context) error {
 // headBucketCause says what a failed HeadBucket means (its answer has no
 // body, so the status is all there is).
 func headBucketCause(bucket string, err error) error {
-	switch s3Status(err) {
+	switch awserr.StatusCode(err) {
 	case http.StatusNotFound:
 		return fmt.Errorf("bucket %q does not exist: %w", bucket, err)
 	case http.StatusForbidden:
@@ -150,8 +150,7 @@ func headBucketCause(bucket string, err error) error {
 // mentionsKMS reports whether an S3 error is about the KMS key (a KMS.*
 // code, or an access denial naming a kms: action).
 func mentionsKMS(err error) bool {
-	var ae smithy.APIError
-	if errors.As(err, &ae) && strings.HasPrefix(ae.ErrorCode(), "KMS.") {
+	if strings.HasPrefix(awserr.Code(err), "KMS.") {
 		return true
 	}
 	return strings.Contains(err.Error(), "kms:") || strings.Contains(err.Error(), "KMS")

@@ -20,12 +20,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/awserr"
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/internal/budget"
 	"github.com/ttl-archiver/archiver/internal/sdkhttp"
@@ -810,30 +810,25 @@ func (s *S3Sink) encrypt(in *s3.PutObjectInput) {
 var errConflict = errors.New("object exists with other events")
 
 func isPreconditionFailed(err error) bool {
-	var ae smithy.APIError
-	if errors.As(err, &ae) && ae.ErrorCode() == "PreconditionFailed" {
-		return true
-	}
-	var re *smithyhttp.ResponseError
-	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusPreconditionFailed
+	return awserr.Code(err) == "PreconditionFailed" || awserr.StatusCode(err) == http.StatusPreconditionFailed
 }
 
 // retryableS3 reports whether an upload error is worth another attempt:
 // 5xx, throttling, timeouts, conflicts of concurrent conditional writes,
-// expired credentials (the provider refreshes them), a body damaged on the
-// way (checksum mismatch) and network errors. Other 3xx and 4xx (access
-// denied, no such bucket, a KMS key that is missing or disabled, bad
-// request) and content conflicts are not; see [permanentS3].
+// what [awserr.IsRetryable] retries, expired credentials (the provider
+// refreshes them), a body damaged on the way (checksum mismatch) and
+// network errors. Other 3xx and 4xx (access denied, no such bucket, a KMS
+// key that is missing or disabled, bad request) and content conflicts are
+// not; see [permanentS3].
 func retryableS3(err error) bool {
 	if errors.Is(err, ErrPermanent) {
 		return false
 	}
-	if code := s3Status(err); code != 0 {
+	if code := awserr.StatusCode(err); code != 0 {
 		if code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code == http.StatusConflict {
 			return true
 		}
-		var ae smithy.APIError
-		return errors.As(err, &ae) && retryableS3Codes[ae.ErrorCode()]
+		return awserr.IsRetryable(err) || retryableS3Codes[awserr.Code(err)]
 	}
 	var ne net.Error
 	if errors.As(err, &ne) {
@@ -848,14 +843,14 @@ func retryableS3(err error) bool {
 }
 
 // retryableS3Codes are S3 error codes worth another attempt whatever their
-// HTTP status (several come as 400 or 403).
+// HTTP status (several come as 400 or 403), beyond the throttling and
+// server faults awserr knows.
 var retryableS3Codes = map[string]bool{
-	"SlowDown": true, "Throttling": true, "ThrottlingException": true, "RequestTimeout": true,
-	"RequestTimeTooSkewed": true, "InternalError": true, "ServiceUnavailable": true,
+	"RequestTimeout": true, "RequestTimeTooSkewed": true,
 	"ConditionalRequestConflict": true, "OperationAborted": true,
 	"ExpiredToken": true, "ExpiredTokenException": true, "TokenRefreshRequired": true, "RequestExpired": true,
 	"BadDigest": true, "XAmzContentSHA256Mismatch": true, "IncompleteBody": true,
-	"KMS.ThrottlingException": true, "KMS.DependencyTimeoutException": true, "KMS.KMSInternalException": true,
+	"KMS.DependencyTimeoutException": true, "KMS.KMSInternalException": true,
 }
 
 // permanentS3 reports whether an S3 failure is one that sending the same
@@ -869,17 +864,8 @@ func permanentS3(err error) bool {
 	if errors.Is(err, ErrPermanent) {
 		return true
 	}
-	code := s3Status(err)
+	code := awserr.StatusCode(err)
 	return code >= 300 && code < 500 && !retryableS3(err)
-}
-
-// s3Status is the HTTP status of the response err carries (0 for none).
-func s3Status(err error) int {
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
-		return re.HTTPStatusCode()
-	}
-	return 0
 }
 
 // Flush uploads every buffer now and returns once every batch written
