@@ -18,7 +18,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/ttl-archiver/archiver/archive"
-	"github.com/ttl-archiver/archiver/demo"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/s3test"
@@ -201,7 +200,7 @@ func TestVerifyStreamCrossCheck(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	db, st := ddbClient(srv.Endpoint()), streamsClient(srv.Endpoint())
-	arn, err := demo.CreateSessionTable(ctx, db, "SessionData")
+	arn, err := createSessionTable(ctx, db, "SessionData")
 	if err != nil {
 		t.Fatal(err)
 	}
