@@ -11,10 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/ttl-archiver/archiver/internal/awserr"
 	"github.com/ttl-archiver/archiver/internal/backoff"
 )
 
@@ -266,7 +266,7 @@ func (s *DynamoStore) ensureTable(ctx context.Context, create bool) error {
 			}
 			return nil
 		}
-		if err != nil && !errors.As(err, &nf) && !isRetryable(err) {
+		if err != nil && !errors.As(err, &nf) && !awserr.IsRetryable(err) {
 			return fmt.Errorf("checkpoint: describe lease table %q: %w", s.table, err)
 		}
 		if !backoff.Sleep(ctx, wait.Step(n)) {
@@ -341,7 +341,7 @@ func (s *DynamoStore) Save(ctx context.Context, streamARN, shardID string, cp Ch
 		vals[":t"] = &types.AttributeValueMemberBOOL{Value: true}
 	}
 	out, err := s.fencedUpdate(ctx, k, counter, upd, "", vals)
-	if isConditionFailed(err) {
+	if awserr.IsConditionFailed(err) {
 		s.lost(l, "checkpoint write found the lease owned by another worker")
 		return fmt.Errorf("checkpoint: save %s %s at %q: %w", streamARN, shardID, cp.SequenceNumber, ErrLeaseLost)
 	}
@@ -665,44 +665,14 @@ func (r ownRetries) Query(ctx context.Context, in *dynamodb.QueryInput, fns ...f
 	return r.c.Query(ctx, in, noSDKRetry(fns)...)
 }
 
-func isConditionFailed(err error) bool {
-	var c *types.ConditionalCheckFailedException
-	if errors.As(err, &c) {
-		return true
-	}
-	var api smithy.APIError
-	return errors.As(err, &api) && api.ErrorCode() == "ConditionalCheckFailedException"
-}
-
-// isRetryable reports throttling and transient server errors.
-func isRetryable(err error) bool {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		switch api.ErrorCode() {
-		case "ProvisionedThroughputExceededException", "ThrottlingException",
-			"RequestLimitExceeded", "LimitExceededException", "InternalServerError",
-			"ServiceUnavailable", "TransactionConflictException":
-			return true
-		}
-		return api.ErrorFault() == smithy.FaultServer
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false // the caller's deadline: retrying cannot help
-	}
-	// No answer from the service (connection refused or reset, EOF): the
-	// SDK would have retried these.
-	var re interface{ HTTPStatusCode() int }
-	return !errors.As(err, &re) || re.HTTPStatusCode() == 0
-}
-
-// retry runs op until it succeeds, fails for good, or ctx ends; throttling
-// and transient errors are retried with capped, jittered exponential
-// backoff.
+// retry runs op until it succeeds, fails for good, or ctx ends; what
+// [awserr.IsRetryable] retries (throttling, faults of the service, no
+// answer) is retried with capped, jittered exponential backoff.
 func (s *DynamoStore) retry(ctx context.Context, op func(context.Context) error) error {
 	wait := backoff.Policy{Min: 25 * time.Millisecond, Max: time.Second}
 	for n := 0; ; n++ {
 		err := op(ctx)
-		if err == nil || !isRetryable(err) {
+		if err == nil || !awserr.IsRetryable(err) {
 			return err
 		}
 		s.metrics.throttles.Inc()

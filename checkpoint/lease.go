@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/internal/awserr"
 )
 
 // Causes of an assignment context's cancellation (context.Cause).
@@ -226,7 +228,7 @@ func (s *DynamoStore) renew(l *lease) {
 	out, err := s.fencedUpdate(ctx, l.key, counter, "SET "+attrExpiry+" = :exp", "",
 		map[string]types.AttributeValue{":exp": num(start.Add(s.leaseD).UnixMilli())})
 	switch {
-	case isConditionFailed(err):
+	case awserr.IsConditionFailed(err):
 		s.lost(l, "renewal found the lease owned by another worker")
 		return
 	case err != nil:
@@ -451,7 +453,7 @@ func (s *DynamoStore) prune(ctx context.Context, stream string, rows, beats map[
 			TableName: aws.String(s.table), Key: itemKey(partition, sk),
 			ConditionExpression: aws.String(cond), ExpressionAttributeValues: vals,
 		})
-		if err != nil && !isConditionFailed(err) {
+		if err != nil && !awserr.IsConditionFailed(err) {
 			s.log.Debug("pruning lease table item failed", zap.String("partition", partition), zap.String("item", sk), zap.Error(err))
 		}
 	}
@@ -552,7 +554,7 @@ func (s *DynamoStore) take(ctx context.Context, stream string, rs readyShard, r 
 		})
 	}
 	if err != nil {
-		if !isConditionFailed(err) {
+		if !awserr.IsConditionFailed(err) {
 			s.log.Warn("taking lease failed", zap.String("stream", stream), zap.String("shard", rs.id), zap.Error(err))
 		}
 		return false
@@ -583,7 +585,7 @@ func (s *DynamoStore) register(ctx context.Context, stream string, rs readyShard
 		Item:                item,
 		ConditionExpression: aws.String("attribute_not_exists(" + attrStream + ")"),
 	})
-	if err != nil && !isConditionFailed(err) {
+	if err != nil && !awserr.IsConditionFailed(err) {
 		s.log.Debug("registering shard failed", zap.String("stream", stream), zap.String("shard", rs.id), zap.Error(err))
 	}
 }
@@ -610,7 +612,7 @@ func (s *DynamoStore) adopt(ctx context.Context, stream string, r row) bool {
 		return err
 	})
 	if err != nil {
-		if !isConditionFailed(err) {
+		if !awserr.IsConditionFailed(err) {
 			s.log.Warn("adopting handed-over lease failed", zap.String("stream", stream), zap.String("shard", r.shard), zap.Error(err))
 		}
 		return false
@@ -665,7 +667,7 @@ func (s *DynamoStore) requestHandoff(ctx context.Context, stream string, rows ma
 		return err
 	})
 	if err != nil {
-		if !isConditionFailed(err) {
+		if !awserr.IsConditionFailed(err) {
 			s.log.Warn("hand-off request failed", zap.String("stream", stream), zap.String("shard", r.shard), zap.Error(err))
 		}
 		return
@@ -741,7 +743,7 @@ func (s *DynamoStore) release(ctx context.Context, stream, shard string, finishe
 			s.log.Info("lease handed off", zap.String("stream", stream), zap.String("shard", shard), zap.String("to", to))
 		}
 	}
-	if to == "" || isConditionFailed(err) {
+	if to == "" || awserr.IsConditionFailed(err) {
 		vals[":zero"] = num(0)
 		err = update(upd+attrCounter+" = :c1, "+attrExpiry+" = :zero, "+attrUpdated+" = :now REMOVE "+attrOwner+", "+attrHandoff, cond, vals)
 		if err == nil {
@@ -757,7 +759,7 @@ func (s *DynamoStore) release(ctx context.Context, stream, shard string, finishe
 		// guard against re-adopting.
 		delete(s.history, k)
 		return nil
-	case isConditionFailed(err):
+	case awserr.IsConditionFailed(err):
 		if s.leases[k] == l {
 			s.metrics.losses.Inc()
 		}

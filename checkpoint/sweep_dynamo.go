@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.uber.org/zap"
 
+	"github.com/ttl-archiver/archiver/internal/awserr"
 	"github.com/ttl-archiver/archiver/internal/backoff"
 )
 
@@ -85,7 +86,7 @@ func (s *DynamoStore) SaveSweepCursor(ctx context.Context, table string, window 
 		}
 		s.lost(l, "sweep cursor write found the lease owned by another worker")
 		return fmt.Errorf("checkpoint: save sweep cursor of %s at %s: %w", table, at, ErrLeaseLost)
-	case isConditionFailed(err):
+	case awserr.IsConditionFailed(err):
 		s.lost(l, "sweep cursor write found the lease owned by another worker")
 		return fmt.Errorf("checkpoint: save sweep cursor of %s at %s: %w", table, at, ErrLeaseLost)
 	}
@@ -123,7 +124,7 @@ func (s *DynamoStore) AcquireSweep(ctx context.Context, table string) (context.C
 			return s.sweepHold(ctx, l)
 		case ctx.Err() != nil:
 			return nil, nil, fmt.Errorf("checkpoint: acquire sweep of %s: %w", table, context.Cause(ctx))
-		case err != nil && !isRetryable(err) && !errors.Is(err, context.DeadlineExceeded):
+		case err != nil && !awserr.IsRetryable(err) && !errors.Is(err, context.DeadlineExceeded):
 			return nil, nil, fmt.Errorf("checkpoint: acquire sweep of %s: %w", table, err)
 		case err != nil:
 			s.log.Warn("reading the sweeper's lease failed; trying again", zap.String("table", table), zap.Error(err))
