@@ -16,7 +16,7 @@ import (
 //
 // The sweep package defines the contract (sweep.CursorStore and
 // sweep.Locker) and sits above this package, which never imports it;
-// cmd/archiver adapts a SweepStore to those interfaces.
+// sweep.CheckpointStore adapts a SweepStore to those interfaces.
 type SweepStore interface {
 	// LoadSweepCursor returns the table's cursor; the zero time when there
 	// is none yet.

@@ -340,7 +340,7 @@ func TestSweepReachability(t *testing.T) {
 		names[f.String()] = true
 	}
 	for _, n := range []string{"runSweep", "openCheckpoint", "OpenDynamo", "DynamoStore.AcquireSweep", "DynamoStore.SaveSweepCursor",
-		"DynamoStore.renew", "DynamoStore.release", "sweepStore.SaveCursor", "Sweeper.Run", "pass.delete", "Sweeper.describe"} {
+		"DynamoStore.renew", "DynamoStore.release", "CheckpointStore.SaveCursor", "Sweeper.Run", "pass.delete", "Sweeper.describe"} {
 		if !names[n] {
 			t.Errorf("%s not reached from sweepCmd", n)
 		}

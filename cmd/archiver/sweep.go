@@ -39,12 +39,6 @@ func sweepCmd(ctx context.Context, args []string, e env) error {
 	return runSweep(ctx, cfg, sweepDeps{log: log, reg: reg, stdout: e.stdout, newSweeper: newTableSweeper})
 }
 
-// sweeperRunner is what runs under a hold: a *sweep.Sweeper. Run returns
-// nil once its context ends, an error when it cannot sweep the table at all.
-type sweeperRunner interface {
-	Run(ctx context.Context) error
-}
-
 // sweepDeps are what runSweep takes from its host.
 type sweepDeps struct {
 	log *zap.Logger
@@ -54,7 +48,7 @@ type sweepDeps struct {
 	// ready, when set, receives the health server's address once it listens.
 	ready func(addr string)
 	// newSweeper builds the table's sweeper (tests pass fakes).
-	newSweeper func(cfg *sweepConfig, client *dynamodb.Client, cursors sweep.CursorStore, d sweepDeps) (sweeperRunner, error)
+	newSweeper func(cfg *sweepConfig, client *dynamodb.Client, cursors sweep.CursorStore, d sweepDeps) (sweep.Runner, error)
 }
 
 // runSweep opens the cursor store, serves metrics and health, and sweeps
@@ -83,7 +77,7 @@ func runSweep(ctx context.Context, cfg *sweepConfig, d sweepDeps) error {
 	if !ok {
 		return fmt.Errorf("--checkpoint %s: the store keeps no sweep cursors", redact.URL(cfg.shared.Checkpoint))
 	}
-	store := newSweepStore(ss)
+	store := sweep.NewCheckpointStore(ss)
 	sw, err := d.newSweeper(cfg, ddb, store, d)
 	if err != nil {
 		return fmt.Errorf("sweeper: %w", err)
@@ -105,9 +99,9 @@ func runSweep(ctx context.Context, cfg *sweepConfig, d sweepDeps) error {
 	defer startEMF(ctx, cfg.shared.Metrics, d.reg, d.stdout, log)()
 	log.Info("sweeper running", zap.String("table", cfg.Table), zap.Duration("window", cfg.Window),
 		zap.Duration("interval", cfg.Interval), zap.String("metrics_addr", srv.Addr()), zap.String("version", ops.Version(version)))
-	loop := &sweepLoop{table: cfg.Table, locker: store, cursors: store, sweeper: sw,
-		timeout: cfg.shared.ShutdownTimeout, held: newHeldGauge(d.reg, cfg.Table), log: log}
-	if err := loop.run(ctx); err != nil {
+	loop := &sweep.Loop{Table: cfg.Table, Store: store, Sweeper: sw,
+		ShutdownTimeout: cfg.shared.ShutdownTimeout, Registerer: d.reg, Logger: log}
+	if err := loop.Run(ctx); err != nil {
 		return err
 	}
 	log.Info("sweeper stopped")
@@ -195,104 +189,4 @@ func startEMF(ctx context.Context, metrics string, g prometheus.Gatherer, w io.W
 		}
 	}()
 	return func() { cancel(); <-done }
-}
-
-// newHeldGauge registers archiver_sweep_lease_held{table}.
-func newHeldGauge(reg prometheus.Registerer, table string) prometheus.Gauge {
-	g := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name:        "archiver_sweep_lease_held",
-		Help:        "1 while this process holds the table and sweeps it, 0 while it waits for the table (another process sweeps it).",
-		ConstLabels: prometheus.Labels{"table": table},
-	})
-	if reg != nil {
-		reg.MustRegister(g)
-	}
-	return g
-}
-
-// sweepLoop sweeps the table whenever this process holds it.
-type sweepLoop struct {
-	table   string
-	locker  sweep.Locker
-	cursors *sweepStore
-	sweeper sweeperRunner
-	timeout time.Duration // --shutdown-timeout
-	held    prometheus.Gauge
-	log     *zap.Logger
-}
-
-// errShutdownTimeout: the sweeper did not stop within --shutdown-timeout.
-var errShutdownTimeout = errors.New("the sweeper did not stop within --shutdown-timeout")
-
-// run acquires the table, runs the sweeper under the hold, and when the
-// hold is lost stops, releases and acquires again, until ctx ends: then
-// it stops the sweeper, saves the cursor and releases the table, all
-// within the shutdown timeout. It fails when the table cannot be swept
-// (the sweeper's Run failed) or acquiring it failed other than by ctx.
-func (l *sweepLoop) run(ctx context.Context) error {
-	for {
-		held, release, err := l.locker.Acquire(ctx, l.table)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("acquire table %s: %w", l.table, err)
-		}
-		l.log.Info("this process holds the table: sweeping", zap.String("table", l.table))
-		l.held.Set(1)
-		deadline, runErr := l.sweepHeld(ctx, held)
-		l.held.Set(0)
-		if errors.Is(runErr, errShutdownTimeout) {
-			return fmt.Errorf("%w (%s); the table's lease expires instead", runErr, l.timeout)
-		}
-		l.hand(ctx, deadline, release)
-		switch {
-		case runErr != nil:
-			return fmt.Errorf("sweep table %s: %w", l.table, runErr)
-		case ctx.Err() != nil:
-			return nil
-		}
-		l.log.Warn("the table's hold was lost: stopped sweeping; waiting to hold it again",
-			zap.String("table", l.table), zap.NamedError("cause", context.Cause(held)))
-	}
-}
-
-// sweepHeld runs the sweeper until held ends; once ctx ends it waits at
-// most the shutdown timeout for the sweeper to stop. It returns the
-// sweeper's error and the deadline for saving and releasing.
-func (l *sweepLoop) sweepHeld(ctx, held context.Context) (time.Time, error) {
-	done := make(chan error, 1)
-	go func() { done <- l.sweeper.Run(held) }()
-	select {
-	case err := <-done:
-		return time.Now().Add(l.timeout), err
-	case <-ctx.Done():
-	}
-	deadline := time.Now().Add(l.timeout)
-	l.log.Info("shutting down: stop sweeping, save the cursor, release the table", zap.Duration("timeout", l.timeout))
-	t := time.NewTimer(l.timeout)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return deadline, err
-	case <-t.C:
-		return deadline, errShutdownTimeout
-	}
-}
-
-// hand saves a cursor the sweeper could not save before it stopped and
-// releases the table, by deadline.
-func (l *sweepLoop) hand(ctx context.Context, deadline time.Time, release func(context.Context) error) {
-	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-	defer cancel()
-	if err := l.cursors.flush(rctx, l.table); err != nil {
-		l.log.Warn("saving the cursor at the hand-over failed; the next sweeper re-sweeps from the last one saved",
-			zap.String("table", l.table), zap.Error(err))
-	}
-	if err := release(rctx); err != nil {
-		l.log.Warn("releasing the table failed; another process takes it when the lease expires",
-			zap.String("table", l.table), zap.Error(err))
-		return
-	}
-	l.log.Info("released the table", zap.String("table", l.table))
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // newTableSweeper builds the table's sweeper from the configuration.
-func newTableSweeper(cfg *sweepConfig, client *dynamodb.Client, cursors sweep.CursorStore, d sweepDeps) (sweeperRunner, error) {
+func newTableSweeper(cfg *sweepConfig, client *dynamodb.Client, cursors sweep.CursorStore, d sweepDeps) (sweep.Runner, error) {
 	return sweep.New(sweep.Config{
 		Client:               client,
 		Table:                cfg.Table,

@@ -1,4 +1,4 @@
-package main
+package sweep
 
 import (
 	"context"
@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
-	"github.com/ttl-archiver/archiver/sweep"
 )
 
 // fakeSweepStore is a checkpoint.SweepStore whose holds the test ends.
@@ -65,15 +63,14 @@ func (f *fakeSweepStore) counts() (saves, releases int) {
 
 var _ checkpoint.SweepStore = (*fakeSweepStore)(nil)
 
-// sweeperFunc is a sweeperRunner.
+// sweeperFunc is a Runner.
 type sweeperFunc func(ctx context.Context) error
 
 func (f sweeperFunc) Run(ctx context.Context) error { return f(ctx) }
 
-func newTestLoop(t *testing.T, f *fakeSweepStore, run sweeperFunc) *sweepLoop {
-	st := newSweepStore(f)
-	return &sweepLoop{table: "Sessions", locker: st, cursors: st, sweeper: run, timeout: 300 * time.Millisecond,
-		held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "held"}), log: zaptest.NewLogger(t)}
+func newTestLoop(t *testing.T, f *fakeSweepStore, run sweeperFunc) *Loop {
+	return &Loop{Table: "Sessions", Store: NewCheckpointStore(f), Sweeper: run, ShutdownTimeout: 300 * time.Millisecond,
+		Logger: zaptest.NewLogger(t)}
 }
 
 // nextHold waits for the loop's next Acquire.
@@ -135,9 +132,9 @@ func TestSweepLoop(t *testing.T) {
 			f := newFakeSweepStore()
 			l := newTestLoop(t, f, tc.run)
 			if tc.drive == nil { // the cursor case: the sweeper saves with its ended context
-				l.sweeper = sweeperFunc(func(ctx context.Context) error {
+				l.Sweeper = sweeperFunc(func(ctx context.Context) error {
 					<-ctx.Done()
-					if err := l.cursors.SaveCursor(ctx, "Sessions", sweep.Cursor{Window: w}); err == nil {
+					if err := l.Store.SaveCursor(ctx, "Sessions", Cursor{Window: w}); err == nil {
 						t.Error("SaveCursor with an ended context succeeded")
 					}
 					return nil
@@ -151,7 +148,7 @@ func TestSweepLoop(t *testing.T) {
 			ctx, stop := context.WithCancel(t.Context())
 			defer stop()
 			done := make(chan error, 1)
-			go func() { done <- l.run(ctx) }()
+			go func() { done <- l.Run(ctx) }()
 			want := tc.drive(t, f, stop)
 			var err error
 			select {
