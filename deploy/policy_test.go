@@ -28,7 +28,8 @@ var localOnly = []string{
 	"tools/",
 	".tools/",
 	"deploy/",
-	"cmd/archiver/demo", // demo*.go: creates and fills the demo table in the local engine
+	"cmd/archiver/demo", // demo*.go: runs the demo
+	"demo/",             // creates and fills the demo table in the local engine
 	// Helpers for other packages' tests: they create buckets and tables
 	// in versitygw and the engine.
 	"internal/s3test/",

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
+	"github.com/ttl-archiver/archiver/demo"
 	"github.com/ttl-archiver/archiver/engine"
 )
 
@@ -55,16 +56,16 @@ func putExpired(t *testing.T, ctx context.Context, c *dynamodb.Client, table str
 	t.Helper()
 	past := time.Now().Add(-time.Minute).Unix()
 	for i := 0; i < n; i++ {
-		if err := putSession(ctx, c, table, fmt.Sprintf("user%d", i%7), fmt.Sprintf("s%05d", i), past); err != nil {
+		if err := demo.PutSession(ctx, c, table, fmt.Sprintf("user%d", i%7), fmt.Sprintf("s%05d", i), past); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-// readArchive reads the archive folder (see readArchiveDir).
+// readArchive reads the archive folder (see demo.ReadArchiveDir).
 func readArchive(t *testing.T, dir string) map[string]map[string]int {
 	t.Helper()
-	m, err := readArchiveDir(dir)
+	m, err := demo.ReadArchiveDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

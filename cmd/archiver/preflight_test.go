@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttl-archiver/archiver/demo"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/internal/s3test"
 )
@@ -85,7 +86,7 @@ func startRun(t *testing.T, endpoint, sink string, extra ...string) (cmd *exec.C
 func TestRunPreflightMissingBucket(t *testing.T) {
 	s3 := startVersity(t)
 	srv := startEngine(t, engine.Options{})
-	if _, err := createSessionTable(t.Context(), ddbClient(srv.Endpoint()), "SessionData"); err != nil {
+	if _, err := demo.CreateSessionTable(t.Context(), ddbClient(srv.Endpoint()), "SessionData"); err != nil {
 		t.Fatal(err)
 	}
 	begin := time.Now()
@@ -121,7 +122,7 @@ func TestRunPreflightMissingBucket(t *testing.T) {
 func TestRunSkipPreflight(t *testing.T) {
 	s3 := startVersity(t)
 	srv := startEngine(t, engine.Options{})
-	if _, err := createSessionTable(t.Context(), ddbClient(srv.Endpoint()), "SessionData"); err != nil {
+	if _, err := demo.CreateSessionTable(t.Context(), ddbClient(srv.Endpoint()), "SessionData"); err != nil {
 		t.Fatal(err)
 	}
 	cmd, exited, stdout, _ := startRun(t, srv.Endpoint(), "s3://nosuchbucket/x?endpoint="+s3+"&path-style=true", "--skip-preflight")

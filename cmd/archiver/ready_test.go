@@ -11,6 +11,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"go.uber.org/zap"
 
+	"github.com/ttl-archiver/archiver/demo"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/internal/ops"
 )
@@ -38,7 +39,7 @@ func TestReadyzUnreadyWhenNATSDown(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	srv := startEngine(t, engine.Options{TTLInterval: -1})
-	if _, err := createSessionTable(ctx, ddbClient(srv.Endpoint()), "SessionData"); err != nil {
+	if _, err := demo.CreateSessionTable(ctx, ddbClient(srv.Endpoint()), "SessionData"); err != nil {
 		t.Fatal(err)
 	}
 	ns := startNATS(t)

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/demo"
 	"github.com/ttl-archiver/archiver/engine"
 )
 
@@ -96,7 +97,7 @@ func testRunSIGTERM(t *testing.T, store string) {
 	ctx := t.Context()
 	srv := startEngine(t, engine.Options{TTLInterval: 100 * time.Millisecond, StreamShards: 3})
 	ddb := ddbClient(srv.Endpoint())
-	arn, err := createSessionTable(ctx, ddb, "SessionData")
+	arn, err := demo.CreateSessionTable(ctx, ddb, "SessionData")
 	if err != nil {
 		t.Fatal(err)
 	}

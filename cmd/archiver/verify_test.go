@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/ttl-archiver/archiver/archive"
+	"github.com/ttl-archiver/archiver/demo"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/s3test"
@@ -200,7 +201,7 @@ func TestVerifyStreamCrossCheck(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	db, st := ddbClient(srv.Endpoint()), streamsClient(srv.Endpoint())
-	arn, err := createSessionTable(ctx, db, "SessionData")
+	arn, err := demo.CreateSessionTable(ctx, db, "SessionData")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 	"github.com/ttl-archiver/archiver/sweep"
 )
 
-// createSessionTable creates the SessionData table of DynamoDB's TTL
+// CreateSessionTable creates the SessionData table of DynamoDB's TTL
 // documentation: partition key UserName, sort key SessionId, a stream with
 // both images, and TTL on ExpirationTime; plus the expiration-window index
 // `archiver sweep` reads (expirationWindowIndex: expirationWindow,
 // ExpirationTime).
-func createSessionTable(ctx context.Context, c *dynamodb.Client, table string) (streamARN string, err error) {
+func CreateSessionTable(ctx context.Context, c *dynamodb.Client, table string) (streamARN string, err error) {
 	out, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:   aws.String(table),
 		BillingMode: types.BillingModePayPerRequest,
@@ -60,8 +60,8 @@ func createSessionTable(ctx context.Context, c *dynamodb.Client, table string) (
 	return aws.ToString(out.TableDescription.LatestStreamArn), nil
 }
 
-// putSession writes one session item that expires at the epoch second exp.
-func putSession(ctx context.Context, c *dynamodb.Client, table, user, session string, exp int64) error {
+// PutSession writes one session item that expires at the epoch second exp.
+func PutSession(ctx context.Context, c *dynamodb.Client, table, user, session string, exp int64) error {
 	created := time.Now().Unix()
 	_, err := c.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(table),

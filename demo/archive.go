@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bufio"
@@ -10,10 +10,10 @@ import (
 	"strings"
 )
 
-// readArchiveDir reads every archive line (*.jsonl) under dir, the file
+// ReadArchiveDir reads every archive line (*.jsonl) under dir, the file
 // sink's layout, and returns how often each event ID occurs, per kind. A
 // missing dir is empty; a torn last line (being written) is skipped.
-func readArchiveDir(dir string) (map[string]map[string]int, error) {
+func ReadArchiveDir(dir string) (map[string]map[string]int, error) {
 	out := map[string]map[string]int{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
