@@ -7,6 +7,7 @@ package engine_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -277,5 +278,145 @@ func TestConformanceBatchTableByNameAndARN(t *testing.T) {
 	}
 	if e.get("cbn", item{"pk": S("a")}) == nil || e.get("cbn", item{"pk": S("b")}) == nil {
 		t.Fatal("a batch naming the table both ways lost a write")
+	}
+}
+
+// projEnv makes table "cpj" (pk S, sk N) with GSI "keys" (g; KEYS_ONLY),
+// GSI "incl" (g; INCLUDE x) and LSI "local" (pk, l; KEYS_ONLY), and two
+// items in partition "p" that every index holds, each with x and y.
+func projEnv(t *testing.T) *env {
+	e := newEnv(t, engine.Options{})
+	gsi := func(name string, p *types.Projection) types.GlobalSecondaryIndex {
+		return types.GlobalSecondaryIndex{IndexName: aws.String(name), Projection: p,
+			KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("g"), KeyType: types.KeyTypeHash}}}
+	}
+	e.createTable("cpj", "N", func(in *dynamodb.CreateTableInput) {
+		in.AttributeDefinitions = append(in.AttributeDefinitions,
+			types.AttributeDefinition{AttributeName: aws.String("g"), AttributeType: types.ScalarAttributeTypeS},
+			types.AttributeDefinition{AttributeName: aws.String("l"), AttributeType: types.ScalarAttributeTypeS})
+		in.GlobalSecondaryIndexes = []types.GlobalSecondaryIndex{
+			gsi("keys", &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}),
+			gsi("incl", &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: []string{"x"}})}
+		in.LocalSecondaryIndexes = []types.LocalSecondaryIndex{{IndexName: aws.String("local"),
+			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("l"), KeyType: types.KeyTypeRange}},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}}}
+	})
+	for i, l := range []string{"l1", "l2"} {
+		e.put("cpj", item{"pk": S("p"), "sk": N(fmt.Sprint(i)), "g": S("g"), "l": S(l), "x": N("7"), "y": S("big")})
+	}
+	return e
+}
+
+// indexRead runs a Query (the index's hash key = its value in projEnv) or a
+// Scan of index ix of "cpj", with mod setting the rest, and returns the
+// items and Count.
+func (e *env) indexRead(query bool, ix string, mod func(q *dynamodb.QueryInput)) ([]item, int32, error) {
+	q := &dynamodb.QueryInput{TableName: aws.String("cpj"), IndexName: aws.String(ix)}
+	mod(q)
+	if !query {
+		out, err := e.db.Scan(e.ctx, &dynamodb.ScanInput{TableName: q.TableName, IndexName: q.IndexName,
+			FilterExpression: q.FilterExpression, ProjectionExpression: q.ProjectionExpression, Select: q.Select,
+			ExpressionAttributeNames: q.ExpressionAttributeNames, ExpressionAttributeValues: q.ExpressionAttributeValues,
+			AttributesToGet: q.AttributesToGet})
+		if err != nil {
+			return nil, 0, err
+		}
+		return out.Items, out.Count, nil
+	}
+	hash, v := "g", S("g")
+	if ix == "local" {
+		hash, v = "pk", S("p")
+	}
+	q.KeyConditionExpression = aws.String(hash + " = :h")
+	if q.ExpressionAttributeValues == nil {
+		q.ExpressionAttributeValues = item{}
+	}
+	q.ExpressionAttributeValues[":h"] = v
+	out, err := e.db.Query(e.ctx, q)
+	if err != nil {
+		return nil, 0, err
+	}
+	return out.Items, out.Count, nil
+}
+
+// A filter on a KEYS_ONLY or INCLUDE GSI is evaluated on the index item,
+// so an attribute the index does not project is missing to it; a filter
+// on a local index sees the attributes DynamoDB fetches from the table.
+func TestConformanceIndexFilterSeesProjection(t *testing.T) {
+	e := projEnv(t)
+	cases := []struct {
+		ix, filter string
+		want       int32
+	}{
+		{"keys", "attribute_exists(x)", 0},
+		{"keys", "attribute_exists(l)", 0},
+		{"keys", "attribute_exists(sk)", 2}, // table keys are always projected
+		{"incl", "x = :seven", 2},
+		{"incl", "attribute_exists(y)", 0},
+		{"incl", "attribute_not_exists(y)", 2},
+		{"local", "x = :seven", 2},
+		{"local", "attribute_exists(y)", 2},
+	}
+	for _, c := range cases {
+		for _, query := range []bool{true, false} {
+			_, n, err := e.indexRead(query, c.ix, func(q *dynamodb.QueryInput) {
+				q.FilterExpression = aws.String(c.filter)
+				if strings.Contains(c.filter, ":seven") {
+					q.ExpressionAttributeValues = item{":seven": N("7")}
+				}
+			})
+			if err != nil || n != c.want {
+				t.Errorf("%s on %s (query %v): Count %d, %v; want %d", c.filter, c.ix, query, n, err, c.want)
+			}
+		}
+	}
+}
+
+// A ProjectionExpression or AttributesToGet naming attributes a KEYS_ONLY
+// or INCLUDE GSI does not project is refused, naming each missing
+// top-level attribute once; a local index fetches them from the table.
+func TestConformanceGSIProjectionNotProjected(t *testing.T) {
+	e := projEnv(t)
+	notProjected := func(ix, names string) string {
+		return "One or more parameter values were invalid: Global secondary index " + ix + " does not project [" + names + "]"
+	}
+	for _, query := range []bool{true, false} {
+		_, _, err := e.indexRead(query, "keys", func(q *dynamodb.QueryInput) { q.ProjectionExpression = aws.String("pk, x") })
+		wantErr(t, fmt.Sprintf("keys, x (query %v)", query), err, "ValidationException", notProjected("keys", "x"))
+		_, _, err = e.indexRead(query, "incl", func(q *dynamodb.QueryInput) {
+			q.ProjectionExpression = aws.String("x, y.z, #w, y.q, l")
+			q.ExpressionAttributeNames = map[string]string{"#w": "w"}
+		})
+		wantErr(t, fmt.Sprintf("incl, y w l (query %v)", query), err, "ValidationException", notProjected("incl", "y, w, l"))
+		// What the index projects is returned.
+		items, _, err := e.indexRead(query, "incl", func(q *dynamodb.QueryInput) { q.ProjectionExpression = aws.String("sk, g, x") })
+		if err != nil || len(items) != 2 || len(items[0]) != 3 || sOf(items[0], "x") != "7" {
+			t.Errorf("incl, projected attributes (query %v): %v, %v", query, items, err)
+		}
+		// A local index fetches y from the table.
+		items, _, err = e.indexRead(query, "local", func(q *dynamodb.QueryInput) { q.ProjectionExpression = aws.String("y") })
+		if err != nil || len(items) != 2 || sOf(items[0], "y") != "big" {
+			t.Errorf("local, y (query %v): %v, %v", query, items, err)
+		}
+	}
+	// AttributesToGet is held to the same rule.
+	_, _, err := e.indexRead(false, "keys", func(q *dynamodb.QueryInput) { q.AttributesToGet = []string{"x", "pk", "y"} })
+	wantErr(t, "AttributesToGet", err, "ValidationException", notProjected("keys", "x, y"))
+}
+
+// Select=ALL_ATTRIBUTES is refused on a GSI that does not project ALL, on
+// Query and Scan alike; on a local index it fetches the whole item.
+func TestConformanceGSISelectAllAttributes(t *testing.T) {
+	e := projEnv(t)
+	for _, query := range []bool{true, false} {
+		for _, ix := range []string{"keys", "incl"} {
+			_, _, err := e.indexRead(query, ix, func(q *dynamodb.QueryInput) { q.Select = types.SelectAllAttributes })
+			wantErr(t, fmt.Sprintf("%s (query %v)", ix, query), err, "ValidationException",
+				"One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not supported for global secondary index "+ix+" because its projection type is not ALL")
+		}
+		items, _, err := e.indexRead(query, "local", func(q *dynamodb.QueryInput) { q.Select = types.SelectAllAttributes })
+		if err != nil || len(items) != 2 || len(items[0]) != 6 {
+			t.Errorf("local, ALL_ATTRIBUTES (query %v): %v, %v", query, items, err)
+		}
 	}
 }

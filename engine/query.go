@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"strconv"
+	"strings"
 
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
 	"github.com/ttl-archiver/archiver/engine/internal/awserr"
@@ -222,6 +223,9 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 	if pl.sel != "SPECIFIC_ATTRIBUTES" && pl.proj != nil {
 		return nil, awserr.Validation("One or more parameter values were invalid: Can not use ProjectionExpression or AttributesToGet with Select type %s", pl.sel)
 	}
+	if err := pl.checkProjected(); err != nil {
+		return nil, err
+	}
 	keys := t.key
 	if pl.ix != nil {
 		keys = pl.ix.key
@@ -261,6 +265,29 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 		}
 	}
 	return pl.run()
+}
+
+// checkProjected refuses a ProjectionExpression or AttributesToGet that
+// names an attribute a KEYS_ONLY or INCLUDE global index does not hold: a
+// GSI read cannot fetch from the table, so DynamoDB refuses the request
+// (naming each missing top-level attribute once, in the order asked)
+// rather than answer without them. A local index fetches the rest from the
+// table, so any attribute may be asked of it.
+func (pl *readPlan) checkProjected() error {
+	if pl.proj == nil || pl.ix == nil || !pl.ix.global || pl.ix.projType == "ALL" {
+		return nil
+	}
+	var missing []string
+	for _, n := range pl.proj.topLevel() {
+		if !pl.ix.projects(pl.t, n) {
+			missing = append(missing, n)
+		}
+	}
+	if missing == nil {
+		return nil
+	}
+	return awserr.Validation("One or more parameter values were invalid: Global secondary index %s does not project [%s]",
+		pl.ix.name, strings.Join(missing, ", "))
 }
 
 func rawScalar(v attr.Value) string {
@@ -531,7 +558,6 @@ func (pl *readPlan) lastKey(ent *entry, it attr.Item) attr.Item {
 	return k
 }
 
-// render encodes one result item as Select and the projection ask.
 // visible is what a filter sees of a stored item: a global index holds only
 // its projection, so a filter on a KEYS_ONLY or INCLUDE GSI finds the other
 // attributes missing, as in DynamoDB. A local index reads the rest from the
@@ -543,6 +569,10 @@ func (pl *readPlan) visible(it attr.Item) attr.Item {
 	return it
 }
 
+// render encodes one result item as Select and the projection ask. A
+// projection on a global index reads the index item (checkProjected has
+// refused any attribute the index lacks); on a local index it reads the
+// whole item, which DynamoDB fetches from the table.
 func (pl *readPlan) render(ent *entry, it attr.Item) json.RawMessage {
 	switch {
 	case pl.proj != nil:
