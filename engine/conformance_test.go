@@ -420,3 +420,56 @@ func TestConformanceGSISelectAllAttributes(t *testing.T) {
 		}
 	}
 }
+
+// The "aws:" prefix is reserved in any case, in TagResource, CreateTable
+// and UntagResource alike; "aws" elsewhere in a key is fine. Nothing of a
+// refused request is applied.
+func TestConformanceTagKeyAWSPrefixAnyCase(t *testing.T) {
+	e := newEnv(t, engine.Options{})
+	arn := aws.ToString(e.createTable("ctp", "", nil).TableArn)
+	reserved := func(k string) string { return "Tag Key cannot be prefixed with aws:, Key: " + k }
+	for _, k := range []string{"aws:owner", "AWS:owner", "Aws:owner", "aWS:"} {
+		_, err := e.db.TagResource(e.ctx, &dynamodb.TagResourceInput{ResourceArn: &arn, Tags: []types.Tag{tg("ok", "1"), tg(k, "v")}})
+		wantErr(t, "TagResource "+k, err, "ValidationException", reserved(k))
+		_, err = e.db.UntagResource(e.ctx, &dynamodb.UntagResourceInput{ResourceArn: &arn, TagKeys: []string{"ok", k}})
+		wantErr(t, "UntagResource "+k, err, "ValidationException", reserved(k))
+	}
+	_, err := e.db.CreateTable(e.ctx, &dynamodb.CreateTableInput{TableName: aws.String("ctp2"), BillingMode: types.BillingModePayPerRequest,
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		Tags:                 []types.Tag{tg("AWS:cost", "v")}})
+	wantErr(t, "CreateTable AWS:cost", err, "ValidationException", reserved("AWS:cost"))
+	if got := e.listTags(arn); len(got) != 0 {
+		t.Fatalf("refused requests left tags %q", renderTags(got))
+	}
+	ok := []types.Tag{tg("myaws:owner", "1"), tg("aws", "2"), tg("aws-owner", "3"), tg("x:aws:y", "4")}
+	if _, err := e.db.TagResource(e.ctx, &dynamodb.TagResourceInput{ResourceArn: &arn, Tags: ok}); err != nil {
+		t.Fatalf("keys that only contain aws: %v", err)
+	}
+	if got := renderTags(e.listTags(arn)); got != "myaws:owner=1 aws=2 aws-owner=3 x:aws:y=4" {
+		t.Fatalf("tags %q", got)
+	}
+}
+
+// A key holds up to 128 and a value up to 256 Unicode characters, however
+// many bytes they take in UTF-8; one more is refused, naming the key or
+// value.
+func TestConformanceTagLengthsInCharacters(t *testing.T) {
+	e := newEnv(t, engine.Options{})
+	arn := aws.ToString(e.createTable("ctl", "", nil).TableArn)
+	key, value := strings.Repeat("é", 128), strings.Repeat("表", 256) // 256 and 768 bytes
+	tag := func(k, v string) error {
+		_, err := e.db.TagResource(e.ctx, &dynamodb.TagResourceInput{ResourceArn: &arn, Tags: []types.Tag{tg(k, v)}})
+		return err
+	}
+	if err := tag(key, value); err != nil {
+		t.Fatalf("128-character key, 256-character value: %v", err)
+	}
+	wantErr(t, "129-character key", tag(key+"é", "v"), "ValidationException", "The Tag Key provided is invalid, Key: "+key+"é")
+	wantErr(t, "257-character value", tag("k", value+"表"), "ValidationException", "The Tag Value provided is invalid, Value: "+value+"表")
+	_, err := e.db.UntagResource(e.ctx, &dynamodb.UntagResourceInput{ResourceArn: &arn, TagKeys: []string{key + "é"}})
+	wantErr(t, "untag a 129-character key", err, "ValidationException", "The Tag Key provided is invalid, Key: "+key+"é")
+	if got := e.listTags(arn); len(got) != 1 || aws.ToString(got[0].Key) != key || aws.ToString(got[0].Value) != value {
+		t.Fatalf("tags %q", renderTags(got))
+	}
+}

@@ -21,14 +21,21 @@ import (
 //     resource: ARN"); one of the engine's account naming a table the
 //     engine does not hold is a ResourceNotFoundException ("ResourcArn" is
 //     DynamoDB's spelling).
-//   - A key is 1-128 characters, a value 0-256, both letters, digits, white
-//     space and + - = . _ : / @ only; a key may not start with "aws:".
+//   - A key is 1-128 characters, a value 0-256 (Unicode characters, not
+//     bytes), both letters, digits, white space and + - = . _ : / @ only.
+//   - A key may not start with "aws:" in any case ("AWS:", "Aws:"), in
+//     TagResource, CreateTable and UntagResource alike: "Tag Key cannot be
+//     prefixed with aws:, Key: KEY". DynamoDB's guide names only "aws:" and
+//     calls keys case-sensitive, but AWS's tagging rule reserves the prefix
+//     in any case and the service refuses "AWS:foo" ("myaws:foo" is fine).
 //   - One request may not name a key twice.
 //   - A table holds at most 50 tags, counted after the request is merged:
 //     overwriting existing keys at 50 is fine, a new key is not. The limit is
 //     a ValidationException, as in DynamoDB, not a LimitExceededException.
 //   - ListTagsOfResource returns every tag in one page: with at most 50 tags
 //     DynamoDB never returns a NextToken, and a NextToken given is ignored.
+//   - No byte limit on a tag set is documented, so none is applied beyond
+//     what the counts and lengths above imply (at most 50 x 384 characters).
 //
 // Tags live on the table, so they go with it when the table is deleted; a
 // table created again under the same name starts with only its own tags.
@@ -123,13 +130,17 @@ func badTagKey(k *string) error {
 }
 
 // checkTagKey checks one key as TagResource, UntagResource and CreateTable
-// take it.
+// take it: its length and characters, and not the prefix AWS reserves for
+// its own tags, "aws:" in any case.
 func checkTagKey(k *string) error {
 	if k == nil {
 		return badTagKey(k)
 	}
 	if n := utf8.RuneCountInString(*k); n < 1 || n > 128 || !utf8.ValidString(*k) || !tagChars(*k) {
 		return badTagKey(k)
+	}
+	if len(*k) >= 4 && strings.ToLower((*k)[:4]) == "aws:" {
+		return awserr.Validation("Tag Key cannot be prefixed with aws:, Key: %s", *k)
 	}
 	return nil
 }
@@ -142,9 +153,6 @@ func checkTags(in []tagIn) ([]tag, error) {
 	for _, t := range in {
 		if err := checkTagKey(t.Key); err != nil {
 			return nil, err
-		}
-		if strings.HasPrefix(*t.Key, "aws:") {
-			return nil, awserr.Validation("Tag Key cannot be prefixed with aws:, Key: %s", *t.Key)
 		}
 		if t.Value == nil {
 			return nil, awserr.Validation("The Tag Value provided is invalid, Value: null")
