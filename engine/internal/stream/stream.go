@@ -426,6 +426,16 @@ type EncodedChange struct {
 // must be a JSON object: otherwise nothing is appended and the error says
 // which part is wrong (a bug in the caller, never a client mistake).
 func (s *Stream) AppendEncoded(c EncodedChange) error {
+	rec, err := s.encodedRecord(c)
+	if err != nil {
+		return err
+	}
+	return s.append(c.EventName, rec, c.Commit)
+}
+
+// encodedRecord checks c's JSON and returns the record it makes (data,
+// kEnd, nEnd, size, svc set).
+func (s *Stream) encodedRecord(c EncodedChange) (record, error) {
 	withOld := c.Old != nil && (s.viewType == OldImage || s.viewType == NewAndOldImages)
 	withNew := c.New != nil && (s.viewType == NewImage || s.viewType == NewAndOldImages)
 	for _, p := range []struct {
@@ -434,7 +444,7 @@ func (s *Stream) AppendEncoded(c EncodedChange) error {
 		use  bool
 	}{{"Keys", c.Keys, true}, {"Old", c.Old, withOld}, {"New", c.New, withNew}} {
 		if p.use && (len(p.b) < 2 || p.b[0] != '{' || !json.Valid(p.b)) {
-			return fmt.Errorf("stream %s: AppendEncoded: %s is not a JSON object", s.arn, p.name)
+			return record{}, fmt.Errorf("stream %s: AppendEncoded: %s is not a JSON object", s.arn, p.name)
 		}
 	}
 	n := len(c.Keys)
@@ -458,16 +468,14 @@ func (s *Stream) AppendEncoded(c EncodedChange) error {
 	if size < 0 {
 		size = 0
 	}
-	return s.append(c.EventName, record{data: b, kEnd: uint32(kEnd), nEnd: uint32(nEnd), size: uint32(size), svc: c.Service}, c.Commit)
+	return record{data: b, kEnd: uint32(kEnd), nEnd: uint32(nEnd), size: uint32(size), svc: c.Service}, nil
 }
 
 // append adds a record (data, kEnd, nEnd, size, svc set) to the shard that
 // owns its key. With commit, the record is added only once commit has made
 // it durable (see EncodedChange.Commit).
 func (s *Stream) append(eventName string, rec record, commit func(*Event) error) error {
-	hf := fnv.New64a()
-	hf.Write(rec.data[:rec.kEnd])
-	h := mix64(hf.Sum64())
+	h := rec.keyHash()
 	now := s.reg.opts.Now()
 
 	s.mu.Lock()
@@ -508,6 +516,13 @@ func (s *Stream) append(eventName string, rec record, commit func(*Event) error)
 		s.rolloverLocked(sh, now)
 	}
 	return nil
+}
+
+// keyHash is the hash that picks the shard of a record's key.
+func (rec *record) keyHash() uint64 {
+	hf := fnv.New64a()
+	hf.Write(rec.data[:rec.kEnd])
+	return mix64(hf.Sum64())
 }
 
 // eventIndexLocked interns an event name. The engine only sends INSERT,
