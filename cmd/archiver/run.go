@@ -73,12 +73,73 @@ type pipelineDeps struct {
 // health server from cfg and runs until ctx ends.
 func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 	log := d.log.Named("archiver")
-	shutdownDeadline := func() time.Time { return time.Now().Add(cfg.ShutdownTimeout) }
-
 	awsCfg, err := loadAWSConfig(ctx, "run", cfg.Region, cfg.Endpoint, log)
 	if err != nil {
 		return err
 	}
+	ddb, streams := sourceClients(awsCfg, cfg)
+	store, assigner, leaseProbe, err := openCheckpoint(ctx, cfg, awsCfg, d)
+	if err != nil {
+		return err
+	}
+	storeClosed := false
+	defer func() {
+		if !storeClosed {
+			_ = store.Close()
+		}
+	}()
+	// The sinks are closed here until the consumer runs: then it closes
+	// them when it stops.
+	ss := &runSinks{}
+	running := false
+	defer func() {
+		if !running {
+			ss.close(ctx)
+		}
+	}()
+	if err := ss.open(ctx, cfg, awsCfg, d, log); err != nil {
+		return err
+	}
+	if !cfg.SkipPreflight {
+		if err := preflightSinks(ctx, ss.opened, log); err != nil {
+			return err
+		}
+	}
+	if err := checkRunSources(ctx, cfg, ddb, streams, ss.routes, log); err != nil {
+		return err
+	}
+	cons, err := newConsumer(cfg, ddb, streams, store, assigner, ss, d)
+	if err != nil {
+		return err
+	}
+	srv, err := serveRunHealth(cfg, d, ddb, streams, ss, store, leaseProbe)
+	if err != nil {
+		return err
+	}
+	defer closeOpsServer(ctx, srv)
+	defer startEMF(ctx, cfg.Metrics, d.reg, d.stdout, log)()
+
+	log.Info("archiver running",
+		zap.Strings("tables", cfg.Tables), zap.Strings("stream_arns", cfg.StreamARNs),
+		zap.Int("sinks", len(ss.routes)), zap.String("metrics_addr", srv.Addr()), zap.String("version", ops.Version(version)))
+	running = true
+	stopped, runErr := runConsumer(ctx, cfg, cons, store, log)
+	if !stopped {
+		return runErr
+	}
+	storeClosed = true
+	if err := store.Close(); err != nil {
+		log.Warn("closing the checkpoint store failed", zap.Error(err))
+	}
+	if runErr != nil {
+		return runErr
+	}
+	log.Info("archiver stopped")
+	return nil
+}
+
+// sourceClients are the DynamoDB and Streams clients of cfg's endpoint.
+func sourceClients(awsCfg aws.Config, cfg *runConfig) (*dynamodb.Client, *dynamodbstreams.Client) {
 	ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
@@ -95,27 +156,21 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 			shard.FastGetRecords(o)
 		}
 	})
+	return ddb, streams
+}
 
-	store, assigner, leaseProbe, err := openCheckpoint(ctx, cfg, awsCfg, d)
-	if err != nil {
-		return err
-	}
-	storeClosed := false
-	defer func() {
-		if !storeClosed {
-			_ = store.Close()
-		}
-	}()
+// runSinks are the sinks of --sink and --dead-letter, once opened.
+type runSinks struct {
+	routes     []consumer.Route
+	deadLetter sinks.Sink   // nil without --dead-letter
+	opened     []sinks.Sink // all of them, the dead-letter sink too
+	// readyURLs name them, in the order of opened, for /readyz.
+	readyURLs []string
+}
 
-	var routes []consumer.Route
-	var opened []sinks.Sink
-	closeSinks := func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		for _, s := range opened {
-			_ = s.Close(cctx)
-		}
-	}
+// open opens the sinks of cfg, in order; those it opened before one
+// failed stay in s, for close.
+func (s *runSinks) open(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pipelineDeps, log *zap.Logger) error {
 	sinkOpts := sinks.Options{
 		Logger:     d.log.Named("sinks"),
 		Registerer: d.reg,
@@ -129,57 +184,58 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		},
 	}
 	for _, u := range cfg.Sinks {
-		s, kinds, err := sinks.Open(ctx, u, sinkOpts)
+		sk, kinds, err := sinks.Open(ctx, u, sinkOpts)
 		if err != nil {
-			closeSinks()
 			var ce *sinks.ConfigError
 			if errors.As(err, &ce) {
 				return usagef("archiver run: --sink: %v", err)
 			}
 			return fmt.Errorf("open sink %s: %w", redact.URL(u), err)
 		}
-		opened = append(opened, s)
-		routes = append(routes, consumer.Route{Sink: s, Kinds: kinds})
-		log.Info("sink opened", zap.String("sink", s.Name()), zap.Strings("kinds", kindNames(kinds)))
+		s.opened = append(s.opened, sk)
+		s.routes = append(s.routes, consumer.Route{Sink: sk, Kinds: kinds})
+		log.Info("sink opened", zap.String("sink", sk.Name()), zap.Strings("kinds", kindNames(kinds)))
 	}
-	var deadLetter sinks.Sink
-	readyURLs := cfg.Sinks
-	if cfg.DeadLetter != "" {
-		s, _, err := sinks.Open(ctx, cfg.DeadLetter, sinkOpts)
-		if err != nil {
-			closeSinks()
-			var ce *sinks.ConfigError
-			if errors.As(err, &ce) {
-				return usagef("archiver run: --dead-letter: %v", err)
-			}
-			return fmt.Errorf("open dead-letter sink %s: %w", redact.URL(cfg.DeadLetter), err)
+	s.readyURLs = cfg.Sinks
+	if cfg.DeadLetter == "" {
+		return nil
+	}
+	sk, _, err := sinks.Open(ctx, cfg.DeadLetter, sinkOpts)
+	if err != nil {
+		var ce *sinks.ConfigError
+		if errors.As(err, &ce) {
+			return usagef("archiver run: --dead-letter: %v", err)
 		}
-		deadLetter = s
-		opened = append(opened, s)
-		readyURLs = append(readyURLs[:len(readyURLs):len(readyURLs)], cfg.DeadLetter)
-		log.Info("dead-letter sink opened", zap.String("sink", s.Name()), zap.Duration("retry_for", cfg.RetryFor))
+		return fmt.Errorf("open dead-letter sink %s: %w", redact.URL(cfg.DeadLetter), err)
 	}
-	if !cfg.SkipPreflight {
-		if err := preflightSinks(ctx, opened, log); err != nil {
-			closeSinks()
-			return err
-		}
-	}
-	if err := checkRunSources(ctx, cfg, ddb, streams, routes, log); err != nil {
-		closeSinks()
-		return err
-	}
+	s.deadLetter = sk
+	s.opened = append(s.opened, sk)
+	s.readyURLs = append(s.readyURLs[:len(s.readyURLs):len(s.readyURLs)], cfg.DeadLetter)
+	log.Info("dead-letter sink opened", zap.String("sink", sk.Name()), zap.Duration("retry_for", cfg.RetryFor))
+	return nil
+}
 
+// close closes every sink opened, within 5 s.
+func (s *runSinks) close(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for _, sk := range s.opened {
+		_ = sk.Close(cctx)
+	}
+}
+
+// newConsumer builds the consumer of cfg.
+func newConsumer(cfg *runConfig, ddb *dynamodb.Client, streams *dynamodbstreams.Client, store checkpoint.Store,
+	assigner shard.Assigner, ss *runSinks, d pipelineDeps) (*consumer.Consumer, error) {
 	start, err := shard.ParseStartPosition(cfg.Start)
 	if err != nil {
-		closeSinks()
-		return usagef("archiver run: --start: %v", err)
+		return nil, usagef("archiver run: --start: %v", err)
 	}
 	// The shutdown budget: reader stop and sink flush each get 40 %, the
 	// rest is for the final lease release and store close.
 	inflight, _ := sinks.ParseSize(cfg.MaxInFlight) // validated with the configuration
 	expiredWhen, _ := event.ParseExpiredWhen(cfg.ExpiredWhen)
-	cons, err := consumer.New(consumer.Config{
+	return consumer.New(consumer.Config{
 		Streams:               streams,
 		Tables:                ddb,
 		TableNames:            cfg.Tables,
@@ -187,8 +243,8 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		Start:                 start,
 		Store:                 store,
 		Assigner:              assigner,
-		Routes:                routes,
-		DeadLetter:            deadLetter,
+		Routes:                ss.routes,
+		DeadLetter:            ss.deadLetter,
 		RetryFor:              cfg.RetryFor,
 		StreamRetention:       cfg.StreamRetention,
 		ShutdownTimeout:       cfg.ShutdownTimeout * 2 / 5,
@@ -200,12 +256,12 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		Logger:                d.log,
 		Registerer:            d.reg,
 	})
-	if err != nil {
-		closeSinks()
-		return fmt.Errorf("consumer: %w", err)
-	}
+}
 
-	// Health and metrics.
+// serveRunHealth starts /metrics, /healthz and /readyz: ready while the
+// streams answer, the sinks work and the leases hold.
+func serveRunHealth(cfg *runConfig, d pipelineDeps, ddb *dynamodb.Client, streams *dynamodbstreams.Client,
+	ss *runSinks, store checkpoint.Store, leaseProbe ops.Check) (*ops.Server, error) {
 	// /metrics is served with prometheus and emf alike, so one deployment
 	// can have CloudWatch alarms and a Grafana dashboard.
 	var gatherer prometheus.Gatherer
@@ -217,62 +273,58 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		srv.EnableProfiling()
 	}
 	srv.AddCheck("stream", ops.CachedCheck(streamCheck(ddb, streams, cfg.Tables, cfg.StreamARNs), 10*time.Second))
-	srv.AddCheck("sinks", sinksCheck(opened, readyURLs))
+	srv.AddCheck("sinks", sinksCheck(ss.opened, ss.readyURLs))
 	if r, ok := store.(ops.Readier); ok {
 		srv.AddCheck("leases", func(context.Context) error { return r.Ready() })
 	} else if leaseProbe != nil {
 		srv.AddCheck("leases", ops.CachedCheck(leaseProbe, 10*time.Second))
 	}
 	if err := srv.Listen(cfg.MetricsAddr); err != nil {
-		closeSinks()
-		return err
+		return nil, err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		_ = srv.Close(cctx)
-	}()
 	if d.ready != nil {
 		d.ready(srv.Addr())
 	}
-	defer startEMF(ctx, cfg.Metrics, d.reg, d.stdout, log)()
+	return srv, nil
+}
 
-	log.Info("archiver running",
-		zap.Strings("tables", cfg.Tables), zap.Strings("stream_arns", cfg.StreamARNs),
-		zap.Int("sinks", len(routes)), zap.String("metrics_addr", srv.Addr()), zap.String("version", ops.Version(version)))
+// closeOpsServer closes srv, waiting at most 2 s.
+func closeOpsServer(ctx context.Context, srv *ops.Server) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_ = srv.Close(cctx)
+}
 
+// runConsumer runs cons until it stops by itself or ctx ends; then it
+// waits for it to stop within --shutdown-timeout and releases what is
+// still leased with what is left of it. It returns cons's error, and
+// stopped false with an error when cons did not stop in time.
+func runConsumer(ctx context.Context, cfg *runConfig, cons *consumer.Consumer, store checkpoint.Store, log *zap.Logger) (stopped bool, err error) {
 	done := make(chan error, 1)
 	go func() { done <- cons.Run(ctx) }()
+	select {
+	case err := <-done:
+		return true, err
+	case <-ctx.Done():
+	}
+	deadline := time.Now().Add(cfg.ShutdownTimeout)
+	log.Info("shutting down: stop reading, flush sinks, write final checkpoints, release leases",
+		zap.Duration("timeout", cfg.ShutdownTimeout))
 	var runErr error
 	select {
 	case runErr = <-done:
-	case <-ctx.Done():
-		deadline := shutdownDeadline()
-		log.Info("shutting down: stop reading, flush sinks, write final checkpoints, release leases",
-			zap.Duration("timeout", cfg.ShutdownTimeout))
-		select {
-		case runErr = <-done:
-		case <-time.After(time.Until(deadline)):
-			return fmt.Errorf("shutdown did not finish within --shutdown-timeout %s", cfg.ShutdownTimeout)
+	case <-time.After(time.Until(deadline)):
+		return false, fmt.Errorf("shutdown did not finish within --shutdown-timeout %s", cfg.ShutdownTimeout)
+	}
+	// Release what is still leased, with what is left of the budget.
+	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	defer cancel()
+	if ra, ok := store.(interface{ ReleaseAll(context.Context) error }); ok {
+		if err := ra.ReleaseAll(rctx); err != nil {
+			log.Warn("releasing leases failed; other workers take them when they expire", zap.Error(err))
 		}
-		// Release what is still leased, with what is left of the budget.
-		rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-		if ra, ok := store.(interface{ ReleaseAll(context.Context) error }); ok {
-			if err := ra.ReleaseAll(rctx); err != nil {
-				log.Warn("releasing leases failed; other workers take them when they expire", zap.Error(err))
-			}
-		}
-		cancel()
 	}
-	storeClosed = true
-	if err := store.Close(); err != nil {
-		log.Warn("closing the checkpoint store failed", zap.Error(err))
-	}
-	if runErr != nil {
-		return runErr
-	}
-	log.Info("archiver stopped")
-	return nil
+	return true, runErr
 }
 
 // preflightSinks proves, before anything is read, that every sink (the

@@ -91,11 +91,7 @@ func runSweep(ctx context.Context, cfg *sweepConfig, d sweepDeps) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		_ = srv.Close(cctx)
-	}()
+	defer closeOpsServer(ctx, srv)
 	defer startEMF(ctx, cfg.shared.Metrics, d.reg, d.stdout, log)()
 	log.Info("sweeper running", zap.String("table", cfg.Table), zap.Duration("window", cfg.Window),
 		zap.Duration("interval", cfg.Interval), zap.String("metrics_addr", srv.Addr()), zap.String("version", ops.Version(version)))
