@@ -105,7 +105,7 @@ func openStore(t *testing.T, te *testEngine, table, worker string, so storeOpts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := OpenDynamo(ctx, DynamoOptions{
-		Client: te.dynamoClient(worker), Table: table, Create: true, WorkerID: worker,
+		Client: Killable(te.dynamoClient(worker)), Table: table, Create: true, WorkerID: worker,
 		LeaseDuration: so.lease, RenewEvery: so.renew, Now: so.now, PruneFinishedAfter: so.prune,
 		Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named(worker), Registerer: so.reg,
 	})
@@ -380,7 +380,7 @@ func TestExpiryTakeover(t *testing.T) {
 	if err != nil || len(gb) != 0 {
 		t.Fatalf("b took live leases: %v %v", ids(gb), err)
 	}
-	a.crash()
+	a.Crash()
 	start := time.Now()
 	eventually(t, 30*time.Second, "b takes a's expired leases", func() error {
 		gb, err = b.assign(ctx, testStream, all)
@@ -773,7 +773,7 @@ func TestLeaseExpiryIgnoresClockSkew(t *testing.T) {
 					t.Fatalf("b took a lease a renews: %v %v", ids(gb), err)
 				}
 			}
-			a.crash() // renewals stop
+			a.Crash() // renewals stop
 			stopped := time.Now()
 			for {
 				gb, err := b.assign(ctx, testStream, shards("s1"))

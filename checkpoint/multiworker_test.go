@@ -196,7 +196,7 @@ func (env *mwEnv) startWorker(name string) *mwWorker {
 	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named(name)
 	reg := prometheus.NewRegistry()
 	store, err := checkpoint.OpenDynamo(ctx, checkpoint.DynamoOptions{
-		Client: env.client(name), Table: "leases", Create: true, WorkerID: name,
+		Client: checkpoint.Killable(env.client(name)), Table: "leases", Create: true, WorkerID: name,
 		LeaseDuration: env.lease, RenewEvery: env.lease / 6, Logger: logger.Named("lease"), Registerer: reg,
 	})
 	if err != nil {

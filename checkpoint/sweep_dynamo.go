@@ -58,15 +58,12 @@ func (s *DynamoStore) SaveSweepCursor(ctx context.Context, table string, window 
 	}
 	k := sweepKey(table)
 	s.mu.Lock()
-	l, halted := s.leases[k], s.halted
+	l := s.leases[k]
 	var counter int64
 	if l != nil {
 		counter = l.counter
 	}
 	s.mu.Unlock()
-	if halted {
-		return fmt.Errorf("checkpoint: save sweep cursor of %s: %w", table, errCrashed)
-	}
 	if l == nil {
 		return fmt.Errorf("checkpoint: save sweep cursor of %s: worker %s holds no lease: %w", table, s.worker, ErrLeaseLost)
 	}
@@ -142,7 +139,7 @@ func (s *DynamoStore) AcquireSweep(ctx context.Context, table string) (context.C
 // from before a restart. It returns the lease when held, else the row seen.
 func (s *DynamoStore) tryAcquire(ctx context.Context, k leaseKey) (*lease, row, error) {
 	s.mu.Lock()
-	closed, mine, last := s.closed || s.halted, s.leases[k], s.history[k]
+	closed, mine, last := s.closed, s.leases[k], s.history[k]
 	s.mu.Unlock()
 	if closed {
 		return nil, row{}, errStoreClosed

@@ -285,7 +285,7 @@ func TestDynamoSweepKilledHolder(t *testing.T) {
 	_, a, b, held, _ := sweepPair(t)
 	ctx := context.Background()
 	expiry := time.UnixMilli(getRow(t, b, "sweep#Sessions", "cursor").expiryMS)
-	a.crash()
+	a.Crash()
 	select {
 	case <-held.Done():
 	case <-time.After(time.Second):
