@@ -447,9 +447,15 @@ func (t *table) needOld() bool {
 // With a data directory, the change and its stream record are logged as
 // one entry before anything changes in memory; when the log refuses it (a
 // full disk), writeLocked returns the refusal and nothing has changed: no
-// item, no record, no sequence number taken.
+// item, no record, no sequence number taken. While a transaction applies
+// (t.tx set), the write is only collected: the transaction logs all its
+// writes as one entry, then applies them (txWrites.commit).
 func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry, newItem attr.Item, service bool) error {
 	if ne == nil && old == nil {
+		return nil
+	}
+	if t.tx != nil {
+		t.tx.add(t, key, old, oldItem, ne, newItem, service)
 		return nil
 	}
 	logged := t.p == nil
@@ -470,6 +476,14 @@ func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 			return err
 		}
 	}
+	t.applyLocked(key, old, oldItem, ne, newItem)
+	return nil
+}
+
+// applyLocked is the in-memory part of writeLocked: old (nil when absent)
+// is replaced by ne (nil to delete) in the table and its indexes. t.mu is
+// held for writing.
+func (t *table) applyLocked(key []byte, old *entry, oldItem attr.Item, ne *entry, newItem attr.Item) {
 	if old != nil {
 		t.size -= int64(old.size)
 		for _, ix := range t.lsis {
@@ -491,7 +505,6 @@ func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 	} else {
 		t.items.Delete(key)
 	}
-	return nil
 }
 
 // recordOf is the stream record of a write (old or ne may be nil, not

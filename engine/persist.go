@@ -143,20 +143,23 @@ func (p *persister) Record(ev *stream.Event) {
 // ev, the stream record that describes the change (nil: none), as one log
 // entry, so that a crash keeps both or neither. It refuses, logging
 // nothing, when the log cannot promise to write the entry (a full disk):
-// the caller must then change nothing. With t.logHeld (a transaction
-// reserved the space for all its writes) it does not refuse. t.mu is held
-// for writing.
+// the caller must then change nothing. t.mu is held for writing.
 func (p *persister) logChange(t *table, key []byte, ne *entry, ev *stream.Event) error {
 	enc := func(b []byte) []byte { return appendChange(b, t.id, key, ne, ev) }
-	if t.logHeld {
-		p.log.Append(enc)
-		return nil
-	}
 	if _, err := p.log.TryAppend(enc); err != nil {
 		return p.refused(err)
 	}
 	p.health.ok(p)
 	return nil
+}
+
+// logTx logs a transaction's writes, each with its stream record (evs[i]
+// for writes[i], nil: none), as one entry, so that a crash keeps all of
+// them or none. It never refuses: the transaction reserved the space
+// first (reserve). The write locks of the writes' tables and the locks of
+// their streams are held.
+func (p *persister) logTx(writes []txWrite, evs []*stream.Event) {
+	p.log.Append(func(b []byte) []byte { return appendTx(b, writes, evs) })
 }
 
 // reserve promises log space for n bytes of entries that will then be

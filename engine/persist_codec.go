@@ -18,7 +18,7 @@ const (
 	recItemPut      byte = 3  // table ID, storage key, item size, stored JSON
 	recItemDeleted  byte = 4  // table ID, storage key
 	recStream       byte = 5  // a stream.Event
-	recGroup        byte = 6  // entries made durable together: each a 4-byte little-endian length, then the entry
+	recGroup        byte = 6  // entries made durable together (a change and its record, a transaction): each a 4-byte little-endian length, then the entry
 	recSnapHeader   byte = 16 // snapshot format version, first WAL segment it does not cover
 	recSnapEnd      byte = 17 // the snapshot is complete
 )
@@ -123,11 +123,29 @@ func appendChange(b []byte, tableID string, key []byte, ne *entry, ev *stream.Ev
 		return appendItemChange(b, tableID, key, ne)
 	}
 	b = append(b, recGroup)
+	b = appendMember(b, func(b []byte) []byte { return appendItemChange(b, tableID, key, ne) })
+	return appendMember(b, func(b []byte) []byte { return appendStreamEvent(b, ev) })
+}
+
+// appendTx encodes a transaction's writes, each followed by its stream
+// record (evs[i] for writes[i], nil: none), as one recGroup: a crash keeps
+// the whole transaction or none of it.
+func appendTx(b []byte, writes []txWrite, evs []*stream.Event) []byte {
+	b = append(b, recGroup)
+	for _, w := range writes {
+		b = appendMember(b, func(b []byte) []byte { return appendItemChange(b, w.t.id, w.key, w.ne) })
+		if w.rec >= 0 && evs[w.rec] != nil {
+			b = appendMember(b, func(b []byte) []byte { return appendStreamEvent(b, evs[w.rec]) })
+		}
+	}
+	return b
+}
+
+// appendMember appends one member of a recGroup: its 4-byte little-endian
+// length, then the entry enc appends.
+func appendMember(b []byte, enc func([]byte) []byte) []byte {
 	start := len(b)
-	b = appendItemChange(append(b, 0, 0, 0, 0), tableID, key, ne)
-	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-4))
-	start = len(b)
-	b = appendStreamEvent(append(b, 0, 0, 0, 0), ev)
+	b = enc(append(b, 0, 0, 0, 0))
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-4))
 	return b
 }

@@ -160,28 +160,49 @@ func writeItems(ctx context.Context, t *testing.T, db *dynamodb.Client, n int, e
 func scanKeys(ctx context.Context, t *testing.T, db *dynamodb.Client) map[string]bool {
 	t.Helper()
 	keys := map[string]bool{}
-	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String("sweep"), ConsistentRead: aws.Bool(true)})
+	for _, it := range scanItems(ctx, t, db, "sweep") {
+		keys[it["pk"].(*types.AttributeValueMemberS).Value] = true
+	}
+	return keys
+}
+
+// scanItems returns every item of the table (a consistent scan).
+func scanItems(ctx context.Context, t *testing.T, db *dynamodb.Client, table string) []item {
+	t.Helper()
+	var items []item
+	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, it := range out.Items {
-			keys[it["pk"].(*types.AttributeValueMemberS).Value] = true
+		items = append(items, out.Items...)
+	}
+	return items
+}
+
+// removeRecords returns the pk of every REMOVE record of the table
+// "sweep"'s stream.
+func removeRecords(ctx context.Context, t *testing.T, db *dynamodb.Client, st *dynamodbstreams.Client) map[string]bool {
+	t.Helper()
+	keys := map[string]bool{}
+	for _, r := range streamRecords(ctx, t, db, st, "sweep") {
+		if r.EventName == stypes.OperationTypeRemove {
+			keys[r.Dynamodb.Keys["pk"].(*stypes.AttributeValueMemberS).Value] = true
 		}
 	}
 	return keys
 }
 
-// removeRecords returns the pk of every REMOVE record of the table
-// "sweep"'s stream, reading every shard from TRIM_HORIZON.
-func removeRecords(ctx context.Context, t *testing.T, db *dynamodb.Client, st *dynamodbstreams.Client) map[string]bool {
+// streamRecords returns every record of the table's stream, reading every
+// shard from TRIM_HORIZON, shard by shard.
+func streamRecords(ctx context.Context, t *testing.T, db *dynamodb.Client, st *dynamodbstreams.Client, table string) []stypes.Record {
 	t.Helper()
-	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("sweep")})
+	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := map[string]bool{}
+	var recs []stypes.Record
 	var start *string
 	for {
 		ds, err := st.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: desc.Table.LatestStreamArn, ExclusiveStartShardId: start})
@@ -198,11 +219,7 @@ func removeRecords(ctx context.Context, t *testing.T, db *dynamodb.Client, st *d
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, r := range out.Records {
-					if r.EventName == stypes.OperationTypeRemove {
-						keys[r.Dynamodb.Keys["pk"].(*stypes.AttributeValueMemberS).Value] = true
-					}
-				}
+				recs = append(recs, out.Records...)
 				if len(out.Records) == 0 {
 					break
 				}
@@ -210,7 +227,7 @@ func removeRecords(ctx context.Context, t *testing.T, db *dynamodb.Client, st *d
 			}
 		}
 		if start = ds.StreamDescription.LastEvaluatedShardId; start == nil {
-			return keys
+			return recs
 		}
 	}
 }

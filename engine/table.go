@@ -69,10 +69,10 @@ type table struct {
 	scratch sync.Pool  // *[]byte buffers for encoding items
 	ktoks   []attrTok  // key attributes' JSON tokens, in encoder order (set at creation)
 	p       *persister // logs the table's changes; nil without Options.DataDir
-	// logHeld is set, under mu, while a transaction that reserved log
-	// space for all its writes applies them: they are logged without
-	// refusal (persister.logChange).
-	logHeld bool
+	// tx is set, under mu, while a transaction applies its actions:
+	// writeLocked collects their writes there, to be logged as one entry
+	// and only then applied (txWrites.commit).
+	tx *txWrites
 }
 
 // indexByName returns the named index or nil.

@@ -9,6 +9,7 @@ import (
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
 	"github.com/ttl-archiver/archiver/engine/internal/awserr"
 	"github.com/ttl-archiver/archiver/engine/internal/expr"
+	"github.com/ttl-archiver/archiver/engine/internal/stream"
 )
 
 const (
@@ -276,11 +277,11 @@ func commitTx(actions []*txAction, tables map[string]*table, icm bool) (*txResul
 	if reasons != nil {
 		return nil, &txCanceled{reasons: reasons}
 	}
-	release, err := reserveLog(actions, tables)
+	release, err := reserveLog(actions)
 	if err != nil {
 		return nil, err
 	}
-	res, err := applyTx(actions, names)
+	res, err := applyTx(actions, names, tables)
 	release()
 	if err != nil || !icm {
 		return res, err
@@ -295,7 +296,7 @@ func commitTx(actions []*txAction, tables map[string]*table, icm bool) (*txResul
 // its DynamoDB size plus a little, and it is logged up to three times
 // (the item, the record's new image, and the old image beside it). Locks
 // are held.
-func reserveLog(actions []*txAction, tables map[string]*table) (func(), error) {
+func reserveLog(actions []*txAction) (func(), error) {
 	var p *persister
 	var n int64
 	for _, a := range actions {
@@ -314,15 +315,7 @@ func reserveLog(actions []*txAction, tables map[string]*table) (func(), error) {
 	if err := p.reserve(n); err != nil {
 		return nil, err
 	}
-	for _, t := range tables {
-		t.logHeld = true
-	}
-	return func() {
-		for _, t := range tables {
-			t.logHeld = false
-		}
-		p.log.Release(n)
-	}, nil
+	return func() { p.log.Release(n) }, nil
 }
 
 // dryRunTx evaluates every action against the current items (locks held)
@@ -406,11 +399,23 @@ type txResult struct {
 	icm        map[string][]*itemCollMetrics
 }
 
-// applyTx applies every action (locks held, conditions checked) and
-// charges each table two write units per item (a transactional write)
-// on the larger of its old and new sizes; a replay is charged two
-// consistent read units per item on the same size.
-func applyTx(actions []*txAction, names []string) (*txResult, error) {
+// applyTx applies every action (locks held, conditions checked, log
+// space reserved) all or none: the actions' writes are collected, logged
+// as one entry with their stream records, and only then applied in
+// memory (txWrites). It charges each table two write units per item (a
+// transactional write) on the larger of its old and new sizes; a replay
+// is charged two consistent read units per item on the same size.
+func applyTx(actions []*txAction, names []string, tables map[string]*table) (*txResult, error) {
+	w := &txWrites{}
+	for _, t := range tables {
+		w.p = t.p
+		t.tx = w
+	}
+	defer func() {
+		for _, t := range tables {
+			t.tx = nil
+		}
+	}()
 	res := &txResult{names: names, writeUnits: map[string]float64{}, readUnits: map[string]float64{}}
 	for _, a := range actions {
 		var err error
@@ -431,7 +436,66 @@ func applyTx(actions []*txAction, names []string) (*txResult, error) {
 		res.writeUnits[a.t.name] += 2 * writeUnits(size)
 		res.readUnits[a.t.name] += 2 * readUnits(size, true)
 	}
+	if err := w.commit(); err != nil {
+		return nil, err
+	}
 	return res, nil
+}
+
+// txWrites collects a transaction's writes while its actions run
+// (table.writeLocked), so that commit can log them as one entry before
+// any is applied.
+type txWrites struct {
+	p       *persister // nil without a data directory
+	writes  []txWrite
+	changes []stream.Pending // the writes' stream records
+}
+
+// txWrite is one collected write: writeLocked's arguments, and the index
+// in changes of its stream record (-1: none).
+type txWrite struct {
+	t       *table
+	key     []byte
+	old, ne *entry
+	oldItem attr.Item
+	newItem attr.Item
+	rec     int
+}
+
+// add collects one write and its stream record, if it makes one (the
+// rule of writeLocked). t.mu is held for writing.
+func (w *txWrites) add(t *table, key []byte, old *entry, oldItem attr.Item, ne *entry, newItem attr.Item, service bool) {
+	wr := txWrite{t: t, key: key, old: old, ne: ne, oldItem: oldItem, newItem: newItem, rec: -1}
+	if t.stream != nil && !unchanged(old, oldItem, ne, newItem) {
+		wr.rec = len(w.changes)
+		w.changes = append(w.changes, stream.Pending{Stream: t.stream, Change: t.recordOf(old, oldItem, ne, newItem, service)})
+	}
+	w.writes = append(w.writes, wr)
+}
+
+// commit makes the collected writes and their stream records one log
+// entry (with a data directory), under the locks of every stream
+// involved, then adds the records and applies the writes in memory:
+// a crash keeps the whole transaction or none of it, and nothing is
+// visible before it is logged. The tables' write locks are held.
+func (w *txWrites) commit() error {
+	if len(w.writes) == 0 {
+		return nil
+	}
+	var logTx func([]*stream.Event) error
+	if w.p != nil {
+		logTx = func(evs []*stream.Event) error {
+			w.p.logTx(w.writes, evs)
+			return nil
+		}
+	}
+	if err := stream.AppendAll(w.changes, logTx); err != nil {
+		return err
+	}
+	for _, wr := range w.writes {
+		wr.t.applyLocked(wr.key, wr.old, wr.oldItem, wr.ne, wr.newItem)
+	}
+	return nil
 }
 
 // collectionMetricsLocked sizes the item collections the actions wrote on
