@@ -307,11 +307,14 @@ func projEnv(t *testing.T) *env {
 	return e
 }
 
-// indexRead runs a Query (the index's hash key = its value in projEnv) or a
-// Scan of index ix of "cpj", with mod setting the rest, and returns the
-// items and Count.
+// indexRead runs a Query (the index's hash key = its value in projEnv,
+// unless mod sets KeyConditions) or a Scan of index ix of "cpj" (the table
+// for ""), with mod setting the rest, and returns the items and Count.
 func (e *env) indexRead(query bool, ix string, mod func(q *dynamodb.QueryInput)) ([]item, int32, error) {
-	q := &dynamodb.QueryInput{TableName: aws.String("cpj"), IndexName: aws.String(ix)}
+	q := &dynamodb.QueryInput{TableName: aws.String("cpj")}
+	if ix != "" {
+		q.IndexName = aws.String(ix)
+	}
 	mod(q)
 	if !query {
 		out, err := e.db.Scan(e.ctx, &dynamodb.ScanInput{TableName: q.TableName, IndexName: q.IndexName,
@@ -324,14 +327,16 @@ func (e *env) indexRead(query bool, ix string, mod func(q *dynamodb.QueryInput))
 		return out.Items, out.Count, nil
 	}
 	hash, v := "g", S("g")
-	if ix == "local" {
+	if ix == "local" || ix == "" {
 		hash, v = "pk", S("p")
 	}
-	q.KeyConditionExpression = aws.String(hash + " = :h")
-	if q.ExpressionAttributeValues == nil {
-		q.ExpressionAttributeValues = item{}
+	if q.KeyConditions == nil {
+		q.KeyConditionExpression = aws.String(hash + " = :h")
+		if q.ExpressionAttributeValues == nil {
+			q.ExpressionAttributeValues = item{}
+		}
+		q.ExpressionAttributeValues[":h"] = v
 	}
-	q.ExpressionAttributeValues[":h"] = v
 	out, err := e.db.Query(e.ctx, q)
 	if err != nil {
 		return nil, 0, err
@@ -471,5 +476,63 @@ func TestConformanceTagLengthsInCharacters(t *testing.T) {
 	wantErr(t, "untag a 129-character key", err, "ValidationException", "The Tag Key provided is invalid, Key: "+key+"é")
 	if got := e.listTags(arn); len(got) != 1 || aws.ToString(got[0].Key) != key || aws.ToString(got[0].Value) != value {
 		t.Fatalf("tags %q", renderTags(got))
+	}
+}
+
+// Select and a projection must agree: DynamoDB refuses a projection with
+// any Select but SPECIFIC_ATTRIBUTES (before the GSI's own ALL_ATTRIBUTES
+// rule), SPECIFIC_ATTRIBUTES without one and ALL_PROJECTED_ATTRIBUTES
+// without an index; Query's messages carry "1 validation error detected: ",
+// Scan's do not.
+func TestConformanceSelectAndProjection(t *testing.T) {
+	e := projEnv(t)
+	pe := func(sel types.Select, expr string) func(q *dynamodb.QueryInput) {
+		return func(q *dynamodb.QueryInput) { q.Select, q.ProjectionExpression = sel, aws.String(expr) }
+	}
+	cases := []struct {
+		name, ix string
+		mod      func(q *dynamodb.QueryInput)
+		msg      string
+	}{
+		{"SPECIFIC_ATTRIBUTES alone", "", func(q *dynamodb.QueryInput) { q.Select = types.SelectSpecificAttributes },
+			"Must specify the AttributesToGet or ProjectionExpression when choosing to get SPECIFIC_ATTRIBUTES"},
+		{"ALL_ATTRIBUTES with a projection", "", pe(types.SelectAllAttributes, "pk"),
+			"Cannot specify the ProjectionExpression when choosing to get ALL_ATTRIBUTES"},
+		{"ALL_ATTRIBUTES with a projection on a KEYS_ONLY GSI", "keys", pe(types.SelectAllAttributes, "pk"),
+			"Cannot specify the ProjectionExpression when choosing to get ALL_ATTRIBUTES"},
+		{"ALL_PROJECTED_ATTRIBUTES with a projection", "incl", pe(types.SelectAllProjectedAttributes, "x"),
+			"Cannot specify the ProjectionExpression when choosing to get ALL_PROJECTED_ATTRIBUTES"},
+		{"COUNT with a projection", "local", pe(types.SelectCount, "pk"),
+			"Cannot specify the ProjectionExpression when choosing to get only the Count"},
+		{"ALL_PROJECTED_ATTRIBUTES on the table", "", func(q *dynamodb.QueryInput) { q.Select = types.SelectAllProjectedAttributes },
+			"ALL_PROJECTED_ATTRIBUTES can be used only when Querying using an IndexName"},
+	}
+	for _, c := range cases {
+		for _, query := range []bool{true, false} {
+			_, _, err := e.indexRead(query, c.ix, c.mod)
+			msg := c.msg
+			if query {
+				msg = "1 validation error detected: " + msg
+			}
+			wantErr(t, fmt.Sprintf("%s (query %v)", c.name, query), err, "ValidationException", msg)
+		}
+	}
+	// AttributesToGet is named as such.
+	attrs := func(q *dynamodb.QueryInput) {
+		q.Select, q.AttributesToGet = types.SelectCount, []string{"pk"}
+		q.KeyConditions = map[string]types.Condition{"pk": {ComparisonOperator: types.ComparisonOperatorEq, AttributeValueList: []types.AttributeValue{S("p")}}}
+	}
+	_, _, err := e.indexRead(true, "", attrs)
+	wantErr(t, "Query COUNT with AttributesToGet", err, "ValidationException", "1 validation error detected: Cannot specify the AttributesToGet when choosing to get only the Count")
+	_, _, err = e.indexRead(false, "", func(q *dynamodb.QueryInput) { q.Select, q.AttributesToGet = types.SelectAllAttributes, []string{"pk"} })
+	wantErr(t, "Scan ALL_ATTRIBUTES with AttributesToGet", err, "ValidationException", "Cannot specify the AttributesToGet when choosing to get ALL_ATTRIBUTES")
+	// What agrees is served.
+	for _, query := range []bool{true, false} {
+		if _, n, err := e.indexRead(query, "keys", func(q *dynamodb.QueryInput) { q.Select = types.SelectAllProjectedAttributes }); err != nil || n != 2 {
+			t.Errorf("ALL_PROJECTED_ATTRIBUTES on a GSI (query %v): %d, %v", query, n, err)
+		}
+		if items, _, err := e.indexRead(query, "", pe(types.SelectSpecificAttributes, "x")); err != nil || len(items) != 2 || len(items[0]) != 1 {
+			t.Errorf("SPECIFIC_ATTRIBUTES with a projection (query %v): %v, %v", query, items, err)
+		}
 	}
 }

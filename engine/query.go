@@ -178,6 +178,9 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 	if err := p.CheckUnused(); err != nil {
 		return nil, err
 	}
+	if pl.sel, err = checkSelect(req.Select, pl.proj, req.IndexName != nil, query); err != nil {
+		return nil, err
+	}
 	t, err := e.itemTable(req.TableName)
 	if err != nil {
 		return nil, err
@@ -194,34 +197,8 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 			return nil, awserr.Validation("Consistent reads are not supported on global secondary indexes")
 		}
 	}
-	// Select.
-	pl.sel = req.Select
-	if pl.sel == "" {
-		switch {
-		case pl.proj != nil:
-			pl.sel = "SPECIFIC_ATTRIBUTES"
-		case pl.ix != nil:
-			pl.sel = "ALL_PROJECTED_ATTRIBUTES"
-		default:
-			pl.sel = "ALL_ATTRIBUTES"
-		}
-	}
-	switch pl.sel {
-	case "SPECIFIC_ATTRIBUTES":
-		if pl.proj == nil {
-			return nil, awserr.Validation("One or more parameter values were invalid: Select type SPECIFIC_ATTRIBUTES requires ProjectionExpression or AttributesToGet")
-		}
-	case "ALL_PROJECTED_ATTRIBUTES":
-		if pl.ix == nil {
-			return nil, awserr.Validation("One or more parameter values were invalid: Select type ALL_PROJECTED_ATTRIBUTES is not allowed when querying or scanning the base table")
-		}
-	case "ALL_ATTRIBUTES":
-		if pl.ix != nil && pl.ix.global && pl.ix.projType != "ALL" {
-			return nil, awserr.Validation("One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not supported for global secondary index %s because its projection type is not ALL", pl.ix.name)
-		}
-	}
-	if pl.sel != "SPECIFIC_ATTRIBUTES" && pl.proj != nil {
-		return nil, awserr.Validation("One or more parameter values were invalid: Can not use ProjectionExpression or AttributesToGet with Select type %s", pl.sel)
+	if pl.sel == "ALL_ATTRIBUTES" && pl.ix != nil && pl.ix.global && pl.ix.projType != "ALL" {
+		return nil, awserr.Validation("One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not supported for global secondary index %s because its projection type is not ALL", pl.ix.name)
 	}
 	if err := pl.checkProjected(); err != nil {
 		return nil, err
@@ -265,6 +242,45 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 		}
 	}
 	return pl.run()
+}
+
+// checkSelect returns the Select a read runs with: as given, or by default
+// SPECIFIC_ATTRIBUTES with a projection, ALL_PROJECTED_ATTRIBUTES on an
+// index, else ALL_ATTRIBUTES. It refuses, with DynamoDB's messages, a
+// projection with any other Select, SPECIFIC_ATTRIBUTES without one, and
+// ALL_PROJECTED_ATTRIBUTES without an index; Query's messages carry the
+// "1 validation error detected: " prefix, Scan's do not.
+func checkSelect(sel string, proj *projection, index, query bool) (string, error) {
+	prefix := ""
+	if query {
+		prefix = "1 validation error detected: "
+	}
+	switch {
+	case sel != "":
+	case proj != nil:
+		sel = "SPECIFIC_ATTRIBUTES"
+	case index:
+		sel = "ALL_PROJECTED_ATTRIBUTES"
+	default:
+		sel = "ALL_ATTRIBUTES"
+	}
+	if sel == "SPECIFIC_ATTRIBUTES" && proj == nil {
+		return "", awserr.Validation("%sMust specify the AttributesToGet or ProjectionExpression when choosing to get SPECIFIC_ATTRIBUTES", prefix)
+	}
+	if sel != "SPECIFIC_ATTRIBUTES" && proj != nil {
+		param, what := "AttributesToGet", sel
+		if proj.p != nil {
+			param = "ProjectionExpression"
+		}
+		if sel == "COUNT" {
+			what = "only the Count"
+		}
+		return "", awserr.Validation("%sCannot specify the %s when choosing to get %s", prefix, param, what)
+	}
+	if sel == "ALL_PROJECTED_ATTRIBUTES" && !index {
+		return "", awserr.Validation("%sALL_PROJECTED_ATTRIBUTES can be used only when Querying using an IndexName", prefix)
+	}
+	return sel, nil
 }
 
 // checkProjected refuses a ProjectionExpression or AttributesToGet that
