@@ -27,6 +27,7 @@ import (
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
@@ -210,19 +211,22 @@ func (env *mwEnv) startWorker(name string) *mwWorker {
 		worker: name, log: env.log, iters: map[string]string{},
 	}
 	c, err := consumer.New(consumer.Config{
-		Streams: streams, Tables: env.client(name), TableNames: []string{"items"},
-		Store: store, Assigner: store,
+		Options: shard.Options{
+			Streams: streams, TableNames: []string{"items"}, Assigner: store,
+			// The walker's default AssignInterval (1 s) is what picks up
+			// released leases quickly; discovery stays slow, as in production.
+			DiscoveryInterval: 5 * time.Second,
+			IdleBackoff:       100 * time.Millisecond,
+			StopTimeout:       5 * time.Second,
+			Logger:            logger,
+		},
+		Tables:             env.client(name),
+		Store:              store,
 		Routes:             []consumer.Route{{Sink: &recSink{worker: name, end: env.end}}},
 		CheckpointInterval: 200 * time.Millisecond,
-		// The walker's default AssignInterval (1 s) is what picks up
-		// released leases quickly; discovery stays slow, as in production.
-		DiscoveryInterval: 5 * time.Second,
-		IdleBackoff:       100 * time.Millisecond,
-		RetryMinBackoff:   50 * time.Millisecond,
-		RetryMaxBackoff:   500 * time.Millisecond,
-		StopTimeout:       5 * time.Second,
-		ShutdownTimeout:   10 * time.Second,
-		Logger:            logger,
+		RetryMinBackoff:    50 * time.Millisecond,
+		RetryMaxBackoff:    500 * time.Millisecond,
+		ShutdownTimeout:    10 * time.Second,
 	})
 	if err != nil {
 		t.Fatalf("consumer.New(%s): %v", name, err)

@@ -211,12 +211,15 @@ func TestOmittedParentInBothStores(t *testing.T) {
 			spy := &omitSpy{Client: b.streams("w1"), shard: b.parent}
 			sink := &orderSink{gate: make(chan struct{}), held: make(chan struct{}), keys: map[string]int{}}
 			c, err := consumer.New(consumer.Config{
-				Streams: spy, Tables: b.ddb, TableNames: []string{"items"}, Store: store, Assigner: asg,
+				Options: shard.Options{
+					Streams: spy, TableNames: []string{"items"}, Assigner: asg, GetRecordsLimit: 25,
+					DiscoveryInterval: 50 * time.Millisecond, IdleBackoff: 50 * time.Millisecond,
+					StopTimeout: 5 * time.Second,
+					Logger:      zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
+				},
+				Tables: b.ddb, Store: store,
 				Routes:           []consumer.Route{{Sink: sink, Kinds: []event.Kind{event.Inserted}}},
-				MaxInFlightBytes: 1, GetRecordsLimit: 25, CheckpointInterval: 100 * time.Millisecond,
-				DiscoveryInterval: 50 * time.Millisecond, IdleBackoff: 50 * time.Millisecond,
-				StopTimeout: 5 * time.Second, ShutdownTimeout: 5 * time.Second,
-				Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
+				MaxInFlightBytes: 1, CheckpointInterval: 100 * time.Millisecond, ShutdownTimeout: 5 * time.Second,
 			})
 			if err != nil {
 				t.Fatalf("consumer.New: %v", err)

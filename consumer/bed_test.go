@@ -24,6 +24,7 @@ import (
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/shard"
 )
 
 // bed is the real engine served over HTTP, with real SDK clients.
@@ -174,13 +175,16 @@ var past = time.Now().Add(-time.Hour).Unix()
 // baseConfig is a consumer configuration for the bed with fast timings.
 func (b *bed) config(t *testing.T, table string, store checkpoint.Store, routes ...Route) Config {
 	return Config{
-		Streams: b.streams, Tables: b.db, TableNames: []string{table}, Store: store,
+		Options: shard.Options{
+			Streams: b.streams, TableNames: []string{table},
+			DiscoveryInterval: 200 * time.Millisecond, IdleBackoff: 20 * time.Millisecond,
+			Logger:     zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)),
+			Registerer: prometheus.NewRegistry(),
+		},
+		Tables: b.db, Store: store,
 		Routes:             routes,
 		CheckpointInterval: 50 * time.Millisecond,
 		RetryMinBackoff:    5 * time.Millisecond, RetryMaxBackoff: 200 * time.Millisecond,
-		DiscoveryInterval: 200 * time.Millisecond, IdleBackoff: 20 * time.Millisecond,
-		Logger:     zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)),
-		Registerer: prometheus.NewRegistry(),
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
@@ -97,9 +98,10 @@ func Example() {
 	defer store.Close()
 	sink := printSink{seen: make(chan struct{}, 10)}
 	c, err := consumer.New(consumer.Config{
-		Streams: streams, Tables: db, TableNames: []string{"sessions"},
-		Store:  store,
-		Routes: []consumer.Route{{Sink: sink}}, // Kinds default to expired only
+		Options: shard.Options{Streams: streams, TableNames: []string{"sessions"}},
+		Tables:  db,
+		Store:   store,
+		Routes:  []consumer.Route{{Sink: sink}}, // Kinds default to expired only
 	})
 	if err != nil {
 		log.Fatal(err)

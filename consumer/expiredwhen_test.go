@@ -62,7 +62,7 @@ func withTTL(av types.AttributeValue) func(*types.Record) {
 func num(s string) types.AttributeValue { return &types.AttributeValueMemberN{Value: s} }
 
 func TestNewValidatesExpiredWhen(t *testing.T) {
-	good := Config{Streams: nopStreams{}, StreamARNs: []string{testARN}, Store: newMemStore(), Routes: []Route{{Sink: newFakeSink("a")}}}
+	good := Config{Options: shard.Options{Streams: nopStreams{}, StreamARNs: []string{testARN}}, Store: newMemStore(), Routes: []Route{{Sink: newFakeSink("a")}}}
 	for name, mod := range map[string]func(*Config){
 		"out of range":           func(c *Config) { c.ExpiredWhen = 2 },
 		"negative":               func(c *Config) { c.ExpiredWhen = -1 },

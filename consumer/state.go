@@ -15,7 +15,7 @@ import (
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
-// shardState tracks one shard's records from Process until every sink
+// shardDelivery tracks one shard's records from Process until every sink
 // acknowledged them, and the shard's checkpoint.
 //
 // Every batch handed to Process becomes an entry, queued in stream order.
@@ -23,7 +23,7 @@ import (
 // them (an entry no sink wants is done at once). The checkpoint may advance
 // to an entry's last sequence number only when that entry and every entry
 // before it are done: the queue is popped from its head only.
-type shardState struct {
+type shardDelivery struct {
 	c                *Consumer
 	key              string
 	table, arn, id   string
@@ -64,9 +64,9 @@ type entry struct {
 	first   time.Time // creation time of the entry's first record
 }
 
-func newShardState(c *Consumer, key, table, arn, id, stored string) *shardState {
+func newShardDelivery(c *Consumer, key, table, arn, id, stored string) *shardDelivery {
 	ctx, cancel := context.WithCancel(c.base)
-	s := &shardState{c: c, key: key, table: table, arn: arn, id: id, ctx: ctx, cancel: cancel,
+	s := &shardDelivery{c: c, key: key, table: table, arn: arn, id: id, ctx: ctx, cancel: cancel,
 		budget: c.cfg.MaxInFlightBytes, acked: stored, last: stored, saved: stored, progress: make(chan struct{}),
 		saveWake: make(chan struct{}, 1), saverDone: make(chan struct{})}
 	routes := c.routes
@@ -81,13 +81,13 @@ func newShardState(c *Consumer, key, table, arn, id, stored string) *shardState 
 }
 
 // signal wakes everyone waiting for progress. Called with s.mu held.
-func (s *shardState) signal() {
+func (s *shardDelivery) signal() {
 	close(s.progress)
 	s.progress = make(chan struct{})
 }
 
 // fail makes the shard's state terminal (lease lost).
-func (s *shardState) fail(err error) {
+func (s *shardDelivery) fail(err error) {
 	s.mu.Lock()
 	if s.err == nil {
 		s.err = err
@@ -100,7 +100,7 @@ func (s *shardState) fail(err error) {
 // have room for it (a batch larger than a budget is admitted alone). It
 // blocks until then, until ctx ends, or until the shard failed; every
 // StarvedFlush of waiting it asks the sinks to flush.
-func (s *shardState) add(ctx context.Context, e *entry) error {
+func (s *shardDelivery) add(ctx context.Context, e *entry) error {
 	var starve *time.Timer
 	defer func() {
 		if starve != nil {
@@ -155,7 +155,7 @@ func (s *shardState) add(ctx context.Context, e *entry) error {
 }
 
 // entryDone records one sink's acknowledgement of e.
-func (s *shardState) entryDone(e *entry) {
+func (s *shardDelivery) entryDone(e *entry) {
 	s.mu.Lock()
 	e.pending--
 	if e.pending == 0 {
@@ -165,7 +165,7 @@ func (s *shardState) entryDone(e *entry) {
 }
 
 // advance pops done entries off the head. Called with s.mu held.
-func (s *shardState) advance() {
+func (s *shardDelivery) advance() {
 	n := 0
 	freed := 0
 	for n < len(s.entries) && s.entries[n].pending == 0 {
@@ -188,7 +188,7 @@ func (s *shardState) advance() {
 
 // wakeSaver tells the shard's saver that the acknowledged prefix advanced,
 // starting the saver on first use. It never blocks. Called with s.mu held.
-func (s *shardState) wakeSaver() {
+func (s *shardDelivery) wakeSaver() {
 	if s.saverStopped {
 		return
 	}
@@ -210,7 +210,7 @@ func (s *shardState) wakeSaver() {
 // stops the saver (save already failed the shard). Being the shard's only
 // periodic saver, and save holding saveMu, saves never overlap and each
 // writes a sequence number at least the previous one's.
-func (s *shardState) runSaver() {
+func (s *shardDelivery) runSaver() {
 	defer close(s.saverDone)
 	ctx := s.ctx
 	interval := s.c.cfg.CheckpointInterval
@@ -262,7 +262,7 @@ func (s *shardState) runSaver() {
 
 // drain waits until every entry is done and every lane is empty, flushing the sinks that hold the
 // shard's events once everything queued was handed to them.
-func (s *shardState) drain(ctx context.Context) error {
+func (s *shardDelivery) drain(ctx context.Context) error {
 	flushedAt := make([]uint64, len(s.lanes))
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -311,7 +311,7 @@ func (s *shardState) drain(ctx context.Context) error {
 
 // lanesEmpty reports whether every lane finished its work, rewrites for
 // order included.
-func (s *shardState) lanesEmpty() bool {
+func (s *shardDelivery) lanesEmpty() bool {
 	for _, l := range s.lanes {
 		l.mu.Lock()
 		n := len(l.items)
@@ -326,18 +326,18 @@ func (s *shardState) lanesEmpty() bool {
 // save writes the shard's checkpoint if it advanced since the last save;
 // with finished, it records the shard Finished at its last sequence number
 // (every entry must be done).
-func (s *shardState) save(ctx context.Context, finished bool) error {
+func (s *shardDelivery) save(ctx context.Context, finished bool) error {
 	_, err := s.saveCheckpoint(ctx, finished)
 	return err
 }
 
 // saveIfAdvanced is save(ctx, false) that also reports whether it wrote to
 // the store.
-func (s *shardState) saveIfAdvanced(ctx context.Context) (bool, error) {
+func (s *shardDelivery) saveIfAdvanced(ctx context.Context) (bool, error) {
 	return s.saveCheckpoint(ctx, false)
 }
 
-func (s *shardState) saveCheckpoint(ctx context.Context, finished bool) (bool, error) {
+func (s *shardDelivery) saveCheckpoint(ctx context.Context, finished bool) (bool, error) {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	if s.closed || s.finished {
@@ -377,7 +377,7 @@ func (s *shardState) saveCheckpoint(ctx context.Context, finished bool) (bool, e
 
 // lag reports the records not covered by the saved checkpoint and the age
 // of the oldest of them.
-func (s *shardState) lag(now time.Time) (records int, age time.Duration) {
+func (s *shardDelivery) lag(now time.Time) (records int, age time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var oldest time.Time
@@ -396,7 +396,7 @@ func (s *shardState) lag(now time.Time) (records int, age time.Duration) {
 }
 
 // close stops the shard's lanes; the state is never saved again.
-func (s *shardState) close() {
+func (s *shardDelivery) close() {
 	s.saveMu.Lock()
 	s.closed = true
 	s.saveMu.Unlock()
@@ -435,7 +435,7 @@ func (s *shardState) close() {
 // the destination may see duplicates but the last copy of each event is in
 // stream order. It retries until its shard is torn down.
 type lane struct {
-	s *shardState
+	s *shardDelivery
 	r *route
 	// dead: this is the shard's dead-letter lane. Its failures are retried
 	// without end; the other lanes hand it what they give up on.
@@ -477,7 +477,7 @@ type item struct {
 }
 
 // finish tells whoever waits for the item that it is durable (once).
-func (it *item) finish(s *shardState) {
+func (it *item) finish(s *shardDelivery) {
 	if it.onDurable != nil {
 		it.onDurable()
 		return

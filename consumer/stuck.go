@@ -21,7 +21,7 @@ type failing struct {
 // health reports the creation time of the shard's oldest unacknowledged
 // record (zero when everything is acknowledged) and, if a sink keeps
 // failing one of its batches, the oldest such failure.
-func (s *shardState) health() (oldest time.Time, f *failing) {
+func (s *shardDelivery) health() (oldest time.Time, f *failing) {
 	s.mu.Lock()
 	for _, e := range s.entries {
 		if !e.first.IsZero() {

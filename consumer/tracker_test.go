@@ -30,7 +30,8 @@ type nopStreams struct{ shard.StreamsAPI }
 func newUnitConsumer(t *testing.T, store checkpoint.Store, mod func(*Config), routes ...Route) *Consumer {
 	t.Helper()
 	cfg := Config{
-		Streams: nopStreams{}, StreamARNs: []string{testARN}, Store: store, Routes: routes,
+		Options: shard.Options{Streams: nopStreams{}, StreamARNs: []string{testARN}},
+		Store:   store, Routes: routes,
 		CheckpointInterval: 5 * time.Millisecond, RetryMinBackoff: time.Millisecond, RetryMaxBackoff: 10 * time.Millisecond,
 	}
 	if mod != nil {
@@ -533,7 +534,7 @@ func TestShardEndedWithoutRecords(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	good := Config{Streams: nopStreams{}, StreamARNs: []string{testARN}, Store: newMemStore(), Routes: []Route{{Sink: newFakeSink("a")}}}
+	good := Config{Options: shard.Options{Streams: nopStreams{}, StreamARNs: []string{testARN}}, Store: newMemStore(), Routes: []Route{{Sink: newFakeSink("a")}}}
 	cases := []struct {
 		name string
 		mod  func(*Config)

@@ -17,7 +17,7 @@ import (
 // those the SDK could not parse included (b.Undecodable), become dead
 // letters (bad) when there is a dead-letter sink; without one the first of
 // them fails the batch.
-func (c *Consumer) decodeBatch(s *shardState, b shard.Batch, ttlAttr string) (events, bad []event.Event, err error) {
+func (c *Consumer) decodeBatch(s *shardDelivery, b shard.Batch, ttlAttr string) (events, bad []event.Event, err error) {
 	events = make([]event.Event, 0, len(b.Records))
 	unread := b.Undecodable
 	for i := range b.Records {

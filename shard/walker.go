@@ -47,7 +47,7 @@ func (w *Walker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("shard: Walker.Run called twice")
 	}
-	r := &run{
+	wk := &walk{
 		w:       w,
 		o:       &w.o,
 		ctx:     ctx,
@@ -58,15 +58,15 @@ func (w *Walker) Run(ctx context.Context) error {
 		regrant: map[string]Assignment{},
 	}
 	for _, name := range w.o.TableNames {
-		r.tables = append(r.tables, &tableState{name: name})
+		wk.tables = append(wk.tables, &tableState{name: name})
 	}
 	for _, arn := range w.o.StreamARNs {
-		if r.streams[arn] == nil {
-			st := r.newStream(arn, TableFromStreamARN(arn), nil, true)
-			r.explicit = append(r.explicit, st)
+		if wk.streams[arn] == nil {
+			st := wk.newStream(arn, TableFromStreamARN(arn), nil, true)
+			wk.explicit = append(wk.explicit, st)
 		}
 	}
-	return r.loop()
+	return wk.loop()
 }
 
 // tableState is one table given by name, and its streams, oldest first.
@@ -150,8 +150,8 @@ func (ss *shardState) trimmableAt(retention time.Duration) time.Time {
 	return seen.Add(retention)
 }
 
-// run is the state of one Walker.Run; only the loop goroutine touches it.
-type run struct {
+// walk is the state of one Walker.Run; only the loop goroutine touches it.
+type walk struct {
 	w        *Walker
 	o        *Options
 	ctx      context.Context
@@ -173,13 +173,13 @@ func readerKey(arn, id string) string { return arn + "|" + id }
 
 // newStream adds a stream; fresh says it was found at the walker's first
 // look at its table (or given explicitly), where a Latest start applies.
-func (r *run) newStream(arn, table string, t *tableState, fresh bool) *streamState {
+func (wk *walk) newStream(arn, table string, t *tableState, fresh bool) *streamState {
 	if table == "" {
 		table = arn
 	}
 	st := &streamState{arn: arn, table: table, tbl: t, shards: map[string]*shardState{}, label: streamLabel(arn)}
-	st.fresh = r.o.Start == Latest && fresh
-	r.streams[arn] = st
+	st.fresh = wk.o.Start == Latest && fresh
+	wk.streams[arn] = st
 	return st
 }
 
@@ -190,105 +190,105 @@ func streamLabel(arn string) string {
 	return arn
 }
 
-func (r *run) loop() error {
-	r.discoverAll()
-	r.schedule()
-	tick := time.NewTicker(r.o.DiscoveryInterval)
+func (wk *walk) loop() error {
+	wk.discoverAll()
+	wk.schedule()
+	tick := time.NewTicker(wk.o.DiscoveryInterval)
 	defer tick.Stop()
 	// With an Assigner, leases change hands between discoveries (another
 	// worker stopped or handed one off): ask again often, from the shards
 	// already known, so they are picked up within about AssignInterval.
 	var assignC <-chan time.Time
-	if r.o.Assigner != nil && r.o.AssignInterval < r.o.DiscoveryInterval {
-		assignTick := time.NewTicker(r.o.AssignInterval)
+	if wk.o.Assigner != nil && wk.o.AssignInterval < wk.o.DiscoveryInterval {
+		assignTick := time.NewTicker(wk.o.AssignInterval)
 		defer assignTick.Stop()
 		assignC = assignTick.C
 	}
 	for {
 		select {
-		case <-r.ctx.Done():
-			r.shutdown()
+		case <-wk.ctx.Done():
+			wk.shutdown()
 			return nil
 		case <-tick.C:
-			r.discoverAll()
-			r.schedule()
+			wk.discoverAll()
+			wk.schedule()
 		case <-assignC:
-			r.schedule()
-		case res := <-r.results:
-			r.handle(res)
+			wk.schedule()
+		case res := <-wk.results:
+			wk.handle(res)
 			// Book every other reader that is done too, then schedule
 			// once (Assign may be a remote call).
 		more:
 			for {
 				select {
-				case res := <-r.results:
-					r.handle(res)
+				case res := <-wk.results:
+					wk.handle(res)
 				default:
 					break more
 				}
 			}
-			r.refreshPending()
-			r.schedule()
-		case <-r.wake:
-			r.refreshPending()
-			r.schedule()
+			wk.refreshPending()
+			wk.schedule()
+		case <-wk.wake:
+			wk.refreshPending()
+			wk.schedule()
 		}
 	}
 }
 
-// shutdown waits for every reader (their contexts derive from r.ctx, which
+// shutdown waits for every reader (their contexts derive from wk.ctx, which
 // ended): each calls ShardStopped and Release before it reports.
-func (r *run) shutdown() {
-	r.w.log.Info("stopping readers", zap.Int("readers", len(r.readers)))
-	for _, rd := range r.readers {
+func (wk *walk) shutdown() {
+	wk.w.log.Info("stopping readers", zap.Int("readers", len(wk.readers)))
+	for _, rd := range wk.readers {
 		rd.cancel()
 	}
-	for len(r.readers) > 0 {
-		res := <-r.results
-		r.forget(res.rd)
+	for len(wk.readers) > 0 {
+		res := <-wk.results
+		wk.forget(res.rd)
 	}
-	r.wg.Wait()
-	for key, a := range r.regrant {
-		if st := r.streams[strings.TrimSuffix(key, "|"+a.ShardID)]; st != nil {
-			r.release(st, a.ShardID, false)
+	wk.wg.Wait()
+	for key, a := range wk.regrant {
+		if st := wk.streams[strings.TrimSuffix(key, "|"+a.ShardID)]; st != nil {
+			wk.release(st, a.ShardID, false)
 		}
 	}
-	r.w.log.Info("stopped")
+	wk.w.log.Info("stopped")
 }
 
 // poke asks the loop for a refresh-and-schedule pass after d.
-func (r *run) poke(d time.Duration) {
+func (wk *walk) poke(d time.Duration) {
 	time.AfterFunc(d, func() {
 		select {
-		case r.wake <- struct{}{}:
+		case wk.wake <- struct{}{}:
 		default:
 		}
 	})
 }
 
 // discoverAll finds the tables' streams and refreshes every stream.
-func (r *run) discoverAll() {
-	for _, t := range r.tables {
-		if r.ctx.Err() != nil {
+func (wk *walk) discoverAll() {
+	for _, t := range wk.tables {
+		if wk.ctx.Err() != nil {
 			return
 		}
-		r.discoverTable(t)
+		wk.discoverTable(t)
 	}
-	for _, st := range r.allStreams() {
-		if r.ctx.Err() != nil {
+	for _, st := range wk.allStreams() {
+		if wk.ctx.Err() != nil {
 			return
 		}
 		if !st.gone && !st.done {
-			r.refresh(st)
+			wk.refresh(st)
 		}
 	}
 }
 
 // allStreams lists the streams in scheduling order: explicit ones, then
 // each table's streams oldest first.
-func (r *run) allStreams() []*streamState {
-	out := append([]*streamState(nil), r.explicit...)
-	for _, t := range r.tables {
+func (wk *walk) allStreams() []*streamState {
+	out := append([]*streamState(nil), wk.explicit...)
+	for _, t := range wk.tables {
 		for _, st := range t.streams {
 			if st.tbl == t {
 				out = append(out, st)
@@ -300,11 +300,11 @@ func (r *run) allStreams() []*streamState {
 
 // discoverTable reads the table's LatestStreamArn and lists its older
 // streams (ListStreams, paged), oldest first.
-func (r *run) discoverTable(t *tableState) {
-	log := r.w.log.With(zap.String("table", t.name))
-	out, err := r.o.Tables.DescribeTable(r.ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.name)})
+func (wk *walk) discoverTable(t *tableState) {
+	log := wk.w.log.With(zap.String("table", t.name))
+	out, err := wk.o.Tables.DescribeTable(wk.ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.name)})
 	if err != nil {
-		if classify(r.ctx, err) != errCanceled {
+		if classify(wk.ctx, err) != errCanceled {
 			log.Warn("describe table failed", zap.Error(err))
 		}
 		return
@@ -318,9 +318,9 @@ func (r *run) discoverTable(t *tableState) {
 	if !t.listRejected {
 		var start *string
 		for {
-			lo, err := r.o.Streams.ListStreams(r.ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String(t.name), ExclusiveStartStreamArn: start})
+			lo, err := wk.o.Streams.ListStreams(wk.ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String(t.name), ExclusiveStartStreamArn: start})
 			if err != nil {
-				k := classify(r.ctx, err)
+				k := classify(wk.ctx, err)
 				if k == errRejected {
 					t.listRejected = true
 				}
@@ -360,12 +360,12 @@ func (r *run) discoverTable(t *tableState) {
 	first := !t.discovered
 	t.discovered = true
 	for _, f := range arns {
-		if st := r.streams[f.arn]; st != nil {
+		if st := wk.streams[f.arn]; st != nil {
 			continue
 		}
-		st := r.newStream(f.arn, t.name, t, first)
+		st := wk.newStream(f.arn, t.name, t, first)
 		st.label = f.label
-		if r.o.Start == Latest && f.arn != latest && (first || olderThanKnown(t, f.label)) {
+		if wk.o.Start == Latest && f.arn != latest && (first || olderThanKnown(t, f.label)) {
 			// A fresh start at LATEST ignores streams the table replaced
 			// before the walker first saw it (also ones a failed
 			// ListStreams hid then).
@@ -402,40 +402,40 @@ func olderThanKnown(t *tableState, label string) bool {
 }
 
 // refreshPending refreshes the streams that asked for it.
-func (r *run) refreshPending() {
-	for _, st := range r.allStreams() {
-		if st.needRefresh && !st.gone && r.ctx.Err() == nil {
-			r.refresh(st)
+func (wk *walk) refreshPending() {
+	for _, st := range wk.allStreams() {
+		if st.needRefresh && !st.gone && wk.ctx.Err() == nil {
+			wk.refresh(st)
 		}
 	}
 }
 
 // refresh describes the stream to its end, loads its stored positions and
 // updates the lineage graph.
-func (r *run) refresh(st *streamState) {
+func (wk *walk) refresh(st *streamState) {
 	st.needRefresh = false
-	shards, err := r.describe(st, nil)
+	shards, err := wk.describe(st, nil)
 	if err != nil {
-		r.describeFailed(st, err)
+		wk.describeFailed(st, err)
 		return
 	}
-	r.w.m.discoveries.WithLabelValues(st.table).Inc()
-	now := r.o.Now()
+	wk.w.m.discoveries.WithLabelValues(st.table).Inc()
+	now := wk.o.Now()
 	seen := make(map[string]bool, len(shards))
 	for _, s := range shards {
 		seen[s.ID] = true
-		r.addShard(st, s, now)
+		wk.addShard(st, s, now)
 	}
-	r.markMissing(st, seen, now)
+	wk.markMissing(st, seen, now)
 	st.described = true
-	if !r.loadPositions(st) {
+	if !wk.loadPositions(st) {
 		return
 	}
-	r.countUnlisted(st)
+	wk.countUnlisted(st)
 	if st.fresh && !st.freshApplied {
 		st.freshApplied = true
 	} else {
-		r.updateDone(st)
+		wk.updateDone(st)
 		return
 	}
 	if len(st.positions) == 0 {
@@ -448,7 +448,7 @@ func (r *run) refresh(st *streamState) {
 			}
 		}
 	}
-	r.updateDone(st)
+	wk.updateDone(st)
 }
 
 // markMissing books the known shards a full description left out. Such a
@@ -461,7 +461,7 @@ func (r *run) refresh(st *streamState) {
 // good (the child's checkpoint then marks the parent finished). A parent
 // never listed in this run holds its children back only when its stored
 // position says unfinished, and only briefly (countUnlisted).
-func (r *run) markMissing(st *streamState, seen map[string]bool, now time.Time) {
+func (wk *walk) markMissing(st *streamState, seen map[string]bool, now time.Time) {
 	for id, ss := range st.shards {
 		if seen[id] {
 			continue
@@ -469,16 +469,16 @@ func (r *run) markMissing(st *streamState, seen map[string]bool, now time.Time) 
 		ss.missed++
 		// Every miss up to the threshold, then ever more rarely.
 		if !ss.finished && (ss.missed <= goneAfterMisses || ss.missed&(ss.missed-1) == 0) {
-			r.w.log.Warn("stream description omits a known unfinished shard; its children wait",
+			wk.w.log.Warn("stream description omits a known unfinished shard; its children wait",
 				zap.String("table", st.table), zap.String("stream", st.arn), zap.String("shard", id),
 				zap.Int("missed", ss.missed), zap.Bool("closed", ss.Closed()), zap.Bool("reading", ss.running),
-				zap.Time("trimmable_at", ss.trimmableAt(r.o.StreamRetention)))
+				zap.Time("trimmable_at", ss.trimmableAt(wk.o.StreamRetention)))
 		}
-		if ss.running || ss.missed < goneAfterMisses || (!ss.finished && now.Before(ss.trimmableAt(r.o.StreamRetention))) {
+		if ss.running || ss.missed < goneAfterMisses || (!ss.finished && now.Before(ss.trimmableAt(wk.o.StreamRetention))) {
 			continue
 		}
 		if !ss.finished {
-			r.w.log.Info("shard gone from the stream (trimmed away)", zap.String("table", st.table), zap.String("stream", st.arn),
+			wk.w.log.Info("shard gone from the stream (trimmed away)", zap.String("table", st.table), zap.String("stream", st.arn),
 				zap.String("shard", id), zap.Int("missed", ss.missed))
 		}
 		delete(st.shards, id)
@@ -496,7 +496,7 @@ func (r *run) markMissing(st *streamState, seen map[string]bool, now time.Time) 
 // no position of their own until goneAfterMisses descriptions in a row left
 // it out (heldByUnlisted). Its age is unknown, so the retention rule cannot
 // apply: it may have been trimmed long ago.
-func (r *run) countUnlisted(st *streamState) {
+func (wk *walk) countUnlisted(st *streamState) {
 	for id, n := range st.unlisted {
 		if p, ok := st.positions[id]; !ok || p.Finished || st.shards[id] != nil {
 			delete(st.unlisted, id)
@@ -521,21 +521,21 @@ func (st *streamState) heldByUnlisted(id string) bool {
 	return ok && !p.Finished && st.unlisted[id] < goneAfterMisses
 }
 
-func (r *run) describeFailed(st *streamState, err error) {
-	switch classify(r.ctx, err) {
+func (wk *walk) describeFailed(st *streamState, err error) {
+	switch classify(wk.ctx, err) {
 	case errCanceled:
 	case errNotFound:
-		r.streamGone(st, err)
+		wk.streamGone(st, err)
 	default:
 		st.needRefresh = true
-		r.poke(r.o.MaxBackoff)
-		r.w.log.Warn("describe stream failed", zap.String("table", st.table), zap.String("stream", st.arn), zap.Error(err))
+		wk.poke(wk.o.MaxBackoff)
+		wk.w.log.Warn("describe stream failed", zap.String("table", st.table), zap.String("stream", st.arn), zap.Error(err))
 	}
 }
 
 // addShard adds a shard a description listed at now to the graph, or
 // updates it.
-func (r *run) addShard(st *streamState, s Shard, now time.Time) *shardState {
+func (wk *walk) addShard(st *streamState, s Shard, now time.Time) *shardState {
 	ss := st.shards[s.ID]
 	if ss == nil {
 		ss = &shardState{Shard: s}
@@ -544,7 +544,7 @@ func (r *run) addShard(st *streamState, s Shard, now time.Time) *shardState {
 		if p, ok := st.positions[s.ID]; ok {
 			ss.pos, ss.hasPos, ss.finished = p, true, p.Finished
 		}
-		r.inferParents(st, ss)
+		wk.inferParents(st, ss)
 		return ss
 	}
 	if s.EndingSequence != "" {
@@ -555,17 +555,17 @@ func (r *run) addShard(st *streamState, s Shard, now time.Time) *shardState {
 }
 
 // loadPositions loads the stream's stored positions and applies them.
-func (r *run) loadPositions(st *streamState) bool {
-	if r.o.Positions == nil {
+func (wk *walk) loadPositions(st *streamState) bool {
+	if wk.o.Positions == nil {
 		st.positions, st.positionsOK = map[string]Position{}, true
 		return true
 	}
-	pos, err := r.o.Positions.Positions(r.ctx, st.arn)
+	pos, err := wk.o.Positions.Positions(wk.ctx, st.arn)
 	if err != nil {
-		if r.ctx.Err() == nil {
-			r.w.log.Warn("loading positions failed", zap.String("table", st.table), zap.String("stream", st.arn), zap.Error(err))
+		if wk.ctx.Err() == nil {
+			wk.w.log.Warn("loading positions failed", zap.String("table", st.table), zap.String("stream", st.arn), zap.Error(err))
 			st.needRefresh = true
-			r.poke(r.o.MaxBackoff)
+			wk.poke(wk.o.MaxBackoff)
 		}
 		return false
 	}
@@ -582,7 +582,7 @@ func (r *run) loadPositions(st *streamState) bool {
 	}
 	for id := range pos {
 		if ss := st.shards[id]; ss != nil {
-			r.inferParents(st, ss)
+			wk.inferParents(st, ss)
 		}
 	}
 	return true
@@ -590,7 +590,7 @@ func (r *run) loadPositions(st *streamState) bool {
 
 // inferParents marks every known ancestor of a shard with a stored position
 // finished: a shard is only started after its parents were finished.
-func (r *run) inferParents(st *streamState, ss *shardState) {
+func (wk *walk) inferParents(st *streamState, ss *shardState) {
 	if !ss.hasPos {
 		return
 	}
@@ -609,7 +609,7 @@ func (r *run) inferParents(st *streamState, ss *shardState) {
 		}
 		if !p.finished && !p.running {
 			p.finished = true
-			r.w.log.Debug("parent inferred finished from a child's position", zap.String("stream", st.arn), zap.String("shard", id), zap.String("child", ss.ID))
+			wk.w.log.Debug("parent inferred finished from a child's position", zap.String("stream", st.arn), zap.String("shard", id), zap.String("child", ss.ID))
 		}
 		stack = append(stack, p.Parents...)
 	}
@@ -618,7 +618,7 @@ func (r *run) inferParents(st *streamState, ss *shardState) {
 // describe pages DescribeStream to its end (with filter, only the shards
 // the filter selects). Throttling and transient errors are retried a few
 // times with backoff.
-func (r *run) describe(st *streamState, filter *types.ShardFilter) ([]Shard, error) {
+func (wk *walk) describe(st *streamState, filter *types.ShardFilter) ([]Shard, error) {
 	var out []Shard
 	var start *string
 	for {
@@ -626,20 +626,20 @@ func (r *run) describe(st *streamState, filter *types.ShardFilter) ([]Shard, err
 		var resp *dynamodbstreams.DescribeStreamOutput
 		var err error
 		for attempt := 0; ; attempt++ {
-			resp, err = r.o.Streams.DescribeStream(r.ctx, in)
+			resp, err = wk.o.Streams.DescribeStream(wk.ctx, in)
 			if err == nil {
 				break
 			}
-			k := classify(r.ctx, err)
-			r.w.m.errs.WithLabelValues(st.table, "DescribeStream", k.String()).Inc()
+			k := classify(wk.ctx, err)
+			wk.w.m.errs.WithLabelValues(st.table, "DescribeStream", k.String()).Inc()
 			if (k != errThrottle && k != errOther) || attempt >= 4 {
 				return nil, err
 			}
 			if k == errThrottle {
-				r.w.m.throttles.WithLabelValues(st.table).Inc()
+				wk.w.m.throttles.WithLabelValues(st.table).Inc()
 			}
-			if !backoff.Sleep(r.ctx, r.o.retry().Delay(attempt)) {
-				return nil, r.ctx.Err()
+			if !backoff.Sleep(wk.ctx, wk.o.retry().Delay(attempt)) {
+				return nil, wk.ctx.Err()
 			}
 		}
 		d := resp.StreamDescription
@@ -674,46 +674,46 @@ func (r *run) describe(st *streamState, filter *types.ShardFilter) ([]Shard, err
 
 // children finds a finished shard's children: with ShardFilter
 // CHILD_SHARDS when the endpoint supports it, else by a full refresh.
-func (r *run) children(st *streamState, id string) {
+func (wk *walk) children(st *streamState, id string) {
 	if !st.filterRejected {
-		kids, err := r.describe(st, &types.ShardFilter{Type: types.ShardFilterTypeChildShards, ShardId: aws.String(id)})
+		kids, err := wk.describe(st, &types.ShardFilter{Type: types.ShardFilterTypeChildShards, ShardId: aws.String(id)})
 		if err == nil {
-			now := r.o.Now()
+			now := wk.o.Now()
 			for _, k := range kids {
 				if len(k.Parents) == 0 {
 					k.Parents = []string{id}
 				}
 				if st.shards[k.ID] == nil {
-					r.addShard(st, k, now)
+					wk.addShard(st, k, now)
 				}
 			}
 			if len(kids) > 0 {
 				return
 			}
 		} else {
-			switch classify(r.ctx, err) {
+			switch classify(wk.ctx, err) {
 			case errCanceled:
 				return
 			case errNotFound:
-				r.streamGone(st, err)
+				wk.streamGone(st, err)
 				return
 			case errRejected:
 				st.filterRejected = true
-				r.w.log.Info("endpoint rejects DescribeStream ShardFilter; finding children by full description", zap.String("stream", st.arn), zap.Error(err))
+				wk.w.log.Info("endpoint rejects DescribeStream ShardFilter; finding children by full description", zap.String("stream", st.arn), zap.Error(err))
 			}
 		}
 	}
-	r.refresh(st)
+	wk.refresh(st)
 }
 
 // streamGone stops every reader of a stream that no longer exists.
-func (r *run) streamGone(st *streamState, err error) {
+func (wk *walk) streamGone(st *streamState, err error) {
 	if st.gone {
 		return
 	}
 	st.gone, st.done = true, true
-	r.w.log.Info("stream gone, stopping its readers", zap.String("table", st.table), zap.String("stream", st.arn), zap.Error(err))
-	for _, rd := range r.readers {
+	wk.w.log.Info("stream gone, stopping its readers", zap.String("table", st.table), zap.String("stream", st.arn), zap.Error(err))
+	for _, rd := range wk.readers {
 		if rd.streamARN == st.arn {
 			rd.cancel()
 		}
@@ -722,7 +722,7 @@ func (r *run) streamGone(st *streamState, err error) {
 
 // updateDone marks a replaced stream done once every shard is finished (or
 // gone, and so forgotten): the table's newer stream may then start.
-func (r *run) updateDone(st *streamState) {
+func (wk *walk) updateDone(st *streamState) {
 	if st.done || st.tbl == nil || st.arn == st.tbl.latest || !st.described || !st.positionsOK {
 		return
 	}
@@ -732,11 +732,11 @@ func (r *run) updateDone(st *streamState) {
 		}
 	}
 	st.done = true
-	r.w.log.Info("replaced stream read to its end", zap.String("table", st.table), zap.String("stream", st.arn))
+	wk.w.log.Info("replaced stream read to its end", zap.String("table", st.table), zap.String("stream", st.arn))
 }
 
 // gated reports whether an older stream of the same table is still unread.
-func (r *run) gated(st *streamState) bool {
+func (wk *walk) gated(st *streamState) bool {
 	if st.tbl == nil {
 		return false
 	}
@@ -756,8 +756,8 @@ func (r *run) gated(st *streamState) bool {
 // missing from descriptions but not yet gone holds its children back, and
 // so, for a while, does an unlisted one with an unfinished stored
 // position). running shards are included.
-func (r *run) ready(st *streamState, now time.Time) []*shardState {
-	if st.gone || st.done || !st.described || !st.positionsOK || r.gated(st) {
+func (wk *walk) ready(st *streamState, now time.Time) []*shardState {
+	if st.gone || st.done || !st.described || !st.positionsOK || wk.gated(st) {
 		return nil
 	}
 	var out []*shardState
@@ -795,40 +795,40 @@ func (r *run) ready(st *streamState, now time.Time) []*shardState {
 
 // schedule starts readers for ready shards, within MaxConcurrentShards and
 // what the Assigner allows.
-func (r *run) schedule() {
-	if r.ctx.Err() != nil {
+func (wk *walk) schedule() {
+	if wk.ctx.Err() != nil {
 		return
 	}
 	now := time.Now()
 	waiting := 0
 	defer func() {
 		if waiting > 0 {
-			r.yieldIdle(waiting)
+			wk.yieldIdle(waiting)
 		}
 	}()
-	for _, st := range r.allStreams() {
-		if r.ctx.Err() != nil {
+	for _, st := range wk.allStreams() {
+		if wk.ctx.Err() != nil {
 			return
 		}
-		ready := r.ready(st, now)
-		if r.o.Assigner == nil {
+		ready := wk.ready(st, now)
+		if wk.o.Assigner == nil {
 			var start []*shardState
 			for _, ss := range ready {
 				if ss.running {
 					continue
 				}
-				if len(r.readers)+len(start) < r.o.MaxConcurrentShards {
+				if len(wk.readers)+len(start) < wk.o.MaxConcurrentShards {
 					start = append(start, ss)
 				} else {
 					waiting++
 				}
 			}
-			if len(start) == 0 || !r.reloadBeforeStart(st) {
+			if len(start) == 0 || !wk.reloadBeforeStart(st) {
 				continue
 			}
 			for _, ss := range start {
 				if !ss.finished && !ss.running {
-					r.start(st, ss, nil)
+					wk.start(st, ss, nil)
 				}
 			}
 			continue
@@ -840,10 +840,10 @@ func (r *run) schedule() {
 		for i, ss := range ready {
 			list[i] = ss.Shard
 		}
-		asg, err := r.o.Assigner.Assign(r.ctx, st.arn, list)
+		asg, err := wk.o.Assigner.Assign(wk.ctx, st.arn, list)
 		if err != nil {
-			if r.ctx.Err() == nil {
-				r.w.log.Warn("assign failed", zap.String("table", st.table), zap.String("stream", st.arn), zap.Error(err))
+			if wk.ctx.Err() == nil {
+				wk.w.log.Warn("assign failed", zap.String("table", st.table), zap.String("stream", st.arn), zap.Error(err))
 			}
 			asg = nil
 		}
@@ -861,9 +861,9 @@ func (r *run) schedule() {
 		asg = uniq
 		// Grants that arrived while the shard's previous reader was
 		// releasing it, now that the reader is gone.
-		for key, a := range r.regrant {
-			if r.readers[key] == nil && key == readerKey(st.arn, a.ShardID) {
-				delete(r.regrant, key)
+		for key, a := range wk.regrant {
+			if wk.readers[key] == nil && key == readerKey(st.arn, a.ShardID) {
+				delete(wk.regrant, key)
 				if !granted[a.ShardID] {
 					granted[a.ShardID] = true
 					asg = append(asg, a)
@@ -888,13 +888,13 @@ func (r *run) schedule() {
 			stale = stale || (ss != nil && !ss.running && !readySet[a.ShardID])
 		}
 		if unknown {
-			r.refresh(st)
+			wk.refresh(st)
 		} else if stale {
-			r.loadPositions(st)
+			wk.loadPositions(st)
 		}
 		if unknown || stale {
 			clear(readySet)
-			for _, ss := range r.ready(st, now) {
+			for _, ss := range wk.ready(st, now) {
 				readySet[ss.ID] = true
 			}
 		}
@@ -907,15 +907,15 @@ func (r *run) schedule() {
 				// that reader is letting it go right now: then this is a
 				// new grant, taken up once the reader is booked.
 				key := readerKey(st.arn, a.ShardID)
-				if rd := r.readers[key]; rd != nil && rd.releasing.Load() {
-					r.regrant[key] = a
-					r.poke(0)
+				if rd := wk.readers[key]; rd != nil && rd.releasing.Load() {
+					wk.regrant[key] = a
+					wk.poke(0)
 				}
 			case ss == nil || !readySet[a.ShardID]:
-				r.release(st, a.ShardID, ss != nil && ss.finished)
-			case len(r.readers)+len(fresh) >= r.o.MaxConcurrentShards:
+				wk.release(st, a.ShardID, ss != nil && ss.finished)
+			case len(wk.readers)+len(fresh) >= wk.o.MaxConcurrentShards:
 				waiting++
-				r.release(st, a.ShardID, false)
+				wk.release(st, a.ShardID, false)
 			default:
 				fresh = append(fresh, a)
 			}
@@ -923,9 +923,9 @@ func (r *run) schedule() {
 		if len(fresh) == 0 {
 			continue
 		}
-		if !r.reloadBeforeStart(st) {
+		if !wk.reloadBeforeStart(st) {
 			for _, a := range fresh {
-				r.release(st, a.ShardID, false)
+				wk.release(st, a.ShardID, false)
 			}
 			continue
 		}
@@ -935,9 +935,9 @@ func (r *run) schedule() {
 			case ss.running:
 				// Never a second reader; the first grant stands.
 			case ss.finished:
-				r.release(st, a.ShardID, true)
+				wk.release(st, a.ShardID, true)
 			default:
-				r.start(st, ss, a.Ctx)
+				wk.start(st, ss, a.Ctx)
 			}
 		}
 	}
@@ -945,18 +945,18 @@ func (r *run) schedule() {
 
 // yieldIdle stops up to n readers that have been caught up for IdleYield,
 // longest idle first, so that shards waiting for a slot get read.
-func (r *run) yieldIdle(n int) {
-	if r.o.IdleYield < 0 {
+func (wk *walk) yieldIdle(n int) {
+	if wk.o.IdleYield < 0 {
 		return
 	}
 	now := time.Now()
 	var cands []*reader
-	for _, rd := range r.readers {
+	for _, rd := range wk.readers {
 		if rd.yielded.Load() {
 			n--
 			continue
 		}
-		if s := rd.idleSince.Load(); s != 0 && now.Sub(time.Unix(0, s)) >= r.o.IdleYield {
+		if s := rd.idleSince.Load(); s != 0 && now.Sub(time.Unix(0, s)) >= wk.o.IdleYield {
 			cands = append(cands, rd)
 		}
 	}
@@ -966,11 +966,11 @@ func (r *run) yieldIdle(n int) {
 		cands[i].log.Debug("idle reader gives its slot to a waiting shard")
 		cands[i].cancel()
 	}
-	if n > len(cands) && r.yieldCheck.CompareAndSwap(false, true) {
-		time.AfterFunc(r.o.IdleYield/2, func() {
-			r.yieldCheck.Store(false)
+	if n > len(cands) && wk.yieldCheck.CompareAndSwap(false, true) {
+		time.AfterFunc(wk.o.IdleYield/2, func() {
+			wk.yieldCheck.Store(false)
 			select {
-			case r.wake <- struct{}{}:
+			case wk.wake <- struct{}{}:
 			default:
 			}
 		})
@@ -980,34 +980,34 @@ func (r *run) yieldIdle(n int) {
 // reloadBeforeStart loads the freshest positions before readers start, so a
 // shard another reader (or worker) just checkpointed resumes after its
 // latest checkpoint.
-func (r *run) reloadBeforeStart(st *streamState) bool {
-	if r.o.Positions == nil {
+func (wk *walk) reloadBeforeStart(st *streamState) bool {
+	if wk.o.Positions == nil {
 		return true
 	}
-	return r.loadPositions(st)
+	return wk.loadPositions(st)
 }
 
-func (r *run) release(st *streamState, id string, finished bool) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.o.StopTimeout)
+func (wk *walk) release(st *streamState, id string, finished bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(wk.ctx), wk.o.StopTimeout)
 	defer cancel()
-	if err := r.o.Assigner.Release(ctx, st.arn, id, finished); err != nil {
-		r.w.log.Warn("release failed", zap.String("stream", st.arn), zap.String("shard", id), zap.Error(err))
+	if err := wk.o.Assigner.Release(ctx, st.arn, id, finished); err != nil {
+		wk.w.log.Warn("release failed", zap.String("stream", st.arn), zap.String("shard", id), zap.Error(err))
 	}
 }
 
 // start launches a reader for ss; actx (nil: none) is its assignment.
-func (r *run) start(st *streamState, ss *shardState, actx context.Context) {
+func (wk *walk) start(st *streamState, ss *shardState, actx context.Context) {
 	key := readerKey(st.arn, ss.ID)
-	if r.readers[key] != nil {
+	if wk.readers[key] != nil {
 		panic("shard: two readers for one shard") // unreachable: ss.running guards it
 	}
-	rctx, cancel := context.WithCancel(r.ctx)
+	rctx, cancel := context.WithCancel(wk.ctx)
 	stop := func() bool { return false }
 	if actx != nil {
 		stop = context.AfterFunc(actx, cancel)
 	}
 	rd := &reader{
-		w: r.w, table: st.table, streamARN: st.arn, shard: ss.Shard, key: key,
+		w: wk.w, table: st.table, streamARN: st.arn, shard: ss.Shard, key: key,
 		ctx: rctx, cancel: cancel,
 	}
 	switch {
@@ -1020,27 +1020,27 @@ func (r *run) start(st *streamState, ss *shardState, actx context.Context) {
 	default:
 		rd.startType = types.ShardIteratorTypeTrimHorizon
 	}
-	rd.log = r.w.log.With(zap.String("table", st.table), zap.String("stream", st.arn), zap.String("shard", ss.ID))
+	rd.log = wk.w.log.With(zap.String("table", st.table), zap.String("stream", st.arn), zap.String("shard", ss.ID))
 	ss.running, ss.started = true, true
-	r.readers[key] = rd
-	r.w.m.active.WithLabelValues(st.table).Inc()
+	wk.readers[key] = rd
+	wk.w.m.active.WithLabelValues(st.table).Inc()
 	rd.log.Debug("reader started", zap.String("iterator_type", string(rd.startType)), zap.String("sequence", rd.startSeq))
-	r.wg.Add(1)
+	wk.wg.Add(1)
 	go func() {
-		defer r.wg.Done()
+		defer wk.wg.Done()
 		res := rd.run()
 		stop()
 		cancel()
-		r.results <- res
+		wk.results <- res
 	}()
 }
 
 // forget removes a stopped reader from the books.
-func (r *run) forget(rd *reader) {
-	delete(r.readers, rd.key)
-	r.w.m.active.WithLabelValues(rd.table).Dec()
-	r.w.m.dropAge(rd.table, rd.key)
-	if st := r.streams[rd.streamARN]; st != nil {
+func (wk *walk) forget(rd *reader) {
+	delete(wk.readers, rd.key)
+	wk.w.m.active.WithLabelValues(rd.table).Dec()
+	wk.w.m.dropAge(rd.table, rd.key)
+	if st := wk.streams[rd.streamARN]; st != nil {
 		if ss := st.shards[rd.shard.ID]; ss != nil {
 			ss.running = false
 		}
@@ -1048,10 +1048,10 @@ func (r *run) forget(rd *reader) {
 }
 
 // handle books a reader's result.
-func (r *run) handle(res result) {
+func (wk *walk) handle(res result) {
 	rd := res.rd
-	r.forget(rd)
-	st := r.streams[rd.streamARN]
+	wk.forget(rd)
+	st := wk.streams[rd.streamARN]
 	if st == nil {
 		return
 	}
@@ -1066,12 +1066,12 @@ func (r *run) handle(res result) {
 	switch res.outcome {
 	case outEnded:
 		ss.finished, ss.fails = true, 0
-		r.w.m.ended.WithLabelValues(st.table).Inc()
+		wk.w.m.ended.WithLabelValues(st.table).Inc()
 		log.Info("shard finished")
-		if !st.gone && r.ctx.Err() == nil {
-			r.children(st, ss.ID)
+		if !st.gone && wk.ctx.Err() == nil {
+			wk.children(st, ss.ID)
 		}
-		r.updateDone(st)
+		wk.updateDone(st)
 	case outStopped:
 		if rd.yielded.Load() {
 			ss.yieldedAt = time.Now()
@@ -1080,18 +1080,18 @@ func (r *run) handle(res result) {
 	case outGone:
 		log.Info("shard or stream not found, re-describing", zap.Error(res.err))
 		ss.fails++
-		ss.retryAfter = time.Now().Add(r.o.retry().Delay(ss.fails - 1))
-		if !st.gone && r.ctx.Err() == nil {
-			r.refresh(st)
+		ss.retryAfter = time.Now().Add(wk.o.retry().Delay(ss.fails - 1))
+		if !st.gone && wk.ctx.Err() == nil {
+			wk.refresh(st)
 		}
-		r.poke(time.Until(ss.retryAfter))
+		wk.poke(time.Until(ss.retryAfter))
 	case outFailed:
 		ss.fails++
-		r.w.m.failures.WithLabelValues(st.table).Inc()
-		d := restartPolicy(r.o).Delay(ss.fails - 1)
+		wk.w.m.failures.WithLabelValues(st.table).Inc()
+		d := restartPolicy(wk.o).Delay(ss.fails - 1)
 		ss.retryAfter = time.Now().Add(d)
 		log.Warn("reader failed, restarting the shard later from its stored position", zap.Int("failures", ss.fails), zap.Duration("retry_in", d), zap.Error(res.err))
 		st.needRefresh = true
-		r.poke(d)
+		wk.poke(d)
 	}
 }

@@ -236,25 +236,27 @@ func newConsumer(cfg *runConfig, ddb *dynamodb.Client, streams *dynamodbstreams.
 	inflight, _ := sinks.ParseSize(cfg.MaxInFlight) // validated with the configuration
 	expiredWhen, _ := event.ParseExpiredWhen(cfg.ExpiredWhen)
 	return consumer.New(consumer.Config{
-		Streams:               streams,
+		Options: shard.Options{
+			Streams:         streams,
+			TableNames:      cfg.Tables,
+			StreamARNs:      cfg.StreamARNs,
+			Start:           start,
+			Assigner:        assigner,
+			StreamRetention: cfg.StreamRetention,
+			StopTimeout:     cfg.ShutdownTimeout * 2 / 5,
+			SDKDecoding:     cfg.SDKDecoding,
+			Logger:          d.log,
+			Registerer:      d.reg,
+		},
 		Tables:                ddb,
-		TableNames:            cfg.Tables,
-		StreamARNs:            cfg.StreamARNs,
-		Start:                 start,
 		Store:                 store,
-		Assigner:              assigner,
 		Routes:                ss.routes,
 		DeadLetter:            ss.deadLetter,
 		RetryFor:              cfg.RetryFor,
-		StreamRetention:       cfg.StreamRetention,
 		ShutdownTimeout:       cfg.ShutdownTimeout * 2 / 5,
-		StopTimeout:           cfg.ShutdownTimeout * 2 / 5,
 		MaxInFlightBytesTotal: int(inflight),
-		SDKDecoding:           cfg.SDKDecoding,
 		ExpiredWhen:           expiredWhen,
 		TTLAttribute:          cfg.TTLAttribute,
-		Logger:                d.log,
-		Registerer:            d.reg,
 	})
 }
 

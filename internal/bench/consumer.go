@@ -336,7 +336,8 @@ func benchConsume(ctx context.Context, st *dynamodbstreams.Client, db *dynamodb.
 	}
 	defer store.Close()
 	c, err := consumer.New(consumer.Config{
-		Streams: st, Tables: db, TableNames: []string{table}, Store: store,
+		Options: shard.Options{Streams: st, TableNames: []string{table}},
+		Tables:  db, Store: store,
 		Routes: []consumer.Route{{Sink: sink}},
 	})
 	if err != nil {

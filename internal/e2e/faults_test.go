@@ -162,13 +162,16 @@ func (env *faultEnv) startWorker(name string) {
 	}
 	reg := prometheus.NewRegistry()
 	cfg := consumer.Config{
-		Streams: streamsClient(env.srv.Endpoint(), "reader-"+name), Tables: ddbClient(env.srv.Endpoint(), "reader-"+name),
-		TableNames: []string{faultTable}, Store: store, Assigner: assigner,
+		Options: shard.Options{
+			Streams:    streamsClient(env.srv.Endpoint(), "reader-"+name),
+			TableNames: []string{faultTable}, Assigner: assigner, DiscoveryInterval: 300 * time.Millisecond,
+			IdleBackoff: 100 * time.Millisecond, StopTimeout: 5 * time.Second,
+			Logger: log, Registerer: reg,
+		},
+		Tables: ddbClient(env.srv.Endpoint(), "reader-"+name), Store: store,
 		Routes:             []consumer.Route{{Sink: &faultSink{Sink: fsink, env: env}}},
-		CheckpointInterval: 200 * time.Millisecond, DiscoveryInterval: 300 * time.Millisecond,
-		IdleBackoff: 100 * time.Millisecond, StopTimeout: 5 * time.Second, ShutdownTimeout: 10 * time.Second,
+		CheckpointInterval: 200 * time.Millisecond, ShutdownTimeout: 10 * time.Second,
 		RetryMaxBackoff: 2 * time.Second,
-		Logger:          log, Registerer: reg,
 	}
 	if env.configure != nil {
 		env.configure(inst, &cfg)

@@ -23,6 +23,7 @@ import (
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
@@ -105,8 +106,11 @@ func TestPipelineS3AndJetStream(t *testing.T) {
 		routes = append(routes, consumer.Route{Sink: s, Kinds: kinds})
 	}
 	cons, err := consumer.New(consumer.Config{
-		Streams: streamsClient(srv.Endpoint(), "archiver"), Tables: ddbClient(srv.Endpoint(), "archiver"),
-		TableNames: []string{"sessions"}, Store: store, Routes: routes, Logger: log,
+		Options: shard.Options{
+			Streams:    streamsClient(srv.Endpoint(), "archiver"),
+			TableNames: []string{"sessions"}, Logger: log,
+		},
+		Tables: ddbClient(srv.Endpoint(), "archiver"), Store: store, Routes: routes,
 	})
 	if err != nil {
 		t.Fatal(err)
