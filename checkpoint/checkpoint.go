@@ -11,22 +11,22 @@ package checkpoint
 import (
 	"context"
 	"errors"
+
+	"github.com/ttl-archiver/archiver/shard"
 )
 
-// Checkpoint is the processing state of one shard.
-type Checkpoint struct {
-	// SequenceNumber is the last record of the shard that every sink
-	// acknowledged; empty when none was yet.
-	SequenceNumber string
-	// Finished is set once the shard was closed, read to its end and every
-	// one of its records acknowledged. A finished shard's children may be
-	// read.
-	Finished bool
-}
+// Checkpoint is the processing state of one shard: the walker's
+// [shard.Position] itself, so a loaded checkpoint is the position the
+// walker resumes from. SequenceNumber is the last record of the shard that
+// every sink acknowledged (empty when none was yet); Finished is set once
+// the shard was closed, read to its end and every one of its records
+// acknowledged, and a finished shard's children may be read.
+type Checkpoint = shard.Position
 
 // Store persists checkpoints. Implementations are safe for concurrent use.
 type Store interface {
-	// Load returns the checkpoint of every shard of the stream that has one.
+	// Load returns the checkpoint of every shard of the stream that has one,
+	// in a new map the caller may keep.
 	Load(ctx context.Context, streamARN string) (map[string]Checkpoint, error)
 	// Save records cp as the shard's checkpoint. A store that fences writers
 	// (leases) returns an error matching ErrLeaseLost when this worker no
