@@ -42,7 +42,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
@@ -70,24 +69,26 @@ type Route struct {
 // Config configures a Consumer. Streams, Store, Routes and at least one of
 // TableNames or StreamARNs are required; TableNames also need Tables.
 type Config struct {
-	// Streams is the DynamoDB Streams client.
-	Streams shard.StreamsAPI
+	// Options configure the walker that reads the shards, as they are:
+	// Streams (the DynamoDB Streams client), TableNames and StreamARNs
+	// (what to read), Start (where a shard with no checkpoint starts),
+	// Assigner (which shards this worker reads: a lease store; nil: every
+	// shard, one worker), its limits and intervals (zero: the walker's
+	// defaults). The consumer uses some of them itself: StreamRetention
+	// (below TrimWarning; default 24 h), Logger (its own logs are named
+	// "consumer", the walker's "shard"; nil: none) and Registerer (the
+	// consumer's and the walker's metrics; nil: not registered). It sets
+	// Processor and Positions itself (they must be nil), and the walker's
+	// Tables from Config.Tables (Options.Tables must be nil). Options.Now
+	// is the walker's clock only; Config.Now is the consumer's.
+	shard.Options
 	// Tables is the DynamoDB client: it finds tables' streams and their TTL
 	// attribute. Optional with StreamARNs only (TTL values are then
 	// unknown).
 	Tables TableAPI
-	// TableNames and StreamARNs say what to read (see shard.Options).
-	TableNames []string
-	StreamARNs []string
-	// Start is where a shard with no checkpoint starts (default
-	// shard.TrimHorizon).
-	Start shard.StartPosition
 
 	// Store keeps the checkpoints. The consumer does not close it.
 	Store checkpoint.Store
-	// Assigner decides which shards this worker reads (a lease store); nil:
-	// every shard, one worker.
-	Assigner shard.Assigner
 	// Routes are the sinks and the kinds each gets. The consumer closes the
 	// sinks when Run returns.
 	Routes []Route
@@ -146,14 +147,14 @@ type Config struct {
 	// StuckLogInterval is the least time between two ERROR logs about one
 	// stuck shard (default 1 min).
 	StuckLogInterval time.Duration
-	// StreamRetention is how long the stream keeps a record (DynamoDB
-	// Streams: 24 h, the default). TrimWarning before that (default 2 h),
-	// an unacknowledged record is logged and counted in
-	// archiver_records_near_trim: it is about to be lost. The walker uses
-	// it too (shard.Options.StreamRetention): a shard missing from the
+	// TrimWarning: an unacknowledged record within TrimWarning of the
+	// stream's trim (Options.StreamRetention after its creation; DynamoDB
+	// Streams: 24 h, the default) is logged and counted in
+	// archiver_records_near_trim: it is about to be lost (default 2 h).
+	// The walker uses StreamRetention too: a shard missing from the
 	// stream's description is taken for gone only once its records could
 	// have been trimmed.
-	StreamRetention, TrimWarning time.Duration
+	TrimWarning time.Duration
 	// TTLRefresh is how long a table's TTL attribute is cached (default
 	// 5 min); an unknown attribute is looked up again after 10 s.
 	TTLRefresh time.Duration
@@ -173,29 +174,12 @@ type Config struct {
 	TTLAttribute string
 	// ShutdownTimeout bounds flushing sinks, final checkpoints and closing
 	// sinks after the walker stopped (default 10 s). The walker first gives
-	// each active shard up to StopTimeout (default 15 s) to be acknowledged
+	// each active shard up to Options.StopTimeout (default 15 s) to be acknowledged
 	// and checkpointed, so a stop takes at most StopTimeout +
 	// ShutdownTimeout: keep the sum inside the platform's stop timeout
 	// (ECS: 30 s).
 	ShutdownTimeout time.Duration
 
-	// Walker settings, passed to shard.Options (zero: the walker's
-	// defaults).
-	MaxConcurrentShards int
-	ShardBufferBytes    int
-	GetRecordsLimit     int32
-	DiscoveryInterval   time.Duration
-	AssignInterval      time.Duration
-	IdleBackoff         time.Duration
-	StopTimeout         time.Duration
-	SDKDecoding         bool
-
-	// Logger receives logs (named "consumer"; the walker's are named
-	// "shard"); nil: none.
-	Logger *zap.Logger
-	// Registerer receives the consumer's and the walker's metrics; nil: not
-	// registered.
-	Registerer prometheus.Registerer
 	// Now is the clock of the TTL attribute cache and of the once-a-minute
 	// warning about past-TTL user deletes (default time.Now).
 	Now func() time.Time
@@ -244,7 +228,7 @@ type Consumer struct {
 	failed failedReaders
 
 	mu     sync.Mutex
-	states map[string]*shardState
+	states map[string]*shardDelivery
 	known  map[string]string // stream/shard → sequence number loaded from the store
 	ran    bool
 }
@@ -253,6 +237,12 @@ type Consumer struct {
 func New(c Config) (*Consumer, error) {
 	if c.Streams == nil {
 		return nil, errors.New("consumer: Config.Streams is nil")
+	}
+	if c.Processor != nil || c.Positions != nil {
+		return nil, errors.New("consumer: Config.Processor and Config.Positions must be nil: the consumer is the walker's processor and its checkpoint store the positions")
+	}
+	if c.Options.Tables != nil {
+		return nil, errors.New("consumer: Config.Options.Tables is set: set Config.Tables, which the consumer also asks for TTL attributes")
 	}
 	if c.Store == nil {
 		return nil, errors.New("consumer: Config.Store is nil")
@@ -311,7 +301,7 @@ func New(c Config) (*Consumer, error) {
 		store:     c.Store,
 		log:       log.Named("consumer"),
 		m:         newMetrics(c.Registerer),
-		states:    map[string]*shardState{},
+		states:    map[string]*shardDelivery{},
 		watched:   map[string]bool{},
 		known:     map[string]string{},
 		inflight:  budget.New(int64(c.MaxInFlightBytesTotal)),
@@ -348,27 +338,9 @@ func New(c Config) (*Consumer, error) {
 	if c.ExpiredWhen == event.ExpiredWhenService {
 		cons.pastTTL = newPastTTLWarner(c.Now, cons.log, cons.m)
 	}
-	w, err := shard.New(shard.Options{
-		Streams:             c.Streams,
-		Tables:              tables,
-		TableNames:          c.TableNames,
-		StreamARNs:          c.StreamARNs,
-		Start:               c.Start,
-		Processor:           processor{cons},
-		Positions:           positions{cons},
-		Assigner:            c.Assigner,
-		MaxConcurrentShards: c.MaxConcurrentShards,
-		ShardBufferBytes:    c.ShardBufferBytes,
-		GetRecordsLimit:     c.GetRecordsLimit,
-		DiscoveryInterval:   c.DiscoveryInterval,
-		AssignInterval:      c.AssignInterval,
-		IdleBackoff:         c.IdleBackoff,
-		StopTimeout:         c.StopTimeout,
-		SDKDecoding:         c.SDKDecoding,
-		StreamRetention:     c.StreamRetention,
-		Logger:              log,
-		Registerer:          c.Registerer,
-	})
+	opts := c.Options // StreamRetention defaulted above
+	opts.Tables, opts.Processor, opts.Positions, opts.Logger = tables, processor{cons}, positions{cons}, log
+	w, err := shard.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
@@ -470,7 +442,7 @@ next:
 
 // saver keeps the lag gauges current and watches for stuck shards, every
 // CheckpointInterval. (Each shard saves its own checkpoint: see
-// shardState.runSaver.)
+// shardDelivery.runSaver.)
 func (c *Consumer) saver(ctx context.Context) {
 	t := time.NewTicker(c.cfg.CheckpointInterval)
 	defer t.Stop()
@@ -493,7 +465,7 @@ func (c *Consumer) saver(ctx context.Context) {
 func stateKey(arn, id string) string { return arn + "\x00" + id }
 
 // state returns the shard's state, creating it on first use.
-func (c *Consumer) state(table, arn, id string) *shardState {
+func (c *Consumer) state(table, arn, id string) *shardDelivery {
 	k := stateKey(arn, id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -502,22 +474,22 @@ func (c *Consumer) state(table, arn, id string) *shardState {
 		if table == "" {
 			table = shard.TableFromStreamARN(arn)
 		}
-		s = newShardState(c, k, table, arn, id, c.known[k])
+		s = newShardDelivery(c, k, table, arn, id, c.known[k])
 		c.states[k] = s
 	}
 	return s
 }
 
-func (c *Consumer) lookup(arn, id string) *shardState {
+func (c *Consumer) lookup(arn, id string) *shardDelivery {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.states[stateKey(arn, id)]
 }
 
-func (c *Consumer) snapshot() []*shardState {
+func (c *Consumer) snapshot() []*shardDelivery {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]*shardState, 0, len(c.states))
+	out := make([]*shardDelivery, 0, len(c.states))
 	for _, s := range c.states {
 		out = append(out, s)
 	}
@@ -525,7 +497,7 @@ func (c *Consumer) snapshot() []*shardState {
 }
 
 // remove tears the shard's state down.
-func (c *Consumer) remove(s *shardState) {
+func (c *Consumer) remove(s *shardDelivery) {
 	c.mu.Lock()
 	if c.states[s.key] == s {
 		delete(c.states, s.key)
