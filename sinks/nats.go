@@ -18,6 +18,7 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/internal/budget"
+	"github.com/ttl-archiver/archiver/natsmsg"
 )
 
 // Headers the NATS sink sets on every message besides Nats-Msg-Id (the
@@ -25,14 +26,16 @@ import (
 // set on REMOVE messages only: "dynamodb-ttl" when DynamoDB's TTL process
 // deleted the item, "other" otherwise ([event.Event.DeletedBy]), so a
 // subscriber tells a native expiry from a swept one without the payload.
+// They are [natsmsg]'s names, which readers import without this package;
+// docs/MESSAGES.md is the contract.
 const (
-	HeaderTable     = "Archiver-Table"
-	HeaderKind      = "Archiver-Kind"
-	HeaderKeys      = "Archiver-Keys" // DynamoDB JSON of the key attributes
-	HeaderShard     = "Archiver-Shard"
-	HeaderSequence  = "Archiver-Sequence"
-	HeaderEventName = "Archiver-Event-Name"
-	HeaderDeletedBy = "Archiver-Deleted-By"
+	HeaderTable     = natsmsg.HeaderTable
+	HeaderKind      = natsmsg.HeaderKind
+	HeaderKeys      = natsmsg.HeaderKeys // DynamoDB JSON of the key attributes
+	HeaderShard     = natsmsg.HeaderShard
+	HeaderSequence  = natsmsg.HeaderSequence
+	HeaderEventName = natsmsg.HeaderEventName
+	HeaderDeletedBy = natsmsg.HeaderDeletedBy
 )
 
 // NATSSink publishes one message per event.
