@@ -14,6 +14,10 @@
 //
 // Objects that do not follow the layout, and everything under
 // PREFIX/_archiver/, are skipped (the former reported to Options.OnBadKey).
+//
+// [StreamRemoves] reads a table's live stream for the REMOVE records an
+// archive should hold, and [MissingCheck] crosses them off against it
+// (`archiver verify --table`).
 package archive
 
 import (

@@ -240,7 +240,7 @@ func verifyCmd(ctx context.Context, args []string, e env) error {
 // builds the report.
 func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr io.Writer) (*verifyReport, error) {
 	log = log.Named("verify")
-	var inStream map[string]streamRemove
+	var inStream map[string]archive.StreamRemove
 	started := time.Now()
 	if cfg.Table != "" && !cfg.SkipStream {
 		var err error
@@ -248,7 +248,7 @@ func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr i
 			return nil, err
 		}
 	}
-	check := newMissingCheck(cfg.Table, inStream, started.Add(-cfg.Grace))
+	check := archive.NewMissingCheck(cfg.Table, inStream, started.Add(-cfg.Grace))
 	v := archive.NewVerifier()
 	a, err := archive.Open(ctx, cfg.From, v.Hook(archive.Options{Logger: log, Parallel: cfg.Parallel, MaxBufferBytes: cfg.MaxBufferBytes, SkipImages: true}))
 	if err != nil {
@@ -264,7 +264,7 @@ func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr i
 	}
 	st, err := a.Events(ctx, sel, func(l archive.Line) error {
 		v.Event(&l.Event)
-		check.event(&l.Event)
+		check.Event(&l.Event)
 		rp.AddItems(1)
 		return nil
 	})
@@ -272,12 +272,12 @@ func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr i
 	if err != nil {
 		return nil, err
 	}
-	return &verifyReport{Report: *v.Finish(a.URL(), st), Stream: check.result()}, nil
+	return &verifyReport{Report: *v.Finish(a.URL(), st), Stream: check.Result()}, nil
 }
 
 // readStream opens the DynamoDB and Streams clients and reads the table's
-// stream (see streamRemoves).
-func readStream(ctx context.Context, cfg *verifyConfig, log *zap.Logger) (map[string]streamRemove, error) {
+// stream (see archive.StreamRemoves).
+func readStream(ctx context.Context, cfg *verifyConfig, log *zap.Logger) (map[string]archive.StreamRemove, error) {
 	awsCfg, err := loadAWSConfig(ctx, "verify", cfg.shared.Region, cfg.shared.Endpoint, log)
 	if err != nil {
 		return nil, err
@@ -297,5 +297,11 @@ func readStream(ctx context.Context, cfg *verifyConfig, log *zap.Logger) (map[st
 	if err != nil {
 		return nil, fmt.Errorf("--table: %w (--skip-stream reads the archive only)", err)
 	}
-	return streamRemoves(ctx, cfg, ddb, st, log)
+	when, err := event.ParseExpiredWhen(cfg.shared.ExpiredWhen)
+	if err != nil {
+		return nil, err
+	}
+	return archive.StreamRemoves(ctx, archive.StreamCheck{Tables: ddb, Streams: st, Table: cfg.Table,
+		Kinds: cfg.Kinds, ExpiredWhen: when, TTLAttribute: cfg.shared.TTLAttribute,
+		Since: cfg.Since, Until: cfg.Until, Timeout: cfg.StreamTimeout, Logger: log})
 }

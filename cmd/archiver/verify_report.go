@@ -1,14 +1,10 @@
 package main
 
 import (
-	"cmp"
 	"io"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/ttl-archiver/archiver/archive"
-	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/progress"
 )
 
@@ -18,64 +14,7 @@ import (
 type verifyReport struct {
 	archive.Report
 	// Stream is the cross-check against the live stream (--table).
-	Stream *verifyStream `json:"stream,omitempty"`
-}
-
-type verifyStream struct {
-	Table string `json:"table"`
-	// Records counts the stream's REMOVE records of the archived kinds in
-	// the selected time range; Archived those found in the archive.
-	Records  int64 `json:"records"`
-	Archived int64 `json:"archived"`
-	// Missing are the records not in the archive deleted before the
-	// grace period; Pending those deleted within it (the archiver may
-	// not have flushed them yet).
-	Missing []streamRemove `json:"missing"`
-	Pending []streamRemove `json:"pending"`
-}
-
-// missingCheck looks for the stream's REMOVE records in the archive.
-type missingCheck struct {
-	table   string
-	cutoff  time.Time               // records deleted from then on are pending
-	left    map[string]streamRemove // not found yet
-	records int64
-}
-
-func newMissingCheck(table string, found map[string]streamRemove, cutoff time.Time) *missingCheck {
-	if found == nil {
-		return nil
-	}
-	return &missingCheck{table: table, cutoff: cutoff, left: found, records: int64(len(found))}
-}
-
-// event crosses an archived event off.
-func (c *missingCheck) event(e *event.Event) {
-	if c != nil && e.Table == c.table {
-		delete(c.left, e.EventID)
-	}
-}
-
-// result lists what was not crossed off, by deletion time.
-func (c *missingCheck) result() *verifyStream {
-	if c == nil {
-		return nil
-	}
-	s := &verifyStream{Table: c.table, Records: c.records, Archived: c.records - int64(len(c.left)),
-		Missing: []streamRemove{}, Pending: []streamRemove{}}
-	for _, m := range c.left {
-		if m.Created.Before(c.cutoff) {
-			s.Missing = append(s.Missing, m)
-		} else {
-			s.Pending = append(s.Pending, m)
-		}
-	}
-	for _, l := range [][]streamRemove{s.Missing, s.Pending} {
-		slices.SortFunc(l, func(a, b streamRemove) int {
-			return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.EventID, b.EventID))
-		})
-	}
-	return s
+	Stream *archive.StreamReport `json:"stream,omitempty"`
 }
 
 // print writes the report as tables.
@@ -121,7 +60,7 @@ func (r *verifyReport) print(w io.Writer) error {
 	return nil
 }
 
-func removeTable(title string, rs []streamRemove) progress.Table {
+func removeTable(title string, rs []archive.StreamRemove) progress.Table {
 	t := progress.Table{Title: title, Header: []string{"event ID", "deleted", "shard"}}
 	for _, m := range rs {
 		t.Add(m.EventID, m.Created.Format(time.RFC3339), m.Shard)

@@ -215,7 +215,7 @@ func TestVerifyStreamCrossCheck(t *testing.T) {
 	archiveWith(t, "file://"+dir, evs[:4], evs[6:])
 	want := []string{evs[4].EventID, evs[5].EventID}
 	slices.Sort(want)
-	ids := func(rs []streamRemove) []string {
+	ids := func(rs []archive.StreamRemove) []string {
 		var l []string
 		for _, m := range rs {
 			l = append(l, m.EventID)

@@ -1,4 +1,4 @@
-package main
+package archive
 
 import (
 	"context"
@@ -16,45 +16,67 @@ import (
 	"github.com/ttl-archiver/archiver/shard"
 )
 
-// streamRemove is a REMOVE record of an archived kind found in the stream.
-type streamRemove struct {
+// StreamRemove is a REMOVE record of an archived kind found in the stream.
+type StreamRemove struct {
 	EventID string    `json:"eventID"`
 	Created time.Time `json:"approximateCreationDateTime"`
 	Shard   string    `json:"shardId"`
 }
 
-// streamRemoves reads every record of table's stream still in its
+// StreamTables is what StreamRemoves calls of DynamoDB: the walker's
+// DescribeTable, and DescribeTimeToLive under past-ttl without
+// StreamCheck.TTLAttribute. *dynamodb.Client satisfies it.
+type StreamTables interface {
+	shard.TableAPI
+	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+}
+
+// StreamCheck says which of a table's stream records StreamRemoves
+// returns: `archiver verify --table`.
+type StreamCheck struct {
+	Tables  StreamTables
+	Streams shard.StreamsAPI
+	Table   string
+	// Kinds are the archived kinds, classified as `archiver run` does with
+	// ExpiredWhen and TTLAttribute (under past-ttl, "" asks the table's).
+	Kinds        []event.Kind
+	ExpiredWhen  event.ExpiredWhen
+	TTLAttribute string
+	// Since and Until bound the records' creation time, [Since, Until);
+	// zero: unbounded.
+	Since, Until time.Time
+	// Timeout bounds reading the stream to its end.
+	Timeout time.Duration
+	Logger  *zap.Logger
+}
+
+// StreamRemoves reads every record of the table's stream still in its
 // retention window with the shard package's walker (no checkpoints, no
 // leases: read-only) until every shard was read to its end or caught up,
-// and returns the REMOVE records whose kind (classified as `archiver run`
-// does with --expired-when) is one of kinds and whose creation time is in
-// [since, until), by event ID.
-func streamRemoves(ctx context.Context, cfg *verifyConfig, ddb *dynamodb.Client, st *dynamodbstreams.Client, log *zap.Logger) (map[string]streamRemove, error) {
-	when, err := event.ParseExpiredWhen(cfg.shared.ExpiredWhen)
-	if err != nil {
-		return nil, err
-	}
-	ttlAttr := cfg.shared.TTLAttribute
-	if when == event.ExpiredWhenPastTTL && ttlAttr == "" {
-		out, err := ddb.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(cfg.Table)})
+// and returns the REMOVE records whose kind is one of c.Kinds and whose
+// creation time is in [c.Since, c.Until), by event ID.
+func StreamRemoves(ctx context.Context, c StreamCheck) (map[string]StreamRemove, error) {
+	ttlAttr := c.TTLAttribute
+	if c.ExpiredWhen == event.ExpiredWhenPastTTL && ttlAttr == "" {
+		out, err := c.Tables.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(c.Table)})
 		if err != nil {
-			return nil, fmt.Errorf("--expired-when past-ttl: DescribeTimeToLive %s: %w", cfg.Table, err)
+			return nil, fmt.Errorf("--expired-when past-ttl: DescribeTimeToLive %s: %w", c.Table, err)
 		}
 		if d := out.TimeToLiveDescription; d != nil {
 			ttlAttr = aws.ToString(d.AttributeName)
 		}
 	}
-	col := &removeCollector{kinds: cfg.Kinds, when: when, ttlAttr: ttlAttr, since: cfg.Since, until: cfg.Until, found: map[string]streamRemove{}}
-	watch := &catchUp{StreamsAPI: st, iters: map[string]string{}, done: map[string]bool{}, empty: map[string]int{}}
+	col := &removeCollector{kinds: c.Kinds, when: c.ExpiredWhen, ttlAttr: ttlAttr, since: c.Since, until: c.Until, found: map[string]StreamRemove{}}
+	watch := &catchUp{StreamsAPI: c.Streams, iters: map[string]string{}, done: map[string]bool{}, empty: map[string]int{}}
 	w, err := shard.New(shard.Options{
-		Streams: watch, Tables: ddb, TableNames: []string{cfg.Table},
+		Streams: watch, Tables: c.Tables, TableNames: []string{c.Table},
 		Processor: col, Start: shard.TrimHorizon,
-		IdleBackoff: 50 * time.Millisecond, IdleYield: -1, Logger: log,
+		IdleBackoff: 50 * time.Millisecond, IdleYield: -1, Logger: c.Logger,
 	})
 	if err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, cfg.StreamTimeout)
+	rctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	walked := make(chan error, 1)
 	go func() { walked <- w.Run(rctx) }()
@@ -77,7 +99,7 @@ func streamRemoves(ctx context.Context, cfg *verifyConfig, ddb *dynamodb.Client,
 		return nil, ctx.Err()
 	}
 	if timedOut {
-		return nil, fmt.Errorf("the stream of %s was not read to its end within --stream-timeout %s", cfg.Table, cfg.StreamTimeout)
+		return nil, fmt.Errorf("the stream of %s was not read to its end within --stream-timeout %s", c.Table, c.Timeout)
 	}
 	col.mu.Lock()
 	defer col.mu.Unlock()
@@ -96,7 +118,7 @@ type removeCollector struct {
 	since, until time.Time
 
 	mu    sync.Mutex
-	found map[string]streamRemove
+	found map[string]StreamRemove
 	err   error
 }
 
@@ -119,7 +141,7 @@ func (c *removeCollector) Process(_ context.Context, b shard.Batch) error {
 			continue
 		}
 		id := aws.ToString(r.EventID)
-		c.found[id] = streamRemove{EventID: id, Created: created.UTC(), Shard: b.ShardID}
+		c.found[id] = StreamRemove{EventID: id, Created: created.UTC(), Shard: b.ShardID}
 	}
 	return nil
 }

@@ -1,0 +1,74 @@
+package archive
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ttl-archiver/archiver/event"
+)
+
+// StreamReport is the cross-check of an archive against the live stream
+// (`archiver verify --table`).
+type StreamReport struct {
+	Table string `json:"table"`
+	// Records counts the stream's REMOVE records of the archived kinds in
+	// the selected time range; Archived those found in the archive.
+	Records  int64 `json:"records"`
+	Archived int64 `json:"archived"`
+	// Missing are the records not in the archive deleted before the
+	// grace period; Pending those deleted within it (the archiver may
+	// not have flushed them yet).
+	Missing []StreamRemove `json:"missing"`
+	Pending []StreamRemove `json:"pending"`
+}
+
+// MissingCheck looks for the stream's REMOVE records (StreamRemoves) in
+// the archive. A nil *MissingCheck checks nothing.
+type MissingCheck struct {
+	table   string
+	cutoff  time.Time               // records deleted from then on are pending
+	left    map[string]StreamRemove // not found yet
+	records int64
+}
+
+// NewMissingCheck checks found, the table's stream records, against the
+// archived events given to Event; records deleted from cutoff on are
+// pending, not missing. A nil found checks nothing (nil).
+func NewMissingCheck(table string, found map[string]StreamRemove, cutoff time.Time) *MissingCheck {
+	if found == nil {
+		return nil
+	}
+	return &MissingCheck{table: table, cutoff: cutoff, left: found, records: int64(len(found))}
+}
+
+// Event crosses an archived event off.
+func (c *MissingCheck) Event(e *event.Event) {
+	if c != nil && e.Table == c.table {
+		delete(c.left, e.EventID)
+	}
+}
+
+// Result lists what was not crossed off, by deletion time; nil for a nil
+// check.
+func (c *MissingCheck) Result() *StreamReport {
+	if c == nil {
+		return nil
+	}
+	s := &StreamReport{Table: c.table, Records: c.records, Archived: c.records - int64(len(c.left)),
+		Missing: []StreamRemove{}, Pending: []StreamRemove{}}
+	for _, m := range c.left {
+		if m.Created.Before(c.cutoff) {
+			s.Missing = append(s.Missing, m)
+		} else {
+			s.Pending = append(s.Pending, m)
+		}
+	}
+	for _, l := range [][]StreamRemove{s.Missing, s.Pending} {
+		slices.SortFunc(l, func(a, b StreamRemove) int {
+			return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.EventID, b.EventID))
+		})
+	}
+	return s
+}
