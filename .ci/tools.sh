@@ -13,3 +13,19 @@ if [ -f tools/go.mod ]; then
     cp tools/go.sum "$stamp"
   fi
 fi
+# duckq (tools/duckq, its own module) is DuckDB for the tests that query
+# the archive with SQL (deploy/athena). DuckDB is a C++ library linked
+# with cgo, so it needs a C compiler; CI (Debian, root) installs gcc.
+duckq_src=(tools/duckq/go.mod tools/duckq/go.sum tools/duckq/main.go)
+if [ -f tools/duckq/go.mod ]; then
+  stamp="$bin/.duckq.sum"
+  if [ ! -x "$bin/duckq" ] || ! cat "${duckq_src[@]}" | cmp -s - "$stamp" 2>/dev/null; then
+    if ! command -v gcc >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      echo "installing gcc for duckq (cgo)"
+      apt-get update -qq && apt-get install -y -qq gcc >/dev/null
+    fi
+    echo "building duckq (DuckDB) from tools/duckq/go.mod"
+    (cd tools/duckq && CGO_ENABLED=1 go build -o "$bin/duckq" .)
+    cat "${duckq_src[@]}" >"$stamp"
+  fi
+fi
