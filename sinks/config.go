@@ -126,7 +126,7 @@ func parseS3(p *params) (S3Config, error) {
 }
 
 // NATSConfig configures a NATS sink. Open fills it from
-// nats://[USER:PASSWORD@]HOST:PORT[,HOST:PORT]?subject=&jetstream=&create-stream=&creds=&nkey=&token=&tls-ca=&tls-cert=&tls-key=&format=&max-in-flight=&max-pending-bytes=&max-subject=&name=.
+// nats://[USER:PASSWORD@]HOST:PORT[,HOST:PORT]?subject=&jetstream=&create-stream=&stream-max-age=&stream-max-bytes=&stream-max-msgs=&duplicate-window=&stream-replicas=&creds=&nkey=&token=&tls-ca=&tls-cert=&tls-key=&format=&max-in-flight=&max-pending-bytes=&max-subject=&name=.
 type NATSConfig struct {
 	// Servers are nats:// (or tls://) URLs.
 	Servers []string
@@ -145,9 +145,15 @@ type NATSConfig struct {
 	// a batch is acknowledged once the server has received it (a flush
 	// round-trip), with no guarantee that any subscriber got it.
 	JetStream bool
-	// CreateStream, when set, creates (or updates) a JetStream stream of this
-	// name capturing the subject template's subjects.
+	// CreateStream, when set, creates a JetStream stream of this name
+	// capturing the subject template's subjects, with Stream's limits; a
+	// stream of that name that exists is changed to the limits the URL
+	// gave (Stream.Given) and otherwise kept as it is.
 	CreateStream string
+	// Stream holds the limits of the stream CreateStream makes
+	// (stream-max-age=, stream-max-bytes=, stream-max-msgs=,
+	// duplicate-window=, stream-replicas=; only with create-stream).
+	Stream StreamSettings
 	// Creds is a credentials file (JWT + nkey seed).
 	Creds string
 	// NKey is an nkey seed file.
@@ -217,6 +223,9 @@ func parseNATS(p *params) (NATSConfig, error) {
 		if strings.ContainsAny(c.CreateStream, " \t\r\n.*>/\\") {
 			return c, p.fail("create-stream", fmt.Sprintf("%q is not a valid stream name (no spaces, dots, *, >, slashes)", c.CreateStream))
 		}
+	}
+	if c.Stream, err = parseStreamSettings(p, c.CreateStream != ""); err != nil {
+		return c, err
 	}
 	for _, f := range []struct {
 		name string

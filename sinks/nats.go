@@ -45,8 +45,9 @@ const (
 // only when JetStream acknowledged every message of it (at-least-once; a
 // re-published message carries the same Nats-Msg-Id, so JetStream drops the
 // copy inside its duplicate window). It publishes only into streams that
-// already capture the subjects, unless CreateStream names one to create; a
-// template no stream captures is an error at start-up.
+// already capture the subjects, unless CreateStream names one to create
+// (with the limits of [StreamSettings]); a template no stream captures is
+// an error at start-up.
 //
 // A message that fails (timeout, no responders while a server restarts,
 // connection lost) is published again with backoff, in place, for up to
@@ -378,13 +379,7 @@ func serverHosts(servers []string) []string {
 func (s *NATSSink) checkStream(ctx context.Context) (string, error) {
 	filter := s.tmpl.filter()
 	if s.c.CreateStream != "" {
-		_, err := s.cur().js.CreateStream(ctx, jetstream.StreamConfig{
-			Name:       s.c.CreateStream,
-			Subjects:   []string{filter},
-			Storage:    jetstream.FileStorage,
-			Duplicates: 2 * time.Minute,
-		})
-		if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		if err := s.createStream(ctx, filter); err != nil {
 			return "", fmt.Errorf("create-stream %q for subjects %q: %w", s.c.CreateStream, filter, err)
 		}
 	}
@@ -430,10 +425,7 @@ func (s *NATSSink) appendMessage(arena []byte, e *event.Event) (*nats.Msg, int64
 	arena = event.AppendItem(arena, nonNilItem(e.Keys))
 	data := arena[start:end:end]
 	keys := arena[end:]
-	id := e.EventID
-	if id == "" {
-		id = e.StreamARN + "/" + e.ShardID + "/" + e.SequenceNumber
-	}
+	id := natsMsgID(e)
 	// The names are already in canonical form (TestHeaderNamesCanonical),
 	// so the values go in directly, in one backing array, instead of
 	// through Header.Set's canonicalisation and one slice each.

@@ -80,7 +80,10 @@ func (e *ConfigError) Error() string {
 //	    compression=gzip|zstd|none, max-attempts=8, max-buffer-bytes=
 //	nats://HOST:PORT[,HOST:PORT]   see [NATSConfig]
 //	    subject=archiver.{table}.{kind}, jetstream=true|false,
-//	    create-stream=NAME, creds=, nkey=, token=, user=, password=,
+//	    create-stream=NAME, with it stream-max-age=168h (0: none),
+//	    stream-max-bytes=, stream-max-msgs= (default none),
+//	    duplicate-window=20m, stream-replicas=1;
+//	    creds=, nkey=, token=, user=, password=,
 //	    tls-ca=, tls-cert=, tls-key=, format=envelope|item,
 //	    max-in-flight=, max-pending-bytes=, max-subject=1024, name=
 //
