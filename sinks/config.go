@@ -10,6 +10,8 @@ import (
 	"time"
 
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/ttl-archiver/archiver/natsmsg"
 )
 
 // S3Config configures an S3 sink. Open fills it from
@@ -163,8 +165,10 @@ type NATSConfig struct {
 	// TLSCA, TLSCert and TLSKey are PEM files: the CA to trust, and a client
 	// certificate and key.
 	TLSCA, TLSCert, TLSKey string
-	// Format is "envelope" (default: the archive line, see
-	// [event.AppendLine]) or "item" (the item as plain JSON).
+	// Format is "cloudevents" (the default: the archive line, see
+	// [event.AppendLine], with the CloudEvents attributes as ce- headers in
+	// the binary content mode), "envelope" (the archive line) or "item"
+	// (the item as plain JSON). docs/MESSAGES.md describes each.
 	Format string
 	// MaxInFlight bounds unacknowledged JetStream publishes (default 4096).
 	MaxInFlight int
@@ -260,7 +264,7 @@ func parseNATS(p *params) (NATSConfig, error) {
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return c, p.fail("tls-cert", "tls-cert and tls-key go together")
 	}
-	if c.Format, err = p.oneOf("format", "envelope", "envelope", "item"); err != nil {
+	if c.Format, err = p.oneOf("format", natsmsg.DefaultFormat, natsmsg.Formats...); err != nil {
 		return c, err
 	}
 	n, err := p.integer("max-in-flight", 4096, 1, 1<<20)

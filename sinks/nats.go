@@ -205,8 +205,12 @@ func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
 	if c.MaxPendingBytes <= 0 {
 		c.MaxPendingBytes = 64 << 20
 	}
-	if c.Format == "" {
-		c.Format = "envelope"
+	switch c.Format {
+	case "":
+		c.Format = natsmsg.DefaultFormat
+	case natsmsg.FormatCloudEvents, natsmsg.FormatEnvelope, natsmsg.FormatItem:
+	default:
+		return nil, &ConfigError{URL: "nats://" + strings.Join(serverHosts(c.Servers), ","), Param: "format", Problem: "must be " + orList(natsmsg.Formats)}
 	}
 	if c.Name == "" {
 		c.Name = "ttl-archiver"
@@ -415,7 +419,7 @@ func (s *NATSSink) message(e *event.Event) *nats.Msg {
 // unchanged.
 func (s *NATSSink) appendMessage(arena []byte, e *event.Event) (*nats.Msg, int64, []byte) {
 	start := len(arena)
-	if s.c.Format == "item" {
+	if s.c.Format == natsmsg.FormatItem {
 		arena = event.AppendPlainJSON(arena, e.Image())
 	} else {
 		arena = event.AppendLine(arena, e)
@@ -435,15 +439,27 @@ func (s *NATSSink) appendMessage(arena []byte, e *event.Event) (*nats.Msg, int64
 		n-- // not a REMOVE: no Archiver-Deleted-By (the last header)
 	}
 	all := vals[:]
-	h := make(nats.Header, n)
+	capacity := n
+	if s.c.Format == natsmsg.FormatCloudEvents {
+		capacity += ceHeaders
+	}
+	h := make(nats.Header, capacity)
 	subject := s.tmpl.render(e, s.c.MaxSubject)
 	size := len(subject) + len(data)
 	for i, k := range headerNames[:n] {
 		h[k] = all[i : i+1 : i+1]
 		size += len(k) + len(all[i]) + 4
 	}
+	if s.c.Format == natsmsg.FormatCloudEvents {
+		var ce int
+		arena, ce = appendCloudEvents(arena, h, e, id, vals[3])
+		size += ce
+	}
 	return &nats.Msg{Subject: subject, Header: h, Data: data}, int64(size), arena
 }
+
+// ceHeaders is how many ce- headers a message has at most.
+const ceHeaders = 14
 
 // headerNames are the headers of the messages, in the order message fills
 // them; every message has all but the last, which only REMOVEs have.

@@ -84,7 +84,7 @@ func (e *ConfigError) Error() string {
 //	    stream-max-bytes=, stream-max-msgs= (default none),
 //	    duplicate-window=20m, stream-replicas=1;
 //	    creds=, nkey=, token=, user=, password=,
-//	    tls-ca=, tls-cert=, tls-key=, format=envelope|item,
+//	    tls-ca=, tls-cert=, tls-key=, format=cloudevents|envelope|item,
 //	    max-in-flight=, max-pending-bytes=, max-subject=1024, name=
 //
 // Every scheme takes events=KIND[,KIND...] with kinds expired, deleted,
