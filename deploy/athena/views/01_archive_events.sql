@@ -1,0 +1,38 @@
+-- archive_events: one row per archived event, the archive line unwrapped.
+-- The archive is at-least-once (a re-delivered tail can be written twice,
+-- see README "The archive format"); copies of an event share its
+-- partition and Metadata.eventID, and only the first is kept here, so
+-- counts over this view count events, not lines.
+--
+-- ttl_lag_seconds is deletion time minus TTL time; the archive line leaves
+-- Metadata.ttlLagSeconds out when it is 0, so it is 0 whenever the TTL
+-- time is known and the lag is absent. stream_order sorts an item's
+-- events in stream order (sequence numbers are decimals of up to 40
+-- digits; compared as text they would not sort).
+CREATE OR REPLACE VIEW archive_events AS
+SELECT
+  "table" AS table_name,
+  kind,
+  dt,
+  hr,
+  metadata.eventid AS event_id,
+  metadata.eventname AS event_name,
+  metadata.deletedby AS deleted_by,
+  from_iso8601_timestamp(metadata.approximatecreationdatetime) AS created_at,
+  from_iso8601_timestamp(metadata.ttltime) AS ttl_time,
+  CASE WHEN metadata.ttltime IS NOT NULL THEN coalesce(metadata.ttllagseconds, 0) END AS ttl_lag_seconds,
+  metadata.ttlattribute AS ttl_attribute,
+  metadata.image AS image,
+  metadata.shardid AS shard_id,
+  metadata.sequencenumber AS sequence_number,
+  lpad(metadata.sequencenumber, 40, '0') AS stream_order,
+  keys,
+  item,
+  oldimage AS old_image
+FROM (
+  SELECT
+    *,
+    row_number() OVER (PARTITION BY "table", kind, dt, hr, metadata.eventid) AS copy_no
+  FROM ttl_archive
+)
+WHERE copy_no = 1
