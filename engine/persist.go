@@ -58,7 +58,8 @@ type persister struct {
 	log  *wal.Log
 
 	health    diskHealth
-	snapMu    sync.Mutex // one snapshot at a time
+	snapMu    sync.Mutex   // one snapshot at a time
+	snapEvery atomic.Int64 // log bytes that trigger a background snapshot (snapshotEvery; tests lower it)
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -76,6 +77,7 @@ func openPersister(e *Engine, dir string) (*persister, error) {
 		return nil, err
 	}
 	p := &persister{e: e, dir: dir, lock: lock, stop: make(chan struct{}), done: make(chan struct{})}
+	p.snapEvery.Store(snapshotEvery)
 	start := time.Now()
 	err = p.iteratorKey()
 	var last uint64
@@ -293,19 +295,36 @@ func (p *persister) tableDeleted(t *table) {
 func (p *persister) sync() error { return p.log.Sync(p.log.Pos()) }
 
 // loop flushes writes no request waits for and snapshots when the log has
-// grown past snapshotEvery (at once when soon is set).
+// grown past snapEvery (at once when soon is set). A snapshot runs in a
+// goroutine of its own while the flushing goes on: writing one takes
+// seconds for millions of items, and meanwhile the writes no request
+// syncs would pile up unflushed in the log's memory (a start-up TTL sweep
+// of a million expired items peaked 1 GB higher that way).
 func (p *persister) loop(soon bool) {
 	defer close(p.done)
 	t := time.NewTicker(flushEvery)
 	defer t.Stop()
 	var notBefore time.Time // no snapshot before it: the last one failed
+	var snapping chan error // the running snapshot's result, nil when none runs
+	defer func() {
+		if snapping != nil {
+			<-snapping // close snapshots next, and then closes the log
+		}
+	}()
 	for {
-		if (soon || p.log.SinceRotate() > snapshotEvery) && time.Now().After(notBefore) {
-			soon = false
-			if err := p.snapshot(); err != nil {
+		select {
+		case err := <-snapping: // never ready while snapping is nil
+			snapping = nil
+			if err != nil {
 				notBefore = time.Now().Add(snapRetry)
 				p.e.log.Error("engine snapshot failed; retrying later", zap.String("dir", p.dir), zap.Error(err), zap.Duration("in", snapRetry))
 			}
+		default:
+		}
+		if snapping == nil && (soon || p.log.SinceRotate() > p.snapEvery.Load()) && time.Now().After(notBefore) {
+			soon = false
+			snapping = make(chan error, 1)
+			go func(c chan<- error) { c <- p.snapshot() }(snapping)
 		}
 		select {
 		case <-p.stop:
