@@ -128,7 +128,7 @@ func parseS3(p *params) (S3Config, error) {
 }
 
 // NATSConfig configures a NATS sink. Open fills it from
-// nats://[USER:PASSWORD@]HOST:PORT[,HOST:PORT]?subject=&jetstream=&create-stream=&stream-max-age=&stream-max-bytes=&stream-max-msgs=&duplicate-window=&stream-replicas=&creds=&nkey=&token=&tls-ca=&tls-cert=&tls-key=&format=&max-in-flight=&max-pending-bytes=&max-subject=&name=.
+// nats://[USER:PASSWORD@]HOST:PORT[,HOST:PORT]?subject=&jetstream=&create-stream=&stream-max-age=&stream-max-bytes=&stream-max-msgs=&duplicate-window=&stream-replicas=&creds=&creds-env=&nkey=&nkey-env=&token=&token-env=&tls-ca=&tls-cert=&tls-key=&format=&max-in-flight=&max-pending-bytes=&max-subject=&name=.
 type NATSConfig struct {
 	// Servers are nats:// (or tls://) URLs.
 	Servers []string
@@ -162,6 +162,11 @@ type NATSConfig struct {
 	NKey string
 	// Token, User and Password authenticate by token or user name.
 	Token, User, Password string
+	// CredsEnv, NKeyEnv and TokenEnv name environment variables holding a
+	// .creds file's content, an nkey seed or a token (creds-env=,
+	// nkey-env=, token-env=): what an ECS task's secrets block sets, for
+	// a container with no writable file system. Read when the sink opens.
+	CredsEnv, NKeyEnv, TokenEnv string
 	// TLSCA, TLSCert and TLSKey are PEM files: the CA to trust, and a client
 	// certificate and key.
 	TLSCA, TLSCert, TLSKey string
@@ -242,6 +247,9 @@ func parseNATS(p *params) (NATSConfig, error) {
 	if c.Token, err = p.str("token", ""); err != nil {
 		return c, err
 	}
+	if err := parseNATSAuthEnv(p, &c); err != nil {
+		return c, err
+	}
 	if u, err := p.str("user", ""); err != nil {
 		return c, err
 	} else if u != "" {
@@ -253,13 +261,13 @@ func parseNATS(p *params) (NATSConfig, error) {
 		c.Password = pw
 	}
 	methods := 0
-	for _, s := range []string{c.Creds, c.NKey, c.Token, c.User} {
+	for _, s := range []string{c.Creds, c.CredsEnv, c.NKey, c.NKeyEnv, c.Token, c.TokenEnv, c.User} {
 		if s != "" {
 			methods++
 		}
 	}
 	if methods > 1 {
-		return c, p.fail("creds", "give one of creds, nkey, token or user/password, not several")
+		return c, p.fail("creds", "give one of creds, creds-env, nkey, nkey-env, token, token-env or user/password, not several")
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return c, p.fail("tls-cert", "tls-cert and tls-key go together")

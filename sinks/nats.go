@@ -252,19 +252,12 @@ func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
 		}),
 		nats.ClosedHandler(s.closedByServer),
 	}
-	switch {
-	case c.Creds != "":
-		opts = append(opts, nats.UserCredentials(c.Creds))
-	case c.NKey != "":
-		nk, err := nats.NkeyOptionFromSeed(c.NKey)
-		if err != nil {
-			return nil, fmt.Errorf("nats sink: nkey: %w", err)
-		}
-		opts = append(opts, nk)
-	case c.Token != "":
-		opts = append(opts, nats.Token(c.Token))
-	case c.User != "":
-		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	auth, err := natsAuth(c, s.name)
+	if err != nil {
+		return nil, err
+	}
+	if auth != nil {
+		opts = append(opts, auth)
 	}
 	if c.TLSCA != "" {
 		opts = append(opts, nats.RootCAs(c.TLSCA))

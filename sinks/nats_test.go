@@ -21,7 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -584,52 +583,12 @@ func TestNATSWriteBlocksWhileDownAndHonoursContext(t *testing.T) {
 // with a .creds file (user JWT + nkey seed).
 func TestNATSCredsFile(t *testing.T) {
 	ctx := testCtx(t)
-	opKP, _ := nkeys.CreateOperator()
-	opPub, _ := opKP.PublicKey()
-	opClaims := jwt.NewOperatorClaims(opPub)
-	opClaims.Name = "test-operator"
-	if _, err := opClaims.Encode(opKP); err != nil {
-		t.Fatal(err)
-	}
-	sysKP, _ := nkeys.CreateAccount()
-	sysPub, _ := sysKP.PublicKey()
-	sysJWT, err := jwt.NewAccountClaims(sysPub).Encode(opKP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	accKP, _ := nkeys.CreateAccount()
-	accPub, _ := accKP.PublicKey()
-	acc := jwt.NewAccountClaims(accPub)
-	acc.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
-	accJWT, err := acc.Encode(opKP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	userKP, _ := nkeys.CreateUser()
-	userPub, _ := userKP.PublicKey()
-	userSeed, _ := userKP.Seed()
-	uc := jwt.NewUserClaims(userPub)
-	uc.IssuerAccount = accPub
-	userJWT, err := uc.Encode(accKP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	creds, err := jwt.FormatUserConfig(userJWT, userSeed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	operatorMode, creds := newUserCreds(t)
 	credsFile := filepath.Join(t.TempDir(), "user.creds")
 	if err := os.WriteFile(credsFile, creds, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	resolver := &server.MemAccResolver{}
-	resolver.Store(sysPub, sysJWT)
-	resolver.Store(accPub, accJWT)
-	ns := startNATS(t, func(o *server.Options) {
-		o.TrustedOperators = []*jwt.OperatorClaims{opClaims}
-		o.AccountResolver = resolver
-		o.SystemAccount = sysPub
-	})
+	ns := startNATS(t, operatorMode)
 	s, _, err := Open(ctx, "nats://"+ns.url+"?subject=creds.{table}&create-stream=CREDS&creds="+credsFile, Options{})
 	if err != nil {
 		t.Fatalf("Open with creds: %v", err)

@@ -83,7 +83,8 @@ func (e *ConfigError) Error() string {
 //	    create-stream=NAME, with it stream-max-age=168h (0: none),
 //	    stream-max-bytes=, stream-max-msgs= (default none),
 //	    duplicate-window=20m, stream-replicas=1;
-//	    creds=, nkey=, token=, user=, password=,
+//	    creds=, nkey=, token=, user=, password=, or creds-env=VAR,
+//	    nkey-env=VAR, token-env=VAR (the secret in environment variable VAR),
 //	    tls-ca=, tls-cert=, tls-key=, format=cloudevents|envelope|item,
 //	    max-in-flight=, max-pending-bytes=, max-subject=1024, name=
 //
