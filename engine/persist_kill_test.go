@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -77,11 +76,7 @@ func TestPersistKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the archiver binary")
 	}
-	bin := filepath.Join(t.TempDir(), "archiver")
-	build := exec.Command("go", "build", "-o", bin, "github.com/ttl-archiver/archiver/cmd/archiver")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildArchiver(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -38,10 +36,7 @@ func TestSweepKill9(t *testing.T) {
 			t.Fatalf("SWEEPKILL_ITEMS=%q: %v", s, err)
 		}
 	}
-	bin := filepath.Join(t.TempDir(), "archiver")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/ttl-archiver/archiver/cmd/archiver").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildArchiver(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
