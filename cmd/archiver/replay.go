@@ -17,11 +17,13 @@ import (
 
 // replayConfig is the effective configuration of `archiver replay`.
 type replayConfig struct {
-	sel    selectFlags
-	Sink   string
-	Batch  int
-	shared runConfig // log-level, config, print-config
-	source map[string]string
+	sel   selectFlags
+	Sink  string
+	Batch int
+	// MaxStreamIDs bounds the message IDs read from a JetStream destination.
+	MaxStreamIDs int
+	shared       runConfig // log-level, config, print-config
+	source       map[string]string
 }
 
 var replayCommand = command[replayConfig]{
@@ -39,6 +41,8 @@ func replayOptions() []option[replayConfig] {
 			get: func(c *replayConfig) any { return c.Sink }, set: func(c *replayConfig, s string, _ []string, _ time.Duration) { c.Sink = s }},
 		option[replayConfig]{name: "batch", kind: kindInt, def: "500", usage: "events per batch handed to the sink (a batch holds one shard's events)",
 			get: func(c *replayConfig) any { return c.Batch }, set: func(c *replayConfig, s string, _ []string, _ time.Duration) { c.Batch, _ = strconv.Atoi(s) }},
+		option[replayConfig]{name: "max-stream-ids", kind: kindInt, def: strconv.Itoa(restore.DefaultMaxStreamIDs), usage: "with a JetStream sink: how many message IDs of the stream to read, to send only what it lacks (about 100 bytes each); events it could not check are counted in the summary",
+			get: func(c *replayConfig) any { return c.MaxStreamIDs }, set: func(c *replayConfig, s string, _ []string, _ time.Duration) { c.MaxStreamIDs, _ = strconv.Atoi(s) }},
 		shared("log-level"),
 		shared("config"),
 		shared("print-config"),
@@ -59,6 +63,10 @@ func validateReplayOption(c *replayConfig, o option[replayConfig], from string, 
 	case "batch":
 		if c.Batch < 1 || c.Batch > 10000 {
 			p.add("%s: %d must be from 1 to 10000", from, c.Batch)
+		}
+	case "max-stream-ids":
+		if c.MaxStreamIDs < 1 || c.MaxStreamIDs > 100_000_000 {
+			p.add("%s: %d must be from 1 to 100000000", from, c.MaxStreamIDs)
 		}
 	default:
 		validateOption(&c.shared, runOption(o.name), from, p)
@@ -91,7 +99,8 @@ func runReplay(ctx context.Context, cfg *replayConfig, e env, j *job) error {
 	stop := j.rep.Start(ctx)
 	var stats archive.Stats
 	started := time.Now()
-	res, err := restore.Replay(ctx, restore.ReplayConfig{Sink: sk, Kinds: kinds, Select: rsel, BatchSize: cfg.Batch, Progress: j.rep},
+	res, err := restore.Replay(ctx, restore.ReplayConfig{Sink: sk, Kinds: kinds, Select: rsel, BatchSize: cfg.Batch, Progress: j.rep,
+		MaxStreamIDs: cfg.MaxStreamIDs},
 		restore.ArchiveSource(a, asel, &stats))
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
@@ -103,6 +112,10 @@ func runReplay(ctx context.Context, cfg *replayConfig, e env, j *job) error {
 	if res.NotWanted > 0 {
 		log.Warn("selected events of kinds the sink does not take were not sent: list them in the sink URL's events= parameter (e.g. ?events=expired,deleted or ?events=all)",
 			zap.Int64("events", res.NotWanted), zap.Any("sink_kinds", kinds))
+	}
+	if res.Unchecked > 0 {
+		log.Warn("events older than the stream's duplicate window were sent without checking the stream for them (it holds more than --max-stream-ids messages): they may be duplicates; subscribers de-duplicate on Nats-Msg-Id",
+			zap.Int64("events", res.Unchecked), zap.String("stream", res.Stream), zap.Int("ids_read", res.StreamIDs))
 	}
 	return err
 }
@@ -116,6 +129,8 @@ func printReplaySummary(w io.Writer, sink string, r restore.ReplayResult, st arc
 		"events selected by the archive", r.Events,
 		"left out by --key/--where", r.NotSelected,
 		"not taken by the sink (events=)", r.NotWanted,
+		"already in the stream, not sent", r.InStream,
+		"sent unchecked, may be duplicates", r.Unchecked,
 		"sent", r.Sent,
 		"acknowledged", r.Acked,
 		"failed", r.Failed,
