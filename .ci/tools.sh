@@ -25,7 +25,10 @@ if [ -f tools/duckq/go.mod ]; then
       apt-get update -qq && apt-get install -y -qq gcc >/dev/null
     fi
     echo "building duckq (DuckDB) from tools/duckq/go.mod"
-    (cd tools/duckq && CGO_ENABLED=1 go build -o "$bin/duckq" .)
+    if ! (cd tools/duckq && CGO_ENABLED=1 go build -o "$bin/duckq" .); then
+      echo "building duckq failed: DuckDB is linked with cgo and needs a C compiler (apt-get install gcc)" >&2
+      exit 1
+    fi
     cat "${duckq_src[@]}" >"$stamp"
   fi
 fi
