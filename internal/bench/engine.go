@@ -446,23 +446,12 @@ func drainStream(ctx context.Context, db *dynamodb.Client, st *dynamodbstreams.C
 	return int(got.Load()), dur, nil
 }
 
+// procStatusKiB reads a field of this process's /proc status after a
+// collection that hands freed memory back to the OS.
 func procStatusKiB(field string) int64 {
 	runtime.GC()
 	debug.FreeOSMemory()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, field+":") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				n, _ := strconv.ParseInt(f[1], 10, 64)
-				return n
-			}
-		}
-	}
-	return 0
+	return max(procKiB(os.Getpid(), field), 0)
 }
 
 func rssKiB() int64 { return procStatusKiB("VmRSS") }
@@ -509,32 +498,45 @@ func sdkCeiling(ctx context.Context) (float64, error) {
 	return rate, err
 }
 
-// dynaliteDir is where the bench installs dynalite with npm when it is not
-// installed already, so that later runs reuse it.
-func dynaliteDir() string {
+// npmDir is where the bench installs an npm package it runs (dynalite,
+// Dynoxide) when it is not installed already, so that later runs reuse it.
+func npmDir(name string) string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		dir = os.TempDir()
 	}
-	return filepath.Join(dir, "ttl-archiver-bench", "dynalite")
+	return filepath.Join(dir, "ttl-archiver-bench", name)
+}
+
+// npmInstalled returns the path of file (relative to node_modules) in the
+// bench's own install of pkg, installing pkg with npm first when the file
+// is missing. It returns "" when npm is missing or the install failed: the
+// caller then looks elsewhere or reports the baseline as not installed.
+func npmInstalled(dir, pkg, file string) string {
+	path := filepath.Join(npmDir(dir), "node_modules", file)
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if exec.CommandContext(ctx, npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", npmDir(dir), pkg).Run() != nil {
+		return ""
+	}
+	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
+	return path
 }
 
 func startDynalite(port int) (*exec.Cmd, error) {
-	var bin string
-	cached := filepath.Join(dynaliteDir(), "node_modules/.bin/dynalite")
-	if _, err := os.Stat(cached); err != nil {
-		if npm, err := exec.LookPath("npm"); err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			// Best effort: on failure the lookups below report dynalite as
-			// not installed.
-			_ = exec.CommandContext(ctx, npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", dynaliteDir(), "dynalite").Run()
-		}
-	}
-	for _, p := range []string{cached, "node_modules/.bin/dynalite", filepath.Join(os.Getenv("HOME"), "node_modules/.bin/dynalite")} {
-		if _, err := os.Stat(p); err == nil {
+	bin := npmInstalled("dynalite", "dynalite", ".bin/dynalite")
+	for _, p := range []string{"node_modules/.bin/dynalite", filepath.Join(os.Getenv("HOME"), "node_modules/.bin/dynalite")} {
+		if _, err := os.Stat(p); bin == "" && err == nil {
 			bin = p
-			break
 		}
 	}
 	if bin == "" {
@@ -546,6 +548,21 @@ func startDynalite(port int) (*exec.Cmd, error) {
 		return nil, errors.New("dynalite not installed and npm could not install it")
 	}
 	return exec.Command(bin, "--host", "127.0.0.1", "--port", strconv.Itoa(port)), nil
+}
+
+// startDynoxide runs Dynoxide (a DynamoDB Local replacement in Rust, on
+// SQLite) in memory. Its binary ships inside the npm package
+// @dynoxide/linux-x64, which the bench installs when missing.
+func startDynoxide(port int) (*exec.Cmd, error) {
+	bin := npmInstalled("dynoxide", "@dynoxide/linux-x64", "@dynoxide/linux-x64/dynoxide")
+	if bin == "" {
+		p, err := exec.LookPath("dynoxide")
+		if err != nil {
+			return nil, errors.New("dynoxide not installed and npm could not install @dynoxide/linux-x64")
+		}
+		bin = p
+	}
+	return exec.Command(bin, "serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port)), nil
 }
 
 // baselinePut starts another local DynamoDB on a free loopback port and

@@ -1051,17 +1051,8 @@ func plFmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
 // procPeakRSS is a live process's peak resident set (VmHWM) in MiB, or -1
 // when /proc cannot tell.
 func procPeakRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb int64
-			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err == nil {
-				return kb / 1024
-			}
-		}
+	if kb := procKiB(pid, "VmHWM"); kb >= 0 {
+		return kb / 1024
 	}
 	return -1
 }
