@@ -10,13 +10,23 @@ FUZZTIME  ?= 5s
 # large) and gets its own -race pass over the concurrency tests.
 export PATH := $(TOOLS_BIN):$(PATH)
 
-.PHONY: run test vet fmt-check unit e2e-full fuzz tools bench build crashloop clean test-timeshift
+.PHONY: run test vet fmt-check unit e2e-full fuzz tools bench build image crashloop clean test-timeshift
 
 run:
 	$(GO) run ./cmd/archiver demo
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$$(git describe --always --dirty 2>/dev/null)" -o bin/archiver ./cmd/archiver
+
+# The container image without a Docker engine or a base image to pull:
+# bin/archiver-image.tar, an OCI image archive for linux/amd64 and
+# linux/arm64 (tools/mkimage; deploy/README.md says how to push it). Every
+# time in it is the last commit's: one commit and Go version, one image.
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+image:
+	cd tools/mkimage && SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) \
+	  $(GO) run . -src $(CURDIR) -o $(CURDIR)/bin/archiver-image.tar -platforms $(IMAGE_PLATFORMS) \
+	  -version "$$(git describe --always --dirty 2>/dev/null || echo dev)"
 
 test: fmt-check vet tools unit e2e-full fuzz
 
@@ -31,6 +41,7 @@ vet:
 # lease store are all concurrent, and so is the engine's sweeper.
 unit:
 	$(GO) test -race -count=1 -timeout 12m ./...
+	cd tools/mkimage && $(GO) vet . && $(GO) test -race -count=1 .
 
 # The race detector makes the end-to-end pipeline test scale down to 5,000
 # items; this runs it at the issue's full 50,000 without -race.
