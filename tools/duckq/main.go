@@ -116,8 +116,9 @@ func query(ctx context.Context, db *sql.DB, q string) (result, error) {
 }
 
 // jsonable turns what the driver scans into a value encoding/json writes
-// as the reader expects: times in RFC 3339 (UTC), anything without a JSON
-// form as its text.
+// as the reader expects: times in RFC 3339 (UTC), HUGEINT as a number,
+// maps as the driver encodes them, anything without a JSON form as its
+// text.
 func jsonable(v any) any {
 	switch x := v.(type) {
 	case nil, bool, string, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64:
@@ -138,7 +139,9 @@ func jsonable(v any) any {
 			x[k] = jsonable(x[k])
 		}
 		return x
+	case json.Marshaler:
+		return x // a map (duckdb.OrderedMap) writes itself
 	default:
-		return fmt.Sprint(x)
+		return fmt.Sprint(x) // a DECIMAL as its exact text
 	}
 }
