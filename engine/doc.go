@@ -50,7 +50,8 @@
 // batches with UnprocessedItems/UnprocessedKeys), ForceRollover,
 // SplitShard, TrimStream, ExpireIterators, OmitShardFromDescribe (the
 // next descriptions leave a shard out, as an inconsistent DescribeStream
-// would), and Hooks.OnRequest to fail or observe any request.
+// would), and Hooks.OnRequest (replaced while the engine runs with
+// SetHook) to fail or observe any request.
 //
 // The same sweep, clock and faults are served over HTTP under /_engine/ on
 // the engine's port (control.go), JSON in and out, for test suites in any

@@ -138,6 +138,17 @@ type Hooks struct {
 	OnRequest func(op string, r *http.Request) error
 }
 
+// SetHook replaces the engine's OnRequest hook while it runs (nil removes
+// it): a test starts one engine and changes the fault it injects from one
+// step to the next. Requests already past the hook are not affected.
+func (e *Engine) SetHook(fn func(op string, r *http.Request) error) {
+	if fn == nil {
+		e.hook.Store(nil)
+		return
+	}
+	e.hook.Store(&fn)
+}
+
 // Error is an AWS error: one a hook sends to the client, e.g.
 // &Error{Code: "ProvisionedThroughputExceededException", Message: "..."},
 // or one the fault-injection methods return (Code
@@ -177,6 +188,8 @@ type Engine struct {
 
 	throttleBatchWrites atomic.Int64 // BatchWriteItem calls still to throttle
 	throttleBatchGets   atomic.Int64 // BatchGetItem calls still to throttle
+
+	hook atomic.Pointer[func(op string, r *http.Request) error] // Hooks.OnRequest, replaced by SetHook
 
 	txTokens txTokens // TransactWriteItems ClientRequestTokens (txtokens.go)
 
@@ -239,6 +252,7 @@ func New(o Options) (*Engine, error) {
 		tables: map[string]*table{},
 		stop:   make(chan struct{}),
 	}
+	e.SetHook(o.Hooks.OnRequest)
 	e.reqSalt = uint64(time.Now().UnixNano())
 	e.streams = stream.NewRegistry(stream.Options{
 		Region:          o.Region,

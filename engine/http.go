@@ -152,8 +152,8 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if hook := e.o.Hooks.OnRequest; hook != nil {
-		if err := hook(op, r); err != nil {
+	if hook := e.hook.Load(); hook != nil {
+		if err := (*hook)(op, r); err != nil {
 			var he *Error
 			if errors.As(err, &he) {
 				e.writeError(w, &awserr.Error{Code: he.Code, Message: he.Message, Status: he.Status}, 0)
