@@ -1,9 +1,7 @@
 package deploy
 
 import (
-	"compress/gzip"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 
@@ -11,8 +9,6 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 )
-
-func newGzip(w io.Writer) *gzip.Writer { return gzip.NewWriter(w) }
 
 func attrS(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 func attrN(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -208,9 +209,13 @@ func writeArchiveLine(t *testing.T, dir, rel string) {
 	t.Helper()
 	e := event.Event{Kind: event.Expired, Table: "t", EventID: "e", EventName: "REMOVE", Keys: event.Item{"pk": &types.AttributeValueMemberS{Value: "a"}}}
 	var buf bytes.Buffer
-	zw := newGzip(&buf)
-	zw.Write(append(event.AppendLine(nil, &e), '\n'))
-	zw.Close()
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(append(event.AppendLine(nil, &e), '\n')); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
 	p := filepath.Join(dir, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
