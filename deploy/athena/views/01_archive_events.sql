@@ -22,6 +22,7 @@ SELECT
   from_iso8601_timestamp(metadata.ttltime) AS ttl_time,
   CASE WHEN metadata.ttltime IS NOT NULL THEN coalesce(metadata.ttllagseconds, 0) END AS ttl_lag_seconds,
   metadata.ttlattribute AS ttl_attribute,
+  metadata.ttlvalue AS ttl_value,
   metadata.image AS image,
   metadata.shardid AS shard_id,
   metadata.sequencenumber AS sequence_number,

@@ -5,8 +5,9 @@
 --   WHERE table_name = 'sessions' AND keys['pk'].s = 'user#1'
 --   ORDER BY stream_order
 -- keys['ATTR'].s, .n and .b are a key attribute's string, number (exact
--- decimal text) and binary (base64) value; ttl_value is the TTL
--- attribute's value in the item's image, as epoch seconds.
+-- decimal text) and binary (base64) value; ttl_value is an expired item's
+-- TTL attribute as the archiver read it (epoch seconds); read any other
+-- attribute with json_extract_scalar(item, '$.plan.S').
 CREATE OR REPLACE VIEW item_history AS
 SELECT
   table_name,
@@ -17,7 +18,7 @@ SELECT
   event_name,
   deleted_by,
   ttl_time,
-  json_extract_scalar(item, '$["' || ttl_attribute || '"].N') AS ttl_value,
+  ttl_value,
   item,
   old_image,
   event_id,
