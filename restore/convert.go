@@ -2,55 +2,10 @@ package restore
 
 import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ttl-archiver/archiver/event"
 )
 
 // ToDynamoDB converts an archived image (the Streams SDK's attribute
-// values) to the DynamoDB SDK's, value for value: numbers stay decimal
-// strings, binary stays bytes, sets stay sets.
-func ToDynamoDB(item event.Item) map[string]ddb.AttributeValue {
-	if item == nil {
-		return nil
-	}
-	out := make(map[string]ddb.AttributeValue, len(item))
-	for k, v := range item {
-		out[k] = toDDB(v)
-	}
-	return out
-}
-
-func toDDB(v types.AttributeValue) ddb.AttributeValue {
-	switch x := v.(type) {
-	case *types.AttributeValueMemberS:
-		return &ddb.AttributeValueMemberS{Value: x.Value}
-	case *types.AttributeValueMemberN:
-		return &ddb.AttributeValueMemberN{Value: x.Value}
-	case *types.AttributeValueMemberB:
-		return &ddb.AttributeValueMemberB{Value: x.Value}
-	case *types.AttributeValueMemberSS:
-		return &ddb.AttributeValueMemberSS{Value: x.Value}
-	case *types.AttributeValueMemberNS:
-		return &ddb.AttributeValueMemberNS{Value: x.Value}
-	case *types.AttributeValueMemberBS:
-		return &ddb.AttributeValueMemberBS{Value: x.Value}
-	case *types.AttributeValueMemberBOOL:
-		return &ddb.AttributeValueMemberBOOL{Value: x.Value}
-	case *types.AttributeValueMemberNULL:
-		return &ddb.AttributeValueMemberNULL{Value: x.Value}
-	case *types.AttributeValueMemberL:
-		l := make([]ddb.AttributeValue, len(x.Value))
-		for i, e := range x.Value {
-			l[i] = toDDB(e)
-		}
-		return &ddb.AttributeValueMemberL{Value: l}
-	case *types.AttributeValueMemberM:
-		m := make(map[string]ddb.AttributeValue, len(x.Value))
-		for k, e := range x.Value {
-			m[k] = toDDB(e)
-		}
-		return &ddb.AttributeValueMemberM{Value: m}
-	}
-	return nil
-}
+// values) to the DynamoDB SDK's, value for value: [event.ToDynamoDB].
+func ToDynamoDB(item event.Item) map[string]ddb.AttributeValue { return event.ToDynamoDB(item) }
