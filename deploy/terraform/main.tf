@@ -33,18 +33,40 @@ locals {
     bucket       = var.bucket_name
     prefix       = var.archive_prefix
     kms_key_arn  = var.kms_key_arn
+    # Empty without a dead-letter sink: its statements are dropped below,
+    # or they would grant the whole bucket.
+    dead_letter_prefix = var.dead_letter_prefix
   }))
-  # The KMS statement only applies with SSE-KMS.
+  # The KMS statement only applies with SSE-KMS, the dead-letter ones only
+  # with a dead-letter sink.
+  use_dead_letter = var.dead_letter_prefix != ""
+  task_policy_drop = concat(
+    local.use_kms ? [] : ["EncryptArchiveWithKMS"],
+    local.use_dead_letter ? [] : ["WriteDeadLetters", "PreflightRemoveDeadLetterMarker"]
+  )
   task_policy = jsonencode(merge(local.policy_template, {
-    Statement = [for s in local.policy_template.Statement : s if local.use_kms || s.Sid != "EncryptArchiveWithKMS"]
+    Statement = [for s in local.policy_template.Statement : s if !contains(local.task_policy_drop, s.Sid)]
   }))
 
   # The sweeper's deletes carry no TTL identity: only past-ttl archives them
   # as expiries (docs/DESIGN.md, "Which REMOVE is an expiry").
   expired_when = var.expired_when != null ? var.expired_when : (var.sweeper_count > 0 ? "past-ttl" : "service")
 
-  s3_sink = "s3://${var.bucket_name}/${var.archive_prefix}?sse=${local.use_kms ? "aws:kms" : "AES256"}"
+  sse     = local.use_kms ? "aws:kms" : "AES256"
+  s3_sink = "s3://${var.bucket_name}/${var.archive_prefix}?sse=${local.sse}"
   sinks   = concat([local.s3_sink], var.extra_sinks)
+  # The dead-letter sink, in the archive bucket under its own prefix.
+  dead_letter = local.use_dead_letter ? "s3://${var.bucket_name}/${var.dead_letter_prefix}?sse=${local.sse}" : ""
+  dead_letter_env = local.use_dead_letter ? [
+    { name = "ARCHIVER_DEAD_LETTER", value = local.dead_letter },
+    { name = "ARCHIVER_RETRY_FOR", value = var.retry_for },
+  ] : []
+
+  # ECS reads the task's secrets with the execution role: a Secrets
+  # Manager value may name a JSON key and version after the secret's ARN
+  # (7 fields), the role is granted the secret itself.
+  secret_arns    = distinct([for arn in values(var.secrets) : join(":", slice(split(":", arn), 0, 7)) if split(":", arn)[2] == "secretsmanager"])
+  parameter_arns = distinct([for arn in values(var.secrets) : arn if split(":", arn)[2] == "ssm"])
 }
 
 # --- Archive bucket -------------------------------------------------------
@@ -199,6 +221,23 @@ resource "aws_iam_role_policy_attachment" "execution" {
   policy_arn = "arn:${data.aws_partition.current.partition}:iam::aws:policy/service-role/AmazonECSTaskExecutionRolePolicy"
 }
 
+# The task's secrets (var.secrets): ECS reads them with the execution role
+# when the task starts and hands them over as environment variables, so
+# the archiver needs neither these permissions nor a writable file system.
+resource "aws_iam_role_policy" "execution_secrets" {
+  count = length(var.secrets) > 0 ? 1 : 0
+  name  = "${var.name}-secrets"
+  role  = aws_iam_role.execution.id
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = concat(
+      length(local.secret_arns) > 0 ? [{ Sid = "ReadTaskSecrets", Effect = "Allow", Action = ["secretsmanager:GetSecretValue"], Resource = local.secret_arns }] : [],
+      length(local.parameter_arns) > 0 ? [{ Sid = "ReadTaskParameters", Effect = "Allow", Action = ["ssm:GetParameters"], Resource = local.parameter_arns }] : [],
+      length(var.secrets_kms_key_arns) > 0 ? [{ Sid = "DecryptTaskSecrets", Effect = "Allow", Action = ["kms:Decrypt"], Resource = var.secrets_kms_key_arns }] : []
+    )
+  })
+}
+
 # --- Logs, task definition, service --------------------------------------
 
 resource "aws_cloudwatch_log_group" "archiver" {
@@ -229,22 +268,24 @@ resource "aws_ecs_task_definition" "archiver" {
     readonlyRootFilesystem = true
     stopTimeout            = 30
     portMappings           = [{ containerPort = 9090, protocol = "tcp", name = "metrics" }]
-    environment = [
+    environment = concat([
       { name = "ARCHIVER_REGION", value = var.region },
       { name = "ARCHIVER_TABLE", value = var.source_table },
       { name = "ARCHIVER_CHECKPOINT", value = "dynamodb://${aws_dynamodb_table.leases.name}" },
       { name = "ARCHIVER_SINK", value = join(",", local.sinks) },
       { name = "ARCHIVER_EXPIRED_WHEN", value = local.expired_when },
       { name = "ARCHIVER_SHUTDOWN_TIMEOUT", value = "25s" },
-      # An eighth of the task's memory for records in flight: the process
-      # peaks near 2.5 times the budget plus 64 MiB in the pipeline bench,
-      # so this leaves room to spare. The archiver sets its own soft memory
-      # limit to 85 % of the task's.
+      # An eighth of the task's memory for records in flight. The rule
+      # (deploy/README.md, "Memory"): the process peaks near 2.5 times
+      # the budget plus 64 MiB, which must stay under the soft memory limit
+      # the archiver sets at 85 % of the task's; an eighth leaves the rest
+      # for the shards read at once (TestMemorySizing).
       { name = "ARCHIVER_MAX_IN_FLIGHT_BYTES", value = "${floor(var.memory / 8)}MiB" },
       { name = "ARCHIVER_LOG_LEVEL", value = var.log_level },
       { name = "ARCHIVER_METRICS", value = var.metrics },
       { name = "ARCHIVER_METRICS_ADDR", value = ":9090" },
-    ]
+    ], local.dead_letter_env)
+    secrets = [for name, arn in var.secrets : { name = name, valueFrom = arn }]
     healthCheck = {
       command     = ["CMD", "/archiver", "health", "--quiet"]
       interval    = 30
@@ -266,6 +307,10 @@ resource "aws_ecs_task_definition" "archiver" {
     precondition {
       condition     = !(var.sweeper_count > 0 && local.expired_when == "service")
       error_message = "expired_when = \"service\" with sweeper_count > 0: the sweeper's deletes would be archived as deleted, not expired. Set expired_when = \"past-ttl\" or leave it unset."
+    }
+    precondition {
+      condition     = !local.use_dead_letter || !(startswith(var.dead_letter_prefix, var.archive_prefix) || startswith(var.archive_prefix, var.dead_letter_prefix))
+      error_message = "dead_letter_prefix and archive_prefix overlap: dead letters would be read as archive lines by restore and verify. Give them distinct prefixes."
     }
   }
 }

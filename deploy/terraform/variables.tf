@@ -25,6 +25,22 @@ variable "archive_prefix" {
   default     = "ttl-archive/"
 }
 
+variable "dead_letter_prefix" {
+  description = "Key prefix, in the archive bucket, of the dead-letter sink (ARCHIVER_DEAD_LETTER = s3://bucket_name/dead_letter_prefix, with the archive's encryption): events a sink fails permanently or for longer than retry_for, and records that cannot be decoded, each with the failing sink and the error; the dead-letter alarms watch it. End it with a slash; it must not overlap archive_prefix. Empty: no dead-letter sink, failing batches are retried until fixed (the checkpoint waits) and the oldest-unacked-age and records-near-trim alarms speak."
+  type        = string
+  default     = "dead-letter/"
+  validation {
+    condition     = var.dead_letter_prefix == "" || endswith(var.dead_letter_prefix, "/")
+    error_message = "dead_letter_prefix must end with a slash (or be empty: no dead-letter sink)."
+  }
+}
+
+variable "retry_for" {
+  description = "With a dead-letter sink (ARCHIVER_RETRY_FOR): how long a batch may keep failing at one sink before its events go to the dead-letter sink (a Go duration)."
+  type        = string
+  default     = "15m"
+}
+
 variable "kms_key_arn" {
   description = "KMS key for SSE-KMS on the bucket. Empty: SSE-S3 (AES256) and no KMS permission for the task."
   type        = string
@@ -54,12 +70,12 @@ variable "cluster_arn" {
 }
 
 variable "subnet_ids" {
-  description = "Private subnets of the tasks (they need a route to DynamoDB, S3 and CloudWatch Logs: NAT or VPC endpoints)."
+  description = "Private subnets of the tasks (they need a route to DynamoDB, S3, CloudWatch Logs and ECR, and to Secrets Manager or SSM with secrets: NAT or VPC endpoints; and to the NATS servers of extra_sinks)."
   type        = list(string)
 }
 
 variable "security_group_ids" {
-  description = "Security groups of the tasks. Outbound HTTPS is all the archiver needs; open 9090 inbound only to your Prometheus."
+  description = "Security groups of the tasks. Outbound: HTTPS (443) to the AWS endpoints, and with a nats:// sink TCP to its servers' port (4222 unless the URL says otherwise; TLS on that port with tls-ca=). Inbound: nothing, or 9090 from your Prometheus only."
   type        = list(string)
 }
 
@@ -76,13 +92,29 @@ variable "cpu" {
 }
 
 variable "memory" {
-  description = "Task memory (MiB)."
+  description = "Task memory (MiB). The task's ARCHIVER_MAX_IN_FLIGHT_BYTES is an eighth of it; deploy/README.md, \"Memory\", gives the rule (2.5 times the budget plus 64 MiB, under the archiver's soft limit of 85 %)."
   type        = number
   default     = 1024
 }
 
 variable "extra_sinks" {
-  description = "More sink URLs besides the S3 archive, e.g. [\"nats://nats.internal:4222?subject=archiver.{table}.{kind}\"]. Put credentials in Secrets Manager, not here."
+  description = "More sink URLs besides the S3 archive, e.g. [\"nats://nats.internal:4222?subject=archiver.{table}.{kind}&creds-env=NATS_CREDS\"]. No secret goes in a URL: name an environment variable (creds-env=, nkey-env=, token-env=) that secrets fills."
+  type        = list(string)
+  default     = []
+}
+
+variable "secrets" {
+  description = "Environment variables of the archiver's task filled by ECS from Secrets Manager or SSM Parameter Store: name => ARN of the secret (optionally with :json-key:version-stage:version-id) or of the parameter, e.g. { NATS_CREDS = \"arn:aws:secretsmanager:REGION:ACCOUNT:secret:nats-creds-AbCdEf\" } for nats://...?creds-env=NATS_CREDS. The execution role may read exactly these (plus kms:Decrypt on secrets_kms_key_arns); the archiver reads them from its environment and never logs them. Names are not ARCHIVER_* settings."
+  type        = map(string)
+  default     = {}
+  validation {
+    condition     = alltrue([for n, arn in var.secrets : can(regex("^[A-Za-z_][A-Za-z0-9_]*$", n)) && !startswith(n, "ARCHIVER_") && can(regex("^arn:[^:]+:(secretsmanager|ssm):", arn))])
+    error_message = "secrets: each name must be an environment variable name not starting with ARCHIVER_, each value the ARN of a Secrets Manager secret or an SSM parameter."
+  }
+}
+
+variable "secrets_kms_key_arns" {
+  description = "Customer managed KMS keys that encrypt the secrets (empty: the AWS managed keys, which need no grant)."
   type        = list(string)
   default     = []
 }
@@ -110,7 +142,7 @@ variable "log_retention_days" {
 }
 
 variable "metrics" {
-  description = "How the archiver publishes its metrics: emf (CloudWatch embedded metric format in its logs, namespace TTLArchiver; the alarms need it), prometheus (/metrics on port 9090, for deploy/grafana; no CloudWatch metrics, so no alarms are created) or none. The archiver does one or the other, not both."
+  description = "How the archiver publishes its metrics (ARCHIVER_METRICS): emf (CloudWatch embedded metric format in its logs every minute, namespace TTLArchiver, and /metrics on port 9090 as well, so the alarms and deploy/grafana can watch one deployment), prometheus (/metrics on port 9090 only; no CloudWatch metrics, so no alarms are created) or none. The alarms are created with emf only."
   type        = string
   default     = "emf"
   validation {
