@@ -409,6 +409,34 @@ func TestConformanceGSIProjectionNotProjected(t *testing.T) {
 	wantErr(t, "AttributesToGet", err, "ValidationException", notProjected("keys", "x, y"))
 }
 
+// A PartiQL SELECT on a KEYS_ONLY or INCLUDE GSI is held to the same rule
+// as a ProjectionExpression: a column the index does not project is
+// refused, each missing top-level name once; * and projected columns read.
+func TestConformancePartiQLGSIProjection(t *testing.T) {
+	e := projEnv(t)
+	run := func(stmt string) ([]item, error) {
+		out, err := e.db.ExecuteStatement(e.ctx, &dynamodb.ExecuteStatementInput{Statement: aws.String(stmt)})
+		if err != nil {
+			return nil, err
+		}
+		return out.Items, nil
+	}
+	msg := "One or more parameter values were invalid: Global secondary index %s does not project [%s]"
+	_, err := run(`SELECT pk, x, y.z, y FROM "cpj"."keys" WHERE g = 'g'`)
+	wantErr(t, "keys: x, y", err, "ValidationException", fmt.Sprintf(msg, "keys", "x, y"))
+	_, err = run(`SELECT x, w FROM "cpj"."incl"`)
+	wantErr(t, "incl: w", err, "ValidationException", fmt.Sprintf(msg, "incl", "w"))
+	for _, stmt := range []string{
+		`SELECT pk, sk, g, x FROM "cpj"."incl" WHERE g = 'g'`,
+		`SELECT * FROM "cpj"."keys" WHERE g = 'g'`,
+		`SELECT y FROM "cpj"."local" WHERE pk = 'p'`,
+	} {
+		if items, err := run(stmt); err != nil || len(items) != 2 {
+			t.Errorf("%s: %v, %v", stmt, items, err)
+		}
+	}
+}
+
 // Select=ALL_ATTRIBUTES is refused on a GSI that does not project ALL, on
 // Query and Scan alike; on a local index it fetches the whole item.
 func TestConformanceGSISelectAllAttributes(t *testing.T) {

@@ -368,6 +368,9 @@ func (s *stmt) plan(consistent bool, rcc string) (*selectPlan, error) {
 			return nil, awserr.Validation("Strongly consistent read is not supported on Global Secondary Indexes")
 		}
 		keys = sp.base.ix.key
+		if err := unprojected(t, sp.base.ix, columnNames(st.Columns)); err != nil {
+			return nil, err
+		}
 	}
 	var err error
 	if sp.kt, err = s.findKeyTerms(keys); err != nil {
@@ -399,6 +402,16 @@ func (s *stmt) plan(consistent bool, rcc string) (*selectPlan, error) {
 		sp.base.forward = !st.Desc
 	}
 	return sp, nil
+}
+
+// columnNames returns the top-level name of each SELECT column, for the
+// projection rule of a global index (unprojected).
+func columnNames(cols []*partiql.Path) []string {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Elems[0].Name
+	}
+	return names
 }
 
 // part returns the readPlan for the i-th partition value (or the Scan).

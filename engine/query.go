@@ -290,20 +290,33 @@ func checkSelect(sel string, proj *projection, index, query bool) (string, error
 // rather than answer without them. A local index fetches the rest from the
 // table, so any attribute may be asked of it.
 func (pl *readPlan) checkProjected() error {
-	if pl.proj == nil || pl.ix == nil || !pl.ix.global || pl.ix.projType == "ALL" {
+	if pl.proj == nil || pl.ix == nil {
+		return nil
+	}
+	return unprojected(pl.t, pl.ix, pl.proj.topLevel())
+}
+
+// unprojected refuses the top-level names a KEYS_ONLY or INCLUDE global
+// index ix does not project (each once, in the order asked), for a
+// ProjectionExpression or AttributesToGet (checkProjected) and a PartiQL
+// SELECT's columns alike.
+func unprojected(t *table, ix *index, names []string) error {
+	if !ix.global || ix.projType == "ALL" {
 		return nil
 	}
 	var missing []string
-	for _, n := range pl.proj.topLevel() {
-		if !pl.ix.projects(pl.t, n) {
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if !seen[n] && !ix.projects(t, n) {
 			missing = append(missing, n)
 		}
+		seen[n] = true
 	}
 	if missing == nil {
 		return nil
 	}
 	return awserr.Validation("One or more parameter values were invalid: Global secondary index %s does not project [%s]",
-		pl.ix.name, strings.Join(missing, ", "))
+		ix.name, strings.Join(missing, ", "))
 }
 
 func rawScalar(v attr.Value) string {
