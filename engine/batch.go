@@ -316,12 +316,12 @@ func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error)
 			done++
 			var err error
 			size := o.size
+			written := o.item
 			if o.item != nil {
 				_, size, err = t.put(o.item, nil, "", false)
-				colls.add(t, o.item)
 			} else {
+				written = o.del
 				_, size, err = t.delete(o.del, nil, "", false)
-				colls.add(t, o.del)
 			}
 			if isRefused(err) && done > 1 {
 				// The data directory takes no more writes: this request
@@ -335,6 +335,7 @@ func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error)
 			if err != nil {
 				return nil, err
 			}
+			colls.add(t, written) // only what was written has its collection measured
 			units += writeUnits(size)
 		}
 		if len(unprocessed[name]) == len(plans[name]) {

@@ -147,28 +147,21 @@ func (p *persister) Record(ev *stream.Event) {
 // nothing, when the log cannot promise to write the entry (a full disk):
 // the caller must then change nothing. t.mu is held for writing.
 func (p *persister) logChange(t *table, key []byte, ne *entry, ev *stream.Event) error {
-	enc := func(b []byte) []byte { return appendChange(b, t.id, key, ne, ev) }
-	if _, err := p.log.TryAppend(enc); err != nil {
-		return p.refused(err)
-	}
-	p.health.ok(p)
-	return nil
+	return p.tryLog(func(b []byte) []byte { return appendChange(b, t.id, key, ne, ev) })
 }
 
 // logTx logs a transaction's writes, each with its stream record (evs[i]
 // for writes[i], nil: none), as one entry, so that a crash keeps all of
-// them or none. It never refuses: the transaction reserved the space
-// first (reserve). The write locks of the writes' tables and the locks of
-// their streams are held.
-func (p *persister) logTx(writes []txWrite, evs []*stream.Event) {
-	p.log.Append(func(b []byte) []byte { return appendTx(b, writes, evs) })
+// them or none, and a full disk refuses all of them or none. The write
+// locks of the writes' tables and the locks of their streams are held.
+func (p *persister) logTx(writes []txWrite, evs []*stream.Event) error {
+	return p.tryLog(func(b []byte) []byte { return appendTx(b, writes, evs) })
 }
 
-// reserve promises log space for n bytes of entries that will then be
-// appended without refusal (a transaction's), or refuses as logChange
-// does. The caller releases it.
-func (p *persister) reserve(n int64) error {
-	if err := p.log.Reserve(n); err != nil {
+// tryLog appends the entry enc encodes, or refuses it, logging nothing,
+// when the log cannot promise to write it.
+func (p *persister) tryLog(enc func([]byte) []byte) error {
+	if _, err := p.log.TryAppend(enc); err != nil {
 		return p.refused(err)
 	}
 	p.health.ok(p)

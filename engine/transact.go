@@ -277,45 +277,11 @@ func commitTx(actions []*txAction, tables map[string]*table, icm bool) (*txResul
 	if reasons != nil {
 		return nil, &txCanceled{reasons: reasons}
 	}
-	release, err := reserveLog(actions)
-	if err != nil {
-		return nil, err
-	}
 	res, err := applyTx(actions, names, tables)
-	release()
 	if err != nil || !icm {
 		return res, err
 	}
 	return res, res.collectionMetricsLocked(actions)
-}
-
-// reserveLog promises log space for every write of a checked transaction
-// before any is applied, so that a full disk refuses the whole transaction
-// rather than a part of it, and returns the function that gives the
-// promise back. The bound is generous: an item's JSON is at most 16 times
-// its DynamoDB size plus a little, and it is logged up to three times
-// (the item, the record's new image, and the old image beside it). Locks
-// are held.
-func reserveLog(actions []*txAction) (func(), error) {
-	var p *persister
-	var n int64
-	for _, a := range actions {
-		p = a.t.p
-		if a.kind == "ConditionCheck" {
-			continue
-		}
-		n += 32*int64(a.size) + 1024
-		if ent := a.t.items.Get(a.skey); ent != nil {
-			n += 2 * int64(len(ent.raw))
-		}
-	}
-	if p == nil {
-		return func() {}, nil
-	}
-	if err := p.reserve(n); err != nil {
-		return nil, err
-	}
-	return func() { p.log.Release(n) }, nil
 }
 
 // dryRunTx evaluates every action against the current items (locks held)
@@ -399,10 +365,10 @@ type txResult struct {
 	icm        map[string][]*itemCollMetrics
 }
 
-// applyTx applies every action (locks held, conditions checked, log
-// space reserved) all or none: the actions' writes are collected, logged
-// as one entry with their stream records, and only then applied in
-// memory (txWrites). It charges each table two write units per item (a
+// applyTx applies every action (locks held, conditions checked) all or
+// none: the actions' writes are collected, logged as one entry with their
+// stream records, and only then applied in memory (txWrites); a full disk
+// refuses the entry, and so the whole transaction. It charges each table two write units per item (a
 // transactional write) on the larger of its old and new sizes; a replay
 // is charged two consistent read units per item on the same size.
 func applyTx(actions []*txAction, names []string, tables map[string]*table) (*txResult, error) {
@@ -477,17 +443,16 @@ func (w *txWrites) add(t *table, key []byte, old *entry, oldItem attr.Item, ne *
 // entry (with a data directory), under the locks of every stream
 // involved, then adds the records and applies the writes in memory:
 // a crash keeps the whole transaction or none of it, and nothing is
-// visible before it is logged. The tables' write locks are held.
+// visible before it is logged. When the log refuses the entry (a full
+// disk), commit returns the refusal and nothing has changed: no item, no
+// record, no sequence number taken. The tables' write locks are held.
 func (w *txWrites) commit() error {
 	if len(w.writes) == 0 {
 		return nil
 	}
 	var logTx func([]*stream.Event) error
 	if w.p != nil {
-		logTx = func(evs []*stream.Event) error {
-			w.p.logTx(w.writes, evs)
-			return nil
-		}
+		logTx = func(evs []*stream.Event) error { return w.p.logTx(w.writes, evs) }
 	}
 	if err := stream.AppendAll(w.changes, logTx); err != nil {
 		return err
