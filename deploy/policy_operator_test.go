@@ -129,7 +129,7 @@ func TestOperatorReachability(t *testing.T) {
 	}{
 		{"restoreCmd", []string{"restorer.put", "restorer.describe", "s3Store.get", "s3Store.list"}, []string{"S3Sink.put", "runPipeline"}},
 		{"replayCmd", []string{"S3Sink.put", "s3Store.get"}, []string{"restorer.put", "DynamoStore.heartbeat"}},
-		{"verifyCmd", []string{"reader.fetch", "run.describe", "s3Store.list"}, []string{"DynamoStore.heartbeat", "DynamoStore.prune", "S3Sink.put"}},
+		{"verifyCmd", []string{"reader.fetch", "walk.describe", "s3Store.list"}, []string{"DynamoStore.heartbeat", "DynamoStore.prune", "S3Sink.put"}},
 	} {
 		_, reach := commandActions(funcs, tc.cmd)
 		names := map[string]bool{}
