@@ -59,7 +59,7 @@ tools:
 	@bash .ci/tools.sh $(TOOLS_BIN)
 
 bench: tools
-	$(GO) run ./internal/bench
+	$(GO) run ./cmd/bench
 
 # The crash loop of issue 5 at full length: `archiver run` as a real process,
 # killed with SIGKILL 20 times while items keep expiring; every expired key

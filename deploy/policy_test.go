@@ -24,7 +24,7 @@ import (
 // Paths are relative to the module root; a trailing slash means the folder.
 var localOnly = []string{
 	"engine/",
-	"internal/bench/",
+	"cmd/bench/",
 	"tools/",
 	".tools/",
 	"deploy/",

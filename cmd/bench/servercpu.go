@@ -240,7 +240,7 @@ func buildServers(ctx context.Context, dir string) (archiver, null string, err e
 		return "", "", err
 	}
 	archiver, null = filepath.Join(dir, "archiver"), filepath.Join(dir, "nullserver")
-	for bin, pkg := range map[string]string{archiver: "./cmd/archiver", null: "./internal/bench/nullserver"} {
+	for bin, pkg := range map[string]string{archiver: "./cmd/archiver", null: "./cmd/bench/nullserver"} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -1,0 +1,132 @@
+package housetest
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// module is this module's import path; root is its directory from here.
+const (
+	module = "github.com/ttl-archiver/archiver"
+	root   = "../.."
+)
+
+// goFiles parses the non-test Go files under dir (relative to the module
+// root, subdirectories included; testdata skipped) and calls visit with each
+// file's path relative to the root.
+func goFiles(t *testing.T, dir string, mode parser.Mode, visit func(rel string, fset *token.FileSet, f *ast.File)) {
+	t.Helper()
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, mode|parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		visit(filepath.ToSlash(rel), fset, f)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("reading %s: %v", dir, err)
+	}
+}
+
+func TestInternalImportsOnlyInternal(t *testing.T) {
+	files := 0
+	goFiles(t, "internal", parser.ImportsOnly, func(rel string, _ *token.FileSet, f *ast.File) {
+		files++
+		for _, imp := range f.Imports {
+			path, err := strconv.Unquote(imp.Path.Value)
+			if err != nil {
+				t.Errorf("%s: import %s: %v", rel, imp.Path.Value, err)
+				continue
+			}
+			if path == module || strings.HasPrefix(path, module+"/") && !strings.HasPrefix(path, module+"/internal/") {
+				t.Errorf("%s imports %s: packages under internal/ import only internal/ packages of this module", rel, path)
+			}
+		}
+	})
+	if files < 10 {
+		t.Fatalf("read %d non-test files under internal/; the walk is broken", files)
+	}
+}
+
+// maxFuncLines is the longest a function may be, in lines from `func` to
+// its closing brace, before it counts as long; maxLongFuncs is how many
+// long functions the packages of longFuncPackages may hold together
+// (docs/DESIGN.md, "Layout", says why those that remain are long).
+const (
+	maxFuncLines = 80
+	maxLongFuncs = 12
+)
+
+var longFuncPackages = []string{"shard", "consumer", "sinks", "checkpoint", "event", "sweep", "archive", "restore"}
+
+func TestLongFunctions(t *testing.T) {
+	var long []string
+	funcs := 0
+	for _, dir := range longFuncPackages {
+		goFiles(t, dir, 0, func(rel string, fset *token.FileSet, f *ast.File) {
+			for _, decl := range f.Decls {
+				fn, ok := decl.(*ast.FuncDecl)
+				if !ok || fn.Body == nil {
+					continue
+				}
+				funcs++
+				lines := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
+				if lines > maxFuncLines {
+					long = append(long, rel+": "+funcName(fn)+", "+strconv.Itoa(lines)+" lines")
+				}
+			}
+		})
+	}
+	if funcs < 100 {
+		t.Fatalf("read %d functions; the walk is broken", funcs)
+	}
+	if len(long) > maxLongFuncs {
+		t.Errorf("%d functions over %d lines, at most %d allowed; split them into named steps:\n  %s",
+			len(long), maxFuncLines, maxLongFuncs, strings.Join(long, "\n  "))
+	}
+}
+
+// funcName names a declared function as Recv.Name, or Name.
+func funcName(fn *ast.FuncDecl) string {
+	if fn.Recv == nil || len(fn.Recv.List) == 0 {
+		return fn.Name.Name
+	}
+	typ := fn.Recv.List[0].Type
+	if star, ok := typ.(*ast.StarExpr); ok {
+		typ = star.X
+	}
+	switch x := typ.(type) {
+	case *ast.IndexExpr:
+		typ = x.X
+	case *ast.IndexListExpr:
+		typ = x.X
+	}
+	if id, ok := typ.(*ast.Ident); ok {
+		return id.Name + "." + fn.Name.Name
+	}
+	return fn.Name.Name
+}
