@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 )
 
 // t0 is where the beds' clocks start: on a boundary of every window the
@@ -54,17 +54,8 @@ type bedOptions struct {
 func newBed(t *testing.T, o bedOptions) *bed {
 	t.Helper()
 	b := &bed{t: t, clock: engine.NewManualClock(t0), store: newMemStore(), window: or(o.window, time.Minute), shards: or(o.shards, 1)}
-	srv, err := engine.Listen("127.0.0.1:0", engine.Options{TTLInterval: -1, Clock: b.clock, Hooks: engine.Hooks{OnRequest: o.hook}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	// A connection the client dialled but never used would hold the
-	// server's graceful shutdown for 5 s: close them first.
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(tr.CloseIdleConnections)
-	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""), HTTPClient: &http.Client{Transport: tr}}
-	b.db = dynamodb.NewFromConfig(cfg, func(c *dynamodb.Options) { c.BaseEndpoint = aws.String(srv.Endpoint()) })
+	bed := enginetest.Start(t, engine.Options{TTLInterval: -1, Clock: b.clock, Hooks: engine.Hooks{OnRequest: o.hook}})
+	b.db = bed.DynamoDB
 	b.api = &recorder{Client: b.db}
 	b.createTable(o)
 	return b
@@ -74,44 +65,24 @@ func newBed(t *testing.T, o bedOptions) *bed {
 // recipe's index.
 func (b *bed) createTable(o bedOptions) {
 	b.t.Helper()
-	ctx := context.Background()
 	ixKey := []types.KeySchemaElement{{AttributeName: aws.String(DefaultWindowAttribute), KeyType: types.KeyTypeHash}}
-	defs := []types.AttributeDefinition{
-		{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
-		{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeN},
-		{AttributeName: aws.String(DefaultWindowAttribute), AttributeType: types.ScalarAttributeTypeS},
-	}
+	defs := []types.AttributeDefinition{{AttributeName: aws.String(DefaultWindowAttribute), AttributeType: types.ScalarAttributeTypeS}}
 	if !o.hashOnly {
 		ixKey = append(ixKey, types.KeySchemaElement{AttributeName: aws.String("ttl"), KeyType: types.KeyTypeRange})
 		defs = append(defs, types.AttributeDefinition{AttributeName: aws.String("ttl"), AttributeType: types.ScalarAttributeTypeN})
 	}
-	_, err := b.db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:   aws.String(table),
-		BillingMode: types.BillingModePayPerRequest,
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
-		},
-		AttributeDefinitions: defs,
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+	tbl := enginetest.Table{Name: table, Range: "sk", RangeType: types.ScalarAttributeTypeN, NoStream: true, TTL: "ttl",
+		Attributes: defs,
+		Indexes: []types.GlobalSecondaryIndex{{
 			IndexName:  aws.String(DefaultIndex),
 			KeySchema:  ixKey,
 			Projection: &types.Projection{ProjectionType: or(o.projection, types.ProjectionTypeKeysOnly)},
 		}},
-	})
-	if err != nil {
-		b.t.Fatal(err)
 	}
 	if o.noTTL {
-		return
+		tbl.TTL = ""
 	}
-	_, err = b.db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName:               aws.String(table),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("ttl"), Enabled: aws.Bool(true)},
-	})
-	if err != nil {
-		b.t.Fatal(err)
-	}
+	enginetest.CreateTable(b.t, b.db, tbl)
 }
 
 // sweeper makes a sweeper of the bed's table with fast retries; edit
