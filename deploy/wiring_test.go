@@ -340,7 +340,7 @@ func TestMemorySizing(t *testing.T) {
 func TestTerraformSecrets(t *testing.T) {
 	main := readFile(t, "terraform/main.tf")
 	archiver := tfBlock(main, `resource "aws_ecs_task_definition" "archiver"`)
-	if !strings.Contains(archiver, `secrets = [for name, arn in var.secrets : { name = name, valueFrom = arn }]`) {
+	if !strings.Contains(archiver, "}, local.container_secrets)])") || tfLocal(t, main, "container_secrets") != `length(var.secrets) > 0 ? { secrets = [for name, arn in var.secrets : { name = name, valueFrom = arn }] } : {}` {
 		t.Error("the archiver's container has no secrets block from var.secrets")
 	}
 	policy := tfBlock(main, `resource "aws_iam_role_policy" "execution_secrets"`)
@@ -369,6 +369,7 @@ func TestTerraformSecrets(t *testing.T) {
 		{`{NATS_TOKEN = "` + ssm + `"}`, `[[],["` + ssm + `"]]`},
 		{`{ARCHIVER_SINK = "` + ssm + `"}`, ""},
 		{`{NATS_TOKEN = "arn:aws:s3:::bucket/key"}`, ""},
+		{`{NATS_TOKEN = "arn:aws:secretsmanager:eu-west-1:123456789012:nats"}`, ""},
 		{`{"1X" = "` + ssm + `"}`, ""},
 	} {
 		cmd := exec.Command(tf, "console", "-var", "secrets="+tc.secrets)

@@ -65,8 +65,11 @@ locals {
   # ECS reads the task's secrets with the execution role: a Secrets
   # Manager value may name a JSON key and version after the secret's ARN
   # (7 fields), the role is granted the secret itself.
-  secret_arns    = distinct([for arn in values(var.secrets) : join(":", slice(split(":", arn), 0, 7)) if split(":", arn)[2] == "secretsmanager"])
-  parameter_arns = distinct([for arn in values(var.secrets) : arn if split(":", arn)[2] == "ssm"])
+  # The container's secrets block only when there are secrets: ECS
+  # leaves an empty list out, which would show as a change at every plan.
+  container_secrets = length(var.secrets) > 0 ? { secrets = [for name, arn in var.secrets : { name = name, valueFrom = arn }] } : {}
+  secret_arns       = distinct([for arn in values(var.secrets) : join(":", slice(split(":", arn), 0, 7)) if split(":", arn)[2] == "secretsmanager"])
+  parameter_arns    = distinct([for arn in values(var.secrets) : arn if split(":", arn)[2] == "ssm"])
 }
 
 # --- Archive bucket -------------------------------------------------------
@@ -259,7 +262,7 @@ resource "aws_ecs_task_definition" "archiver" {
     cpu_architecture        = "X86_64"
   }
 
-  container_definitions = jsonencode([{
+  container_definitions = jsonencode([merge({
     name                   = "archiver"
     image                  = var.image
     essential              = true
@@ -285,7 +288,6 @@ resource "aws_ecs_task_definition" "archiver" {
       { name = "ARCHIVER_METRICS", value = var.metrics },
       { name = "ARCHIVER_METRICS_ADDR", value = ":9090" },
     ], local.dead_letter_env)
-    secrets = [for name, arn in var.secrets : { name = name, valueFrom = arn }]
     healthCheck = {
       command     = ["CMD", "/archiver", "health", "--quiet"]
       interval    = 30
@@ -301,7 +303,7 @@ resource "aws_ecs_task_definition" "archiver" {
         "awslogs-stream-prefix" = "archiver"
       }
     }
-  }])
+  }, local.container_secrets)])
 
   lifecycle {
     precondition {

@@ -108,8 +108,8 @@ variable "secrets" {
   type        = map(string)
   default     = {}
   validation {
-    condition     = alltrue([for n, arn in var.secrets : can(regex("^[A-Za-z_][A-Za-z0-9_]*$", n)) && !startswith(n, "ARCHIVER_") && can(regex("^arn:[^:]+:(secretsmanager|ssm):", arn))])
-    error_message = "secrets: each name must be an environment variable name not starting with ARCHIVER_, each value the ARN of a Secrets Manager secret or an SSM parameter."
+    condition     = alltrue([for n, arn in var.secrets : can(regex("^[A-Za-z_][A-Za-z0-9_]*$", n)) && !startswith(n, "ARCHIVER_") && can(regex("^arn:[^:]+:(secretsmanager:[^:]+:[0-9]{12}:secret:[^:]+(:[^:]*:[^:]*:[^:]*)?|ssm:[^:]+:[0-9]{12}:parameter/.+)$", arn))])
+    error_message = "secrets: each name must be an environment variable name not starting with ARCHIVER_, each value the ARN of a Secrets Manager secret (arn:PARTITION:secretsmanager:REGION:ACCOUNT:secret:NAME[:JSON-KEY:VERSION-STAGE:VERSION-ID]) or of an SSM parameter (arn:PARTITION:ssm:REGION:ACCOUNT:parameter/NAME)."
   }
 }
 
