@@ -39,7 +39,7 @@ output "task_policy_json" {
 }
 
 output "alarm_arns" {
-  description = "The CloudWatch alarms by name (oldest-unacked-age, dead-lettered-records, trimmed-gaps, iterator-age, reader-failures, records-near-trim); empty unless metrics = \"emf\"."
+  description = "The CloudWatch alarms by name (those of alarms.tf: oldest-unacked-age, dead-lettered-records, dead-letter-failures, trimmed-gaps, iterator-age, reader-failures, ttl-passed-user-deletes, records-near-trim); empty unless metrics = \"emf\"."
   value       = { for k, a in aws_cloudwatch_metric_alarm.archiver : k => a.arn }
 }
 
