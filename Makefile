@@ -42,6 +42,7 @@ vet:
 unit:
 	$(GO) test -race -count=1 -timeout 12m ./...
 	cd tools/mkimage && $(GO) vet . && $(GO) test -race -count=1 .
+	cd tools/cecheck && $(GO) vet . && $(GO) test -race -count=1 .
 
 # The race detector makes the end-to-end pipeline test scale down to 5,000
 # items; this runs it at the issue's full 50,000 without -race.
