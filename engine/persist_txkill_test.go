@@ -260,13 +260,13 @@ func killDuring(t *testing.T, cmd *exec.Cmd, workers int, n int64, op func(w, i 
 // client's previous transaction), three rounds on one --data-dir, and after each
 // restart finds every transaction applied whole or not at all, every
 // acknowledged one there, and each table matching its stream
-// (streamMatchesTable). Rounds of 300 transactions keep it quick;
+// (streamMatchesTable). Rounds of 200 transactions keep it quick;
 // WRITEKILL_OPS sets more.
 func TestTransactKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the archiver binary")
 	}
-	n := writeKillOps(t, 300)
+	n := writeKillOps(t, 200)
 	bin, dir := buildArchiver(t), t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -348,12 +348,12 @@ func checkTxWorker(t *testing.T, id string, acked int64, txa, txb map[string]str
 // --data-dir, and after each restart finds every acknowledged put and
 // delete there and the table matching its stream (streamMatchesTable):
 // a batch is not atomic, but each of its writes is, with its record.
-// Rounds of 150 batches keep it quick; WRITEKILL_OPS sets more.
+// Rounds of 80 batches keep it quick; WRITEKILL_OPS sets more.
 func TestBatchWriteKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the archiver binary")
 	}
-	n := writeKillOps(t, 150)
+	n := writeKillOps(t, 80)
 	bin, dir := buildArchiver(t), t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
