@@ -38,7 +38,8 @@ const (
 	HeaderDeletedBy = natsmsg.HeaderDeletedBy
 )
 
-// NATSSink publishes one message per event.
+// NATSSink publishes one message per event, in the format of
+// [NATSConfig.Format]; docs/MESSAGES.md describes the messages.
 //
 // In JetStream mode (the default) it publishes asynchronously with at most
 // MaxInFlight messages awaiting acknowledgement and acknowledges a batch

@@ -7,8 +7,9 @@
 //
 // # The archive line
 //
-// The file sink, the S3 sink, stdout:// and the NATS sink's envelope
-// format all write one JSON object per event ([event.AppendLine]):
+// The file sink, the S3 sink, stdout:// and the NATS sink's cloudevents
+// and envelope formats all write one JSON object per event
+// ([event.AppendLine]):
 //
 //	{"Item":{"pk":{"S":"user#1"},"expiresAt":{"N":"1767322800"},...},
 //	 "Keys":{"pk":{"S":"user#1"}},
@@ -51,5 +52,8 @@
 //   - s3://: PREFIX/table=T/kind=K/dt=YYYY-MM-DD/hr=HH/SHARD-FIRSTSEQ-LASTSEQ.jsonl.gz
 //     (see [S3Sink] for buffering, naming and retries).
 //   - nats://: one message per event on the subject template, with
-//     Nats-Msg-Id set to the event ID (see [NATSSink]).
+//     Nats-Msg-Id set to the event ID (see [NATSSink]); by default a
+//     CloudEvent in the NATS binding's binary mode. docs/MESSAGES.md is
+//     the messages' contract: subjects, headers, bodies and their JSON
+//     Schemas, order and duplicates.
 package sinks
