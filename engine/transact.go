@@ -368,9 +368,10 @@ type txResult struct {
 // applyTx applies every action (locks held, conditions checked) all or
 // none: the actions' writes are collected, logged as one entry with their
 // stream records, and only then applied in memory (txWrites); a full disk
-// refuses the entry, and so the whole transaction. It charges each table two write units per item (a
-// transactional write) on the larger of its old and new sizes; a replay
-// is charged two consistent read units per item on the same size.
+// refuses the entry, and so the whole transaction. It charges each table
+// two write units per item (a transactional write) on the larger of its
+// old and new sizes; a replay is charged two consistent read units per
+// item on the same size.
 func applyTx(actions []*txAction, names []string, tables map[string]*table) (*txResult, error) {
 	w := &txWrites{}
 	for _, t := range tables {
