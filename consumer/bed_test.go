@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/shard"
 )
@@ -41,42 +41,15 @@ func newBed(t *testing.T, o engine.Options) *bed {
 	if o.TTLInterval == 0 {
 		o.TTLInterval = -1 // tests sweep explicitly
 	}
-	srv, err := engine.Listen("127.0.0.1:0", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")}
-	ep := aws.String(srv.Endpoint())
-	return &bed{
-		t: t, srv: srv, eng: srv.Engine(),
-		db:      dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = ep }),
-		streams: dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) { o.BaseEndpoint = ep }),
-	}
+	eb := enginetest.Start(t, o)
+	return &bed{t: t, srv: eb.Server, eng: eb.Engine, db: eb.DynamoDB, streams: eb.Streams}
 }
 
 // createTable makes a table with a stream of new and old images and TTL on
 // "expires".
 func (b *bed) createTable(name string) {
 	b.t.Helper()
-	ctx := context.Background()
-	_, err := b.db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(name),
-		BillingMode:          types.BillingModePayPerRequest,
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
-		StreamSpecification:  &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages},
-	})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	_, err = b.db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName:               aws.String(name),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("expires"), Enabled: aws.Bool(true)},
-	})
-	if err != nil {
-		b.t.Fatal(err)
-	}
+	enginetest.CreateTable(b.t, b.db, enginetest.Table{Name: name, TTL: "expires"})
 }
 
 // put writes items pk = prefix-i (i in [from, to)) with the given expiry

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
@@ -129,13 +130,13 @@ func TestDeadLetterAckGatesCheckpoint(t *testing.T) {
 	if err := c.process(ctx, mkBatch("s", 1, event.Expired, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the dead-letter sink is written", func() bool { dlq.mu.Lock(); defer dlq.mu.Unlock(); return dlq.writes > 0 })
+	eventually.True(t, 2*time.Minute, "the dead-letter sink is written", func() bool { dlq.mu.Lock(); defer dlq.mu.Unlock(); return dlq.writes > 0 })
 	time.Sleep(20 * time.Millisecond) // several checkpoint intervals
 	if cp := store.get(testARN, "s"); cp.SequenceNumber != "" {
 		t.Fatalf("checkpoint %+v passed records the dead-letter sink has not acknowledged", cp)
 	}
 	dlq.release()
-	waitFor(t, "the checkpoint passes the dead letters", func() bool { return store.get(testARN, "s").SequenceNumber == seqOf(2) })
+	eventually.True(t, 2*time.Minute, "the checkpoint passes the dead letters", func() bool { return store.get(testARN, "s").SequenceNumber == seqOf(2) })
 	if n := len(dlq.durableSet()); n != 2 {
 		t.Fatalf("dead-letter sink holds %d events, want 2", n)
 	}
@@ -232,7 +233,7 @@ func TestStuckShardIsNeverSilent(t *testing.T) {
 	if err := c.process(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "stuck and near-trim logs", func() bool {
+	eventually.True(t, 2*time.Minute, "stuck and near-trim logs", func() bool {
 		return logs.FilterMessageSnippet("shard stuck").Len() >= 2 && logs.FilterMessageSnippet("near the stream's trim").Len() >= 1
 	})
 	e := logs.FilterMessageSnippet("shard stuck").All()[0].ContextMap()
@@ -257,8 +258,8 @@ func TestStuckShardIsNeverSilent(t *testing.T) {
 	mu.Lock()
 	failing = false
 	mu.Unlock()
-	waitFor(t, "recovery", func() bool { return store.get(testARN, "s").SequenceNumber == seqOf(2) })
-	waitFor(t, "gauges cleared", func() bool {
+	eventually.True(t, 2*time.Minute, "recovery", func() bool { return store.get(testARN, "s").SequenceNumber == seqOf(2) })
+	eventually.True(t, 2*time.Minute, "gauges cleared", func() bool {
 		return metricValue(c.m.shardsStuck.WithLabelValues("tbl")) == 0 && metricValue(c.m.nearTrim.WithLabelValues("tbl")) == 0
 	})
 }

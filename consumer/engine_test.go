@@ -15,6 +15,7 @@ import (
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
@@ -106,7 +107,7 @@ func TestScenarioEndToEnd(t *testing.T) {
 	b.put(table, "exp", 5000, 10000, past)
 	b.sweep(5000)
 
-	waitFor(t, "10,000 expired items archived", func() bool {
+	eventually.True(t, 2*time.Minute, "10,000 expired items archived", func() bool {
 		return len(countKeys(all.events(), event.Expired)) == 10000
 	})
 	r.stop(t)
@@ -164,7 +165,7 @@ func TestScenarioEndToEnd(t *testing.T) {
 	r2 := start(t, cfg2)
 	b.put(table, "late", 0, 20, past)
 	b.sweep(20)
-	waitFor(t, "the 20 new expiries", func() bool { return len(readArchive(t, archive2)) >= 20 })
+	eventually.True(t, 2*time.Minute, "the 20 new expiries", func() bool { return len(readArchive(t, archive2)) >= 20 })
 	r2.stop(t)
 	evs2 := readArchive(t, archive2)
 	if n := len(countKeys(evs2, event.Expired)); n != 20 || len(evs2) != 20 {
@@ -208,7 +209,7 @@ func TestScenarioCrashRestart(t *testing.T) {
 	r := start(t, b.config(t, table, store, Route{Sink: first}))
 	b.put(table, "exp", 0, 3000, past)
 	b.sweep(3000)
-	waitFor(t, "the crash", func() bool { return store.crashed.Load() })
+	eventually.True(t, 2*time.Minute, "the crash", func() bool { return store.crashed.Load() })
 	r.stop(t)
 	file.Close()
 
@@ -222,7 +223,7 @@ func TestScenarioCrashRestart(t *testing.T) {
 	second := newFakeSink("second")
 	r2 := start(t, b.config(t, table, file2, Route{Sink: second}))
 	firstKeys := countKeys(first.events(), event.Expired)
-	waitFor(t, "every item delivered by one run or the other", func() bool {
+	eventually.True(t, 2*time.Minute, "every item delivered by one run or the other", func() bool {
 		got := countKeys(second.events(), event.Expired)
 		for k := range firstKeys {
 			got[k]++
@@ -278,7 +279,7 @@ func TestScenarioFaults(t *testing.T) {
 				c.during(b, table)
 				time.Sleep(20 * time.Millisecond)
 			}
-			waitFor(t, "all 1,000 expired items", func() bool { return len(countKeys(sink.events(), event.Expired)) == 1000 })
+			eventually.True(t, 2*time.Minute, "all 1,000 expired items", func() bool { return len(countKeys(sink.events(), event.Expired)) == 1000 })
 			r.stop(t)
 			for k, n := range countKeys(sink.events(), event.Expired) {
 				if n != 1 {
@@ -302,7 +303,7 @@ func TestScenarioTrimmedData(t *testing.T) {
 	r := start(t, b.config(t, table, store, Route{Sink: sink}))
 	b.put(table, "a", 0, 100, past)
 	b.sweep(100)
-	waitFor(t, "batch a", func() bool { return len(countKeys(sink.events(), event.Expired)) == 100 })
+	eventually.True(t, 2*time.Minute, "batch a", func() bool { return len(countKeys(sink.events(), event.Expired)) == 100 })
 	r.stop(t)
 	store.Close()
 
@@ -324,7 +325,7 @@ func TestScenarioTrimmedData(t *testing.T) {
 	cfg := b.config(t, table, store, Route{Sink: sink2})
 	cfg.Registerer = reg
 	r2 := start(t, cfg)
-	waitFor(t, "batch c", func() bool {
+	eventually.True(t, 2*time.Minute, "batch c", func() bool {
 		n := 0
 		for k := range countKeys(sink2.events(), event.Expired) {
 			if k[0] == 'c' {
@@ -387,7 +388,7 @@ func TestScenarioSinkOutage(t *testing.T) {
 	r := start(t, cfg)
 	b.put(table, "x", 0, 500, past)
 	b.sweep(500)
-	waitFor(t, "failures", func() bool { return counterSum(t, reg, "archiver_sink_failures_total") >= 5 })
+	eventually.True(t, 2*time.Minute, "failures", func() bool { return counterSum(t, reg, "archiver_sink_failures_total") >= 5 })
 	cps, err := store.Load(context.Background(), b.streamARN(table))
 	if err != nil {
 		t.Fatal(err)
@@ -396,7 +397,7 @@ func TestScenarioSinkOutage(t *testing.T) {
 		t.Fatalf("a failing sink made %d events durable", n)
 	}
 	down.Store(false)
-	waitFor(t, "all 500 after recovery", func() bool { return len(countKeys(sink.events(), event.Expired)) == 500 })
+	eventually.True(t, 2*time.Minute, "all 500 after recovery", func() bool { return len(countKeys(sink.events(), event.Expired)) == 500 })
 	r.stop(t)
 	sink.mu.Lock()
 	closed := sink.closed
@@ -422,7 +423,7 @@ func TestScenario200Shards(t *testing.T) {
 	cfg.IdleBackoff = 250 * time.Millisecond
 	cfg.DiscoveryInterval = time.Second
 	r := start(t, cfg)
-	waitFor(t, "4,000 expired items", func() bool { return len(countKeys(sink.events(), event.Expired)) == 4000 })
+	eventually.True(t, 2*time.Minute, "4,000 expired items", func() bool { return len(countKeys(sink.events(), event.Expired)) == 4000 })
 	r.stop(t)
 	shards := map[string]bool{}
 	for _, e := range sink.events() {
@@ -530,7 +531,7 @@ func TestScenarioHandOff(t *testing.T) {
 	cfg.Assigner = as
 	cfg.GetRecordsLimit = 100 // many batches per shard: the withdrawal comes mid-shard
 	r := start(t, cfg)
-	waitFor(t, "all 3,000 expired items", func() bool { return len(countKeys(sink.events(), event.Expired)) == 3000 })
+	eventually.True(t, 2*time.Minute, "all 3,000 expired items", func() bool { return len(countKeys(sink.events(), event.Expired)) == 3000 })
 	r.stop(t)
 	as.mu.Lock()
 	withdrawn := as.withdrawn

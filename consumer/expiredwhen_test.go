@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/shard"
 )
 
@@ -162,7 +163,7 @@ func TestProcessPastTTL(t *testing.T) {
 	if err := c.process(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "two expiries", func() bool { return len(sink.events()) == 2 })
+	eventually.True(t, 2*time.Minute, "two expiries", func() bool { return len(sink.events()) == 2 })
 	evs := sink.events()
 	if evs[0].DeletedBy != event.DeletedByOther || evs[1].DeletedBy != event.DeletedByTTL || evs[0].TTLLag != 245*time.Second {
 		t.Fatalf("events %+v", evs)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 )
 
 // sweepDelete deletes pk the way a sweeper does: a plain DeleteItem (no
@@ -90,7 +91,7 @@ func TestScenarioPastTTL(t *testing.T) {
 	}
 	const removes = 40 + 20 + 5 + 10 + 5
 	for when, r := range runs {
-		waitFor(t, when.String()+": every REMOVE", func() bool {
+		eventually.True(t, 2*time.Minute, when.String()+": every REMOVE", func() bool {
 			return len(countKeys(r.sink.events(), event.Expired))+len(countKeys(r.sink.events(), event.Deleted)) == removes
 		})
 		checkPastTTLRun(t, when, r.sink.events(), edge)
@@ -176,7 +177,7 @@ func TestScenarioPastTTLWithTTLOff(t *testing.T) {
 			core, logs := observer.New(zapcore.WarnLevel)
 			cfg.ExpiredWhen, cfg.TTLAttribute, cfg.Logger = event.ExpiredWhenPastTTL, tc.attr, zap.New(core)
 			start(t, cfg)
-			waitFor(t, "every REMOVE", func() bool {
+			eventually.True(t, 2*time.Minute, "every REMOVE", func() bool {
 				return len(countKeys(sink.events(), tc.want)) == 10
 			})
 			for _, e := range sink.events() {
@@ -228,7 +229,7 @@ func TestServiceWarnsOfPastTTLDeletes(t *testing.T) {
 		return len(countKeys(r.sink.events(), event.Expired)) + len(countKeys(r.sink.events(), event.Deleted))
 	}
 	for when, r := range runs {
-		waitFor(t, when.String()+": every REMOVE", func() bool { return removes(r) == 45 })
+		eventually.True(t, 2*time.Minute, when.String()+": every REMOVE", func() bool { return removes(r) == 45 })
 		passed := event.Deleted
 		if when == event.ExpiredWhenPastTTL {
 			passed = event.Expired
@@ -248,7 +249,7 @@ func TestServiceWarnsOfPastTTLDeletes(t *testing.T) {
 	svc.clock.Advance(time.Minute)
 	b.put(table, "later", 0, 5, past)
 	b.userDelete(table, "later", 5)
-	waitFor(t, "the later deletes", func() bool { return removes(svc) == 50 && removes(runs[event.ExpiredWhenPastTTL]) == 50 })
+	eventually.True(t, 2*time.Minute, "the later deletes", func() bool { return removes(svc) == 50 && removes(runs[event.ExpiredWhenPastTTL]) == 50 })
 	if n := counterSum(t, svc.reg, "archiver_ttl_passed_user_deletes_total"); n != 35 {
 		t.Errorf("service: %v past-TTL user deletes counted, want 35", n)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 )
 
 // TestCheckpointLeadingEdge shows the save schedule: with an hour-long
@@ -22,7 +23,7 @@ func TestCheckpointLeadingEdge(t *testing.T) {
 	if err := c.process(ctx, mkBatch("s", 1, event.Expired, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the first batch saved without waiting for the interval", func() bool {
+	eventually.True(t, 2*time.Minute, "the first batch saved without waiting for the interval", func() bool {
 		return store.get(testARN, "s").SequenceNumber == seqOf(2)
 	})
 
@@ -30,7 +31,7 @@ func TestCheckpointLeadingEdge(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.lookup(testARN, "s")
-	waitFor(t, "the second batch acknowledged", func() bool {
+	eventually.True(t, 2*time.Minute, "the second batch acknowledged", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.acked == seqOf(3)
@@ -75,13 +76,13 @@ func TestCheckpointSaveRetried(t *testing.T) {
 	if err := c.process(ctx, mkBatch("s", 1, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the checkpoint saved after two failed attempts", func() bool {
+	eventually.True(t, 2*time.Minute, "the checkpoint saved after two failed attempts", func() bool {
 		return store.get(testARN, "s").SequenceNumber == seqOf(1)
 	})
 	if err := c.process(ctx, mkBatch("s", 2, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the next advance saved", func() bool {
+	eventually.True(t, 2*time.Minute, "the next advance saved", func() bool {
 		return store.get(testARN, "s").SequenceNumber == seqOf(2)
 	})
 	if p := store.problems(); len(p) > 0 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
@@ -94,17 +95,6 @@ func seqOf(n int) string { return fmt.Sprintf("%021d", n) }
 // the in-flight budgets: its 100 bytes and the sink's copy of its event
 // (sinkCopies: SizeBytes 100 + 1024 + 24 for its one attribute).
 const recCost = 100 + 100 + 1024 + 24
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute) // generous: a loaded 2-core CI box
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 // TestTrackerRandom is a property test: random batches on several shards,
 // two sinks with different kinds, random failures and out-of-order acks.
@@ -268,19 +258,19 @@ func TestUnwantedRecordsAdvanceAfterEarlierAcks(t *testing.T) {
 	if err := c.process(ctx, mkBatch("s", 3, event.Inserted, event.Modified, event.Deleted)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "batch written", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return len(a.held) == 1 })
+	eventually.True(t, 2*time.Minute, "batch written", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return len(a.held) == 1 })
 	// Give the saver many intervals: nothing may be saved past record 1.
 	time.Sleep(50 * time.Millisecond)
 	if cp := store.get(testARN, "s"); cp.SequenceNumber != "" {
 		t.Fatalf("checkpoint %+v saved before the sink acknowledged", cp)
 	}
 	a.release()
-	waitFor(t, "checkpoint at 5", func() bool { return store.get(testARN, "s").SequenceNumber == seqOf(5) })
+	eventually.True(t, 2*time.Minute, "checkpoint at 5", func() bool { return store.get(testARN, "s").SequenceNumber == seqOf(5) })
 	// Records no sink wants, with nothing before them pending, advance alone.
 	if err := c.process(ctx, mkBatch("s", 6, event.Inserted)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "checkpoint at 6", func() bool { return store.get(testARN, "s").SequenceNumber == seqOf(6) })
+	eventually.True(t, 2*time.Minute, "checkpoint at 6", func() bool { return store.get(testARN, "s").SequenceNumber == seqOf(6) })
 }
 
 // processWaitsForRelease checks that Process of b waits while a holds its
@@ -317,7 +307,7 @@ func TestBackpressure(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A blocked Process honours its context.
-	waitFor(t, "all acknowledged", func() bool { return len(a.events()) == 7 })
+	eventually.True(t, 2*time.Minute, "all acknowledged", func() bool { return len(a.events()) == 7 })
 	a.mu.Lock()
 	a.hold = true
 	a.mu.Unlock()
@@ -351,8 +341,8 @@ func TestSharedBudget(t *testing.T) {
 		}
 	}
 	processWaitsForRelease(t, c, mkBatch("s4", 1, event.Expired), a, "the shared budget was full")
-	waitFor(t, "every batch acknowledged", func() bool { return len(a.events()) == 4 })
-	waitFor(t, "budget released", func() bool { return c.inflight.Used() == 0 })
+	eventually.True(t, 2*time.Minute, "every batch acknowledged", func() bool { return len(a.events()) == 4 })
+	eventually.True(t, 2*time.Minute, "budget released", func() bool { return c.inflight.Used() == 0 })
 }
 
 // TestStarvedFlush: a sink that acknowledges only on Flush (as the S3 sink
@@ -387,7 +377,7 @@ func TestStarvedFlush(t *testing.T) {
 		t.Fatalf("the sink was flushed %d times, want at least 4", flushes)
 	}
 	a.release()
-	waitFor(t, "every batch acknowledged", func() bool { return len(a.events()) == 10 })
+	eventually.True(t, 2*time.Minute, "every batch acknowledged", func() bool { return len(a.events()) == 10 })
 }
 
 func TestFailingSinkHoldsCheckpointAndOnlyThatSinkRetries(t *testing.T) {
@@ -411,8 +401,8 @@ func TestFailingSinkHoldsCheckpointAndOnlyThatSinkRetries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "good sink has everything", func() bool { return len(good.events()) == 30 })
-	waitFor(t, "several failed attempts", func() bool { bad.mu.Lock(); defer bad.mu.Unlock(); return bad.failures >= 5 })
+	eventually.True(t, 2*time.Minute, "good sink has everything", func() bool { return len(good.events()) == 30 })
+	eventually.True(t, 2*time.Minute, "several failed attempts", func() bool { bad.mu.Lock(); defer bad.mu.Unlock(); return bad.failures >= 5 })
 	if cp := store.get(testARN, "s"); cp.SequenceNumber != "" {
 		t.Fatalf("checkpoint %+v advanced past batches the bad sink failed", cp)
 	}
@@ -473,7 +463,7 @@ func TestLeaseLostStopsShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	var err error
-	waitFor(t, "Process to fail", func() bool {
+	eventually.True(t, 2*time.Minute, "Process to fail", func() bool {
 		err = c.process(ctx, mkBatch("s", 2, event.Expired))
 		return err != nil
 	})
@@ -500,7 +490,7 @@ func TestShardStoppedSavesAckedPrefix(t *testing.T) {
 	if err := c.process(ctx, mkBatch("s", 1, event.Expired, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "first ack", func() bool { return len(a.events()) == 2 })
+	eventually.True(t, 2*time.Minute, "first ack", func() bool { return len(a.events()) == 2 })
 	a.mu.Lock()
 	a.hold = true
 	a.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 )
 
 // gaugeSum is the sum of a gauge's values over all label sets.
@@ -76,7 +77,7 @@ func TestUnparseableRecordGoesToDeadLetter(t *testing.T) {
 			cfg := b.config(t, table, store, Route{Sink: sink, Kinds: event.Kinds})
 			cfg.DeadLetter = dlq
 			r := start(t, cfg)
-			waitFor(t, "6 items and a dead letter", func() bool { return len(sink.events()) >= 6 && len(dlq.events()) >= 1 })
+			eventually.True(t, 2*time.Minute, "6 items and a dead letter", func() bool { return len(sink.events()) >= 6 && len(dlq.events()) >= 1 })
 			var got []string
 			for _, e := range sink.events() {
 				got = append(got, pkOf(e))
@@ -97,7 +98,7 @@ func TestUnparseableRecordGoesToDeadLetter(t *testing.T) {
 				t.Errorf("the dead letter does not read back: %v", err)
 			}
 			last := sink.events()[5].SequenceNumber
-			waitFor(t, "the checkpoint past every record", func() bool {
+			eventually.True(t, 2*time.Minute, "the checkpoint past every record", func() bool {
 				return store.get(b.streamARN(table), b.openShards(table)[0]).SequenceNumber == last
 			})
 			r.stop(t)
@@ -125,7 +126,7 @@ func TestUnparseableRecordWithoutDeadLetterIsStuck(t *testing.T) {
 			cfg.StuckAfter, cfg.StuckLogInterval = time.Millisecond, time.Millisecond
 			cfg.CheckpointInterval = 10 * time.Millisecond
 			r := start(t, cfg)
-			waitFor(t, "the shard reported stuck", func() bool {
+			eventually.True(t, 2*time.Minute, "the shard reported stuck", func() bool {
 				return gaugeSum(t, reg, "archiver_shards_stuck") == 1 && logs.FilterMessageSnippet("reader keeps failing").Len() > 0
 			})
 			if age := gaugeSum(t, reg, "archiver_oldest_unacked_age_seconds"); age <= 0 {
