@@ -69,23 +69,35 @@ func Start(t testing.TB, o engine.Options) *Bed {
 // tells callers apart by it: AccessKey); opts adjust it, e.g. its
 // retries.
 func (b *Bed) Client(accessKey string, opts ...func(*dynamodb.Options)) *dynamodb.Client {
-	o := dynamodb.Options{Region: Region, BaseEndpoint: aws.String(b.Endpoint), HTTPClient: b.httpClient,
-		Credentials: Credentials(accessKey)}
-	return dynamodb.New(o, opts...)
+	return ClientAt(b.Endpoint, accessKey, append([]func(*dynamodb.Options){func(o *dynamodb.Options) { o.HTTPClient = b.httpClient }}, opts...)...)
 }
 
 // StreamsClient is a DynamoDB Streams client of the bed signing with
 // accessKey; opts adjust it.
 func (b *Bed) StreamsClient(accessKey string, opts ...func(*dynamodbstreams.Options)) *dynamodbstreams.Client {
-	o := dynamodbstreams.Options{Region: Region, BaseEndpoint: aws.String(b.Endpoint), HTTPClient: b.httpClient,
-		Credentials: Credentials(accessKey)}
-	return dynamodbstreams.New(o, opts...)
+	return StreamsClientAt(b.Endpoint, accessKey, append([]func(*dynamodbstreams.Options){func(o *dynamodbstreams.Options) { o.HTTPClient = b.httpClient }}, opts...)...)
 }
 
-// Credentials are static credentials with accessKey and a fixed secret:
-// the engine checks no signature, and a hook reads the key back.
+// ClientAt is a DynamoDB client for an endpoint that is not a bed's (a
+// closed port, a proxy, an engine in another process), signing with
+// accessKey and Secret.
+func ClientAt(endpoint, accessKey string, opts ...func(*dynamodb.Options)) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{Region: Region, BaseEndpoint: aws.String(endpoint), Credentials: Credentials(accessKey)}, opts...)
+}
+
+// StreamsClientAt is ClientAt for DynamoDB Streams.
+func StreamsClientAt(endpoint, accessKey string, opts ...func(*dynamodbstreams.Options)) *dynamodbstreams.Client {
+	return dynamodbstreams.New(dynamodbstreams.Options{Region: Region, BaseEndpoint: aws.String(endpoint), Credentials: Credentials(accessKey)}, opts...)
+}
+
+// Secret is the secret key of every client here: distinctive, so a test
+// can check that no error or log line shows it.
+const Secret = "s3cr3t-value"
+
+// Credentials are static credentials with accessKey and Secret: the
+// engine checks no signature, and a hook reads the key back.
 func Credentials(accessKey string) aws.CredentialsProvider {
-	return credentials.NewStaticCredentialsProvider(accessKey, "secret", "")
+	return credentials.NewStaticCredentialsProvider(accessKey, Secret, "")
 }
 
 // AccessKey is the SigV4 access key of a request the engine's hook sees
