@@ -291,8 +291,8 @@ func readAll(t *testing.T, r io.Reader) []byte {
 }
 
 // checkBinary reads the binary's build information: static, for
-// linux/amd64, with the time zone database, the paths trimmed and the
-// version stamped.
+// linux/amd64, with the time zone database and the paths trimmed (-trimpath
+// leaves -ldflags out of it: `version` in chroot checks the stamp).
 func checkBinary(t *testing.T, path string) {
 	info, err := buildinfo.ReadFile(path)
 	if err != nil {
@@ -305,9 +305,6 @@ func checkBinary(t *testing.T, path string) {
 				t.Errorf("build setting %s=%s, want %s", s.Key, s.Value, v)
 			}
 			delete(want, s.Key)
-		}
-		if s.Key == "-ldflags" && !strings.Contains(s.Value, "main.version="+imageVersion) {
-			t.Errorf("-ldflags %q does not stamp the version", s.Value)
 		}
 	}
 	if len(want) > 0 {
