@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -22,6 +21,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 )
 
 // testEnv is an engine served over real HTTP in-process, with real SDK
@@ -41,19 +42,13 @@ func newEnv(t testing.TB, o engine.Options) *testEnv {
 	if o.TTLInterval == 0 {
 		o.TTLInterval = -1
 	}
-	srv, err := engine.Listen("127.0.0.1:0", o)
-	if err != nil {
-		t.Fatalf("engine: %v", err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	creds := credentials.NewStaticCredentialsProvider("test", "test", "")
+	b := enginetest.Start(t, o)
 	return &testEnv{
-		srv:     srv,
-		eng:     srv.Engine(),
-		ddb:     dynamodb.New(dynamodb.Options{BaseEndpoint: aws.String(srv.Endpoint()), Region: "us-east-1", Credentials: creds}),
-		streams: dynamodbstreams.New(dynamodbstreams.Options{BaseEndpoint: aws.String(srv.Endpoint()), Region: "us-east-1", Credentials: creds}),
-		streamsNoRetry: dynamodbstreams.New(dynamodbstreams.Options{BaseEndpoint: aws.String(srv.Endpoint()), Region: "us-east-1", Credentials: creds,
-			RetryMaxAttempts: 1}),
+		srv:            b.Server,
+		eng:            b.Engine,
+		ddb:            b.DynamoDB,
+		streams:        b.Streams,
+		streamsNoRetry: b.StreamsClient(enginetest.DefaultKey, func(o *dynamodbstreams.Options) { o.RetryMaxAttempts = 1 }),
 	}
 }
 
@@ -61,21 +56,7 @@ func newEnv(t testing.TB, o engine.Options) *testEnv {
 // the stream's ARN.
 func (e *testEnv) createTable(t testing.TB, name string) string {
 	t.Helper()
-	out, err := e.ddb.CreateTable(context.Background(), &dynamodb.CreateTableInput{
-		TableName:            aws.String(name),
-		AttributeDefinitions: []dtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: dtypes.ScalarAttributeTypeS}},
-		KeySchema:            []dtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: dtypes.KeyTypeHash}},
-		BillingMode:          dtypes.BillingModePayPerRequest,
-		StreamSpecification:  &dtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: dtypes.StreamViewTypeNewAndOldImages},
-	})
-	if err != nil {
-		t.Fatalf("create table %s: %v", name, err)
-	}
-	arn := aws.ToString(out.TableDescription.LatestStreamArn)
-	if arn == "" {
-		t.Fatalf("create table %s: no LatestStreamArn", name)
-	}
-	return arn
+	return enginetest.CreateTable(t, e.ddb, enginetest.Table{Name: name})
 }
 
 // put writes items pk=<prefix><i> for i in [from, to) with BatchWriteItem,
@@ -424,7 +405,7 @@ func TestScenarios(t *testing.T) {
 			e.put(t, table, "k", half, tc.items)
 			want := tc.items + extra
 			t.Logf("wrote %d items in %v", want, time.Since(began))
-			waitFor(t, fmt.Sprintf("%d records", want), 60*time.Second, func() bool { return rec.distinct() >= want })
+			eventually.True(t, 60*time.Second, fmt.Sprintf("%d records", want), func() bool { return rec.distinct() >= want })
 			t.Logf("read them all %v after the first write", time.Since(began))
 			stop()
 			if got := rec.distinct(); got != want {
@@ -451,7 +432,7 @@ func TestSeveralStreams(t *testing.T) {
 	startWalker(t, Options{Streams: watch(t, e.streams), Tables: e.ddb, TableNames: []string{"alpha"}, StreamARNs: []string{arnB}, Processor: rec, Positions: rec})
 	e.put(t, "alpha", "a", 0, 600)
 	e.put(t, "beta", "b", 0, 400)
-	waitFor(t, "1000 records", 60*time.Second, func() bool { return rec.distinct() >= 1000 })
+	eventually.True(t, 60*time.Second, "1000 records", func() bool { return rec.distinct() >= 1000 })
 	rec.mu.Lock()
 	if rec.byStream[arnA] != 600 || rec.byStream[arnB] != 400 {
 		t.Errorf("read %d from a and %d from b, want 600 and 400", rec.byStream[arnA], rec.byStream[arnB])
@@ -475,7 +456,7 @@ func TestPagingPastOneHundredShards(t *testing.T) {
 	// Written first: 120 idle pollers would slow the writes down.
 	e.put(t, "wide", "k", 0, 1200)
 	startWalker(t, Options{Streams: ws, StreamARNs: []string{arn}, Processor: rec, Positions: rec, IdleBackoff: 250 * time.Millisecond})
-	waitFor(t, "1200 records", 90*time.Second, func() bool { return rec.distinct() >= 1200 })
+	eventually.True(t, 90*time.Second, "1200 records", func() bool { return rec.distinct() >= 1200 })
 	for _, s := range shards {
 		if ws.callsOn(s.ID) == 0 {
 			t.Errorf("shard %s was never read", s.ID)
@@ -498,7 +479,7 @@ func TestBoundedConcurrency(t *testing.T) {
 	startWalker(t, Options{Streams: ws, StreamARNs: []string{arn}, Processor: rec, Positions: rec,
 		MaxConcurrentShards: 2, IdleYield: 100 * time.Millisecond})
 	e.put(t, "narrow", "k", 600, 900)
-	waitFor(t, "900 records", 90*time.Second, func() bool { return rec.distinct() >= 900 })
+	eventually.True(t, 90*time.Second, "900 records", func() bool { return rec.distinct() >= 900 })
 	rec.mu.Lock()
 	maxLive := rec.maxLive
 	rec.mu.Unlock()
@@ -525,9 +506,9 @@ func TestTwoHundredShardsRace(t *testing.T) {
 	start := time.Now()
 	startWalker(t, Options{Streams: ws, Tables: e.ddb, TableNames: []string{"many"}, Processor: rec, Positions: rec, Registerer: reg, IdleBackoff: 250 * time.Millisecond})
 	e.put(t, "many", "k", 3000, 3400)
-	waitFor(t, "3400 records", 120*time.Second, func() bool { return rec.distinct() >= 3400 })
+	eventually.True(t, 120*time.Second, "3400 records", func() bool { return rec.distinct() >= 3400 })
 	t.Logf("read 3400 records %v after the walker started", time.Since(start))
-	waitFor(t, "200 active shards", 30*time.Second, func() bool { return metricSum(t, reg, "archiver_shards_active") == 200 })
+	eventually.True(t, 30*time.Second, "200 active shards", func() bool { return metricSum(t, reg, "archiver_shards_active") == 200 })
 	if d := rec.duplicates(); d != 0 {
 		t.Errorf("%d duplicates", d)
 	}
@@ -546,12 +527,12 @@ func TestRestartResumesAfterPositions(t *testing.T) {
 	o := Options{Streams: watch(t, e.streams), Tables: e.ddb, TableNames: []string{"orders"}, Processor: rec, Positions: rec}
 	stop := startWalker(t, o)
 	e.put(t, "orders", "a", 0, 1000)
-	waitFor(t, "1000 records", 60*time.Second, func() bool { return rec.distinct() >= 1000 })
+	eventually.True(t, 60*time.Second, "1000 records", func() bool { return rec.distinct() >= 1000 })
 	stop()
 	e.put(t, "orders", "b", 0, 1000)
 	o.Streams = watch(t, e.streams)
 	stop = startWalker(t, o)
-	waitFor(t, "2000 records", 60*time.Second, func() bool { return rec.distinct() >= 2000 })
+	eventually.True(t, 60*time.Second, "2000 records", func() bool { return rec.distinct() >= 2000 })
 	stop()
 	if d := rec.duplicates(); d != 0 {
 		t.Errorf("%d records re-read after a clean restart", d)
@@ -569,10 +550,10 @@ func TestRestartAfterCrash(t *testing.T) {
 	o := Options{Streams: watch(t, e.streams), StreamARNs: []string{arn}, Processor: rec, Positions: rec}
 	stop := startWalker(t, o)
 	e.put(t, "crash", "a", 0, 500)
-	waitFor(t, "500 records", 60*time.Second, func() bool { return rec.distinct() >= 500 })
+	eventually.True(t, 60*time.Second, "500 records", func() bool { return rec.distinct() >= 500 })
 	snapshot, _ := rec.Positions(context.Background(), arn)
 	e.put(t, "crash", "b", 0, 300)
-	waitFor(t, "800 records", 60*time.Second, func() bool { return rec.distinct() >= 800 })
+	eventually.True(t, 60*time.Second, "800 records", func() bool { return rec.distinct() >= 800 })
 	stop()
 	rec.check(t, arn, describeAll(t, e.streams, arn))
 
@@ -585,7 +566,7 @@ func TestRestartAfterCrash(t *testing.T) {
 	rec.mu.Unlock()
 	o.Streams = watch(t, e.streams)
 	stop = startWalker(t, o)
-	waitFor(t, "the 300 records after the snapshot again", 60*time.Second, func() bool { return rec.count() >= 800+300 })
+	eventually.True(t, 60*time.Second, "the 300 records after the snapshot again", func() bool { return rec.count() >= 800+300 })
 	stop()
 	if got, d := rec.distinct(), rec.duplicates(); got != 800 || d != 300 {
 		t.Errorf("after the crash restart: %d distinct items, %d re-delivered; want 800 and exactly the 300 after the snapshot", got, d)
@@ -602,7 +583,7 @@ func TestInferredFinishedParents(t *testing.T) {
 	e.put(t, "chain", "a", 0, 520)
 	first := newRecorder(t)
 	stop := startWalker(t, Options{Streams: e.streams, StreamARNs: []string{arn}, Processor: first, Positions: first})
-	waitFor(t, "520 records", 60*time.Second, func() bool { return first.distinct() >= 520 })
+	eventually.True(t, 60*time.Second, "520 records", func() bool { return first.distinct() >= 520 })
 	stop()
 
 	shards := describeAll(t, e.streams, arn)
@@ -616,7 +597,7 @@ func TestInferredFinishedParents(t *testing.T) {
 	ws := watch(t, e.streams)
 	startWalker(t, Options{Streams: ws, StreamARNs: []string{arn}, Processor: second, Positions: second})
 	e.put(t, "chain", "b", 0, 10)
-	waitFor(t, "10 new records", 60*time.Second, func() bool { return second.distinct() >= 10 })
+	eventually.True(t, 60*time.Second, "10 new records", func() bool { return second.distinct() >= 10 })
 	closedWithChildPos := 0
 	for _, s := range shards {
 		hasChildPos := false
@@ -651,7 +632,7 @@ func TestTrimmedData(t *testing.T) {
 	o := Options{Streams: e.streams, StreamARNs: []string{arn}, Processor: rec, Positions: rec}
 	stop := startWalker(t, o)
 	e.put(t, "trim", "a", 0, 100)
-	waitFor(t, "100 records", 60*time.Second, func() bool { return rec.distinct() >= 100 })
+	eventually.True(t, 60*time.Second, "100 records", func() bool { return rec.distinct() >= 100 })
 	stop()
 
 	clock.Advance(time.Minute)
@@ -666,7 +647,7 @@ func TestTrimmedData(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	o.Registerer = reg
 	startWalker(t, o)
-	waitFor(t, "100 records after the trim", 60*time.Second, func() bool { return rec.distinct() >= 200 })
+	eventually.True(t, 60*time.Second, "100 records after the trim", func() bool { return rec.distinct() >= 200 })
 	if n := metricSum(t, reg, "archiver_shard_trimmed_gaps_total"); n < 1 {
 		t.Errorf("archiver_shard_trimmed_gaps_total = %v, want >= 1", n)
 	}
@@ -688,7 +669,7 @@ func TestStreamDisabledAndReenabled(t *testing.T) {
 	live := newRecorder(t)
 	startWalker(t, Options{Streams: watch(t, e.streams), Tables: e.ddb, TableNames: []string{"flip"}, Processor: live, Positions: live})
 	e.put(t, "flip", "a", 0, 200)
-	waitFor(t, "200 records", 60*time.Second, func() bool { return live.distinct() >= 200 })
+	eventually.True(t, 60*time.Second, "200 records", func() bool { return live.distinct() >= 200 })
 
 	e.put(t, "flip", "b", 0, 100) // maybe not read yet when the stream closes
 	ctx := context.Background()
@@ -706,7 +687,7 @@ func TestStreamDisabledAndReenabled(t *testing.T) {
 		t.Fatalf("re-enabled stream ARN %q, old %q: want a new one", newARN, oldARN)
 	}
 	e.put(t, "flip", "c", 0, 200)
-	waitFor(t, "500 records", 60*time.Second, func() bool { return live.distinct() >= 500 })
+	eventually.True(t, 60*time.Second, "500 records", func() bool { return live.distinct() >= 500 })
 	if live.duplicates() != 0 {
 		t.Errorf("%d duplicates", live.duplicates())
 	}
@@ -714,7 +695,7 @@ func TestStreamDisabledAndReenabled(t *testing.T) {
 	// A walker starting now finds both streams and reads the old one first.
 	late := newRecorder(t)
 	startWalker(t, Options{Streams: watch(t, e.streams), Tables: e.ddb, TableNames: []string{"flip"}, Processor: late, Positions: late})
-	waitFor(t, "500 records", 60*time.Second, func() bool { return late.distinct() >= 500 })
+	eventually.True(t, 60*time.Second, "500 records", func() bool { return late.distinct() >= 500 })
 	late.mu.Lock()
 	defer late.mu.Unlock()
 	if late.byStream[oldARN] != 300 || late.byStream[newARN] != 200 {
@@ -745,7 +726,7 @@ func TestLatestStart(t *testing.T) {
 	ws := watch(t, e.streams)
 	startWalker(t, Options{Streams: ws, StreamARNs: []string{arn}, Start: Latest, Processor: rec, Positions: rec})
 	open := openShards(t, e.streams, arn)
-	waitFor(t, "readers on the open shards", 30*time.Second, func() bool {
+	eventually.True(t, 30*time.Second, "readers on the open shards", func() bool {
 		for _, s := range open {
 			if ws.callsOn(s.ID) == 0 {
 				return false
@@ -754,7 +735,7 @@ func TestLatestStart(t *testing.T) {
 		return true
 	})
 	e.put(t, "late", "new", 0, 300)
-	waitFor(t, "300 new records", 60*time.Second, func() bool { return rec.distinct() >= 300 })
+	eventually.True(t, 60*time.Second, "300 new records", func() bool { return rec.distinct() >= 300 })
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	for k := range rec.keys {
@@ -845,14 +826,14 @@ func TestAssignerWithdraw(t *testing.T) {
 	ws := watch(t, e.streams)
 	stop := startWalker(t, Options{Streams: ws, StreamARNs: []string{arn}, Processor: rec, Positions: rec, Assigner: g})
 	e.put(t, "lease", "k", 0, 400)
-	waitFor(t, "the victim's first batch", 30*time.Second, func() bool {
+	eventually.True(t, 30*time.Second, "the victim's first batch", func() bool {
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
 		return hasKey(rec.first, arn+"|"+victim)
 	})
 	e.put(t, "lease", "k", 400, 800)
 	g.withdraw(victim)
-	waitFor(t, "release of the withdrawn shard", 30*time.Second, func() bool {
+	eventually.True(t, 30*time.Second, "release of the withdrawn shard", func() bool {
 		for _, ev := range rec.eventLog() {
 			if ev == "release "+victim+" false" {
 				return true
@@ -882,7 +863,7 @@ func TestAssignerWithdraw(t *testing.T) {
 	blockVictim = false
 	blocking.Unlock()
 	g.allow(victim)
-	waitFor(t, "800 records", 60*time.Second, func() bool { return rec.distinct() >= 800 })
+	eventually.True(t, 60*time.Second, "800 records", func() bool { return rec.distinct() >= 800 })
 	stop()
 	if d := rec.duplicates(); d != 0 {
 		t.Errorf("%d duplicates after a hand-back", d)
@@ -916,18 +897,18 @@ func TestStreamGone(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	stop := startWalker(t, Options{Streams: e.streams, StreamARNs: []string{arn}, Processor: rec, Positions: rec, Registerer: reg})
 	e.put(t, "doomed", "k", 0, 100)
-	waitFor(t, "100 records", 30*time.Second, func() bool { return rec.distinct() >= 100 })
+	eventually.True(t, 30*time.Second, "100 records", func() bool { return rec.distinct() >= 100 })
 	if _, err := e.ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String("doomed")}); err != nil {
 		t.Fatalf("delete table: %v", err)
 	}
-	waitFor(t, "both shards ended", 30*time.Second, func() bool { return metricSum(t, reg, "archiver_shards_ended_total") == 2 })
+	eventually.True(t, 30*time.Second, "both shards ended", func() bool { return metricSum(t, reg, "archiver_shards_ended_total") == 2 })
 	clock.Advance(25 * time.Hour)
-	waitFor(t, "the engine to drop the stream", 30*time.Second, func() bool {
+	eventually.True(t, 30*time.Second, "the engine to drop the stream", func() bool {
 		_, err := e.streams.DescribeStream(context.Background(), &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
 		var nf *types.ResourceNotFoundException
 		return errors.As(err, &nf)
 	})
-	waitFor(t, "the walker to notice", 30*time.Second, func() bool {
+	eventually.True(t, 30*time.Second, "the walker to notice", func() bool {
 		return metricSum(t, reg, "archiver_shard_api_errors_total") >= 1
 	})
 	if n := metricSum(t, reg, "archiver_shards_active"); n != 0 {
@@ -970,7 +951,7 @@ func TestWatcherCatchesTwoReaders(t *testing.T) {
 	startWalker(t, Options{Streams: ws, StreamARNs: []string{arn}, Processor: a, Positions: a})
 	startWalker(t, Options{Streams: ws, StreamARNs: []string{arn}, Processor: b, Positions: b})
 	e.put(t, "twice", "k", 0, 200)
-	waitFor(t, "the detector to fire", 30*time.Second, func() bool { return tb.count() > 0 })
+	eventually.True(t, 30*time.Second, "the detector to fire", func() bool { return tb.count() > 0 })
 }
 
 // sharedLeases hands each shard to at most one of several walkers at once,
@@ -1040,7 +1021,7 @@ func TestTwoWalkersShareAStream(t *testing.T) {
 			Assigner: leaseView{l: l, id: id}, DiscoveryInterval: 2 * time.Second})
 	}
 	e.put(t, "shared", "k", 0, 2000)
-	waitFor(t, "2000 records", 90*time.Second, func() bool { return rec.distinct() >= 2000 })
+	eventually.True(t, 90*time.Second, "2000 records", func() bool { return rec.distinct() >= 2000 })
 	if d := rec.duplicates(); d != 0 {
 		t.Errorf("%d duplicates", d)
 	}
@@ -1119,9 +1100,9 @@ func TestGrantWhileReleasing(t *testing.T) {
 	startWalker(t, Options{Streams: watch(t, e.streams), StreamARNs: []string{arn}, Processor: rec, Positions: rec,
 		Assigner: l, DiscoveryInterval: 50 * time.Millisecond, StopTimeout: 20 * time.Second})
 	e.put(t, "regrant", "a", 0, 200)
-	waitFor(t, "200 records", 30*time.Second, func() bool { return rec.distinct() >= 200 })
+	eventually.True(t, 30*time.Second, "200 records", func() bool { return rec.distinct() >= 200 })
 	l.withdraw(victim)
-	waitFor(t, "the victim stopped", 30*time.Second, func() bool {
+	eventually.True(t, 30*time.Second, "the victim stopped", func() bool {
 		for _, ev := range rec.eventLog() {
 			if ev == "stopped "+victim {
 				return true
@@ -1130,7 +1111,7 @@ func TestGrantWhileReleasing(t *testing.T) {
 		return false
 	})
 	e.put(t, "regrant", "b", 0, 400)
-	waitFor(t, "600 records", 60*time.Second, func() bool { return rec.distinct() >= 600 })
+	eventually.True(t, 60*time.Second, "600 records", func() bool { return rec.distinct() >= 600 })
 }
 
 // TestLatestStartSurvivesAReaderRestart: a reader started at LATEST that
@@ -1147,12 +1128,12 @@ func TestLatestStartSurvivesAReaderRestart(t *testing.T) {
 	startWalker(t, Options{Streams: ws, StreamARNs: []string{arn}, Start: Latest, Processor: proc, Positions: noPositions{},
 		MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond})
 	open := openShards(t, e.streams, arn)
-	waitFor(t, "a reader on the open shard", 30*time.Second, func() bool { return ws.callsOn(open[0].ID) > 0 })
+	eventually.True(t, 30*time.Second, "a reader on the open shard", func() bool { return ws.callsOn(open[0].ID) > 0 })
 	e.put(t, "restart", "new", 0, 50)
-	waitFor(t, "50 new records", 30*time.Second, func() bool { return rec.distinct() >= 50 })
+	eventually.True(t, 30*time.Second, "50 new records", func() bool { return rec.distinct() >= 50 })
 	proc.armed.Store(true) // the next batch fails: the reader stops and restarts
 	e.put(t, "restart", "later", 0, 50)
-	waitFor(t, "50 later records", 60*time.Second, func() bool { return rec.distinct() >= 100 })
+	eventually.True(t, 60*time.Second, "50 later records", func() bool { return rec.distinct() >= 100 })
 	if proc.armed.Load() {
 		t.Fatal("no batch failed")
 	}

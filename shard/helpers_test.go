@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -347,18 +346,6 @@ func (w *watchedStreams) callsOn(shardID string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.calls[shardID]
-}
-
-// waitFor polls cond until it holds or the generous deadline passes.
-func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // describeAll pages the stream's description (for the tests' own checks).

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 )
 
 // describeSpy counts the full (unfiltered) DescribeStream responses and
@@ -140,7 +141,7 @@ func TestOmittedParentReadFirst(t *testing.T) {
 				o.Assigner = g
 			}
 			startWalker(t, o)
-			waitFor(t, "the walker to know the parent", 30*time.Second, func() bool {
+			eventually.True(t, 30*time.Second, "the walker to know the parent", func() bool {
 				if mode == "parent being read" {
 					select {
 					case <-p.held:
@@ -156,7 +157,7 @@ func TestOmittedParentReadFirst(t *testing.T) {
 			if err := e.eng.OmitShardFromDescribe(table, parent, 1); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "three descriptions after the one without the parent", 30*time.Second, func() bool {
+			eventually.True(t, 30*time.Second, "three descriptions after the one without the parent", func() bool {
 				_, without, since := spy.counts()
 				return without == 1 && since >= 3
 			})
@@ -165,7 +166,7 @@ func TestOmittedParentReadFirst(t *testing.T) {
 			}
 			close(p.gate)
 			g.allow(parent)
-			waitFor(t, "600 records", 60*time.Second, func() bool { return rec.distinct() >= 600 })
+			eventually.True(t, 60*time.Second, "600 records", func() bool { return rec.distinct() >= 600 })
 			if got, d := rec.distinct(), rec.duplicates(); got != 600 || d != 0 {
 				t.Errorf("read %d distinct items with %d duplicates, want 600 and none", got, d)
 			}
@@ -258,14 +259,14 @@ func TestMissingShard(t *testing.T) {
 				o.Now = clock.Now
 			}
 			startWalker(t, o)
-			waitFor(t, "the walker to know the parent", 30*time.Second, func() bool {
+			eventually.True(t, 30*time.Second, "the walker to know the parent", func() bool {
 				g.mu.Lock()
 				defer g.mu.Unlock()
 				return g.assigns > 0
 			})
 			tc.missing(t, l, clock)
 			if tc.seenOpen {
-				waitFor(t, "a description without the open parent", 30*time.Second, func() bool {
+				eventually.True(t, 30*time.Second, "a description without the open parent", func() bool {
 					_, without, _ := spy.counts()
 					return without > 0
 				})
@@ -273,13 +274,13 @@ func TestMissingShard(t *testing.T) {
 			}
 			e.put(t, l.table, "c", 0, 200)
 			if tc.gone {
-				waitFor(t, "the child's 200 records", 60*time.Second, func() bool { return rec.distinct() >= 200 })
+				eventually.True(t, 60*time.Second, "the child's 200 records", func() bool { return rec.distinct() >= 200 })
 				if n := ws.callsOn(l.parent); n != 0 {
 					t.Errorf("the withheld parent was read (%d GetRecords)", n)
 				}
 				return
 			}
-			waitFor(t, "ten descriptions after the first without the parent", 30*time.Second, func() bool {
+			eventually.True(t, 30*time.Second, "ten descriptions after the first without the parent", func() bool {
 				_, _, since := spy.counts()
 				return since >= 10
 			})
@@ -288,7 +289,7 @@ func TestMissingShard(t *testing.T) {
 			}
 			omit(t, l, 0)
 			g.allow(l.parent)
-			waitFor(t, "400 records", 60*time.Second, func() bool { return rec.distinct() >= 400 })
+			eventually.True(t, 60*time.Second, "400 records", func() bool { return rec.distinct() >= 400 })
 			rec.check(t, l.arn, describeAll(t, e.streams, l.arn))
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
@@ -355,7 +356,7 @@ func TestRestartWithUnlistedParent(t *testing.T) {
 	ws := watch(t, spy)
 	stop := startWalker(t, Options{Streams: ws, StreamARNs: []string{arn}, Processor: rec, Positions: rec,
 		DiscoveryInterval: 50 * time.Millisecond})
-	waitFor(t, "the parent's last 200 records and the child's 300", 60*time.Second, func() bool { return rec.distinct() >= 500 })
+	eventually.True(t, 60*time.Second, "the parent's last 200 records and the child's 300", func() bool { return rec.distinct() >= 500 })
 	stop()
 	if _, without, _ := spy.counts(); without != 1 {
 		t.Errorf("%d of the walker's descriptions left the parent out, want 1", without)

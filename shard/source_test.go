@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.uber.org/zap"
@@ -18,32 +16,10 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/internal/backoff"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 )
-
-// createSourceTable creates table pk with a stream of view type view ("":
-// no stream) and, with ttl, TTL on attribute "expires".
-func createSourceTable(t testing.TB, db *dynamodb.Client, name string, view dtypes.StreamViewType, ttl bool) {
-	t.Helper()
-	in := &dynamodb.CreateTableInput{
-		TableName:            aws.String(name),
-		AttributeDefinitions: []dtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: dtypes.ScalarAttributeTypeS}},
-		KeySchema:            []dtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: dtypes.KeyTypeHash}},
-		BillingMode:          dtypes.BillingModePayPerRequest,
-	}
-	if view != "" {
-		in.StreamSpecification = &dtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: view}
-	}
-	if _, err := db.CreateTable(context.Background(), in); err != nil {
-		t.Fatalf("create table %s: %v", name, err)
-	}
-	if ttl {
-		if _, err := db.UpdateTimeToLive(context.Background(), &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(name),
-			TimeToLiveSpecification: &dtypes.TimeToLiveSpecification{AttributeName: aws.String("expires"), Enabled: aws.Bool(true)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // closedPort is the URL of a loopback port nothing listens on.
 func closedPort(t testing.TB) string {
@@ -57,15 +33,10 @@ func closedPort(t testing.TB) string {
 	return "http://" + addr
 }
 
-func clientAt(endpoint, accessKey string) *dynamodb.Client {
-	return dynamodb.New(dynamodb.Options{BaseEndpoint: aws.String(endpoint), Region: "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider(accessKey, "s3cr3t-value", "")})
-}
-
 // TestCheckSources: each way a source can be wrong fails with its own
 // error, naming the table, stream or endpoint; what is right passes.
 func TestCheckSources(t *testing.T) {
-	srv, err := engine.Listen("127.0.0.1:0", engine.Options{TTLInterval: -1, Hooks: engine.Hooks{
+	bed := enginetest.Start(t, engine.Options{TTLInterval: -1, Hooks: engine.Hooks{
 		OnRequest: func(op string, r *http.Request) error {
 			switch auth := r.Header.Get("Authorization"); {
 			case strings.Contains(auth, "Credential=badkey/"):
@@ -75,16 +46,12 @@ func TestCheckSources(t *testing.T) {
 			}
 			return nil
 		}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	db := clientAt(srv.Endpoint(), "test")
-	createSourceTable(t, db, "Full", dtypes.StreamViewTypeNewAndOldImages, true)
-	createSourceTable(t, db, "OldOnly", dtypes.StreamViewTypeOldImage, true)
-	createSourceTable(t, db, "KeysOnly", dtypes.StreamViewTypeKeysOnly, true)
-	createSourceTable(t, db, "NewOnly", dtypes.StreamViewTypeNewImage, true)
-	createSourceTable(t, db, "NoStream", "", true)
+	db := bed.DynamoDB
+	enginetest.CreateTable(t, db, enginetest.Table{Name: "Full", TTL: "expires"})
+	enginetest.CreateTable(t, db, enginetest.Table{Name: "OldOnly", Stream: dtypes.StreamViewTypeOldImage, TTL: "expires"})
+	enginetest.CreateTable(t, db, enginetest.Table{Name: "KeysOnly", Stream: dtypes.StreamViewTypeKeysOnly, TTL: "expires"})
+	enginetest.CreateTable(t, db, enginetest.Table{Name: "NewOnly", Stream: dtypes.StreamViewTypeNewImage, TTL: "expires"})
+	enginetest.CreateTable(t, db, enginetest.Table{Name: "NoStream", NoStream: true, TTL: "expires"})
 	streams := newEnv(t, engine.Options{}).streams // another engine: no stream of srv's is there
 	dead := closedPort(t)
 
@@ -104,11 +71,11 @@ func TestCheckSources(t *testing.T) {
 		{"new image", SourceCheck{TableNames: []string{"NewOnly"}, RequireStream: true, NeedOldImage: true}, ErrNoOldImage, []string{"table NewOnly", "view type NEW_IMAGE"}},
 		{"keys only allowed", SourceCheck{TableNames: []string{"KeysOnly"}, RequireStream: true, NeedOldImage: true, AllowKeysOnly: true}, nil, nil},
 		{"keys only, no removals wanted", SourceCheck{TableNames: []string{"KeysOnly"}, RequireStream: true}, nil, nil},
-		{"dead endpoint", SourceCheck{Tables: clientAt(dead, "test"), TableNames: []string{"Full"}, Endpoint: dead}, ErrUnreachable,
+		{"dead endpoint", SourceCheck{Tables: enginetest.ClientAt(dead, "test"), TableNames: []string{"Full"}, Endpoint: dead}, ErrUnreachable,
 			[]string{"table Full", "endpoint " + dead, "refused the connection"}},
-		{"credentials refused", SourceCheck{Tables: clientAt(srv.Endpoint(), "badkey"), TableNames: []string{"Full"}}, ErrCredentials,
+		{"credentials refused", SourceCheck{Tables: bed.Client("badkey"), TableNames: []string{"Full"}}, ErrCredentials,
 			[]string{"table Full", "credentials refused", "UnrecognizedClientException"}},
-		{"access denied", SourceCheck{Tables: clientAt(srv.Endpoint(), "nopermission"), TableNames: []string{"Full"}}, ErrAccessDenied,
+		{"access denied", SourceCheck{Tables: bed.Client("nopermission"), TableNames: []string{"Full"}}, ErrAccessDenied,
 			[]string{"table Full", "access denied", "dynamodb:DescribeTable"}},
 		{"no such stream", SourceCheck{Streams: streams, StreamARNs: []string{"arn:aws:dynamodb:us-east-1:000000000000:table/X/stream/2026-01-01T00:00:00.000"}},
 			ErrNoSuchStream, []string{"stream arn:aws:dynamodb:us-east-1:000000000000:table/X/stream/", "no such stream"}},
@@ -134,7 +101,7 @@ func TestCheckSources(t *testing.T) {
 				}
 			}
 			t.Log(err)
-			if strings.Contains(err.Error(), "s3cr3t-value") || strings.Contains(err.Error(), "\n") {
+			if strings.Contains(err.Error(), enginetest.Secret) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("error is not one line without secrets: %q", err)
 			}
 		})
@@ -145,7 +112,7 @@ func TestCheckSources(t *testing.T) {
 // view type checked as a table's is.
 func TestCheckSourcesStreamARN(t *testing.T) {
 	env := newEnv(t, engine.Options{})
-	createSourceTable(t, env.ddb, "KeysOnly", dtypes.StreamViewTypeKeysOnly, false)
+	enginetest.CreateTable(t, env.ddb, enginetest.Table{Name: "KeysOnly", Stream: dtypes.StreamViewTypeKeysOnly})
 	out, err := env.ddb.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String("KeysOnly")})
 	if err != nil {
 		t.Fatal(err)
@@ -168,8 +135,8 @@ func TestCheckSourcesStreamARN(t *testing.T) {
 // WARNs naming the table.
 func TestCheckSourcesWarnings(t *testing.T) {
 	env := newEnv(t, engine.Options{})
-	createSourceTable(t, env.ddb, "TTLOff", dtypes.StreamViewTypeNewAndOldImages, false)
-	createSourceTable(t, env.ddb, "TTLOn", dtypes.StreamViewTypeKeysOnly, true)
+	enginetest.CreateTable(t, env.ddb, enginetest.Table{Name: "TTLOff"})
+	enginetest.CreateTable(t, env.ddb, enginetest.Table{Name: "TTLOn", Stream: dtypes.StreamViewTypeKeysOnly, TTL: "expires"})
 	core, logs := observer.New(zapcore.WarnLevel)
 	_, err := CheckSources(t.Context(), SourceCheck{Tables: env.ddb, TableNames: []string{"TTLOff", "TTLOn"}, RequireStream: true,
 		NeedOldImage: true, AllowKeysOnly: true, WarnTTLOff: true, Logger: zap.New(core)})
@@ -197,10 +164,10 @@ func TestCheckSourcesWaitsForTable(t *testing.T) {
 			WaitForTable: time.Hour, Backoff: fast, Logger: zap.New(core)})
 		done <- err
 	}()
-	waitFor(t, "the check to wait for the table", 30*time.Second, func() bool {
+	eventually.True(t, 30*time.Second, "the check to wait for the table", func() bool {
 		return logs.FilterMessage("waiting for the table").FilterField(zap.String("table", "Later")).Len() > 0
 	})
-	createSourceTable(t, env.ddb, "Later", dtypes.StreamViewTypeNewAndOldImages, false)
+	enginetest.CreateTable(t, env.ddb, enginetest.Table{Name: "Later"})
 	select {
 	case err := <-done:
 		if err != nil {
@@ -215,7 +182,7 @@ func TestCheckSourcesWaitsForTable(t *testing.T) {
 	if !errors.Is(err, ErrNoSuchTable) || !strings.Contains(err.Error(), "waited 50ms") {
 		t.Fatalf("CheckSources for a table that never comes = %v", err)
 	}
-	_, err = CheckSources(t.Context(), SourceCheck{Tables: clientAt(closedPort(t), "test"), TableNames: []string{"Later"},
+	_, err = CheckSources(t.Context(), SourceCheck{Tables: enginetest.ClientAt(closedPort(t), "test"), TableNames: []string{"Later"},
 		WaitForTable: time.Hour, Backoff: fast})
 	if !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("CheckSources against a dead endpoint while waiting = %v, want ErrUnreachable at once", err)

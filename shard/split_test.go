@@ -21,6 +21,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 )
 
 // decodeSalvaging runs p's DeserializeResponse on a 200 response with body,
@@ -327,7 +328,7 @@ func TestReaderPassesUndecodableRecords(t *testing.T) {
 				done := make(chan error, 1)
 				go func() { done <- w.Run(ctx) }()
 				var f Failing
-				waitFor(t, "three failures at the record", 30*time.Second, func() bool {
+				eventually.True(t, 30*time.Second, "three failures at the record", func() bool {
 					all := w.Failing()
 					if len(all) == 1 {
 						f = all[0]
@@ -350,7 +351,7 @@ func TestReaderPassesUndecodableRecords(t *testing.T) {
 				// Taken: every record, in order, the bad one raw.
 				take := &undecodableLog{pos: map[string]Position{}}
 				startWalker(t, Options{Streams: e.streams, StreamARNs: []string{arn}, Processor: take, Positions: take, SDKDecoding: sdkOnly})
-				waitFor(t, "7 records", 30*time.Second, func() bool { return len(take.seen()) >= 7 })
+				eventually.True(t, 30*time.Second, "7 records", func() bool { return len(take.seen()) >= 7 })
 				got := take.seen()
 				if len(got) != 7 || !strings.HasPrefix(got[2], "before") || !strings.HasPrefix(got[4], "after") ||
 					!strings.HasPrefix(got[3], "!{") || !strings.Contains(got[3], tc.keys) {
