@@ -1,0 +1,208 @@
+package subscribe_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	st "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/nats-io/nats.go"
+
+	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/natsmsg"
+	"github.com/ttl-archiver/archiver/subscribe"
+)
+
+// sample is an expiry as the consumer hands it to the sinks.
+func sample() *event.Event {
+	del := time.Date(2026, 3, 4, 5, 6, 7, 800, time.UTC)
+	ttl := del.Add(-90 * time.Second)
+	keys := event.Item{"pk": &st.AttributeValueMemberS{Value: "a b%\"é"}}
+	return &event.Event{
+		Kind: event.Expired, Table: "orders", EventName: "REMOVE", EventID: "id-1",
+		StreamARN: "arn:aws:dynamodb:us-east-1:1:table/orders/stream/x", ShardID: "shard-1",
+		SequenceNumber: "1234567890123456789012345678901234567890", DeletedBy: event.DeletedByTTL,
+		ApproximateCreationTime: del, Keys: keys,
+		OldImage: event.Item{"pk": keys["pk"], "b": &st.AttributeValueMemberB{Value: []byte{0, 255}},
+			"ttl": &st.AttributeValueMemberN{Value: "1772600737"}},
+		TTLAttribute: "ttl", TTLValue: "1772600737", TTLTime: ttl, TTLLag: 90 * time.Second,
+	}
+}
+
+// message renders e as the sink does in format, its headers as a
+// hand-written sink would set them (docs/MESSAGES.md); edit changes them.
+func message(format string, edit func(h nats.Header)) *nats.Msg {
+	e := sample()
+	keys := string(event.MarshalItem(e.Keys))
+	h := nats.Header{
+		natsmsg.HeaderMsgID: {e.EventID}, natsmsg.HeaderTable: {e.Table}, natsmsg.HeaderKind: {string(e.Kind)},
+		natsmsg.HeaderKeys: {keys}, natsmsg.HeaderShard: {e.ShardID}, natsmsg.HeaderSequence: {e.SequenceNumber},
+		natsmsg.HeaderEventName: {e.EventName}, natsmsg.HeaderDeletedBy: {e.DeletedBy},
+	}
+	data := event.MarshalLine(e)
+	switch format {
+	case natsmsg.FormatItem:
+		data = event.PlainJSON(e.OldImage)
+	case natsmsg.FormatCloudEvents:
+		for k, v := range map[string]string{
+			natsmsg.CESpecVersion: "1.0", natsmsg.CEID: e.EventID, natsmsg.CESource: "arn:aws:dynamodb:us-east-1:1:table/orders",
+			natsmsg.CEType: natsmsg.TypePrefix + "expired", natsmsg.CETime: "2026-03-04T05:06:07.0000008Z",
+			natsmsg.CESubject: `{%22pk%22:{%22S%22:%22a%20b%25\%22%C3%A9%22}}`, natsmsg.CETable: "orders",
+		} {
+			h[k] = []string{v}
+		}
+	}
+	if edit != nil {
+		edit(h)
+	}
+	return &nats.Msg{Subject: "archiver.orders.expired", Header: h, Data: data}
+}
+
+func TestDecodeFormats(t *testing.T) {
+	for _, format := range natsmsg.Formats {
+		t.Run(format, func(t *testing.T) {
+			ev, err := subscribe.Decode(message(format, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Format != format || ev.ID != "id-1" || ev.Table != "orders" || ev.Kind != event.Expired ||
+				ev.Sequence != sample().SequenceNumber || ev.Shard != "shard-1" || ev.DeletedBy != event.DeletedByTTL {
+				t.Fatalf("%+v", ev)
+			}
+			if pk, _ := ev.Keys["pk"].(*ddb.AttributeValueMemberS); pk == nil || pk.Value != "a b%\"é" {
+				t.Fatalf("Keys %#v", ev.Keys)
+			}
+			b := ev.Item["b"]
+			if format == natsmsg.FormatItem {
+				if s, _ := b.(*ddb.AttributeValueMemberS); s == nil || s.Value != "AP8=" || !ev.Time.IsZero() {
+					t.Fatalf("item format: b %#v, time %v", b, ev.Time)
+				}
+				return
+			}
+			if bb, _ := b.(*ddb.AttributeValueMemberB); bb == nil || string(bb.Value) != "\x00\xff" {
+				t.Fatalf("b %#v", b)
+			}
+			if !ev.DeletionTime.Equal(sample().ApproximateCreationTime) || ev.TTLLag != 90*time.Second || ev.TTLValue != "1772600737" {
+				t.Fatalf("%+v", ev)
+			}
+			if format == natsmsg.FormatCloudEvents {
+				ce, keys := ev.CloudEvent, string(event.MarshalItem(sample().Keys))
+				if ce == nil || ce.Subject != keys || !ce.Time.Equal(ev.Time) || ce.Extensions["dynamodbtable"] != "orders" {
+					t.Fatalf("CloudEvent %+v", ce)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	set := func(name, v string) func(nats.Header) { return func(h nats.Header) { h[name] = []string{v} } }
+	del := func(name string) func(nats.Header) { return func(h nats.Header) { delete(h, name) } }
+	tests := []struct {
+		format string
+		edit   func(nats.Header)
+		data   string // replaces the body when set
+		want   string // the error names this
+	}{
+		{natsmsg.FormatEnvelope, del(natsmsg.HeaderMsgID), "", "header Nats-Msg-Id: missing"},
+		{natsmsg.FormatEnvelope, set(natsmsg.HeaderTable, "other"), "", "header Archiver-Table"},
+		{natsmsg.FormatEnvelope, set(natsmsg.HeaderMsgID, "id-2"), "", "Metadata.eventID"},
+		{natsmsg.FormatEnvelope, nil, `{"Item":{},"Metadata":{"eventID":"id-1","kind":"gone"}}`, "Metadata.kind"},
+		{natsmsg.FormatEnvelope, nil, `{"Item":{},"Metadata":`, "body"},
+		{natsmsg.FormatItem, del(natsmsg.HeaderKeys), "", "header Archiver-Keys: missing"},
+		{natsmsg.FormatItem, set(natsmsg.HeaderKeys, `{"pk":"x"}`), "", "header Archiver-Keys"},
+		{natsmsg.FormatItem, set(natsmsg.HeaderKind, "gone"), "", "header Archiver-Kind"},
+		{natsmsg.FormatItem, set(natsmsg.HeaderSequence, "12a"), "", "header Archiver-Sequence"},
+		{natsmsg.FormatItem, set(natsmsg.HeaderDeletedBy, "me"), "", "header Archiver-Deleted-By"},
+		{natsmsg.FormatItem, set(natsmsg.HeaderEventName, "DROP"), "", "header Archiver-Event-Name"},
+		{natsmsg.FormatItem, nil, `[1]`, "body: item: an array"},
+		{natsmsg.FormatItem, nil, `{"a":1} {}`, "body: item: more than one"},
+		{natsmsg.FormatCloudEvents, set(natsmsg.CESpecVersion, "0.3"), "", "header ce-specversion"},
+		{natsmsg.FormatCloudEvents, set(natsmsg.CEID, "id-2"), "", "header ce-id"},
+		{natsmsg.FormatCloudEvents, set(natsmsg.CEType, "io.ttl-archiver.item.deleted"), "", "header ce-type"},
+		{natsmsg.FormatCloudEvents, set(natsmsg.CETime, "yesterday"), "", "header ce-time"},
+		{natsmsg.FormatCloudEvents, del(natsmsg.CESource), "", "header ce-source: missing"},
+		{natsmsg.FormatCloudEvents, set(natsmsg.CESubject, "%zz"), "", "header ce-subject"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.format+"/"+tt.want, func(t *testing.T) {
+			m := message(tt.format, tt.edit)
+			if tt.data != "" {
+				m.Data = []byte(tt.data)
+			}
+			_, err := subscribe.Decode(m)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one naming %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := subscribe.Decode(nil); err == nil {
+		t.Fatal("Decode(nil) succeeded")
+	}
+}
+
+// TestDecodeItemFormatTypes lists what the item format's plain JSON
+// becomes.
+func TestDecodeItemFormatTypes(t *testing.T) {
+	m := message(natsmsg.FormatItem, nil)
+	m.Data = []byte(`{"s":"x","n":12345678901234567890123456789012345678,"f":-1.5e-3,"t":true,"z":null,"l":[1,"a"],"m":{"k":[]}}`)
+	ev, err := subscribe.Decode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"s": "*types.AttributeValueMemberS", "n": "*types.AttributeValueMemberN", "f": "*types.AttributeValueMemberN",
+		"t": "*types.AttributeValueMemberBOOL", "z": "*types.AttributeValueMemberNULL", "l": "*types.AttributeValueMemberL", "m": "*types.AttributeValueMemberM"}
+	for k, typ := range want {
+		if got := typeName(ev.Item[k]); got != typ {
+			t.Errorf("%s: %s, want %s", k, got, typ)
+		}
+	}
+	if n := ev.Item["n"].(*ddb.AttributeValueMemberN).Value; n != "12345678901234567890123456789012345678" {
+		t.Errorf("n: %s: digits lost", n)
+	}
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case *ddb.AttributeValueMemberS:
+		return "*types.AttributeValueMemberS"
+	case *ddb.AttributeValueMemberN:
+		return "*types.AttributeValueMemberN"
+	case *ddb.AttributeValueMemberBOOL:
+		return "*types.AttributeValueMemberBOOL"
+	case *ddb.AttributeValueMemberNULL:
+		return "*types.AttributeValueMemberNULL"
+	case *ddb.AttributeValueMemberL:
+		return "*types.AttributeValueMemberL"
+	case *ddb.AttributeValueMemberM:
+		return "*types.AttributeValueMemberM"
+	}
+	return "other"
+}
+
+// FuzzDecode feeds Decode hostile bodies and header values: it returns an
+// event or an error, never panics.
+func FuzzDecode(f *testing.F) {
+	for _, format := range natsmsg.Formats {
+		m := message(format, nil)
+		f.Add(format, string(m.Data), m.Header.Get(natsmsg.HeaderKeys), m.Header.Get(natsmsg.CETime), m.Header.Get(natsmsg.CESubject))
+	}
+	f.Fuzz(func(t *testing.T, format, data, keys, ceTime, ceSubject string) {
+		m := message(format, func(h nats.Header) {
+			h[natsmsg.HeaderKeys] = []string{keys}
+			if _, ok := h[natsmsg.CESpecVersion]; ok {
+				h[natsmsg.CETime], h[natsmsg.CESubject] = []string{ceTime}, []string{ceSubject}
+			}
+		})
+		m.Data = []byte(data)
+		ev, err := subscribe.Decode(m)
+		if err == nil && ev.ID == "" {
+			t.Fatal("an event without an ID")
+		}
+		if err != nil && errors.Unwrap(err) == nil && !strings.HasPrefix(err.Error(), "subscribe: ") {
+			t.Fatalf("error %q does not say where it comes from", err)
+		}
+	})
+}
