@@ -158,17 +158,15 @@ func (r *reader) run() result {
 func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (ended bool, err error) {
 	o := &r.w.o
 	m := r.w.m
-	var lastSeq string // last record with a sequence number queued for Process
-	seqless := 0       // records without one queued after lastSeq
-	it, err := r.iterator(ctx, lastSeq)
+	var c cursor
+	c.it, err = r.iterator(ctx, c.lastSeq)
 	if err != nil {
 		return false, err
 	}
-	if it == "" {
+	if c.it == "" {
 		return true, nil
 	}
-	idle, fails, throttles := 0, 0, 0
-	fresh := false // it is a new iterator: its first answer may repeat records
+	idle := 0
 	decodeOpts := []func(*dynamodbstreams.Options){FastGetRecords}
 	if o.SDKDecoding {
 		decodeOpts = []func(*dynamodbstreams.Options){sdkGetRecords}
@@ -180,85 +178,24 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (e
 		m.calls.WithLabelValues(r.table).Inc()
 		sv := &salvage{}
 		out, err := o.Streams.GetRecords(withSalvage(ctx, sv), &dynamodbstreams.GetRecordsInput{
-			ShardIterator: aws.String(it),
+			ShardIterator: aws.String(c.it),
 			Limit:         aws.Int32(o.GetRecordsLimit),
 		}, decodeOpts...)
 		if err != nil {
-			k := classify(ctx, err)
-			if k == errCanceled {
-				return false, ctx.Err()
+			if ended, err := r.recoverGetRecords(ctx, &c, err); ended || err != nil {
+				return ended, err
 			}
-			m.errs.WithLabelValues(r.table, "GetRecords", k.String()).Inc()
-			switch k {
-			case errExpired:
-				r.log.Info("iterator expired, getting a new one", zap.String("sequence", lastSeq))
-				it, err = r.iterator(ctx, lastSeq)
-			case errTrimmed:
-				m.gaps.WithLabelValues(r.table).Inc()
-				r.log.Warn("records trimmed before they were read, continuing from trim horizon (gap)",
-					zap.String("sequence", lastSeq), zap.Error(err))
-				it, err = r.iteratorAt(ctx, types.ShardIteratorTypeTrimHorizon, "")
-			case errNotFound:
-				return false, fmt.Errorf("get records: %w", err)
-			case errThrottle:
-				m.throttles.WithLabelValues(r.table).Inc()
-				if !backoff.Sleep(ctx, o.retry().Delay(throttles)) {
-					return false, ctx.Err()
-				}
-				throttles++
-				continue
-			default:
-				fails++
-				if k == errRejected || fails >= maxFailures {
-					return false, fmt.Errorf("get records (%d failures): %w", fails, err)
-				}
-				r.log.Warn("get records failed, retrying with a new iterator", zap.Int("failures", fails), zap.Error(err))
-				if !backoff.Sleep(ctx, o.retry().Delay(fails-1)) {
-					return false, ctx.Err()
-				}
-				it, err = r.iterator(ctx, lastSeq)
-			}
-			if err != nil {
-				return false, err
-			}
-			if it == "" {
-				return true, nil
-			}
-			fresh = true
 			continue
 		}
-		fails, throttles = 0, 0
-
-		recs, bad := out.Records, sv.bad
-		if fresh && lastSeq != "" {
-			recs = dropRead(recs, lastSeq, seqless, r.iterType == types.ShardIteratorTypeAfterSequenceNumber)
-			bad = shiftUndecodable(bad, len(out.Records)-len(recs))
-		}
-		fresh = false
-		if len(bad) > 0 {
-			m.undecodable.WithLabelValues(r.table).Add(float64(len(bad)))
-			r.log.Error("records of a GetRecords response cannot be decoded; they go to the consumer raw, the records around them flow on",
-				zap.Int("undecodable", len(bad)), zap.Int("records", len(recs)), zap.Error(bad[0].Err))
-		}
-		for _, b := range splitAtUndecodable(Batch{Table: r.table, StreamARN: r.streamARN, ShardID: r.shard.ID, Records: recs, Undecodable: bad}) {
-			// A record without a valid sequence number (the consumer
-			// dead-letters it) cannot be a resume position: a new iterator
-			// resumes after the last record that has one, and dropRead
-			// skips the ones after it that were already queued.
-			if seq, after := event.LastSequence(b.Records); seq != "" {
-				lastSeq, seqless = seq, after
-			} else {
-				seqless += len(b.Records)
-			}
-			if err := r.queue(ctx, q, g, b); err != nil {
-				return false, err
-			}
+		c.fails, c.throttles = 0, 0
+		if err := r.deliver(ctx, q, g, &c, out.Records, sv.bad); err != nil {
+			return false, err
 		}
 		next := aws.ToString(out.NextShardIterator)
 		if next == "" {
 			return true, nil
 		}
-		it = next
+		c.it = next
 		if len(out.Records) == 0 {
 			m.setAge(r.table, r.key, 0)
 			r.idleSince.CompareAndSwap(0, time.Now().UnixNano())
@@ -271,6 +208,100 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (e
 			r.idleSince.Store(0)
 		}
 	}
+}
+
+// cursor is where a reader's fetch loop stands in its shard.
+type cursor struct {
+	it      string // the iterator of the next GetRecords
+	lastSeq string // last record with a sequence number queued for Process
+	seqless int    // records without one queued after lastSeq
+	fresh   bool   // it is a new iterator: its first answer may repeat records
+	// consecutive failed and throttled GetRecords calls
+	fails, throttles int
+}
+
+// recoverGetRecords handles a failed GetRecords as its error's class
+// wants: it waits out a throttle, or gets a new iterator (after the last
+// record queued, or at the trim horizon past a gap) into c. ended is true
+// when the shard has no more records; an error ends the fetch.
+func (r *reader) recoverGetRecords(ctx context.Context, c *cursor, callErr error) (ended bool, err error) {
+	o, m := &r.w.o, r.w.m
+	k := classify(ctx, callErr)
+	if k == errCanceled {
+		return false, ctx.Err()
+	}
+	m.errs.WithLabelValues(r.table, "GetRecords", k.String()).Inc()
+	var it string
+	switch k {
+	case errExpired:
+		r.log.Info("iterator expired, getting a new one", zap.String("sequence", c.lastSeq))
+		it, err = r.iterator(ctx, c.lastSeq)
+	case errTrimmed:
+		m.gaps.WithLabelValues(r.table).Inc()
+		r.log.Warn("records trimmed before they were read, continuing from trim horizon (gap)",
+			zap.String("sequence", c.lastSeq), zap.Error(callErr))
+		it, err = r.iteratorAt(ctx, types.ShardIteratorTypeTrimHorizon, "")
+	case errNotFound:
+		return false, fmt.Errorf("get records: %w", callErr)
+	case errThrottle:
+		m.throttles.WithLabelValues(r.table).Inc()
+		if !backoff.Sleep(ctx, o.retry().Delay(c.throttles)) {
+			return false, ctx.Err()
+		}
+		c.throttles++
+		return false, nil
+	default:
+		c.fails++
+		if k == errRejected || c.fails >= maxFailures {
+			return false, fmt.Errorf("get records (%d failures): %w", c.fails, callErr)
+		}
+		r.log.Warn("get records failed, retrying with a new iterator", zap.Int("failures", c.fails), zap.Error(callErr))
+		if !backoff.Sleep(ctx, o.retry().Delay(c.fails-1)) {
+			return false, ctx.Err()
+		}
+		it, err = r.iterator(ctx, c.lastSeq)
+	}
+	if err != nil {
+		return false, err
+	}
+	if it == "" {
+		return true, nil
+	}
+	c.it, c.fresh = it, true
+	return false, nil
+}
+
+// deliver queues the records of one GetRecords answer, split at those that
+// cannot be decoded, after dropping those a fresh iterator read again, and
+// moves c past them.
+func (r *reader) deliver(ctx context.Context, q chan<- Batch, g *budget.Budget, c *cursor, records []types.Record, bad []Undecodable) error {
+	m := r.w.m
+	recs := records
+	if c.fresh && c.lastSeq != "" {
+		recs = dropRead(recs, c.lastSeq, c.seqless, r.iterType == types.ShardIteratorTypeAfterSequenceNumber)
+		bad = shiftUndecodable(bad, len(records)-len(recs))
+	}
+	c.fresh = false
+	if len(bad) > 0 {
+		m.undecodable.WithLabelValues(r.table).Add(float64(len(bad)))
+		r.log.Error("records of a GetRecords response cannot be decoded; they go to the consumer raw, the records around them flow on",
+			zap.Int("undecodable", len(bad)), zap.Int("records", len(recs)), zap.Error(bad[0].Err))
+	}
+	for _, b := range splitAtUndecodable(Batch{Table: r.table, StreamARN: r.streamARN, ShardID: r.shard.ID, Records: recs, Undecodable: bad}) {
+		// A record without a valid sequence number (the consumer
+		// dead-letters it) cannot be a resume position: a new iterator
+		// resumes after the last record that has one, and dropRead
+		// skips the ones after it that were already queued.
+		if seq, after := event.LastSequence(b.Records); seq != "" {
+			c.lastSeq, c.seqless = seq, after
+		} else {
+			c.seqless += len(b.Records)
+		}
+		if err := r.queue(ctx, q, g, b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // queue sizes b, books it in the metrics and the budget, and hands it to

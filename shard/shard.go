@@ -336,7 +336,18 @@ func (o *Options) retry() backoff.Policy {
 	return backoff.Policy{Min: o.MinBackoff, Max: o.MaxBackoff}
 }
 
+// defaults checks the options and fills in the defaults of those left zero.
 func (o *Options) defaults() error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	o.fillDefaults()
+	return nil
+}
+
+// validate checks what a caller must set and what it may not set out of
+// range; it defaults Start, whose zero value is valid.
+func (o *Options) validate() error {
 	if o.Streams == nil {
 		return errors.New("shard: Options.Streams is nil")
 	}
@@ -373,6 +384,11 @@ func (o *Options) defaults() error {
 	if o.GetRecordsLimit > 1000 {
 		return fmt.Errorf("shard: Options.GetRecordsLimit %d: at most 1000", o.GetRecordsLimit)
 	}
+	return nil
+}
+
+// fillDefaults sets the limits, intervals and hooks left zero.
+func (o *Options) fillDefaults() {
 	if o.MaxConcurrentShards == 0 {
 		o.MaxConcurrentShards = 256
 	}
@@ -415,7 +431,6 @@ func (o *Options) defaults() error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return nil
 }
 
 // TableFromStreamARN returns the table name in a stream ARN

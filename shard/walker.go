@@ -313,39 +313,9 @@ func (wk *walk) discoverTable(t *tableState) {
 	if out.Table != nil {
 		latest = aws.ToString(out.Table.LatestStreamArn)
 	}
-	type found struct{ arn, label string }
-	var arns []found
+	var arns []foundStream
 	if !t.listRejected {
-		var start *string
-		for {
-			lo, err := wk.o.Streams.ListStreams(wk.ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String(t.name), ExclusiveStartStreamArn: start})
-			if err != nil {
-				k := classify(wk.ctx, err)
-				if k == errRejected {
-					t.listRejected = true
-				}
-				if k != errCanceled {
-					log.Info("list streams failed, using the table's latest stream only", zap.Error(err))
-				}
-				arns = nil
-				break
-			}
-			for _, s := range lo.Streams {
-				if aws.ToString(s.TableName) != t.name || aws.ToString(s.StreamArn) == "" {
-					continue
-				}
-				label := aws.ToString(s.StreamLabel)
-				if label == "" {
-					label = streamLabel(aws.ToString(s.StreamArn))
-				}
-				arns = append(arns, found{aws.ToString(s.StreamArn), label})
-			}
-			next := aws.ToString(lo.LastEvaluatedStreamArn)
-			if next == "" || (start != nil && next == *start) {
-				break
-			}
-			start = aws.String(next)
-		}
+		arns = wk.listStreams(t, log)
 	}
 	if latest == "" && len(arns) == 0 {
 		if !t.discovered {
@@ -355,7 +325,7 @@ func (wk *walk) discoverTable(t *tableState) {
 		return
 	}
 	if latest != "" {
-		arns = append(arns, found{latest, streamLabel(latest)})
+		arns = append(arns, foundStream{latest, streamLabel(latest)})
 	}
 	first := !t.discovered
 	t.discovered = true
@@ -388,6 +358,47 @@ func (wk *walk) discoverTable(t *tableState) {
 		}
 		return a.label < b.label
 	})
+}
+
+// foundStream is a stream of a table that discovery found: its ARN and
+// label.
+type foundStream struct{ arn, label string }
+
+// listStreams lists the table's streams (ListStreams, paged to its end) in
+// the order ListStreams gives them. When a call fails it returns none, so
+// discovery uses the table's latest stream only; a rejected call is not
+// tried again for the table.
+func (wk *walk) listStreams(t *tableState, log *zap.Logger) []foundStream {
+	var arns []foundStream
+	var start *string
+	for {
+		lo, err := wk.o.Streams.ListStreams(wk.ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String(t.name), ExclusiveStartStreamArn: start})
+		if err != nil {
+			k := classify(wk.ctx, err)
+			if k == errRejected {
+				t.listRejected = true
+			}
+			if k != errCanceled {
+				log.Info("list streams failed, using the table's latest stream only", zap.Error(err))
+			}
+			return nil
+		}
+		for _, s := range lo.Streams {
+			if aws.ToString(s.TableName) != t.name || aws.ToString(s.StreamArn) == "" {
+				continue
+			}
+			label := aws.ToString(s.StreamLabel)
+			if label == "" {
+				label = streamLabel(aws.ToString(s.StreamArn))
+			}
+			arns = append(arns, foundStream{aws.ToString(s.StreamArn), label})
+		}
+		next := aws.ToString(lo.LastEvaluatedStreamArn)
+		if next == "" || (start != nil && next == *start) {
+			return arns
+		}
+		start = aws.String(next)
+	}
 }
 
 // olderThanKnown reports whether a stream label sorts before a stream of
@@ -812,135 +823,169 @@ func (wk *walk) schedule() {
 		}
 		ready := wk.ready(st, now)
 		if wk.o.Assigner == nil {
-			var start []*shardState
-			for _, ss := range ready {
-				if ss.running {
-					continue
-				}
-				if len(wk.readers)+len(start) < wk.o.MaxConcurrentShards {
-					start = append(start, ss)
-				} else {
-					waiting++
-				}
-			}
-			if len(start) == 0 || !wk.reloadBeforeStart(st) {
-				continue
-			}
-			for _, ss := range start {
-				if !ss.finished && !ss.running {
-					wk.start(st, ss, nil)
-				}
-			}
+			waiting += wk.startReady(st, ready)
 			continue
 		}
 		if st.gone || st.done || !st.described || !st.positionsOK {
 			continue
 		}
-		list := make([]Shard, len(ready))
-		for i, ss := range ready {
-			list[i] = ss.Shard
+		waiting += wk.scheduleAssigned(st, ready, now)
+	}
+}
+
+// startReady starts readers for the stream's ready shards without an
+// Assigner, within MaxConcurrentShards, and returns how many ready shards
+// wait for a slot.
+func (wk *walk) startReady(st *streamState, ready []*shardState) (waiting int) {
+	var start []*shardState
+	for _, ss := range ready {
+		if ss.running {
+			continue
 		}
-		asg, err := wk.o.Assigner.Assign(wk.ctx, st.arn, list)
-		if err != nil {
-			if wk.ctx.Err() == nil {
-				wk.w.log.Warn("assign failed", zap.String("table", st.table), zap.String("stream", st.arn), zap.Error(err))
-			}
-			asg = nil
+		if len(wk.readers)+len(start) < wk.o.MaxConcurrentShards {
+			start = append(start, ss)
+		} else {
+			waiting++
 		}
-		// One grant per shard: an Assigner may repeat a shard, and a shard
-		// re-granted while its previous reader was releasing it may also
-		// come back from Assign (the newest grant wins).
-		granted := make(map[string]bool, len(asg))
-		uniq := asg[:0:0]
-		for _, a := range asg {
+	}
+	if len(start) == 0 || !wk.reloadBeforeStart(st) {
+		return waiting
+	}
+	for _, ss := range start {
+		if !ss.finished && !ss.running {
+			wk.start(st, ss, nil)
+		}
+	}
+	return waiting
+}
+
+// scheduleAssigned asks the Assigner for the stream's ready shards and
+// starts readers for what it grants and this walker may read now; it
+// releases the rest and returns how many granted shards wait for a slot.
+func (wk *walk) scheduleAssigned(st *streamState, ready []*shardState, now time.Time) (waiting int) {
+	list := make([]Shard, len(ready))
+	for i, ss := range ready {
+		list[i] = ss.Shard
+	}
+	asg, err := wk.o.Assigner.Assign(wk.ctx, st.arn, list)
+	if err != nil {
+		if wk.ctx.Err() == nil {
+			wk.w.log.Warn("assign failed", zap.String("table", st.table), zap.String("stream", st.arn), zap.Error(err))
+		}
+		asg = nil
+	}
+	asg = wk.withRegrants(st, asg)
+	if len(asg) == 0 {
+		return 0
+	}
+	fresh, waiting := wk.triageGrants(st, asg, wk.readyNow(st, ready, asg, now))
+	if len(fresh) == 0 {
+		return waiting
+	}
+	if !wk.reloadBeforeStart(st) {
+		for _, a := range fresh {
+			wk.release(st, a.ShardID, false)
+		}
+		return waiting
+	}
+	for _, a := range fresh {
+		ss := st.shards[a.ShardID]
+		switch {
+		case ss.running:
+			// Never a second reader; the first grant stands.
+		case ss.finished:
+			wk.release(st, a.ShardID, true)
+		default:
+			wk.start(st, ss, a.Ctx)
+		}
+	}
+	return waiting
+}
+
+// withRegrants keeps one grant per shard of asg (an Assigner may repeat a
+// shard, and a shard re-granted while its previous reader was releasing it
+// may also come back from Assign: the newest grant wins) and adds the
+// grants that arrived while the shard's previous reader was releasing it,
+// now that the reader is gone.
+func (wk *walk) withRegrants(st *streamState, asg []Assignment) []Assignment {
+	granted := make(map[string]bool, len(asg))
+	uniq := asg[:0:0]
+	for _, a := range asg {
+		if !granted[a.ShardID] {
+			granted[a.ShardID] = true
+			uniq = append(uniq, a)
+		}
+	}
+	asg = uniq
+	for key, a := range wk.regrant {
+		if wk.readers[key] == nil && key == readerKey(st.arn, a.ShardID) {
+			delete(wk.regrant, key)
 			if !granted[a.ShardID] {
 				granted[a.ShardID] = true
-				uniq = append(uniq, a)
-			}
-		}
-		asg = uniq
-		// Grants that arrived while the shard's previous reader was
-		// releasing it, now that the reader is gone.
-		for key, a := range wk.regrant {
-			if wk.readers[key] == nil && key == readerKey(st.arn, a.ShardID) {
-				delete(wk.regrant, key)
-				if !granted[a.ShardID] {
-					granted[a.ShardID] = true
-					asg = append(asg, a)
-				}
-			}
-		}
-		if len(asg) == 0 {
-			continue
-		}
-		readySet := make(map[string]bool, len(ready))
-		for _, ss := range ready {
-			readySet[ss.ID] = true
-		}
-		// The Assigner may know better: another worker finished a parent
-		// since this walker last loaded positions, or a child appeared
-		// that this walker has not described yet. Look again before
-		// handing such a shard back.
-		stale, unknown := false, false
-		for _, a := range asg {
-			ss := st.shards[a.ShardID]
-			unknown = unknown || ss == nil
-			stale = stale || (ss != nil && !ss.running && !readySet[a.ShardID])
-		}
-		if unknown {
-			wk.refresh(st)
-		} else if stale {
-			wk.loadPositions(st)
-		}
-		if unknown || stale {
-			clear(readySet)
-			for _, ss := range wk.ready(st, now) {
-				readySet[ss.ID] = true
-			}
-		}
-		var fresh []Assignment
-		for _, a := range asg {
-			ss := st.shards[a.ShardID]
-			switch {
-			case ss != nil && ss.running:
-				// Already reading it under an earlier assignment, unless
-				// that reader is letting it go right now: then this is a
-				// new grant, taken up once the reader is booked.
-				key := readerKey(st.arn, a.ShardID)
-				if rd := wk.readers[key]; rd != nil && rd.releasing.Load() {
-					wk.regrant[key] = a
-					wk.poke(0)
-				}
-			case ss == nil || !readySet[a.ShardID]:
-				wk.release(st, a.ShardID, ss != nil && ss.finished)
-			case len(wk.readers)+len(fresh) >= wk.o.MaxConcurrentShards:
-				waiting++
-				wk.release(st, a.ShardID, false)
-			default:
-				fresh = append(fresh, a)
-			}
-		}
-		if len(fresh) == 0 {
-			continue
-		}
-		if !wk.reloadBeforeStart(st) {
-			for _, a := range fresh {
-				wk.release(st, a.ShardID, false)
-			}
-			continue
-		}
-		for _, a := range fresh {
-			ss := st.shards[a.ShardID]
-			switch {
-			case ss.running:
-				// Never a second reader; the first grant stands.
-			case ss.finished:
-				wk.release(st, a.ShardID, true)
-			default:
-				wk.start(st, ss, a.Ctx)
+				asg = append(asg, a)
 			}
 		}
 	}
+	return asg
+}
+
+// readyNow returns the IDs of the stream's ready shards. The Assigner may
+// know better than ready: another worker finished a parent since this
+// walker last loaded positions, or a child appeared that this walker has
+// not described yet. It looks again before such a shard is handed back.
+func (wk *walk) readyNow(st *streamState, ready []*shardState, asg []Assignment, now time.Time) map[string]bool {
+	readySet := make(map[string]bool, len(ready))
+	for _, ss := range ready {
+		readySet[ss.ID] = true
+	}
+	stale, unknown := false, false
+	for _, a := range asg {
+		ss := st.shards[a.ShardID]
+		unknown = unknown || ss == nil
+		stale = stale || (ss != nil && !ss.running && !readySet[a.ShardID])
+	}
+	if unknown {
+		wk.refresh(st)
+	} else if stale {
+		wk.loadPositions(st)
+	}
+	if unknown || stale {
+		clear(readySet)
+		for _, ss := range wk.ready(st, now) {
+			readySet[ss.ID] = true
+		}
+	}
+	return readySet
+}
+
+// triageGrants sorts the grants: those of shards already being read are
+// kept (or booked as a re-grant when their reader is releasing them),
+// those of shards not ready and those beyond MaxConcurrentShards are
+// released, and the rest are returned as fresh, with how many wait for a
+// slot.
+func (wk *walk) triageGrants(st *streamState, asg []Assignment, readySet map[string]bool) (fresh []Assignment, waiting int) {
+	for _, a := range asg {
+		ss := st.shards[a.ShardID]
+		switch {
+		case ss != nil && ss.running:
+			// Already reading it under an earlier assignment, unless
+			// that reader is letting it go right now: then this is a
+			// new grant, taken up once the reader is booked.
+			key := readerKey(st.arn, a.ShardID)
+			if rd := wk.readers[key]; rd != nil && rd.releasing.Load() {
+				wk.regrant[key] = a
+				wk.poke(0)
+			}
+		case ss == nil || !readySet[a.ShardID]:
+			wk.release(st, a.ShardID, ss != nil && ss.finished)
+		case len(wk.readers)+len(fresh) >= wk.o.MaxConcurrentShards:
+			waiting++
+			wk.release(st, a.ShardID, false)
+		default:
+			fresh = append(fresh, a)
+		}
+	}
+	return fresh, waiting
 }
 
 // yieldIdle stops up to n readers that have been caught up for IdleYield,
