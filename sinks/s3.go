@@ -131,6 +131,10 @@ type S3Sink struct {
 	ticker chan struct{}
 	now    func() time.Time
 
+	// uploads logs each object uploaded, or a summary a minute when
+	// there are many.
+	uploads *uploadLog
+
 	// Buffers are reused through free lists that, unlike sync.Pool, survive
 	// garbage collections: re-growing megabytes of buffer for every object
 	// made the collector run (and scan the caller's heap) far more often.
@@ -310,6 +314,7 @@ func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
 		ticker:   make(chan struct{}),
 		now:      time.Now,
 	}
+	s.uploads = newUploadLog(s.log, func() time.Time { return s.now() })
 	s.m = newSinkMetrics(o.Registerer, s.name)
 	s.conflicts = newConflictCounter(o.Registerer, s.name)
 	// The free lists stay short: what they hold is live heap that no
@@ -340,6 +345,9 @@ func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
 	default:
 		return nil, fmt.Errorf("s3 sink: compression %q: must be gzip, zstd or none", c.Compression)
 	}
+	s.log.Info("s3 sink open: an object is uploaded once its oldest event has waited flush_interval, "+
+		"or when it holds flush_bytes, and at shutdown",
+		zap.String("sink", s.name), zap.Duration("flush_interval", c.FlushInterval), zap.Int64("flush_bytes", c.FlushBytes))
 	go s.tick()
 	return s, nil
 }
@@ -631,6 +639,7 @@ func (s *S3Sink) tick() {
 		}
 		now := s.now()
 		s.cutWhere(func(bf *s3Buffer) bool { return now.Sub(bf.opened) >= s.c.FlushInterval })
+		s.uploads.tick()
 		if now.Sub(lastForget) >= time.Minute {
 			lastForget = now
 			s.forgetIdleShards(now)
@@ -759,6 +768,7 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 		in.StorageClass = s3types.StorageClass(s.c.StorageClass)
 	}
 	retry := backoff.Policy{Min: s.c.RetryBase, Max: 20 * time.Second}
+	began := time.Now()
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		in.Body = bytes.NewReader(body)
@@ -775,6 +785,7 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 		if err == nil {
 			s.m.objects.Inc()
 			s.m.bytes.Add(float64(len(body)))
+			s.uploads.uploaded(key, bf.records, len(body), time.Since(began))
 			return nil
 		}
 		bf.dirty = true
@@ -912,6 +923,7 @@ func (s *S3Sink) Close(ctx context.Context) error {
 		return ctx.Err()
 	}
 	err := s.Flush(ctx)
+	s.uploads.close()
 	if s.zenc != nil && err == nil {
 		s.zenc.Close()
 	}
