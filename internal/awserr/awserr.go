@@ -175,6 +175,33 @@ func IsRetryable(err error) bool {
 // answer, not a failure.
 func IsConditionFailed(err error) bool { return Code(err) == "ConditionalCheckFailedException" }
 
+// credentialCodes are the answers that refuse the caller's credentials
+// themselves, from DynamoDB, DynamoDB Streams, S3 and STS: an unknown
+// access key, a signature made with another secret, a missing, invalid or
+// expired session token. A permission refused to valid credentials
+// (AccessDenied) is not one. XAdminUserNotFound is versitygw's answer to
+// an unknown access key (S3's is InvalidAccessKeyId).
+var credentialCodes = map[string]bool{
+	"InvalidAccessKeyId":                  true,
+	"SignatureDoesNotMatch":               true,
+	"ExpiredToken":                        true,
+	"ExpiredTokenException":               true,
+	"InvalidToken":                        true,
+	"TokenRefreshRequired":                true,
+	"InvalidClientTokenId":                true,
+	"UnrecognizedClientException":         true,
+	"InvalidSignatureException":           true,
+	"IncompleteSignatureException":        true,
+	"MissingAuthenticationToken":          true,
+	"MissingAuthenticationTokenException": true,
+	"XAdminUserNotFound":                  true,
+}
+
+// IsCredentials reports whether the service refused the caller's
+// credentials (see credentialCodes): fixing the credentials is the only
+// cure, and its Code names what was wrong.
+func IsCredentials(err error) bool { return credentialCodes[Code(err)] }
+
 // Code is the AWS error code in err's chain ("" when there is none).
 func Code(err error) string {
 	var api smithy.APIError

@@ -97,6 +97,9 @@ func TestPredicates(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if IsCredentials(tc.err) {
+				t.Errorf("IsCredentials = true, want false")
+			}
 			if got := IsThrottle(tc.err); got != tc.throttle {
 				t.Errorf("IsThrottle = %v, want %v", got, tc.throttle)
 			}
@@ -163,5 +166,29 @@ func TestClassifyWhatTheSDKBuilds(t *testing.T) {
 	_, err := c.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String("t")})
 	if got := Classify(err); got != Transient {
 		t.Errorf("refused connection: Classify(%v) = %v, want transient", err, got)
+	}
+}
+
+func TestIsCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"S3 unknown access key", answered(403, &smithy.GenericAPIError{Code: "InvalidAccessKeyId"}), true},
+		{"S3 wrong secret", answered(403, &smithy.GenericAPIError{Code: "SignatureDoesNotMatch"}), true},
+		{"S3 expired session token", answered(400, &smithy.GenericAPIError{Code: "ExpiredToken"}), true},
+		{"DynamoDB unknown access key", answered(400, &smithy.GenericAPIError{Code: "UnrecognizedClientException"}), true},
+		{"versitygw unknown access key", answered(404, &smithy.GenericAPIError{Code: "XAdminUserNotFound"}), true},
+		{"access denied to valid credentials", answered(403, &smithy.GenericAPIError{Code: "AccessDenied"}), false},
+		{"a bare 403", answered(403, errors.New("forbidden")), false},
+		{"no such bucket", answered(404, &smithy.GenericAPIError{Code: "NoSuchBucket"}), false},
+		{"nil", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := IsCredentials(tc.err); got != tc.want {
+				t.Errorf("IsCredentials = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
