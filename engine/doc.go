@@ -28,7 +28,7 @@
 // 10 minutes. Requests are validated as DynamoDB does, every constraint
 // violation in one message, and errors carry AWS's codes and, where
 // practical, its messages. Any other operation answers
-// UnknownOperationException (README.md lists them).
+// UnknownOperationException (docs/ENGINE.md lists them).
 //
 // TTL follows DynamoDB's documented rules. A background sweeper (every
 // Options.TTLInterval) deletes each item whose TTL attribute is a Number of

@@ -10,25 +10,25 @@ import (
 	"testing"
 )
 
-// readmeOperations returns the operations README.md's "Supported
+// readmeOperations returns the operations docs/ENGINE.md's "Supported
 // operations" section names as served (its table) and as not served (the
 // paragraph after it).
 func readmeOperations(t *testing.T) (served, notServed []string) {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/ENGINE.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
-	start := strings.Index(s, "### Supported operations")
+	start := strings.Index(s, "## Supported operations")
 	if start < 0 {
-		t.Fatal(`README.md has no "### Supported operations" section`)
+		t.Fatal(`docs/ENGINE.md has no "## Supported operations" section`)
 	}
 	s = s[start+1:]
 	s = s[:strings.Index(s, "\n#")]
 	split := strings.Index(s, "Not served:")
 	if split < 0 {
-		t.Fatal(`README.md's "Supported operations" has no "Not served:" paragraph`)
+		t.Fatal(`docs/ENGINE.md's "Supported operations" has no "Not served:" paragraph`)
 	}
 	name := regexp.MustCompile("`([A-Z][A-Za-z]+)`")
 	for _, m := range name.FindAllStringSubmatch(s[:split], -1) {
@@ -40,7 +40,7 @@ func readmeOperations(t *testing.T) (served, notServed []string) {
 	return served, notServed
 }
 
-// TestReadmeListsOperations keeps the README's list of operations true: every
+// TestReadmeListsOperations keeps docs/ENGINE.md's list of operations true: every
 // operation the engine serves is listed as served, everything listed as
 // served is served, and everything listed as not served answers
 // UnknownOperationException.
@@ -57,7 +57,7 @@ func TestReadmeListsOperations(t *testing.T) {
 	for _, op := range served {
 		listed[op] = true
 		if !have[op] {
-			t.Errorf("README lists %s as served; the engine does not serve it", op)
+			t.Errorf("docs/ENGINE.md lists %s as served; the engine does not serve it", op)
 		}
 	}
 	var missing []string
@@ -68,7 +68,7 @@ func TestReadmeListsOperations(t *testing.T) {
 	}
 	sort.Strings(missing)
 	for _, op := range missing {
-		t.Errorf("the engine serves %s; README's supported operations do not list it", op)
+		t.Errorf("the engine serves %s; docs/ENGINE.md's supported operations do not list it", op)
 	}
 
 	e, err := New(Options{TTLInterval: -1})
@@ -78,7 +78,7 @@ func TestReadmeListsOperations(t *testing.T) {
 	defer e.Close()
 	for _, op := range notServed {
 		if have[op] {
-			t.Errorf("README lists %s as not served; the engine serves it", op)
+			t.Errorf("docs/ENGINE.md lists %s as not served; the engine serves it", op)
 			continue
 		}
 		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("{}"))
@@ -91,6 +91,6 @@ func TestReadmeListsOperations(t *testing.T) {
 		}
 	}
 	if len(notServed) < 20 {
-		t.Errorf("README's not-served list has %d operations; expected the whole rest of the DynamoDB API", len(notServed))
+		t.Errorf("docs/ENGINE.md's not-served list has %d operations; expected the whole rest of the DynamoDB API", len(notServed))
 	}
 }
