@@ -42,6 +42,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
@@ -235,28 +236,82 @@ type Consumer struct {
 
 // New checks the configuration and builds the consumer and its walker.
 func New(c Config) (*Consumer, error) {
+	if err := checkConfig(c); err != nil {
+		return nil, err
+	}
+	c = withDefaults(c)
+	log := c.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	cons := &Consumer{
+		cfg:       c,
+		store:     c.Store,
+		log:       log.Named("consumer"),
+		m:         newMetrics(c.Registerer),
+		states:    map[string]*shardDelivery{},
+		watched:   map[string]bool{},
+		known:     map[string]string{},
+		inflight:  budget.New(int64(c.MaxInFlightBytesTotal)),
+		saveSlots: make(chan struct{}, 16),
+	}
+	routes, err := newRoutes(c.Routes)
+	if err != nil {
+		return nil, err
+	}
+	cons.routes = routes
+	if c.DeadLetter != nil {
+		cons.dlq = &route{sink: c.DeadLetter, name: c.DeadLetter.Name()}
+	}
+	var ttlAPI TTLAPI
+	var tables shard.TableAPI
+	if c.Tables != nil {
+		ttlAPI, tables = c.Tables, c.Tables
+	}
+	cons.ttl = newTTLCache(ttlAPI, c.TTLRefresh, c.Now, cons.log, cons.m)
+	cons.ttl.fixed = c.TTLAttribute
+	cons.ttl.warnOff = c.ExpiredWhen == event.ExpiredWhenPastTTL
+	if c.ExpiredWhen == event.ExpiredWhenService {
+		cons.pastTTL = newPastTTLWarner(c.Now, cons.log, cons.m)
+	}
+	opts := c.Options // StreamRetention defaulted above
+	opts.Tables, opts.Processor, opts.Positions, opts.Logger = tables, processor{cons}, positions{cons}, log
+	w, err := shard.New(opts)
+	if err != nil {
+		return nil, fmt.Errorf("consumer: %w", err)
+	}
+	cons.walker = w
+	return cons, nil
+}
+
+// checkConfig checks what New's caller must set, and must leave to the
+// consumer, and that no budget or duration is negative.
+func checkConfig(c Config) error {
 	if c.Streams == nil {
-		return nil, errors.New("consumer: Config.Streams is nil")
+		return errors.New("consumer: Config.Streams is nil")
 	}
 	if c.Processor != nil || c.Positions != nil {
-		return nil, errors.New("consumer: Config.Processor and Config.Positions must be nil: the consumer is the walker's processor and its checkpoint store the positions")
+		return errors.New("consumer: Config.Processor and Config.Positions must be nil: the consumer is the walker's processor and its checkpoint store the positions")
 	}
 	if c.Options.Tables != nil {
-		return nil, errors.New("consumer: Config.Options.Tables is set: set Config.Tables, which the consumer also asks for TTL attributes")
+		return errors.New("consumer: Config.Options.Tables is set: set Config.Tables, which the consumer also asks for TTL attributes")
 	}
 	if c.Store == nil {
-		return nil, errors.New("consumer: Config.Store is nil")
+		return errors.New("consumer: Config.Store is nil")
 	}
 	if len(c.Routes) == 0 {
-		return nil, errors.New("consumer: Config.Routes is empty: no sink to archive to")
+		return errors.New("consumer: Config.Routes is empty: no sink to archive to")
 	}
 	if c.MaxInFlightBytes < 0 || c.MaxInFlightBytesTotal < 0 || c.CheckpointInterval < 0 || c.RetryMinBackoff < 0 || c.RetryMaxBackoff < 0 ||
 		c.TTLRefresh < 0 || c.ShutdownTimeout < 0 || c.StuckAfter < 0 || c.StuckLogInterval < 0 || c.StreamRetention < 0 || c.TrimWarning < 0 {
-		return nil, errors.New("consumer: Config: budgets and durations must not be negative")
+		return errors.New("consumer: Config: budgets and durations must not be negative")
 	}
-	if err := checkExpiredWhen(c); err != nil {
-		return nil, err
-	}
+	return checkExpiredWhen(c)
+}
+
+// withDefaults returns c with the defaults of the budgets, intervals and
+// clock left zero.
+func withDefaults(c Config) Config {
 	c.RetryFor = defaultDuration(c.RetryFor, 15*time.Minute)
 	c.StuckAfter = defaultDuration(c.StuckAfter, time.Minute)
 	c.StuckLogInterval = defaultDuration(c.StuckLogInterval, time.Minute)
@@ -292,22 +347,14 @@ func New(c Config) (*Consumer, error) {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	log := c.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	cons := &Consumer{
-		cfg:       c,
-		store:     c.Store,
-		log:       log.Named("consumer"),
-		m:         newMetrics(c.Registerer),
-		states:    map[string]*shardDelivery{},
-		watched:   map[string]bool{},
-		known:     map[string]string{},
-		inflight:  budget.New(int64(c.MaxInFlightBytesTotal)),
-		saveSlots: make(chan struct{}, 16),
-	}
-	for i, r := range c.Routes {
+	return c
+}
+
+// newRoutes checks the configured routes and builds the consumer's: a
+// route without kinds takes expired events only.
+func newRoutes(routes []Route) ([]*route, error) {
+	var out []*route
+	for i, r := range routes {
 		if r.Sink == nil {
 			return nil, fmt.Errorf("consumer: Config.Routes[%d].Sink is nil", i)
 		}
@@ -322,30 +369,9 @@ func New(c Config) (*Consumer, error) {
 			}
 			rt.kinds[k] = true
 		}
-		cons.routes = append(cons.routes, rt)
+		out = append(out, rt)
 	}
-	if c.DeadLetter != nil {
-		cons.dlq = &route{sink: c.DeadLetter, name: c.DeadLetter.Name()}
-	}
-	var ttlAPI TTLAPI
-	var tables shard.TableAPI
-	if c.Tables != nil {
-		ttlAPI, tables = c.Tables, c.Tables
-	}
-	cons.ttl = newTTLCache(ttlAPI, c.TTLRefresh, c.Now, cons.log, cons.m)
-	cons.ttl.fixed = c.TTLAttribute
-	cons.ttl.warnOff = c.ExpiredWhen == event.ExpiredWhenPastTTL
-	if c.ExpiredWhen == event.ExpiredWhenService {
-		cons.pastTTL = newPastTTLWarner(c.Now, cons.log, cons.m)
-	}
-	opts := c.Options // StreamRetention defaulted above
-	opts.Tables, opts.Processor, opts.Positions, opts.Logger = tables, processor{cons}, positions{cons}, log
-	w, err := shard.New(opts)
-	if err != nil {
-		return nil, fmt.Errorf("consumer: %w", err)
-	}
-	cons.walker = w
-	return cons, nil
+	return out, nil
 }
 
 // Run reads the streams until ctx ends. Then it stops reading, waits (up to
@@ -555,14 +581,49 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 	// is a copy, as the decoder's strings point into the whole response.
 	last, _ := event.LastSequence(b.Records)
 	en := &entry{last: strings.Clone(last), bytes: size, records: len(b.Records), first: event.FirstCreation(b.Records)}
-	// Each route gets the events of the kinds it wants. A route that wants
-	// every event of the batch gets the decoded slice itself (the consumer
-	// does not touch it again); the others get filtered copies.
-	var counts [4]int
+	subs, counts := c.split(events)
+	for _, sub := range subs {
+		if len(sub) > 0 {
+			en.pending++
+		}
+		en.bytes += sinkCopies(sub)
+	}
+	if len(bad) > 0 {
+		en.pending++
+		en.bytes += sinkCopies(bad)
+	}
+	if err := s.add(ctx, en); err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		n := float64(len(bad))
+		s.lanes[len(c.routes)].enqueue(&item{batch: sinks.Batch{StreamARN: b.StreamARN, ShardID: b.ShardID, Events: bad}, e: en,
+			onDurable: func() {
+				c.m.deadLettered.WithLabelValues(s.table, "decode", event.ReasonUndecodable).Add(n)
+				s.entryDone(en)
+			}})
+	}
+	// Metrics before the events are handed on (after that, only sinks read
+	// the shared slice).
+	c.observe(s.table, ttlAttr, b.Records, events, counts)
+	for j, sub := range subs {
+		if len(sub) > 0 {
+			s.lanes[j].enqueue(&item{batch: sinks.Batch{StreamARN: b.StreamARN, ShardID: b.ShardID, Events: sub}, e: en})
+		}
+	}
+	return nil
+}
+
+// split gives each route the events of the kinds it wants, by route (nil
+// for a route that wants none), and counts the events of each kind (in
+// kindOrder). A route that wants every event of the batch gets the decoded
+// slice itself (the consumer does not touch it again); the others get
+// filtered copies.
+func (c *Consumer) split(events []event.Event) (subs [][]event.Event, counts [4]int) {
 	for i := range events {
 		counts[kindIndex(events[i].Kind)]++
 	}
-	subs := make([][]event.Event, len(c.routes))
+	subs = make([][]event.Event, len(c.routes))
 	shared := false
 	for j, r := range c.routes {
 		wanted := 0
@@ -584,52 +645,30 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 			}
 			subs[j] = sub
 		}
-		if wanted > 0 {
-			en.pending++
-		}
 	}
-	if len(bad) > 0 {
-		en.pending++
-		en.bytes += sinkCopies(bad)
-	}
-	for _, sub := range subs {
-		en.bytes += sinkCopies(sub)
-	}
-	if err := s.add(ctx, en); err != nil {
-		return err
-	}
-	if len(bad) > 0 {
-		n := float64(len(bad))
-		s.lanes[len(c.routes)].enqueue(&item{batch: sinks.Batch{StreamARN: b.StreamARN, ShardID: b.ShardID, Events: bad}, e: en,
-			onDurable: func() {
-				c.m.deadLettered.WithLabelValues(s.table, "decode", event.ReasonUndecodable).Add(n)
-				s.entryDone(en)
-			}})
-	}
-	// Metrics before the events are handed on (after that, only sinks read
-	// the shared slice).
+	return subs, counts
+}
+
+// observe books a batch's events in the metrics: the count of each kind,
+// the TTL lag of the expired ones, and (pastTTL) user deletes of items
+// already past their TTL.
+func (c *Consumer) observe(table, ttlAttr string, recs []types.Record, events []event.Event, counts [4]int) {
 	for k, n := range counts {
 		if n > 0 {
-			c.m.events.WithLabelValues(s.table, string(kindOrder[k])).Add(float64(n))
+			c.m.events.WithLabelValues(table, string(kindOrder[k])).Add(float64(n))
 		}
 	}
 	if c.pastTTL != nil && counts[kindIndex(event.Deleted)] > 0 {
-		c.pastTTL.note(s.table, ttlAttr, b.Records)
+		c.pastTTL.note(table, ttlAttr, recs)
 	}
 	if counts[kindIndex(event.Expired)] > 0 {
-		lag := c.m.ttlLag.WithLabelValues(s.table)
+		lag := c.m.ttlLag.WithLabelValues(table)
 		for i := range events {
 			if e := &events[i]; e.Kind == event.Expired && !e.TTLTime.IsZero() && !e.ApproximateCreationTime.IsZero() {
 				lag.Observe(e.TTLLag.Seconds())
 			}
 		}
 	}
-	for j, sub := range subs {
-		if len(sub) > 0 {
-			s.lanes[j].enqueue(&item{batch: sinks.Batch{StreamARN: b.StreamARN, ShardID: b.ShardID, Events: sub}, e: en})
-		}
-	}
-	return nil
 }
 
 // sinkCopies estimates the memory a sink holds for evs until it
