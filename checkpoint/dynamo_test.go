@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,72 +19,9 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 )
-
-// testEngine is an in-process engine whose request hook tests can swap.
-type testEngine struct {
-	srv  *engine.Server
-	hook atomic.Pointer[func(op string, r *http.Request) error]
-}
-
-func startEngine(t *testing.T, o engine.Options) *testEngine {
-	t.Helper()
-	te := &testEngine{}
-	user := o.Hooks.OnRequest
-	o.Hooks.OnRequest = func(op string, r *http.Request) error {
-		if h := te.hook.Load(); h != nil {
-			if err := (*h)(op, r); err != nil {
-				return err
-			}
-		}
-		if user != nil {
-			return user(op, r)
-		}
-		return nil
-	}
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
-	}
-	srv, err := engine.Listen("127.0.0.1:0", o)
-	if err != nil {
-		t.Fatalf("engine.Listen: %v", err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	te.srv = srv
-	return te
-}
-
-func (te *testEngine) setHook(h func(op string, r *http.Request) error) {
-	if h == nil {
-		te.hook.Store(nil)
-		return
-	}
-	te.hook.Store(&h)
-}
-
-// dynamoClient is a real SDK client for the engine, signing with accessKey
-// (the engine's hook reads it back from the Authorization header).
-func (te *testEngine) dynamoClient(accessKey string) *dynamodb.Client {
-	return dynamodb.New(dynamodb.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(te.srv.Endpoint()),
-		Credentials:  credentials.NewStaticCredentialsProvider(accessKey, "secret", ""),
-	})
-}
-
-// accessKey returns the SigV4 access key of a request.
-func accessKey(r *http.Request) string {
-	a := r.Header.Get("Authorization")
-	i := strings.Index(a, "Credential=")
-	if i < 0 {
-		return ""
-	}
-	a = a[i+len("Credential="):]
-	if j := strings.IndexByte(a, '/'); j >= 0 {
-		return a[:j]
-	}
-	return a
-}
 
 type storeOpts struct {
 	lease, renew time.Duration
@@ -94,7 +30,7 @@ type storeOpts struct {
 	reg          prometheus.Registerer
 }
 
-func openStore(t *testing.T, te *testEngine, table, worker string, so storeOpts) *DynamoStore {
+func openStore(t *testing.T, te *enginetest.Bed, table, worker string, so storeOpts) *DynamoStore {
 	t.Helper()
 	if so.lease == 0 {
 		so.lease = 2 * time.Second
@@ -105,7 +41,7 @@ func openStore(t *testing.T, te *testEngine, table, worker string, so storeOpts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := OpenDynamo(ctx, DynamoOptions{
-		Client: Killable(te.dynamoClient(worker)), Table: table, Create: true, WorkerID: worker,
+		Client: Killable(te.Client(worker)), Table: table, Create: true, WorkerID: worker,
 		LeaseDuration: so.lease, RenewEvery: so.renew, Now: so.now, PruneFinishedAfter: so.prune,
 		Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named(worker), Registerer: so.reg,
 	})
@@ -153,22 +89,6 @@ func ids(as []assigned) []string {
 	return out
 }
 
-// eventually polls f until it returns nil or the deadline passes.
-func eventually(t *testing.T, d time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, d, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func getRow(t *testing.T, s *DynamoStore, stream, shard string) row {
 	t.Helper()
 	out, err := s.client.GetItem(context.Background(), &dynamodb.GetItemInput{
@@ -187,9 +107,9 @@ func getRow(t *testing.T, s *DynamoStore, stream, shard string) row {
 const testStream = "arn:aws:dynamodb:us-east-1:000000000000:table/T/stream/2026-01-01T00:00:00.000"
 
 func TestOpenDynamoTable(t *testing.T) {
-	te := startEngine(t, engine.Options{TTLInterval: -1})
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
-	_, err := OpenDynamo(ctx, DynamoOptions{Client: te.dynamoClient("a"), Table: "leases", WorkerID: "a"})
+	_, err := OpenDynamo(ctx, DynamoOptions{Client: te.Client("a"), Table: "leases", WorkerID: "a"})
 	if err == nil || !strings.Contains(err.Error(), "create=true") {
 		t.Fatalf("missing table without Create: err = %v, want one suggesting create=true", err)
 	}
@@ -206,7 +126,7 @@ func TestOpenDynamoTable(t *testing.T) {
 	}
 	// A second worker opens the existing table, with or without Create.
 	openStore(t, te, "leases", "b", storeOpts{})
-	if _, err := OpenDynamo(ctx, DynamoOptions{Client: te.dynamoClient("c"), Table: "leases", WorkerID: "c"}); err != nil {
+	if _, err := OpenDynamo(ctx, DynamoOptions{Client: te.Client("c"), Table: "leases", WorkerID: "c"}); err != nil {
 		t.Fatalf("existing table without Create: %v", err)
 	}
 	// A table with another key schema is refused.
@@ -218,14 +138,14 @@ func TestOpenDynamoTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenDynamo(ctx, DynamoOptions{Client: te.dynamoClient("c"), Table: "other", WorkerID: "c"}); err == nil || !strings.Contains(err.Error(), "not a lease table") {
+	if _, err := OpenDynamo(ctx, DynamoOptions{Client: te.Client("c"), Table: "other", WorkerID: "c"}); err == nil || !strings.Contains(err.Error(), "not a lease table") {
 		t.Fatalf("foreign table: err = %v", err)
 	}
 }
 
 func TestOpenDynamoOptionErrors(t *testing.T) {
-	te := startEngine(t, engine.Options{TTLInterval: -1})
-	c := te.dynamoClient("x")
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
+	c := te.Client("x")
 	for _, tc := range []struct {
 		name string
 		o    DynamoOptions
@@ -248,7 +168,7 @@ func TestOpenDynamoOptionErrors(t *testing.T) {
 }
 
 func TestSaveLoadRelease(t *testing.T) {
-	te := startEngine(t, engine.Options{TTLInterval: -1})
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
 	s := openStore(t, te, "leases", "a", storeOpts{lease: 5 * time.Second})
 
@@ -315,7 +235,7 @@ func TestSaveLoadRelease(t *testing.T) {
 // A stale owner (its lease expired and was taken) can never write a
 // checkpoint over the new owner's.
 func TestFencingStaleOwner(t *testing.T) {
-	te := startEngine(t, engine.Options{TTLInterval: -1})
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
 	// a renews too late (a stalled process): b, having seen a's lease
 	// unchanged for longer than a lease duration by its own clock, takes
@@ -364,7 +284,7 @@ func TestFencingStaleOwner(t *testing.T) {
 // A worker that stops renewing (killed) loses its leases once they expire,
 // and another worker takes them over.
 func TestExpiryTakeover(t *testing.T) {
-	te := startEngine(t, engine.Options{TTLInterval: -1})
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
 	a := openStore(t, te, "leases", "a", storeOpts{lease: 4 * time.Second})
 	regB := prometheus.NewRegistry()
@@ -382,7 +302,7 @@ func TestExpiryTakeover(t *testing.T) {
 	}
 	a.Crash()
 	start := time.Now()
-	eventually(t, 30*time.Second, "b takes a's expired leases", func() error {
+	eventually.Wait(t, 30*time.Second, "b takes a's expired leases", func() error {
 		gb, err = b.assign(ctx, testStream, all)
 		if err != nil {
 			return err
@@ -413,7 +333,7 @@ func TestExpiryTakeover(t *testing.T) {
 // assignment is cancelled (ErrHandOff), it checkpoints and releases, and the
 // lease goes straight to the newcomer.
 func TestHandOff(t *testing.T) {
-	te := startEngine(t, engine.Options{TTLInterval: -1})
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
 	a := openStore(t, te, "leases", "a", storeOpts{lease: 5 * time.Second})
 	regB := prometheus.NewRegistry()
@@ -441,7 +361,7 @@ func TestHandOff(t *testing.T) {
 		}()
 	}
 	var gb []assigned
-	eventually(t, 30*time.Second, "b gets its fair share by hand-off", func() error {
+	eventually.Wait(t, 30*time.Second, "b gets its fair share by hand-off", func() error {
 		gb, err = b.assign(ctx, testStream, all)
 		if err != nil {
 			return err
@@ -480,7 +400,7 @@ func TestHandOff(t *testing.T) {
 // moving and nobody else can take it (unless renewals failed outright, as
 // on an overloaded machine, which the store then reports).
 func TestRenewWhileConsumerBlocked(t *testing.T) {
-	te := startEngine(t, engine.Options{TTLInterval: -1})
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
 	regA := prometheus.NewRegistry()
 	a := openStore(t, te, "leases", "a", storeOpts{lease: 2 * time.Second, reg: regA})
@@ -522,7 +442,7 @@ func TestRenewWhileConsumerBlocked(t *testing.T) {
 // that keep failing stop the reader before the lease expires, and only then
 // can another worker take the shard.
 func TestThrottledTable(t *testing.T) {
-	te := startEngine(t, engine.Options{TTLInterval: -1})
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
 	regA := prometheus.NewRegistry()
 	a := openStore(t, te, "leases", "a", storeOpts{lease: 4 * time.Second, reg: regA})
@@ -538,8 +458,8 @@ func TestThrottledTable(t *testing.T) {
 	// Brief throttling: a's next 5 requests are throttled, then pass.
 	var left atomic.Int32
 	left.Store(5)
-	te.setHook(func(op string, r *http.Request) error {
-		if accessKey(r) == "a" && left.Add(-1) >= 0 {
+	te.Engine.SetHook(func(op string, r *http.Request) error {
+		if enginetest.AccessKey(r) == "a" && left.Add(-1) >= 0 {
 			return engine.Throttle()
 		}
 		return nil
@@ -557,13 +477,13 @@ func TestThrottledTable(t *testing.T) {
 		<-ga[0].ctx.Done()
 		stoppedAt.Store(time.Now().UnixMilli())
 	}()
-	te.setHook(func(op string, r *http.Request) error {
-		if accessKey(r) == "a" && (op == "UpdateItem" || op == "PutItem") {
+	te.Engine.SetHook(func(op string, r *http.Request) error {
+		if enginetest.AccessKey(r) == "a" && (op == "UpdateItem" || op == "PutItem") {
 			return engine.NewError("ThrottlingException", "Rate of requests exceeds the allowed throughput.", 400)
 		}
 		return nil
 	})
-	eventually(t, 30*time.Second, "a stops reading", func() error {
+	eventually.Wait(t, 30*time.Second, "a stops reading", func() error {
 		if ga[0].ctx.Err() == nil {
 			return errors.New("still reading")
 		}
@@ -579,7 +499,7 @@ func TestThrottledTable(t *testing.T) {
 	if stop := stoppedAt.Load(); stop == 0 || stop >= expiry {
 		t.Errorf("a stopped reading at %d, not before its lease expiry %d", stop, expiry)
 	}
-	eventually(t, 30*time.Second, "b takes the expired lease", func() error {
+	eventually.Wait(t, 30*time.Second, "b takes the expired lease", func() error {
 		gb, err := b.assign(ctx, testStream, shards("s1"))
 		if err != nil {
 			return err
@@ -592,16 +512,16 @@ func TestThrottledTable(t *testing.T) {
 	if n := metricValue(t, regA, "archiver_lease_renew_failures_total"); n < 1 {
 		t.Errorf("renew failures = %v", n)
 	}
-	te.setHook(nil)
+	te.Engine.SetHook(nil)
 	if err := a.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: "10"}); !errors.Is(err, ErrLeaseLost) {
 		t.Errorf("a's Save after b took over: %v, want ErrLeaseLost", err)
 	}
-	eventually(t, 30*time.Second, "a ready again once the table takes writes", a.Ready)
+	eventually.Wait(t, 30*time.Second, "a ready again once the table takes writes", a.Ready)
 }
 
 // Children wait while a parent is recorded unfinished and leased.
 func TestParentsBeforeChildren(t *testing.T) {
-	te := startEngine(t, engine.Options{TTLInterval: -1})
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
 	a := openStore(t, te, "leases", "a", storeOpts{lease: 5 * time.Second})
 	b := openStore(t, te, "leases", "b", storeOpts{lease: 5 * time.Second})
@@ -622,7 +542,7 @@ func TestParentsBeforeChildren(t *testing.T) {
 }
 
 func TestCloseCancelsAssignments(t *testing.T) {
-	te := startEngine(t, engine.Options{TTLInterval: -1})
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
 	a := openStore(t, te, "leases", "a", storeOpts{})
 	g, err := a.assign(ctx, testStream, shards("s1"))
@@ -643,7 +563,7 @@ func TestCloseCancelsAssignments(t *testing.T) {
 // Finished shards stay recorded until PruneFinishedAfter; heartbeats of
 // long-gone workers are deleted.
 func TestPrune(t *testing.T) {
-	te := startEngine(t, engine.Options{TTLInterval: -1})
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
 	a := openStore(t, te, "leases", "a", storeOpts{lease: time.Second, prune: 200 * time.Millisecond})
 	if g, err := a.assign(ctx, testStream, shards("s1", "s2")); err != nil || len(g) != 2 {
@@ -666,7 +586,7 @@ func TestPrune(t *testing.T) {
 	if r := getRow(t, a, testStream, "s1"); !r.exists || !r.finished {
 		t.Fatalf("finished shard pruned too early: %+v", r)
 	}
-	eventually(t, 30*time.Second, "finished shard and dead heartbeat pruned", func() error {
+	eventually.Wait(t, 30*time.Second, "finished shard and dead heartbeat pruned", func() error {
 		if _, err := a.assign(ctx, testStream, shards("s2")); err != nil {
 			return err
 		}
@@ -689,7 +609,7 @@ func TestPrune(t *testing.T) {
 // A hand-off requested by a worker that is gone since frees the lease
 // rather than handing it to nobody.
 func TestHandOffToGoneWorker(t *testing.T) {
-	te := startEngine(t, engine.Options{TTLInterval: -1})
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
 	a := openStore(t, te, "leases", "a", storeOpts{lease: 5 * time.Second})
 	g, err := a.assign(ctx, testStream, shards("s1"))
@@ -704,7 +624,7 @@ func TestHandOffToGoneWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "a sees the hand-off request", func() error {
+	eventually.Wait(t, 30*time.Second, "a sees the hand-off request", func() error {
 		if g[0].ctx.Err() == nil {
 			return errors.New("still reading")
 		}
@@ -724,7 +644,7 @@ func TestHandOffToGoneWorker(t *testing.T) {
 // Free leases beyond this worker's fair share are left for the others, but
 // not forever: one nobody took for a lease duration is taken.
 func TestFairShareAndLeftovers(t *testing.T) {
-	te := startEngine(t, engine.Options{TTLInterval: -1})
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
 	a := openStore(t, te, "leases", "a", storeOpts{lease: time.Second})
 	b := openStore(t, te, "leases", "b", storeOpts{lease: time.Second})
@@ -741,7 +661,7 @@ func TestFairShareAndLeftovers(t *testing.T) {
 		t.Fatalf("a took %v, want its fair share of 2", ids(g))
 	}
 	// b never takes the rest (stuck, say): after a lease duration a does.
-	eventually(t, 30*time.Second, "a takes the leftovers", func() error {
+	eventually.Wait(t, 30*time.Second, "a takes the leftovers", func() error {
 		g, err = a.assign(ctx, testStream, all)
 		if err != nil {
 			return err
@@ -760,7 +680,7 @@ func TestFairShareAndLeftovers(t *testing.T) {
 func TestLeaseExpiryIgnoresClockSkew(t *testing.T) {
 	for _, skew := range []time.Duration{time.Hour, -time.Hour} {
 		t.Run("observer "+skew.String(), func(t *testing.T) {
-			te := startEngine(t, engine.Options{TTLInterval: -1})
+			te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 			ctx := context.Background()
 			const lease = 3 * time.Second
 			a := openStore(t, te, "leases", "a", storeOpts{lease: lease})

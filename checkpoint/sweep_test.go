@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 )
 
 var (
@@ -225,7 +227,7 @@ func TestFileSweepClose(t *testing.T) {
 }
 
 func TestDynamoSweepCursor(t *testing.T) {
-	te := startEngine(t, engine.Options{TTLInterval: -1})
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	a := openStore(t, te, "leases", "a", storeOpts{lease: 2 * time.Second})
 	b := openStore(t, te, "leases", "b", storeOpts{lease: 2 * time.Second})
 	sweepCursorContract(t, a)
@@ -241,7 +243,7 @@ func TestDynamoSweepCursor(t *testing.T) {
 // A holder keeps the table for many lease durations: renewals run on the
 // store's timer while the sweeper is busy.
 func TestDynamoSweepHoldIsRenewed(t *testing.T) {
-	te := startEngine(t, engine.Options{TTLInterval: -1})
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	a := openStore(t, te, "leases", "a", storeOpts{lease: time.Second})
 	b := openStore(t, te, "leases", "b", storeOpts{lease: time.Second})
 	held, release, err := a.AcquireSweep(context.Background(), "Sessions")
@@ -264,9 +266,9 @@ func TestDynamoSweepHoldIsRenewed(t *testing.T) {
 
 // sweepPair opens workers a and b on one lease table (2 s leases); a holds
 // the table "Sessions" with its cursor at win1.
-func sweepPair(t *testing.T) (te *testEngine, a, b *DynamoStore, held context.Context, release func(context.Context) error) {
+func sweepPair(t *testing.T) (te *enginetest.Bed, a, b *DynamoStore, held context.Context, release func(context.Context) error) {
 	t.Helper()
-	te = startEngine(t, engine.Options{TTLInterval: -1})
+	te = enginetest.Start(t, engine.Options{TTLInterval: -1})
 	a = openStore(t, te, "leases", "a", storeOpts{lease: 2 * time.Second})
 	b = openStore(t, te, "leases", "b", storeOpts{lease: 2 * time.Second})
 	ctx := context.Background()
@@ -319,8 +321,8 @@ func TestDynamoSweepStaleHolder(t *testing.T) {
 	ctx := context.Background()
 	var stoppedAt atomic.Int64
 	context.AfterFunc(held, func() { stoppedAt.Store(time.Now().UnixMilli()) })
-	te.setHook(func(op string, r *http.Request) error {
-		if accessKey(r) == "a" && op == "UpdateItem" {
+	te.Engine.SetHook(func(op string, r *http.Request) error {
+		if enginetest.AccessKey(r) == "a" && op == "UpdateItem" {
 			return engine.NewError("ThrottlingException", "Rate of requests exceeds the allowed throughput.", 400)
 		}
 		return nil
@@ -338,7 +340,7 @@ func TestDynamoSweepStaleHolder(t *testing.T) {
 	if stop := stoppedAt.Load(); stop == 0 || stop >= took {
 		t.Errorf("a stopped at %d, not before b took the table at %d", stop, took)
 	}
-	te.setHook(nil)
+	te.Engine.SetHook(nil)
 	if err := b.SaveSweepCursor(ctx, "Sessions", win2); err != nil {
 		t.Fatal(err)
 	}
@@ -360,8 +362,8 @@ func TestDynamoSweepStaleHolder(t *testing.T) {
 // random times, while a third of the lease writes are throttled: at no
 // moment do two of them hold it.
 func TestDynamoSweepExclusive(t *testing.T) {
-	te := startEngine(t, engine.Options{TTLInterval: -1})
-	te.setHook(func(op string, r *http.Request) error {
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
+	te.Engine.SetHook(func(op string, r *http.Request) error {
 		if op == "UpdateItem" && rand.N(3) == 0 {
 			return engine.Throttle()
 		}
@@ -415,8 +417,8 @@ func TestDynamoSweepExclusive(t *testing.T) {
 // is free; an error no retry fixes ends the wait.
 func TestDynamoSweepWaitsThroughOutage(t *testing.T) {
 	te, a, b, _, releaseA := sweepPair(t)
-	te.setHook(func(op string, r *http.Request) error {
-		if accessKey(r) == "b" {
+	te.Engine.SetHook(func(op string, r *http.Request) error {
+		if enginetest.AccessKey(r) == "b" {
 			return engine.NewError("InternalServerError", "Internal server error", 500)
 		}
 		return nil
@@ -429,7 +431,7 @@ func TestDynamoSweepWaitsThroughOutage(t *testing.T) {
 		}
 		got <- err
 	}()
-	eventually(t, 10*time.Second, "b reports the outage", func() error {
+	eventually.Wait(t, 10*time.Second, "b reports the outage", func() error {
 		if b.Ready() == nil {
 			return errors.New("b ready")
 		}
@@ -438,7 +440,7 @@ func TestDynamoSweepWaitsThroughOutage(t *testing.T) {
 	if err := releaseA(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	te.setHook(nil)
+	te.Engine.SetHook(nil)
 	select {
 	case err := <-got:
 		if err != nil {
@@ -447,10 +449,10 @@ func TestDynamoSweepWaitsThroughOutage(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("b did not take the table once the lease table answered")
 	}
-	eventually(t, 10*time.Second, "b ready again", b.Ready)
+	eventually.Wait(t, 10*time.Second, "b ready again", b.Ready)
 
-	te.setHook(func(op string, r *http.Request) error {
-		if accessKey(r) == "a" {
+	te.Engine.SetHook(func(op string, r *http.Request) error {
+		if enginetest.AccessKey(r) == "a" {
 			return engine.NewError("AccessDeniedException", "not authorized to perform dynamodb:GetItem", 400)
 		}
 		return nil

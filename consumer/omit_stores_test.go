@@ -1,4 +1,4 @@
-package checkpoint_test
+package consumer_test
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -21,9 +20,11 @@ import (
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/shard"
-	"github.com/ttl-archiver/archiver/sinks"
+	"github.com/ttl-archiver/archiver/sinks/sinktest"
 )
 
 // omitSpy is a real Streams client that counts the full descriptions of the
@@ -60,83 +61,24 @@ func (s *omitSpy) counts() (without, sinceGap int) {
 	return s.without, s.sinceGap
 }
 
-// orderSink holds every write until its gate opens, then records each
-// event's shard and key in arrival order.
-type orderSink struct {
-	gate     chan struct{}
-	held     chan struct{}
-	heldOnce sync.Once
-
-	mu     sync.Mutex
-	shards []string       // shard of each event, in arrival order
-	keys   map[string]int // item key → deliveries
-}
-
-func (s *orderSink) Name() string { return "order" }
-
-func (s *orderSink) Write(ctx context.Context, b sinks.Batch, ack sinks.Ack) error {
-	s.heldOnce.Do(func() { close(s.held) })
-	select {
-	case <-s.gate:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	s.mu.Lock()
-	for _, ev := range b.Events {
-		s.shards = append(s.shards, ev.ShardID)
-		if v, ok := ev.Keys["id"].(*stypes.AttributeValueMemberS); ok {
-			s.keys[v.Value]++
-		}
-	}
-	s.mu.Unlock()
-	ack(nil)
-	return nil
-}
-
-func (s *orderSink) Flush(context.Context) error { return nil }
-func (s *orderSink) Close(context.Context) error { return nil }
-
-func (s *orderSink) distinct() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.keys)
-}
-
 // omitBed is an engine with a table "items" whose one shard was rolled
 // over: the closed parent holds 300 items, its open child 300 more.
 type omitBed struct {
-	srv           *engine.Server
-	ddb           *dynamodb.Client
+	*enginetest.Bed
 	arn           string
 	parent, child string
 }
 
 func newOmitBed(t *testing.T) *omitBed {
 	t.Helper()
-	srv, err := engine.Listen("127.0.0.1:0", engine.Options{TTLInterval: -1, StreamShards: 1, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	b := &omitBed{srv: srv, ddb: dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.Endpoint()),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "secret", "")})}
-	ctx := context.Background()
-	out, err := b.ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String("items"), BillingMode: dtypes.BillingModePayPerRequest,
-		AttributeDefinitions: []dtypes.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: dtypes.ScalarAttributeTypeS}},
-		KeySchema:            []dtypes.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: dtypes.KeyTypeHash}},
-		StreamSpecification:  &dtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: dtypes.StreamViewTypeNewAndOldImages},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.arn = aws.ToString(out.TableDescription.LatestStreamArn)
+	b := &omitBed{Bed: enginetest.Start(t, engine.Options{TTLInterval: -1, StreamShards: 1, Logger: zap.NewNop()})}
+	b.arn = b.CreateTable(t, enginetest.Table{Name: "items", Hash: "id"})
 	b.write(t, "p")
-	if err := srv.Engine().ForceRollover("items"); err != nil {
+	if err := b.Engine.ForceRollover("items"); err != nil {
 		t.Fatal(err)
 	}
 	b.write(t, "c")
-	d, err := b.streams("test").DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(b.arn)})
+	d, err := b.Streams.DescribeStream(context.Background(), &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(b.arn)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,18 +104,13 @@ func (b *omitBed) write(t *testing.T, prefix string) {
 			}}})
 		}
 		for len(reqs) > 0 {
-			out, err := b.ddb.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]dtypes.WriteRequest{"items": reqs}})
+			out, err := b.DynamoDB.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]dtypes.WriteRequest{"items": reqs}})
 			if err != nil {
 				t.Fatalf("BatchWriteItem: %v", err)
 			}
 			reqs = out.UnprocessedItems["items"]
 		}
 	}
-}
-
-func (b *omitBed) streams(key string) *dynamodbstreams.Client {
-	return dynamodbstreams.New(dynamodbstreams.Options{Region: "us-east-1", BaseEndpoint: aws.String(b.srv.Endpoint()),
-		Credentials: credentials.NewStaticCredentialsProvider(key, "secret", "")})
 }
 
 // openOmitStore opens the file store or the DynamoDB lease store; the lease
@@ -188,7 +125,7 @@ func openOmitStore(t *testing.T, b *omitBed, mode string) (checkpoint.Store, sha
 		t.Cleanup(func() { s.Close() })
 		return s, nil
 	}
-	s, err := checkpoint.OpenDynamo(context.Background(), checkpoint.DynamoOptions{Client: b.ddb, Table: "leases", Create: true,
+	s, err := checkpoint.OpenDynamo(context.Background(), checkpoint.DynamoOptions{Client: b.DynamoDB, Table: "leases", Create: true,
 		WorkerID: "w1", LeaseDuration: 6 * time.Second, RenewEvery: time.Second})
 	if err != nil {
 		t.Fatalf("OpenDynamo: %v", err)
@@ -208,8 +145,10 @@ func TestOmittedParentInBothStores(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			b := newOmitBed(t)
 			store, asg := openOmitStore(t, b, mode)
-			spy := &omitSpy{Client: b.streams("w1"), shard: b.parent}
-			sink := &orderSink{gate: make(chan struct{}), held: make(chan struct{}), keys: map[string]int{}}
+			spy := &omitSpy{Client: b.StreamsClient("w1"), shard: b.parent}
+			gate := make(chan struct{})
+			sink := sinktest.New("order")
+			sink.Gate(gate)
 			c, err := consumer.New(consumer.Config{
 				Options: shard.Options{
 					Streams: spy, TableNames: []string{"items"}, Assigner: asg, GetRecordsLimit: 25,
@@ -217,7 +156,7 @@ func TestOmittedParentInBothStores(t *testing.T) {
 					StopTimeout: 5 * time.Second,
 					Logger:      zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
 				},
-				Tables: b.ddb, Store: store,
+				Tables: b.DynamoDB, Store: store,
 				Routes:           []consumer.Route{{Sink: sink, Kinds: []event.Kind{event.Inserted}}},
 				MaxInFlightBytes: 1, CheckpointInterval: 100 * time.Millisecond, ShutdownTimeout: 5 * time.Second,
 			})
@@ -244,22 +183,22 @@ func TestOmittedParentInBothStores(t *testing.T) {
 			defer stop()
 
 			select {
-			case <-sink.held:
+			case <-sink.Arrived():
 			case <-time.After(30 * time.Second):
 				t.Fatal("the parent's first batch never reached the sink")
 			}
-			if err := b.srv.Engine().OmitShardFromDescribe("items", b.parent, 1); err != nil {
+			if err := b.Engine.OmitShardFromDescribe("items", b.parent, 1); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 30*time.Second, "three descriptions after the one without the parent", func() error {
+			eventually.Wait(t, 30*time.Second, "three descriptions after the one without the parent", func() error {
 				if without, since := spy.counts(); without != 1 || since < 3 {
 					return fmt.Errorf("%d descriptions without the parent, %d since", without, since)
 				}
 				return nil
 			})
-			close(sink.gate)
-			waitFor(t, 60*time.Second, "all 600 items", func() error {
-				if n := sink.distinct(); n < 600 {
+			close(gate)
+			eventually.Wait(t, 60*time.Second, "all 600 items", func() error {
+				if n := len(deliveries(sink.Events())); n < 600 {
 					return fmt.Errorf("%d delivered", n)
 				}
 				return nil
@@ -270,20 +209,30 @@ func TestOmittedParentInBothStores(t *testing.T) {
 	}
 }
 
+// deliveries counts the deliveries of each item key ("id").
+func deliveries(evs []event.Event) map[string]int {
+	keys := map[string]int{}
+	for _, ev := range evs {
+		if v, ok := ev.Keys["id"].(*stypes.AttributeValueMemberS); ok {
+			keys[v.Value]++
+		}
+	}
+	return keys
+}
+
 // checkOmitted checks that every item arrived and the parent's events came
 // before the child's, and that the parent is stored finished.
-func checkOmitted(t *testing.T, b *omitBed, store checkpoint.Store, sink *orderSink) {
+func checkOmitted(t *testing.T, b *omitBed, store checkpoint.Store, sink *sinktest.Recorder) {
 	t.Helper()
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	if len(sink.keys) != 600 {
-		t.Errorf("%d distinct items delivered, want 600", len(sink.keys))
+	evs := sink.Events()
+	if n := len(deliveries(evs)); n != 600 {
+		t.Errorf("%d distinct items delivered, want 600", n)
 	}
-	lastParent, firstChild := -1, len(sink.shards)
-	for i, id := range sink.shards {
-		if id == b.parent {
+	lastParent, firstChild := -1, len(evs)
+	for i, ev := range evs {
+		if ev.ShardID == b.parent {
 			lastParent = i
-		} else if id == b.child && i < firstChild {
+		} else if ev.ShardID == b.child && i < firstChild {
 			firstChild = i
 		}
 	}
