@@ -29,12 +29,24 @@ type Preflighter interface {
 
 // The checks a preflight runs, as [PreflightError.Check] names them.
 const (
+	CheckCredentials       = "credentials accepted"     // S3: HeadBucket (and a GET to learn why it failed)
 	CheckBucketExists      = "bucket exists"            // S3: HeadBucket
 	CheckBucketWritable    = "bucket writable"          // S3: PutObject of a marker under the prefix
 	CheckKMSKeyUsable      = "kms key usable"           // S3 with sse=aws:kms: that PutObject, refused over the key
 	CheckConnected         = "connected"                // NATS: a round trip to the server
 	CheckStreamCaptures    = "stream captures subjects" // NATS JetStream: a stream captures the subject template
 	CheckDirectoryWritable = "directory writable"       // file: a file created, synced and removed
+)
+
+// What an S3 preflight finds wrong, matched with errors.Is through a
+// *PreflightError. Skipping the checks cures neither: every upload would
+// fail the same way.
+var (
+	// ErrNoSuchBucket: the sink's bucket does not exist.
+	ErrNoSuchBucket = errors.New("no such bucket")
+	// ErrCredentials: S3 refused the credentials themselves (an unknown
+	// access key, a wrong secret, an expired session token).
+	ErrCredentials = errors.New("credentials refused")
 )
 
 // PreflightTimeout bounds one sink's preflight: a destination that does
@@ -97,8 +109,11 @@ func (s *S3Sink) PreflightKey() string {
 	return s.c.Prefix + "/_archiver/preflight"
 }
 
-// Preflight proves the sink can write. [CheckBucketExists]: HeadBucket
-// answers (the role needs s3:ListBucket on the bucket). [CheckBucketWritable]:
+// Preflight proves the sink can write. [CheckCredentials] and
+// [CheckBucketExists]: HeadBucket answers (the role needs s3:ListBucket on
+// the bucket); when it does not, the error says whether the credentials
+// were refused ([ErrCredentials]), the bucket is missing
+// ([ErrNoSuchBucket]) or access was denied. [CheckBucketWritable]:
 // a small marker object ([S3Sink.PreflightKey]) is put with the sink's
 // server-side encryption, so with sse=aws:kms a key that is missing,
 // disabled or not usable by the role fails [CheckKMSKeyUsable]. The marker
@@ -109,7 +124,8 @@ func (s *S3Sink) Preflight(ctx context.Context) error {
 	ctx, cancel := preflightContext(ctx)
 	defer cancel()
 	if _, err := s.api.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.c.Bucket)}); err != nil {
-		return &PreflightError{Sink: s.name, Check: CheckBucketExists, Err: headBucketCause(s.c.Bucket, err)}
+		check, cause := s.headBucketCause(ctx, err)
+		return &PreflightError{Sink: s.name, Check: check, Err: cause}
 	}
 	key := s.PreflightKey()
 	in := &s3.PutObjectInput{Bucket: aws.String(s.c.Bucket), Key: aws.String(key),
@@ -133,18 +149,39 @@ func (s *S3Sink) Preflight(ctx context.Context) error {
 	return nil
 }
 
-// headBucketCause says what a failed HeadBucket means (its answer has no
-// body, so the status is all there is).
-func headBucketCause(bucket string, err error) error {
-	switch awserr.StatusCode(err) {
-	case http.StatusNotFound:
-		return fmt.Errorf("bucket %q does not exist: %w", bucket, err)
-	case http.StatusForbidden:
-		return fmt.Errorf("access to bucket %q denied (HeadBucket needs s3:ListBucket on it): %w", bucket, err)
-	case http.StatusMovedPermanently:
-		return fmt.Errorf("bucket %q is in another region: %w", bucket, err)
+// headBucketCause says which check a failed HeadBucket fails and why. Its
+// answer has no body, so its status alone cannot tell refused credentials
+// from a missing bucket or a denied permission (S3 answers a wrong secret
+// with 403, versitygw an unknown access key with 404): on a 400, 403 or
+// 404 a GET of the marker key asks again, and the code in that answer
+// decides when it names one.
+func (s *S3Sink) headBucketCause(ctx context.Context, err error) (check string, cause error) {
+	bucket := s.c.Bucket
+	status := awserr.StatusCode(err)
+	if status == http.StatusBadRequest || status == http.StatusForbidden || status == http.StatusNotFound {
+		out, gerr := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(s.PreflightKey())})
+		switch {
+		case gerr == nil:
+			_ = out.Body.Close()
+		case awserr.IsCredentials(gerr):
+			return CheckCredentials, fmt.Errorf("%w (%s): S3 did not accept the AWS credentials this process uses; "+
+				"check the access key ID and secret (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, the task role) "+
+				"and that a session token has not expired: %w", ErrCredentials, awserr.Code(gerr), gerr)
+		case awserr.Code(gerr) == "NoSuchBucket":
+			err = gerr
+			status = http.StatusNotFound
+		}
 	}
-	return fmt.Errorf("bucket %q: %w", bucket, err)
+	switch status {
+	case http.StatusNotFound:
+		return CheckBucketExists, fmt.Errorf("%w: bucket %q does not exist: create it, or correct the bucket (and region) in the sink URL: %w",
+			ErrNoSuchBucket, bucket, err)
+	case http.StatusForbidden:
+		return CheckBucketExists, fmt.Errorf("access to bucket %q denied (HeadBucket needs s3:ListBucket on it): %w", bucket, err)
+	case http.StatusMovedPermanently:
+		return CheckBucketExists, fmt.Errorf("bucket %q is in another region: %w", bucket, err)
+	}
+	return CheckBucketExists, fmt.Errorf("bucket %q: %w", bucket, err)
 }
 
 // mentionsKMS reports whether an S3 error is about the KMS key (a KMS.*

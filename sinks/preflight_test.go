@@ -1,6 +1,7 @@
 package sinks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,19 +56,34 @@ func TestS3Preflight(t *testing.T) {
 			return true
 		}
 	}
+	// either answers HEAD as head and GET as get (S3's answers to one
+	// refusal: a HEAD's has no body).
+	either := func(head, get faultFunc) faultFunc {
+		return func(w http.ResponseWriter, r *http.Request, next func(http.ResponseWriter)) bool {
+			return head(w, r, next) || get(w, r, next)
+		}
+	}
+	bare := func(status int) faultFunc { return refuse(http.MethodHead, status, "", "") }
 	for _, tc := range []struct {
 		name     string
 		bucket   string
 		query    string
+		access   string
 		secret   string
 		fault    faultFunc
 		check    string // "" for success
 		mentions []string
+		is       error // the cause errors.Is matches (nil: neither ErrCredentials nor ErrNoSuchBucket)
 	}{
 		{name: "writable bucket"},
 		{name: "writable bucket, delete refused", fault: refuse(http.MethodDelete, 403, "AccessDenied", "Access Denied")},
-		{name: "missing bucket", bucket: "nosuchbucket", check: CheckBucketExists, mentions: []string{`bucket "nosuchbucket" does not exist`, "404"}},
-		{name: "bad credentials", secret: "wrong", check: CheckBucketExists, mentions: []string{"access to bucket", "s3:ListBucket", "403"}},
+		{name: "missing bucket", bucket: "nosuchbucket", check: CheckBucketExists, mentions: []string{`bucket "nosuchbucket" does not exist`, "create it", "NoSuchBucket"}, is: ErrNoSuchBucket},
+		{name: "wrong secret key", secret: "wrong", check: CheckCredentials, mentions: []string{"did not accept the AWS credentials", "SignatureDoesNotMatch", "AWS_SECRET_ACCESS_KEY"}, is: ErrCredentials},
+		{name: "unknown access key", access: "AKIANOSUCHKEY", check: CheckCredentials, mentions: []string{"did not accept the AWS credentials", "XAdminUserNotFound"}, is: ErrCredentials},
+		{name: "unknown access key, missing bucket", bucket: "nosuchbucket", access: "AKIANOSUCHKEY", check: CheckCredentials, mentions: []string{"XAdminUserNotFound"}, is: ErrCredentials},
+		{name: "expired session token", fault: either(bare(400), refuse(http.MethodGet, 400, "ExpiredToken", "The provided token has expired.")), check: CheckCredentials, mentions: []string{"ExpiredToken"}, is: ErrCredentials},
+		{name: "listing denied", fault: either(bare(403), refuse(http.MethodGet, 403, "AccessDenied", "Access Denied")), check: CheckBucketExists, mentions: []string{"access to bucket", "s3:ListBucket", "403"}},
+		{name: "listing and reading denied, bare", fault: either(bare(403), refuse(http.MethodGet, 403, "", "")), check: CheckBucketExists, mentions: []string{"access to bucket", "s3:ListBucket", "403"}},
 		{name: "put refused", fault: refuse(http.MethodPut, 403, "AccessDenied", "Access Denied"), check: CheckBucketWritable, mentions: []string{"_archiver/preflight", "AccessDenied"}},
 		{name: "kms key missing", query: "sse=aws:kms&kms-key-id=alias/gone", fault: refuse(http.MethodPut, 400, "KMS.NotFoundException", "Key 'alias/gone' does not exist"), check: CheckKMSKeyUsable, mentions: []string{"KMS.NotFoundException"}},
 		{name: "kms key denied", query: "sse=aws:kms", fault: refuse(http.MethodPut, 403, "AccessDenied", "not authorized to perform: kms:GenerateDataKey"), check: CheckKMSKeyUsable, mentions: []string{"kms:GenerateDataKey"}},
@@ -81,9 +97,10 @@ func TestS3Preflight(t *testing.T) {
 				bucket = tc.bucket
 			}
 			o := Options{AWSConfig: testAWSConfig}
-			if tc.secret != "" {
+			if tc.secret != "" || tc.access != "" {
+				access, secret := cmp.Or(tc.access, testAccessKey), cmp.Or(tc.secret, testSecretKey)
 				o.AWSConfig = func(_ context.Context, region string) (aws.Config, error) {
-					return aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider(testAccessKey, tc.secret, "")}, nil
+					return aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider(access, secret, "")}, nil
 				}
 			}
 			u := "s3://" + bucket + "/pre?endpoint=" + px.url + "&path-style=true&" + tc.query
@@ -107,6 +124,11 @@ func TestS3Preflight(t *testing.T) {
 				return
 			}
 			wantPreflightError(t, err, "s3://"+bucket+"/pre", tc.check, tc.mentions...)
+			for _, sentinel := range []error{ErrCredentials, ErrNoSuchBucket} {
+				if got := errors.Is(err, sentinel); got != (sentinel == tc.is) {
+					t.Errorf("errors.Is(err, %q) = %v, want %v", sentinel, got, !got)
+				}
+			}
 		})
 	}
 }
