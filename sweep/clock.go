@@ -16,7 +16,7 @@ import (
 // ErrClockSkew is matched (errors.Is) by the error of a pass that deleted
 // nothing because the sweeper's clock disagrees with DynamoDB's by more
 // than Config.MaxClockSkew.
-var ErrClockSkew = errors.New("sweep: clock skew against DynamoDB exceeds Config.MaxClockSkew")
+var ErrClockSkew = errors.New("sweep: clock skew against DynamoDB exceeds the allowed maximum")
 
 // maxSampleRTT is the slowest round trip whose Date header is used. A
 // response's Date says DynamoDB's time to the second at some instant of

@@ -69,10 +69,10 @@ func TestTablesNotSetUpForSweeping(t *testing.T) {
 		edit func(*Config)
 		want string // in the error; "" for none
 	}{
-		{"TTL disabled", bedOptions{noTTL: true}, nil, "table sessions has no TTL enabled: enable it, or name the attribute in Config.TTLAttribute"},
+		{"TTL disabled", bedOptions{noTTL: true}, nil, "table sessions has no TTL enabled: enable it, or name the TTL attribute to sweep on"},
 		{"TTL disabled, attribute named", bedOptions{noTTL: true}, func(c *Config) { c.TTLAttribute = "ttl" }, ""},
-		{"no such index", bedOptions{}, func(c *Config) { c.Index = "byWindow" }, `table sessions has no global secondary index "byWindow" (Config.Index)`},
-		{"another hash key", bedOptions{}, func(c *Config) { c.WindowAttribute = "bucket" }, `index expirationWindowIndex of table sessions has the hash key "expirationWindow", not the window attribute "bucket" (Config.WindowAttribute)`},
+		{"no such index", bedOptions{}, func(c *Config) { c.Index = "byWindow" }, `table sessions has no global secondary index "byWindow"`},
+		{"another hash key", bedOptions{}, func(c *Config) { c.WindowAttribute = "bucket" }, `index expirationWindowIndex of table sessions has the hash key "expirationWindow", not the window attribute "bucket"`},
 		{"TTL not in the index", bedOptions{hashOnly: true}, nil, `index expirationWindowIndex of table sessions neither has the TTL attribute "ttl" as its range key nor projects it`},
 		{"TTL projected", bedOptions{hashOnly: true, projection: types.ProjectionTypeAll}, nil, ""},
 		{"no such table", bedOptions{}, func(c *Config) { c.Table = "carts" }, "DescribeTimeToLive carts"},
@@ -96,8 +96,8 @@ func TestTablesNotSetUpForSweeping(t *testing.T) {
 			defer cancel()
 			runErr := s.Run(ctx) // returns at once with the error
 			for _, err := range []error{passErr, runErr} {
-				if err == nil || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("got %v, want an error saying %s", err, tc.want)
+				if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "Config.") {
+					t.Fatalf("got %v, want an error saying %s and naming no Config field", err, tc.want)
 				}
 			}
 			if ctx.Err() != nil {

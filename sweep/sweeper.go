@@ -72,6 +72,24 @@ type PassStats struct {
 // fixes.
 var errNotSweepable = errors.New("not sweepable")
 
+// SetupError is a mismatch between the table's set-up and the sweeper's
+// configuration that no retry fixes. Its message names no Config field;
+// Setting names the one at fault (Index, WindowAttribute, TTLAttribute),
+// for a command to name its own flag or key.
+type SetupError struct {
+	Setting string
+	Msg     string
+}
+
+func (e *SetupError) Error() string { return e.Msg }
+
+// Unwrap marks it as a set-up error that no retry fixes.
+func (e *SetupError) Unwrap() error { return errNotSweepable }
+
+func setupErrorf(setting, format string, a ...any) error {
+	return &SetupError{Setting: setting, Msg: fmt.Sprintf(format, a...)}
+}
+
 // New returns a Sweeper for cfg. Its errors name the Config field that is
 // wrong. New makes no calls: the table is described, and the cursor
 // loaded, by the first Pass or by Run.
@@ -188,7 +206,7 @@ type TTLAttributeMismatchError struct {
 }
 
 func (e *TTLAttributeMismatchError) Error() string {
-	return fmt.Sprintf("sweep: table %s has DynamoDB's TTL enabled on %q, not on the configured TTL attribute %q: sweeping on %q would delete items DynamoDB's TTL does not consider expired (Config.TTLAttributeOverride allows it)",
+	return fmt.Sprintf("sweep: table %s has DynamoDB's TTL enabled on %q, not on the configured TTL attribute %q: sweeping on %q would delete items DynamoDB's TTL does not consider expired (unless overridden)",
 		e.Table, e.Enabled, e.Configured, e.Configured)
 }
 
@@ -236,18 +254,18 @@ func (s *Sweeper) describe(ctx context.Context) (*tableInfo, error) {
 		}
 		hash, rng := keyNames(ix.KeySchema)
 		if hash != s.cfg.WindowAttribute {
-			return nil, fmt.Errorf("sweep: index %s of table %s has the hash key %q, not the window attribute %q (Config.WindowAttribute): %w", s.cfg.Index, table, hash, s.cfg.WindowAttribute, errNotSweepable)
+			return nil, setupErrorf("WindowAttribute", "sweep: index %s of table %s has the hash key %q, not the window attribute %q", s.cfg.Index, table, hash, s.cfg.WindowAttribute)
 		}
 		t.rangeIsTTL = rng == t.ttl
 		if !t.rangeIsTTL && !projects(ix.Projection, t.ttl) {
-			return nil, fmt.Errorf("sweep: index %s of table %s neither has the TTL attribute %q as its range key nor projects it: %w", s.cfg.Index, table, t.ttl, errNotSweepable)
+			return nil, setupErrorf("Index", "sweep: index %s of table %s neither has the TTL attribute %q as its range key nor projects it", s.cfg.Index, table, t.ttl)
 		}
 		if !t.rangeIsTTL {
 			s.log.Warn("sweep: the index's range key is not the TTL attribute: open windows are read whole and filtered", zap.String("index", s.cfg.Index), zap.String("range_key", rng))
 		}
 		return t, nil
 	}
-	return nil, fmt.Errorf("sweep: table %s has no global secondary index %q (Config.Index): %w", table, s.cfg.Index, errNotSweepable)
+	return nil, setupErrorf("Index", "sweep: table %s has no global secondary index %q", table, s.cfg.Index)
 }
 
 // ttlAttribute is the attribute to sweep on: the one the table's TTL is
@@ -265,7 +283,7 @@ func (s *Sweeper) ttlAttribute(ctx context.Context) (string, error) {
 	}
 	switch want := s.cfg.TTLAttribute; {
 	case want == "" && enabled == "":
-		return "", fmt.Errorf("sweep: table %s has no TTL enabled: enable it, or name the attribute in Config.TTLAttribute: %w", table, errNotSweepable)
+		return "", setupErrorf("TTLAttribute", "sweep: table %s has no TTL enabled: enable it, or name the TTL attribute to sweep on", table)
 	case want == "":
 		return enabled, nil
 	case enabled != "" && enabled != want && !s.cfg.TTLAttributeOverride:

@@ -130,11 +130,23 @@ func checkSweepSource(ctx context.Context, cfg *sweepConfig, region string, c sw
 		return fmt.Errorf("--ttl-attribute %q: table %s has DynamoDB's TTL enabled on %q, so sweeping on %q would delete items DynamoDB's TTL does not consider expired; name %q, or give --ttl-attribute-override to sweep on %q anyway: %w",
 			mm.Configured, mm.Table, mm.Enabled, mm.Configured, mm.Enabled, mm.Configured, err)
 	}
+	var se *sweep.SetupError
+	if errors.As(err, &se) && sweepSettingFlags[se.Setting] != "" {
+		err = fmt.Errorf("%w (%s)", err, sweepSettingFlags[se.Setting])
+	}
 	where := "AWS's endpoint for region " + region
 	if cfg.shared.Endpoint != "" {
 		where = redact.URL(cfg.shared.Endpoint)
 	}
 	return fmt.Errorf("start-up check of table %s at %s failed: %w", cfg.Table, where, err)
+}
+
+// sweepSettingFlags names the flag of each sweep.Config setting a
+// sweep.SetupError can be about.
+var sweepSettingFlags = map[string]string{
+	"Index":           "--index",
+	"WindowAttribute": "--window-attribute",
+	"TTLAttribute":    "--ttl-attribute",
 }
 
 // serveSweepHealth starts /metrics, /healthz and /readyz: ready while the

@@ -36,7 +36,7 @@ func TestSweepStartUpCheck(t *testing.T) {
 		{"no such table", srv.Endpoint(), []string{"--table", "Missing"},
 			[]string{"table Missing at " + srv.Endpoint(), "ResourceNotFoundException"}},
 		{"no such index", srv.Endpoint(), []string{"--table", sweptTable, "--index", "byWindow"},
-			[]string{"table " + sweptTable + " at " + srv.Endpoint(), `no global secondary index "byWindow"`}},
+			[]string{"table " + sweptTable + " at " + srv.Endpoint(), `no global secondary index "byWindow" (--index)`}},
 		{"endpoint does not answer", dead, []string{"--table", sweptTable},
 			[]string{"table " + sweptTable + " at " + dead, "connection refused"}},
 		{"TTL enabled on another attribute", srv.Endpoint(), []string{"--table", sweptTable, "--ttl-attribute", "expiresAt"},
@@ -51,6 +51,9 @@ func TestSweepStartUpCheck(t *testing.T) {
 			code := dispatch(ctx, args, env{stdout: io.Discard, stderr: &stderr, getenv: envMap(nil)})
 			if code != 1 || ctx.Err() != nil {
 				t.Fatalf("exit %d (context ended: %v), want 1 by itself; stderr:\n%s", code, ctx.Err(), stderr.String())
+			}
+			if strings.Contains(stderr.String(), "Config.") {
+				t.Errorf("stderr names a Go field:\n%s", stderr.String())
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(stderr.String(), w) {
