@@ -30,7 +30,7 @@ type KeyMatch struct {
 func ParseKey(s string) (KeyMatch, error) {
 	name, val, ok := strings.Cut(s, "=")
 	if !ok || name == "" {
-		return KeyMatch{}, fmt.Errorf("--key %q: want ATTR=VALUE (e.g. userId=abc or userId=S:abc)", s)
+		return KeyMatch{}, fmt.Errorf("%q: want ATTR=VALUE (e.g. userId=abc or userId=S:abc)", s)
 	}
 	k := KeyMatch{Attr: name, Value: val}
 	if len(val) >= 2 && val[1] == ':' && strings.IndexByte("SNB", val[0]) >= 0 {
@@ -39,12 +39,12 @@ func ParseKey(s string) (KeyMatch, error) {
 	switch k.Type {
 	case "N":
 		if !event.ValidNumber(k.Value) {
-			return KeyMatch{}, fmt.Errorf("--key %q: %q is not a number", s, k.Value)
+			return KeyMatch{}, fmt.Errorf("%q: %q is not a number", s, k.Value)
 		}
 	case "B":
 		b, err := base64.StdEncoding.DecodeString(k.Value)
 		if err != nil {
-			return KeyMatch{}, fmt.Errorf("--key %q: B: wants base64: %v", s, err)
+			return KeyMatch{}, fmt.Errorf("%q: B: wants base64: %v", s, err)
 		}
 		k.bin = b
 	}

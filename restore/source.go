@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/ttl-archiver/archiver/archive"
 	"github.com/ttl-archiver/archiver/event"
@@ -22,22 +21,6 @@ func ArchiveSource(a *archive.Archive, sel archive.Selection, stats *archive.Sta
 	}
 }
 
-// ParseTime reads a --since or --until value: RFC 3339
-// (2026-11-01T12:00:00Z), a day (2026-11-01, midnight UTC), an hour
-// (2026-11-01T12, UTC) or a duration before now (36h, 90m).
-func ParseTime(flag, s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02T15", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
-		}
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d).UTC(), nil
-	}
-	return time.Time{}, fmt.Errorf("--%s: %q is not a time: want RFC 3339 (2026-11-01T12:00:00Z), a day (2026-11-01), an hour (2026-11-01T12) or a duration before now (36h)", flag, s)
-}
-
 // ParseKinds reads --kind values (expired, deleted, inserted, modified, or
 // all).
 func ParseKinds(vals []string) ([]event.Kind, error) {
@@ -52,7 +35,7 @@ func ParseKinds(vals []string) ([]event.Kind, error) {
 			case event.Kind(k).Valid():
 				out = append(out, event.Kind(k))
 			default:
-				return nil, fmt.Errorf("--kind: %q is not expired, deleted, inserted, modified or all", k)
+				return nil, fmt.Errorf("%q is not expired, deleted, inserted, modified or all", k)
 			}
 		}
 	}

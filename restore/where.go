@@ -52,7 +52,7 @@ type WhereError struct {
 }
 
 func (e *WhereError) Error() string {
-	return fmt.Sprintf("--where: at position %d: %s", e.Pos, e.Problem)
+	return fmt.Sprintf("at position %d: %s", e.Pos, e.Problem)
 }
 
 type condKind int

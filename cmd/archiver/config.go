@@ -77,6 +77,7 @@ type option[C any] struct {
 	name    string // flag name and YAML key
 	alias   string // alternative YAML key (plural form of a repeatable)
 	kind    optKind
+	typ     string // the value's type as help shows it (default: from kind)
 	def     string
 	usage   string
 	secret  bool // values are URLs whose credentials must be masked
@@ -84,6 +85,22 @@ type option[C any] struct {
 	set     func(*C, string, []string, time.Duration)
 	noFile  bool // flag and env only (config, print-config)
 	boolean bool
+}
+
+// typeName is the value's type as help shows it: "-retry-for duration".
+func (o option[C]) typeName() string {
+	if o.typ != "" {
+		return o.typ
+	}
+	switch o.kind {
+	case kindDuration:
+		return "duration"
+	case kindInt:
+		return "int"
+	case kindURLList:
+		return "url"
+	}
+	return "string"
 }
 
 func (o option[C]) env() string {
@@ -106,7 +123,7 @@ type command[C any] struct {
 var runCommand = command[runConfig]{name: "run", options: runOptions, validate: validateOption, check: validateRun}
 
 var runOptions = []option[runConfig]{
-	{name: "endpoint", secret: true, usage: "DynamoDB and DynamoDB Streams endpoint URL (default: AWS's endpoint for the region)",
+	{name: "endpoint", typ: "url", secret: true, usage: "DynamoDB and DynamoDB Streams endpoint URL (default: AWS's endpoint for the region)",
 		get: func(c *runConfig) any { return c.Endpoint }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Endpoint = s }},
 	{name: "region", usage: "AWS region (default: the AWS configuration's, or us-east-1 with a loopback --endpoint)",
 		get: func(c *runConfig) any { return c.Region }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Region = s }},
@@ -114,11 +131,11 @@ var runOptions = []option[runConfig]{
 		get: func(c *runConfig) any { return c.Tables }, set: func(c *runConfig, _ string, l []string, _ time.Duration) { c.Tables = l }},
 	{name: "stream-arn", alias: "stream-arns", kind: kindList, usage: "stream ARN to archive (repeatable)",
 		get: func(c *runConfig) any { return c.StreamARNs }, set: func(c *runConfig, _ string, l []string, _ time.Duration) { c.StreamARNs = l }},
-	{name: "checkpoint", secret: true, usage: "checkpoint store: file://PATH (one worker) or dynamodb://TABLE[?endpoint=&region=&create=true] (many workers)",
+	{name: "checkpoint", typ: "url", secret: true, usage: "checkpoint store: file://PATH (one worker) or dynamodb://TABLE[?endpoint=&region=&create=true] (many workers)",
 		get: func(c *runConfig) any { return c.Checkpoint }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Checkpoint = s }},
 	{name: "sink", alias: "sinks", kind: kindURLList, secret: true, usage: "sink URL: s3://BUCKET/PREFIX, nats://HOST:PORT, file://DIR, stdout:// (repeatable; ?events=expired,deleted picks kinds)",
 		get: func(c *runConfig) any { return c.Sinks }, set: func(c *runConfig, _ string, l []string, _ time.Duration) { c.Sinks = l }},
-	{name: "dead-letter", secret: true, usage: "sink URL (file://DIR, s3://BUCKET/PREFIX, ...) for what can never be delivered: records that cannot be decoded, and events a sink fails permanently or for longer than --retry-for, each with the failing sink, the error, the attempts and the first failure time (default: none; failing batches are retried until fixed)",
+	{name: "dead-letter", typ: "url", secret: true, usage: "sink URL (file://DIR, s3://BUCKET/PREFIX, ...) for what can never be delivered: records that cannot be decoded, and events a sink fails permanently or for longer than --retry-for, each with the failing sink, the error, the attempts and the first failure time (default: none; failing batches are retried until fixed)",
 		get: func(c *runConfig) any { return c.DeadLetter }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.DeadLetter = s }},
 	{name: "retry-for", kind: kindDuration, def: "15m", usage: "with --dead-letter: how long a batch may keep failing at one sink before its events go to the dead-letter sink",
 		get: func(c *runConfig) any { return c.RetryFor }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.RetryFor = d }},
@@ -144,7 +161,7 @@ var runOptions = []option[runConfig]{
 		get: func(c *runConfig) any { return c.LeaseRenew }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.LeaseRenew = d }},
 	{name: "shutdown-timeout", kind: kindDuration, def: "25s", usage: "on SIGTERM, time to flush sinks, checkpoint and release leases (keep it under ECS's stopTimeout)",
 		get: func(c *runConfig) any { return c.ShutdownTimeout }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.ShutdownTimeout = d }},
-	{name: "max-in-flight-bytes", def: "128MiB", usage: "memory budget, over all shards, for decoded records read and not yet acknowledged by every sink (estimated, the sinks' rendered copies included; with GC headroom and the sinks' own buffers the process peaks near 2.5x this)",
+	{name: "max-in-flight-bytes", typ: "bytes", def: "128MiB", usage: "memory budget, over all shards, for decoded records read and not yet acknowledged by every sink (estimated, the sinks' rendered copies included; with GC headroom and the sinks' own buffers the process peaks near 2.5x this)",
 		get: func(c *runConfig) any { return c.MaxInFlight }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.MaxInFlight = s }},
 	{name: "log-level", def: "info", usage: "debug, info, warn or error",
 		get: func(c *runConfig) any { return c.LogLevel }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.LogLevel = s }},
@@ -156,19 +173,32 @@ var runOptions = []option[runConfig]{
 		get: func(c *runConfig) any { return c.SDKDecoding }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.SDKDecoding = s == "true" }},
 	{name: "pprof", boolean: true, def: "false", usage: "also serve Go's runtime profiles (CPU, heap, goroutines, trace) under /debug/pprof/ on --metrics-addr; off by default, as they reveal internals",
 		get: func(c *runConfig) any { return c.Pprof }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Pprof = s == "true" }},
-	{name: "config", noFile: true, usage: "YAML configuration file (keys are the flag names)",
+	{name: "config", typ: "file", noFile: true, usage: "YAML configuration file (keys are the flag names)",
 		get: func(c *runConfig) any { return c.ConfigFile }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.ConfigFile = s }},
 	{name: "print-config", noFile: true, boolean: true, usage: "print the effective configuration (secrets masked) and exit",
 		get: func(c *runConfig) any { return c.PrintConfig }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.PrintConfig = s == "true" }},
 }
 
 // listFlag collects a repeatable flag.
+// listFlag is a repeatable flag; help shows typ and, as the default, def
+// (which the option's set applies when the flag is not given).
 type listFlag struct {
 	vals []string
 	url  bool
+	typ  string
+	def  string
 }
 
-func (l *listFlag) String() string { return strings.Join(l.vals, ",") }
+func (l *listFlag) Type() string { return l.typ }
+func (l *listFlag) String() string {
+	if l == nil {
+		return ""
+	}
+	if l.vals == nil {
+		return l.def
+	}
+	return strings.Join(l.vals, ",")
+}
 func (l *listFlag) Set(s string) error {
 	if l.url {
 		l.vals = append(l.vals, s)
@@ -243,7 +273,7 @@ func loadRunConfig(args []string, getenv func(string) string, stdout io.Writer) 
 func loadConfig[C any](cmd command[C], cfg *C, args []string, getenv func(string) string, stdout io.Writer) (map[string]string, error) {
 	fs := flag.NewFlagSet("archiver "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	strs := map[string]*string{}
+	strs := map[string]*typedString{}
 	lists := map[string]*listFlag{}
 	bools := map[string]*bool{}
 	for _, o := range cmd.options {
@@ -252,23 +282,17 @@ func loadConfig[C any](cmd command[C], cfg *C, args []string, getenv func(string
 		case o.boolean:
 			bools[o.name] = fs.Bool(o.name, false, usage)
 		case o.kind == kindList || o.kind == kindURLList:
-			l := &listFlag{url: o.kind == kindURLList}
+			l := &listFlag{url: o.kind == kindURLList, typ: o.typeName(), def: o.def}
 			lists[o.name] = l
 			fs.Var(l, o.name, usage)
 		default:
-			s := new(string)
+			s := &typedString{val: o.def, typ: o.typeName()}
 			strs[o.name] = s
-			fs.StringVar(s, o.name, o.def, usage)
+			fs.Var(s, o.name, usage)
 		}
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: archiver "+cmd.name+" [flags]\n\nEvery flag is also an environment variable (ARCHIVER_ + name in upper case,\nrepeatable flags comma-separated) and a key of the --config YAML file.\nPrecedence: flag > environment > file > default.\n\nflags:")
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return nil, errHelp
-		}
-		return nil, usagef("archiver %s: %v", cmd.name, err)
+	if err := parseFlags(fs, args, stdout, "usage: archiver "+cmd.name+" [flags]\n\nEvery flag is also an environment variable (ARCHIVER_ + name in upper case,\nrepeatable flags comma-separated) and a key of the --config YAML file.\nPrecedence: flag > environment > file > default.\n\nflags:\n"); err != nil {
+		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("archiver %s: unexpected argument %q (all settings are flags)", cmd.name, redact.URL(fs.Arg(0)))
@@ -280,7 +304,7 @@ func loadConfig[C any](cmd command[C], cfg *C, args []string, getenv func(string
 	var probs problems
 
 	// The config file's path itself: flag > env.
-	cfgPath := *strs["config"]
+	cfgPath := strs["config"].val
 	if !setFlags["config"] {
 		cfgPath = getenv("ARCHIVER_CONFIG")
 	}
@@ -310,7 +334,7 @@ func loadConfig[C any](cmd command[C], cfg *C, args []string, getenv func(string
 			} else if o.boolean {
 				raw = strconv.FormatBool(*bools[o.name])
 			} else {
-				raw = *strs[o.name]
+				raw = strs[o.name].val
 			}
 		case getenv(o.env()) != "":
 			src, from = "env", fmt.Sprintf("--%s (from %s)", o.name, o.env())

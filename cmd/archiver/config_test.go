@@ -129,7 +129,7 @@ func TestConfigValidation(t *testing.T) {
 			[]string{`--max-in-flight-bytes: "lots" is not a size from 1MiB to 1TiB`}},
 		{"bad stream arn", []string{"--stream-arn", "arn:nope", "--checkpoint", "file://c", "--sink", "stdout://"}, nil, "",
 			[]string{`--stream-arn: "arn:nope" is not a DynamoDB stream ARN`}},
-		{"unknown flag", []string{"--tabel", "x"}, nil, "", []string{"flag provided but not defined: -tabel"}},
+		{"unknown flag", []string{"--tabel", "x"}, nil, "", []string{"unknown flag --tabel; did you mean --table?"}},
 		{"unknown file key", ok, nil, "tabel: [x]\nregion: eu-west-1\n", []string{`unknown key "tabel" (line 1)`}},
 		{"file value of wrong shape", ok, nil, "region: [a, b]\n", []string{`--region (from `, `key "region"): want a single value`}},
 		{"bad boolean from env", ok, map[string]string{"ARCHIVER_PPROF": "maybe"}, "",

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -25,7 +23,6 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 		return usagef("archiver engine: %v", err)
 	}
 	fs := flag.NewFlagSet("archiver engine", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	listen := fs.String("listen", "127.0.0.1:8000", "address to serve DynamoDB and DynamoDB Streams on (loopback by default)")
 	ttlInterval := fs.Duration("ttl-interval", time.Second, "pause between TTL sweeps (negative: no sweeper)")
 	ttlLag := fs.Duration("ttl-lag", 0, "delay each expired item's deletion by a random 0..D, as production does")
@@ -45,14 +42,8 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	maxConns := fs.Int("max-conns", 1024, "open connections at most; beyond it the one waiting longest for a request is closed, or the new one waits if all are busy")
 	bodyTimeout := fs.Duration("body-timeout", time.Minute, "time to receive one request body; slower ones are answered 408 and their connection closed")
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "close a keep-alive connection idle this long")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(e.stdout, "usage: archiver engine [flags]\n\nflags:")
-			fs.SetOutput(e.stdout)
-			fs.PrintDefaults()
-			return errHelp
-		}
-		return usagef("archiver engine: %v", err)
+	if err := parseFlags(fs, args, e.stdout, "usage: archiver engine [flags]\n\nflags:"+"\n"); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("archiver engine: unexpected argument %q", fs.Arg(0))

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/ttl-archiver/archiver/internal/ops"
@@ -15,7 +13,6 @@ import (
 // It is the ECS container health check (the image has no curl).
 func healthCmd(ctx context.Context, args []string, e env) error {
 	fs := flag.NewFlagSet("archiver health", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	def := e.getenv("ARCHIVER_METRICS_ADDR")
 	if def == "" {
 		def = ":9090"
@@ -24,14 +21,8 @@ func healthCmd(ctx context.Context, args []string, e env) error {
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
 	quiet := fs.Bool("quiet", false, "print nothing when ready")
 	live := fs.Bool("live", false, "ask /healthz (the process is alive) instead of /readyz (it can do its work)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(e.stdout, "usage: archiver health [flags]\n\nExit 0 when the archiver's /readyz answers 200, 1 otherwise.\n\nflags:")
-			fs.SetOutput(e.stdout)
-			fs.PrintDefaults()
-			return errHelp
-		}
-		return usagef("archiver health: %v", err)
+	if err := parseFlags(fs, args, e.stdout, "usage: archiver health [flags]\n\nExit 0 when the archiver's /readyz answers 200, 1 otherwise.\n\nflags:"+"\n"); err != nil {
+		return err
 	}
 	if *timeout <= 0 {
 		return usagef("archiver health: --timeout: %s must be positive", *timeout)

@@ -8,6 +8,7 @@
 //	archiver restore  write archived items back into a DynamoDB table
 //	archiver replay   send archived events to a sink under their original IDs
 //	archiver verify   read an archive and report what is in it and what is wrong
+//	archiver tail     print the expiries arriving on a NATS JetStream stream
 //	archiver health   the container health check: exit 0 when /readyz says ready
 //	archiver version  print the version
 //
@@ -51,6 +52,7 @@ commands:
   restore   write archived items back into a DynamoDB table (never clobbering, TTL extended)
   replay    send archived events to a sink (nats://, s3://, ...) under their original IDs
   verify    read an archive (s3:// or file://) and report its contents, duplicates, unreadable lines and gaps
+  tail      print the expiries arriving on a NATS JetStream stream, or from --since back
   health    exit 0 when the archiver's /readyz endpoint reports ready
   version   print the version
 
@@ -90,6 +92,8 @@ func dispatch(ctx context.Context, args []string, e env) int {
 		err = restoreCmd(ctx, rest, e)
 	case "replay":
 		err = replayCmd(ctx, rest, e)
+	case "tail":
+		err = tailCmd(ctx, rest, e)
 	case "health":
 		err = healthCmd(ctx, rest, e)
 	case "version", "--version", "-version":

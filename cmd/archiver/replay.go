@@ -37,7 +37,7 @@ func replayOptions() []option[replayConfig] {
 	opts := selectOptions(func(c *replayConfig) *selectFlags { return &c.sel },
 		"table whose archived events to replay (repeatable; default: every table in the archive)")
 	return append(opts,
-		option[replayConfig]{name: "sink", secret: true, usage: "where to send the events: any sink URL archiver run takes (nats://, s3://, file://, stdout://); its events= parameter (default expired) says which kinds it takes (required)",
+		option[replayConfig]{name: "sink", typ: "url", secret: true, usage: "where to send the events: any sink URL archiver run takes (nats://, s3://, file://, stdout://); its events= parameter (default expired) says which kinds it takes (required)",
 			get: func(c *replayConfig) any { return c.Sink }, set: func(c *replayConfig, s string, _ []string, _ time.Duration) { c.Sink = s }},
 		option[replayConfig]{name: "batch", kind: kindInt, def: "500", usage: "events per batch handed to the sink (a batch holds one shard's events)",
 			get: func(c *replayConfig) any { return c.Batch }, set: func(c *replayConfig, s string, _ []string, _ time.Duration) { c.Batch, _ = strconv.Atoi(s) }},

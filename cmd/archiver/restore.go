@@ -51,19 +51,19 @@ func selectOptions[C any](sel func(*C) *selectFlags, tableUsage string) []option
 		return o
 	}
 	return []option[C]{
-		str(option[C]{name: "from", secret: true, usage: "the archive: s3://BUCKET/PREFIX or file://DIR, with the parameters of the sink that wrote it (endpoint=, region=, path-style=) (required)"},
+		str(option[C]{name: "from", typ: "url", secret: true, usage: "the archive: s3://BUCKET/PREFIX or file://DIR, with the parameters of the sink that wrote it (endpoint=, region=, path-style=) (required)"},
 			func(s *selectFlags) *string { return &s.From }),
 		list(option[C]{name: "table", alias: "tables", kind: kindList, usage: tableUsage},
 			func(s *selectFlags) *[]string { return &s.Tables }),
 		list(option[C]{name: "kind", alias: "kinds", kind: kindList, def: "expired", usage: "event kinds to take: expired, deleted, inserted, modified or all (repeatable)"},
 			func(s *selectFlags) *[]string { return &s.Kinds }),
-		str(option[C]{name: "since", usage: "only events deleted (made) at or after: RFC 3339, a day (2026-11-01), an hour (2026-11-01T12) or a duration before now (36h)"},
+		str(option[C]{name: "since", typ: "time", usage: "only events deleted (made) at or after: " + timeFlagUsage},
 			func(s *selectFlags) *string { return &s.Since }),
-		str(option[C]{name: "until", usage: "only events deleted (made) before; same forms as --since"},
+		str(option[C]{name: "until", typ: "time", usage: "only events deleted (made) before; same forms as --since"},
 			func(s *selectFlags) *string { return &s.Until }),
-		list(option[C]{name: "key", alias: "keys", kind: kindURLList, usage: "ATTR=VALUE: only items whose ATTR equals VALUE (S by text, N as a decimal; S:, N: or B:base64 pin the type); repeatable: one attribute's values are alternatives, different attributes must all match"},
+		list(option[C]{name: "key", alias: "keys", kind: kindURLList, typ: "attr=value", usage: "ATTR=VALUE: only items whose ATTR equals VALUE (S by text, N as a decimal; S:, N: or B:base64 pin the type); repeatable: one attribute's values are alternatives, different attributes must all match"},
 			func(s *selectFlags) *[]string { return &s.Keys }),
-		str(option[C]{name: "where", usage: "a DynamoDB condition expression on the archived item, values inline: \"price > 10 AND begins_with(sk, 'cart#')\" (comparisons, BETWEEN, IN, AND/OR/NOT, attribute_exists, attribute_not_exists, begins_with, contains, size, paths a.b[0], odd names in backquotes)"},
+		str(option[C]{name: "where", typ: "expression", usage: "a DynamoDB condition expression on the archived item, values inline: \"price > 10 AND begins_with(sk, 'cart#')\" (comparisons, BETWEEN, IN, AND/OR/NOT, attribute_exists, attribute_not_exists, begins_with, contains, size, paths a.b[0], odd names in backquotes)"},
 			func(s *selectFlags) *string { return &s.Where }),
 	}
 }
@@ -94,10 +94,8 @@ func (s *selectFlags) validate(name, from string, p *problems) bool {
 		if name == "until" {
 			v = s.Until
 		}
-		if v != "" {
-			if _, err := restore.ParseTime(name, v, time.Now()); err != nil {
-				p.add("%s: %v", from, err)
-			}
+		if _, err := parseTimeFlag(v, time.Now()); err != nil {
+			p.add("%s: %v", from, err)
 		}
 	case "key":
 		for _, k := range s.Keys {
@@ -121,30 +119,26 @@ func (s *selectFlags) validate(name, from string, p *problems) bool {
 func (s *selectFlags) selection(now time.Time) (archive.Selection, *restore.Selection, error) {
 	kinds, err := restore.ParseKinds(s.Kinds)
 	if err != nil {
-		return archive.Selection{}, nil, err
+		return archive.Selection{}, nil, fmt.Errorf("--kind: %w", err)
 	}
 	as := archive.Selection{Tables: s.Tables, Kinds: kinds}
-	if s.Since != "" {
-		if as.Since, err = restore.ParseTime("since", s.Since, now); err != nil {
-			return archive.Selection{}, nil, err
-		}
+	if as.Since, err = parseTimeFlag(s.Since, now); err != nil {
+		return archive.Selection{}, nil, fmt.Errorf("--since: %w", err)
 	}
-	if s.Until != "" {
-		if as.Until, err = restore.ParseTime("until", s.Until, now); err != nil {
-			return archive.Selection{}, nil, err
-		}
+	if as.Until, err = parseTimeFlag(s.Until, now); err != nil {
+		return archive.Selection{}, nil, fmt.Errorf("--until: %w", err)
 	}
 	rs := &restore.Selection{}
 	for _, k := range s.Keys {
 		km, err := restore.ParseKey(k)
 		if err != nil {
-			return archive.Selection{}, nil, err
+			return archive.Selection{}, nil, fmt.Errorf("--key: %w", err)
 		}
 		rs.Keys = append(rs.Keys, km)
 	}
 	if s.Where != "" {
 		if rs.Where, err = restore.ParseWhere(s.Where); err != nil {
-			return archive.Selection{}, nil, err
+			return archive.Selection{}, nil, fmt.Errorf("--where: %w", err)
 		}
 	}
 	return as, rs, nil
@@ -201,7 +195,7 @@ func restoreOptions() []option[restoreConfig] {
 			get: func(c *restoreConfig) any { return c.Rate }, set: func(c *restoreConfig, s string, _ []string, _ time.Duration) { c.Rate, _ = strconv.Atoi(s) }},
 		option[restoreConfig]{name: "parallel", kind: kindInt, def: "8", usage: "concurrent writers (one key always goes to the same writer)",
 			get: func(c *restoreConfig) any { return c.Parallel }, set: func(c *restoreConfig, s string, _ []string, _ time.Duration) { c.Parallel, _ = strconv.Atoi(s) }},
-		option[restoreConfig]{name: "resume", usage: "FILE recording progress: run again with the same file after an interruption (even kill -9) and every item is written exactly once",
+		option[restoreConfig]{name: "resume", typ: "file", usage: "FILE recording progress: run again with the same file after an interruption (even kill -9) and every item is written exactly once",
 			get: func(c *restoreConfig) any { return c.Resume }, set: func(c *restoreConfig, s string, _ []string, _ time.Duration) { c.Resume = s }},
 		shared("log-level", ""),
 		shared("config", ""),
@@ -215,7 +209,7 @@ func sharedRunOption[C any](name, usage string, shared func(*C) *runConfig) opti
 	o := runOption(name)
 	get, set := o.get, o.set
 	so := option[C]{
-		name: o.name, alias: o.alias, kind: o.kind, def: o.def, usage: o.usage, secret: o.secret, noFile: o.noFile, boolean: o.boolean,
+		name: o.name, alias: o.alias, kind: o.kind, typ: o.typ, def: o.def, usage: o.usage, secret: o.secret, noFile: o.noFile, boolean: o.boolean,
 		get: func(c *C) any { return get(shared(c)) },
 		set: func(c *C, s string, l []string, d time.Duration) { set(shared(c), s, l, d) },
 	}

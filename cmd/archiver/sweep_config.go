@@ -81,17 +81,7 @@ var sweepOptions = []option[sweepConfig]{
 // fromRun is run's option of that name for sweep, on sweepConfig.shared;
 // usage, when set, replaces run's text.
 func fromRun(name, usage string) option[sweepConfig] {
-	o := runOption(name)
-	get, set := o.get, o.set
-	so := option[sweepConfig]{
-		name: o.name, alias: o.alias, kind: o.kind, def: o.def, usage: o.usage, secret: o.secret, noFile: o.noFile, boolean: o.boolean,
-		get: func(c *sweepConfig) any { return get(&c.shared) },
-		set: func(c *sweepConfig, s string, l []string, d time.Duration) { set(&c.shared, s, l, d) },
-	}
-	if usage != "" {
-		so.usage = usage
-	}
-	return so
+	return sharedRunOption(name, usage, func(c *sweepConfig) *runConfig { return &c.shared })
 }
 
 // runOption is run's option of that name; it panics (at start-up, in every

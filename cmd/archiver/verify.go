@@ -50,13 +50,13 @@ var verifyCommand = command[verifyConfig]{
 }
 
 var verifyOptions = []option[verifyConfig]{
-	{name: "from", secret: true, usage: "the archive: the URL of the sink that wrote it, s3://BUCKET/PREFIX[?endpoint=&region=&path-style=true] or file://DIR (required)",
+	{name: "from", typ: "url", secret: true, usage: "the archive: the URL of the sink that wrote it, s3://BUCKET/PREFIX[?endpoint=&region=&path-style=true] or file://DIR (required)",
 		get: func(c *verifyConfig) any { return c.From }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.From = s }},
 	{name: "table", usage: "read only this table's objects; also cross-check its stream's REMOVE records still in the 24 h window against the archive (see --skip-stream)",
 		get: func(c *verifyConfig) any { return c.Table }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.Table = s }},
-	{name: "since", usage: "only events deleted at or after this time: RFC 3339 (2026-03-04T05:00:00Z), YYYY-MM-DDTHH or YYYY-MM-DD, UTC",
+	{name: "since", typ: "time", usage: "only events deleted at or after: " + timeFlagUsage,
 		get: func(c *verifyConfig) any { return c.sinceRaw }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.sinceRaw = s }},
-	{name: "until", usage: "only events deleted before this time (same forms as --since)",
+	{name: "until", typ: "time", usage: "only events deleted before; same forms as --since",
 		get: func(c *verifyConfig) any { return c.untilRaw }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.untilRaw = s }},
 	{name: "kind", alias: "kinds", kind: kindList, def: "expired", usage: "with --table: the kinds the archive holds (the sink's events=): the stream's REMOVE records of these kinds are looked for in the archive (expired, deleted)",
 		get: func(c *verifyConfig) any { return c.kindsRaw }, set: func(c *verifyConfig, s string, l []string, _ time.Duration) {
@@ -75,7 +75,7 @@ var verifyOptions = []option[verifyConfig]{
 		get: func(c *verifyConfig) any { return c.JSON }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.JSON = s == "true" }},
 	{name: "parallel", kind: kindInt, def: "8", usage: "objects downloaded at once",
 		get: func(c *verifyConfig) any { return c.Parallel }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.Parallel, _ = strconv.Atoi(s) }},
-	{name: "max-buffer-bytes", def: "64MiB", usage: "memory bound for downloaded objects not yet read (compressed bytes)",
+	{name: "max-buffer-bytes", typ: "bytes", def: "64MiB", usage: "memory bound for downloaded objects not yet read (compressed bytes)",
 		get: func(c *verifyConfig) any { return c.maxBufferRaw }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.maxBufferRaw = s }},
 	sharedRunOption[verifyConfig]("endpoint", "with --table: DynamoDB and DynamoDB Streams endpoint URL (default: AWS's endpoint for the region)", verifyShared),
 	sharedRunOption[verifyConfig]("region", "", verifyShared),
@@ -111,11 +111,11 @@ func validateVerifyOption(c *verifyConfig, o option[verifyConfig], from string, 
 			p.add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.Table)
 		}
 	case "since":
-		if c.Since, err = parseTimeFlag(c.sinceRaw); err != nil {
+		if c.Since, err = parseTimeFlag(c.sinceRaw, time.Now()); err != nil {
 			p.add("%s: %v", from, err)
 		}
 	case "until":
-		if c.Until, err = parseTimeFlag(c.untilRaw); err != nil {
+		if c.Until, err = parseTimeFlag(c.untilRaw, time.Now()); err != nil {
 			p.add("%s: %v", from, err)
 		}
 	case "kind":
@@ -157,23 +157,6 @@ func validateVerify(c *verifyConfig, p *problems) {
 	if !c.Since.IsZero() && !c.Until.IsZero() && !c.Until.After(c.Since) {
 		p.add("--until %s must be after --since %s", c.untilRaw, c.sinceRaw)
 	}
-}
-
-// parseTimeFlag reads --since and --until: RFC 3339, or UTC
-// YYYY-MM-DDTHH:MM:SS, YYYY-MM-DDTHH or YYYY-MM-DD; "" is zero (open).
-func parseTimeFlag(s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UTC(), nil
-	}
-	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02T15", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%q is not a time like 2026-03-04T05:00:00Z, 2026-03-04T05 or 2026-03-04", s)
 }
 
 // loadVerifyConfig resolves `archiver verify`'s options like loadRunConfig.

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// typedString is a flag that keeps its value as text, for the option tables
+// to layer with the environment and the config file, while help shows the
+// type the value is read as (duration, int, bytes, url, time).
+type typedString struct {
+	val string
+	typ string
+}
+
+func (v *typedString) String() string     { return v.val }
+func (v *typedString) Set(s string) error { v.val = s; return nil }
+
+// Type names the value in help: "-retry-for duration".
+func (v *typedString) Type() string { return v.typ }
+
+// typed is a flag.Value that names its type for help.
+type typed interface{ Type() string }
+
+// parseFlags parses args into fs; on -h it writes usage (a header, then the
+// flags) to stdout and returns errHelp. A flag fs does not define is a
+// usage error that suggests the nearest one.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, usage string) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, usage)
+		printFlags(stdout, fs)
+		return errHelp
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
+		name = strings.TrimLeft(name, "-")
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		msg := fmt.Sprintf("%s: unknown flag --%s", fs.Name(), name)
+		if s := suggest(name, names); s != "" {
+			msg += "; did you mean --" + s + "?"
+		}
+		return usagef("%s (see %s -h)", msg, fs.Name())
+	}
+	return usagef("%s: %v", fs.Name(), err)
+}
+
+// printFlags writes fs's flags as flag.PrintDefaults does, but names a
+// typed value's type (duration, int, bytes) where PrintDefaults says
+// "value", and quotes a default only when it is text.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		var b strings.Builder
+		name, usage := flag.UnquoteUsage(f)
+		quote := name == "string"
+		if t, ok := f.Value.(typed); ok {
+			name = t.Type()
+			quote = name == "string" || name == "url"
+		}
+		fmt.Fprintf(&b, "  -%s", f.Name)
+		if name != "" {
+			b.WriteString(" " + name)
+		}
+		if b.Len() <= 4 {
+			b.WriteString("\t")
+		} else {
+			b.WriteString("\n    \t")
+		}
+		b.WriteString(strings.ReplaceAll(usage, "\n", "\n    \t"))
+		switch d := f.DefValue; {
+		case d == "" || d == "false" || d == "0" || d == "0s":
+		case quote:
+			fmt.Fprintf(&b, " (default %q)", d)
+		default:
+			fmt.Fprintf(&b, " (default %s)", d)
+		}
+		fmt.Fprintln(w, b.String())
+	})
+}
+
+// suggest returns the one of names nearest to s, if it is at most two
+// edits away (ties go to the first in sorted order), else "".
+func suggest(s string, names []string) string {
+	names = append([]string(nil), names...)
+	sort.Strings(names)
+	best, bestD := "", 3
+	for _, n := range names {
+		if d := editDistance(s, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, a
+// transposition of two neighbours counting as one edit (tabel -> table).
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
+}
