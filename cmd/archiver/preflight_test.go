@@ -82,7 +82,8 @@ func startRun(t *testing.T, endpoint, sink string, extra ...string) (cmd *exec.C
 
 // TestRunPreflightMissingBucket: `archiver run` with an S3 sink whose
 // bucket does not exist exits 1 within 10 s (the issue's bound), with one
-// message naming the sink, the check and the bucket.
+// message naming the sink, the check and the bucket, and no
+// --skip-preflight (skipping cannot help).
 func TestRunPreflightMissingBucket(t *testing.T) {
 	s3 := startVersity(t)
 	srv := startEngine(t, engine.Options{})
@@ -106,10 +107,13 @@ func TestRunPreflightMissingBucket(t *testing.T) {
 		t.Fatalf("archiver took %s to fail, want under 10s", took)
 	}
 	msg := strings.TrimSuffix(stderr.String(), "\n")
-	for _, want := range []string{"archiver run: sink s3://nosuchbucket/x", `preflight check "bucket exists" failed`, `bucket "nosuchbucket" does not exist`, "--skip-preflight"} {
+	for _, want := range []string{"archiver run: sink s3://nosuchbucket/x", `preflight check "bucket exists" failed`, `bucket "nosuchbucket" does not exist`, "create it"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("stderr %q does not say %q", msg, want)
 		}
+	}
+	if strings.Contains(msg, "--skip-preflight") {
+		t.Errorf("stderr %q suggests --skip-preflight, which cannot help a missing bucket", msg)
 	}
 	if strings.Contains(msg, "\n") || strings.Contains(msg, versitySecretKey) {
 		t.Errorf("stderr is not one line without secrets: %q", msg)

@@ -331,10 +331,14 @@ func runConsumer(ctx context.Context, cfg *runConfig, cons *consumer.Consumer, s
 
 // preflightSinks proves, before anything is read, that every sink (the
 // dead-letter sink too) can write (see sinks.Preflight). The first failure
-// is the error: one line naming the sink, the check and the cause.
+// is the error: one line naming the sink, the check and the cause, and
+// --skip-preflight unless the bucket is missing or the credentials refused.
 func preflightSinks(ctx context.Context, opened []sinks.Sink, log *zap.Logger) error {
 	for _, s := range opened {
 		if err := sinks.Preflight(ctx, s); err != nil {
+			if errors.Is(err, sinks.ErrCredentials) || errors.Is(err, sinks.ErrNoSuchBucket) {
+				return err // skipping the checks would not help: every upload would fail
+			}
 			return fmt.Errorf("%w (--skip-preflight skips these checks)", err)
 		}
 		log.Debug("sink preflight passed", zap.String("sink", s.Name()))
