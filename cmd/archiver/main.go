@@ -19,10 +19,12 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -97,14 +99,44 @@ func dispatch(ctx context.Context, args []string, e env) int {
 	case "health":
 		err = healthCmd(ctx, rest, e)
 	case "version", "--version", "-version":
-		fmt.Fprintf(e.stdout, "archiver %s\n", appVersion())
+		err = versionCmd(rest, e)
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, topUsage)
 	default:
-		fmt.Fprintf(e.stderr, "archiver: unknown command %q\n%s", cmd, topUsage)
+		msg := fmt.Sprintf("archiver: unknown command %q", cmd)
+		if s := suggest(strings.TrimLeft(cmd, "-"), commandNames()); s != "" {
+			msg += "; did you mean " + s + "?"
+		}
+		fmt.Fprintf(e.stderr, "%s\n%s", msg, topUsage)
 		return 2
 	}
 	return exitCode(args[0], err, e.stderr)
+}
+
+// versionCmd prints the version; -h prints its usage.
+func versionCmd(args []string, e env) error {
+	fs := flag.NewFlagSet("archiver version", flag.ContinueOnError)
+	if err := parseFlags(fs, args, e.stdout, "usage: archiver version\n\nPrint the version (archiver v1.2.3) on stdout.\n"); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("archiver version: unexpected argument %q", fs.Arg(0))
+	}
+	fmt.Fprintf(e.stdout, "archiver %s\n", appVersion())
+	return nil
+}
+
+// commandNames lists the commands topUsage names, for suggestions.
+func commandNames() []string {
+	_, list, _ := strings.Cut(topUsage, "commands:\n")
+	list, _, _ = strings.Cut(list, "\n\n")
+	var out []string
+	for _, line := range strings.Split(list, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			out = append(out, f[0])
+		}
+	}
+	return out
 }
 
 func exitCode(cmd string, err error, stderr io.Writer) int {
