@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	st "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/restore/restoretest"
+	"github.com/ttl-archiver/archiver/sinks"
+	"github.com/ttl-archiver/archiver/subscribe"
+)
+
+// TestTailSince archives 500 expiries (and the 500 puts before them)
+// through the real NATS sink into a stream on an in-process nats-server,
+// then runs `archiver tail --since 1h --subject` through dispatch until it
+// printed all 500, and stops it as SIGINT does (its context ends): exit
+// 0, every expiry once as a JSON line, and no consumer left on the
+// stream.
+func TestTailSince(t *testing.T) {
+	const n = 500
+	bed := restoretest.Start(t, engine.Options{})
+	bed.CreateTable("orders", "expires", st.StreamViewTypeNewAndOldImages)
+	bed.PutExpiring("orders", n)
+	bed.ExpireAll()
+	addr := restoretest.StartNATS(t)
+	sk, _, err := sinks.Open(bed.Ctx, "nats://"+addr+"?subject=TAIL.{table}.{kind}&create-stream=TAIL", sinks.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bed.ArchiveTo(sk, "orders", "expires")
+
+	pr, pw := io.Pipe()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var stderr bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- dispatch(ctx, []string{"tail", "--nats", "nats://" + addr, "--stream", "TAIL", "--since", "1h", "--subject", "TAIL.orders.expired"},
+			env{stdout: pw, stderr: &stderr, getenv: envMap(nil)})
+		pw.Close()
+	}()
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(pr)
+	for len(seen) < n && sc.Scan() {
+		var l tailLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if l.Kind != "expired" || l.Table != "orders" || l.TTLAttribute != "expires" || l.Time == nil || l.TTLLagSeconds == nil ||
+			l.DeletedBy != event.DeletedByTTL || !strings.Contains(string(l.Keys), `"pk":{"S":"user#`) || seen[l.EventID] {
+			t.Fatalf("line %s", sc.Text())
+		}
+		seen[l.EventID] = true
+	}
+	stop() // what SIGINT does to the command's context
+	go io.Copy(io.Discard, pr)
+	select {
+	case c := <-code:
+		if c != 0 || len(seen) != n {
+			t.Fatalf("exit %d after %d expiries; stderr: %s", c, len(seen), stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("tail did not stop within a minute of its context's end")
+	}
+	if consumers := streamConsumers(t, addr, "TAIL"); consumers != 0 {
+		t.Fatalf("tail left %d consumers on the stream", consumers)
+	}
+}
+
+func streamConsumers(t *testing.T, addr, stream string) int {
+	t.Helper()
+	nc, err := nats.Connect("nats://" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(t.Context(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Consumers
+}
+
+func TestTailFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--stream", "S"}, "--nats: required"},
+		{[]string{"--nats", "http://h:4222", "--stream", "S"}, "--nats: \"http://h:4222\": want nats://"},
+		{[]string{"--nats", "nats://alice:hunter2@h:4222", "--stream", "a.b"}, "--stream: \"a.b\""},
+		{[]string{"--nats", "nats://h:4222"}, "--stream: \"\""},
+		{[]string{"--nats", "nats://h:4222", "--stream", "S", "--since", "-1h"}, "--since: -1h0m0s is negative"},
+		{[]string{"--nats", "nats://h:4222", "--stream", "S", "--since", "yesterday"}, "--since: \"yesterday\""},
+		{[]string{"--nats", "nats://h:4222", "--stream", "S", "--subject", "a..b"}, "--subject: \"a..b\""},
+		{[]string{"--nats", "nats://h:4222", "--stream", "S", "--subject", "a.>.b"}, "--subject: \"a.>.b\""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := dispatch(t.Context(), append([]string{"tail"}, tt.args...), env{stdout: io.Discard, stderr: &stderr, getenv: envMap(nil)})
+			if code != 2 || !strings.Contains(stderr.String(), tt.want) {
+				t.Fatalf("exit %d, stderr %q, want 2 and %q", code, stderr.String(), tt.want)
+			}
+			if strings.Contains(stderr.String(), "hunter2") {
+				t.Fatalf("the password is in %q", stderr.String())
+			}
+		})
+	}
+}
+
+// TestTailConnectErrorRedacted: a server that is not there is an error
+// naming --nats, without the URL's password.
+func TestTailConnectErrorRedacted(t *testing.T) {
+	var stderr bytes.Buffer
+	code := dispatch(t.Context(), []string{"tail", "--nats", "nats://alice:hunter2@127.0.0.1:1", "--stream", "S"},
+		env{stdout: io.Discard, stderr: &stderr, getenv: envMap(nil)})
+	if code != 1 || !strings.Contains(stderr.String(), "--nats nats://alice:") || strings.Contains(stderr.String(), "hunter2") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestTailLine is the terminal's line for what each format carries.
+func TestTailLine(t *testing.T) {
+	del := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	pub := del.Add(2 * time.Second)
+	keys := map[string]ddb.AttributeValue{"pk": &ddb.AttributeValueMemberS{Value: "a b\n"}, "sk": &ddb.AttributeValueMemberN{Value: "7"}}
+	tests := []struct {
+		name string
+		ev   subscribe.Event
+		want string
+	}{
+		{"envelope", subscribe.Event{Table: "orders", Kind: event.Expired, Keys: keys, Time: del, TTLTime: del.Add(-90 * time.Second), TTLLag: 90 * time.Second, DeletedBy: event.DeletedByTTL},
+			"2026-03-04T05:06:07.000Z  expired  orders  pk=\"a b\\n\" sk=7  ttl 2026-03-04T05:04:37Z  lag 1m30s  by dynamodb-ttl\n"},
+		{"item format", subscribe.Event{Table: "orders", Kind: event.Deleted, Keys: map[string]ddb.AttributeValue{"id": &ddb.AttributeValueMemberB{Value: []byte{1, 2}}}, DeletedBy: event.DeletedByOther},
+			"2026-03-04T05:06:09.000Z  deleted  orders  id=AQI=  ttl -  lag -  by other\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			p := &tailPrinter{out: &out, tty: true}
+			if err := p.line(tt.ev, pub); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tt.want {
+				t.Fatalf("%q\nwant %q", out.String(), tt.want)
+			}
+		})
+	}
+}
