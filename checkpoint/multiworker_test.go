@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -27,6 +26,8 @@ import (
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
@@ -174,21 +175,13 @@ type mwWorker struct {
 
 type mwEnv struct {
 	t        *testing.T
-	srv      *engine.Server
+	bed      *enginetest.Bed
 	ddb      *dynamodb.Client
 	stream   string
 	log      *readLog
 	end      *farEnd
 	lease    time.Duration
 	nextItem int
-	fault    atomic.Pointer[func(op, key string) error]
-}
-
-func (env *mwEnv) client(key string) *dynamodb.Client {
-	return dynamodb.New(dynamodb.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(env.srv.Endpoint()),
-		Credentials: credentials.NewStaticCredentialsProvider(key, "secret", ""),
-	})
 }
 
 func (env *mwEnv) startWorker(name string) *mwWorker {
@@ -197,17 +190,14 @@ func (env *mwEnv) startWorker(name string) *mwWorker {
 	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named(name)
 	reg := prometheus.NewRegistry()
 	store, err := checkpoint.OpenDynamo(ctx, checkpoint.DynamoOptions{
-		Client: checkpoint.Killable(env.client(name)), Table: "leases", Create: true, WorkerID: name,
+		Client: checkpoint.Killable(env.bed.Client(name)), Table: "leases", Create: true, WorkerID: name,
 		LeaseDuration: env.lease, RenewEvery: env.lease / 6, Logger: logger.Named("lease"), Registerer: reg,
 	})
 	if err != nil {
 		t.Fatalf("OpenDynamo(%s): %v", name, err)
 	}
 	streams := &watchedStreams{
-		Client: dynamodbstreams.New(dynamodbstreams.Options{
-			Region: "us-east-1", BaseEndpoint: aws.String(env.srv.Endpoint()),
-			Credentials: credentials.NewStaticCredentialsProvider(name, "secret", ""),
-		}),
+		Client: env.bed.StreamsClient(name),
 		worker: name, log: env.log, iters: map[string]string{},
 	}
 	c, err := consumer.New(consumer.Config{
@@ -220,7 +210,7 @@ func (env *mwEnv) startWorker(name string) *mwWorker {
 			StopTimeout:       5 * time.Second,
 			Logger:            logger,
 		},
-		Tables:             env.client(name),
+		Tables:             env.bed.Client(name),
 		Store:              store,
 		Routes:             []consumer.Route{{Sink: &recSink{worker: name, end: env.end}}},
 		CheckpointInterval: 200 * time.Millisecond,
@@ -298,7 +288,7 @@ func (env *mwEnv) writeExpiredThen(n int, beforeSweep func()) []string {
 	if beforeSweep != nil {
 		beforeSweep()
 	}
-	if _, err := env.srv.Engine().SweepTTL(ctx); err != nil {
+	if _, err := env.bed.Engine.SweepTTL(ctx); err != nil {
 		t.Fatalf("SweepTTL: %v", err)
 	}
 	return keys
@@ -345,78 +335,38 @@ func finished(it map[string]dtypes.AttributeValue) bool {
 // 60 records, a table "items" with TTL on "exp", and the observation hooks.
 func newMWEnv(t *testing.T) *mwEnv {
 	env := &mwEnv{t: t, log: newReadLog(), end: &farEnd{recs: map[string][]delivery{}, keys: map[string]int{}}, lease: 6 * time.Second}
-	srv, err := engine.Listen("127.0.0.1:0", engine.Options{
+	env.bed = enginetest.Start(t, engine.Options{
 		TTLInterval: -1, StreamShards: 16, ShardRolloverRecords: 60, Logger: zap.NewNop(),
-		Hooks: engine.Hooks{OnRequest: func(op string, r *http.Request) error {
-			key := ""
-			a := r.Header.Get("Authorization")
-			if i := strings.Index(a, "Credential="); i >= 0 {
-				key, _, _ = strings.Cut(a[i+len("Credential="):], "/")
-			}
-			if op == "GetRecords" {
-				env.log.mu.Lock()
-				env.log.byKey[key]++
-				env.log.mu.Unlock()
-			}
-			if f := env.fault.Load(); f != nil {
-				return (*f)(op, key)
-			}
-			return nil
-		}},
+		Hooks: engine.Hooks{OnRequest: env.hook(nil)},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	env.srv = srv
-	env.ddb = env.client("test")
-	ctx := context.Background()
-	_, err = env.ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String("items"), BillingMode: dtypes.BillingModePayPerRequest,
-		AttributeDefinitions: []dtypes.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: dtypes.ScalarAttributeTypeS}},
-		KeySchema:            []dtypes.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: dtypes.KeyTypeHash}},
-		StreamSpecification:  &dtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: dtypes.StreamViewTypeNewAndOldImages},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.ddb.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String("items"),
-		TimeToLiveSpecification: &dtypes.TimeToLiveSpecification{AttributeName: aws.String("exp"), Enabled: aws.Bool(true)}}); err != nil {
-		t.Fatal(err)
-	}
-	if env.stream, err = srv.Engine().StreamARN("items"); err != nil {
-		t.Fatal(err)
-	}
+	env.ddb = env.bed.DynamoDB
+	env.stream = env.bed.CreateTable(t, enginetest.Table{Name: "items", Hash: "id", TTL: "exp"})
 	return env
 }
 
-func (env *mwEnv) setFault(f func(op, key string) error) {
-	if f == nil {
-		env.fault.Store(nil)
-		return
+// hook counts each access key's GetRecords calls, then runs fault (when
+// not nil) with the operation and the caller's access key.
+func (env *mwEnv) hook(fault func(op, key string) error) func(op string, r *http.Request) error {
+	return func(op string, r *http.Request) error {
+		key := enginetest.AccessKey(r)
+		if op == "GetRecords" {
+			env.log.mu.Lock()
+			env.log.byKey[key]++
+			env.log.mu.Unlock()
+		}
+		if fault != nil {
+			return fault(op, key)
+		}
+		return nil
 	}
-	env.fault.Store(&f)
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, f func() error) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for {
-		err := f()
-		if err == nil {
-			return time.Since(start)
-		}
-		if time.Since(start) > d {
-			t.Fatalf("%s: not within %v: %v", what, d, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+func (env *mwEnv) setFault(f func(op, key string) error) { env.bed.Engine.SetHook(env.hook(f)) }
 
 // pickedUp waits until none of the shards is owned by gone (each is owned by
 // another worker or finished) and returns how long that took.
 func (env *mwEnv) pickedUp(gone string, shards []string, since time.Time) time.Duration {
-	waitFor(env.t, 60*time.Second, "shards of "+gone+" picked up", func() error {
+	eventually.Wait(env.t, 60*time.Second, "shards of "+gone+" picked up", func() error {
 		rows := env.rows()
 		for _, sh := range shards {
 			r := rows[sh]
@@ -433,7 +383,7 @@ func (env *mwEnv) pickedUp(gone string, shards []string, since time.Time) time.D
 }
 
 func (env *mwEnv) allArrived(keys []string) {
-	waitFor(env.t, 90*time.Second, "every expired item reaches the sink", func() error {
+	eventually.Wait(env.t, 90*time.Second, "every expired item reaches the sink", func() error {
 		env.end.mu.Lock()
 		defer env.end.mu.Unlock()
 		missing := 0
@@ -468,7 +418,7 @@ func TestMultiWorker(t *testing.T) {
 	var all []string
 	keys := env.writeExpired(300)
 	all = append(all, keys...)
-	waitFor(t, 60*time.Second, "worker a takes every shard", func() error {
+	eventually.Wait(t, 60*time.Second, "worker a takes every shard", func() error {
 		if n := len(a.store.HeldShards(env.stream)); n < 16 {
 			return fmt.Errorf("holds %d", n)
 		}
@@ -489,7 +439,7 @@ func TestMultiWorker(t *testing.T) {
 		}
 		return m, total
 	}
-	settle := waitFor(t, 60*time.Second, "shards spread evenly", func() error {
+	settle := eventually.Wait(t, 60*time.Second, "shards spread evenly", func() error {
 		m, total := held(workers)
 		fair := int(math.Ceil(float64(total) / 3))
 		for _, h := range m {
@@ -636,10 +586,7 @@ func (env *mwEnv) checkExclusiveReads(workers []string) {
 
 // openShards lists the stream's open shards.
 func (env *mwEnv) openShards() []string {
-	client := dynamodbstreams.New(dynamodbstreams.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(env.srv.Endpoint()),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "secret", ""),
-	})
+	client := env.bed.Streams
 	var open []string
 	var start *string
 	for {
@@ -680,7 +627,7 @@ func TestMultiWorkerFaults(t *testing.T) {
 	env.allArrived(all)
 	// Everything so far was delivered: trim it from the stream. Readers
 	// positioned in it see TrimmedDataAccessException.
-	if err := env.srv.Engine().TrimStream("items", time.Now()); err != nil {
+	if err := env.bed.Engine.TrimStream("items", time.Now()); err != nil {
 		t.Fatalf("TrimStream: %v", err)
 	}
 
@@ -700,7 +647,7 @@ func TestMultiWorkerFaults(t *testing.T) {
 		}
 		return nil
 	})
-	e := env.srv.Engine()
+	e := env.bed.Engine
 	for round := 0; round < 12; round++ {
 		var sinkDown func()
 		if round == 4 {
@@ -777,7 +724,7 @@ func TestLeasesSurviveBlockedSink(t *testing.T) {
 	ws := []*mwWorker{a, b}
 	all := env.writeExpired(200)
 	env.allArrived(all)
-	waitFor(t, 60*time.Second, "the workers share the shards evenly", func() error {
+	eventually.Wait(t, 60*time.Second, "the workers share the shards evenly", func() error {
 		na, nb := len(a.store.HeldShards(env.stream)), len(b.store.HeldShards(env.stream))
 		if na+nb < 16 || na-nb > 1 || nb-na > 1 {
 			return fmt.Errorf("a %d, b %d", na, nb)
