@@ -41,7 +41,7 @@ type tailConfig struct {
 var tailCommand = command[tailConfig]{name: "tail", options: tailOptions, validate: validateTailOption, check: func(*tailConfig, *problems) {}}
 
 var tailOptions = []option[tailConfig]{
-	{name: "nats", secret: true, usage: "the NATS server(s): nats://[USER:PASSWORD@]HOST:PORT[,nats://HOST:PORT] or tls:// (required)",
+	{name: "nats", typ: "url", secret: true, usage: "the NATS server(s): nats://[USER:PASSWORD@]HOST:PORT[,nats://HOST:PORT] or tls:// (required)",
 		get: func(c *tailConfig) any { return c.NATS }, set: func(c *tailConfig, s string, _ []string, _ time.Duration) { c.NATS = s }},
 	{name: "stream", usage: "the JetStream stream the archiver's nats:// sink publishes into (required)",
 		get: func(c *tailConfig) any { return c.Stream }, set: func(c *tailConfig, s string, _ []string, _ time.Duration) { c.Stream = s }},
@@ -51,7 +51,7 @@ var tailOptions = []option[tailConfig]{
 		get: func(c *tailConfig) any { return c.Subject }, set: func(c *tailConfig, s string, _ []string, _ time.Duration) { c.Subject = s }},
 	{name: "json", boolean: true, def: "false", usage: "print one JSON object per message (the default when stdout is not a terminal)",
 		get: func(c *tailConfig) any { return c.JSON }, set: func(c *tailConfig, s string, _ []string, _ time.Duration) { c.JSON = s == "true" }},
-	{name: "config", noFile: true, usage: "YAML configuration file (keys are the flag names)",
+	{name: "config", typ: "file", noFile: true, usage: "YAML configuration file (keys are the flag names)",
 		get: func(c *tailConfig) any { return c.ConfigFile }, set: func(c *tailConfig, s string, _ []string, _ time.Duration) { c.ConfigFile = s }},
 	{name: "print-config", noFile: true, boolean: true, usage: "print the effective configuration (secrets masked) and exit",
 		get: func(c *tailConfig) any { return c.PrintConfig }, set: func(c *tailConfig, s string, _ []string, _ time.Duration) { c.PrintConfig = s == "true" }},
