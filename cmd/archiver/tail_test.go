@@ -6,6 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,17 +32,8 @@ import (
 // 0, every expiry once as a JSON line, and no consumer left on the
 // stream.
 func TestTailSince(t *testing.T) {
-	const n = 500
-	bed := restoretest.Start(t, engine.Options{})
-	bed.CreateTable("orders", "expires", st.StreamViewTypeNewAndOldImages)
-	bed.PutExpiring("orders", n)
-	bed.ExpireAll()
-	addr := restoretest.StartNATS(t)
-	sk, _, err := sinks.Open(bed.Ctx, "nats://"+addr+"?subject=TAIL.{table}.{kind}&create-stream=TAIL", sinks.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bed.ArchiveTo(sk, "orders", "expires")
+	const n = tailExpiries
+	addr := tailStream(t)
 
 	pr, pw := io.Pipe()
 	ctx, stop := context.WithCancel(context.Background())
@@ -76,6 +70,73 @@ func TestTailSince(t *testing.T) {
 	}
 	if consumers := streamConsumers(t, addr, "TAIL"); consumers != 0 {
 		t.Fatalf("tail left %d consumers on the stream", consumers)
+	}
+}
+
+// tailExpiries is how many items expire in the tail tests.
+const tailExpiries = 500
+
+// tailStream expires tailExpiries items of table "orders" in an engine
+// over HTTP and archives the stream's records (the puts and the expiries)
+// through the real NATS sink into stream TAIL (subjects TAIL.TABLE.KIND)
+// on an in-process nats-server, whose host:port it returns.
+func tailStream(t *testing.T) string {
+	t.Helper()
+	bed := restoretest.Start(t, engine.Options{})
+	bed.CreateTable("orders", "expires", st.StreamViewTypeNewAndOldImages)
+	bed.PutExpiring("orders", tailExpiries)
+	bed.ExpireAll()
+	addr := restoretest.StartNATS(t)
+	sk, _, err := sinks.Open(bed.Ctx, "nats://"+addr+"?subject=TAIL.{table}.{kind}&create-stream=TAIL", sinks.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bed.ArchiveTo(sk, "orders", "expires")
+	return addr
+}
+
+// TestTailSIGINT runs the built binary with stdout to a file (not a
+// terminal: JSON lines) until it printed every expiry, then sends SIGINT:
+// it exits 0.
+func TestTailSIGINT(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary (-short)")
+	}
+	addr := tailStream(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "archiver")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := os.Create(filepath.Join(dir, "out.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "tail", "--nats", "nats://"+addr, "--stream", "TAIL", "--since", "1h", "--subject", "TAIL.*.expired")
+	cmd.Stdout, cmd.Stderr = out, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill() }()
+	lines := func() int {
+		data, _ := os.ReadFile(out.Name())
+		return bytes.Count(data, []byte("\n"))
+	}
+	waitFor(t, "tail to print every expiry", 2*time.Minute, func() bool { return lines() >= tailExpiries })
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil || lines() != tailExpiries {
+			t.Fatalf("exit: %v after %d lines; stderr: %s", err, lines(), stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("tail did not exit within a minute of SIGINT")
 	}
 }
 
