@@ -7,14 +7,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/internal/awserr"
-	"github.com/ttl-archiver/archiver/internal/backoff"
 )
 
 // DynamoAPI is the part of the DynamoDB API the lease store uses; a
@@ -108,31 +106,29 @@ type DynamoOptions struct {
 // Every lease and checkpoint write is conditional on owner and
 // lease_counter, so a worker that lost a lease can never overwrite the new
 // owner's checkpoint: its Save fails with an error matching [ErrLeaseLost].
+//
+// The table's I/O (rows, the fenced conditional write, retries, metrics) is
+// leaseTable, shared by the checkpoints, the leases and the sweeper's locks.
 type DynamoStore struct {
-	client  DynamoAPI
-	table   string
-	worker  string
-	leaseD  time.Duration
-	renewD  time.Duration
-	margin  time.Duration
-	pruneD  time.Duration
-	now     func() time.Time
-	log     *zap.Logger
-	metrics *leaseMetrics
+	*leaseTable // the table's I/O
+
+	renewD time.Duration
+	margin time.Duration
+	pruneD time.Duration
 
 	base       context.Context
 	baseCancel context.CancelFunc
 	wg         sync.WaitGroup
 	renewSem   chan struct{}
 
-	mu       sync.Mutex
-	leases   map[leaseKey]*lease
-	history  map[leaseKey]int64 // last counter held per shard, until released: never re-adopted
-	seen     map[leaseKey]seenVersion
-	streams  map[string]bool // streams this worker takes part in (heartbeats)
-	closed   bool
-	closeErr error
-
+	// mu guards leases, history, streams, closed, lastErr and every field
+	// of each *lease in leases. It is never held while seenMu is taken,
+	// nor across a call to the table.
+	mu      sync.Mutex
+	leases  map[leaseKey]*lease
+	history map[leaseKey]int64 // last counter held per shard, until released: never re-adopted
+	streams map[string]bool    // streams this worker takes part in (heartbeats)
+	closed  bool
 	lastErr error // latest renewal's outcome, for Ready's message
 }
 
@@ -196,19 +192,21 @@ func OpenDynamo(ctx context.Context, o DynamoOptions) (*DynamoStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &DynamoStore{
-		client: ownRetries{o.Client}, table: o.Table, worker: o.WorkerID,
-		leaseD: o.LeaseDuration, renewD: o.RenewEvery, margin: o.SafetyMargin, pruneD: o.PruneFinishedAfter,
+	t := &leaseTable{
+		client: ownRetries{o.Client}, table: o.Table, worker: o.WorkerID, leaseD: o.LeaseDuration,
 		now: o.Now, log: o.Logger.With(zap.String("worker", o.WorkerID), zap.String("lease_table", o.Table)),
-		metrics:  m,
+		metrics: m, seen: map[leaseKey]seenVersion{},
+	}
+	if err := t.ensureTable(ctx, o.Create); err != nil {
+		return nil, err
+	}
+	s := &DynamoStore{
+		leaseTable: t,
+		renewD:     o.RenewEvery, margin: o.SafetyMargin, pruneD: o.PruneFinishedAfter,
 		renewSem: make(chan struct{}, 16),
 		leases:   map[leaseKey]*lease{},
 		history:  map[leaseKey]int64{},
-		seen:     map[leaseKey]seenVersion{},
 		streams:  map[string]bool{},
-	}
-	if err := s.ensureTable(ctx, o.Create); err != nil {
-		return nil, err
 	}
 	s.base, s.baseCancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
@@ -218,79 +216,6 @@ func OpenDynamo(ctx context.Context, o DynamoOptions) (*DynamoStore, error) {
 
 // WorkerID returns the ID this store writes into the leases it owns.
 func (s *DynamoStore) WorkerID() string { return s.worker }
-
-func (s *DynamoStore) ensureTable(ctx context.Context, create bool) error {
-	out, err := s.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)})
-	var nf *types.ResourceNotFoundException
-	switch {
-	case err == nil:
-		if err := checkSchema(out.Table); err != nil {
-			return fmt.Errorf("checkpoint: table %q: %w", s.table, err)
-		}
-		if out.Table.TableStatus == types.TableStatusActive {
-			return nil
-		}
-	case errors.As(err, &nf):
-		if !create {
-			return fmt.Errorf("checkpoint: lease table %q does not exist (use create=true to create it): %w", s.table, err)
-		}
-		_, err := s.client.CreateTable(ctx, &dynamodb.CreateTableInput{
-			TableName:   aws.String(s.table),
-			BillingMode: types.BillingModePayPerRequest,
-			AttributeDefinitions: []types.AttributeDefinition{
-				{AttributeName: aws.String(attrStream), AttributeType: types.ScalarAttributeTypeS},
-				{AttributeName: aws.String(attrShard), AttributeType: types.ScalarAttributeTypeS},
-			},
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(attrStream), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(attrShard), KeyType: types.KeyTypeRange},
-			},
-		})
-		var inUse *types.ResourceInUseException
-		if err != nil && !errors.As(err, &inUse) { // another worker created it first
-			return fmt.Errorf("checkpoint: create lease table %q: %w", s.table, err)
-		}
-		s.log.Info("created lease table")
-	default:
-		return fmt.Errorf("checkpoint: describe lease table %q: %w", s.table, err)
-	}
-	// Wait for ACTIVE.
-	wait := backoff.Policy{Min: 50 * time.Millisecond, Max: 2 * time.Second}
-	for n := 0; ; n++ {
-		out, err := s.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)})
-		if err == nil && out.Table != nil && out.Table.TableStatus == types.TableStatusActive {
-			if err := checkSchema(out.Table); err != nil {
-				return fmt.Errorf("checkpoint: table %q: %w", s.table, err)
-			}
-			return nil
-		}
-		if err != nil && !errors.As(err, &nf) && !awserr.IsRetryable(err) {
-			return fmt.Errorf("checkpoint: describe lease table %q: %w", s.table, err)
-		}
-		if !backoff.Sleep(ctx, wait.Step(n)) {
-			return fmt.Errorf("checkpoint: waiting for lease table %q to become ACTIVE: %w", s.table, ctx.Err())
-		}
-	}
-}
-
-func checkSchema(t *types.TableDescription) error {
-	if t == nil {
-		return errors.New("DescribeTable returned no table description")
-	}
-	var hash, rng string
-	for _, k := range t.KeySchema {
-		switch k.KeyType {
-		case types.KeyTypeHash:
-			hash = aws.ToString(k.AttributeName)
-		case types.KeyTypeRange:
-			rng = aws.ToString(k.AttributeName)
-		}
-	}
-	if hash != attrStream || rng != attrShard {
-		return fmt.Errorf("key schema is (%q, %q), want partition key %q and sort key %q: not a lease table", hash, rng, attrStream, attrShard)
-	}
-	return nil
-}
 
 // Load returns the checkpoints of every shard of the stream that has one
 // (a consistent Query on the stream's partition).
@@ -348,59 +273,6 @@ func (s *DynamoStore) Save(ctx context.Context, streamARN, shardID string, cp Ch
 		s.noteHandoff(l, r.handoff)
 	}
 	return nil
-}
-
-// fencedUpdate applies the update expression upd to k's item, conditional
-// on this worker still owning it at counter (and on extra, unless empty);
-// it sets :me and :c in vals. Throttling is retried until ctx ends. The
-// answer holds the item as updated; when the condition failed, the error's
-// ConditionalCheckFailedException holds it as it was.
-func (s *DynamoStore) fencedUpdate(ctx context.Context, k leaseKey, counter int64, upd, extra string, vals map[string]types.AttributeValue) (*dynamodb.UpdateItemOutput, error) {
-	vals[":me"] = &types.AttributeValueMemberS{Value: s.worker}
-	vals[":c"] = num(counter)
-	cond := attrOwner + " = :me AND " + attrCounter + " = :c"
-	if extra != "" {
-		cond += " AND (" + extra + ")"
-	}
-	var out *dynamodb.UpdateItemOutput
-	err := s.retry(ctx, func(ctx context.Context) error {
-		var err error
-		out, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                           aws.String(s.table),
-			Key:                                 itemKey(k.stream, k.shard),
-			UpdateExpression:                    aws.String(upd),
-			ConditionExpression:                 aws.String(cond),
-			ExpressionAttributeValues:           vals,
-			ReturnValues:                        types.ReturnValueAllNew,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		return err
-	})
-	return out, err
-}
-
-// getRow reads k's item (consistent read; throttling retried until ctx
-// ends); a missing item is a row that does not exist.
-func (s *DynamoStore) getRow(ctx context.Context, k leaseKey) (row, error) {
-	var out *dynamodb.GetItemOutput
-	err := s.retry(ctx, func(ctx context.Context) error {
-		var err error
-		out, err = s.client.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(s.table), Key: itemKey(k.stream, k.shard), ConsistentRead: aws.Bool(true),
-		})
-		return err
-	})
-	if err != nil {
-		return row{}, fmt.Errorf("checkpoint: read %s %s in table %s: %w", k.stream, k.shard, s.table, err)
-	}
-	r, err := decodeRow(out.Item)
-	if err != nil {
-		return row{}, fmt.Errorf("checkpoint: table %s, %s %s: bad item: %w", s.table, k.stream, k.shard, err)
-	}
-	s.mu.Lock()
-	s.observe(k, &r, s.now())
-	s.mu.Unlock()
-	return r, nil
 }
 
 // Close stops renewing leases and cancels every assignment's context. It

@@ -53,14 +53,14 @@ func (r ownRetries) Query(ctx context.Context, in *dynamodb.QueryInput, fns ...f
 // retry runs op until it succeeds, fails for good, or ctx ends; what
 // [awserr.IsRetryable] retries (throttling, faults of the service, no
 // answer) is retried with capped, jittered exponential backoff.
-func (s *DynamoStore) retry(ctx context.Context, op func(context.Context) error) error {
+func (t *leaseTable) retry(ctx context.Context, op func(context.Context) error) error {
 	wait := backoff.Policy{Min: 25 * time.Millisecond, Max: time.Second}
 	for n := 0; ; n++ {
 		err := op(ctx)
 		if err == nil || !awserr.IsRetryable(err) {
 			return err
 		}
-		s.metrics.throttles.Inc()
+		t.metrics.throttles.Inc()
 		if !backoff.Sleep(ctx, wait.Delay(n)) {
 			return fmt.Errorf("%w (gave up: %w)", err, ctx.Err())
 		}

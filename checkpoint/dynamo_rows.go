@@ -59,20 +59,20 @@ type seenVersion struct {
 // lease duration after this worker first saw its current version: an
 // owner that renews writes a new version before that, one that stopped
 // renewing does not. Its written expiry, from another clock, is never
-// compared with this one. Called with s.mu held.
-func (s *DynamoStore) observe(k leaseKey, r *row, now time.Time) {
+// compared with this one. Caller holds t.seenMu.
+func (t *leaseTable) observe(k leaseKey, r *row, now time.Time) {
 	if !r.exists {
-		delete(s.seen, k)
+		delete(t.seen, k)
 		return
 	}
-	v, ok := s.seen[k]
+	v, ok := t.seen[k]
 	if !ok || v.owner != r.owner || v.counter != r.counter || v.expiry != r.expiryMS {
 		v = seenVersion{owner: r.owner, counter: r.counter, expiry: r.expiryMS, at: now}
-		s.seen[k] = v
+		t.seen[k] = v
 	}
 	r.observed, r.seenAt, r.localExpiryMS = true, v.at, r.expiryMS
-	if r.owner != s.worker {
-		r.localExpiryMS = v.at.Add(s.leaseD).UnixMilli()
+	if r.owner != t.worker {
+		r.localExpiryMS = v.at.Add(t.leaseD).UnixMilli()
 	}
 }
 
@@ -155,15 +155,15 @@ func decodeRow(it map[string]types.AttributeValue) (row, error) {
 }
 
 // queryRows reads every shard item of the stream (consistent read).
-func (s *DynamoStore) queryRows(ctx context.Context, partition string) (map[string]row, error) {
+func (t *leaseTable) queryRows(ctx context.Context, partition string) (map[string]row, error) {
 	rows := map[string]row{}
 	var start map[string]types.AttributeValue
 	for {
 		var out *dynamodb.QueryOutput
-		err := s.retry(ctx, func(ctx context.Context) error {
+		err := t.retry(ctx, func(ctx context.Context) error {
 			var err error
-			out, err = s.client.Query(ctx, &dynamodb.QueryInput{
-				TableName:                 aws.String(s.table),
+			out, err = t.client.Query(ctx, &dynamodb.QueryInput{
+				TableName:                 aws.String(t.table),
 				KeyConditionExpression:    aws.String(attrStream + " = :p"),
 				ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: partition}},
 				ConsistentRead:            aws.Bool(true),
@@ -172,17 +172,17 @@ func (s *DynamoStore) queryRows(ctx context.Context, partition string) (map[stri
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("checkpoint: query %s in table %s: %w", partition, s.table, err)
+			return nil, fmt.Errorf("checkpoint: query %s in table %s: %w", partition, t.table, err)
 		}
 		for _, it := range out.Items {
 			r, err := decodeRow(it)
 			if err != nil {
-				return nil, fmt.Errorf("checkpoint: table %s, %s: bad item: %w", s.table, partition, err)
+				return nil, fmt.Errorf("checkpoint: table %s, %s: bad item: %w", t.table, partition, err)
 			}
 			rows[r.shard] = r
 		}
 		if len(out.LastEvaluatedKey) == 0 {
-			s.observeAll(partition, rows)
+			t.observeAll(partition, rows)
 			return rows, nil
 		}
 		start = out.LastEvaluatedKey
@@ -191,17 +191,17 @@ func (s *DynamoStore) queryRows(ctx context.Context, partition string) (map[stri
 
 // observeAll observes every row of a partition read whole, and forgets
 // the items no longer in it.
-func (s *DynamoStore) observeAll(partition string, rows map[string]row) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
+func (t *leaseTable) observeAll(partition string, rows map[string]row) {
+	t.seenMu.Lock()
+	defer t.seenMu.Unlock()
+	now := t.now()
 	for id, r := range rows {
-		s.observe(leaseKey{partition, id}, &r, now)
+		t.observe(leaseKey{partition, id}, &r, now)
 		rows[id] = r
 	}
-	for k := range s.seen {
+	for k := range t.seen {
 		if _, ok := rows[k.shard]; k.stream == partition && !ok {
-			delete(s.seen, k)
+			delete(t.seen, k)
 		}
 	}
 }
