@@ -9,5 +9,14 @@
 //     most maxLongFuncs functions over maxFuncLines lines in their non-test
 //     files; the test lists them when there are more.
 //
+// and of its documentation, read as text:
+//
+//   - TestReadmeShape: README.md, written for users, has at most
+//     readmeMaxLines lines, shows `make run` and `make test` in its first
+//     readmeFirstLines, and starts no program with `go run … &`.
+//   - TestDocLinks: every relative link of README.md, docs/*.md and
+//     deploy's READMEs names a file that exists, and a heading of it when
+//     it has an anchor.
+//
 // The package has no code of its own.
 package housetest
