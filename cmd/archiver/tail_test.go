@@ -20,6 +20,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/restore/restoretest"
 	"github.com/ttl-archiver/archiver/sinks"
 	"github.com/ttl-archiver/archiver/subscribe"
@@ -126,7 +127,7 @@ func TestTailSIGINT(t *testing.T) {
 		data, _ := os.ReadFile(out.Name())
 		return bytes.Count(data, []byte("\n"))
 	}
-	waitFor(t, "tail to print every expiry", 2*time.Minute, func() bool { return lines() >= tailExpiries })
+	eventually.True(t, 2*time.Minute, "tail to print every expiry", func() bool { return lines() >= tailExpiries })
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +138,47 @@ func TestTailSIGINT(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("tail did not exit within a minute of SIGINT")
+	}
+}
+
+// TestTailNew: without --since, tail prints only what arrives after it
+// started, not the 500 expiries the stream already holds.
+func TestTailNew(t *testing.T) {
+	addr := tailStream(t)
+	var out, stderr syncBuffer
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	code := make(chan int, 1)
+	go func() {
+		code <- dispatch(ctx, []string{"tail", "--nats", "nats://" + addr, "--stream", "TAIL", "--json"},
+			env{stdout: &out, stderr: &stderr, getenv: envMap(nil)})
+	}()
+	eventually.True(t, time.Minute, "tail's consumer", func() bool { return streamConsumers(t, addr, "TAIL") == 1 })
+	sk, _, err := sinks.Open(t.Context(), "nats://"+addr+"?subject=TAIL.{table}.{kind}", sinks.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := event.Item{"pk": &st.AttributeValueMemberS{Value: "late"}, "sk": &st.AttributeValueMemberN{Value: "1"}}
+	late := event.Event{Kind: event.Expired, Table: "orders", EventID: "late-1", EventName: "REMOVE", ShardID: "s", SequenceNumber: "9",
+		DeletedBy: event.DeletedByTTL, Keys: keys, OldImage: keys, ApproximateCreationTime: time.Unix(1e9, 0)}
+	acked := make(chan error, 1)
+	if err := sk.Write(t.Context(), sinks.Batch{ShardID: "s", Events: []event.Event{late}}, func(err error) { acked <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := sk.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	_ = sk.Close(t.Context())
+	eventually.True(t, time.Minute, "the late expiry", func() bool { return strings.Contains(out.String(), "\n") })
+	stop()
+	if c := <-code; c != 0 {
+		t.Fatalf("exit %d; stderr: %s", c, stderr.String())
+	}
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"eventID":"late-1"`) {
+		t.Fatalf("tail printed %q, want the late expiry alone", out.String())
 	}
 }
 
