@@ -154,24 +154,7 @@ func TestTailNew(t *testing.T) {
 			env{stdout: &out, stderr: &stderr, getenv: envMap(nil)})
 	}()
 	eventually.True(t, time.Minute, "tail's consumer", func() bool { return streamConsumers(t, addr, "TAIL") == 1 })
-	sk, _, err := sinks.Open(t.Context(), "nats://"+addr+"?subject=TAIL.{table}.{kind}", sinks.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := event.Item{"pk": &st.AttributeValueMemberS{Value: "late"}, "sk": &st.AttributeValueMemberN{Value: "1"}}
-	late := event.Event{Kind: event.Expired, Table: "orders", EventID: "late-1", EventName: "REMOVE", ShardID: "s", SequenceNumber: "9",
-		DeletedBy: event.DeletedByTTL, Keys: keys, OldImage: keys, ApproximateCreationTime: time.Unix(1e9, 0)}
-	acked := make(chan error, 1)
-	if err := sk.Write(t.Context(), sinks.Batch{ShardID: "s", Events: []event.Event{late}}, func(err error) { acked <- err }); err != nil {
-		t.Fatal(err)
-	}
-	if err := sk.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-acked; err != nil {
-		t.Fatal(err)
-	}
-	_ = sk.Close(t.Context())
+	publishExpiry(t, addr, "TAIL", "late-1")
 	eventually.True(t, time.Minute, "the late expiry", func() bool { return strings.Contains(out.String(), "\n") })
 	stop()
 	if c := <-code; c != 0 {
@@ -269,5 +252,79 @@ func TestTailLine(t *testing.T) {
 				t.Fatalf("%q\nwant %q", out.String(), tt.want)
 			}
 		})
+	}
+}
+
+// publishExpiry publishes one expiry with event ID id through the real
+// NATS sink on subject STREAM.orders.expired (creating the stream), and
+// waits for its PubAck.
+func publishExpiry(t *testing.T, addr, stream, id string) {
+	t.Helper()
+	sk, _, err := sinks.Open(t.Context(), "nats://"+addr+"?subject="+stream+".{table}.{kind}&create-stream="+stream, sinks.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := event.Item{"pk": &st.AttributeValueMemberS{Value: id}, "sk": &st.AttributeValueMemberN{Value: "1"}}
+	ev := event.Event{Kind: event.Expired, Table: "orders", EventID: id, EventName: "REMOVE", ShardID: "s", SequenceNumber: "9",
+		DeletedBy: event.DeletedByTTL, Keys: keys, OldImage: keys, ApproximateCreationTime: time.Unix(1e9, 0)}
+	acked := make(chan error, 1)
+	if err := sk.Write(t.Context(), sinks.Batch{ShardID: "s", Events: []event.Event{ev}}, func(err error) { acked <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := sk.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	if err := sk.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTailUnreadable: a message tail cannot decode is reported on stderr
+// with its stream sequence and subject, and tail goes on to the next; a
+// stream that does not exist is an error naming --stream.
+func TestTailUnreadable(t *testing.T) {
+	addr := restoretest.StartNATS(t)
+	publishExpiry(t, addr, "T", "first")
+	nc, err := nats.Connect("nats://" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(t.Context(), "T.orders.expired", []byte("not an event")); err != nil {
+		t.Fatal(err)
+	}
+	publishExpiry(t, addr, "T", "last")
+
+	var out, stderr syncBuffer
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	code := make(chan int, 1)
+	go func() {
+		code <- dispatch(ctx, []string{"tail", "--nats", "nats://" + addr, "--stream", "T", "--since", "1h"},
+			env{stdout: &out, stderr: &stderr, getenv: envMap(nil)})
+	}()
+	eventually.True(t, time.Minute, "the last expiry", func() bool { return strings.Contains(out.String(), `"eventID":"last"`) })
+	stop()
+	if c := <-code; c != 0 {
+		t.Fatalf("exit %d; stderr: %s", c, stderr.String())
+	}
+	if !strings.Contains(out.String(), `"eventID":"first"`) || strings.Count(out.String(), "\n") != 2 {
+		t.Fatalf("stdout %q, want the two expiries", out.String())
+	}
+	if want := "archiver tail: message 2 on T.orders.expired: subscribe: header Nats-Msg-Id: missing\n"; stderr.String() != want {
+		t.Fatalf("stderr %q, want %q", stderr.String(), want)
+	}
+
+	var errOut bytes.Buffer
+	c := dispatch(t.Context(), []string{"tail", "--nats", "nats://" + addr, "--stream", "NOPE"}, env{stdout: io.Discard, stderr: &errOut, getenv: envMap(nil)})
+	if c != 1 || !strings.Contains(errOut.String(), "--stream NOPE: ") {
+		t.Fatalf("unknown stream: exit %d, stderr %q", c, errOut.String())
 	}
 }
