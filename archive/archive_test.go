@@ -329,7 +329,7 @@ func TestOpenRejectsBadURLs(t *testing.T) {
 		{"s3://", "bucket"},
 		{"s3://b_ad/x", "not a valid bucket name"},
 		{"s3://bucket/x?nope=1", "nope: unknown parameter"},
-		{"file://", "missing directory"},
+		{"file://", "missing path"},
 		{"nats://user:pa/ss9z@localhost:4222", "want s3://BUCKET/PREFIX or file://DIR"},
 	} {
 		_, err := archive.Open(testCtx(t), tc.url, archive.Options{})

@@ -343,14 +343,14 @@ func checkMode(m, need uint64) string {
 }
 
 func parseFile(p *params) (FileConfig, error) {
-	c := FileConfig{Dir: p.u.Host + p.u.Path}
+	c := FileConfig{}
 	if p.u.User != nil || p.u.Port() != "" {
 		return c, p.fail("", "want file://DIR (a directory path)")
 	}
-	if c.Dir == "" {
-		return c, p.fail("path", "missing directory: want file://DIR or file:///ABSOLUTE/DIR")
-	}
 	var err error
+	if c.Dir, err = FilePath(p.u); err != nil {
+		return c, p.fail("path", err.Error())
+	}
 	if c.FileMode, err = p.mode("file-mode", DefaultFileMode, 0o600); err != nil {
 		return c, err
 	}

@@ -46,7 +46,7 @@ func TestOpenErrors(t *testing.T) {
 		{"file://" + dir + "?events=expired,gone", `events: "gone" is not a kind`},
 		{"file://" + dir + "?events=expired,expired", `events: "expired" listed twice`},
 		{"file://" + dir + "?format=item", `format: unknown parameter for file://`},
-		{"file://", `path: missing directory`},
+		{"file://", `path: missing path`},
 		{"stdout://somewhere", `want stdout://`},
 		{"stdout://?format=csv", `format: must be envelope or item`},
 		{"kafka://x", `unknown scheme "kafka"`},
@@ -176,7 +176,7 @@ func FuzzOpenURL(f *testing.F) {
 		"nats://a:1,b:2?subject=x.{table}.{kind}.{pk}&jetstream=true&token=s3cret",
 		"nats://u:p@h:1?subject=a.b&format=item",
 		"stdout://?format=item&events=all",
-		"file://dir?events=expired,deleted",
+		"file://./dir?events=expired,deleted",
 		"s3://b/p?compression=lz4",
 		"%", "s3://", "nats://h:1?subject={", "nats://h:1?subject=a.{}.b",
 	} {

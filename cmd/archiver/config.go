@@ -650,8 +650,8 @@ func checkCheckpointURL(s string) error {
 	}
 	switch u.Scheme {
 	case "file":
-		if filePath(u) == "" {
-			return fmt.Errorf("%q: want file://PATH, e.g. file:///var/lib/archiver/checkpoints.json", redact.URL(s))
+		if _, err := sinks.FilePath(u); err != nil {
+			return fmt.Errorf("%q: %w", redact.URL(s), err)
 		}
 		return nil
 	case "dynamodb":
@@ -659,12 +659,6 @@ func checkCheckpointURL(s string) error {
 		return err
 	}
 	return fmt.Errorf("%q: scheme must be file or dynamodb", redact.URL(s))
-}
-
-// filePath returns the path of a file:// URL: file:///abs, file://./rel or
-// file://rel.
-func filePath(u *url.URL) string {
-	return u.Host + u.Path
 }
 
 func checkSinkURL(s string) error {

@@ -46,7 +46,7 @@ var secretShapes = []struct {
 // value val from source (flag, env or file), with valid values for the
 // other required options.
 func configFrom(t *testing.T, source, option, val string) ([]string, map[string]string) {
-	base := map[string]string{"table": "Sessions", "checkpoint": "file://cp.json", "sink": "stdout://"}
+	base := map[string]string{"table": "Sessions", "checkpoint": "file://./cp.json", "sink": "stdout://"}
 	delete(base, option)
 	var args []string
 	for k, v := range base {

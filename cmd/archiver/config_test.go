@@ -44,7 +44,7 @@ pprof: true
 		env   map[string]string
 		check func(t *testing.T, c *runConfig)
 	}{
-		{"defaults", []string{"--table", "Sessions", "--checkpoint", "file://cp.json", "--sink", "stdout://"}, nil, func(t *testing.T, c *runConfig) {
+		{"defaults", []string{"--table", "Sessions", "--checkpoint", "file://./cp.json", "--sink", "stdout://"}, nil, func(t *testing.T, c *runConfig) {
 			if c.Start != "trim-horizon" || c.ShutdownTimeout != 25*time.Second || c.LogLevel != "info" ||
 				c.MetricsAddr != ":9090" || c.Metrics != "prometheus" || c.Region != "" || c.Endpoint != "" || c.Pprof || c.PrintConfig || c.SDKDecoding {
 				t.Fatalf("defaults = %+v", c)
@@ -102,7 +102,7 @@ pprof: true
 }
 
 func TestConfigValidation(t *testing.T) {
-	ok := []string{"--table", "Sessions", "--checkpoint", "file://cp.json", "--sink", "stdout://"}
+	ok := []string{"--table", "Sessions", "--checkpoint", "file://./cp.json", "--sink", "stdout://"}
 	cases := []struct {
 		name string
 		args []string
@@ -127,7 +127,7 @@ func TestConfigValidation(t *testing.T) {
 			[]string{"--lease-renew: 5s must be at most a third of --lease-duration 10s"}},
 		{"bad in-flight size", append(ok, "--max-in-flight-bytes", "lots"), nil, "",
 			[]string{`--max-in-flight-bytes: "lots" is not a size from 1MiB to 1TiB`}},
-		{"bad stream arn", []string{"--stream-arn", "arn:nope", "--checkpoint", "file://c", "--sink", "stdout://"}, nil, "",
+		{"bad stream arn", []string{"--stream-arn", "arn:nope", "--checkpoint", "file://./c", "--sink", "stdout://"}, nil, "",
 			[]string{`--stream-arn: "arn:nope" is not a DynamoDB stream ARN`}},
 		{"unknown flag", []string{"--tabel", "x"}, nil, "", []string{"unknown flag --tabel; did you mean --table?"}},
 		{"unknown file key", ok, nil, "tabel: [x]\nregion: eu-west-1\n", []string{`unknown key "tabel" (line 1)`}},
@@ -137,9 +137,9 @@ func TestConfigValidation(t *testing.T) {
 		{"bad boolean from file", ok, nil, "pprof: sometimes\n", []string{`--pprof (from `, `key "pprof"): "sometimes" is not true or false`}},
 		{"not yaml", ok, nil, "region: [\n", []string{"not valid YAML"}},
 		{"bad dead-letter sink", append(ok, "--dead-letter", "s3://bucket/p?compression=lz4"), nil, "", []string{`--dead-letter: `, `compression: must be`}},
-		{"dead-letter with events", append(ok, "--dead-letter", "file://dlq?events=all"), nil, "", []string{`--dead-letter: events= does not apply`}},
-		{"dead-letter is a sink", append(ok, "--sink", "file://arch", "--dead-letter", "file://arch"), nil, "", []string{`--dead-letter: "file://arch" is also a --sink`}},
-		{"bad retry-for", append(ok, "--dead-letter", "file://dlq", "--retry-for", "-1m"), nil, "", []string{`--retry-for: -1m0s must be positive`}},
+		{"dead-letter with events", append(ok, "--dead-letter", "file://./dlq?events=all"), nil, "", []string{`--dead-letter: events= does not apply`}},
+		{"dead-letter is a sink", append(ok, "--sink", "file://./arch", "--dead-letter", "file://./arch"), nil, "", []string{`--dead-letter: "file://./arch" is also a --sink`}},
+		{"bad retry-for", append(ok, "--dead-letter", "file://./dlq", "--retry-for", "-1m"), nil, "", []string{`--retry-for: -1m0s must be positive`}},
 		{"bad expired-when", append(ok, "--expired-when", "sweeper"), nil, "", []string{`--expired-when: "sweeper" is not service or past-ttl`}},
 		{"bad expired-when from env", ok, map[string]string{"ARCHIVER_EXPIRED_WHEN": "PAST-TTL"}, "",
 			[]string{`--expired-when (from ARCHIVER_EXPIRED_WHEN): "PAST-TTL" is not service or past-ttl`}},
@@ -163,7 +163,7 @@ func TestConfigValidation(t *testing.T) {
 // TestExpiredWhenOption: --expired-when from each source and its default
 // (bad values: TestConfigValidation).
 func TestExpiredWhenOption(t *testing.T) {
-	ok := []string{"--table", "Sessions", "--checkpoint", "file://cp.json", "--sink", "stdout://"}
+	ok := []string{"--table", "Sessions", "--checkpoint", "file://./cp.json", "--sink", "stdout://"}
 	cases := []struct {
 		name, file string
 		args       []string
@@ -264,7 +264,7 @@ func FuzzConfigFile(f *testing.F) {
 		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := loadRunConfig([]string{"--config", p, "--table", "Sessions", "--checkpoint", "file://c", "--sink", "stdout://"}, envMap(nil), io.Discard)
+		_, err := loadRunConfig([]string{"--config", p, "--table", "Sessions", "--checkpoint", "file://./c", "--sink", "stdout://"}, envMap(nil), io.Discard)
 		var ue *usageError
 		if err != nil && !errors.As(err, &ue) {
 			t.Fatalf("error is not a usage error: %v", err)

@@ -152,7 +152,7 @@ func TestRunSkipPreflight(t *testing.T) {
 }
 
 func TestSkipPreflightOption(t *testing.T) {
-	base := []string{"--table", "T1x", "--checkpoint", "file://cp.json", "--sink", "stdout://"}
+	base := []string{"--table", "T1x", "--checkpoint", "file://./cp.json", "--sink", "stdout://"}
 	for _, tc := range []struct {
 		name string
 		args []string

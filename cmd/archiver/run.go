@@ -391,7 +391,11 @@ func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pi
 	}
 	switch u.Scheme {
 	case "file":
-		fs, err := checkpoint.OpenFile(filePath(u))
+		path, err := sinks.FilePath(u)
+		if err != nil {
+			return nil, nil, nil, usagef("archiver run: --checkpoint: %v", err)
+		}
+		fs, err := checkpoint.OpenFile(path)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("--checkpoint: %w", err)
 		}

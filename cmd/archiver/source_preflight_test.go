@@ -237,7 +237,7 @@ func TestVerifyAndRestoreCheckTheirSources(t *testing.T) {
 }
 
 func TestSourceOptions(t *testing.T) {
-	base := []string{"--table", "T1x", "--checkpoint", "file://cp.json", "--sink", "stdout://"}
+	base := []string{"--table", "T1x", "--checkpoint", "file://./cp.json", "--sink", "stdout://"}
 	for _, tc := range []struct {
 		args      []string
 		env       map[string]string

@@ -18,7 +18,7 @@ max-deletes-per-second: 200
 checkpoint: dynamodb://leases
 lease-duration: 30s
 `)
-	ok := []string{"--table", "Sessions", "--checkpoint", "file://cp.json"}
+	ok := []string{"--table", "Sessions", "--checkpoint", "file://./cp.json"}
 	cases := []struct {
 		name  string
 		args  []string
@@ -64,7 +64,7 @@ lease-duration: 30s
 }
 
 func TestSweepConfigValidation(t *testing.T) {
-	ok := []string{"--table", "Sessions", "--checkpoint", "file://cp.json"}
+	ok := []string{"--table", "Sessions", "--checkpoint", "file://./cp.json"}
 	cases := []struct {
 		name string
 		args []string
@@ -73,7 +73,7 @@ func TestSweepConfigValidation(t *testing.T) {
 		want []string // every line must be present
 	}{
 		{"nothing", nil, nil, "", []string{"--table: required", "--checkpoint: required"}},
-		{"bad table", []string{"--table", "a b", "--checkpoint", "file://c"}, nil, "", []string{`--table: table name "a b"`}},
+		{"bad table", []string{"--table", "a b", "--checkpoint", "file://./c"}, nil, "", []string{`--table: table name "a b"`}},
 		{"bad window", append(ok, "--window", "1500us"), nil, "", []string{"--window: 1.5ms must be a positive whole number of milliseconds"}},
 		{"negative window", append(ok, "--window", "-1m"), nil, "", []string{"--window: -1m0s must be a positive"}},
 		{"window not a duration", append(ok, "--window", "minute"), nil, "", []string{`--window: "minute" is not a duration`}},
