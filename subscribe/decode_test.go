@@ -111,6 +111,8 @@ func TestDecodeErrors(t *testing.T) {
 		{natsmsg.FormatEnvelope, set(natsmsg.HeaderMsgID, "id-2"), "", "Metadata.eventID"},
 		{natsmsg.FormatEnvelope, nil, `{"Item":{},"Metadata":{"eventID":"id-1","kind":"gone"}}`, "Metadata.kind"},
 		{natsmsg.FormatEnvelope, nil, `{"Item":{},"Metadata":`, "body"},
+		{natsmsg.FormatEnvelope, set(natsmsg.HeaderKeys, `{"pk":`), "", "header Archiver-Keys"},
+		{natsmsg.FormatCloudEvents, del(natsmsg.HeaderKeys), "", "header Archiver-Keys: missing"},
 		{natsmsg.FormatItem, del(natsmsg.HeaderKeys), "", "header Archiver-Keys: missing"},
 		{natsmsg.FormatItem, set(natsmsg.HeaderKeys, `{"pk":"x"}`), "", "header Archiver-Keys"},
 		{natsmsg.FormatItem, set(natsmsg.HeaderKind, "gone"), "", "header Archiver-Kind"},

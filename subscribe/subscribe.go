@@ -203,6 +203,9 @@ func (ev *Event) fromLine(h nats.Header, data []byte) error {
 			return fmt.Errorf("subscribe: header %s: %q differs from the body's %s %q", c.name, v, c.field, c.body)
 		}
 	}
+	if _, err := headerKeys(h); err != nil {
+		return err // the body's keys are the ones kept; the header must read too
+	}
 	ev.Table, ev.Kind, ev.EventName = e.Table, e.Kind, e.EventName
 	ev.Item = event.ToDynamoDB(e.Image())
 	ev.Keys = event.ToDynamoDB(e.Keys)
@@ -247,13 +250,9 @@ func (ev *Event) fromItem(h nats.Header, data []byte) error {
 // headers reads the Archiver- headers of the item format besides table
 // and kind.
 func (ev *Event) headers(h nats.Header) error {
-	keys, err := header(h, natsmsg.HeaderKeys)
+	k, err := headerKeys(h)
 	if err != nil {
 		return err
-	}
-	k, err := event.UnmarshalItem([]byte(keys))
-	if err != nil {
-		return fmt.Errorf("subscribe: header %s: %w", natsmsg.HeaderKeys, err)
 	}
 	ev.Keys = event.ToDynamoDB(k)
 	ev.Shard = h.Get(natsmsg.HeaderShard)
@@ -274,6 +273,20 @@ func (ev *Event) headers(h nats.Header) error {
 		return fmt.Errorf("subscribe: header %s: %q is not %s or %s", natsmsg.HeaderDeletedBy, ev.DeletedBy, event.DeletedByTTL, event.DeletedByOther)
 	}
 	return nil
+}
+
+// headerKeys reads the Archiver-Keys header: DynamoDB JSON, on every
+// message of every format.
+func headerKeys(h nats.Header) (event.Item, error) {
+	keys, err := header(h, natsmsg.HeaderKeys)
+	if err != nil {
+		return nil, err
+	}
+	k, err := event.UnmarshalItem([]byte(keys))
+	if err != nil {
+		return nil, fmt.Errorf("subscribe: header %s: %w", natsmsg.HeaderKeys, err)
+	}
+	return k, nil
 }
 
 // header is h's value of name, which must be there and not empty.
