@@ -184,19 +184,32 @@ type NATSConfig struct {
 	Name string
 }
 
+// parseNATS reads a nats:// URL's host, user information and parameters
+// into a NATSConfig, in the order: servers, subject and stream,
+// authentication, message format and limits.
 func parseNATS(p *params) (NATSConfig, error) {
 	c := NATSConfig{}
-	var err error
+	for _, step := range []func(*params, *NATSConfig) error{parseNATSServers, parseNATSSubject, parseNATSAuth, parseNATSDelivery} {
+		if err := step(p, &c); err != nil {
+			return c, err
+		}
+	}
+	return c, p.done()
+}
+
+// parseNATSServers reads the servers from the URL's host (a comma-separated
+// list) and a user and password from its user information.
+func parseNATSServers(p *params, c *NATSConfig) error {
 	if p.u.Path != "" && p.u.Path != "/" {
 		// The path is not echoed: in nats://TOK/EN@host it is a token's tail.
-		return c, p.fail("path", "a nats:// URL has no path (use subject=; percent-encode a '/' in a password as %2F)")
+		return p.fail("path", "a nats:// URL has no path (use subject=; percent-encode a '/' in a password as %2F)")
 	}
 	if p.u.Host == "" {
-		return c, p.fail("host", "missing: want nats://HOST:PORT[,HOST:PORT]")
+		return p.fail("host", "missing: want nats://HOST:PORT[,HOST:PORT]")
 	}
 	for _, h := range strings.Split(p.u.Host, ",") {
 		if h == "" || strings.ContainsAny(h, "/@?#") {
-			return c, p.fail("host", fmt.Sprintf("%q is not HOST:PORT", h))
+			return p.fail("host", fmt.Sprintf("%q is not HOST:PORT", h))
 		}
 		c.Servers = append(c.Servers, "nats://"+h)
 	}
@@ -204,59 +217,73 @@ func parseNATS(p *params) (NATSConfig, error) {
 		c.User = p.u.User.Username()
 		c.Password, _ = p.u.User.Password()
 	}
+	return nil
+}
+
+// parseNATSSubject reads the subject template, its bound, JetStream and
+// the stream to create (create-stream= and its limits).
+func parseNATSSubject(p *params, c *NATSConfig) error {
+	var err error
 	if c.Subject, err = p.str("subject", "archiver.{table}.{kind}"); err != nil {
-		return c, err
+		return err
 	}
 	tmpl, err := parseSubject(c.Subject)
 	if err != nil {
-		return c, p.fail("subject", err.Error())
+		return p.fail("subject", err.Error())
 	}
 	maxSubject, err := p.integer("max-subject", DefaultMaxSubject, 1, MaxMaxSubject)
 	if err != nil {
-		return c, err
+		return err
 	}
 	c.MaxSubject = int(maxSubject)
 	if _, err := tmpl.tokenBudget(c.MaxSubject); err != nil {
-		return c, p.fail("max-subject", fmt.Sprintf("too small for subject %q: %v", c.Subject, err))
+		return p.fail("max-subject", fmt.Sprintf("too small for subject %q: %v", c.Subject, err))
 	}
 	if c.JetStream, err = p.boolean("jetstream", true); err != nil {
-		return c, err
+		return err
 	}
 	if c.CreateStream, err = p.str("create-stream", ""); err != nil {
-		return c, err
+		return err
 	}
 	if c.CreateStream != "" {
 		if !c.JetStream {
-			return c, p.fail("create-stream", "needs jetstream=true")
+			return p.fail("create-stream", "needs jetstream=true")
 		}
 		if strings.ContainsAny(c.CreateStream, " \t\r\n.*>/\\") {
-			return c, p.fail("create-stream", fmt.Sprintf("%q is not a valid stream name (no spaces, dots, *, >, slashes)", c.CreateStream))
+			return p.fail("create-stream", fmt.Sprintf("%q is not a valid stream name (no spaces, dots, *, >, slashes)", c.CreateStream))
 		}
 	}
 	if c.Stream, err = parseStreamSettings(p, c.CreateStream != ""); err != nil {
-		return c, err
+		return err
 	}
+	return nil
+}
+
+// parseNATSAuth reads the authentication and TLS parameters and checks
+// that at most one way to authenticate is given.
+func parseNATSAuth(p *params, c *NATSConfig) error {
+	var err error
 	for _, f := range []struct {
 		name string
 		dst  *string
 	}{{"creds", &c.Creds}, {"nkey", &c.NKey}, {"tls-ca", &c.TLSCA}, {"tls-cert", &c.TLSCert}, {"tls-key", &c.TLSKey}} {
 		if *f.dst, err = p.str(f.name, ""); err != nil {
-			return c, err
+			return err
 		}
 	}
 	if c.Token, err = p.str("token", ""); err != nil {
-		return c, err
+		return err
 	}
-	if err := parseNATSAuthEnv(p, &c); err != nil {
-		return c, err
+	if err := parseNATSAuthEnv(p, c); err != nil {
+		return err
 	}
 	if u, err := p.str("user", ""); err != nil {
-		return c, err
+		return err
 	} else if u != "" {
 		c.User = u
 	}
 	if pw, err := p.str("password", ""); err != nil {
-		return c, err
+		return err
 	} else if pw != "" {
 		c.Password = pw
 	}
@@ -267,26 +294,33 @@ func parseNATS(p *params) (NATSConfig, error) {
 		}
 	}
 	if methods > 1 {
-		return c, p.fail("creds", "give one of creds, creds-env, nkey, nkey-env, token, token-env or user/password, not several")
+		return p.fail("creds", "give one of creds, creds-env, nkey, nkey-env, token, token-env or user/password, not several")
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
-		return c, p.fail("tls-cert", "tls-cert and tls-key go together")
+		return p.fail("tls-cert", "tls-cert and tls-key go together")
 	}
+	return nil
+}
+
+// parseNATSDelivery reads the message format, the publish limits and the
+// connection's name.
+func parseNATSDelivery(p *params, c *NATSConfig) error {
+	var err error
 	if c.Format, err = p.oneOf("format", natsmsg.DefaultFormat, natsmsg.Formats...); err != nil {
-		return c, err
+		return err
 	}
 	n, err := p.integer("max-in-flight", 4096, 1, 1<<20)
 	if err != nil {
-		return c, err
+		return err
 	}
 	c.MaxInFlight = int(n)
 	if c.MaxPendingBytes, err = p.size("max-pending-bytes", 64<<20, 1<<10, 16<<30); err != nil {
-		return c, err
+		return err
 	}
 	if c.Name, err = p.str("name", "ttl-archiver"); err != nil {
-		return c, err
+		return err
 	}
-	return c, p.done()
+	return nil
 }
 
 // FileConfig configures a file sink. Open fills it from

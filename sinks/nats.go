@@ -196,9 +196,51 @@ const NATSRetryFor = 2 * time.Minute
 // NewNATS connects to NATS and checks the subject template against the
 // server (JetStream mode: some stream must capture it).
 func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
+	c, tmpl, err := checkNATSConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	s := &NATSSink{
+		c:      c,
+		name:   "nats://" + strings.Join(serverHosts(c.Servers), ","),
+		log:    o.logger(),
+		tmpl:   tmpl,
+		budget: budget.New(c.MaxPendingBytes),
+	}
+	s.m = newSinkMetrics(o.Registerer, s.name)
+	if s.opts, err = s.connOptions(); err != nil {
+		return nil, err
+	}
+	s.connCtx, s.connStop = context.WithCancel(context.Background())
+	conn, err := s.connect()
+	if err != nil {
+		s.connStop()
+		return nil, fmt.Errorf("nats sink %s: %w", s.name, err)
+	}
+	s.conn.Store(conn)
+	if !c.JetStream {
+		s.core = newSerial(64, s.writeCore, func() error { return s.drain() })
+		return s, nil
+	}
+	if s.stream, err = s.checkStream(ctx); err != nil {
+		s.drain()
+		return nil, fmt.Errorf("nats sink %s: %w", s.name, err)
+	}
+	s.queue = make(chan *natsInflight, c.MaxInFlight)
+	s.done = make(chan struct{})
+	s.killCtx, s.kill = context.WithCancel(context.Background())
+	go s.acker()
+	return s, nil
+}
+
+// checkNATSConfig checks the subject template, the format and the subject
+// bound of c, fills in the defaults of what is left zero, and returns c
+// with the parsed template.
+func checkNATSConfig(c NATSConfig) (NATSConfig, subjectTemplate, error) {
+	name := "nats://" + strings.Join(serverHosts(c.Servers), ",")
 	tmpl, err := parseSubject(c.Subject)
 	if err != nil {
-		return nil, &ConfigError{URL: "nats://" + strings.Join(serverHosts(c.Servers), ","), Param: "subject", Problem: err.Error()}
+		return c, tmpl, &ConfigError{URL: name, Param: "subject", Problem: err.Error()}
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 4096
@@ -211,7 +253,7 @@ func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
 		c.Format = natsmsg.DefaultFormat
 	case natsmsg.FormatCloudEvents, natsmsg.FormatEnvelope, natsmsg.FormatItem:
 	default:
-		return nil, &ConfigError{URL: "nats://" + strings.Join(serverHosts(c.Servers), ","), Param: "format", Problem: "must be " + orList(natsmsg.Formats)}
+		return c, tmpl, &ConfigError{URL: name, Param: "format", Problem: "must be " + orList(natsmsg.Formats)}
 	}
 	if c.Name == "" {
 		c.Name = "ttl-archiver"
@@ -220,16 +262,16 @@ func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
 		c.MaxSubject = DefaultMaxSubject
 	}
 	if _, err := tmpl.tokenBudget(c.MaxSubject); err != nil {
-		return nil, &ConfigError{URL: "nats://" + strings.Join(serverHosts(c.Servers), ","), Param: "max-subject", Problem: err.Error()}
+		return c, tmpl, &ConfigError{URL: name, Param: "max-subject", Problem: err.Error()}
 	}
-	s := &NATSSink{
-		c:      c,
-		name:   "nats://" + strings.Join(serverHosts(c.Servers), ","),
-		log:    o.logger(),
-		tmpl:   tmpl,
-		budget: budget.New(c.MaxPendingBytes),
-	}
-	s.m = newSinkMetrics(o.Registerer, s.name)
+	return c, tmpl, nil
+}
+
+// connOptions returns the NATS client's options for the sink's
+// connections: reconnecting for ever with a buffer of MaxPendingBytes, the
+// connection events logged, the authentication and TLS of the config.
+func (s *NATSSink) connOptions() ([]nats.Option, error) {
+	c := &s.c
 	opts := []nats.Option{
 		nats.Name(c.Name),
 		nats.MaxReconnects(-1),
@@ -253,7 +295,7 @@ func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
 		}),
 		nats.ClosedHandler(s.closedByServer),
 	}
-	auth, err := natsAuth(c, s.name)
+	auth, err := natsAuth(*c, s.name)
 	if err != nil {
 		return nil, err
 	}
@@ -266,27 +308,7 @@ func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
 	if c.TLSCert != "" {
 		opts = append(opts, nats.ClientCert(c.TLSCert, c.TLSKey))
 	}
-	s.opts = opts
-	s.connCtx, s.connStop = context.WithCancel(context.Background())
-	conn, err := s.connect()
-	if err != nil {
-		s.connStop()
-		return nil, fmt.Errorf("nats sink %s: %w", s.name, err)
-	}
-	s.conn.Store(conn)
-	if !c.JetStream {
-		s.core = newSerial(64, s.writeCore, func() error { return s.drain() })
-		return s, nil
-	}
-	if s.stream, err = s.checkStream(ctx); err != nil {
-		s.drain()
-		return nil, fmt.Errorf("nats sink %s: %w", s.name, err)
-	}
-	s.queue = make(chan *natsInflight, c.MaxInFlight)
-	s.done = make(chan struct{})
-	s.killCtx, s.kill = context.WithCancel(context.Background())
-	go s.acker()
-	return s, nil
+	return opts, nil
 }
 
 // connect makes a new connection (and its JetStream context).
