@@ -41,7 +41,7 @@ type tailConfig struct {
 var tailCommand = command[tailConfig]{name: "tail", options: tailOptions, validate: validateTailOption, check: func(*tailConfig, *problems) {}}
 
 var tailOptions = []option[tailConfig]{
-	{name: "nats", typ: "url", secret: true, usage: "the NATS server(s): nats://[USER:PASSWORD@]HOST:PORT[,nats://HOST:PORT] or tls:// (required)",
+	{name: "nats", typ: "url", secret: true, usage: "the NATS server(s): nats://[USER:PASSWORD@]HOST:PORT[,HOST:PORT] or tls:// (required)",
 		get: func(c *tailConfig) any { return c.NATS }, set: func(c *tailConfig, s string, _ []string, _ time.Duration) { c.NATS = s }},
 	{name: "stream", usage: "the JetStream stream the archiver's nats:// sink publishes into (required)",
 		get: func(c *tailConfig) any { return c.Stream }, set: func(c *tailConfig, s string, _ []string, _ time.Duration) { c.Stream = s }},
@@ -68,8 +68,11 @@ func validateTailOption(c *tailConfig, o option[tailConfig], from string, p *pro
 			p.add("%s: required: the NATS server, nats://HOST:PORT", from)
 			return
 		}
-		for _, u := range strings.Split(c.NATS, ",") {
-			if !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") {
+		// nats.go reads a comma-separated list; entries after the first
+		// may leave out the scheme (nats://h1:4222,h2:4222).
+		for i, u := range strings.Split(c.NATS, ",") {
+			scheme, _, ok := strings.Cut(u, "://")
+			if (ok || i == 0) && scheme != "nats" && scheme != "tls" {
 				p.add("%s: %q: want nats://HOST:PORT or tls://HOST:PORT", from, redact.URL(u))
 			}
 		}
