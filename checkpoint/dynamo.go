@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -107,29 +106,17 @@ type DynamoOptions struct {
 // lease_counter, so a worker that lost a lease can never overwrite the new
 // owner's checkpoint: its Save fails with an error matching [ErrLeaseLost].
 //
-// The table's I/O (rows, the fenced conditional write, retries, metrics) is
-// leaseTable, shared by the checkpoints, the leases and the sweeper's locks.
+// Inside, the store is three roles over one table, each a type: the
+// table's I/O (leaseTable: rows, the fenced conditional write, retries,
+// metrics), the leases this worker holds (leases: taking, renewal,
+// watchdogs, assignment, hand-off, release, heartbeats) and the sweeper's
+// locks (sweepLocks: a lease per swept table, and its cursor).
+// DynamoStore holds them, keeps the checkpoints (Load, Save) and passes
+// every other call on to the role that answers it.
 type DynamoStore struct {
-	*leaseTable // the table's I/O
-
-	renewD time.Duration
-	margin time.Duration
-	pruneD time.Duration
-
-	base       context.Context
-	baseCancel context.CancelFunc
-	wg         sync.WaitGroup
-	renewSem   chan struct{}
-
-	// mu guards leases, history, streams, closed, lastErr and every field
-	// of each *lease in leases. It is never held while seenMu is taken,
-	// nor across a call to the table.
-	mu      sync.Mutex
-	leases  map[leaseKey]*lease
-	history map[leaseKey]int64 // last counter held per shard, until released: never re-adopted
-	streams map[string]bool    // streams this worker takes part in (heartbeats)
-	closed  bool
-	lastErr error // latest renewal's outcome, for Ready's message
+	*leaseTable // the table's I/O, shared by every role
+	leases      *leases
+	sweep       sweepLocks
 }
 
 const (
@@ -200,18 +187,8 @@ func OpenDynamo(ctx context.Context, o DynamoOptions) (*DynamoStore, error) {
 	if err := t.ensureTable(ctx, o.Create); err != nil {
 		return nil, err
 	}
-	s := &DynamoStore{
-		leaseTable: t,
-		renewD:     o.RenewEvery, margin: o.SafetyMargin, pruneD: o.PruneFinishedAfter,
-		renewSem: make(chan struct{}, 16),
-		leases:   map[leaseKey]*lease{},
-		history:  map[leaseKey]int64{},
-		streams:  map[string]bool{},
-	}
-	s.base, s.baseCancel = context.WithCancel(context.Background())
-	s.wg.Add(1)
-	go s.renewLoop()
-	return s, nil
+	ls := newLeases(t, o.RenewEvery, o.SafetyMargin, o.PruneFinishedAfter)
+	return &DynamoStore{leaseTable: t, leases: ls, sweep: sweepLocks{leaseTable: t, leases: ls}}, nil
 }
 
 // WorkerID returns the ID this store writes into the leases it owns.
@@ -239,13 +216,7 @@ func (s *DynamoStore) Load(ctx context.Context, streamARN string) (map[string]Ch
 // ends.
 func (s *DynamoStore) Save(ctx context.Context, streamARN, shardID string, cp Checkpoint) error {
 	k := leaseKey{streamARN, shardID}
-	s.mu.Lock()
-	l := s.leases[k]
-	var counter int64
-	if l != nil {
-		counter = l.counter
-	}
-	s.mu.Unlock()
+	l, counter := s.leases.fence(k)
 	if l == nil {
 		return fmt.Errorf("checkpoint: save %s %s: worker %s holds no lease: %w", streamARN, shardID, s.worker, ErrLeaseLost)
 	}
@@ -261,7 +232,7 @@ func (s *DynamoStore) Save(ctx context.Context, streamARN, shardID string, cp Ch
 	}
 	out, err := s.fencedUpdate(ctx, k, counter, upd, "", vals)
 	if awserr.IsConditionFailed(err) {
-		s.lost(l, "checkpoint write found the lease owned by another worker")
+		s.leases.lost(l, "checkpoint write found the lease owned by another worker")
 		return fmt.Errorf("checkpoint: save %s %s at %q: %w", streamARN, shardID, cp.SequenceNumber, ErrLeaseLost)
 	}
 	if err != nil {
@@ -270,7 +241,7 @@ func (s *DynamoStore) Save(ctx context.Context, streamARN, shardID string, cp Ch
 	// The answer also shows a pending hand-off request: act on it now
 	// rather than at the next renewal.
 	if r, err := decodeRow(out.Attributes); err == nil {
-		s.noteHandoff(l, r.handoff)
+		s.leases.noteHandoff(l, r.handoff)
 	}
 	return nil
 }
@@ -279,19 +250,7 @@ func (s *DynamoStore) Save(ctx context.Context, streamARN, shardID string, cp Ch
 // does not release leases (they expire); call ReleaseAll first for a
 // graceful hand-off.
 func (s *DynamoStore) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	for _, l := range s.leases {
-		l.stopTimers()
-		l.cancel(errStoreClosed)
-	}
-	s.mu.Unlock()
-	s.baseCancel()
-	s.wg.Wait()
+	s.leases.close()
 	return nil
 }
 

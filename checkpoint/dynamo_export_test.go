@@ -91,10 +91,10 @@ func (s *DynamoStore) Crash() {
 // HeldShards lists the shards of the stream this worker holds and reads
 // (leases being handed off or stopped excluded).
 func (s *DynamoStore) HeldShards(stream string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.leases.mu.Lock()
+	defer s.leases.mu.Unlock()
 	var out []string
-	for k, l := range s.leases {
+	for k, l := range s.leases.held {
 		if k.stream == stream && !l.stopping {
 			out = append(out, k.shard)
 		}

@@ -175,7 +175,7 @@ func TestSaveLoadRelease(t *testing.T) {
 	if err := s.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: "100"}); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("Save without a lease: %v, want ErrLeaseLost", err)
 	}
-	got, err := s.assign(ctx, testStream, []readyShard{{id: "s1"}, {id: "s2", parents: []string{"s0"}}})
+	got, err := s.leases.assign(ctx, testStream, []readyShard{{id: "s1"}, {id: "s2", parents: []string{"s0"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestSaveLoadRelease(t *testing.T) {
 		t.Errorf("Load(other stream) = %v, %v", cps, err)
 	}
 	// A finished shard is never assigned again.
-	again, err := s.assign(ctx, testStream, shards("s1", "s2"))
+	again, err := s.leases.assign(ctx, testStream, shards("s1", "s2"))
 	if err != nil || fmt.Sprint(ids(again)) != "[s2]" {
 		t.Fatalf("assign after finish = %v, %v; want [s2]", ids(again), err)
 	}
@@ -243,18 +243,18 @@ func TestFencingStaleOwner(t *testing.T) {
 	a := openStore(t, te, "leases", "a", storeOpts{lease: 3 * time.Minute, renew: time.Minute})
 	var bAhead atomic.Int64
 	b := openStore(t, te, "leases", "b", storeOpts{lease: 3 * time.Minute, now: func() time.Time { return time.Now().Add(time.Duration(bAhead.Load())) }})
-	ga, err := a.assign(ctx, testStream, shards("s1"))
+	ga, err := a.leases.assign(ctx, testStream, shards("s1"))
 	if err != nil || len(ga) != 1 {
 		t.Fatalf("a: %v %v", ga, err)
 	}
 	if err := a.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: "10"}); err != nil {
 		t.Fatal(err)
 	}
-	if gb, err := b.assign(ctx, testStream, shards("s1")); err != nil || len(gb) != 0 {
+	if gb, err := b.leases.assign(ctx, testStream, shards("s1")); err != nil || len(gb) != 0 {
 		t.Fatalf("b took a lease it had just seen held: %v %v", ids(gb), err)
 	}
 	bAhead.Store(int64(4 * time.Minute))
-	gb, err := b.assign(ctx, testStream, shards("s1"))
+	gb, err := b.leases.assign(ctx, testStream, shards("s1"))
 	if err != nil || len(gb) != 1 {
 		t.Fatalf("b did not take the expired lease: %v %v", ids(gb), err)
 	}
@@ -290,20 +290,20 @@ func TestExpiryTakeover(t *testing.T) {
 	regB := prometheus.NewRegistry()
 	b := openStore(t, te, "leases", "b", storeOpts{lease: 4 * time.Second, reg: regB})
 	all := shards("s1", "s2", "s3", "s4")
-	ga, err := a.assign(ctx, testStream, all)
+	ga, err := a.leases.assign(ctx, testStream, all)
 	if err != nil || len(ga) != 4 {
 		t.Fatalf("a: %v %v", ids(ga), err)
 	}
 	// While a holds them, b gets none (it asks for a hand-off, which
 	// nobody serves here).
-	gb, err := b.assign(ctx, testStream, all)
+	gb, err := b.leases.assign(ctx, testStream, all)
 	if err != nil || len(gb) != 0 {
 		t.Fatalf("b took live leases: %v %v", ids(gb), err)
 	}
 	a.Crash()
 	start := time.Now()
 	eventually.Wait(t, 30*time.Second, "b takes a's expired leases", func() error {
-		gb, err = b.assign(ctx, testStream, all)
+		gb, err = b.leases.assign(ctx, testStream, all)
 		if err != nil {
 			return err
 		}
@@ -339,7 +339,7 @@ func TestHandOff(t *testing.T) {
 	regB := prometheus.NewRegistry()
 	b := openStore(t, te, "leases", "b", storeOpts{lease: 5 * time.Second, reg: regB})
 	all := shards("s1", "s2", "s3", "s4")
-	ga, err := a.assign(ctx, testStream, all)
+	ga, err := a.leases.assign(ctx, testStream, all)
 	if err != nil || len(ga) != 4 {
 		t.Fatalf("a: %v %v", ids(ga), err)
 	}
@@ -362,7 +362,7 @@ func TestHandOff(t *testing.T) {
 	}
 	var gb []assigned
 	eventually.Wait(t, 30*time.Second, "b gets its fair share by hand-off", func() error {
-		gb, err = b.assign(ctx, testStream, all)
+		gb, err = b.leases.assign(ctx, testStream, all)
 		if err != nil {
 			return err
 		}
@@ -372,7 +372,7 @@ func TestHandOff(t *testing.T) {
 		return nil
 	})
 	// Settled: b holds 2, a holds 2, no more requests.
-	ga, err = a.assign(ctx, testStream, all)
+	ga, err = a.leases.assign(ctx, testStream, all)
 	if err != nil || len(ga) != 2 {
 		t.Fatalf("a after hand-off: %v %v", ids(ga), err)
 	}
@@ -388,8 +388,8 @@ func TestHandOff(t *testing.T) {
 		t.Errorf("steals = %v, want 2", n)
 	}
 	time.Sleep(3 * time.Second)
-	ga2, _ := a.assign(ctx, testStream, all)
-	gb2, _ := b.assign(ctx, testStream, all)
+	ga2, _ := a.leases.assign(ctx, testStream, all)
+	gb2, _ := b.leases.assign(ctx, testStream, all)
 	if len(ga2) != 2 || len(gb2) != 2 {
 		t.Errorf("not stable: a %v, b %v", ids(ga2), ids(gb2))
 	}
@@ -405,7 +405,7 @@ func TestRenewWhileConsumerBlocked(t *testing.T) {
 	regA := prometheus.NewRegistry()
 	a := openStore(t, te, "leases", "a", storeOpts{lease: 2 * time.Second, reg: regA})
 	b := openStore(t, te, "leases", "b", storeOpts{lease: 2 * time.Second})
-	ga, err := a.assign(ctx, testStream, shards("s1"))
+	ga, err := a.leases.assign(ctx, testStream, shards("s1"))
 	if err != nil || len(ga) != 1 {
 		t.Fatal(ids(ga), err)
 	}
@@ -415,7 +415,7 @@ func TestRenewWhileConsumerBlocked(t *testing.T) {
 	taken := false
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) && !taken {
-		gb, err := b.assign(ctx, testStream, shards("s1"))
+		gb, err := b.leases.assign(ctx, testStream, shards("s1"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -447,7 +447,7 @@ func TestThrottledTable(t *testing.T) {
 	regA := prometheus.NewRegistry()
 	a := openStore(t, te, "leases", "a", storeOpts{lease: 4 * time.Second, reg: regA})
 	b := openStore(t, te, "leases", "b", storeOpts{lease: 4 * time.Second})
-	ga, err := a.assign(ctx, testStream, shards("s1"))
+	ga, err := a.leases.assign(ctx, testStream, shards("s1"))
 	if err != nil || len(ga) != 1 {
 		t.Fatal(ids(ga), err)
 	}
@@ -500,7 +500,7 @@ func TestThrottledTable(t *testing.T) {
 		t.Errorf("a stopped reading at %d, not before its lease expiry %d", stop, expiry)
 	}
 	eventually.Wait(t, 30*time.Second, "b takes the expired lease", func() error {
-		gb, err := b.assign(ctx, testStream, shards("s1"))
+		gb, err := b.leases.assign(ctx, testStream, shards("s1"))
 		if err != nil {
 			return err
 		}
@@ -525,18 +525,18 @@ func TestParentsBeforeChildren(t *testing.T) {
 	ctx := context.Background()
 	a := openStore(t, te, "leases", "a", storeOpts{lease: 5 * time.Second})
 	b := openStore(t, te, "leases", "b", storeOpts{lease: 5 * time.Second})
-	if g, err := a.assign(ctx, testStream, shards("p")); err != nil || len(g) != 1 {
+	if g, err := a.leases.assign(ctx, testStream, shards("p")); err != nil || len(g) != 1 {
 		t.Fatal(ids(g), err)
 	}
 	// b's (stale) view says the child is ready: the table says otherwise.
 	child := []readyShard{{id: "c", parents: []string{"p"}}}
-	if g, err := b.assign(ctx, testStream, child); err != nil || len(g) != 0 {
+	if g, err := b.leases.assign(ctx, testStream, child); err != nil || len(g) != 0 {
 		t.Fatalf("child leased while its parent is read: %v %v", ids(g), err)
 	}
 	if err := a.Release(ctx, testStream, "p", true); err != nil {
 		t.Fatal(err)
 	}
-	if g, err := b.assign(ctx, testStream, child); err != nil || len(g) != 1 {
+	if g, err := b.leases.assign(ctx, testStream, child); err != nil || len(g) != 1 {
 		t.Fatalf("child not leased after its parent finished: %v %v", ids(g), err)
 	}
 }
@@ -545,7 +545,7 @@ func TestCloseCancelsAssignments(t *testing.T) {
 	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
 	a := openStore(t, te, "leases", "a", storeOpts{})
-	g, err := a.assign(ctx, testStream, shards("s1"))
+	g, err := a.leases.assign(ctx, testStream, shards("s1"))
 	if err != nil || len(g) != 1 {
 		t.Fatal(ids(g), err)
 	}
@@ -555,7 +555,7 @@ func TestCloseCancelsAssignments(t *testing.T) {
 	if g[0].ctx.Err() == nil {
 		t.Fatal("assignment survives Close")
 	}
-	if _, err := a.assign(ctx, testStream, shards("s1")); err == nil {
+	if _, err := a.leases.assign(ctx, testStream, shards("s1")); err == nil {
 		t.Fatal("Assign after Close succeeded")
 	}
 }
@@ -566,7 +566,7 @@ func TestPrune(t *testing.T) {
 	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
 	a := openStore(t, te, "leases", "a", storeOpts{lease: time.Second, prune: 200 * time.Millisecond})
-	if g, err := a.assign(ctx, testStream, shards("s1", "s2")); err != nil || len(g) != 2 {
+	if g, err := a.leases.assign(ctx, testStream, shards("s1", "s2")); err != nil || len(g) != 2 {
 		t.Fatal(ids(g), err)
 	}
 	if err := a.Release(ctx, testStream, "s1", true); err != nil {
@@ -580,14 +580,14 @@ func TestPrune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.assign(ctx, testStream, shards("s2")); err != nil {
+	if _, err := a.leases.assign(ctx, testStream, shards("s2")); err != nil {
 		t.Fatal(err)
 	}
 	if r := getRow(t, a, testStream, "s1"); !r.exists || !r.finished {
 		t.Fatalf("finished shard pruned too early: %+v", r)
 	}
 	eventually.Wait(t, 30*time.Second, "finished shard and dead heartbeat pruned", func() error {
-		if _, err := a.assign(ctx, testStream, shards("s2")); err != nil {
+		if _, err := a.leases.assign(ctx, testStream, shards("s2")); err != nil {
 			return err
 		}
 		if r := getRow(t, a, testStream, "s1"); r.exists {
@@ -612,7 +612,7 @@ func TestHandOffToGoneWorker(t *testing.T) {
 	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
 	a := openStore(t, te, "leases", "a", storeOpts{lease: 5 * time.Second})
-	g, err := a.assign(ctx, testStream, shards("s1"))
+	g, err := a.leases.assign(ctx, testStream, shards("s1"))
 	if err != nil || len(g) != 1 {
 		t.Fatal(ids(g), err)
 	}
@@ -650,19 +650,19 @@ func TestFairShareAndLeftovers(t *testing.T) {
 	b := openStore(t, te, "leases", "b", storeOpts{lease: time.Second})
 	all := shards("s1", "s2", "s3", "s4")
 	// b is live (it has assigned once), so a's share is 2 of 4.
-	if g, err := b.assign(ctx, testStream, shards("s1")); err != nil || len(g) != 1 {
+	if g, err := b.leases.assign(ctx, testStream, shards("s1")); err != nil || len(g) != 1 {
 		t.Fatal(ids(g), err)
 	}
 	if err := b.Release(ctx, testStream, "s1", false); err != nil {
 		t.Fatal(err)
 	}
-	g, err := a.assign(ctx, testStream, all)
+	g, err := a.leases.assign(ctx, testStream, all)
 	if err != nil || len(g) != 2 {
 		t.Fatalf("a took %v, want its fair share of 2", ids(g))
 	}
 	// b never takes the rest (stuck, say): after a lease duration a does.
 	eventually.Wait(t, 30*time.Second, "a takes the leftovers", func() error {
-		g, err = a.assign(ctx, testStream, all)
+		g, err = a.leases.assign(ctx, testStream, all)
 		if err != nil {
 			return err
 		}
@@ -685,18 +685,18 @@ func TestLeaseExpiryIgnoresClockSkew(t *testing.T) {
 			const lease = 3 * time.Second
 			a := openStore(t, te, "leases", "a", storeOpts{lease: lease})
 			b := openStore(t, te, "leases", "b", storeOpts{lease: lease, now: func() time.Time { return time.Now().Add(skew) }})
-			if ga, err := a.assign(ctx, testStream, shards("s1")); err != nil || len(ga) != 1 {
+			if ga, err := a.leases.assign(ctx, testStream, shards("s1")); err != nil || len(ga) != 1 {
 				t.Fatalf("a: %v %v", ids(ga), err)
 			}
 			for end := time.Now().Add(lease + time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-				if gb, err := b.assign(ctx, testStream, shards("s1")); err != nil || len(gb) != 0 {
+				if gb, err := b.leases.assign(ctx, testStream, shards("s1")); err != nil || len(gb) != 0 {
 					t.Fatalf("b took a lease a renews: %v %v", ids(gb), err)
 				}
 			}
 			a.Crash() // renewals stop
 			stopped := time.Now()
 			for {
-				gb, err := b.assign(ctx, testStream, shards("s1"))
+				gb, err := b.leases.assign(ctx, testStream, shards("s1"))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -25,8 +26,97 @@ var (
 	errReleased    = errors.New("checkpoint: lease released")
 )
 
-// lease is one shard lease this worker holds. Every field is guarded by
-// DynamoStore.mu.
+// leases are the leases this worker holds, of shards and of swept tables:
+// taking them (assignment rounds, the sweeper's acquire), renewing them on
+// their own timer, stopping a lease's reader by its watchdog before the
+// lease can expire, hand-offs, releases, and this worker's heartbeats. It
+// writes through the shared leaseTable. The checkpoints (DynamoStore.Save)
+// and the sweeper's locks (sweepLocks) reach its state only through its
+// methods: fence, holding, current, lost and noteHandoff.
+type leases struct {
+	*leaseTable
+	renewD time.Duration // the renewal period
+	margin time.Duration // a lease's reader stops this long before its expiry
+	pruneD time.Duration // finished shards' items are kept this long (<0: forever)
+
+	base       context.Context // parent of every lease's ctx; cancelled by close
+	baseCancel context.CancelFunc
+	wg         sync.WaitGroup // renewLoop and every renewal and heartbeat in flight
+	renewSem   chan struct{}  // bounds the renewals in flight
+
+	// mu guards held, history, streams, closed, lastErr and every field of
+	// each *lease in held. It is held for bookkeeping only: never across a
+	// call to the table, and leaseTable.seenMu is never taken under it.
+	mu      sync.Mutex
+	held    map[leaseKey]*lease
+	history map[leaseKey]int64 // last counter held per shard, until released: never re-adopted
+	streams map[string]bool    // streams this worker takes part in (heartbeats)
+	closed  bool
+	lastErr error // latest renewal's outcome, for Ready's message
+}
+
+// newLeases starts keeping leases on t: the renewal timer runs until close.
+func newLeases(t *leaseTable, renewD, margin, pruneD time.Duration) *leases {
+	ls := &leases{
+		leaseTable: t, renewD: renewD, margin: margin, pruneD: pruneD,
+		renewSem: make(chan struct{}, 16),
+		held:     map[leaseKey]*lease{},
+		history:  map[leaseKey]int64{},
+		streams:  map[string]bool{},
+	}
+	ls.base, ls.baseCancel = context.WithCancel(context.Background())
+	ls.wg.Add(1)
+	go ls.renewLoop()
+	return ls
+}
+
+// fence returns the lease held on k and its counter, the fencing token of
+// a write to k's item; nil when this worker holds none.
+func (ls *leases) fence(k leaseKey) (*lease, int64) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.held[k]
+	if l == nil {
+		return nil, 0
+	}
+	return l, l.counter
+}
+
+// holding reports whether the leases were closed, the lease held on k (nil
+// when none) and the last counter this worker held on k.
+func (ls *leases) holding(k leaseKey) (closed bool, l *lease, last int64) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.closed, ls.held[k], ls.history[k]
+}
+
+// current reports whether l is still held (not lost, released or dropped).
+func (ls *leases) current(l *lease) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.held[l.key] == l
+}
+
+// close stops renewing and cancels every lease's context, without
+// releasing (the leases expire); it waits for renewals in flight.
+func (ls *leases) close() {
+	ls.mu.Lock()
+	if ls.closed {
+		ls.mu.Unlock()
+		return
+	}
+	ls.closed = true
+	for _, l := range ls.held {
+		l.stopTimers()
+		l.cancel(errStoreClosed)
+	}
+	ls.mu.Unlock()
+	ls.baseCancel()
+	ls.wg.Wait()
+}
+
+// lease is one lease this worker holds (a shard's or a sweeper's). Every
+// field is guarded by leases.mu; key, ctx and cancel never change.
 type lease struct {
 	key        leaseKey
 	counter    int64
@@ -47,91 +137,91 @@ func (l *lease) stopTimers() {
 	}
 }
 
-// hold records a freshly taken lease. Caller holds s.mu.
-func (s *DynamoStore) hold(k leaseKey, counter int64, validUntil time.Time) *lease {
-	ctx, cancel := context.WithCancelCause(s.base)
+// hold records a freshly taken lease. Caller holds ls.mu.
+func (ls *leases) hold(k leaseKey, counter int64, validUntil time.Time) *lease {
+	ctx, cancel := context.WithCancelCause(ls.base)
 	l := &lease{key: k, counter: counter, ctx: ctx, cancel: cancel, validUntil: validUntil}
-	l.watchdog = time.AfterFunc(s.untilStop(l), func() { s.watch(l) })
-	s.leases[k] = l
-	s.history[k] = counter
-	s.metrics.held.Inc()
+	l.watchdog = time.AfterFunc(ls.untilStop(l), func() { ls.watch(l) })
+	ls.held[k] = l
+	ls.history[k] = counter
+	ls.metrics.held.Inc()
 	return l
 }
 
 // untilStop is how long l may still be read: until the safety margin before
-// its expiry. Caller holds s.mu.
-func (s *DynamoStore) untilStop(l *lease) time.Duration {
-	return max(l.validUntil.Add(-s.margin).Sub(s.now()), 0)
+// its expiry. Caller holds ls.mu.
+func (ls *leases) untilStop(l *lease) time.Duration {
+	return max(l.validUntil.Add(-ls.margin).Sub(ls.now()), 0)
 }
 
 // watch runs on l's watchdog timer, independent of every network call: if
 // the lease was not renewed in time, reading stops before the lease can
 // expire and be taken by another worker.
-func (s *DynamoStore) watch(l *lease) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.leases[l.key] != l {
+func (ls *leases) watch(l *lease) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.held[l.key] != l {
 		return
 	}
-	if d := s.untilStop(l); d > 0 { // renewed meanwhile
+	if d := ls.untilStop(l); d > 0 { // renewed meanwhile
 		l.watchdog.Reset(d)
 		return
 	}
 	if !l.stopping {
-		s.log.Warn("lease not renewed in time; stopping the shard's reader before it expires",
+		ls.log.Warn("lease not renewed in time; stopping the shard's reader before it expires",
 			zap.String("stream", l.key.stream), zap.String("shard", l.key.shard), zap.Time("valid_until", l.validUntil))
 	}
-	s.stop(l, ErrRenewFailed)
+	ls.stop(l, ErrRenewFailed)
 }
 
 // stop cancels l's assignment; the lease stays held until Release. Caller
-// holds s.mu.
-func (s *DynamoStore) stop(l *lease, cause error) {
+// holds ls.mu.
+func (ls *leases) stop(l *lease, cause error) {
 	if l.stopping {
 		return
 	}
 	l.stopping = true
-	l.stoppedAt = s.now()
+	l.stoppedAt = ls.now()
 	l.cancel(cause)
 }
 
-// drop forgets l (lost, released or abandoned). Caller holds s.mu.
-func (s *DynamoStore) drop(l *lease, cause error) {
-	if s.leases[l.key] != l {
+// drop forgets l (lost, released or abandoned). Caller holds ls.mu.
+func (ls *leases) drop(l *lease, cause error) {
+	if ls.held[l.key] != l {
 		return
 	}
-	delete(s.leases, l.key)
+	delete(ls.held, l.key)
 	l.stopTimers()
 	l.cancel(cause)
-	s.metrics.held.Dec()
+	ls.metrics.held.Dec()
 }
 
 // lost handles a conditional write that found l owned by someone else.
-func (s *DynamoStore) lost(l *lease, why string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.leases[l.key] != l || l.releasing {
+func (ls *leases) lost(l *lease, why string) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.held[l.key] != l || l.releasing {
 		return
 	}
-	s.log.Warn("lease lost", zap.String("stream", l.key.stream), zap.String("shard", l.key.shard), zap.String("why", why))
-	s.metrics.losses.Inc()
-	s.drop(l, ErrLeaseLost)
+	ls.log.Warn("lease lost", zap.String("stream", l.key.stream), zap.String("shard", l.key.shard), zap.String("why", why))
+	ls.metrics.losses.Inc()
+	ls.drop(l, ErrLeaseLost)
 }
 
 // noteHandoff acts on a hand-off request seen in l's item.
-func (s *DynamoStore) noteHandoff(l *lease, to string) {
-	if to == "" || to == s.worker {
+func (ls *leases) noteHandoff(l *lease, to string) {
+	if to == "" || to == ls.worker {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.leases[l.key] != l || l.stopping {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.held[l.key] != l || l.stopping {
 		return
 	}
 	l.handoffTo = to
-	s.log.Info("hand-off requested; stopping the shard's reader",
+	ls.log.Info("hand-off requested; stopping the shard's reader",
 		zap.String("stream", l.key.stream), zap.String("shard", l.key.shard), zap.String("to", to))
-	s.stop(l, ErrHandOff)
+	ls.stop(l, ErrHandOff)
 }
 
 // ---- renewal ----
@@ -140,26 +230,26 @@ func (s *DynamoStore) noteHandoff(l *lease, to string) {
 // renewal: each one runs in its own goroutine (bounded by renewSem), so a
 // slow or throttled table cannot delay the timer, and the watchdogs stop
 // readers whose leases were not renewed in time.
-func (s *DynamoStore) renewLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(s.renewD)
+func (ls *leases) renewLoop() {
+	defer ls.wg.Done()
+	t := time.NewTicker(ls.renewD)
 	defer t.Stop()
 	hbBusy := make(chan struct{}, 1)
 	for {
 		select {
-		case <-s.base.Done():
+		case <-ls.base.Done():
 			return
 		case <-t.C:
 		}
-		s.mu.Lock()
-		now := s.now()
+		ls.mu.Lock()
+		now := ls.now()
 		var due []*lease
-		for _, l := range s.leases {
-			if l.stopping && now.Sub(l.stoppedAt) > s.leaseD {
+		for _, l := range ls.held {
+			if l.stopping && now.Sub(l.stoppedAt) > ls.leaseD {
 				// Never released: let it expire rather than hold it forever.
-				s.log.Warn("stopped lease never released; letting it expire",
+				ls.log.Warn("stopped lease never released; letting it expire",
 					zap.String("stream", l.key.stream), zap.String("shard", l.key.shard))
-				s.drop(l, ErrRenewFailed)
+				ls.drop(l, ErrRenewFailed)
 				continue
 			}
 			if !l.renewing {
@@ -167,23 +257,23 @@ func (s *DynamoStore) renewLoop() {
 				due = append(due, l)
 			}
 		}
-		streams := make([]string, 0, len(s.streams))
-		for st := range s.streams {
+		streams := make([]string, 0, len(ls.streams))
+		for st := range ls.streams {
 			streams = append(streams, st)
 		}
-		s.mu.Unlock()
+		ls.mu.Unlock()
 		for _, l := range due {
-			s.wg.Add(1)
-			go s.renew(l)
+			ls.wg.Add(1)
+			go ls.renew(l)
 		}
 		select {
 		case hbBusy <- struct{}{}:
-			s.wg.Add(1)
+			ls.wg.Add(1)
 			go func() {
-				defer s.wg.Done()
+				defer ls.wg.Done()
 				defer func() { <-hbBusy }()
 				for _, st := range streams {
-					s.heartbeat(st)
+					ls.heartbeat(st)
 				}
 			}()
 		default: // the previous heartbeat is still in flight
@@ -192,96 +282,96 @@ func (s *DynamoStore) renewLoop() {
 }
 
 // renew extends one lease, retrying throttling until the lease's stop time.
-func (s *DynamoStore) renew(l *lease) {
-	defer s.wg.Done()
+func (ls *leases) renew(l *lease) {
+	defer ls.wg.Done()
 	defer func() {
-		s.mu.Lock()
+		ls.mu.Lock()
 		l.renewing = false
-		s.mu.Unlock()
+		ls.mu.Unlock()
 	}()
 	select {
-	case s.renewSem <- struct{}{}:
-		defer func() { <-s.renewSem }()
-	case <-s.base.Done():
+	case ls.renewSem <- struct{}{}:
+		defer func() { <-ls.renewSem }()
+	case <-ls.base.Done():
 		return
 	}
-	s.mu.Lock()
-	if s.leases[l.key] != l {
-		s.mu.Unlock()
+	ls.mu.Lock()
+	if ls.held[l.key] != l {
+		ls.mu.Unlock()
 		return
 	}
 	counter := l.counter
-	budget := s.untilStop(l)
-	s.mu.Unlock()
-	if budget < s.renewD {
-		budget = s.renewD // past the stop time: keep trying, so the final checkpoint can still be written
+	budget := ls.untilStop(l)
+	ls.mu.Unlock()
+	if budget < ls.renewD {
+		budget = ls.renewD // past the stop time: keep trying, so the final checkpoint can still be written
 	}
-	ctx, cancel := context.WithTimeout(s.base, budget)
+	ctx, cancel := context.WithTimeout(ls.base, budget)
 	defer cancel()
-	start := s.now()
-	out, err := s.fencedUpdate(ctx, l.key, counter, "SET "+attrExpiry+" = :exp", "",
-		map[string]types.AttributeValue{":exp": num(start.Add(s.leaseD).UnixMilli())})
+	start := ls.now()
+	out, err := ls.fencedUpdate(ctx, l.key, counter, "SET "+attrExpiry+" = :exp", "",
+		map[string]types.AttributeValue{":exp": num(start.Add(ls.leaseD).UnixMilli())})
 	switch {
 	case awserr.IsConditionFailed(err):
-		s.lost(l, "renewal found the lease owned by another worker")
+		ls.lost(l, "renewal found the lease owned by another worker")
 		return
 	case err != nil:
-		s.noteTableWrite(err)
-		s.metrics.renewFailures.Inc()
-		s.log.Warn("lease renewal failed", zap.String("stream", l.key.stream), zap.String("shard", l.key.shard), zap.Error(err))
+		ls.noteTableWrite(err)
+		ls.metrics.renewFailures.Inc()
+		ls.log.Warn("lease renewal failed", zap.String("stream", l.key.stream), zap.String("shard", l.key.shard), zap.Error(err))
 		return
 	}
-	s.metrics.renewals.Inc()
-	s.noteTableWrite(nil)
-	s.mu.Lock()
-	if s.leases[l.key] == l && l.counter == counter {
-		l.validUntil = start.Add(s.leaseD)
-		l.watchdog.Reset(s.untilStop(l))
+	ls.metrics.renewals.Inc()
+	ls.noteTableWrite(nil)
+	ls.mu.Lock()
+	if ls.held[l.key] == l && l.counter == counter {
+		l.validUntil = start.Add(ls.leaseD)
+		l.watchdog.Reset(ls.untilStop(l))
 	}
-	s.mu.Unlock()
+	ls.mu.Unlock()
 	if r, err := decodeRow(out.Attributes); err == nil {
-		s.noteHandoff(l, r.handoff)
+		ls.noteHandoff(l, r.handoff)
 	}
 }
 
 // heartbeat records this worker as live for the stream, so workers that
 // hold no lease yet count when shares are computed.
-func (s *DynamoStore) heartbeat(stream string) {
-	ctx, cancel := context.WithTimeout(s.base, s.renewD)
+func (ls *leases) heartbeat(stream string) {
+	ctx, cancel := context.WithTimeout(ls.base, ls.renewD)
 	defer cancel()
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.table),
+	_, err := ls.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(ls.table),
 		Item: map[string]types.AttributeValue{
 			attrStream: &types.AttributeValueMemberS{Value: workersPrefix + stream},
-			attrShard:  &types.AttributeValueMemberS{Value: s.worker},
-			attrExpiry: num(s.now().Add(s.leaseD).UnixMilli()),
+			attrShard:  &types.AttributeValueMemberS{Value: ls.worker},
+			attrExpiry: num(ls.now().Add(ls.leaseD).UnixMilli()),
 		},
 	})
 	if err != nil && ctx.Err() == nil {
-		s.log.Debug("heartbeat failed", zap.String("stream", stream), zap.Error(err))
+		ls.log.Debug("heartbeat failed", zap.String("stream", stream), zap.Error(err))
 	}
-	s.noteProbe(err)
+	ls.noteProbe(err)
 }
 
 // noteProbe records the outcome of a request that is not a renewal
 // (heartbeat, a sweeper waiting for its lease) for Ready's message: a
 // failure always, a success only while no lease is held (with leases held,
 // only their renewals say whether they renew).
-func (s *DynamoStore) noteProbe(err error) {
-	s.mu.Lock()
-	idle := len(s.leases) == 0
-	s.mu.Unlock()
+func (ls *leases) noteProbe(err error) {
+	ls.mu.Lock()
+	idle := len(ls.held) == 0
+	ls.mu.Unlock()
 	if err != nil || idle {
-		s.noteTableWrite(err)
+		ls.noteTableWrite(err)
 	}
 }
 
 // noteTableWrite records the outcome of a renewal, for Ready's message.
-func (s *DynamoStore) noteTableWrite(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.base.Err() == nil {
-		s.lastErr = err
+func (ls *leases) noteTableWrite(err error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.base.Err() == nil {
+		ls.lastErr = err
 	}
 }
 
@@ -289,18 +379,21 @@ func (s *DynamoStore) noteTableWrite(err error) {
 // while the latest write to the lease table gave up (after the store's own
 // retries), and when a held lease has gone unrenewed into its safety margin,
 // so /readyz turns unready before leases are lost.
-func (s *DynamoStore) Ready() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+func (s *DynamoStore) Ready() error { return s.leases.ready() }
+
+// ready is Ready.
+func (ls *leases) ready() error {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.closed {
 		return errStoreClosed
 	}
-	if s.lastErr != nil {
-		return fmt.Errorf("checkpoint: lease renewals failing: %w", s.lastErr)
+	if ls.lastErr != nil {
+		return fmt.Errorf("checkpoint: lease renewals failing: %w", ls.lastErr)
 	}
-	now := s.now()
-	for _, l := range s.leases {
-		if !l.stopping && now.After(l.validUntil.Add(-s.margin)) {
+	now := ls.now()
+	for _, l := range ls.held {
+		if !l.stopping && now.After(l.validUntil.Add(-ls.margin)) {
 			return fmt.Errorf("checkpoint: %s not renewed (valid until %s)",
 				l.key, l.validUntil.UTC().Format(time.RFC3339))
 		}

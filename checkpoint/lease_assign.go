@@ -33,7 +33,7 @@ func (s *DynamoStore) Assign(ctx context.Context, streamARN string, ready []shar
 	// the next round tries again.
 	ctx, cancel := context.WithTimeout(ctx, s.leaseD/2)
 	defer cancel()
-	got, err := s.assign(ctx, streamARN, rs)
+	got, err := s.leases.assign(ctx, streamARN, rs)
 	if err != nil {
 		return nil, err
 	}
@@ -55,56 +55,56 @@ type assigned struct {
 // leases up to this worker's fair share, adopt leases handed over to it,
 // ask the most loaded worker for at most one lease per round, and return
 // every held lease of a ready shard.
-func (s *DynamoStore) assign(ctx context.Context, stream string, ready []readyShard) ([]assigned, error) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+func (ls *leases) assign(ctx context.Context, stream string, ready []readyShard) ([]assigned, error) {
+	ls.mu.Lock()
+	if ls.closed {
+		ls.mu.Unlock()
 		return nil, fmt.Errorf("checkpoint: assign %s: %w", stream, errStoreClosed)
 	}
-	first := !s.streams[stream]
-	s.streams[stream] = true
-	s.mu.Unlock()
+	first := !ls.streams[stream]
+	ls.streams[stream] = true
+	ls.mu.Unlock()
 	if first {
-		s.heartbeat(stream)
+		ls.heartbeat(stream)
 	}
-	rows, err := s.queryRows(ctx, stream)
+	rows, err := ls.queryRows(ctx, stream)
 	if err != nil {
 		return nil, err
 	}
-	beats, err := s.queryRows(ctx, workersPrefix+stream)
+	beats, err := ls.queryRows(ctx, workersPrefix+stream)
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
-	s.prune(ctx, stream, rows, beats, now)
-	plan := planLeases(s.leaseView(stream, ready, rows, beats, now))
+	now := ls.now()
+	ls.prune(ctx, stream, rows, beats, now)
+	plan := planLeases(ls.leaseView(stream, ready, rows, beats, now))
 
 	mine := plan.mine
 	for _, r := range plan.adopt {
-		if s.adopt(ctx, stream, r) {
+		if ls.adopt(ctx, stream, r) {
 			mine++
 		}
 	}
 	for _, f := range plan.free {
 		if !plan.takeFree(f, mine) {
 			if !f.row.exists {
-				s.register(ctx, stream, f.shard, now) // so its wait shows
+				ls.register(ctx, stream, f.shard, now) // so its wait shows
 			}
 			continue
 		}
-		if s.take(ctx, stream, f.shard, f.row) {
+		if ls.take(ctx, stream, f.shard, f.row) {
 			mine++
 		}
 	}
 	if victim, r, ok := plan.handoff(mine); ok {
-		s.requestHandoff(ctx, stream, victim, r, plan.counts[victim], mine)
+		ls.requestHandoff(ctx, stream, victim, r, plan.counts[victim], mine)
 	}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
 	var out []assigned
 	for _, rs := range ready {
-		if l := s.leases[leaseKey{stream, rs.id}]; l != nil && !l.stopping {
+		if l := ls.held[leaseKey{stream, rs.id}]; l != nil && !l.stopping {
 			out = append(out, assigned{shard: rs.id, ctx: l.ctx})
 		}
 	}
@@ -113,17 +113,17 @@ func (s *DynamoStore) assign(ctx context.Context, stream string, ready []readySh
 
 // leaseView snapshots what planning reads of this worker's own leases of
 // the stream, beside the rows and heartbeats read from the table.
-func (s *DynamoStore) leaseView(stream string, ready []readyShard, rows, beats map[string]row, now time.Time) leaseView {
-	v := leaseView{me: s.worker, now: now, leaseD: s.leaseD, ready: ready, rows: rows, beats: beats,
+func (ls *leases) leaseView(stream string, ready []readyShard, rows, beats map[string]row, now time.Time) leaseView {
+	v := leaseView{me: ls.worker, now: now, leaseD: ls.leaseD, ready: ready, rows: rows, beats: beats,
 		held: map[string]bool{}, history: map[string]int64{}}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, l := range s.leases {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for k, l := range ls.held {
 		if k.stream == stream {
 			v.held[k.shard] = !l.stopping
 		}
 	}
-	for k, c := range s.history {
+	for k, c := range ls.history {
 		if k.stream == stream {
 			v.history[k.shard] = c
 		}
@@ -134,36 +134,36 @@ func (s *DynamoStore) leaseView(stream string, ready []readyShard, rows, beats m
 // prune deletes (a few per round) heartbeats of workers gone for ten lease
 // durations and finished shards' items older than PruneFinishedAfter. Each
 // delete is conditional on the item being unchanged since it was read.
-func (s *DynamoStore) prune(ctx context.Context, stream string, rows, beats map[string]row, now time.Time) {
+func (ls *leases) prune(ctx context.Context, stream string, rows, beats map[string]row, now time.Time) {
 	const perRound = 10
 	n := 0
 	del := func(partition, sk, cond string, vals map[string]types.AttributeValue) {
 		n++
-		_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName: aws.String(s.table), Key: itemKey(partition, sk),
+		_, err := ls.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(ls.table), Key: itemKey(partition, sk),
 			ConditionExpression: aws.String(cond), ExpressionAttributeValues: vals,
 		})
 		if err != nil && !awserr.IsConditionFailed(err) {
-			s.log.Debug("pruning lease table item failed", zap.String("partition", partition), zap.String("item", sk), zap.Error(err))
+			ls.log.Debug("pruning lease table item failed", zap.String("partition", partition), zap.String("item", sk), zap.Error(err))
 		}
 	}
 	for w, b := range beats {
 		if n >= perRound {
 			return
 		}
-		if w != s.worker && b.expired(now.Add(-10*s.leaseD)) {
+		if w != ls.worker && b.expired(now.Add(-10*ls.leaseD)) {
 			del(workersPrefix+stream, w, attrExpiry+" = :e", map[string]types.AttributeValue{":e": num(b.expiryMS)})
 			delete(beats, w)
 		}
 	}
-	if s.pruneD < 0 {
+	if ls.pruneD < 0 {
 		return
 	}
 	for id, r := range rows {
 		if n >= perRound {
 			return
 		}
-		if r.finished && r.owner == "" && r.updatedMS > 0 && r.updatedMS < now.Add(-s.pruneD).UnixMilli() {
+		if r.finished && r.owner == "" && r.updatedMS > 0 && r.updatedMS < now.Add(-ls.pruneD).UnixMilli() {
 			del(stream, id, attrFinished+" = :t AND "+attrUpdated+" = :u AND attribute_not_exists("+attrOwner+")",
 				map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}, ":u": num(r.updatedMS)})
 			delete(rows, id)
@@ -172,23 +172,23 @@ func (s *DynamoStore) prune(ctx context.Context, stream string, rows, beats map[
 }
 
 // take acquires a free or expired lease (or creates the shard's item).
-func (s *DynamoStore) take(ctx context.Context, stream string, rs readyShard, r row) bool {
-	now := s.now()
-	exp := now.Add(s.leaseD)
+func (ls *leases) take(ctx context.Context, stream string, rs readyShard, r row) bool {
+	now := ls.now()
+	exp := now.Add(ls.leaseD)
 	var err error
 	counter := r.counter + 1
 	if !r.exists {
 		item := itemKey(stream, rs.id)
-		item[attrOwner] = &types.AttributeValueMemberS{Value: s.worker}
+		item[attrOwner] = &types.AttributeValueMemberS{Value: ls.worker}
 		item[attrCounter] = num(counter)
 		item[attrExpiry] = num(exp.UnixMilli())
 		item[attrUpdated] = num(now.UnixMilli())
 		if len(rs.parents) > 0 {
 			item[attrParents] = &types.AttributeValueMemberSS{Value: rs.parents}
 		}
-		err = s.retry(ctx, func(ctx context.Context) error {
-			_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-				TableName:           aws.String(s.table),
+		err = ls.retry(ctx, func(ctx context.Context) error {
+			_, err := ls.client.PutItem(ctx, &dynamodb.PutItemInput{
+				TableName:           aws.String(ls.table),
 				Item:                item,
 				ConditionExpression: aws.String("attribute_not_exists(" + attrStream + ")"),
 			})
@@ -197,7 +197,7 @@ func (s *DynamoStore) take(ctx context.Context, stream string, rs readyShard, r 
 	} else {
 		cond := attrCounter + " = :c AND attribute_not_exists(" + attrFinished + ") AND "
 		vals := map[string]types.AttributeValue{
-			":me":  &types.AttributeValueMemberS{Value: s.worker},
+			":me":  &types.AttributeValueMemberS{Value: ls.worker},
 			":c":   num(r.counter),
 			":c1":  num(counter),
 			":exp": num(exp.UnixMilli()),
@@ -217,9 +217,9 @@ func (s *DynamoStore) take(ctx context.Context, stream string, rs readyShard, r 
 			vals[":parents"] = &types.AttributeValueMemberSS{Value: rs.parents}
 		}
 		upd += " REMOVE " + attrHandoff
-		err = s.retry(ctx, func(ctx context.Context) error {
-			_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-				TableName:                 aws.String(s.table),
+		err = ls.retry(ctx, func(ctx context.Context) error {
+			_, err := ls.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName:                 aws.String(ls.table),
 				Key:                       itemKey(stream, rs.id),
 				UpdateExpression:          aws.String(upd),
 				ConditionExpression:       aws.String(cond),
@@ -230,57 +230,57 @@ func (s *DynamoStore) take(ctx context.Context, stream string, rs readyShard, r 
 	}
 	if err != nil {
 		if !awserr.IsConditionFailed(err) {
-			s.log.Warn("taking lease failed", zap.String("stream", stream), zap.String("shard", rs.id), zap.Error(err))
+			ls.log.Warn("taking lease failed", zap.String("stream", stream), zap.String("shard", rs.id), zap.Error(err))
 		}
 		return false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.closed {
 		return false
 	}
-	s.hold(leaseKey{stream, rs.id}, counter, now.Add(s.leaseD))
-	s.metrics.takes.Inc()
-	s.log.Info("lease taken", zap.String("stream", stream), zap.String("shard", rs.id),
+	ls.hold(leaseKey{stream, rs.id}, counter, now.Add(ls.leaseD))
+	ls.metrics.takes.Inc()
+	ls.log.Info("lease taken", zap.String("stream", stream), zap.String("shard", rs.id),
 		zap.String("from", r.owner), zap.Int64("counter", counter))
 	return true
 }
 
 // register records a ready shard nobody leased yet, unowned, so the time it
 // has been waiting shows in its item (updated_ms).
-func (s *DynamoStore) register(ctx context.Context, stream string, rs readyShard, now time.Time) {
+func (ls *leases) register(ctx context.Context, stream string, rs readyShard, now time.Time) {
 	item := itemKey(stream, rs.id)
 	item[attrCounter] = num(0)
 	item[attrUpdated] = num(now.UnixMilli())
 	if len(rs.parents) > 0 {
 		item[attrParents] = &types.AttributeValueMemberSS{Value: rs.parents}
 	}
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:           aws.String(s.table),
+	_, err := ls.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           aws.String(ls.table),
 		Item:                item,
 		ConditionExpression: aws.String("attribute_not_exists(" + attrStream + ")"),
 	})
 	if err != nil && !awserr.IsConditionFailed(err) {
-		s.log.Debug("registering shard failed", zap.String("stream", stream), zap.String("shard", rs.id), zap.Error(err))
+		ls.log.Debug("registering shard failed", zap.String("stream", stream), zap.String("shard", rs.id), zap.Error(err))
 	}
 }
 
 // adopt takes up a lease another worker handed over to this one (or one
 // this worker ID held before a restart).
-func (s *DynamoStore) adopt(ctx context.Context, stream string, r row) bool {
-	now := s.now()
+func (ls *leases) adopt(ctx context.Context, stream string, r row) bool {
+	now := ls.now()
 	counter := r.counter + 1
-	err := s.retry(ctx, func(ctx context.Context) error {
-		_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:           aws.String(s.table),
+	err := ls.retry(ctx, func(ctx context.Context) error {
+		_, err := ls.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:           aws.String(ls.table),
 			Key:                 itemKey(stream, r.shard),
 			UpdateExpression:    aws.String("SET " + attrCounter + " = :c1, " + attrExpiry + " = :exp, " + attrUpdated + " = :now REMOVE " + attrHandoff),
 			ConditionExpression: aws.String(attrOwner + " = :me AND " + attrCounter + " = :c"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":me":  &types.AttributeValueMemberS{Value: s.worker},
+				":me":  &types.AttributeValueMemberS{Value: ls.worker},
 				":c":   num(r.counter),
 				":c1":  num(counter),
-				":exp": num(now.Add(s.leaseD).UnixMilli()),
+				":exp": num(now.Add(ls.leaseD).UnixMilli()),
 				":now": num(now.UnixMilli()),
 			},
 		})
@@ -288,32 +288,32 @@ func (s *DynamoStore) adopt(ctx context.Context, stream string, r row) bool {
 	})
 	if err != nil {
 		if !awserr.IsConditionFailed(err) {
-			s.log.Warn("adopting handed-over lease failed", zap.String("stream", stream), zap.String("shard", r.shard), zap.Error(err))
+			ls.log.Warn("adopting handed-over lease failed", zap.String("stream", stream), zap.String("shard", r.shard), zap.Error(err))
 		}
 		return false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.closed {
 		return false
 	}
-	s.hold(leaseKey{stream, r.shard}, counter, now.Add(s.leaseD))
-	s.metrics.steals.Inc()
-	s.log.Info("lease received by hand-off", zap.String("stream", stream), zap.String("shard", r.shard), zap.Int64("counter", counter))
+	ls.hold(leaseKey{stream, r.shard}, counter, now.Add(ls.leaseD))
+	ls.metrics.steals.Inc()
+	ls.log.Info("lease received by hand-off", zap.String("stream", stream), zap.String("shard", r.shard), zap.Int64("counter", counter))
 	return true
 }
 
 // requestHandoff asks victim, which holds theirs leases, to hand r's
 // lease over to this worker, which holds mine.
-func (s *DynamoStore) requestHandoff(ctx context.Context, stream, victim string, r row, theirs, mine int) {
-	err := s.retry(ctx, func(ctx context.Context) error {
-		_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:           aws.String(s.table),
+func (ls *leases) requestHandoff(ctx context.Context, stream, victim string, r row, theirs, mine int) {
+	err := ls.retry(ctx, func(ctx context.Context) error {
+		_, err := ls.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:           aws.String(ls.table),
 			Key:                 itemKey(stream, r.shard),
 			UpdateExpression:    aws.String("SET " + attrHandoff + " = :me"),
 			ConditionExpression: aws.String(attrOwner + " = :o AND " + attrCounter + " = :c AND attribute_not_exists(" + attrHandoff + ")"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":me": &types.AttributeValueMemberS{Value: s.worker},
+				":me": &types.AttributeValueMemberS{Value: ls.worker},
 				":o":  &types.AttributeValueMemberS{Value: victim},
 				":c":  num(r.counter),
 			},
@@ -322,10 +322,10 @@ func (s *DynamoStore) requestHandoff(ctx context.Context, stream, victim string,
 	})
 	if err != nil {
 		if !awserr.IsConditionFailed(err) {
-			s.log.Warn("hand-off request failed", zap.String("stream", stream), zap.String("shard", r.shard), zap.Error(err))
+			ls.log.Warn("hand-off request failed", zap.String("stream", stream), zap.String("shard", r.shard), zap.Error(err))
 		}
 		return
 	}
-	s.log.Info("hand-off requested", zap.String("stream", stream), zap.String("shard", r.shard),
+	ls.log.Info("hand-off requested", zap.String("stream", stream), zap.String("shard", r.shard),
 		zap.String("from", victim), zap.Int("theirs", theirs), zap.Int("mine", mine))
 }

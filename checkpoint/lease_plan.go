@@ -17,7 +17,7 @@ type readyShard struct {
 }
 
 // leaseView is what one planning round reads: a stream's shard items and
-// heartbeats as this worker observed them (see DynamoStore.observe), and
+// heartbeats as this worker observed them (see leaseTable.observe), and
 // this worker's own leases.
 type leaseView struct {
 	me      string        // this worker

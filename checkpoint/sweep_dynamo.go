@@ -25,6 +25,15 @@ const (
 	attrSweepCursor = "sweep_cursor_ms"
 )
 
+// sweepLocks is the sweeper's lock and cursor per swept table: the lock is
+// a lease kept by leases like a shard's (taken, renewed, watched, released
+// there), the cursor a fenced write of the lease table. It reads the
+// leases' state only through their methods (fence, holding, current).
+type sweepLocks struct {
+	*leaseTable
+	leases *leases
+}
+
 func sweepKey(table string) leaseKey { return leaseKey{sweepPrefix + table, sweepShard} }
 
 // String names the lease in messages.
@@ -38,10 +47,15 @@ func (k leaseKey) String() string {
 // LoadSweepCursor implements [SweepStore]: the table's cursor (a consistent
 // read), zero when there is none.
 func (s *DynamoStore) LoadSweepCursor(ctx context.Context, table string) (time.Time, error) {
+	return s.sweep.loadCursor(ctx, table)
+}
+
+// loadCursor is LoadSweepCursor.
+func (sl sweepLocks) loadCursor(ctx context.Context, table string) (time.Time, error) {
 	if err := validTableName(table); err != nil {
 		return time.Time{}, fmt.Errorf("checkpoint: sweep cursor of table: %w", err)
 	}
-	r, err := s.getRow(ctx, sweepKey(table))
+	r, err := sl.getRow(ctx, sweepKey(table))
 	if err != nil || r.sweepMS == 0 {
 		return time.Time{}, err
 	}
@@ -53,38 +67,37 @@ func (s *DynamoStore) LoadSweepCursor(ctx context.Context, table string) (time.T
 // Save) and on the stored cursor not being later, so a sweeper that lost
 // its lease can never move the cursor and the cursor never moves back.
 func (s *DynamoStore) SaveSweepCursor(ctx context.Context, table string, window time.Time) error {
+	return s.sweep.saveCursor(ctx, table, window)
+}
+
+// saveCursor is SaveSweepCursor.
+func (sl sweepLocks) saveCursor(ctx context.Context, table string, window time.Time) error {
 	if err := checkSweepArgs(table, window); err != nil {
 		return err
 	}
 	k := sweepKey(table)
-	s.mu.Lock()
-	l := s.leases[k]
-	var counter int64
-	if l != nil {
-		counter = l.counter
-	}
-	s.mu.Unlock()
+	l, counter := sl.leases.fence(k)
 	if l == nil {
-		return fmt.Errorf("checkpoint: save sweep cursor of %s: worker %s holds no lease: %w", table, s.worker, ErrLeaseLost)
+		return fmt.Errorf("checkpoint: save sweep cursor of %s: worker %s holds no lease: %w", table, sl.worker, ErrLeaseLost)
 	}
 	ms := window.UnixMilli()
-	_, err := s.fencedUpdate(ctx, k, counter, "SET "+attrSweepCursor+" = :w, "+attrUpdated+" = :now",
+	_, err := sl.fencedUpdate(ctx, k, counter, "SET "+attrSweepCursor+" = :w, "+attrUpdated+" = :now",
 		"attribute_not_exists("+attrSweepCursor+") OR "+attrSweepCursor+" <= :w",
-		map[string]types.AttributeValue{":w": num(ms), ":now": num(s.now().UnixMilli())})
+		map[string]types.AttributeValue{":w": num(ms), ":now": num(sl.now().UnixMilli())})
 	at := sweepWindow(window).Format(time.RFC3339Nano)
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &ccf):
-		if r, derr := decodeRow(ccf.Item); derr == nil && r.owner == s.worker && r.counter == counter {
+		if r, derr := decodeRow(ccf.Item); derr == nil && r.owner == sl.worker && r.counter == counter {
 			return fmt.Errorf("checkpoint: save sweep cursor of %s at %s, stored %s: %w", table, at,
 				time.UnixMilli(r.sweepMS).UTC().Format(time.RFC3339Nano), ErrCursorBackwards)
 		}
-		s.lost(l, "sweep cursor write found the lease owned by another worker")
+		sl.leases.lost(l, "sweep cursor write found the lease owned by another worker")
 		return fmt.Errorf("checkpoint: save sweep cursor of %s at %s: %w", table, at, ErrLeaseLost)
 	case awserr.IsConditionFailed(err):
-		s.lost(l, "sweep cursor write found the lease owned by another worker")
+		sl.leases.lost(l, "sweep cursor write found the lease owned by another worker")
 		return fmt.Errorf("checkpoint: save sweep cursor of %s at %s: %w", table, at, ErrLeaseLost)
 	}
 	return fmt.Errorf("checkpoint: save sweep cursor of %s at %s: %w", table, at, err)
@@ -105,28 +118,33 @@ func (s *DynamoStore) SaveSweepCursor(ctx context.Context, table string, window 
 // denied, no such table); throttling and unanswered requests are retried
 // until ctx ends, and show in Ready meanwhile.
 func (s *DynamoStore) AcquireSweep(ctx context.Context, table string) (context.Context, func(context.Context) error, error) {
+	return s.sweep.acquire(ctx, table)
+}
+
+// acquire is AcquireSweep.
+func (sl sweepLocks) acquire(ctx context.Context, table string) (context.Context, func(context.Context) error, error) {
 	if err := validTableName(table); err != nil {
 		return nil, nil, fmt.Errorf("checkpoint: acquire sweep of table: %w", err)
 	}
 	k := sweepKey(table)
-	poll := min(s.renewD, time.Second)
+	poll := min(sl.leases.renewD, time.Second)
 	for n := 0; ; n++ {
 		// Each attempt is bounded, so an unreachable table shows in Ready
 		// while this worker waits, as the shard assigner's rounds are.
-		actx, cancel := context.WithTimeout(ctx, s.leaseD/2)
-		l, r, err := s.tryAcquire(actx, k)
+		actx, cancel := context.WithTimeout(ctx, sl.leaseD/2)
+		l, r, err := sl.tryAcquire(actx, k)
 		cancel()
 		switch {
 		case l != nil:
-			return s.sweepHold(ctx, l)
+			return sl.hold(ctx, l)
 		case ctx.Err() != nil:
 			return nil, nil, fmt.Errorf("checkpoint: acquire sweep of %s: %w", table, context.Cause(ctx))
 		case err != nil && !awserr.IsRetryable(err) && !errors.Is(err, context.DeadlineExceeded):
 			return nil, nil, fmt.Errorf("checkpoint: acquire sweep of %s: %w", table, err)
 		case err != nil:
-			s.log.Warn("reading the sweeper's lease failed; trying again", zap.String("table", table), zap.Error(err))
+			sl.log.Warn("reading the sweeper's lease failed; trying again", zap.String("table", table), zap.Error(err))
 		case n == 0:
-			s.log.Info("table is swept by another worker; waiting for its lease", zap.String("table", table),
+			sl.log.Info("table is swept by another worker; waiting for its lease", zap.String("table", table),
 				zap.String("owner", r.owner), zap.Time("expires", time.UnixMilli(r.expiryMS)))
 		}
 		if !backoff.Sleep(ctx, poll) {
@@ -137,47 +155,41 @@ func (s *DynamoStore) AcquireSweep(ctx context.Context, table string) (context.C
 
 // tryAcquire takes k's lease if it is free, expired, or this worker ID's
 // from before a restart. It returns the lease when held, else the row seen.
-func (s *DynamoStore) tryAcquire(ctx context.Context, k leaseKey) (*lease, row, error) {
-	s.mu.Lock()
-	closed, mine, last := s.closed, s.leases[k], s.history[k]
-	s.mu.Unlock()
+func (sl sweepLocks) tryAcquire(ctx context.Context, k leaseKey) (*lease, row, error) {
+	closed, mine, last := sl.leases.holding(k)
 	if closed {
 		return nil, row{}, errStoreClosed
 	}
 	if mine != nil {
-		return nil, row{owner: s.worker}, nil // another caller in this process holds it
+		return nil, row{owner: sl.worker}, nil // another caller in this process holds it
 	}
-	r, err := s.getRow(ctx, k)
-	s.noteProbe(err)
+	r, err := sl.getRow(ctx, k)
+	sl.leases.noteProbe(err)
 	if err != nil {
 		return nil, row{}, err
 	}
-	now := s.now()
+	now := sl.now()
 	switch {
-	case r.owner == s.worker && r.live(now) && last != r.counter:
-		s.adopt(ctx, k.stream, r)
+	case r.owner == sl.worker && r.live(now) && last != r.counter:
+		sl.leases.adopt(ctx, k.stream, r)
 	case !r.live(now):
-		s.take(ctx, k.stream, readyShard{id: k.shard}, r)
+		sl.leases.take(ctx, k.stream, readyShard{id: k.shard}, r)
 	default:
 		return nil, r, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.leases[k], r, nil
+	_, l, _ := sl.leases.holding(k)
+	return l, r, nil
 }
 
-// sweepHold turns the lease l into AcquireSweep's results.
-func (s *DynamoStore) sweepHold(ctx context.Context, l *lease) (context.Context, func(context.Context) error, error) {
+// hold turns the lease l into AcquireSweep's results.
+func (sl sweepLocks) hold(ctx context.Context, l *lease) (context.Context, func(context.Context) error, error) {
 	held, stop := holdContext(ctx, l.ctx)
 	release := func(rctx context.Context) error {
 		stop(errSweepReleased)
-		s.mu.Lock()
-		current := s.leases[l.key] == l
-		s.mu.Unlock()
-		if !current {
+		if !sl.leases.current(l) {
 			return nil // lost, or released already
 		}
-		return s.release(rctx, l.key.stream, l.key.shard, false)
+		return sl.leases.release(rctx, l.key.stream, l.key.shard, false)
 	}
 	return held, release, nil
 }
