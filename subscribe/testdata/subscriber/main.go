@@ -91,6 +91,11 @@ func check(m jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
+	// The same message as a core NATS subscription's handler gets it.
+	core, err := subscribe.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+	if err != nil || core.ID != ev.ID || core.Format != ev.Format {
+		return fmt.Errorf("Decode of the *nats.Msg: %+v, %v", core, err)
+	}
 	var o order
 	if err := attributevalue.UnmarshalMap(ev.Item, &o); err != nil {
 		return fmt.Errorf("item: %w", err)
