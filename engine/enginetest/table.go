@@ -48,7 +48,7 @@ func (b *Bed) CreateTable(t testing.TB, tbl Table) string {
 // error fails the test, naming the table.
 func CreateTable(t testing.TB, db TableAPI, tbl Table) string {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context() // ends with the test
 	out, err := db.CreateTable(ctx, tbl.input())
 	if err != nil {
 		t.Fatalf("CreateTable %s: %v", tbl.Name, err)

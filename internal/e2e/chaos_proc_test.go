@@ -16,7 +16,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 )
 
 // The chaos tests that run the real `archiver run` binary (see
@@ -51,8 +53,8 @@ func newProcBed(t *testing.T) *procBed {
 		"--listen", "127.0.0.1:0", "--ttl-interval", "200ms",
 		"--stream-shards", "4", "--shard-rollover", "500")
 	b.endpoint = engineEndpoint(t, eng)
-	b.db = ddbClient(b.endpoint, "writer")
-	createTable(t, ctx, b.db, procTable)
+	b.db = enginetest.ClientAt(b.endpoint, "writer")
+	enginetest.CreateTable(t, b.db, table(procTable))
 	out, err := b.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(procTable)})
 	if err != nil {
 		t.Fatal(err)
@@ -162,14 +164,14 @@ func TestChaosNATSMaxPayload(t *testing.T) {
 		}
 	}
 	dead, arch := newFileSinkReader(dlqDir), newFileSinkReader(archDir)
-	waitFor(t, 120*time.Second, "the large items reach the dead-letter sink, every item the file sink", func() error {
+	eventually.Wait(t, 120*time.Second, "the large items reach the dead-letter sink, every item the file sink", func() error {
 		alive(t, p)
 		if err := dead.poll(t).allArrived(large); err != nil {
 			return err
 		}
 		return arch.poll(t).allArrived(b.written.all())
 	})
-	waitFor(t, 60*time.Second, "JetStream holds every small item", func() error {
+	eventually.Wait(t, 60*time.Second, "JetStream holds every small item", func() error {
 		info, err := st.Info(b.ctx)
 		if err != nil {
 			return err
@@ -217,7 +219,7 @@ func TestChaosNATSMaxPayload(t *testing.T) {
 	lines, deadLines := archived.lines, dl.lines
 	again := b.run(flags...)
 	sentinels := b.wave(200)
-	waitFor(t, 60*time.Second, "the restarted archiver archives new items", func() error {
+	eventually.Wait(t, 60*time.Second, "the restarted archiver archives new items", func() error {
 		alive(t, again)
 		return arch.poll(t).allArrived(sentinels)
 	})
@@ -261,7 +263,7 @@ func TestChaosKillWhileDeadLettering(t *testing.T) {
 	b.wave(500)
 	p := b.run(flags...)
 	arch, dead := newFileSinkReader(archDir), newS3Reader(s3c, "dlq/")
-	waitFor(t, 120*time.Second, "a checkpoint passed dead letters and another dead-letter upload is in flight", func() error {
+	eventually.Wait(t, 120*time.Second, "a checkpoint passed dead letters and another dead-letter upload is in flight", func() error {
 		alive(t, p)
 		b.wave(20)
 		data, err := os.ReadFile(p.logPath)
@@ -296,7 +298,7 @@ func TestChaosKillWhileDeadLettering(t *testing.T) {
 	px.setDelay(0)
 	again := b.run(flags...)
 	b.wave(500)
-	waitFor(t, 120*time.Second, "every item reaches the file sink and the dead-letter sink", func() error {
+	eventually.Wait(t, 120*time.Second, "every item reaches the file sink and the dead-letter sink", func() error {
 		alive(t, again)
 		if err := arch.poll(t).allArrived(b.written.all()); err != nil {
 			return fmt.Errorf("file sink: %w", err)

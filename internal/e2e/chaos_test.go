@@ -29,7 +29,9 @@ import (
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
@@ -202,7 +204,7 @@ func (env *faultEnv) checkpoints() map[string]checkpoint.Checkpoint {
 		return loadFileCheckpoints(t, env.ctx, filepath.Join(env.dir, "checkpoints.json"), env.stream)
 	}
 	ds, err := checkpoint.OpenDynamo(env.ctx, checkpoint.DynamoOptions{
-		Client: ddbClient(env.srv.Endpoint(), "lease-checker"), Table: "leases", WorkerID: "checker",
+		Client: enginetest.ClientAt(env.srv.Endpoint(), "lease-checker"), Table: "leases", WorkerID: "checker",
 	})
 	if err != nil {
 		t.Fatalf("opening the lease table: %v", err)
@@ -308,7 +310,7 @@ func (env *faultEnv) startCorrupted(corrupt map[string]func(rec map[string]any))
 	dl := env.fileDeadLetter(time.Minute)
 	env.configure = func(inst string, c *consumer.Config) {
 		dl(inst, c)
-		c.Streams = streamsClient(front, "reader-"+inst)
+		c.Streams = enginetest.StreamsClientAt(front, "reader-"+inst)
 	}
 	env.start()
 }
@@ -339,7 +341,7 @@ func TestChaosPoisonRecord(t *testing.T) {
 	}
 	env.written.drop([]string{badName, noSeq})
 	dead := newFileSinkReader(env.deadDir())
-	waitFor(t, 60*time.Second, "both poison records reach the dead-letter sink", func() error {
+	eventually.Wait(t, 60*time.Second, "both poison records reach the dead-letter sink", func() error {
 		return dead.poll(t).allArrived([]string{badName, noSeq})
 	})
 	arch := env.finish()
@@ -383,7 +385,7 @@ func TestChaosMalformedLastRecordThenNewIterator(t *testing.T) {
 	env.wave(1) // its expiry is the last record its reader gets
 	env.written.drop([]string{noSeq})
 	dead := newFileSinkReader(env.deadDir())
-	waitFor(t, 60*time.Second, "the malformed record reaches the dead-letter sink", func() error {
+	eventually.Wait(t, 60*time.Second, "the malformed record reaches the dead-letter sink", func() error {
 		return dead.poll(t).allArrived([]string{noSeq})
 	})
 	env.srv.Engine().ExpireIterators()
@@ -539,7 +541,7 @@ func openSink(t testing.TB, ctx context.Context, rawURL string, c *consumer.Conf
 // waitS3 waits until every key of keys is in the S3 reader's objects.
 func waitS3(t *testing.T, ctx context.Context, r *s3Reader, what string, keys []string) {
 	t.Helper()
-	waitFor(t, 120*time.Second, what, func() error {
+	eventually.Wait(t, 120*time.Second, what, func() error {
 		if err := r.poll(t, ctx); err != nil {
 			return err
 		}
@@ -652,7 +654,7 @@ func TestChaosBucketDeleted(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 	}
 	dead := newFileSinkReader(env.deadDir())
-	waitFor(t, 120*time.Second, "what expired after the deletion reaches the dead-letter sink", func() error {
+	eventually.Wait(t, 120*time.Second, "what expired after the deletion reaches the dead-letter sink", func() error {
 		return dead.poll(t).allArrived(after)
 	})
 	env.finish()
@@ -748,8 +750,8 @@ func TestChaos412AfterCrash(t *testing.T) {
 
 	// The first run, without the TTL attribute.
 	var denied atomic.Int64
-	env.setHook(func(op string, r *http.Request) error {
-		if op == "DescribeTimeToLive" && strings.HasPrefix(accessKey(r), "reader-") {
+	env.srv.Engine().SetHook(func(op string, r *http.Request) error {
+		if op == "DescribeTimeToLive" && strings.HasPrefix(enginetest.AccessKey(r), "reader-") {
 			denied.Add(1)
 			return engine.NewError("AccessDeniedException", "DescribeTimeToLive is denied in this test", http.StatusBadRequest)
 		}
@@ -759,7 +761,7 @@ func TestChaos412AfterCrash(t *testing.T) {
 	first := newS3Reader(s3c, "ttl/")
 	waitS3(t, ctx, first, "the first run archives every item", keys)
 	env.stopAll()
-	env.setHook(nil)
+	env.srv.Engine().SetHook(nil)
 	if denied.Load() == 0 || first.tally.nbad != len(keys) {
 		t.Fatalf("first run: %d DescribeTimeToLive denied, %d of %d events without TTL metadata; want all without", denied.Load(), first.tally.nbad, len(keys))
 	}
@@ -784,7 +786,7 @@ func TestChaos412AfterCrash(t *testing.T) {
 	// The second run reads everything again.
 	env.start()
 	second := newS3Reader(s3c, "ttl/")
-	waitFor(t, 120*time.Second, "the second run archives and checkpoints every item", func() error {
+	eventually.Wait(t, 120*time.Second, "the second run archives and checkpoints every item", func() error {
 		env.checkWorkers()
 		if err := second.poll(t, ctx); err != nil {
 			return err
@@ -1003,8 +1005,8 @@ func TestChaosDescribeOmitsParent(t *testing.T) {
 			t.Parallel()
 			env := newFaultEnv(t, mode.workers)
 			var describes atomic.Int64
-			env.setHook(func(op string, r *http.Request) error {
-				if op == "DescribeStream" && strings.HasPrefix(accessKey(r), "reader-") {
+			env.srv.Engine().SetHook(func(op string, r *http.Request) error {
+				if op == "DescribeStream" && strings.HasPrefix(enginetest.AccessKey(r), "reader-") {
 					describes.Add(1)
 				}
 				return nil
@@ -1013,7 +1015,7 @@ func TestChaosDescribeOmitsParent(t *testing.T) {
 			// n more times.
 			described := func(what string, n int64) {
 				want := describes.Load() + n
-				waitFor(t, 60*time.Second, what, func() error {
+				eventually.Wait(t, 60*time.Second, what, func() error {
 					if got := describes.Load(); got < want {
 						return fmt.Errorf("%d of %d descriptions", got, want)
 					}
@@ -1044,7 +1046,7 @@ func TestChaosDescribeOmitsParent(t *testing.T) {
 			}
 			described("a description leaves the parent out", 4)
 			h.release()
-			waitFor(t, 120*time.Second, "both expiries of every key arrive", func() error {
+			eventually.Wait(t, 120*time.Second, "both expiries of every key arrive", func() error {
 				env.checkWorkers()
 				got := env.farEnd()
 				got.mu.Lock()

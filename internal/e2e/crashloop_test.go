@@ -21,7 +21,9 @@ import (
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 )
 
 // TestCrashLoop is issue 5's crash loop: `archiver run` as a real process
@@ -110,8 +112,8 @@ func crashLoop(t *testing.T, leases bool) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	db := ddbClient(endpoint, "writer")
-	createTable(t, ctx, db, "sessions")
+	db := enginetest.ClientAt(endpoint, "writer")
+	enginetest.CreateTable(t, db, table("sessions"))
 	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ARCHIVE", Subjects: []string{"archiver.>"}, Duplicates: 30 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +219,7 @@ func crashLoop(t *testing.T, leases bool) {
 	keys := written.all()
 	catchUp := time.Now()
 	var got *tally
-	waitFor(t, 180*time.Second, "every expired key reaches the file sink", func() error {
+	eventually.Wait(t, 180*time.Second, "every expired key reaches the file sink", func() error {
 		for _, p := range running {
 			if p.exited() {
 				t.Fatalf("%s exited on its own: %v\n%s", p.name, p.err, p.tail(30))
@@ -259,7 +261,7 @@ func crashLoop(t *testing.T, leases bool) {
 	if err := putItems(ctx, db, "sessions", sentinels, expiredTTL()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "the restarted archiver archives a new batch", func() error {
+	eventually.Wait(t, 60*time.Second, "the restarted archiver archives a new batch", func() error {
 		if again.exited() {
 			t.Fatalf("archiver run exited on its own: %v\n%s", again.err, again.tail(30))
 		}
@@ -283,7 +285,7 @@ func crashLoop(t *testing.T, leases bool) {
 	// JetStream: every expired record exactly once (de-duplicated by
 	// Nats-Msg-Id across the kills), nothing else.
 	all := append(append([]string(nil), keys...), sentinels...)
-	waitFor(t, 60*time.Second, "JetStream holds every expired item", func() error {
+	eventually.Wait(t, 60*time.Second, "JetStream holds every expired item", func() error {
 		info, err := st.Info(ctx)
 		if err != nil {
 			return err
@@ -340,7 +342,7 @@ func checkOps(t *testing.T, p *proc) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
-	waitFor(t, 30*time.Second, "/readyz answers 200", func() error {
+	eventually.Wait(t, 30*time.Second, "/readyz answers 200", func() error {
 		if code, body := get("/readyz"); code != http.StatusOK {
 			return fmt.Errorf("status %d: %s", code, body)
 		}

@@ -26,6 +26,8 @@ import (
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
@@ -47,7 +49,6 @@ type faultEnv struct {
 	dir     string
 	workers int
 
-	hook     atomic.Pointer[func(op string, r *http.Request) error]
 	sinkDown atomic.Bool // the fault wrapper fails every batch while set
 	sinkFail atomic.Int64
 
@@ -70,48 +71,15 @@ func newFaultEnv(t *testing.T, workers int) *faultEnv {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	env := &faultEnv{t: t, ctx: ctx, dir: t.TempDir(), workers: workers}
-	srv, err := engine.Listen("127.0.0.1:0", engine.Options{
+	bed := enginetest.Start(t, engine.Options{
 		TTLInterval: 100 * time.Millisecond, StreamShards: 4, ShardRolloverRecords: 200, Logger: zap.NewNop(),
-		Hooks: engine.Hooks{OnRequest: func(op string, r *http.Request) error {
-			if h := env.hook.Load(); h != nil {
-				return (*h)(op, r)
-			}
-			return nil
-		}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	env.srv = srv
-	env.db = ddbClient(srv.Endpoint(), "writer")
+	env.srv = bed.Server
+	env.db = bed.Client("writer")
 	env.expirer = expirer{t: t, ctx: ctx, db: env.db, table: faultTable, prefix: "f"}
-	env.streams = streamsClient(srv.Endpoint(), "writer")
-	createTable(t, ctx, env.db, faultTable)
-	if env.stream, err = srv.Engine().StreamARN(faultTable); err != nil {
-		t.Fatal(err)
-	}
+	env.streams = bed.StreamsClient("writer")
+	env.stream = enginetest.CreateTable(t, env.db, table(faultTable))
 	return env
-}
-
-func (env *faultEnv) setHook(h func(op string, r *http.Request) error) {
-	if h == nil {
-		env.hook.Store(nil)
-		return
-	}
-	env.hook.Store(&h)
-}
-
-// accessKey is the SigV4 access key of a request: it tells the lease
-// store's client ("lease-*") from the readers ("reader-*") and the writer.
-func accessKey(r *http.Request) string {
-	a := r.Header.Get("Authorization")
-	i := strings.Index(a, "Credential=")
-	if i < 0 {
-		return ""
-	}
-	key, _, _ := strings.Cut(a[i+len("Credential="):], "/")
-	return key
 }
 
 // faultWorker is one running consumer.
@@ -147,7 +115,7 @@ func (env *faultEnv) startWorker(name string) {
 		store = fs
 	} else {
 		ds, err := checkpoint.OpenDynamo(env.ctx, checkpoint.DynamoOptions{
-			Client: ddbClient(env.srv.Endpoint(), "lease-"+name), Table: "leases", Create: true, WorkerID: name,
+			Client: enginetest.ClientAt(env.srv.Endpoint(), "lease-"+name), Table: "leases", Create: true, WorkerID: name,
 			LeaseDuration: 3 * time.Second, RenewEvery: 500 * time.Millisecond, Logger: log.Named("lease"),
 		})
 		if err != nil {
@@ -163,12 +131,12 @@ func (env *faultEnv) startWorker(name string) {
 	reg := prometheus.NewRegistry()
 	cfg := consumer.Config{
 		Options: shard.Options{
-			Streams:    streamsClient(env.srv.Endpoint(), "reader-"+name),
+			Streams:    enginetest.StreamsClientAt(env.srv.Endpoint(), "reader-"+name),
 			TableNames: []string{faultTable}, Assigner: assigner, DiscoveryInterval: 300 * time.Millisecond,
 			IdleBackoff: 100 * time.Millisecond, StopTimeout: 5 * time.Second,
 			Logger: log, Registerer: reg,
 		},
-		Tables: ddbClient(env.srv.Endpoint(), "reader-"+name), Store: store,
+		Tables: enginetest.ClientAt(env.srv.Endpoint(), "reader-"+name), Store: store,
 		Routes:             []consumer.Route{{Sink: &faultSink{Sink: fsink, env: env}}},
 		CheckpointInterval: 200 * time.Millisecond, ShutdownTimeout: 10 * time.Second,
 		RetryMaxBackoff: 2 * time.Second,
@@ -266,7 +234,7 @@ func (env *faultEnv) farEnd() *tally {
 // waitArrived waits until every key of keys is at the far end.
 func (env *faultEnv) waitArrived(what string, keys []string) *tally {
 	var got *tally
-	waitFor(env.t, 120*time.Second, what, func() error {
+	eventually.Wait(env.t, 120*time.Second, what, func() error {
 		env.checkWorkers()
 		got = env.farEnd()
 		return got.allArrived(keys)
@@ -504,8 +472,8 @@ func TestFaults(t *testing.T) {
 			var mode atomic.Int32 // 0 off, 1 half, 2 all
 			var throttled atomic.Int64
 			var n atomic.Int64
-			env.setHook(func(op string, r *http.Request) error {
-				if !strings.HasPrefix(accessKey(r), "lease-") {
+			env.srv.Engine().SetHook(func(op string, r *http.Request) error {
+				if !strings.HasPrefix(enginetest.AccessKey(r), "lease-") {
 					return nil
 				}
 				switch mode.Load() {

@@ -15,13 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/event"
 )
 
@@ -36,46 +34,10 @@ const (
 	preciseN = "12.500000000000000000000000000000000001"
 )
 
-// ddbClient is a real DynamoDB client for endpoint, signing with accessKey
-// (engine hooks tell callers apart by it).
-func ddbClient(endpoint, accessKey string) *dynamodb.Client {
-	return dynamodb.New(dynamodb.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(endpoint),
-		Credentials:  credentials.NewStaticCredentialsProvider(accessKey, "secret", ""),
-	})
-}
-
-// streamsClient is a real DynamoDB Streams client for endpoint.
-func streamsClient(endpoint, accessKey string) *dynamodbstreams.Client {
-	return dynamodbstreams.New(dynamodbstreams.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(endpoint),
-		Credentials:  credentials.NewStaticCredentialsProvider(accessKey, "secret", ""),
-	})
-}
-
-// createTable creates table (hash key "id", stream with both images) and
-// enables TTL on "exp".
-func createTable(t testing.TB, ctx context.Context, db *dynamodb.Client, table string) {
-	t.Helper()
-	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(table),
-		BillingMode:          dtypes.BillingModePayPerRequest,
-		AttributeDefinitions: []dtypes.AttributeDefinition{{AttributeName: aws.String(keyAttr), AttributeType: dtypes.ScalarAttributeTypeS}},
-		KeySchema:            []dtypes.KeySchemaElement{{AttributeName: aws.String(keyAttr), KeyType: dtypes.KeyTypeHash}},
-		StreamSpecification:  &dtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: dtypes.StreamViewTypeNewAndOldImages},
-	})
-	if err != nil {
-		t.Fatalf("CreateTable %s: %v", table, err)
-	}
-	_, err = db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName:               aws.String(table),
-		TimeToLiveSpecification: &dtypes.TimeToLiveSpecification{AttributeName: aws.String(ttlAttr), Enabled: aws.Bool(true)},
-	})
-	if err != nil {
-		t.Fatalf("UpdateTimeToLive %s: %v", table, err)
-	}
+// table is every test table: hash key "id", a stream of both images, TTL
+// on "exp".
+func table(name string) enginetest.Table {
+	return enginetest.Table{Name: name, Hash: keyAttr, TTL: ttlAttr}
 }
 
 // putItems writes one item per key with the TTL value exp (epoch seconds)
@@ -152,23 +114,6 @@ func itemKey(keys event.Item) string {
 		return v.Value
 	}
 	return ""
-}
-
-// waitFor polls f every 100 ms until it returns nil or d passes (then the
-// test fails with f's last error). No timing is asserted: d is generous.
-func waitFor(t testing.TB, d time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, d, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // tally counts deliveries at a far end: per item key and per kind.

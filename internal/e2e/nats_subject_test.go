@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 )
 
 // Issue 19, point 1: one message never breaks the NATS connection. The
@@ -280,7 +281,7 @@ func newBKBed(t *testing.T) *bkBed {
 // waitOnStream waits until the stream holds every one of ids.
 func (b *bkBed) waitOnStream(what string, ids []string) {
 	b.t.Helper()
-	waitFor(b.t, 120*time.Second, what, func() error {
+	eventually.Wait(b.t, 120*time.Second, what, func() error {
 		alive(b.t, b.archive)
 		info, err := b.st.Info(b.ctx)
 		if err != nil {
@@ -334,7 +335,7 @@ func TestNATSLongKeysNeverBreakTheConnection(t *testing.T) {
 	}
 
 	b.waitOnStream("every small expiry on JetStream", small)
-	waitFor(t, 60*time.Second, "the long item on JetStream or dead-lettered", func() error {
+	eventually.Wait(t, 60*time.Second, "the long item on JetStream or dead-lettered", func() error {
 		byID, _ := bkStream(t, b.ctx, b.st)
 		if byID[long] > 0 {
 			return nil
@@ -385,7 +386,7 @@ func TestNATSConnectionClosedByTheServerIsRebuilt(t *testing.T) {
 
 	b.nats.restart("changed")
 	around := smallBinaryKeys(t, b.ctx, b.db, 10, 25)
-	waitFor(t, 120*time.Second, "the archiver's connection closed for good", func() error {
+	eventually.Wait(t, 120*time.Second, "the archiver's connection closed for good", func() error {
 		alive(t, b.archive)
 		if log, _ := os.ReadFile(b.archive.logPath); !bytes.Contains(log, []byte("building a new one")) {
 			return fmt.Errorf("not logged yet")
@@ -400,7 +401,7 @@ func TestNATSConnectionClosedByTheServerIsRebuilt(t *testing.T) {
 	all := append(append(append([]string{}, before...), around...), after...)
 	b.st = streamOf(t, b.ctx, b.nats.client(t), "BK")
 	b.waitOnStream("every item on JetStream after the new connection", all)
-	waitFor(t, 60*time.Second, "/readyz ready again", func() error {
+	eventually.Wait(t, 60*time.Second, "/readyz ready again", func() error {
 		if code, err := b.readyz(); err != nil || code != http.StatusOK {
 			return fmt.Errorf("status %d (%v)", code, err)
 		}

@@ -22,7 +22,9 @@ import (
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
@@ -63,13 +65,10 @@ func TestPipelineS3AndJetStream(t *testing.T) {
 	defer cancel()
 
 	// The servers.
-	srv, err := engine.Listen("127.0.0.1:0", engine.Options{
+	bed := enginetest.Start(t, engine.Options{
 		TTLInterval: 200 * time.Millisecond, StreamShards: 4, ShardRolloverRecords: 5000, Logger: zap.NewNop(),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := bed.Server
 	s3Endpoint, s3c := startVersity(t)
 	natsURL := startNATS(t)
 	js := natsClient(t, natsURL)
@@ -78,8 +77,8 @@ func TestPipelineS3AndJetStream(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db := ddbClient(srv.Endpoint(), "writer")
-	createTable(t, ctx, db, "sessions")
+	db := enginetest.ClientAt(srv.Endpoint(), "writer")
+	enginetest.CreateTable(t, db, table("sessions"))
 
 	// The archiver, wired as `archiver run` wires it.
 	store, err := checkpoint.OpenFile(filepath.Join(t.TempDir(), "checkpoints.json"))
@@ -107,10 +106,10 @@ func TestPipelineS3AndJetStream(t *testing.T) {
 	}
 	cons, err := consumer.New(consumer.Config{
 		Options: shard.Options{
-			Streams:    streamsClient(srv.Endpoint(), "archiver"),
+			Streams:    enginetest.StreamsClientAt(srv.Endpoint(), "archiver"),
 			TableNames: []string{"sessions"}, Logger: log,
 		},
-		Tables: ddbClient(srv.Endpoint(), "archiver"), Store: store, Routes: routes,
+		Tables: enginetest.ClientAt(srv.Endpoint(), "archiver"), Store: store, Routes: routes,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -160,14 +159,14 @@ func TestPipelineS3AndJetStream(t *testing.T) {
 
 	// Wait for the far ends.
 	s3r := newS3Reader(s3c, "ttl/")
-	waitFor(t, 5*time.Minute, "every expired item reaches S3", func() error {
+	eventually.Wait(t, 5*time.Minute, "every expired item reaches S3", func() error {
 		if err := s3r.poll(t, ctx); err != nil {
 			return err
 		}
 		return s3r.tally.allArrived(keys)
 	})
 	t.Logf("all %d expired items in S3 (%d objects) %v after writing began", n, s3r.objects, time.Since(start).Round(time.Millisecond))
-	waitFor(t, 2*time.Minute, "JetStream holds a message per expired item", func() error {
+	eventually.Wait(t, 2*time.Minute, "JetStream holds a message per expired item", func() error {
 		info, err := st.Info(ctx)
 		if err != nil {
 			return err
@@ -178,7 +177,7 @@ func TestPipelineS3AndJetStream(t *testing.T) {
 		return nil
 	})
 	fileR := newFileSinkReader(fileDir)
-	waitFor(t, 2*time.Minute, "the file sink holds every user delete", func() error {
+	eventually.Wait(t, 2*time.Minute, "the file sink holds every user delete", func() error {
 		return fileR.poll(t).allArrived(delKeys)
 	})
 	t.Logf("all sinks complete %v after writing began", time.Since(start).Round(time.Millisecond))

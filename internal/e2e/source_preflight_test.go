@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 )
 
 // TestSourcePreflight is issue 19's "done when" on the real binary against
@@ -26,7 +27,7 @@ func TestSourcePreflight(t *testing.T) {
 	endpoint := engineEndpoint(t, eng)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	db := ddbClient(endpoint, "preflight")
+	db := enginetest.ClientAt(endpoint, "preflight")
 	create := func(table string, view dtypes.StreamViewType) {
 		in := &dynamodb.CreateTableInput{
 			TableName:            aws.String(table),

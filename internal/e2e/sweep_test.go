@@ -16,6 +16,8 @@ import (
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/nats-io/nats.go"
 
+	"github.com/ttl-archiver/archiver/engine/enginetest"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/sweep"
 )
 
@@ -40,7 +42,7 @@ func TestSweepAndArchiveOnNATS(t *testing.T) {
 	work := t.TempDir()
 	eng := startProc(t, work, "engine", bin, "engine", "--listen", "127.0.0.1:0", "--ttl-interval", "-1s", "--stream-shards", "2")
 	endpoint := engineEndpoint(t, eng)
-	db := ddbClient(endpoint, "writer")
+	db := enginetest.ClientAt(endpoint, "writer")
 	createSweptTable(t, ctx, db)
 
 	natsAddr := startNATS(t)
@@ -110,7 +112,7 @@ func TestSweepAndArchiveOnNATS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 2*time.Minute, "every expiring item on NATS", func() error {
+	eventually.Wait(t, 2*time.Minute, "every expiring item on NATS", func() error {
 		for _, p := range []*proc{eng, sw, run} {
 			if p.exited() {
 				t.Fatalf("%s exited:\n%s", p.name, p.tail(30))

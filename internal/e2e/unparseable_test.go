@@ -13,7 +13,9 @@ import (
 	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ttl-archiver/archiver/consumer"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 )
 
 // unparseable are ways to make a record the SDK cannot parse, each with the
@@ -66,7 +68,7 @@ func TestChaosUnparseableRecords(t *testing.T) {
 	}
 	env.written.drop(bad)
 	dead := newFileSinkReader(env.deadDir())
-	waitFor(t, 60*time.Second, "the unparseable records reach the dead-letter sink", func() error {
+	eventually.Wait(t, 60*time.Second, "the unparseable records reach the dead-letter sink", func() error {
 		return dead.poll(t).allArrived(bad)
 	})
 	arch := env.finish()
@@ -107,12 +109,12 @@ func TestChaosUnparseableRecordWithoutDeadLetter(t *testing.T) {
 			k := keyRange("f", 0, 100)[50]
 			front := corruptingFront(t, env, map[string]func(map[string]any){k: spoil(u.val, &mu, seqs)})
 			env.configure = func(inst string, c *consumer.Config) {
-				c.Streams = streamsClient(front, "reader-"+inst)
+				c.Streams = enginetest.StreamsClientAt(front, "reader-"+inst)
 				c.StuckAfter, c.StuckLogInterval = time.Millisecond, time.Second
 			}
 			env.start()
 			env.wave(100)
-			waitFor(t, 60*time.Second, "the shard reported stuck", func() error {
+			eventually.Wait(t, 60*time.Second, "the shard reported stuck", func() error {
 				if n := env.gauge("archiver_shards_stuck"); n != 1 {
 					return fmt.Errorf("archiver_shards_stuck = %v", n)
 				}
