@@ -27,8 +27,11 @@ type Line struct {
 
 // Stats counts what an Events call read.
 type Stats struct {
-	// Objects and Bytes (compressed) are what was downloaded and read.
+	// Objects and Bytes are what was downloaded and read, bytes as stored.
 	Objects, Bytes int64
+	// CompressedBytes is the part of Bytes in compressed objects (.gz,
+	// .zst).
+	CompressedBytes int64
 	// Lines counts the non-empty lines read.
 	Lines int64
 	// Events counts the events passed to fn: distinct and selected.
@@ -264,6 +267,9 @@ func (r *reader) group(ctx context.Context, j *job) error {
 		o := &j.g.objs[i]
 		r.stats.Objects++
 		r.stats.Bytes += o.Size
+		if strings.HasSuffix(o.Key, ".gz") || strings.HasSuffix(o.Key, ".zst") {
+			r.stats.CompressedBytes += o.Size
+		}
 		s := &source{ctx: ctx, r: r, obj: o, idx: i, ch: j.dec[i], free: j.free[i]}
 		if s.next() {
 			srcs = append(srcs, s)

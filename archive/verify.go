@@ -15,8 +15,10 @@ import (
 type Report struct {
 	Archive string `json:"archive"`
 	Objects int64  `json:"objects"`
-	// Bytes are compressed bytes read.
-	Bytes int64 `json:"bytes"`
+	// Bytes are the bytes read as stored; CompressedBytes the part of
+	// them in compressed objects.
+	Bytes           int64 `json:"bytes"`
+	CompressedBytes int64 `json:"compressedBytes"`
 	// Lines counts non-empty lines.
 	Lines int64 `json:"lines"`
 	// Events counts distinct identities (event ID, plus the sink of a
@@ -171,7 +173,8 @@ func (v *Verifier) Event(e *event.Event) {
 func (v *Verifier) Finish(url string, st Stats) *Report {
 	r := &v.rep
 	r.Archive = url
-	r.Objects, r.Bytes, r.Lines, r.Events, r.Duplicates, r.Undecodable = st.Objects, st.Bytes, st.Lines, st.Events, st.Duplicates, st.Undecodable
+	r.Objects, r.Bytes, r.CompressedBytes, r.Lines = st.Objects, st.Bytes, st.CompressedBytes, st.Lines
+	r.Events, r.Duplicates, r.Undecodable = st.Events, st.Duplicates, st.Undecodable
 	for _, p := range v.parts {
 		r.Partitions = append(r.Partitions, *p)
 	}

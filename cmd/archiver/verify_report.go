@@ -20,7 +20,7 @@ type verifyReport struct {
 // print writes the report as tables.
 func (r *verifyReport) print(w io.Writer) error {
 	tables := []progress.Table{progress.KV("archive "+r.Archive,
-		"objects", r.Objects, "bytes (compressed)", r.Bytes, "lines", r.Lines,
+		"objects", r.Objects, bytesLabel(r.Bytes, r.CompressedBytes), r.Bytes, "lines", r.Lines,
 		"distinct events", r.Events, "duplicates", r.Duplicates, "undecodable lines", r.Undecodable,
 		"objects not matching their key", len(r.Mismatches), "keys off the layout (skipped)", len(r.StrayKeys))}
 	parts := progress.Table{Title: "events by table, kind and day (UTC)", Header: []string{"table", "kind", "day", "events", "first deletion", "last deletion"}}
@@ -58,6 +58,18 @@ func (r *verifyReport) print(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// bytesLabel names the bytes read: compressed only when every object
+// read was.
+func bytesLabel(total, compressed int64) string {
+	switch {
+	case compressed > 0 && compressed == total:
+		return "bytes (compressed)"
+	case compressed > 0:
+		return "bytes (as stored, some compressed)"
+	}
+	return "bytes"
 }
 
 func removeTable(title string, rs []archive.StreamRemove) progress.Table {
