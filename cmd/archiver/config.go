@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -616,6 +617,20 @@ func validateRun(c *runConfig, p *problems) {
 		p.add("--table or --stream-arn: name at least one table or stream ARN to archive")
 	}
 	validateLeaseTiming(c, p)
+	if c.Metrics == "emf" {
+		for _, s := range append(slices.Clip(c.Sinks), c.DeadLetter) {
+			if writesStdout(s) {
+				p.add("--metrics emf: writes its metrics to stdout, which %s already carries: use prometheus, or another sink", redact.URL(s))
+			}
+		}
+	}
+}
+
+// writesStdout reports whether the sink URL s writes to standard output
+// (stdout://): a command then keeps its summaries and metrics off stdout.
+func writesStdout(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme == "stdout"
 }
 
 // validateLeaseTiming checks --lease-renew against --lease-duration (run

@@ -108,7 +108,11 @@ func runReplay(ctx context.Context, cfg *replayConfig, e env, j *job) error {
 		err = fmt.Errorf("close %s: %w", sk.Name(), cerr)
 	}
 	stop()
-	printReplaySummary(e.stdout, sk.Name(), res, stats, time.Since(started))
+	summary := e.stdout
+	if writesStdout(cfg.Sink) {
+		summary = e.stderr // stdout carries the events
+	}
+	printReplaySummary(summary, sk.Name(), res, stats, time.Since(started))
 	if res.NotWanted > 0 {
 		log.Warn("selected events of kinds the sink does not take were not sent: list them in the sink URL's events= parameter (e.g. ?events=expired,deleted or ?events=all)",
 			zap.Int64("events", res.NotWanted), zap.Any("sink_kinds", kinds))

@@ -334,7 +334,11 @@ func runRestore(ctx context.Context, cfg *restoreConfig, e env, j *job) error {
 	started := time.Now()
 	res, err := restore.Run(ctx, rc, restore.ArchiveSource(a, asel, &stats))
 	stop()
-	printRestoreSummary(e.stdout, table, cfg, res, stats, time.Since(started))
+	summary := e.stdout
+	if cfg.DryRun {
+		summary = e.stderr // stdout carries what would be written
+	}
+	printRestoreSummary(summary, table, cfg, res, stats, time.Since(started))
 	if res.NoImage > 0 {
 		log.Warn("archived events without an item image were skipped: the table's stream view type was KEYS_ONLY (or NEW_IMAGE) when they were archived, so the archive holds only their keys",
 			zap.Int64("events", res.NoImage))

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -48,11 +48,12 @@ func runCmd(ctx context.Context, args []string, e env) error {
 }
 
 // logWriter is where logs go: stdout, as ECS's awslogs driver expects (EMF
-// documents are log lines there too), unless a stdout:// sink owns stdout:
-// then logs go to stderr, so stdout stays one clean stream of archive lines.
+// documents are log lines there too), unless a stdout:// sink (or
+// dead-letter sink) owns stdout: then logs go to stderr, so stdout stays
+// one clean stream of archive lines.
 func logWriter(cfg *runConfig, e env) io.Writer {
-	for _, s := range cfg.Sinks {
-		if strings.HasPrefix(strings.ToLower(s), "stdout:") {
+	for _, s := range append(slices.Clip(cfg.Sinks), cfg.DeadLetter) {
+		if writesStdout(s) {
 			return e.stderr
 		}
 	}
