@@ -567,30 +567,7 @@ func decodeAV(data json.RawMessage, path string) (types.AttributeValue, error) {
 			}
 			return &types.AttributeValueMemberNULL{Value: true}, nil
 		case "SS", "NS", "BS":
-			var ss []string
-			if json.Unmarshal(v, &ss) != nil || ss == nil {
-				return nil, bad("an array of strings")
-			}
-			switch typ {
-			case "SS":
-				return &types.AttributeValueMemberSS{Value: ss}, nil
-			case "NS":
-				for _, n := range ss {
-					if !ValidNumber(n) {
-						return nil, bad("an array of decimal numbers in strings")
-					}
-				}
-				return &types.AttributeValueMemberNS{Value: ss}, nil
-			}
-			bs := make([][]byte, len(ss))
-			for i, s := range ss {
-				b, err := base64.StdEncoding.DecodeString(s)
-				if err != nil {
-					return nil, bad("an array of base64 strings")
-				}
-				bs[i] = b
-			}
-			return &types.AttributeValueMemberBS{Value: bs}, nil
+			return decodeSet(typ, v, bad)
 		case "M":
 			var m map[string]json.RawMessage
 			if json.Unmarshal(v, &m) != nil || m == nil {
@@ -602,24 +579,59 @@ func decodeAV(data json.RawMessage, path string) (types.AttributeValue, error) {
 			}
 			return &types.AttributeValueMemberM{Value: item}, nil
 		case "L":
-			var l []json.RawMessage
-			if json.Unmarshal(v, &l) != nil || l == nil {
-				return nil, bad("an array")
-			}
-			out := make([]types.AttributeValue, len(l))
-			for i, e := range l {
-				av, err := decodeAV(e, path+"["+strconv.Itoa(i)+"]")
-				if err != nil {
-					return nil, err
-				}
-				out[i] = av
-			}
-			return &types.AttributeValueMemberL{Value: out}, nil
+			return decodeList(v, path, bad)
 		default:
 			return nil, fmt.Errorf("attribute %q: unknown type key %q (want S, N, B, SS, NS, BS, M, L, NULL or BOOL)", path, typ)
 		}
 	}
 	return nil, fmt.Errorf("attribute %q: want exactly one type key", path)
+}
+
+// decodeSet decodes the value v of a set attribute of type typ (SS, NS or
+// BS); bad makes the error naming the attribute and what it wants.
+func decodeSet(typ string, v json.RawMessage, bad func(want string) error) (types.AttributeValue, error) {
+	var ss []string
+	if json.Unmarshal(v, &ss) != nil || ss == nil {
+		return nil, bad("an array of strings")
+	}
+	switch typ {
+	case "SS":
+		return &types.AttributeValueMemberSS{Value: ss}, nil
+	case "NS":
+		for _, n := range ss {
+			if !ValidNumber(n) {
+				return nil, bad("an array of decimal numbers in strings")
+			}
+		}
+		return &types.AttributeValueMemberNS{Value: ss}, nil
+	}
+	bs := make([][]byte, len(ss))
+	for i, s := range ss {
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return nil, bad("an array of base64 strings")
+		}
+		bs[i] = b
+	}
+	return &types.AttributeValueMemberBS{Value: bs}, nil
+}
+
+// decodeList decodes the value v of the list attribute at path; bad makes
+// the error naming the attribute and what it wants.
+func decodeList(v json.RawMessage, path string, bad func(want string) error) (types.AttributeValue, error) {
+	var l []json.RawMessage
+	if json.Unmarshal(v, &l) != nil || l == nil {
+		return nil, bad("an array")
+	}
+	out := make([]types.AttributeValue, len(l))
+	for i, e := range l {
+		av, err := decodeAV(e, path+"["+strconv.Itoa(i)+"]")
+		if err != nil {
+			return nil, err
+		}
+		out[i] = av
+	}
+	return &types.AttributeValueMemberL{Value: out}, nil
 }
 
 // AppendLine appends the archive line of e, followed by '\n', to dst. The
@@ -884,7 +896,19 @@ func DecodeLine(line []byte) (Event, error) {
 	if isNull(l.Item) {
 		return Event{}, errors.New("archive line: Item: missing")
 	}
-	m := l.Metadata
+	e, err := lineEvent(l.Metadata, l.DeadLetter)
+	if err != nil {
+		return Event{}, err
+	}
+	if err := decodeLineImages(&e, &l); err != nil {
+		return Event{}, err
+	}
+	return e, nil
+}
+
+// lineEvent checks a line's Metadata (and DeadLetter, when the line has
+// one) and returns the event they describe, without its images.
+func lineEvent(m *lineMeta, dl *lineDeadLetter) (Event, error) {
 	var err error
 	e := Event{
 		Kind:           m.Kind,
@@ -899,8 +923,8 @@ func DecodeLine(line []byte) (Event, error) {
 		TTLValue:       m.TTLValue,
 		DeletedBy:      m.DeletedBy,
 	}
-	if l.DeadLetter != nil {
-		if e.DeadLetter, err = decodeDeadLetter(l.DeadLetter); err != nil {
+	if dl != nil {
+		if e.DeadLetter, err = decodeDeadLetter(dl); err != nil {
 			return Event{}, err
 		}
 	}
@@ -939,17 +963,24 @@ func DecodeLine(line []byte) (Event, error) {
 			return Event{}, fmt.Errorf("archive line: Metadata.ttlLagSeconds: %w", err)
 		}
 	}
+	return e, nil
+}
+
+// decodeLineImages decodes the line's Item, Keys and OldImage into e: the
+// Item is the keys under KEYS_ONLY, the old image of a REMOVE and the new
+// image otherwise.
+func decodeLineImages(e *Event, l *lineJSON) error {
 	item, err := UnmarshalItem(l.Item)
 	if err != nil {
-		return Event{}, fmt.Errorf("archive line: Item: %w", err)
+		return fmt.Errorf("archive line: Item: %w", err)
 	}
 	if !isNull(l.Keys) {
 		if e.Keys, err = UnmarshalItem(l.Keys); err != nil {
-			return Event{}, fmt.Errorf("archive line: Keys: %w", err)
+			return fmt.Errorf("archive line: Keys: %w", err)
 		}
 	}
 	switch {
-	case m.Image == ImageKeysOnly:
+	case l.Metadata.Image == ImageKeysOnly:
 		// The stream carried no image: Item is the keys.
 		if e.Keys == nil {
 			e.Keys = item
@@ -961,10 +992,10 @@ func DecodeLine(line []byte) (Event, error) {
 	}
 	if !isNull(l.OldImage) {
 		if e.OldImage, err = UnmarshalItem(l.OldImage); err != nil {
-			return Event{}, fmt.Errorf("archive line: OldImage: %w", err)
+			return fmt.Errorf("archive line: OldImage: %w", err)
 		}
 	}
-	return e, nil
+	return nil
 }
 
 // checkDeletedBy checks a line's Metadata.deletedBy: one of the two
