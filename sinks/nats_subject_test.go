@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 )
 
 // longKeyEvent is an expiry whose keys are at DynamoDB's limits: a
@@ -129,14 +130,14 @@ func TestNATSNewConnectionAfterTheServerClosedIt(t *testing.T) {
 				t.Fatal(err)
 			}
 			old.Flush() // the server answers -ERR and closes; nats.go closes for good
-			waitFor(t, "the server to close the connection", old.IsClosed)
+			eventually.True(t, 30*time.Second, "the server to close the connection", old.IsClosed)
 			if e := old.LastError(); e == nil || !strings.Contains(strings.ToLower(e.Error()), "maximum control line") {
 				t.Fatalf("connection closed with %v, want the server's control line error", e)
 			}
 			if mode == "jetstream" {
 				write("around", 10) // on the closed connection or the new one
 			}
-			waitFor(t, "a new connection", func() bool { return s.cur().nc != old && s.Ready() == nil })
+			eventually.True(t, 30*time.Second, "a new connection", func() bool { return s.cur().nc != old && s.Ready() == nil })
 			write("after", 20)
 			for _, id := range []string{"around", "after"} {
 				if mode == "core" && id == "around" {
@@ -151,7 +152,7 @@ func TestNATSNewConnectionAfterTheServerClosedIt(t *testing.T) {
 				want = 20
 			}
 			n := 0
-			waitFor(t, fmt.Sprintf("%d messages", want), func() bool { n += count(); return n >= want })
+			eventually.True(t, 30*time.Second, fmt.Sprintf("%d messages", want), func() bool { n += count(); return n >= want })
 			if n != want {
 				t.Fatalf("%d messages, want %d", n, want)
 			}

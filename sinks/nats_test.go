@@ -27,6 +27,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 )
 
 // natsServer is an embedded nats-server with JetStream on a free loopback
@@ -342,17 +343,17 @@ func TestNATSServerDownMidStream(t *testing.T) {
 		}
 		writerDone <- nil
 	}()
-	waitFor(t, "some batches acknowledged", func() bool { return len(a.all()) >= 5 })
+	eventually.True(t, 30*time.Second, "some batches acknowledged", func() bool { return len(a.all()) >= 5 })
 	ready := s.(interface{ Ready() error })
 	if err := ready.Ready(); err != nil {
 		t.Fatalf("Ready while connected: %v", err)
 	}
 	ns.stop()
-	waitFor(t, "unready while NATS is down", func() bool { return ready.Ready() != nil })
+	eventually.True(t, 30*time.Second, "unready while NATS is down", func() bool { return ready.Ready() != nil })
 	time.Sleep(10 * time.Second) // the outage itself, not a wait for a condition
 	ackedWhileDown := len(a.all())
 	ns.start()
-	waitFor(t, "ready once NATS is back", func() bool { return ready.Ready() == nil })
+	eventually.True(t, 30*time.Second, "ready once NATS is back", func() bool { return ready.Ready() == nil })
 	if err := <-writerDone; err != nil {
 		t.Fatalf("Write: %v", err)
 	}
@@ -632,7 +633,7 @@ func TestNATSCloseUnblocksWriters(t *testing.T) {
 			taken.Add(1)
 		}
 	}()
-	waitFor(t, "a Write to block", func() bool { return taken.Load() > 0 })
+	eventually.True(t, 30*time.Second, "a Write to block", func() bool { return taken.Load() > 0 })
 	time.Sleep(200 * time.Millisecond) // let the writer reach the memory bound
 	cctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/internal/sdkhttp"
 )
 
@@ -269,8 +270,8 @@ func TestS3FlushOnSizeIntervalAndClose(t *testing.T) {
 			}
 		}
 		// Without Flush: buffers past 4 KiB are uploaded on their own.
-		waitFor(t, "size-triggered uploads", func() bool { return len(v.objects(t, "size/")) >= 5 })
-		waitFor(t, "acks", func() bool { return len(a.all()) >= 5 })
+		eventually.True(t, 30*time.Second, "size-triggered uploads", func() bool { return len(v.objects(t, "size/")) >= 5 })
+		eventually.True(t, 30*time.Second, "acks", func() bool { return len(a.all()) >= 5 })
 		for id, n := range a.all() {
 			if _, err := a.get(id); n != 1 || err != nil {
 				t.Fatalf("batch %s: %d acks, %v", id, n, err)

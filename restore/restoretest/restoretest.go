@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -22,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/sinks"
 )
@@ -45,53 +45,19 @@ func Start(t testing.TB, o engine.Options) *Bed {
 	t.Helper()
 	clock := engine.NewManualClock(T0)
 	o.Clock, o.TTLInterval = clock, -1
-	srv, err := engine.Listen("127.0.0.1:0", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
+	eb := enginetest.Start(t, o)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	cfg := Config()
-	return &Bed{
-		Srv: srv, Clock: clock, Ctx: ctx, t: t,
-		DB: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(srv.Endpoint()) }),
-		ST: dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) { o.BaseEndpoint = aws.String(srv.Endpoint()) }),
-	}
-}
-
-// Config is the AWS configuration the clients use (any credentials do).
-func Config() aws.Config {
-	return aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")}
+	return &Bed{Srv: eb.Server, Clock: clock, Ctx: ctx, t: t, DB: eb.DynamoDB, ST: eb.Streams}
 }
 
 // CreateTable makes a table with hash key pk (S) and range key sk (N), a
-// NEW_AND_OLD_IMAGES stream (view, when not "") and, when ttlAttr is not
-// "", TTL on that attribute.
+// stream of view type view (none when view is "") and, when ttlAttr is
+// not "", TTL on that attribute.
 func (b *Bed) CreateTable(name, ttlAttr string, view st.StreamViewType) {
 	b.t.Helper()
-	in := &dynamodb.CreateTableInput{
-		TableName:   aws.String(name),
-		BillingMode: ddb.BillingModePayPerRequest,
-		KeySchema: []ddb.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddb.KeyTypeHash},
-			{AttributeName: aws.String("sk"), KeyType: ddb.KeyTypeRange}},
-		AttributeDefinitions: []ddb.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddb.ScalarAttributeTypeS},
-			{AttributeName: aws.String("sk"), AttributeType: ddb.ScalarAttributeTypeN}},
-	}
-	if view != "" {
-		in.StreamSpecification = &ddb.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: ddb.StreamViewType(view)}
-	}
-	if _, err := b.DB.CreateTable(b.Ctx, in); err != nil {
-		b.t.Fatalf("CreateTable %s: %v", name, err)
-	}
-	if ttlAttr == "" {
-		return
-	}
-	_, err := b.DB.UpdateTimeToLive(b.Ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(name),
-		TimeToLiveSpecification: &ddb.TimeToLiveSpecification{AttributeName: aws.String(ttlAttr), Enabled: aws.Bool(true)}})
-	if err != nil {
-		b.t.Fatalf("UpdateTimeToLive %s: %v", name, err)
-	}
+	enginetest.CreateTable(b.t, b.DB, enginetest.Table{Name: name, Range: "sk", RangeType: ddb.ScalarAttributeTypeN,
+		Stream: ddb.StreamViewType(view), NoStream: view == "", TTL: ttlAttr})
 }
 
 // Item is item i of every DynamoDB type (S, N with 38 digits, B, SS, NS,
