@@ -26,11 +26,11 @@ var (
 	errReleased    = errors.New("checkpoint: lease released")
 )
 
-// leases are the leases this worker holds, of shards and of swept tables:
-// taking them (assignment rounds, the sweeper's acquire), renewing them on
-// their own timer, stopping a lease's reader by its watchdog before the
-// lease can expire, hand-offs, releases, and this worker's heartbeats. It
-// writes through the shared leaseTable. The checkpoints (DynamoStore.Save)
+// leases keeps the leases this worker holds, of shards and of swept
+// tables: it takes them (assignment rounds, the sweeper's acquire), renews
+// them on their own timer, stops a lease's reader by its watchdog before
+// the lease can expire, hands them off, releases them, and writes this
+// worker's heartbeats, all through the shared leaseTable. The checkpoints (DynamoStore.Save)
 // and the sweeper's locks (sweepLocks) reach its state only through its
 // methods: fence, holding, current, lost and noteHandoff.
 type leases struct {
