@@ -112,7 +112,11 @@ func runReplay(ctx context.Context, cfg *replayConfig, e env, j *job) error {
 	if writesStdout(cfg.Sink) {
 		summary = e.stderr // stdout carries the events
 	}
-	printReplaySummary(summary, sk.Name(), res, stats, time.Since(started))
+	if err == nil || res != (restore.ReplayResult{}) || stats.Objects > 0 {
+		// A replay that failed before it did anything prints its error
+		// alone, not a table of zeros first.
+		printReplaySummary(summary, sk.Name(), res, stats, time.Since(started))
+	}
 	if res.NotWanted > 0 {
 		log.Warn("selected events of kinds the sink does not take were not sent: list them in the sink URL's events= parameter (e.g. ?events=expired,deleted or ?events=all)",
 			zap.Int64("events", res.NotWanted), zap.Any("sink_kinds", kinds))

@@ -338,7 +338,11 @@ func runRestore(ctx context.Context, cfg *restoreConfig, e env, j *job) error {
 	if cfg.DryRun {
 		summary = e.stderr // stdout carries what would be written
 	}
-	printRestoreSummary(summary, table, cfg, res, stats, time.Since(started))
+	if err == nil || res != (restore.Result{}) || stats.Objects > 0 {
+		// A restore that failed before it did anything prints its error
+		// alone, not a table of zeros first.
+		printRestoreSummary(summary, table, cfg, res, stats, time.Since(started))
+	}
 	if res.NoImage > 0 {
 		log.Warn("archived events without an item image were skipped: the table's stream view type was KEYS_ONLY (or NEW_IMAGE) when they were archived, so the archive holds only their keys",
 			zap.Int64("events", res.NoImage))

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -56,5 +59,19 @@ func TestRunRefusesEMFWithStdoutSink(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%q: %v, want an error saying %s", c.extra, err, c.want)
 		}
+	}
+}
+
+// TestRestoreFailingAtOncePrintsNoTable: a restore that fails before it
+// reads or writes anything (here its --resume file cannot be created)
+// exits 1 with the error alone: no summary table of zeros before it.
+func TestRestoreFailingAtOncePrintsNoTable(t *testing.T) {
+	b, dir := restoreBed(t, 3)
+	var stdout, stderr bytes.Buffer
+	code := dispatch(context.Background(), []string{"restore", "--from", "file://" + dir, "--table", "Sessions", "--to-table", "Restored",
+		"--endpoint", b.Srv.Endpoint(), "--resume", filepath.Join(t.TempDir(), "no-such-dir", "resume.json"), "--log-level", "error"},
+		env{stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
+	if code != 1 || stdout.Len() > 0 || !strings.Contains(stderr.String(), "--resume") || summaryValue(stderr.String(), "written") != -1 {
+		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s\nwant 1, nothing on stdout and the --resume error alone", code, stdout.String(), stderr.String())
 	}
 }
