@@ -29,7 +29,7 @@ import (
 type tailConfig struct {
 	NATS        string
 	Stream      string
-	Since       time.Duration
+	Since       string // a time or a duration before now, read by parseTimeFlag when tail starts
 	Subject     string
 	JSON        bool
 	ConfigFile  string
@@ -45,8 +45,8 @@ var tailOptions = []option[tailConfig]{
 		get: func(c *tailConfig) any { return c.NATS }, set: func(c *tailConfig, s string, _ []string, _ time.Duration) { c.NATS = s }},
 	{name: "stream", usage: "the JetStream stream the archiver's nats:// sink publishes into (required)",
 		get: func(c *tailConfig) any { return c.Stream }, set: func(c *tailConfig, s string, _ []string, _ time.Duration) { c.Stream = s }},
-	{name: "since", kind: kindDuration, def: "0s", usage: "also print the messages the stream stored this long ago and since (0: only new ones)",
-		get: func(c *tailConfig) any { return c.Since }, set: func(c *tailConfig, _ string, _ []string, d time.Duration) { c.Since = d }},
+	{name: "since", typ: "time", usage: "also print the messages the stream stored at or after: " + timeFlagUsage + " (default: only new ones)",
+		get: func(c *tailConfig) any { return c.Since }, set: func(c *tailConfig, s string, _ []string, _ time.Duration) { c.Since = s }},
 	{name: "subject", usage: "only messages on this subject (wildcards * and > allowed), such as archiver.orders.expired (default: all the stream's)",
 		get: func(c *tailConfig) any { return c.Subject }, set: func(c *tailConfig, s string, _ []string, _ time.Duration) { c.Subject = s }},
 	{name: "json", boolean: true, def: "false", usage: "print one JSON object per message (the default when stdout is not a terminal)",
@@ -81,8 +81,8 @@ func validateTailOption(c *tailConfig, o option[tailConfig], from string, p *pro
 			p.add("%s: %q: want the name of a JetStream stream (required; no spaces, dots, *, >, slashes)", from, c.Stream)
 		}
 	case "since":
-		if c.Since < 0 {
-			p.add("%s: %s is negative", from, c.Since)
+		if _, err := parseTimeFlag(c.Since, time.Now()); err != nil {
+			p.add("%s: %v", from, err)
 		}
 	case "subject":
 		if c.Subject != "" && !validSubject(c.Subject) {
@@ -141,8 +141,11 @@ func tail(ctx context.Context, cfg *tailConfig, p *tailPrinter) error {
 		return fmt.Errorf("--nats %s: jetstream: %w", name, err)
 	}
 	oc := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy, InactiveThreshold: time.Minute}
-	if cfg.Since > 0 {
-		start := p.now().Add(-cfg.Since)
+	start, err := parseTimeFlag(cfg.Since, p.now())
+	if err != nil {
+		return fmt.Errorf("--since: %w", err)
+	}
+	if !start.IsZero() {
 		oc.DeliverPolicy, oc.OptStartTime = jetstream.DeliverByStartTimePolicy, &start
 	}
 	if cfg.Subject != "" {

@@ -198,7 +198,7 @@ func TestTailFlags(t *testing.T) {
 		{[]string{"--nats", "nats://h1:4222,http://h2:4222", "--stream", "S"}, "--nats: \"http://h2:4222\": want nats://"},
 		{[]string{"--nats", "nats://alice:hunter2@h:4222", "--stream", "a.b"}, "--stream: \"a.b\""},
 		{[]string{"--nats", "nats://h:4222"}, "--stream: \"\""},
-		{[]string{"--nats", "nats://h:4222", "--stream", "S", "--since", "-1h"}, "--since: -1h0m0s is negative"},
+		{[]string{"--nats", "nats://h:4222", "--stream", "S", "--since", "-1h"}, "--since: \"-1h\" is not a time"},
 		{[]string{"--nats", "nats://h:4222", "--stream", "S", "--since", "yesterday"}, "--since: \"yesterday\""},
 		{[]string{"--nats", "nats://h:4222", "--stream", "S", "--subject", "a..b"}, "--subject: \"a..b\""},
 		{[]string{"--nats", "nats://h:4222", "--stream", "S", "--subject", "a.>.b"}, "--subject: \"a.>.b\""},
