@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,6 +68,15 @@ func TestHelpShowsTypes(t *testing.T) {
 		{"demo", "  -precise\n"},
 		{"version", "usage: archiver version\n"},
 	}
+	var viaHelp, viaFlag bytes.Buffer
+	quiet := env{stderr: io.Discard, getenv: func(string) string { return "" }}
+	quiet.stdout = &viaHelp
+	dispatch(context.Background(), []string{"help", "sweep"}, quiet)
+	quiet.stdout = &viaFlag
+	dispatch(context.Background(), []string{"sweep", "-h"}, quiet)
+	if viaHelp.String() != viaFlag.String() || viaHelp.Len() == 0 {
+		t.Errorf("archiver help sweep printed\n%s\nwant what archiver sweep -h prints", viaHelp.String())
+	}
 	for _, c := range cases {
 		var stdout bytes.Buffer
 		dispatch(context.Background(), []string{c.cmd, "--help"}, env{stdout: &stdout, stderr: &stdout, getenv: func(string) string { return "" }})
@@ -92,6 +102,7 @@ func TestSuggestions(t *testing.T) {
 		{[]string{"rnu"}, `unknown command "rnu"; did you mean run?`},
 		{[]string{"verfy"}, "did you mean verify?"},
 		{[]string{"frobnicate"}, "unknown command \"frobnicate\"\n"},
+		{[]string{"help", "rnu"}, `unknown command "rnu"; did you mean run?`},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer

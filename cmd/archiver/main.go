@@ -101,6 +101,9 @@ func dispatch(ctx context.Context, args []string, e env) int {
 	case "version", "--version", "-version":
 		err = versionCmd(rest, e)
 	case "help", "-h", "--help":
+		if len(rest) > 0 && rest[0] != "help" && !strings.HasPrefix(rest[0], "-") {
+			return dispatch(ctx, []string{rest[0], "-h"}, e) // archiver help run
+		}
 		fmt.Fprint(e.stdout, topUsage)
 	default:
 		msg := fmt.Sprintf("archiver: unknown command %q", cmd)
