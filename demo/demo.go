@@ -39,11 +39,14 @@ const SlowTTL = 30 * time.Second
 type Summary struct {
 	ExpiringWritten int
 	UserDeletes     int
-	Archived        int           // distinct expired events in the archive folder
-	Published       int           // distinct expired events received on NATS
-	DeletesSeen     int           // user deletes the consumer classified (not archived)
-	DeletesArchived int           // must stay 0
-	LagP50, LagMax  time.Duration // deletion time - ExpirationTime
+	Archived        int // distinct expired events in the archive folder
+	Published       int // distinct expired events received on NATS
+	DeletesSeen     int // user deletes the consumer classified (not archived)
+	DeletesArchived int // must stay 0
+	// Measured is how many expiries the lags below were measured on (those
+	// published with their TTL time); with none, the lags mean nothing.
+	Measured       int
+	LagP50, LagMax time.Duration // deletion time - ExpirationTime
 	// NATSP50, NATSMax: arrival on NATS - ExpirationTime (TTL sweep lag +
 	// stream + archiver).
 	NATSP50, NATSMax time.Duration
@@ -150,10 +153,16 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		Region:      "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("demo", "demo", ""),
 	}, func(op *dynamodb.Options) { op.BaseEndpoint = aws.String(eng.Endpoint()) })
-	if _, err := CreateSessionTable(ctx, ddb, Table); err != nil {
+	// Set up even when ctx ended (Ctrl-C at start): the demo still stops
+	// as it would later, with its summary. The engine is local and answers
+	// at once; the bound is for a bug.
+	setupCtx, cancelSetup := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancelSetup()
+	if _, err := CreateSessionTable(setupCtx, ddb, Table); err != nil {
 		return nil, err
 	}
 	printHeader(out, o.Precise, eng.Endpoint(), ttlLag, natsURL, archiveDir)
+	out.printf("%s\n\n", stopHint(o.Duration))
 
 	// 4. A live subscriber: what another service would see on NATS.
 	sub, err := subscribe(natsURL, out, o.Precise)
@@ -234,6 +243,14 @@ func printHeader(out *printer, precise bool, endpoint string, ttlLag time.Durati
 	out.printf("  table    %s: UserName (hash), SessionId (range), CreationTime, ExpirationTime (TTL), SessionInfo\n\n", Table)
 }
 
+// stopHint says how the demo ends: by itself after d, or on Ctrl-C (d 0).
+func stopHint(d time.Duration) string {
+	if d > 0 {
+		return fmt.Sprintf("Stops by itself after %s (Ctrl-C stops it sooner), then prints a summary.", d)
+	}
+	return "Press Ctrl-C to stop; the demo then prints a summary."
+}
+
 // stopAll waits until runCtx ends or the archiver stopped by itself, then
 // for the writer; lets what has expired reach NATS (TTL is enforced to the
 // second and swept every second), then stops the archiver (it flushes and
@@ -260,6 +277,9 @@ func stopAll(ctx, runCtx context.Context, out *printer, stopPipe context.CancelF
 		}
 		stopPipe()
 		pipeErr = <-pipeDone
+		if errors.Is(pipeErr, context.Canceled) {
+			pipeErr = nil // stopped while it was still starting: the stop asked for
+		}
 	}
 	stopPipe()
 	if err := <-sweepDone; err != nil {

@@ -79,6 +79,7 @@ func summarize(metrics prometheus.Gatherer, sub *subscriber, archiveDir string, 
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	sum.Published = len(sub.published)
+	sum.Measured = len(sub.lags)
 	sum.LagP50, sum.LagMax = percentile(sub.lags, 0.5), percentile(sub.lags, 1)
 	sum.NATSP50, sum.NATSMax = percentile(sub.latencies, 0.5), percentile(sub.latencies, 1)
 	sum.BySweeper, sum.ByTTL = sub.byWhom["other"], sub.byWhom["dynamodb-ttl"]
@@ -136,7 +137,19 @@ func percentile(d []time.Duration, q float64) time.Duration {
 	return s[i]
 }
 
-// PrintSummary writes s as the demo's closing lines.
+// notMeasured stands for the lags when no expiry was measured.
+const notMeasured = "n/a (no expiry arrived before the stop)"
+
+// lags is "p50 / max" and what they measure, or notMeasured.
+func (s *Summary) lags(p50, maxLag time.Duration, what string) string {
+	if s.Measured == 0 {
+		return notMeasured
+	}
+	return fmt.Sprintf("%s / %s %s", p50.Round(time.Millisecond), maxLag.Round(time.Millisecond), what)
+}
+
+// PrintSummary writes s as the demo's closing lines; what was not
+// measured (no expiry arrived) says n/a, not zero.
 func PrintSummary(w io.Writer, s *Summary) {
 	fmt.Fprintf(w, "\nsummary\n")
 	pending := ""
@@ -147,10 +160,8 @@ func PrintSummary(w io.Writer, s *Summary) {
 	fmt.Fprintf(w, "  expired archived:     %d\n", s.Archived)
 	fmt.Fprintf(w, "  published on NATS:    %d\n", s.Published)
 	fmt.Fprintf(w, "  user deletes seen:    %d (not archived: %d in the archive)\n", s.DeletesSeen, s.DeletesArchived)
-	fmt.Fprintf(w, "  TTL lag p50/max:      %s / %s (deletion time - ExpirationTime)\n",
-		s.LagP50.Round(time.Millisecond), s.LagMax.Round(time.Millisecond))
-	fmt.Fprintf(w, "  on NATS p50/max:      %s / %s after ExpirationTime\n",
-		s.NATSP50.Round(time.Millisecond), s.NATSMax.Round(time.Millisecond))
+	fmt.Fprintf(w, "  TTL lag p50/max:      %s\n", s.lags(s.LagP50, s.LagMax, "(deletion time - ExpirationTime)"))
+	fmt.Fprintf(w, "  on NATS p50/max:      %s\n", s.lags(s.NATSP50, s.NATSMax, "after ExpirationTime"))
 	if s.BySweeper > 0 {
 		fmt.Fprintf(w, "  deleted by:           %d archiver sweep, %d the engine's TTL (which runs up to %s late here)\n",
 			s.BySweeper, s.ByTTL, SlowTTL)
