@@ -7,13 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/ttl-archiver/archiver/demo"
-	"github.com/ttl-archiver/archiver/engine"
 )
 
 // TestMain lets tests run this test binary as the archiver command itself
@@ -24,31 +20,6 @@ func TestMain(m *testing.M) {
 		return
 	}
 	os.Exit(m.Run())
-}
-
-func startEngine(t *testing.T, o engine.Options) *engine.Server {
-	t.Helper()
-	srv, err := engine.Listen("127.0.0.1:0", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	return srv
-}
-
-func testAWSConfig() aws.Config {
-	return aws.Config{
-		Region:      "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-	}
-}
-
-func ddbClient(endpoint string) *dynamodb.Client {
-	return dynamodb.NewFromConfig(testAWSConfig(), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
-}
-
-func streamsClient(endpoint string) *dynamodbstreams.Client {
-	return dynamodbstreams.NewFromConfig(testAWSConfig(), func(o *dynamodbstreams.Options) { o.BaseEndpoint = aws.String(endpoint) })
 }
 
 // putExpired writes n SessionData items whose TTL is already in the past.
@@ -70,16 +41,4 @@ func readArchive(t *testing.T, dir string) map[string]map[string]int {
 		t.Fatal(err)
 	}
 	return m
-}
-
-// waitFor polls cond until it holds or the generous deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

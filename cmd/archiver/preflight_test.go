@@ -15,6 +15,8 @@ import (
 
 	"github.com/ttl-archiver/archiver/demo"
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/internal/s3test"
 )
 
@@ -86,8 +88,9 @@ func startRun(t *testing.T, endpoint, sink string, extra ...string) (cmd *exec.C
 // --skip-preflight (skipping cannot help).
 func TestRunPreflightMissingBucket(t *testing.T) {
 	s3 := startVersity(t)
-	srv := startEngine(t, engine.Options{})
-	if _, err := demo.CreateSessionTable(t.Context(), ddbClient(srv.Endpoint()), "SessionData"); err != nil {
+	bed := enginetest.Start(t, engine.Options{})
+	srv := bed.Server
+	if _, err := demo.CreateSessionTable(t.Context(), bed.DynamoDB, "SessionData"); err != nil {
 		t.Fatal(err)
 	}
 	begin := time.Now()
@@ -125,12 +128,13 @@ func TestRunPreflightMissingBucket(t *testing.T) {
 // missing bucket is never written to).
 func TestRunSkipPreflight(t *testing.T) {
 	s3 := startVersity(t)
-	srv := startEngine(t, engine.Options{})
-	if _, err := demo.CreateSessionTable(t.Context(), ddbClient(srv.Endpoint()), "SessionData"); err != nil {
+	bed := enginetest.Start(t, engine.Options{})
+	srv := bed.Server
+	if _, err := demo.CreateSessionTable(t.Context(), bed.DynamoDB, "SessionData"); err != nil {
 		t.Fatal(err)
 	}
 	cmd, exited, stdout, _ := startRun(t, srv.Endpoint(), "s3://nosuchbucket/x?endpoint="+s3+"&path-style=true", "--skip-preflight")
-	waitFor(t, "the archiver to start", time.Minute, func() bool {
+	eventually.True(t, time.Minute, "the archiver to start", func() bool {
 		select {
 		case err := <-exited:
 			t.Fatalf("archiver exited with %v despite --skip-preflight", err)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/ttl-archiver/archiver/demo"
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/internal/ops"
 )
 
@@ -38,8 +40,9 @@ func startNATS(t *testing.T) *natsserver.Server {
 func TestReadyzUnreadyWhenNATSDown(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	srv := startEngine(t, engine.Options{TTLInterval: -1})
-	if _, err := demo.CreateSessionTable(ctx, ddbClient(srv.Endpoint()), "SessionData"); err != nil {
+	bed := enginetest.Start(t, engine.Options{TTLInterval: -1})
+	srv := bed.Server
+	if _, err := demo.CreateSessionTable(ctx, bed.DynamoDB, "SessionData"); err != nil {
 		t.Fatal(err)
 	}
 	ns := startNATS(t)
@@ -77,7 +80,7 @@ func TestReadyzUnreadyWhenNATSDown(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	waitFor(t, "/readyz 200 with NATS up", 30*time.Second, func() bool { return status("/readyz") == 200 })
+	eventually.True(t, 30*time.Second, "/readyz 200 with NATS up", func() bool { return status("/readyz") == 200 })
 	health := func() int {
 		return dispatch(ctx, []string{"health", "--quiet", "--addr", base[len("http://"):]}, env{stdout: io.Discard, stderr: io.Discard, getenv: envMap(nil)})
 	}
@@ -87,7 +90,7 @@ func TestReadyzUnreadyWhenNATSDown(t *testing.T) {
 	ns.Shutdown()
 	ns.WaitForShutdown()
 	// The stream check is cached for a few seconds; the sinks check is not.
-	waitFor(t, "/readyz 503 with NATS down", 30*time.Second, func() bool { return status("/readyz") == http.StatusServiceUnavailable })
+	eventually.True(t, 30*time.Second, "/readyz 503 with NATS down", func() bool { return status("/readyz") == http.StatusServiceUnavailable })
 	if code := status("/healthz"); code != 200 {
 		t.Fatalf("/healthz = %d while alive, want 200", code)
 	}

@@ -16,6 +16,7 @@ import (
 	st "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/restore/restoretest"
 )
 
@@ -184,7 +185,7 @@ func killAndResume(t *testing.T, extra []string) {
 	// loaded cores the process can take far longer to get there; nothing
 	// here is timed.
 	first, _ := start("--rate", "50")
-	waitFor(t, "a third of the items restored", 3*time.Minute, func() bool { return len(b.Scan("Restored")) >= n/3 })
+	eventually.True(t, 3*time.Minute, "a third of the items restored", func() bool { return len(b.Scan("Restored")) >= n/3 })
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

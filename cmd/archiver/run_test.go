@@ -20,6 +20,8 @@ import (
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/demo"
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 )
 
 // lastSequences reads every shard of the stream to its current end and
@@ -95,8 +97,9 @@ func TestRunSIGTERM(t *testing.T) {
 
 func testRunSIGTERM(t *testing.T, store string) {
 	ctx := t.Context()
-	srv := startEngine(t, engine.Options{TTLInterval: 100 * time.Millisecond, StreamShards: 3})
-	ddb := ddbClient(srv.Endpoint())
+	bed := enginetest.Start(t, engine.Options{TTLInterval: 100 * time.Millisecond, StreamShards: 3})
+	srv := bed.Server
+	ddb := bed.DynamoDB
 	arn, err := demo.CreateSessionTable(ctx, ddb, "SessionData")
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +151,7 @@ func testRunSIGTERM(t *testing.T, store string) {
 		}
 	})
 
-	waitFor(t, "every expired item in the archive", 60*time.Second, func() bool {
+	eventually.True(t, 60*time.Second, "every expired item in the archive", func() bool {
 		select {
 		case err := <-exited:
 			t.Fatalf("archiver exited early: %v", err)
@@ -173,7 +176,7 @@ func testRunSIGTERM(t *testing.T, store string) {
 		t.Fatalf("archive holds %d distinct expired events, want %d", len(got["expired"]), n)
 	}
 	// Final checkpoints: each shard at its last record.
-	want := lastSequences(t, ctx, streamsClient(srv.Endpoint()), arn)
+	want := lastSequences(t, ctx, bed.Streams, arn)
 	var st checkpoint.Store
 	if store == "file" {
 		fs, err := checkpoint.OpenFile(cpPath)

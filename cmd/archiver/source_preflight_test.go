@@ -17,6 +17,7 @@ import (
 	st "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/restore/restoretest"
 )
 
@@ -124,9 +125,9 @@ func TestRunWaitsForTable(t *testing.T) {
 			return strings.Contains(stdout.String(), what)
 		}
 	}
-	waitFor(t, "the archiver to wait for the table", time.Minute, running(`"msg":"waiting for the table","table":"SessionData"`))
+	eventually.True(t, time.Minute, "the archiver to wait for the table", running(`"msg":"waiting for the table","table":"SessionData"`))
 	b.CreateTable("SessionData", "", st.StreamViewTypeNewAndOldImages)
-	waitFor(t, "the archiver to start", time.Minute, running("archiver running"))
+	eventually.True(t, time.Minute, "the archiver to start", running("archiver running"))
 	if !strings.Contains(stdout.String(), `"msg":"the table's TTL is off`) || !strings.Contains(stdout.String(), `"table":"SessionData"`) {
 		t.Errorf("no WARN about the table's TTL:\n%s", stdout)
 	}
@@ -148,7 +149,7 @@ func TestRunAllowKeysOnly(t *testing.T) {
 	dir := t.TempDir()
 	cmd, exited, stdout, _ := startRun(t, b.Srv.Endpoint(), "file://"+dir, "--allow-keys-only")
 	var lines []string
-	waitFor(t, "3 archived expiries", time.Minute, func() bool {
+	eventually.True(t, time.Minute, "3 archived expiries", func() bool {
 		lines = archivedLines(t, filepath.Join(dir, "SessionData"))
 		return len(lines) >= 3
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 )
 
 // TestSweepStartUpCheck: `archiver sweep` checks its table before it
@@ -19,8 +20,9 @@ import (
 // enabled on make it exit 1 by itself (the context would end it with 0),
 // naming what is wrong.
 func TestSweepStartUpCheck(t *testing.T) {
-	srv := startEngine(t, engine.Options{TTLInterval: -1})
-	createSweptTable(t, ddbClient(srv.Endpoint()))
+	bed := enginetest.Start(t, engine.Options{TTLInterval: -1})
+	srv := bed.Server
+	createSweptTable(t, bed.DynamoDB)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

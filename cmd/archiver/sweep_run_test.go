@@ -25,6 +25,8 @@ import (
 
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/internal/ops"
 	"github.com/ttl-archiver/archiver/sweep"
 )
@@ -37,17 +39,12 @@ const (
 
 func createSweptTable(t *testing.T, c *dynamodb.Client) {
 	t.Helper()
-	ctx := t.Context()
-	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:   aws.String(sweptTable),
-		BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+	enginetest.CreateTable(t, c, enginetest.Table{Name: sweptTable, NoStream: true, TTL: "ttl",
+		Attributes: []types.AttributeDefinition{
 			{AttributeName: aws.String("ttl"), AttributeType: types.ScalarAttributeTypeN},
 			{AttributeName: aws.String(sweep.DefaultWindowAttribute), AttributeType: types.ScalarAttributeTypeS},
 		},
-		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+		Indexes: []types.GlobalSecondaryIndex{{
 			IndexName: aws.String(sweep.DefaultIndex),
 			KeySchema: []types.KeySchemaElement{
 				{AttributeName: aws.String(sweep.DefaultWindowAttribute), KeyType: types.KeyTypeHash},
@@ -56,16 +53,6 @@ func createSweptTable(t *testing.T, c *dynamodb.Client) {
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName:               aws.String(sweptTable),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("ttl"), Enabled: aws.Bool(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // putDue writes an item expiring at ttl (epoch seconds with milliseconds)
@@ -224,8 +211,9 @@ func (p *inProcSweeper) stop(t *testing.T) {
 // sweeper deletes what comes due; stopping it hands the table over and
 // nothing is left behind.
 func TestSweepInProcess(t *testing.T) {
-	srv := startEngine(t, engine.Options{TTLInterval: -1})
-	ddb := ddbClient(srv.Endpoint())
+	bed := enginetest.Start(t, engine.Options{TTLInterval: -1})
+	srv := bed.Server
+	ddb := bed.DynamoDB
 	createSweptTable(t, ddb)
 	past := time.Now().Add(-30 * time.Second)
 	for i := range 50 {
@@ -261,7 +249,7 @@ func TestSweepInProcess(t *testing.T) {
 	}
 	stopped := time.Now()
 	holder.stop(t)
-	waitFor(t, "the stand-by sweeps", 10*time.Second, func() bool { return standby.holding(t) })
+	eventually.True(t, 10*time.Second, "the stand-by sweeps", func() bool { return standby.holding(t) })
 	t.Logf("hand-over on stop: %v", time.Since(stopped))
 	time.Sleep(2 * time.Second)
 	w.halt()
@@ -273,8 +261,9 @@ func TestSweepInProcess(t *testing.T) {
 // TestSweepFileStore: with a file:// store the one process sweeps at once,
 // and its cursor is in the file after a stop.
 func TestSweepFileStore(t *testing.T) {
-	srv := startEngine(t, engine.Options{TTLInterval: -1})
-	ddb := ddbClient(srv.Endpoint())
+	bed := enginetest.Start(t, engine.Options{TTLInterval: -1})
+	srv := bed.Server
+	ddb := bed.DynamoDB
 	createSweptTable(t, ddb)
 	path := filepath.Join(t.TempDir(), "cursor.json")
 	p := startInProcSweeperAt(t, srv.Endpoint(), "a", "file://"+path)
@@ -414,12 +403,13 @@ func (p *sweepProc) terminate(t *testing.T) {
 // for several windows, then replaced, leaves nothing behind.
 func TestSweepProcesses(t *testing.T) {
 	rec := &sweepOps{}
-	srv := startEngine(t, engine.Options{TTLInterval: -1, Hooks: engine.Hooks{OnRequest: rec.hook}})
-	ddb := ddbClient(srv.Endpoint())
+	bed := enginetest.Start(t, engine.Options{TTLInterval: -1, Hooks: engine.Hooks{OnRequest: rec.hook}})
+	srv := bed.Server
+	ddb := bed.DynamoDB
 	createSweptTable(t, ddb)
 	w := startWriter(t, ddb)
 	procs := map[string]*sweepProc{"proc-a": startSweepProc(t, srv.Endpoint(), "a"), "proc-b": startSweepProc(t, srv.Endpoint(), "b")}
-	waitFor(t, "a sweeper sweeping", 60*time.Second, func() bool { return len(rec.runs()) > 0 })
+	eventually.True(t, 60*time.Second, "a sweeper sweeping", func() bool { return len(rec.runs()) > 0 })
 	time.Sleep(3 * time.Second)
 	runs := rec.runs()
 	if len(runs) != 1 {
@@ -434,7 +424,7 @@ func TestSweepProcesses(t *testing.T) {
 	// SIGTERM: the other process takes over promptly.
 	termAt := time.Now()
 	first.terminate(t)
-	waitFor(t, "the stand-by sweeping", 15*time.Second, func() bool { return len(rec.runs()) > 1 })
+	eventually.True(t, 15*time.Second, "the stand-by sweeping", func() bool { return len(rec.runs()) > 1 })
 	runs = rec.runs()
 	t.Logf("hand-over after SIGTERM: %v", runs[1].first.Sub(termAt))
 	if len(runs) != 2 || runs[1].key != "proc-"+second.name {
@@ -453,7 +443,7 @@ func TestSweepProcesses(t *testing.T) {
 		t.Fatalf("calls after the kill, with no sweeper running: %v", got)
 	}
 	c := startSweepProc(t, srv.Endpoint(), "c")
-	waitFor(t, "the new sweeper sweeping", 30*time.Second, func() bool { return len(rec.runs()) > 2 })
+	eventually.True(t, 30*time.Second, "the new sweeper sweeping", func() bool { return len(rec.runs()) > 2 })
 	time.Sleep(time.Second)
 	w.halt()
 	waitNoneOverdue(t, ddb, time.Second, 30*time.Second)

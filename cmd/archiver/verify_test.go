@@ -20,7 +20,9 @@ import (
 	"github.com/ttl-archiver/archiver/archive"
 	"github.com/ttl-archiver/archiver/demo"
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/internal/s3test"
 	"github.com/ttl-archiver/archiver/sinks"
 )
@@ -197,17 +199,18 @@ func TestVerifyS3KeyRange(t *testing.T) {
 // some of them; verify --table lists the others: pending while they are
 // newer than --grace (exit 0), missing once older (exit 1).
 func TestVerifyStreamCrossCheck(t *testing.T) {
-	srv := startEngine(t, engine.Options{TTLInterval: 50 * time.Millisecond})
+	bed := enginetest.Start(t, engine.Options{TTLInterval: 50 * time.Millisecond})
+	srv := bed.Server
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, st := ddbClient(srv.Endpoint()), streamsClient(srv.Endpoint())
+	db, st := bed.DynamoDB, bed.Streams
 	arn, err := demo.CreateSessionTable(ctx, db, "SessionData")
 	if err != nil {
 		t.Fatal(err)
 	}
 	putExpired(t, ctx, db, "SessionData", 10)
 	var evs []event.Event
-	waitFor(t, "10 expiries in the stream", 30*time.Second, func() bool {
+	eventually.True(t, 30*time.Second, "10 expiries in the stream", func() bool {
 		evs = expiredInStream(t, ctx, st, arn)
 		return len(evs) == 10
 	})
