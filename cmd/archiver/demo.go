@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/ttl-archiver/archiver/demo"
@@ -32,6 +33,15 @@ func demoCmd(ctx context.Context, args []string, e env) error {
 	}
 	if _, err := ops.ParseLevel(*logLevel); err != nil {
 		return usagef("archiver demo: --log-level: %v", err)
+	}
+	if *archive != "" {
+		// The archiver takes it as a file:// URL, which wants a path that
+		// is absolute (a relative "out" would read as the host "out").
+		abs, err := filepath.Abs(*archive)
+		if err != nil {
+			return usagef("archiver demo: --archive: %v", err)
+		}
+		*archive = abs
 	}
 	log, err := ops.NewLogger(os.Stderr, *logLevel, ops.FormatConsole)
 	if err != nil {

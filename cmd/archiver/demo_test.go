@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -16,7 +17,11 @@ func TestDemo(t *testing.T) {
 		t.Skip("runs for 10s")
 	}
 	var out bytes.Buffer
-	archive := t.TempDir()
+	// A relative --archive: the demo hands the archiver an absolute
+	// file:// URL (file://archive would name the host "archive").
+	work := t.TempDir()
+	t.Chdir(work)
+	archive := "archive"
 	code := dispatch(t.Context(), []string{"demo", "--duration", "10s", "--archive", archive},
 		env{stdout: &out, stderr: io.Discard, getenv: envMap(nil)})
 	if code != 0 {
@@ -51,6 +56,9 @@ func TestDemo(t *testing.T) {
 	}
 	if !regexp.MustCompile(`TTL lag p50/max: +\S+ / \S+`).MatchString(s) {
 		t.Errorf("summary lacks the TTL lag line:\n%s", s)
+	}
+	if got := readArchive(t, filepath.Join(work, archive)); len(got) == 0 {
+		t.Errorf("nothing archived under %s", filepath.Join(work, archive))
 	}
 	if t.Failed() {
 		t.Logf("demo output:\n%s", s)
