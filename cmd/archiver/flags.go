@@ -40,6 +40,8 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, usage string)
 		printFlags(stdout, fs)
 		return errHelp
 	}
+	// The flag package reports an unknown flag by this message alone (it
+	// has no error type for it); TestSuggestions fails if it changes.
 	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
 		name = strings.TrimLeft(name, "-")
 		var names []string
