@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 )
 
 // seedTable is seed 003's table (shared/seeds): key itemId, TTL on ttl,
@@ -22,34 +24,19 @@ const seedTable = "expirationTable"
 // open windows are read through a FilterExpression.
 func (b *bed) createSeedTable(hashOnly bool) {
 	b.t.Helper()
-	ctx := context.Background()
 	ixKey := []types.KeySchemaElement{{AttributeName: aws.String(DefaultWindowAttribute), KeyType: types.KeyTypeHash}}
-	defs := []types.AttributeDefinition{
-		{AttributeName: aws.String("itemId"), AttributeType: types.ScalarAttributeTypeS},
-		{AttributeName: aws.String(DefaultWindowAttribute), AttributeType: types.ScalarAttributeTypeS},
-	}
+	defs := []types.AttributeDefinition{{AttributeName: aws.String(DefaultWindowAttribute), AttributeType: types.ScalarAttributeTypeS}}
 	if !hashOnly {
 		ixKey = append(ixKey, types.KeySchemaElement{AttributeName: aws.String("ttl"), KeyType: types.KeyTypeRange})
 		defs = append(defs, types.AttributeDefinition{AttributeName: aws.String("ttl"), AttributeType: types.ScalarAttributeTypeN})
 	}
-	if _, err := b.db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(seedTable),
-		BillingMode:          types.BillingModePayPerRequest,
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("itemId"), KeyType: types.KeyTypeHash}},
-		AttributeDefinitions: defs,
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+	enginetest.CreateTable(b.t, b.db, enginetest.Table{Name: seedTable, Hash: "itemId", NoStream: true, TTL: "ttl",
+		Attributes: defs,
+		Indexes: []types.GlobalSecondaryIndex{{
 			IndexName: aws.String(DefaultIndex), KeySchema: ixKey,
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
 		}},
-	}); err != nil {
-		b.t.Fatal(err)
-	}
-	if _, err := b.db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName:               aws.String(seedTable),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("ttl"), Enabled: aws.Bool(true)},
-	}); err != nil {
-		b.t.Fatal(err)
-	}
+	})
 }
 
 // seedItem is an item of seedTable: its TTL as written (a Number) and

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
 )
@@ -35,31 +36,10 @@ const bkSubject = "bk.{table}.{kind}.{pk}.{sk}"
 
 // createBinaryKeyTable creates table with binary keys pk and sk, a stream
 // with both images, and TTL on "exp".
-func createBinaryKeyTable(t testing.TB, ctx context.Context, db *dynamodb.Client, table string) {
+func createBinaryKeyTable(t testing.TB, db *dynamodb.Client, table string) {
 	t.Helper()
-	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:   aws.String(table),
-		BillingMode: dtypes.BillingModePayPerRequest,
-		AttributeDefinitions: []dtypes.AttributeDefinition{
-			{AttributeName: aws.String("pk"), AttributeType: dtypes.ScalarAttributeTypeB},
-			{AttributeName: aws.String("sk"), AttributeType: dtypes.ScalarAttributeTypeB},
-		},
-		KeySchema: []dtypes.KeySchemaElement{
-			{AttributeName: aws.String("pk"), KeyType: dtypes.KeyTypeHash},
-			{AttributeName: aws.String("sk"), KeyType: dtypes.KeyTypeRange},
-		},
-		StreamSpecification: &dtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: dtypes.StreamViewTypeNewAndOldImages},
-	})
-	if err != nil {
-		t.Fatalf("CreateTable %s: %v", table, err)
-	}
-	_, err = db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName:               aws.String(table),
-		TimeToLiveSpecification: &dtypes.TimeToLiveSpecification{AttributeName: aws.String(ttlAttr), Enabled: aws.Bool(true)},
-	})
-	if err != nil {
-		t.Fatalf("UpdateTimeToLive %s: %v", table, err)
-	}
+	enginetest.CreateTable(t, db, enginetest.Table{Name: table, HashType: dtypes.ScalarAttributeTypeB,
+		Range: "sk", RangeType: dtypes.ScalarAttributeTypeB, TTL: ttlAttr})
 }
 
 // putExpiredBinary writes an item with keys pk and sk whose TTL has passed.
@@ -263,7 +243,7 @@ type bkBed struct {
 func newBKBed(t *testing.T) *bkBed {
 	b := &bkBed{procBed: newProcBed(t)}
 	for _, table := range bkTables {
-		createBinaryKeyTable(t, b.ctx, b.db, table)
+		createBinaryKeyTable(t, b.db, table)
 	}
 	b.nats = startNATSServer(t)
 	var err error

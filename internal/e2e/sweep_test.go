@@ -43,7 +43,7 @@ func TestSweepAndArchiveOnNATS(t *testing.T) {
 	eng := startProc(t, work, "engine", bin, "engine", "--listen", "127.0.0.1:0", "--ttl-interval", "-1s", "--stream-shards", "2")
 	endpoint := engineEndpoint(t, eng)
 	db := enginetest.ClientAt(endpoint, "writer")
-	createSweptTable(t, ctx, db)
+	createSweptTable(t, db)
 
 	natsAddr := startNATS(t)
 	nc, err := nats.Connect(natsAddr)
@@ -150,29 +150,17 @@ func TestSweepAndArchiveOnNATS(t *testing.T) {
 
 // createSweptTable creates the test table with a stream, TTL on ttlAttr and
 // the recipe's expiration-window index.
-func createSweptTable(t *testing.T, ctx context.Context, db *dynamodb.Client) {
+func createSweptTable(t *testing.T, db *dynamodb.Client) {
 	t.Helper()
-	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:   aws.String(sweepE2ETable),
-		BillingMode: dtypes.BillingModePayPerRequest,
-		AttributeDefinitions: []dtypes.AttributeDefinition{
-			{AttributeName: aws.String(keyAttr), AttributeType: dtypes.ScalarAttributeTypeS},
+	enginetest.CreateTable(t, db, enginetest.Table{Name: sweepE2ETable, Hash: keyAttr, TTL: ttlAttr,
+		Attributes: []dtypes.AttributeDefinition{
 			{AttributeName: aws.String(sweep.DefaultWindowAttribute), AttributeType: dtypes.ScalarAttributeTypeS},
 			{AttributeName: aws.String(ttlAttr), AttributeType: dtypes.ScalarAttributeTypeN}},
-		KeySchema:           []dtypes.KeySchemaElement{{AttributeName: aws.String(keyAttr), KeyType: dtypes.KeyTypeHash}},
-		StreamSpecification: &dtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: dtypes.StreamViewTypeNewAndOldImages},
-		GlobalSecondaryIndexes: []dtypes.GlobalSecondaryIndex{{IndexName: aws.String(sweep.DefaultIndex),
+		Indexes: []dtypes.GlobalSecondaryIndex{{IndexName: aws.String(sweep.DefaultIndex),
 			KeySchema: []dtypes.KeySchemaElement{{AttributeName: aws.String(sweep.DefaultWindowAttribute), KeyType: dtypes.KeyTypeHash},
 				{AttributeName: aws.String(ttlAttr), KeyType: dtypes.KeyTypeRange}},
 			Projection: &dtypes.Projection{ProjectionType: dtypes.ProjectionTypeKeysOnly}}},
 	})
-	if err == nil {
-		_, err = db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(sweepE2ETable),
-			TimeToLiveSpecification: &dtypes.TimeToLiveSpecification{AttributeName: aws.String(ttlAttr), Enabled: aws.Bool(true)}})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // putSwept writes an item with the TTL ttl and its window attribute.
