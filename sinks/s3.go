@@ -436,6 +436,17 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 		sh.mu.Lock()
 	}
 	sh.lastWrite = now
+	s.bufferLocked(sh, sb, b, buf, ends, now)
+	sh.mu.Unlock()
+	sb.done(nil)
+	return nil
+}
+
+// bufferLocked appends the rendered lines of b's events (line i ends at
+// ends[i] in buf; an empty one was rejected) to the shard's buffers, one
+// per table, kind, shard and hour, books sb on each buffer it adds to, and
+// cuts a buffer that reached FlushBytes. The caller holds sh.mu.
+func (s *S3Sink) bufferLocked(sh *s3Shard, sb *s3Batch, b Batch, buf []byte, ends []int, now time.Time) {
 	for i := range b.Events {
 		start := 0
 		if i > 0 {
@@ -470,9 +481,6 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 			s.cutLocked(sh, bf)
 		}
 	}
-	sh.mu.Unlock()
-	sb.done(nil)
-	return nil
 }
 
 // renderS3Lines appends the archive lines of evs to buf; ends[i] is where
