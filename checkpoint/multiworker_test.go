@@ -30,6 +30,7 @@ import (
 	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
+	"github.com/ttl-archiver/archiver/sinks/sinktest"
 )
 
 // ---- observation: which worker read which shard when ----
@@ -103,63 +104,77 @@ func (w *watchedStreams) GetRecords(ctx context.Context, in *dynamodbstreams.Get
 type delivery struct {
 	worker string
 	key    string
-	at     time.Time
 }
 
+// farEnd is every worker's recording sink; while failUntil (unix ms) is
+// ahead, they fail every batch.
 type farEnd struct {
-	failUntil atomic.Int64                  // unix ms: until then every write fails
-	blocked   atomic.Pointer[chan struct{}] // when set, writes wait until it is closed
-	failed    atomic.Int64
+	failUntil atomic.Int64
 	mu        sync.Mutex
-	recs      map[string][]delivery // event ID → deliveries
-	keys      map[string]int        // item key → deliveries
+	sinks     []*sinktest.Recorder // in start order; a sink's name is "rec-" + its worker
+	gate      <-chan struct{}      // when set, every sink's writes wait until it is closed
 }
 
-type recSink struct {
-	worker string
-	end    *farEnd
-}
+var errSinkFault = errors.New("sink unavailable (test fault)")
 
-func (s *recSink) Name() string { return "rec-" + s.worker }
-
-func (s *recSink) Write(ctx context.Context, b sinks.Batch, ack sinks.Ack) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if ch := s.end.blocked.Load(); ch != nil {
-		select {
-		case <-*ch:
-		case <-ctx.Done():
-			return ctx.Err()
+// sink is a new recording sink of worker.
+func (f *farEnd) sink(worker string) *sinktest.Recorder {
+	r := sinktest.New("rec-" + worker)
+	r.FailWith(func(sinks.Batch) error {
+		if time.Now().UnixMilli() < f.failUntil.Load() {
+			return errSinkFault
 		}
-	}
-	now := time.Now()
-	if now.UnixMilli() < s.end.failUntil.Load() {
-		s.end.failed.Add(1)
-		ack(errors.New("sink unavailable (test fault)"))
 		return nil
-	}
-	s.end.mu.Lock()
-	for _, ev := range b.Events {
-		key := ""
-		if v, ok := ev.Keys["id"].(*stypes.AttributeValueMemberS); ok {
-			key = v.Value
-		}
-		s.end.recs[ev.EventID] = append(s.end.recs[ev.EventID], delivery{worker: s.worker, key: key, at: now})
-		s.end.keys[key]++
-	}
-	s.end.mu.Unlock()
-	ack(nil)
-	return nil
-}
-
-func (s *recSink) Flush(context.Context) error { return nil }
-func (s *recSink) Close(context.Context) error { return nil }
-
-func (f *farEnd) count() int {
+	})
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.keys)
+	if f.gate != nil {
+		r.Gate(f.gate)
+	}
+	f.sinks = append(f.sinks, r)
+	return r
+}
+
+// block makes every sink's writes wait until gate is closed.
+func (f *farEnd) block(gate <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gate = gate
+	for _, r := range f.sinks {
+		r.Gate(gate)
+	}
+}
+
+// recs returns the deliveries of every event ID, and the deliveries of
+// every item key.
+func (f *farEnd) recs() (map[string][]delivery, map[string]int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	recs, keys := map[string][]delivery{}, map[string]int{}
+	for _, r := range f.sinks {
+		worker := strings.TrimPrefix(r.Name(), "rec-")
+		for _, ev := range r.Events() {
+			key := ""
+			if v, ok := ev.Keys["id"].(*stypes.AttributeValueMemberS); ok {
+				key = v.Value
+			}
+			recs[ev.EventID] = append(recs[ev.EventID], delivery{worker: worker, key: key})
+			keys[key]++
+		}
+	}
+	return recs, keys
+}
+
+// failed is the number of batches the sinks failed.
+func (f *farEnd) failed() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, r := range f.sinks {
+		_, failed := r.Writes()
+		n += failed
+	}
+	return n
 }
 
 // ---- workers ----
@@ -212,7 +227,7 @@ func (env *mwEnv) startWorker(name string) *mwWorker {
 		},
 		Tables:             env.bed.Client(name),
 		Store:              store,
-		Routes:             []consumer.Route{{Sink: &recSink{worker: name, end: env.end}}},
+		Routes:             []consumer.Route{{Sink: env.end.sink(name)}},
 		CheckpointInterval: 200 * time.Millisecond,
 		RetryMinBackoff:    50 * time.Millisecond,
 		RetryMaxBackoff:    500 * time.Millisecond,
@@ -334,7 +349,7 @@ func finished(it map[string]dtypes.AttributeValue) bool {
 // newMWEnv starts an engine with a 16-shard stream that rolls over every
 // 60 records, a table "items" with TTL on "exp", and the observation hooks.
 func newMWEnv(t *testing.T) *mwEnv {
-	env := &mwEnv{t: t, log: newReadLog(), end: &farEnd{recs: map[string][]delivery{}, keys: map[string]int{}}, lease: 6 * time.Second}
+	env := &mwEnv{t: t, log: newReadLog(), end: &farEnd{}, lease: 6 * time.Second}
 	env.bed = enginetest.Start(t, engine.Options{
 		TTLInterval: -1, StreamShards: 16, ShardRolloverRecords: 60, Logger: zap.NewNop(),
 		Hooks: engine.Hooks{OnRequest: env.hook(nil)},
@@ -384,11 +399,10 @@ func (env *mwEnv) pickedUp(gone string, shards []string, since time.Time) time.D
 
 func (env *mwEnv) allArrived(keys []string) {
 	eventually.Wait(env.t, 90*time.Second, "every expired item reaches the sink", func() error {
-		env.end.mu.Lock()
-		defer env.end.mu.Unlock()
+		_, got := env.end.recs()
 		missing := 0
 		for _, k := range keys {
-			if env.end.keys[k] == 0 {
+			if got[k] == 0 {
 				missing++
 			}
 		}
@@ -505,9 +519,9 @@ func TestMultiWorker(t *testing.T) {
 	if renewFailed > 0 {
 		report = t.Logf
 	}
-	env.end.mu.Lock()
+	recs, got := env.end.recs()
 	dups, badDups := 0, 0
-	for id, ds := range env.end.recs {
+	for id, ds := range recs {
 		if len(ds) < 2 {
 			continue
 		}
@@ -524,11 +538,10 @@ func TestMultiWorker(t *testing.T) {
 		}
 	}
 	for _, k := range all {
-		if env.end.keys[k] == 0 {
+		if got[k] == 0 {
 			t.Errorf("expired item %s never reached the sink", k)
 		}
 	}
-	env.end.mu.Unlock()
 	t.Logf("%d expired items, %d duplicate deliveries (killed worker's tail), %d not from it (survivors' failed renewals: %v)", len(all), dups, badDups, renewFailed)
 
 	env.logLeaseMetrics(workers)
@@ -674,14 +687,13 @@ func TestMultiWorkerFaults(t *testing.T) {
 	}
 	env.setFault(nil)
 	env.allArrived(all)
-	t.Logf("lease table requests throttled: %d; sink writes failed: %d", throttled.Load(), env.end.failed.Load())
+	t.Logf("lease table requests throttled: %d; sink writes failed: %d", throttled.Load(), env.end.failed())
 
-	env.end.mu.Lock()
+	recs, _ := env.end.recs()
 	dups := 0
-	for _, ds := range env.end.recs {
+	for _, ds := range recs {
 		dups += len(ds) - 1
 	}
-	env.end.mu.Unlock()
 	t.Logf("%d expired items, all delivered; %d duplicate deliveries (leases lost under throttling)", len(all), dups)
 	env.logLeaseMetrics(ws)
 	env.checkExclusiveReads(workers)
@@ -746,7 +758,7 @@ func TestLeasesSurviveBlockedSink(t *testing.T) {
 		failed[w.name] = metric(t, w.reg, "archiver_lease_renew_failures_total")
 	}
 	block := make(chan struct{})
-	env.end.blocked.Store(&block)
+	env.end.block(block)
 	all = append(all, env.writeExpired(200)...)
 	time.Sleep(5 * env.lease / 2) // the sink is stuck for 2.5 lease durations
 	rows := env.rows()
