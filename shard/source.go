@@ -15,6 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 	"go.uber.org/zap"
 
+	"github.com/ttl-archiver/archiver/internal/awserr"
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/internal/redact"
 )
@@ -282,19 +283,6 @@ func (c *SourceCheck) warnTTLOff(ctx context.Context, name string) {
 func onceDDB(o *dynamodb.Options)            { o.RetryMaxAttempts = 1 }
 func onceStreams(o *dynamodbstreams.Options) { o.RetryMaxAttempts = 1 }
 
-// credentialCodes are the answers that refuse the credentials themselves.
-var credentialCodes = map[string]bool{
-	"UnrecognizedClientException":         true,
-	"InvalidSignatureException":           true,
-	"IncompleteSignatureException":        true,
-	"MissingAuthenticationToken":          true,
-	"MissingAuthenticationTokenException": true,
-	"InvalidClientTokenId":                true,
-	"ExpiredToken":                        true,
-	"ExpiredTokenException":               true,
-	"SignatureDoesNotMatch":               true,
-}
-
 // failure says what a failed call means: notFound for a missing resource,
 // ErrCredentials, ErrAccessDenied, ErrUnreachable (refused, unknown host,
 // no answer within the call's bound actx), or the error as it came. ctx is
@@ -308,7 +296,7 @@ func (c *SourceCheck) failure(ctx, actx context.Context, err, notFound error) er
 		switch code := api.ErrorCode(); {
 		case code == "ResourceNotFoundException":
 			return fmt.Errorf("%w: %w", notFound, err)
-		case credentialCodes[code]:
+		case awserr.IsCredentials(err):
 			return fmt.Errorf("%w (%s): check the AWS credentials this process uses: %w", ErrCredentials, code, err)
 		case code == "AccessDeniedException":
 			return fmt.Errorf("%w: the credentials are valid but not allowed this call: %w", ErrAccessDenied, err)
