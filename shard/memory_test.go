@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/event"
 )
 
@@ -42,8 +43,7 @@ func TestEstimateMemoryMatchesHeld(t *testing.T) {
 			table := "Mem" + strconv.Itoa(c.padding) + "x" + strconv.Itoa(c.attrs)
 			arn := env.createTable(t, table)
 			putSessions(t, env.ddb, table, c.n, c.padding, c.attrs)
-			streams := dynamodbstreams.NewFromConfig(aws.Config{Region: "us-east-1", Credentials: env.streams.Options().Credentials},
-				func(o *dynamodbstreams.Options) { o.BaseEndpoint = aws.String(env.srv.Endpoint()); FastGetRecords(o) })
+			streams := enginetest.StreamsClientAt(env.srv.Endpoint(), enginetest.DefaultKey, FastGetRecords)
 			sh := openShards(t, env.streams, arn)[0]
 			read := func(limit int32) [][]types.Record {
 				it, err := streams.GetShardIterator(context.Background(), &dynamodbstreams.GetShardIteratorInput{
