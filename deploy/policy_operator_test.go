@@ -128,9 +128,10 @@ func TestOperatorReachability(t *testing.T) {
 		want, not []string
 	}{
 		{"restoreCmd", []string{"restorer.put", "restorer.describe", "s3Store.get", "s3Store.list"}, []string{"S3Sink.put", "runPipeline"}},
-		{"replayCmd", []string{"S3Sink.put", "s3Store.get"}, []string{"restorer.put", "DynamoStore.heartbeat"}},
-		{"verifyCmd", []string{"reader.fetch", "walk.describe", "s3Store.list"}, []string{"DynamoStore.heartbeat", "DynamoStore.prune", "S3Sink.put"}},
+		{"replayCmd", []string{"S3Sink.put", "s3Store.get"}, []string{"restorer.put", "leases.heartbeat"}},
+		{"verifyCmd", []string{"reader.fetch", "walk.describe", "s3Store.list"}, []string{"leases.heartbeat", "leases.prune", "S3Sink.put"}},
 	} {
+		mustName(t, funcs, append(append([]string{}, tc.want...), tc.not...)...)
 		_, reach := commandActions(funcs, tc.cmd)
 		names := map[string]bool{}
 		for f := range reach {

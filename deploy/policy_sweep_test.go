@@ -257,6 +257,12 @@ func sweepResource(f *fn, op string) string {
 // sweepCodeActions returns the DynamoDB actions `archiver sweep` can call,
 // per resource, each with one call site.
 func sweepCodeActions(t *testing.T, root string) (map[string]map[string]string, map[*fn]bool) {
+	_, out, reach := sweepScan(t, root)
+	return out, reach
+}
+
+// sweepScan is sweepCodeActions with every function it type-checked.
+func sweepScan(t *testing.T, root string) (map[string]*fn, map[string]map[string]string, map[*fn]bool) {
 	ops := sdkOperations(&dynamodb.Client{})
 	funcs := typeCheck(t, root, sweepPackages)
 	reach := reachable(funcs, ops, "github.com/ttl-archiver/archiver/cmd/archiver.sweepCmd")
@@ -271,7 +277,7 @@ func sweepCodeActions(t *testing.T, root string) (map[string]map[string]string, 
 		}
 		firstSite(out[res], "dynamodb:"+op, f)
 	})
-	return out, reach
+	return funcs, out, reach
 }
 
 // policyResource names the resource kind of a sweep policy resource.
@@ -331,21 +337,40 @@ func TestSweepPolicyMatchesCode(t *testing.T) {
 	t.Logf("actions called (%d functions reachable):\n  %s", len(reach), strings.Join(called, "\n  "))
 }
 
+// mustName fails unless every name is a function the scan type-checked:
+// a guard naming a function that was renamed or moved would pass for
+// ever without checking anything.
+func mustName(t *testing.T, funcs map[string]*fn, names ...string) {
+	t.Helper()
+	have := make(map[string]bool, len(funcs))
+	for _, f := range funcs {
+		have[f.String()] = true
+	}
+	for _, n := range names {
+		if !have[n] {
+			t.Errorf("%s: no such function in the scanned code (renamed or moved? update the guard)", n)
+		}
+	}
+}
+
 // TestSweepReachability guards the scan: what `archiver sweep` runs is
 // reached, the consumer's lease balancing and pruning are not.
 func TestSweepReachability(t *testing.T) {
-	_, reach := sweepCodeActions(t, "..")
+	funcs, _, reach := sweepScan(t, "..")
 	names := map[string]bool{}
 	for f := range reach {
 		names[f.String()] = true
 	}
+	mustName(t, funcs, "runSweep", "openCheckpoint", "OpenDynamo", "DynamoStore.AcquireSweep", "DynamoStore.SaveSweepCursor",
+		"leases.renew", "leases.release", "CheckpointStore.SaveCursor", "Sweeper.Run", "pass.delete", "Sweeper.describe",
+		"leases.assign", "leases.prune", "DynamoStore.ReleaseAll", "runPipeline", "streamCheck")
 	for _, n := range []string{"runSweep", "openCheckpoint", "OpenDynamo", "DynamoStore.AcquireSweep", "DynamoStore.SaveSweepCursor",
-		"DynamoStore.renew", "DynamoStore.release", "CheckpointStore.SaveCursor", "Sweeper.Run", "pass.delete", "Sweeper.describe"} {
+		"leases.renew", "leases.release", "CheckpointStore.SaveCursor", "Sweeper.Run", "pass.delete", "Sweeper.describe"} {
 		if !names[n] {
 			t.Errorf("%s not reached from sweepCmd", n)
 		}
 	}
-	for _, n := range []string{"DynamoStore.assign", "DynamoStore.prune", "DynamoStore.ReleaseAll", "runPipeline", "streamCheck"} {
+	for _, n := range []string{"leases.assign", "leases.prune", "DynamoStore.ReleaseAll", "runPipeline", "streamCheck"} {
 		if names[n] {
 			t.Errorf("%s reached from sweepCmd; the scan over-reaches", n)
 		}
