@@ -16,11 +16,11 @@
 //
 // A full disk is found before an entry is taken, not after: where the file
 // system can reserve space (Linux fallocate), the log reserves it ahead of
-// its entries, and TryAppend and Reserve refuse what the reservation cannot
-// cover, so their caller changes nothing. A write or fsync that fails
-// anyway is not final: the segment is cut back to its last durable entry,
-// the entries stay queued and a later flush writes them again; meanwhile
-// TryAppend and Reserve refuse new entries.
+// its entries, and TryAppend refuses what the reservation cannot cover, so
+// its caller changes nothing. A write or fsync that fails anyway is not
+// final: the segment is cut back to its last durable entry, the entries
+// stay queued and a later flush writes them again; meanwhile TryAppend
+// refuses new entries.
 package wal
 
 import (
@@ -65,7 +65,7 @@ const (
 	// allocStep is how far ahead of its entries the log reserves space,
 	// so that it asks the file system about once per allocStep bytes.
 	allocStep = 1 << 20
-	// allocHeadroom is the reserved space TryAppend and Reserve leave free
+	// allocHeadroom is the reserved space TryAppend leaves free
 	// for Append, whose entries take no reservation of their own.
 	allocHeadroom = 64 << 10
 	// retryEvery is how soon Sync writes again after a failed write: a
@@ -85,7 +85,6 @@ type Log struct {
 	closed  bool
 	segLen  int64 // bytes of the current segment, written or in buf
 	alloc   int64 // bytes of the current segment whose disk space is reserved
-	held    int64 // bytes promised by Reserve and not yet released
 	noAlloc bool  // the file system cannot reserve space
 	failed  error // the last flush's failure; nil once a flush succeeds
 
@@ -116,7 +115,7 @@ func Create(dir string, seg uint64) (*Log, error) {
 // (and returns), and returns the log position just past the entry: Sync
 // with it to wait until the entry is durable. enc runs under the log's
 // mutex: it must only encode. Append never refuses: its entry goes into
-// the headroom TryAppend and Reserve leave, or past the reserved space.
+// the headroom TryAppend leaves, or past the reserved space.
 func (l *Log) Append(enc func([]byte) []byte) uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -134,7 +133,7 @@ func (l *Log) TryAppend(enc func([]byte) []byte) (uint64, error) {
 		return 0, err
 	}
 	n := l.encodeLocked(enc)
-	if err := l.reserveLocked(0); err != nil {
+	if err := l.reserveLocked(); err != nil {
 		l.buf = l.buf[:len(l.buf)-int(n)]
 		l.segLen -= n
 		return 0, err
@@ -142,31 +141,8 @@ func (l *Log) TryAppend(enc func([]byte) []byte) (uint64, error) {
 	return l.takeLocked(n), nil
 }
 
-// Reserve promises n bytes of entries that the caller will then Append
-// without refusal (the entries of one transaction, say), or refuses as
-// TryAppend does. Release gives the promise back once they are appended.
-func (l *Log) Reserve(n int64) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.refusedLocked(); err != nil {
-		return err
-	}
-	if err := l.reserveLocked(n); err != nil {
-		return err
-	}
-	l.held += n
-	return nil
-}
-
-// Release gives back n bytes promised by Reserve.
-func (l *Log) Release(n int64) {
-	l.mu.Lock()
-	l.held -= n
-	l.mu.Unlock()
-}
-
 // Failed returns why the last flush failed, or nil when it succeeded:
-// while it is set, TryAppend and Reserve refuse.
+// while it is set, TryAppend refuses.
 func (l *Log) Failed() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -209,11 +185,10 @@ func (l *Log) refusedLocked() error {
 }
 
 // reserveLocked makes sure the disk space reserved for the current segment
-// covers everything appended and promised, n bytes more and the headroom,
-// asking the file system for allocStep more when it does not. l.mu is
+// covers everything appended and the headroom, asking the file system for allocStep more when it does not. l.mu is
 // held.
-func (l *Log) reserveLocked(n int64) error {
-	need := l.segLen + l.held + n + allocHeadroom
+func (l *Log) reserveLocked() error {
+	need := l.segLen + allocHeadroom
 	if l.noAlloc || need <= l.alloc {
 		return nil
 	}
