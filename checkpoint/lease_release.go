@@ -39,7 +39,16 @@ func (ls *leases) release(ctx context.Context, stream, shard string, finished bo
 	l.releasing = true
 	counter, to := l.counter, l.handoffTo
 	ls.mu.Unlock()
+	err := ls.writeRelease(ctx, k, counter, to, finished)
+	return ls.released(k, l, finished, err)
+}
 
+// writeRelease writes the release of the lease held at counter: a hand-off
+// to the worker to when it is set and live, else (or when the hand-off's
+// condition fails) a free lease; finished also marks the shard finished.
+// The update is conditional on this worker owning the lease at counter.
+func (ls *leases) writeRelease(ctx context.Context, k leaseKey, counter int64, to string, finished bool) error {
+	stream, shard := k.stream, k.shard
 	now := ls.now()
 	vals := map[string]types.AttributeValue{
 		":me":  &types.AttributeValueMemberS{Value: ls.worker},
@@ -92,6 +101,14 @@ func (ls *leases) release(ctx context.Context, stream, shard string, finished bo
 			ls.log.Info("lease released", zap.String("stream", stream), zap.String("shard", shard), zap.Bool("finished", finished))
 		}
 	}
+	return err
+}
+
+// released books the outcome of writeRelease: the lease is dropped when
+// the write succeeded or the lease was already lost (not an error), and
+// kept (for a later Release to try again) when the write failed.
+func (ls *leases) released(k leaseKey, l *lease, finished bool, err error) error {
+	stream, shard := k.stream, k.shard
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	switch {
