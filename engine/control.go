@@ -73,7 +73,7 @@ func (e *Engine) serveControl(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	if !e.controlAllowed(r.RemoteAddr) {
-		e.log.Warn("control request refused", zap.String("remote", r.RemoteAddr), zap.String("path", r.URL.Path))
+		e.logRefusal(&e.guardLog.controlFrom, "control request refused for its client address", zap.String("remote", r.RemoteAddr), zap.String("path", r.URL.Path))
 		writeControl(w, http.StatusForbidden, map[string]string{
 			"error": "control API refused for client " + r.RemoteAddr + ": only loopback clients, or those allowed by --control-from CIDR",
 		})
@@ -81,7 +81,7 @@ func (e *Engine) serveControl(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodPost {
 		if ce := checkControlPost(r); ce != nil {
-			e.log.Warn("control request refused", zap.String("remote", r.RemoteAddr), zap.String("path", r.URL.Path), zap.Error(ce))
+			e.logRefusal(&e.guardLog.controlPost, "control request refused as one a web page could send", zap.String("remote", r.RemoteAddr), zap.String("path", r.URL.Path), zap.Error(ce))
 			writeControl(w, ce.status, map[string]string{"error": ce.msg})
 			return
 		}

@@ -194,6 +194,7 @@ type Engine struct {
 	txTokens txTokens // TransactWriteItems ClientRequestTokens (txtokens.go)
 
 	listenHost   string       // the host Listen was given: a Host the engine answers to
+	guardLog     guardLog     // rate limits of the guards' WARN lines (loglimit.go)
 	bodiesInRead atomic.Int64 // request bodies being received (readBody)
 
 	reqSeq   atomic.Uint64

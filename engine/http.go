@@ -69,7 +69,7 @@ var streamOps = map[string]bool{"ListStreams": true, "DescribeStream": true, "Ge
 // under /_engine/ are the control API (see control.go).
 func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := e.checkHost(r); err != nil {
-		e.log.Warn("request refused for its Host", zap.String("remote", r.RemoteAddr), zap.Error(err))
+		e.logRefusal(&e.guardLog.host, "request refused for its Host", zap.String("remote", r.RemoteAddr), zap.Error(err))
 		if strings.HasPrefix(r.URL.Path, controlPrefix) {
 			writeControl(w, http.StatusForbidden, map[string]string{"error": err.Error()})
 		} else {

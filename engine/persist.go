@@ -227,37 +227,31 @@ func (p *persister) refused(err error) error {
 
 // diskHealth rate-limits what the engine logs about a data directory it
 // cannot write: one ERROR when writes start failing, then at most one
-// every failLogEvery while they keep failing (with how many writes were
+// every logEvery while they keep failing (with how many writes were
 // refused meanwhile), and one INFO when a write is taken again.
 type diskHealth struct {
 	failing atomic.Bool // read on every write: ok does nothing unless set
 	mu      sync.Mutex
 	since   time.Time // when the failures began
-	lastLog time.Time
-	refused int64 // writes refused since the last log line
+	lines   logLimit  // the ERROR lines; counts the writes refused
 }
-
-// failLogEvery is how often a data directory that stays unwritable is
-// logged again.
-const failLogEvery = time.Minute
 
 func (h *diskHealth) fail(p *persister, err error, refused bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	var n int64
 	if refused {
-		h.refused++
+		n = 1
 	}
 	now := time.Now()
-	if h.failing.Load() && now.Sub(h.lastLog) < failLogEvery {
-		return
-	}
 	if !h.failing.Load() {
 		h.since = now
 		h.failing.Store(true)
 	}
-	p.e.log.Error("engine: the data directory cannot be written; writes are refused (ThrottlingException) and resume by themselves once it can: free space on its disk",
-		zap.String("dir", p.dir), zap.Error(err), zap.Duration("for", now.Sub(h.since)), zap.Int64("refused", h.refused))
-	h.lastLog, h.refused = now, 0
+	if c, ok := h.lines.note(now, n); ok {
+		p.e.log.Error("engine: the data directory cannot be written; writes are refused (ThrottlingException) and resume by themselves once it can: free space on its disk",
+			zap.String("dir", p.dir), zap.Error(err), zap.Duration("for", now.Sub(h.since)), zap.Int64("refused", c))
+	}
 }
 
 func (h *diskHealth) ok(p *persister) {
@@ -268,8 +262,7 @@ func (h *diskHealth) ok(p *persister) {
 	defer h.mu.Unlock()
 	if h.failing.Swap(false) {
 		p.e.log.Info("engine: the data directory takes writes again", zap.String("dir", p.dir),
-			zap.Duration("after", time.Since(h.since)), zap.Int64("refused", h.refused))
-		h.refused = 0
+			zap.Duration("after", time.Since(h.since)), zap.Int64("refused", h.lines.reset()))
 	}
 }
 
