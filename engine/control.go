@@ -149,10 +149,22 @@ func writeControl(w http.ResponseWriter, status int, v any) {
 
 // allowOf returns the methods a control path accepts.
 func allowOf(path string) string {
-	if strings.TrimSuffix(path, "/") == controlPrefix+"clock" {
+	switch strings.TrimSuffix(path, "/") {
+	case controlPrefix + "clock":
 		return "GET, POST"
+	case controlPrefix + "state":
+		return "GET"
 	}
 	return "POST"
+}
+
+// keepControl saves the control state after a change (saveControl); a
+// failure is a 503: the change is made, but a restart would lose it.
+func (e *Engine) keepControl() error {
+	if err := e.saveControl(); err != nil {
+		return controlErrf(http.StatusServiceUnavailable, "done, but not kept for a restart: %v", err)
+	}
+	return nil
 }
 
 // control routes one control request and returns its response body.
@@ -182,7 +194,19 @@ func (e *Engine) control(r *http.Request) (any, error) {
 		return map[string]int{"deleted": n}, nil
 
 	case len(parts) == 1 && parts[0] == "clock":
-		return e.controlClock(r)
+		resp, err := e.controlClock(r)
+		if err == nil && r.Method == http.MethodPost {
+			t := e.clock.Now()
+			e.clockSet.Store(&t)
+			err = e.keepControl()
+		}
+		return resp, err
+
+	case len(parts) == 1 && parts[0] == "state":
+		if r.Method != http.MethodGet {
+			return nil, controlErrf(http.StatusMethodNotAllowed, "%s %s: method not allowed (use GET)", r.Method, r.URL.Path)
+		}
+		return e.controlState(), nil
 
 	case len(parts) == 2 && parts[0] == "iterators" && parts[1] == "expire":
 		if err := post(); err != nil {
@@ -192,7 +216,7 @@ func (e *Engine) control(r *http.Request) (any, error) {
 			return nil, err
 		}
 		e.ExpireIterators()
-		return nil, nil
+		return nil, e.keepControl()
 
 	case len(parts) == 1 && parts[0] == "throttle":
 		if err := post(); err != nil {
@@ -224,7 +248,7 @@ func (e *Engine) control(r *http.Request) (any, error) {
 		default:
 			return nil, controlErrf(http.StatusBadRequest, `"operation": %q cannot be throttled; the engine throttles GetRecords, BatchWriteItem and BatchGetItem`, *in.Operation)
 		}
-		return nil, nil
+		return nil, e.keepControl()
 
 	case len(parts) == 3 && parts[0] == "tables" && parts[1] != "" && parts[2] == "rollover":
 		if err := post(); err != nil {

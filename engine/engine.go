@@ -193,9 +193,10 @@ type Engine struct {
 
 	txTokens txTokens // TransactWriteItems ClientRequestTokens (txtokens.go)
 
-	listenHost   string       // the host Listen was given: a Host the engine answers to
-	guardLog     guardLog     // rate limits of the guards' WARN lines (loglimit.go)
-	bodiesInRead atomic.Int64 // request bodies being received (readBody)
+	listenHost   string                    // the host Listen was given: a Host the engine answers to
+	guardLog     guardLog                  // rate limits of the guards' WARN lines (loglimit.go)
+	clockSet     atomic.Pointer[time.Time] // the time POST /_engine/clock last set (persist_control.go)
+	bodiesInRead atomic.Int64              // request bodies being received (readBody)
 
 	reqSeq   atomic.Uint64
 	reqSalt  uint64
@@ -316,7 +317,11 @@ func (e *Engine) Close() error {
 	e.stopOnce.Do(func() { close(e.stop) })
 	e.wg.Wait()
 	if e.p != nil {
-		return e.p.close()
+		var err error
+		if !e.p.closed() {
+			err = e.saveControl() // the throttles used since the last change
+		}
+		return errors.Join(e.p.close(), err)
 	}
 	return nil
 }

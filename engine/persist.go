@@ -58,6 +58,7 @@ type persister struct {
 	log  *wal.Log
 
 	health    diskHealth
+	controlMu sync.Mutex   // one write of controlFile at a time (saveControl)
 	snapMu    sync.Mutex   // one snapshot at a time
 	snapEvery atomic.Int64 // log bytes that trigger a background snapshot (snapshotEvery; tests lower it)
 	stop      chan struct{}
@@ -80,6 +81,9 @@ func openPersister(e *Engine, dir string) (*persister, error) {
 	p.snapEvery.Store(snapshotEvery)
 	start := time.Now()
 	err = p.iteratorKey()
+	if err == nil {
+		err = p.loadControl()
+	}
 	var last uint64
 	var replayed int64
 	if err == nil {
@@ -116,10 +120,21 @@ func (p *persister) iteratorKey() error {
 	case !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("engine: %w", err)
 	}
+	if err := writeAtomic(p.dir, iteratorKeyFile, p.e.streams.IteratorKey()); err != nil {
+		return fmt.Errorf("engine: iterator key: %w", err)
+	}
+	return nil
+}
+
+// writeAtomic replaces dir/name with data so that a crash leaves the old
+// file or the new one, never a mix: a temporary file, fsynced, renamed
+// over it, then the directory fsynced.
+func writeAtomic(dir, name string, data []byte) error {
+	path := filepath.Join(dir, name)
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err == nil {
-		_, err = f.Write(p.e.streams.IteratorKey())
+		_, err = f.Write(data)
 		if err == nil {
 			err = f.Sync()
 		}
@@ -131,9 +146,9 @@ func (p *persister) iteratorKey() error {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
-		return fmt.Errorf("engine: iterator key: %w", err)
+		return err
 	}
-	return wal.SyncDir(p.dir)
+	return wal.SyncDir(dir)
 }
 
 // Record logs a stream event (stream.Journal); the stream's lock is held.

@@ -749,6 +749,9 @@ func (r *Registry) ThrottleGetRecords(n int) {
 	r.throttle.Store(int64(n))
 }
 
+// GetRecordsThrottled returns how many GetRecords calls are still to fail.
+func (r *Registry) GetRecordsThrottled() int { return int(r.throttle.Load()) }
+
 // Rollover closes every open shard of the stream now and opens one child
 // for each.
 func (r *Registry) Rollover(arn string) error {
@@ -812,6 +815,15 @@ func (r *Registry) Trim(arn string, before time.Time) error {
 
 // ExpireIterators expires every shard iterator handed out so far.
 func (r *Registry) ExpireIterators() { r.epoch.Add(1) }
+
+// IteratorEpoch returns the expiry epoch: ExpireIterators advances it, and
+// an iterator issued in another epoch is expired.
+func (r *Registry) IteratorEpoch() uint32 { return r.epoch.Load() }
+
+// SetIteratorEpoch restores an epoch IteratorEpoch returned (an engine
+// restarting on its data directory), so that iterators expired before the
+// restart stay expired.
+func (r *Registry) SetIteratorEpoch(n uint32) { r.epoch.Store(n) }
 
 // OmitFromDescribe makes the next n DescribeStream responses that would
 // list the shard leave it out, as the service's eventually consistent

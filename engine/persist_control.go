@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// controlFile keeps the control API's state in the data directory, so a
+// test harness that sets a fault or moves the clock and then restarts the
+// engine to test recovery finds them as it left them: a ManualClock that
+// went back to the wall clock would move time backwards (items set to
+// expire would not, record times would run back), a throttle that
+// vanished would let the test pass without meeting the fault it asked
+// for, and iterators expired before the restart would be valid again.
+const controlFile = "control.json"
+
+// controlState is what controlFile holds, and what GET /_engine/state
+// answers.
+type controlState struct {
+	// Clock is the time the control API last moved the ManualClock to
+	// (absent when it never did). Only that time is kept: a Go test moves
+	// its own ManualClock, and a restart must not undo that.
+	Clock *time.Time `json:"clock,omitempty"`
+	// Throttle is, per operation, the calls still to throttle.
+	Throttle throttleState `json:"throttle"`
+	// IteratorEpoch counts the POSTs to /_engine/iterators/expire: an
+	// iterator issued in another epoch is expired.
+	IteratorEpoch uint32 `json:"iteratorEpoch"`
+}
+
+type throttleState struct {
+	GetRecords     int `json:"GetRecords"`
+	BatchWriteItem int `json:"BatchWriteItem"`
+	BatchGetItem   int `json:"BatchGetItem"`
+}
+
+// controlState returns the state the control API set.
+func (e *Engine) controlState() controlState {
+	s := controlState{
+		Throttle: throttleState{
+			GetRecords:     e.streams.GetRecordsThrottled(),
+			BatchWriteItem: int(e.throttleBatchWrites.Load()),
+			BatchGetItem:   int(e.throttleBatchGets.Load()),
+		},
+		IteratorEpoch: e.streams.IteratorEpoch(),
+	}
+	if t := e.clockSet.Load(); t != nil {
+		c := t.UTC()
+		s.Clock = &c
+	}
+	return s
+}
+
+// saveControl writes the control state to the data directory (nothing
+// without one). The control API calls it after every change it makes,
+// before answering, and Close once more for the throttles used since.
+func (e *Engine) saveControl() error {
+	if e.p == nil {
+		return nil
+	}
+	e.p.controlMu.Lock()
+	defer e.p.controlMu.Unlock()
+	b, err := json.Marshal(e.controlState())
+	if err != nil {
+		return fmt.Errorf("engine: encoding %s: %w", controlFile, err)
+	}
+	if err := writeAtomic(e.p.dir, controlFile, append(b, '\n')); err != nil {
+		return fmt.Errorf("engine: keeping the control state in %s: %w", filepath.Join(e.p.dir, controlFile), err)
+	}
+	return nil
+}
+
+// loadControl restores the control state kept in the data directory, if
+// any. A file that does not parse, or holds a negative count, is a
+// start-up error naming the file and the field. A kept clock moves a
+// ManualClock; an engine on real time ignores it, and says so.
+func (p *persister) loadControl() error {
+	path := filepath.Join(p.dir, controlFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	var s controlState
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return fmt.Errorf("engine: %s is not the control state this engine writes (%w); delete it to start without the faults and clock it kept", path, err)
+	}
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"GetRecords", s.Throttle.GetRecords}, {"BatchWriteItem", s.Throttle.BatchWriteItem}, {"BatchGetItem", s.Throttle.BatchGetItem}} {
+		if c.n < 0 {
+			return fmt.Errorf("engine: %s: throttle.%s is %d, want a count of 0 or more", path, c.name, c.n)
+		}
+	}
+	e := p.e
+	e.streams.ThrottleGetRecords(s.Throttle.GetRecords)
+	e.ThrottleBatchWrites(s.Throttle.BatchWriteItem)
+	e.ThrottleBatchGets(s.Throttle.BatchGetItem)
+	e.streams.SetIteratorEpoch(s.IteratorEpoch)
+	if s.Clock != nil {
+		if mc, ok := e.clock.(*ManualClock); ok {
+			mc.Set(*s.Clock)
+			e.clockSet.Store(s.Clock)
+		} else {
+			e.log.Info("engine: the manual clock kept in the data directory is ignored, and dropped from it: this engine runs on real time (start it with --manual-clock to resume that clock)",
+				zap.String("file", path), zap.Time("clock", *s.Clock))
+		}
+	}
+	return nil
+}
