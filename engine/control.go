@@ -303,7 +303,10 @@ func (e *Engine) control(r *http.Request) (any, error) {
 		if *in.Times < 0 {
 			return nil, controlErrf(http.StatusBadRequest, `"times" must not be negative, got %d`, *in.Times)
 		}
-		return nil, e.OmitShardFromDescribe(parts[1], parts[3], *in.Times)
+		if err := e.OmitShardFromDescribe(parts[1], parts[3], *in.Times); err != nil {
+			return nil, err
+		}
+		return nil, e.keepControl()
 
 	case len(parts) == 5 && parts[0] == "tables" && parts[1] != "" && parts[2] == "shards" && parts[3] != "" && parts[4] == "records":
 		if err := post(); err != nil {

@@ -34,7 +34,8 @@ import (
 //
 // Files in DataDir: LOCK (flock'ed by the engine using the directory),
 // snapshot, wal-N.log, iterator.key (shard iterators stay valid across
-// restarts).
+// restarts), control.json (the control API's clock and faults,
+// persist_control.go).
 
 const (
 	snapshotFile    = "snapshot"
@@ -81,13 +82,13 @@ func openPersister(e *Engine, dir string) (*persister, error) {
 	p.snapEvery.Store(snapshotEvery)
 	start := time.Now()
 	err = p.iteratorKey()
-	if err == nil {
-		err = p.loadControl()
-	}
 	var last uint64
 	var replayed int64
 	if err == nil {
 		last, replayed, err = p.load()
+	}
+	if err == nil {
+		err = p.loadControl()
 	}
 	if err == nil {
 		p.log, err = wal.Create(dir, last+1)

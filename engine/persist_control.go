@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/engine/internal/stream"
 )
 
 // controlFile keeps the control API's state in the data directory, so a
@@ -30,6 +32,8 @@ type controlState struct {
 	Clock *time.Time `json:"clock,omitempty"`
 	// Throttle is, per operation, the calls still to throttle.
 	Throttle throttleState `json:"throttle"`
+	// Omit lists the shards DescribeStream still leaves out.
+	Omit []stream.Omission `json:"omit,omitempty"`
 	// IteratorEpoch counts the POSTs to /_engine/iterators/expire: an
 	// iterator issued in another epoch is expired.
 	IteratorEpoch uint32 `json:"iteratorEpoch"`
@@ -49,6 +53,7 @@ func (e *Engine) controlState() controlState {
 			BatchWriteItem: int(e.throttleBatchWrites.Load()),
 			BatchGetItem:   int(e.throttleBatchGets.Load()),
 		},
+		Omit:          e.streams.Omissions(),
 		IteratorEpoch: e.streams.IteratorEpoch(),
 	}
 	if t := e.clockSet.Load(); t != nil {
@@ -78,7 +83,7 @@ func (e *Engine) saveControl() error {
 }
 
 // loadControl restores the control state kept in the data directory, if
-// any. A file that does not parse, or holds a negative count, is a
+// any, once the tables and streams are loaded. A file that does not parse, or holds a negative count, is a
 // start-up error naming the file and the field. A kept clock moves a
 // ManualClock; an engine on real time ignores it, and says so.
 func (p *persister) loadControl() error {
@@ -104,7 +109,17 @@ func (p *persister) loadControl() error {
 			return fmt.Errorf("engine: %s: throttle.%s is %d, want a count of 0 or more", path, c.name, c.n)
 		}
 	}
+	for i, o := range s.Omit {
+		if o.Stream == "" || o.Shard == "" || o.Times < 0 {
+			return fmt.Errorf("engine: %s: omit[%d] is %+v, want a stream ARN, a shard ID and times of 0 or more", path, i, o)
+		}
+	}
 	e := p.e
+	for _, o := range s.Omit {
+		if err := e.streams.OmitFromDescribe(o.Stream, o.Shard, o.Times); err != nil { // gone while down: nothing to leave out
+			e.log.Info("engine: a kept DescribeStream omission is dropped: its shard is gone", zap.String("file", path), zap.Error(err))
+		}
+	}
 	e.streams.ThrottleGetRecords(s.Throttle.GetRecords)
 	e.ThrottleBatchWrites(s.Throttle.BatchWriteItem)
 	e.ThrottleBatchGets(s.Throttle.BatchGetItem)

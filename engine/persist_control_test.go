@@ -3,6 +3,7 @@ package engine_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 )
 
 // TestPersistControlState: what the control API set (the manual clock,
-// pending throttles, expired iterators) survives a restart on the same
+// pending throttles, DescribeStream omissions, expired iterators) survives a restart on the same
 // data directory, over HTTP as a harness in any language sees it: after a
 // Close (the throttles used since the last change counted) and after a
 // crash (the state as the last control POST left it). The restarted
@@ -50,6 +51,7 @@ func TestPersistControlState(t *testing.T) {
 			e.mustCtl("POST", "/_engine/iterators/expire", "")
 			e.mustCtl("POST", "/_engine/throttle", `{"operation": "GetRecords", "count": 2}`)
 			e.mustCtl("POST", "/_engine/throttle", `{"operation": "BatchWriteItem", "count": 3}`)
+			e.mustCtl("POST", "/_engine/tables/str1/shards/"+aws.ToString(shard)+"/omit", `{"times": 2}`)
 			fresh, err := e.st.GetShardIterator(e.ctx, &dynamodbstreams.GetShardIteratorInput{
 				StreamArn: d.LatestStreamArn, ShardId: shard, ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon,
 			})
@@ -76,6 +78,13 @@ func TestPersistControlState(t *testing.T) {
 			if th["GetRecords"] != c.getRecords || th["BatchWriteItem"] != 3.0 || th["BatchGetItem"] != 0.0 || st["clock"] != want || st["iteratorEpoch"] != 1.0 {
 				t.Errorf("state after the restart: %v, want GetRecords %v, BatchWriteItem 3, clock %s, iteratorEpoch 1", st, c.getRecords, want)
 			}
+			wantOmit := []any{map[string]any{"stream": aws.ToString(d.LatestStreamArn), "shard": aws.ToString(shard), "times": 2.0}}
+			if !reflect.DeepEqual(st["omit"], wantOmit) {
+				t.Errorf("omissions after the restart: %v, want %v", st["omit"], wantOmit)
+			}
+			if e2.listed(d.LatestStreamArn, aws.ToString(shard)) {
+				t.Error("DescribeStream lists the shard it was told to leave out before the restart")
+			}
 			for i := 0; i < int(c.getRecords); i++ {
 				if _, err := e2.st.GetRecords(e2.ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: fresh.ShardIterator}); errCode(err) != "LimitExceededException" {
 					t.Fatalf("GetRecords %d after the restart: %v, want LimitExceededException", i, err)
@@ -100,6 +109,7 @@ func TestPersistControlStateHostile(t *testing.T) {
 		{"unknown field", `{"throttle":{"GetRecords":1},"faults":[]}`, `unknown field "faults"`},
 		{"negative count", `{"throttle":{"BatchGetItem":-4}}`, "throttle.BatchGetItem is -4"},
 		{"wrong type", `{"clock":"yesterday"}`, "control.json is not the control state"},
+		{"omission without a shard", `{"omit":[{"stream":"arn:x","times":1}]}`, "omit[0]"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

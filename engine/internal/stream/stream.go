@@ -854,6 +854,36 @@ func (r *Registry) OmitFromDescribe(arn, shardID string, n int) error {
 	return nil
 }
 
+// Omission is a shard that DescribeStream responses still leave out (see
+// OmitFromDescribe), and how many more times.
+type Omission struct {
+	Stream string `json:"stream"` // its ARN
+	Shard  string `json:"shard"`
+	Times  int    `json:"times"`
+}
+
+// Omissions returns the omissions still pending, by stream in creation
+// order, then by shard ID.
+func (r *Registry) Omissions() []Omission {
+	r.mu.RLock()
+	list := append([]*Stream(nil), r.list...)
+	r.mu.RUnlock()
+	var out []Omission
+	for _, s := range list {
+		s.mu.RLock()
+		ids := make([]string, 0, len(s.omit))
+		for id := range s.omit {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			out = append(out, Omission{Stream: s.arn, Shard: id, Times: s.omit[id]})
+		}
+		s.mu.RUnlock()
+	}
+	return out
+}
+
 // omittedLocked reports whether a description must leave the shard out this
 // time, and counts the omission. s.mu is held (write).
 func (s *Stream) omittedLocked(id string) bool {
