@@ -8,8 +8,7 @@ import (
 	"github.com/aws/smithy-go"
 )
 
-// Test-only access for the tests of this package and the external
-// multi-worker tests (package checkpoint_test, which imports the consumer).
+// Test-only access for the tests of this package: a store they can kill.
 
 // errCrashed is what every call of a killed worker's client returns. It is
 // a client fault, so the store gives up at once rather than retrying.
@@ -86,18 +85,4 @@ func (s *DynamoStore) Crash() {
 	}
 	k.dead.Store(true)
 	s.Close()
-}
-
-// HeldShards lists the shards of the stream this worker holds and reads
-// (leases being handed off or stopped excluded).
-func (s *DynamoStore) HeldShards(stream string) []string {
-	s.leases.mu.Lock()
-	defer s.leases.mu.Unlock()
-	var out []string
-	for k, l := range s.leases.held {
-		if k.stream == stream && !l.stopping {
-			out = append(out, k.shard)
-		}
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package checkpoint_test
+package consumer_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/smithy-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -177,16 +178,97 @@ func (f *farEnd) failed() int {
 	return n
 }
 
+// ---- a worker's lease table client, cut when the worker is killed ----
+
+// errKilled is what every call of a killed worker's lease table client
+// returns. It is a client fault, so the store gives up at once rather than
+// retrying.
+var errKilled = &smithy.GenericAPIError{Code: "TestKilled",
+	Message: "worker killed (test): its lease table client is cut", Fault: smithy.FaultClient}
+
+// cutClient is a worker's lease table client that the test can cut, which
+// is what a kill -9 looks like to the other workers: once cut, no call
+// reaches the table, so the worker's renewals, heartbeats, checkpoints and
+// releases stop there.
+type cutClient struct {
+	c   checkpoint.DynamoAPI
+	cut atomic.Bool
+}
+
+// alive is errKilled once the client is cut.
+func (k *cutClient) alive() error {
+	if k.cut.Load() {
+		return errKilled
+	}
+	return nil
+}
+
+func (k *cutClient) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, fns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	if err := k.alive(); err != nil {
+		return nil, err
+	}
+	return k.c.CreateTable(ctx, in, fns...)
+}
+
+func (k *cutClient) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, fns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	if err := k.alive(); err != nil {
+		return nil, err
+	}
+	return k.c.DescribeTable(ctx, in, fns...)
+}
+
+func (k *cutClient) GetItem(ctx context.Context, in *dynamodb.GetItemInput, fns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if err := k.alive(); err != nil {
+		return nil, err
+	}
+	return k.c.GetItem(ctx, in, fns...)
+}
+
+func (k *cutClient) PutItem(ctx context.Context, in *dynamodb.PutItemInput, fns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if err := k.alive(); err != nil {
+		return nil, err
+	}
+	return k.c.PutItem(ctx, in, fns...)
+}
+
+func (k *cutClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, fns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if err := k.alive(); err != nil {
+		return nil, err
+	}
+	return k.c.UpdateItem(ctx, in, fns...)
+}
+
+func (k *cutClient) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, fns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if err := k.alive(); err != nil {
+		return nil, err
+	}
+	return k.c.DeleteItem(ctx, in, fns...)
+}
+
+func (k *cutClient) Query(ctx context.Context, in *dynamodb.QueryInput, fns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if err := k.alive(); err != nil {
+		return nil, err
+	}
+	return k.c.Query(ctx, in, fns...)
+}
+
 // ---- workers ----
 
 type mwWorker struct {
 	name   string
 	reg    *prometheus.Registry
 	store  *checkpoint.DynamoStore
+	client *cutClient // the store's lease table client
 	cancel context.CancelFunc
 	done   chan struct{} // closed when Run returned
 	err    error         // Run's result, once done
 }
+
+// kill cuts the worker's lease table client, as a kill -9 would: its
+// renewals, heartbeats, checkpoints and releases no longer reach the table.
+// The store is not closed (a killed process closes nothing); its leases
+// expire for the other workers as a dead process's do.
+func (w *mwWorker) kill() { w.client.cut.Store(true) }
 
 type mwEnv struct {
 	t        *testing.T
@@ -204,8 +286,9 @@ func (env *mwEnv) startWorker(name string) *mwWorker {
 	ctx, cancel := context.WithCancel(context.Background())
 	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named(name)
 	reg := prometheus.NewRegistry()
+	client := &cutClient{c: env.bed.Client(name)}
 	store, err := checkpoint.OpenDynamo(ctx, checkpoint.DynamoOptions{
-		Client: checkpoint.Killable(env.bed.Client(name)), Table: "leases", Create: true, WorkerID: name,
+		Client: client, Table: "leases", Create: true, WorkerID: name,
 		LeaseDuration: env.lease, RenewEvery: env.lease / 6, Logger: logger.Named("lease"), Registerer: reg,
 	})
 	if err != nil {
@@ -236,7 +319,7 @@ func (env *mwEnv) startWorker(name string) *mwWorker {
 	if err != nil {
 		t.Fatalf("consumer.New(%s): %v", name, err)
 	}
-	w := &mwWorker{name: name, reg: reg, store: store, cancel: cancel, done: make(chan struct{})}
+	w := &mwWorker{name: name, reg: reg, store: store, client: client, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		w.err = c.Run(ctx)
 		close(w.done)
@@ -324,6 +407,35 @@ func (env *mwEnv) rows() map[string]map[string]dtypes.AttributeValue {
 		rows[it["shard_id"].(*dtypes.AttributeValueMemberS).Value] = it
 	}
 	return rows
+}
+
+// heldShards lists the shards each worker holds and reads, as the lease
+// table says: the items whose lease_owner it is, leases being handed off
+// (handoff_to set) and finished shards excluded.
+func (env *mwEnv) heldShards() map[string][]string {
+	held := map[string][]string{}
+	for sh, r := range env.rows() {
+		if o := attrS(r, "lease_owner"); o != "" && attrS(r, "handoff_to") == "" && !finished(r) {
+			held[o] = append(held[o], sh)
+		}
+	}
+	return held
+}
+
+// settledShards is heldShards once no lease is between two of ws: each
+// worker's own count of the leases it holds (archiver_leases_held) is the
+// table's. While a hand-off is requested or being released, the old owner
+// still counts the lease and the table no longer does; once released, the
+// table names the new owner before that worker takes the lease up (which
+// moves its counter once more). It fails while the two disagree.
+func (env *mwEnv) settledShards(ws []*mwWorker) (map[string][]string, error) {
+	held := env.heldShards()
+	for _, w := range ws {
+		if own := metric(env.t, w.reg, "archiver_leases_held"); own != float64(len(held[w.name])) {
+			return nil, fmt.Errorf("%s holds %v leases, the table says %d (a hand-off in progress)", w.name, own, len(held[w.name]))
+		}
+	}
+	return held, nil
 }
 
 func attrS(it map[string]dtypes.AttributeValue, name string) string {
@@ -433,7 +545,7 @@ func TestMultiWorker(t *testing.T) {
 	keys := env.writeExpired(300)
 	all = append(all, keys...)
 	eventually.Wait(t, 60*time.Second, "worker a takes every shard", func() error {
-		if n := len(a.store.HeldShards(env.stream)); n < 16 {
+		if n := len(env.heldShards()["worker-a"]); n < 16 {
 			return fmt.Errorf("holds %d", n)
 		}
 		return nil
@@ -445,16 +557,21 @@ func TestMultiWorker(t *testing.T) {
 	all = append(all, keys...)
 
 	// Even spread once settled: nobody above its fair share + 1.
-	held := func(ws []*mwWorker) (map[string]int, int) {
+	count := func(ws []*mwWorker, shards map[string][]string) (map[string]int, int) {
 		m, total := map[string]int{}, 0
 		for _, w := range ws {
-			m[w.name] = len(w.store.HeldShards(env.stream))
+			m[w.name] = len(shards[w.name])
 			total += m[w.name]
 		}
 		return m, total
 	}
+	held := func(ws []*mwWorker) (map[string]int, int) { return count(ws, env.heldShards()) }
 	settle := eventually.Wait(t, 60*time.Second, "shards spread evenly", func() error {
-		m, total := held(workers)
+		shards, err := env.settledShards(workers)
+		if err != nil {
+			return err
+		}
+		m, total := count(workers, shards)
 		fair := int(math.Ceil(float64(total) / 3))
 		for _, h := range m {
 			if h > fair+1 || h == 0 || total < 16 {
@@ -481,9 +598,9 @@ func TestMultiWorker(t *testing.T) {
 	// Phase 2: worker c is killed while items keep expiring.
 	keys = env.writeExpired(300)
 	all = append(all, keys...)
-	cShards := c.store.HeldShards(env.stream)
+	cShards := env.heldShards()["worker-c"]
 	killedAt := time.Now()
-	c.store.Crash()
+	c.kill()
 	c.stop(t) // its process is gone: the consumer's final writes fail
 	keys = env.writeExpired(300)
 	all = append(all, keys...)
@@ -492,7 +609,7 @@ func TestMultiWorker(t *testing.T) {
 	env.allArrived(all)
 
 	// Phase 3: worker b stops gracefully (as on SIGTERM).
-	bShards := b.store.HeldShards(env.stream)
+	bShards := env.heldShards()["worker-b"]
 	stopAt := time.Now()
 	b.stop(t)
 	if err := b.store.ReleaseAll(ctx); err != nil {
@@ -737,7 +854,11 @@ func TestLeasesSurviveBlockedSink(t *testing.T) {
 	all := env.writeExpired(200)
 	env.allArrived(all)
 	eventually.Wait(t, 60*time.Second, "the workers share the shards evenly", func() error {
-		na, nb := len(a.store.HeldShards(env.stream)), len(b.store.HeldShards(env.stream))
+		shards, err := env.settledShards(ws)
+		if err != nil {
+			return err
+		}
+		na, nb := len(shards["worker-a"]), len(shards["worker-b"])
 		if na+nb < 16 || na-nb > 1 || nb-na > 1 {
 			return fmt.Errorf("a %d, b %d", na, nb)
 		}
@@ -749,11 +870,12 @@ func TestLeasesSurviveBlockedSink(t *testing.T) {
 			before[sh] = attrN(r, "lease_counter")
 		}
 	}
+	shards := env.heldShards()
 	held := map[string]int{}
 	renewed := map[string]float64{}
 	failed := map[string]float64{}
 	for _, w := range ws {
-		held[w.name] = len(w.store.HeldShards(env.stream))
+		held[w.name] = len(shards[w.name])
 		renewed[w.name] = metric(t, w.reg, "archiver_lease_renewals_total")
 		failed[w.name] = metric(t, w.reg, "archiver_lease_renew_failures_total")
 	}
@@ -787,7 +909,7 @@ func TestLeasesSurviveBlockedSink(t *testing.T) {
 	env.checkExclusiveReads([]string{"worker-a", "worker-b"})
 }
 
-// metric reads a counter from a registry.
+// metric reads a counter or a gauge from a registry.
 func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
@@ -796,7 +918,11 @@ func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
+			m := mf.GetMetric()[0]
+			if g := m.GetGauge(); g != nil {
+				return g.GetValue()
+			}
+			return m.GetCounter().GetValue()
 		}
 	}
 	t.Fatalf("metric %s not registered", name)
