@@ -127,3 +127,25 @@ func TestPersistControlStateHostile(t *testing.T) {
 		})
 	}
 }
+
+// TestPersistControlClockOnRealTime: an engine restarted on real time
+// cannot take the manual clock kept in its data directory; it starts (the
+// throttles still restored) and GET /_engine/state shows no clock, so a
+// harness sees the kept time is not in force.
+func TestPersistControlClockOnRealTime(t *testing.T) {
+	dir := t.TempDir()
+	e := newDurableEnv(t, dir, engine.NewManualClock(t0))
+	e.mustCtl("POST", "/_engine/clock", `{"advance": "1h"}`)
+	e.mustCtl("POST", "/_engine/throttle", `{"operation": "BatchGetItem", "count": 2}`)
+	if err := e.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2 := newEnv(t, engine.Options{DataDir: dir, Clock: wallClock{}})
+	st := e2.mustCtl("GET", "/_engine/state", "")
+	if _, ok := st["clock"]; ok {
+		t.Errorf("state on real time: %v, want no clock", st)
+	}
+	if th, _ := st["throttle"].(map[string]any); th["BatchGetItem"] != 2.0 {
+		t.Errorf("state on real time: %v, want BatchGetItem 2", st)
+	}
+}
