@@ -15,11 +15,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/ttl-archiver/archiver/engine/enginetest"
 )
 
 var endpointRE = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+`)
@@ -63,10 +64,9 @@ func startBinary(t *testing.T, bin, dir string) (*exec.Cmd, string) {
 // at most attempts attempts per call (1: an answer is the answer to that
 // one attempt).
 func binaryClients(endpoint string, attempts int) (*dynamodb.Client, *dynamodbstreams.Client) {
-	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
-		Retryer: func() aws.Retryer { return retry.AddWithMaxAttempts(retry.NewStandard(), attempts) }}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }),
-		dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	retryer := retry.AddWithMaxAttempts(retry.NewStandard(), attempts)
+	return enginetest.ClientAt(endpoint, "AKIDTEST", func(o *dynamodb.Options) { o.Retryer = retryer }),
+		enginetest.StreamsClientAt(endpoint, "AKIDTEST", func(o *dynamodbstreams.Options) { o.Retryer = retryer })
 }
 
 // TestPersistKill9 writes items from many goroutines into the real binary,

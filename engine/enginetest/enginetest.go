@@ -3,8 +3,11 @@
 // DynamoDB Streams clients pointed at it (static credentials), and the
 // one helper that creates a table with a stream, TTL and indexes.
 //
-// It imports the engine and the SDK; the engine imports nothing of ours,
-// this package included. Fault injection is the engine's own: a hook set
+// It imports the engine, the SDK and internal/sdkhttp, the leaf every SDK
+// client of this module sends through (a request body the SDK closes while
+// net/http still reads it would otherwise fail a call now and then, most
+// often a large GetRecords on a busy machine); the engine imports nothing
+// of ours, this package included. Fault injection is the engine's own: a hook set
 // in Options.Hooks and swapped with (*engine.Engine).SetHook, and the
 // engine's fault methods.
 package enginetest
@@ -21,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/internal/sdkhttp"
 )
 
 // Region is the region of the bed's engine and clients.
@@ -41,7 +45,7 @@ type Bed struct {
 	DynamoDB *dynamodb.Client
 	Streams  *dynamodbstreams.Client
 
-	httpClient *http.Client
+	httpClient aws.HTTPClient
 }
 
 // Start starts an engine with options o as they are (the engine's zero
@@ -59,7 +63,7 @@ func Start(t testing.TB, o engine.Options) *Bed {
 	// registered first, so these close before the server does.
 	tr := awshttp.NewBuildableClient().GetTransport() // the SDK's defaults
 	t.Cleanup(tr.CloseIdleConnections)
-	b := &Bed{Server: srv, Engine: srv.Engine(), Endpoint: srv.Endpoint(), httpClient: &http.Client{Transport: tr}}
+	b := &Bed{Server: srv, Engine: srv.Engine(), Endpoint: srv.Endpoint(), httpClient: sdkhttp.Client(&http.Client{Transport: tr})}
 	b.DynamoDB = b.Client(DefaultKey)
 	b.Streams = b.StreamsClient(DefaultKey)
 	return b
@@ -82,12 +86,14 @@ func (b *Bed) StreamsClient(accessKey string, opts ...func(*dynamodbstreams.Opti
 // closed port, a proxy, an engine in another process), signing with
 // accessKey and Secret.
 func ClientAt(endpoint, accessKey string, opts ...func(*dynamodb.Options)) *dynamodb.Client {
-	return dynamodb.New(dynamodb.Options{Region: Region, BaseEndpoint: aws.String(endpoint), Credentials: Credentials(accessKey)}, opts...)
+	return dynamodb.New(dynamodb.Options{Region: Region, BaseEndpoint: aws.String(endpoint), Credentials: Credentials(accessKey),
+		HTTPClient: sdkhttp.Client(nil)}, opts...)
 }
 
 // StreamsClientAt is ClientAt for DynamoDB Streams.
 func StreamsClientAt(endpoint, accessKey string, opts ...func(*dynamodbstreams.Options)) *dynamodbstreams.Client {
-	return dynamodbstreams.New(dynamodbstreams.Options{Region: Region, BaseEndpoint: aws.String(endpoint), Credentials: Credentials(accessKey)}, opts...)
+	return dynamodbstreams.New(dynamodbstreams.Options{Region: Region, BaseEndpoint: aws.String(endpoint), Credentials: Credentials(accessKey),
+		HTTPClient: sdkhttp.Client(nil)}, opts...)
 }
 
 // Secret is the secret key of every client here: distinctive, so a test
