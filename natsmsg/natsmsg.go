@@ -7,22 +7,22 @@ package natsmsg
 
 // The formats of a nats:// sink (its format= parameter).
 const (
-	// FormatCloudEvents (the default) is FormatEnvelope plus the
+	// FormatCloudEvents is FormatEnvelope plus the
 	// CloudEvents 1.0 attributes as ce- headers (the NATS protocol
 	// binding's binary content mode).
 	FormatCloudEvents = "cloudevents"
-	// FormatEnvelope is the archive line as the body, with the Archiver-
-	// headers.
+	// FormatEnvelope (the default) is the archive line as the body, with
+	// the Archiver- headers.
 	FormatEnvelope = "envelope"
 	// FormatItem is the item alone as plain JSON, with the Archiver-
 	// headers.
 	FormatItem = "item"
 	// DefaultFormat is the format of a sink that names none.
-	DefaultFormat = FormatCloudEvents
+	DefaultFormat = FormatEnvelope
 )
 
 // Formats lists the formats, the default first.
-var Formats = []string{FormatCloudEvents, FormatEnvelope, FormatItem}
+var Formats = []string{FormatEnvelope, FormatCloudEvents, FormatItem}
 
 // HeaderMsgID is JetStream's de-duplication header: the stream record's
 // event ID, on every message of every format.

@@ -13,7 +13,7 @@ import (
 	"github.com/ttl-archiver/archiver/natsmsg"
 )
 
-// The CloudEvents format (format=cloudevents, the default) is the envelope
+// The CloudEvents format (format=cloudevents) is the envelope
 // format (the archive line as the body, the Archiver- headers) plus the
 // event's CloudEvents 1.0 attributes as ce- headers: the binary content
 // mode of the CloudEvents NATS protocol binding (1.0.3). The message has no

@@ -143,7 +143,7 @@ func ceAttributes(t testing.TB, h nats.Header) map[string]string {
 	return attrs
 }
 
-// TestNATSCloudEvents: the default format publishes, to a real
+// TestNATSCloudEvents: format=cloudevents publishes, to a real
 // nats-server, the archive line as the body with the Archiver- headers and
 // the event's CloudEvents attributes as the binding's binary mode has them.
 func TestNATSCloudEvents(t *testing.T) {
@@ -151,7 +151,7 @@ func TestNATSCloudEvents(t *testing.T) {
 	ns := startNATS(t, nil)
 	_, js := ns.client(t)
 	st := createStream(t, js, "TTL", "ttl.>")
-	s, _, err := Open(ctx, "nats://"+ns.url+"?subject=ttl.{table}.{kind}&events=all", Options{})
+	s, _, err := Open(ctx, "nats://"+ns.url+"?subject=ttl.{table}.{kind}&events=all&format=cloudevents", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestOpenErrors(t *testing.T) {
 		{"nats://127.0.0.1:4222?create-stream=a.b", `create-stream: "a.b" is not a valid stream name`},
 		{"nats://127.0.0.1:4222?token=s3cret&nkey=/x", `creds: give one of`},
 		{"nats://127.0.0.1:4222?tls-cert=/c", `tls-cert: tls-cert and tls-key go together`},
-		{"nats://127.0.0.1:4222?format=xml", `format: must be cloudevents, envelope or item`},
+		{"nats://127.0.0.1:4222?format=xml", `format: must be envelope, cloudevents or item`},
 		{"nats://127.0.0.1:4222/path", `path: a nats:// URL has no path`},
 		{"nats://", `host: missing`},
 		{"nats://127.0.0.1:4222?max-in-flight=-1", `max-in-flight: -1 is out of range`},

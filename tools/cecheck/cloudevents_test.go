@@ -148,15 +148,15 @@ func testEvents() []event.Event {
 	return evs
 }
 
-// TestSDKReadsTheMessages: messages the sink publishes in its default
-// format are CloudEvents to sdk-go: binary mode, every attribute and
+// TestSDKReadsTheMessages: messages the sink publishes with
+// format=cloudevents are CloudEvents to sdk-go: binary mode, every attribute and
 // extension accepted, Validate passes, and the event's attributes and data
 // are the stream record's.
 func TestSDKReadsTheMessages(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	addr := startNATS(t)
-	sink, _, err := sinks.Open(ctx, "nats://"+addr+"?subject=ce.{table}.{kind}&create-stream=CE&events=all", sinks.Options{})
+	sink, _, err := sinks.Open(ctx, "nats://"+addr+"?subject=ce.{table}.{kind}&create-stream=CE&events=all&format=cloudevents", sinks.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
