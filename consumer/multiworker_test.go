@@ -566,7 +566,7 @@ func TestMultiWorker(t *testing.T) {
 		return m, total
 	}
 	held := func(ws []*mwWorker) (map[string]int, int) { return count(ws, env.heldShards()) }
-	settle := eventually.Wait(t, 60*time.Second, "shards spread evenly", func() error {
+	eventually.Wait(t, 60*time.Second, "shards spread evenly", func() error {
 		shards, err := env.settledShards(workers)
 		if err != nil {
 			return err
@@ -582,7 +582,6 @@ func TestMultiWorker(t *testing.T) {
 	})
 	m, total := held(workers)
 	t.Logf("spread after settling (%v after b and c joined): %v of %d shards", time.Since(joined), m, total)
-	_ = settle
 	env.allArrived(all)
 	for i := 0; i < 20; i++ { // it stays settled
 		m, total := held(workers)
