@@ -53,6 +53,7 @@ type reader struct {
 	w         *Walker
 	table     string
 	streamARN string
+	streams   StreamsAPI // the Streams client of the stream's Region
 	shard     Shard
 	key       string
 	startType types.ShardIteratorType
@@ -177,7 +178,7 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (e
 		}
 		m.calls.WithLabelValues(r.table).Inc()
 		sv := &salvage{}
-		out, err := o.Streams.GetRecords(withSalvage(ctx, sv), &dynamodbstreams.GetRecordsInput{
+		out, err := r.streams.GetRecords(withSalvage(ctx, sv), &dynamodbstreams.GetRecordsInput{
 			ShardIterator: aws.String(c.it),
 			Limit:         aws.Int32(o.GetRecordsLimit),
 		}, decodeOpts...)
@@ -400,7 +401,7 @@ func (r *reader) iteratorAt(ctx context.Context, typ types.ShardIteratorType, se
 		if typ == types.ShardIteratorTypeAfterSequenceNumber || typ == types.ShardIteratorTypeAtSequenceNumber {
 			in.SequenceNumber = aws.String(seq)
 		}
-		out, err := o.Streams.GetShardIterator(ctx, in)
+		out, err := r.streams.GetShardIterator(ctx, in)
 		if err == nil {
 			r.iterType = typ
 			return aws.ToString(out.ShardIterator), nil

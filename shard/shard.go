@@ -88,6 +88,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -113,6 +114,21 @@ type StreamsAPI interface {
 // table's stream. *dynamodb.Client satisfies it.
 type TableAPI interface {
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+}
+
+// Region is one AWS Region a walker reads, with clients signed for it
+// (the Region is part of every request's signature, also against one
+// endpoint that serves several Regions).
+type Region struct {
+	// Name is the Region's name, e.g. eu-west-1: the Region part of its
+	// tables' and streams' ARNs.
+	Name    string
+	Streams StreamsAPI
+	Tables  TableAPI
+	// TableNames, when not nil, are the tables of Options.TableNames read
+	// in this Region (a table without a replica here is left out); nil:
+	// all of them.
+	TableNames []string
 }
 
 // Shard is one shard as DescribeStream describes it.
@@ -258,6 +274,15 @@ type Options struct {
 	TableNames []string
 	// StreamARNs are streams read as given, each independently.
 	StreamARNs []string
+	// Regions, when set, are the Regions whose replicas of TableNames are
+	// read, each through its own clients: a global table has one replica
+	// (same name, its own stream) per Region, and each Region's stream
+	// marks as DynamoDB's TTL deletes only the expiries that Region's TTL
+	// performed. Every table of TableNames is read in every Region listed;
+	// a stream of StreamARNs is read through the clients of the Region its
+	// ARN names, or through Streams when none is listed. Empty: Streams
+	// and Tables alone (one Region).
+	Regions []Region
 	// Start is where a shard with no stored Position starts (default
 	// TrimHorizon).
 	Start StartPosition
@@ -370,6 +395,9 @@ func (o *Options) validate() error {
 			return fmt.Errorf("shard: Options.StreamARNs[%d] %q is not a stream ARN (arn:...:table/NAME/stream/LABEL)", i, a)
 		}
 	}
+	if err := validateRegions(o.Regions); err != nil {
+		return err
+	}
 	switch o.Start {
 	case "":
 		o.Start = TrimHorizon
@@ -431,6 +459,77 @@ func (o *Options) fillDefaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+}
+
+// streamsFor returns the Streams client of the Region a stream ARN names:
+// that of Regions, or Streams when the Region is not listed.
+func (o *Options) streamsFor(arn string) StreamsAPI {
+	if len(o.Regions) > 0 {
+		name := RegionFromARN(arn)
+		for _, r := range o.Regions {
+			if r.Name == name {
+				return r.Streams
+			}
+		}
+	}
+	return o.Streams
+}
+
+// tableStates lists the tables to read: every name of TableNames, in every
+// Region of Regions (name by name), or with Tables and Streams alone.
+func tableStates(o *Options) []*tableState {
+	var out []*tableState
+	for _, name := range o.TableNames {
+		if len(o.Regions) == 0 {
+			out = append(out, &tableState{name: name, tables: o.Tables, client: o.Streams})
+			continue
+		}
+		for _, r := range o.Regions {
+			if r.TableNames == nil || slices.Contains(r.TableNames, name) {
+				out = append(out, &tableState{name: name, region: r.Name, tables: r.Tables, client: r.Streams})
+			}
+		}
+	}
+	return out
+}
+
+// validateRegions checks Options.Regions: named, distinct, with clients.
+func validateRegions(rs []Region) error {
+	seen := map[string]bool{}
+	for i, r := range rs {
+		switch {
+		case r.Name == "":
+			return fmt.Errorf("shard: Options.Regions[%d]: Name is empty", i)
+		case seen[r.Name]:
+			return fmt.Errorf("shard: Options.Regions[%d]: %s is listed twice", i, r.Name)
+		case r.Streams == nil || r.Tables == nil:
+			return fmt.Errorf("shard: Options.Regions[%d] (%s): Streams and Tables are required", i, r.Name)
+		}
+		seen[r.Name] = true
+	}
+	return nil
+}
+
+// RegionFromARN returns the Region of a DynamoDB table or stream ARN
+// (arn:PARTITION:dynamodb:REGION:ACCOUNT:...), or "" when the ARN has no
+// such part.
+func RegionFromARN(arn string) string {
+	rest, ok := strings.CutPrefix(arn, "arn:")
+	if !ok {
+		return ""
+	}
+	for range 2 { // partition, service
+		i := strings.IndexByte(rest, ':')
+		if i < 0 {
+			return ""
+		}
+		rest = rest[i+1:]
+	}
+	region, _, ok := strings.Cut(rest, ":")
+	if !ok {
+		return ""
+	}
+	return region
 }
 
 // TableFromStreamARN returns the table name in a stream ARN

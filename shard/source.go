@@ -59,6 +59,9 @@ type SourceCheck struct {
 	// Endpoint names the endpoint in errors ("" for AWS's own); it is
 	// printed with its secrets masked.
 	Endpoint string
+	// Region is the Region the clients are signed for, named in errors
+	// and in each Source ("": not named).
+	Region string
 	// RequireStream: each table must have a stream enabled.
 	RequireStream bool
 	// NeedOldImage: something downstream wants removed items (expired or
@@ -86,24 +89,32 @@ type SourceCheck struct {
 // Source is one table or stream as a check found it.
 type Source struct {
 	Table     string // "" for a stream ARN whose description names none
+	Region    string // SourceCheck.Region
 	StreamARN string // the table's latest stream, "" when none is enabled
 	// ViewType is the stream's StreamViewType ("" without a stream).
 	ViewType string
+	// Global is what the table's description says of its replicas (a
+	// table checked by name only).
+	Global GlobalTable
 }
 
 // SourceError says which table or stream failed, and why.
 type SourceError struct {
 	Table  string // the table checked, or ""
+	Region string // the Region checked, or "" (a stream ARN names its own)
 	Stream string // the stream ARN checked, or ""
 	Err    error
 }
 
-// Error is one line naming the table or stream and the cause, with
-// anything that looks like a secret masked.
+// Error is one line naming the table (and Region) or stream and the
+// cause, with anything that looks like a secret masked.
 func (e *SourceError) Error() string {
 	what := "table " + e.Table
-	if e.Table == "" {
+	switch {
+	case e.Table == "":
 		what = "stream " + e.Stream
+	case e.Region != "":
+		what += " in " + e.Region
 	}
 	return redact.Text(what + ": " + e.Err.Error())
 }
@@ -179,7 +190,7 @@ func (c *SourceCheck) waitTable(ctx context.Context, name string) (Source, error
 		c.Logger.Info("waiting for the table", zap.String("table", name), zap.String("missing", waitingFor(err)),
 			zap.Duration("retry_in", d), zap.Duration("wait_left", left))
 		if !backoff.Sleep(ctx, d) {
-			return s, &SourceError{Table: name, Err: fmt.Errorf("waiting for the table: %w", context.Cause(ctx))}
+			return s, &SourceError{Table: name, Region: c.Region, Err: fmt.Errorf("waiting for the table: %w", context.Cause(ctx))}
 		}
 	}
 }
@@ -197,19 +208,22 @@ func (c *SourceCheck) table(ctx context.Context, name string) (Source, error) {
 	defer cancel()
 	out, err := c.Tables.DescribeTable(actx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, onceDDB)
 	if err != nil {
-		return Source{}, &SourceError{Table: name, Err: c.failure(ctx, actx, err, ErrNoSuchTable)}
+		return Source{}, &SourceError{Table: name, Region: c.Region, Err: c.failure(ctx, actx, err, ErrNoSuchTable)}
 	}
-	s := Source{Table: name}
-	if t := out.Table; t != nil && t.StreamSpecification != nil && aws.ToBool(t.StreamSpecification.StreamEnabled) {
-		s.StreamARN, s.ViewType = aws.ToString(t.LatestStreamArn), string(t.StreamSpecification.StreamViewType)
+	s := Source{Table: name, Region: c.Region}
+	if t := out.Table; t != nil {
+		s.Global = globalTable(t, c.Region)
+		if t.StreamSpecification != nil && aws.ToBool(t.StreamSpecification.StreamEnabled) {
+			s.StreamARN, s.ViewType = aws.ToString(t.LatestStreamArn), string(t.StreamSpecification.StreamViewType)
+		}
 	}
 	if c.RequireStream && s.StreamARN == "" {
-		return s, &SourceError{Table: name, Err: fmt.Errorf("%w: enable one with `aws dynamodb update-table --table-name %s "+
+		return s, &SourceError{Table: name, Region: c.Region, Err: fmt.Errorf("%w: enable one with `aws dynamodb update-table --table-name %s "+
 			"--stream-specification StreamEnabled=true,StreamViewType=NEW_AND_OLD_IMAGES`", ErrStreamDisabled, name)}
 	}
 	if s.StreamARN != "" {
 		if err := c.viewType(s); err != nil {
-			return s, &SourceError{Table: name, Err: err}
+			return s, &SourceError{Table: name, Region: c.Region, Err: err}
 		}
 	}
 	if c.WarnTTLOff {

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -95,6 +97,23 @@ func TestTableFromStreamARN(t *testing.T) {
 	}
 }
 
+func TestRegionFromARN(t *testing.T) {
+	tests := map[string]string{
+		"arn:aws:dynamodb:eu-west-1:000000000000:table/orders/stream/2026-01-01T00:00:00.000": "eu-west-1",
+		"arn:aws-cn:dynamodb:cn-north-1:000000000000:table/orders":                            "cn-north-1",
+		"arn:aws:dynamodb::000000000000:table/orders":                                         "",
+		"arn:aws:dynamodb":   "",
+		"arn:aws:dynamodb:x": "",
+		"orders":             "",
+		"":                   "",
+	}
+	for in, want := range tests {
+		if got := RegionFromARN(in); got != want {
+			t.Errorf("RegionFromARN(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 type nopProcessor struct{}
 
 func (nopProcessor) Process(context.Context, Batch) error               { return nil }
@@ -118,6 +137,10 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"negative", Options{Streams: streams, Processor: nopProcessor{}, StreamARNs: []string{arn}, MaxConcurrentShards: -1}, "negative"},
 		{"negative retention", Options{Streams: streams, Processor: nopProcessor{}, StreamARNs: []string{arn}, StreamRetention: -time.Hour}, "negative"},
 		{"limit", Options{Streams: streams, Processor: nopProcessor{}, StreamARNs: []string{arn}, GetRecordsLimit: 5000}, "GetRecordsLimit"},
+		{"unnamed region", Options{Streams: streams, Processor: nopProcessor{}, StreamARNs: []string{arn}, Regions: []Region{{Streams: streams}}}, "Regions[0]: Name"},
+		{"region twice", Options{Streams: streams, Processor: nopProcessor{}, StreamARNs: []string{arn},
+			Regions: []Region{{Name: "eu-west-1", Streams: streams, Tables: tablesFunc(nil)}, {Name: "eu-west-1", Streams: streams, Tables: tablesFunc(nil)}}}, "twice"},
+		{"region without clients", Options{Streams: streams, Processor: nopProcessor{}, StreamARNs: []string{arn}, Regions: []Region{{Name: "eu-west-1"}}}, "Streams and Tables"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,4 +208,15 @@ func FuzzParseInputs(f *testing.F) {
 			t.Fatalf("ParseStartPosition(%q) = %q, %v", s, p, err)
 		}
 	})
+}
+
+// tablesFunc is a TableAPI answering DescribeTable with f (nil: an empty
+// description).
+type tablesFunc func(name string) (*dynamodb.DescribeTableOutput, error)
+
+func (f tablesFunc) DescribeTable(_ context.Context, in *dynamodb.DescribeTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	if f == nil {
+		return &dynamodb.DescribeTableOutput{}, nil
+	}
+	return f(aws.ToString(in.TableName))
 }

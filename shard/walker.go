@@ -57,9 +57,7 @@ func (w *Walker) Run(ctx context.Context) error {
 		wake:    make(chan struct{}, 1),
 		regrant: map[string]Assignment{},
 	}
-	for _, name := range w.o.TableNames {
-		wk.tables = append(wk.tables, &tableState{name: name})
-	}
+	wk.tables = tableStates(&w.o)
 	for _, arn := range w.o.StreamARNs {
 		if wk.streams[arn] == nil {
 			st := wk.newStream(arn, TableFromStreamARN(arn), nil, true)
@@ -69,9 +67,13 @@ func (w *Walker) Run(ctx context.Context) error {
 	return wk.loop()
 }
 
-// tableState is one table given by name, and its streams, oldest first.
+// tableState is one table given by name, in one Region, and its
+// streams, oldest first.
 type tableState struct {
 	name         string
+	region       string     // "" without Options.Regions
+	tables       TableAPI   // the Region's DynamoDB client
+	client       StreamsAPI // the Region's Streams client
 	latest       string
 	streams      []*streamState
 	listRejected bool
@@ -81,7 +83,8 @@ type tableState struct {
 // streamState is what the walker knows about one stream.
 type streamState struct {
 	arn    string
-	table  string // table name, for labels and batches
+	client StreamsAPI // the Streams client of the stream's Region
+	table  string     // table name, for labels and batches
 	tbl    *tableState
 	label  string
 	shards map[string]*shardState
@@ -177,7 +180,7 @@ func (wk *walk) newStream(arn, table string, t *tableState, fresh bool) *streamS
 	if table == "" {
 		table = arn
 	}
-	st := &streamState{arn: arn, table: table, tbl: t, shards: map[string]*shardState{}, label: streamLabel(arn)}
+	st := &streamState{arn: arn, table: table, tbl: t, shards: map[string]*shardState{}, label: streamLabel(arn), client: wk.o.streamsFor(arn)}
 	st.fresh = wk.o.Start == Latest && fresh
 	wk.streams[arn] = st
 	return st
@@ -302,7 +305,10 @@ func (wk *walk) allStreams() []*streamState {
 // streams (ListStreams, paged), oldest first.
 func (wk *walk) discoverTable(t *tableState) {
 	log := wk.w.log.With(zap.String("table", t.name))
-	out, err := wk.o.Tables.DescribeTable(wk.ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.name)})
+	if t.region != "" {
+		log = log.With(zap.String("region", t.region))
+	}
+	out, err := t.tables.DescribeTable(wk.ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.name)})
 	if err != nil {
 		if classify(wk.ctx, err) != errCanceled {
 			log.Warn("describe table failed", zap.Error(err))
@@ -372,7 +378,7 @@ func (wk *walk) listStreams(t *tableState, log *zap.Logger) []foundStream {
 	var arns []foundStream
 	var start *string
 	for {
-		lo, err := wk.o.Streams.ListStreams(wk.ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String(t.name), ExclusiveStartStreamArn: start})
+		lo, err := t.client.ListStreams(wk.ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String(t.name), ExclusiveStartStreamArn: start})
 		if err != nil {
 			k := classify(wk.ctx, err)
 			if k == errRejected {
@@ -637,7 +643,7 @@ func (wk *walk) describe(st *streamState, filter *types.ShardFilter) ([]Shard, e
 		var resp *dynamodbstreams.DescribeStreamOutput
 		var err error
 		for attempt := 0; ; attempt++ {
-			resp, err = wk.o.Streams.DescribeStream(wk.ctx, in)
+			resp, err = st.client.DescribeStream(wk.ctx, in)
 			if err == nil {
 				break
 			}
@@ -1052,7 +1058,7 @@ func (wk *walk) start(st *streamState, ss *shardState, actx context.Context) {
 		stop = context.AfterFunc(actx, cancel)
 	}
 	rd := &reader{
-		w: wk.w, table: st.table, streamARN: st.arn, shard: ss.Shard, key: key,
+		w: wk.w, table: st.table, streamARN: st.arn, streams: st.client, shard: ss.Shard, key: key,
 		ctx: rctx, cancel: cancel,
 	}
 	switch {
