@@ -363,14 +363,14 @@ func TestSweepReachability(t *testing.T) {
 	}
 	mustName(t, funcs, "runSweep", "openCheckpoint", "OpenDynamo", "DynamoStore.AcquireSweep", "DynamoStore.SaveSweepCursor",
 		"leases.renew", "leases.release", "CheckpointStore.SaveCursor", "Sweeper.Run", "pass.delete", "Sweeper.describe",
-		"leases.assign", "leases.prune", "DynamoStore.ReleaseAll", "runPipeline", "streamCheck")
+		"leases.assign", "leases.prune", "DynamoStore.ReleaseAll", "runPipeline", "describeRegions")
 	for _, n := range []string{"runSweep", "openCheckpoint", "OpenDynamo", "DynamoStore.AcquireSweep", "DynamoStore.SaveSweepCursor",
 		"leases.renew", "leases.release", "CheckpointStore.SaveCursor", "Sweeper.Run", "pass.delete", "Sweeper.describe"} {
 		if !names[n] {
 			t.Errorf("%s not reached from sweepCmd", n)
 		}
 	}
-	for _, n := range []string{"leases.assign", "leases.prune", "DynamoStore.ReleaseAll", "runPipeline", "streamCheck"} {
+	for _, n := range []string{"leases.assign", "leases.prune", "DynamoStore.ReleaseAll", "runPipeline", "describeRegions"} {
 		if names[n] {
 			t.Errorf("%s reached from sweepCmd; the scan over-reaches", n)
 		}

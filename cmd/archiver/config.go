@@ -30,6 +30,8 @@ import (
 type runConfig struct {
 	Endpoint        string
 	Region          string
+	Regions         []string
+	PerRegion       bool
 	Tables          []string
 	StreamARNs      []string
 	Checkpoint      string
@@ -128,6 +130,10 @@ var runOptions = []option[runConfig]{
 		get: func(c *runConfig) any { return c.Endpoint }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Endpoint = s }},
 	{name: "region", usage: "AWS region (default: the AWS configuration's, or us-east-1 with a loopback --endpoint)",
 		get: func(c *runConfig) any { return c.Region }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Region = s }},
+	{name: "regions", kind: kindList, typ: "region", usage: "the Regions whose replicas of each --table (a global table) are read, each through clients signed for it: a list, or all (every Region the table has a replica in, as DescribeTable in --region says); each Region's stream marks the expiries its own TTL performed, so reading every replica archives every expiry once (default: --region alone)",
+		get: func(c *runConfig) any { return c.Regions }, set: func(c *runConfig, _ string, l []string, _ time.Duration) { c.Regions = l }},
+	{name: "per-region", boolean: true, def: "false", usage: "an archiver like this one runs in each other Region of the global tables read (one deployment per Region, e.g. the Terraform module once per Region): a global table read in this Region alone is then logged at INFO; without it, at WARN, naming the Regions whose expiries this archiver does not archive",
+		get: func(c *runConfig) any { return c.PerRegion }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.PerRegion = s == "true" }},
 	{name: "table", alias: "tables", kind: kindList, usage: "table whose stream to archive (repeatable)",
 		get: func(c *runConfig) any { return c.Tables }, set: func(c *runConfig, _ string, l []string, _ time.Duration) { c.Tables = l }},
 	{name: "stream-arn", alias: "stream-arns", kind: kindList, usage: "stream ARN to archive (repeatable)",
@@ -511,6 +517,8 @@ func validateOption(c *runConfig, o option[runConfig], from string, p *problems)
 		if c.Region != "" && !regionRE.MatchString(c.Region) {
 			p.add("%s: %q is not a region name like us-east-1", from, c.Region)
 		}
+	case "regions":
+		validateRegions(c.Regions, from, p)
 	case "table":
 		for _, t := range c.Tables {
 			if !tableNameRE.MatchString(t) {
@@ -617,6 +625,12 @@ func validateRun(c *runConfig, p *problems) {
 		p.add("--table or --stream-arn: name at least one table or stream ARN to archive")
 	}
 	validateLeaseTiming(c, p)
+	if len(c.Regions) > 0 && len(c.Tables) == 0 {
+		p.add("--regions: reads the replicas of each --table, and no --table is given (a --stream-arn is read in the Region its ARN names)")
+	}
+	if len(c.Regions) > 0 && c.PerRegion {
+		p.add("--per-region: says another archiver reads each other Region, and --regions reads several from here; give one of them")
+	}
 	if c.Metrics == "emf" {
 		for _, s := range append(slices.Clip(c.Sinks), c.DeadLetter) {
 			if writesStdout(s) {
@@ -631,6 +645,27 @@ func validateRun(c *runConfig, p *problems) {
 func writesStdout(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && u.Scheme == "stdout"
+}
+
+// regionsAll is the --regions value that reads every replica's Region.
+const regionsAll = "all"
+
+// validateRegions checks --regions: Region names, each once, or all alone.
+func validateRegions(rs []string, from string, p *problems) {
+	seen := map[string]bool{}
+	for _, r := range rs {
+		switch {
+		case r == regionsAll && len(rs) > 1:
+			p.add("%s: %q reads every replica's Region: give it alone, not beside %q", from, regionsAll, strings.Join(rs, ","))
+			return
+		case r == regionsAll:
+		case !regionRE.MatchString(r):
+			p.add("%s: %q is not a region name like eu-west-1 (or %s)", from, r, regionsAll)
+		case seen[r]:
+			p.add("%s: %s is listed twice", from, r)
+		}
+		seen[r] = true
+	}
 }
 
 // validateLeaseTiming checks --lease-renew against --lease-duration (run

@@ -144,6 +144,12 @@ func TestConfigValidation(t *testing.T) {
 		{"bad expired-when from env", ok, map[string]string{"ARCHIVER_EXPIRED_WHEN": "PAST-TTL"}, "",
 			[]string{`--expired-when (from ARCHIVER_EXPIRED_WHEN): "PAST-TTL" is not service or past-ttl`}},
 		{"bad expired-when from file", ok, nil, "expired-when: always\n", []string{`key "expired-when"): "always" is not service or past-ttl`}},
+		{"bad regions", append(ok, "--regions", "eu-west-1,Mars,eu-west-1"), nil, "", []string{`--regions: "Mars" is not a region name`, `--regions: eu-west-1 is listed twice`}},
+		{"regions all beside others", append(ok, "--regions", "all,eu-west-1"), nil, "", []string{`--regions: "all" reads every replica's Region: give it alone`}},
+		{"regions without a table", []string{"--stream-arn", "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/1", "--checkpoint", "file://./c", "--sink", "stdout://", "--regions", "all"}, nil, "",
+			[]string{"--regions: reads the replicas of each --table, and no --table is given"}},
+		{"regions and per-region", append(ok, "--regions", "all", "--per-region"), nil, "", []string{"--per-region: says another archiver reads each other Region"}},
+		{"regions from file", ok, nil, "regions: [eu-west-1, moon-1]\n", []string{`--regions (from `, `"moon-1" is not a region name`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

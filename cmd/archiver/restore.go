@@ -314,7 +314,7 @@ func runRestore(ctx context.Context, cfg *restoreConfig, e env, j *job) error {
 	if cfg.ToTable != "" {
 		table = cfg.ToTable
 	}
-	if _, err := shard.CheckTables(ctx, shard.SourceCheck{Tables: db, TableNames: []string{table}, Endpoint: cfg.shared.Endpoint}); err != nil {
+	if _, err := shard.CheckTables(ctx, shard.SourceCheck{Tables: db, TableNames: []string{table}, Endpoint: cfg.shared.Endpoint, Region: awsCfg.Region}); err != nil {
 		return fmt.Errorf("the table written to: %w", err)
 	}
 	rc := restore.Config{DB: db, Table: table, Select: rsel, TTLExtend: cfg.TTLExtend, TTLAttribute: cfg.TTLAttribute,

@@ -106,14 +106,15 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 			return err
 		}
 	}
-	if err := checkRunSources(ctx, cfg, ddb, streams, ss.routes, log); err != nil {
-		return err
-	}
-	cons, err := newConsumer(cfg, ddb, streams, store, assigner, ss, d)
+	srcs, err := planSources(ctx, cfg, awsCfg, ddb, streams, ss.routes, log)
 	if err != nil {
 		return err
 	}
-	srv, err := serveRunHealth(cfg, d, ddb, streams, ss, store, leaseProbe)
+	cons, err := newConsumer(cfg, srcs, store, assigner, ss, d)
+	if err != nil {
+		return err
+	}
+	srv, err := serveRunHealth(cfg, d, srcs, ss, store, leaseProbe)
 	if err != nil {
 		return err
 	}
@@ -226,7 +227,7 @@ func (s *runSinks) close(ctx context.Context) {
 }
 
 // newConsumer builds the consumer of cfg.
-func newConsumer(cfg *runConfig, ddb *dynamodb.Client, streams *dynamodbstreams.Client, store checkpoint.Store,
+func newConsumer(cfg *runConfig, srcs sources, store checkpoint.Store,
 	assigner shard.Assigner, ss *runSinks, d pipelineDeps) (*consumer.Consumer, error) {
 	start, err := shard.ParseStartPosition(cfg.Start)
 	if err != nil {
@@ -238,7 +239,8 @@ func newConsumer(cfg *runConfig, ddb *dynamodb.Client, streams *dynamodbstreams.
 	expiredWhen, _ := event.ParseExpiredWhen(cfg.ExpiredWhen)
 	return consumer.New(consumer.Config{
 		Options: shard.Options{
-			Streams:         streams,
+			Streams:         srcs.home().streams,
+			Regions:         srcs.shardRegions(),
 			TableNames:      cfg.Tables,
 			StreamARNs:      cfg.StreamARNs,
 			Start:           start,
@@ -249,7 +251,7 @@ func newConsumer(cfg *runConfig, ddb *dynamodb.Client, streams *dynamodbstreams.
 			Logger:          d.log,
 			Registerer:      d.reg,
 		},
-		Tables:                ddb,
+		Tables:                srcs.home().ddb,
 		Store:                 store,
 		Routes:                ss.routes,
 		DeadLetter:            ss.deadLetter,
@@ -263,7 +265,7 @@ func newConsumer(cfg *runConfig, ddb *dynamodb.Client, streams *dynamodbstreams.
 
 // serveRunHealth starts /metrics, /healthz and /readyz: ready while the
 // streams answer, the sinks work and the leases hold.
-func serveRunHealth(cfg *runConfig, d pipelineDeps, ddb *dynamodb.Client, streams *dynamodbstreams.Client,
+func serveRunHealth(cfg *runConfig, d pipelineDeps, srcs sources,
 	ss *runSinks, store checkpoint.Store, leaseProbe ops.Check) (*ops.Server, error) {
 	// /metrics is served with prometheus and emf alike, so one deployment
 	// can have CloudWatch alarms and a Grafana dashboard.
@@ -275,7 +277,7 @@ func serveRunHealth(cfg *runConfig, d pipelineDeps, ddb *dynamodb.Client, stream
 	if cfg.Pprof {
 		srv.EnableProfiling()
 	}
-	srv.AddCheck("stream", ops.CachedCheck(streamCheck(ddb, streams, cfg.Tables, cfg.StreamARNs), 10*time.Second))
+	srv.AddCheck("stream", ops.CachedCheck(func(ctx context.Context) error { return describeRegions(ctx, srcs) }, 10*time.Second))
 	srv.AddCheck("sinks", sinksCheck(ss.opened, ss.readyURLs))
 	if r, ok := store.(ops.Readier); ok {
 		srv.AddCheck("leases", func(context.Context) error { return r.Ready() })
@@ -347,31 +349,31 @@ func preflightSinks(ctx context.Context, opened []sinks.Sink, log *zap.Logger) e
 	return nil
 }
 
-// checkRunSources is run's source preflight (see shard.CheckSources):
-// every table exists with a stream, every stream ARN answers, and a
-// stream without the old image fails when a sink takes expired or deleted
-// items, unless --allow-keys-only. Under --expired-when service a table
-// whose TTL is off is a WARN.
-func checkRunSources(ctx context.Context, cfg *runConfig, ddb shard.SourceAPI, streams shard.StreamDescriber, routes []consumer.Route, log *zap.Logger) error {
+// checkRunSources is run's source preflight in one Region (see
+// shard.CheckSources): every table exists with a stream, every stream ARN
+// answers, and a stream without the old image fails when a sink takes
+// expired or deleted items, unless --allow-keys-only. Under --expired-when
+// service a table whose TTL is off is a WARN. It returns what it found.
+func checkRunSources(ctx context.Context, cfg *runConfig, r *regionClients, tables []string, routes []consumer.Route, log *zap.Logger) ([]shard.Source, error) {
 	needOld := false
 	for _, r := range routes {
 		needOld = needOld || event.NeedsOldImage(r.Kinds)
 	}
 	when, _ := event.ParseExpiredWhen(cfg.ExpiredWhen) // validated with the configuration
-	_, err := shard.CheckSources(ctx, shard.SourceCheck{
-		Tables: ddb, Streams: streams, TableNames: cfg.Tables, StreamARNs: cfg.StreamARNs, Endpoint: cfg.Endpoint,
+	srcs, err := shard.CheckSources(ctx, shard.SourceCheck{
+		Tables: r.ddb, Streams: r.streams, TableNames: tables, StreamARNs: r.arns, Endpoint: cfg.Endpoint, Region: r.name,
 		RequireStream: true, NeedOldImage: needOld, AllowKeysOnly: cfg.AllowKeysOnly,
 		WarnTTLOff: when == event.ExpiredWhenService, WaitForTable: cfg.WaitForTable, Logger: log,
 	})
 	switch {
 	case errors.Is(err, shard.ErrNoOldImage):
-		return fmt.Errorf("%w; or start with --allow-keys-only to archive their keys alone", err)
+		return nil, fmt.Errorf("%w; or start with --allow-keys-only to archive their keys alone", err)
 	case errors.Is(err, shard.ErrNoSuchTable) || errors.Is(err, shard.ErrStreamDisabled):
 		if cfg.WaitForTable == 0 {
-			return fmt.Errorf("%w (--wait-for-table waits for a table created later)", err)
+			return nil, fmt.Errorf("%w (--wait-for-table waits for a table created later)", err)
 		}
 	}
-	return err
+	return srcs, err
 }
 
 func kindNames(k []event.Kind) []string {
@@ -451,29 +453,4 @@ func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pi
 		return st, st, probe, nil
 	}
 	return nil, nil, nil, usagef("archiver run: --checkpoint: scheme %q is not file or dynamodb", u.Scheme)
-}
-
-// streamCheck is the "stream reachable" readiness check: every table
-// answers DescribeTable with a stream, every stream ARN answers
-// DescribeStream.
-func streamCheck(ddb *dynamodb.Client, streams *dynamodbstreams.Client, tables, arns []string) ops.Check {
-	return func(ctx context.Context) error {
-		var errs []error
-		for _, t := range tables {
-			out, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t)})
-			if err != nil {
-				errs = append(errs, fmt.Errorf("table %s: %w", t, err))
-				continue
-			}
-			if out.Table == nil || aws.ToString(out.Table.LatestStreamArn) == "" {
-				errs = append(errs, fmt.Errorf("table %s: no stream enabled", t))
-			}
-		}
-		for _, a := range arns {
-			if _, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(a), Limit: aws.Int32(1)}); err != nil {
-				errs = append(errs, fmt.Errorf("stream %s: %w", a, err))
-			}
-		}
-		return errors.Join(errs...)
-	}
 }

@@ -80,16 +80,16 @@ func TestRunSourcePreflight(t *testing.T) {
 		mentions []string
 	}{
 		{"missing table", bed("none", engine.Options{}),
-			[]string{"table SessionData: no such table", "--wait-for-table"}},
+			[]string{"table SessionData in us-east-1: no such table", "--wait-for-table"}},
 		{"no stream", bed("", engine.Options{}),
-			[]string{"table SessionData: no stream enabled", "--table-name SessionData", "StreamViewType=NEW_AND_OLD_IMAGES"}},
+			[]string{"table SessionData in us-east-1: no stream enabled", "--table-name SessionData", "StreamViewType=NEW_AND_OLD_IMAGES"}},
 		{"keys only", bed(st.StreamViewTypeKeysOnly, engine.Options{}),
-			[]string{"table SessionData: the stream carries no old image: view type KEYS_ONLY", "StreamViewType=NEW_AND_OLD_IMAGES", "new ARN", "--allow-keys-only"}},
+			[]string{"table SessionData in us-east-1: the stream carries no old image: view type KEYS_ONLY", "StreamViewType=NEW_AND_OLD_IMAGES", "new ARN", "--allow-keys-only"}},
 		{"new image", bed(st.StreamViewTypeNewImage, engine.Options{}),
 			[]string{"view type NEW_IMAGE", "--allow-keys-only"}},
-		{"dead endpoint", deadEndpoint, []string{"table SessionData: endpoint unreachable: endpoint http://127.0.0.1:", "refused the connection"}},
+		{"dead endpoint", deadEndpoint, []string{"table SessionData in us-east-1: endpoint unreachable: endpoint http://127.0.0.1:", "refused the connection"}},
 		{"credentials refused", bed("none", refuseAll),
-			[]string{"table SessionData: credentials refused (UnrecognizedClientException)"}},
+			[]string{"table SessionData in us-east-1: credentials refused (UnrecognizedClientException)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, exited, _, stderr := startRun(t, tc.endpoint(t), "file://"+t.TempDir())
@@ -205,19 +205,19 @@ func TestVerifyAndRestoreCheckTheirSources(t *testing.T) {
 		{"verify: no stream", func() error {
 			_, err := execCmd(t, verifyCmd, "--from", archive, "--table", "SessionData", "--endpoint", b.Srv.Endpoint())
 			return err
-		}, []string{"--table: table SessionData: no stream enabled", "--skip-stream"}},
+		}, []string{"--table: table SessionData in us-east-1: no stream enabled", "--skip-stream"}},
 		{"verify: no such table", func() error {
 			_, err := execCmd(t, verifyCmd, "--from", archive, "--table", "Nope", "--endpoint", b.Srv.Endpoint())
 			return err
-		}, []string{"table Nope: no such table"}},
+		}, []string{"table Nope in us-east-1: no such table"}},
 		{"restore: no such table", func() error {
 			_, err := execCmd(t, restoreCmd, "--from", archive, "--table", "SessionData", "--to-table", "Nope", "--endpoint", b.Srv.Endpoint())
 			return err
-		}, []string{"the table written to: table Nope: no such table"}},
+		}, []string{"the table written to: table Nope in us-east-1: no such table"}},
 		{"restore: dead endpoint", func() error {
 			_, err := execCmd(t, restoreCmd, "--from", archive, "--table", "SessionData", "--endpoint", dead)
 			return err
-		}, []string{"table SessionData: endpoint unreachable: endpoint " + dead + " refused the connection"}},
+		}, []string{"table SessionData in us-east-1: endpoint unreachable: endpoint " + dead + " refused the connection"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.run()

@@ -275,7 +275,7 @@ func readStream(ctx context.Context, cfg *verifyConfig, log *zap.Logger) (map[st
 			o.BaseEndpoint = aws.String(cfg.shared.Endpoint)
 		}
 	})
-	_, err = shard.CheckTables(ctx, shard.SourceCheck{Tables: ddb, TableNames: []string{cfg.Table}, Endpoint: cfg.shared.Endpoint,
+	_, err = shard.CheckTables(ctx, shard.SourceCheck{Tables: ddb, TableNames: []string{cfg.Table}, Endpoint: cfg.shared.Endpoint, Region: awsCfg.Region,
 		RequireStream: true, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("--table: %w (--skip-stream reads the archive only)", err)

@@ -55,10 +55,10 @@ func TestSourcePreflight(t *testing.T) {
 		name, endpoint, table string
 		says                  []string
 	}{
-		{"missing table", endpoint, "Missing", []string{"table Missing: no such table", "--wait-for-table"}},
-		{"no stream", endpoint, "NoStream", []string{"table NoStream: no stream enabled", "StreamViewType=NEW_AND_OLD_IMAGES"}},
-		{"keys only", endpoint, "KeysOnly", []string{"table KeysOnly: the stream carries no old image: view type KEYS_ONLY", "--allow-keys-only"}},
-		{"dead endpoint", dead, "KeysOnly", []string{"table KeysOnly: endpoint unreachable: endpoint " + dead + " refused the connection"}},
+		{"missing table", endpoint, "Missing", []string{"table Missing in us-east-1: no such table", "--wait-for-table"}},
+		{"no stream", endpoint, "NoStream", []string{"table NoStream in us-east-1: no stream enabled", "StreamViewType=NEW_AND_OLD_IMAGES"}},
+		{"keys only", endpoint, "KeysOnly", []string{"table KeysOnly in us-east-1: the stream carries no old image: view type KEYS_ONLY", "--allow-keys-only"}},
+		{"dead endpoint", dead, "KeysOnly", []string{"table KeysOnly in us-east-1: endpoint unreachable: endpoint " + dead + " refused the connection"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
