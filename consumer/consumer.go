@@ -181,6 +181,14 @@ type Config struct {
 	// (ECS: 30 s).
 	ShutdownTimeout time.Duration
 
+	// GlobalTables are the tables of TableNames that are global tables
+	// (replicas in several Regions, see [shard.GlobalTable]): under
+	// ExpiredWhenService their past-TTL plain deletes are mostly other
+	// Regions' expiries replicated here, counted in
+	// archiver_replicated_ttl_deletes_total and said at INFO, not warned
+	// about as a sweeper's.
+	GlobalTables []string
+
 	// Now is the clock of the TTL attribute cache and of the once-a-minute
 	// warning about past-TTL user deletes (default time.Now).
 	Now func() time.Time
@@ -272,7 +280,7 @@ func New(c Config) (*Consumer, error) {
 	cons.ttl.fixed = c.TTLAttribute
 	cons.ttl.warnOff = c.ExpiredWhen == event.ExpiredWhenPastTTL
 	if c.ExpiredWhen == event.ExpiredWhenService {
-		cons.pastTTL = newPastTTLWarner(c.Now, cons.log, cons.m)
+		cons.pastTTL = newPastTTLWarner(c.Now, cons.log, cons.m, c.GlobalTables)
 	}
 	opts := c.Options // StreamRetention defaulted above
 	opts.Tables, opts.Processor, opts.Positions, opts.Logger = tables, processor{cons}, positions{cons}, log

@@ -28,6 +28,7 @@ type metrics struct {
 	nearTrim           *prometheus.GaugeVec   // archiver_records_near_trim{table}
 
 	ttlPassedUserDeletes *prometheus.CounterVec // archiver_ttl_passed_user_deletes_total{table}
+	replicatedTTLDeletes *prometheus.CounterVec // archiver_replicated_ttl_deletes_total{table}
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -65,7 +66,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "archiver_ttl_lookup_failures_total", Help: "DescribeTimeToLive calls that failed, by table.",
 	}, []string{"table"}))
 	m.ttlPassedUserDeletes = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "archiver_ttl_passed_user_deletes_total", Help: "Under --expired-when service: REMOVE records without DynamoDB's TTL identity made after the item's TTL had passed (a sweeper's deletes, TTL deletes replicated from another region), archived as deleted; --expired-when past-ttl would archive them as expired. By table.",
+		Name: "archiver_ttl_passed_user_deletes_total", Help: "Under --expired-when service: REMOVE records without DynamoDB's TTL identity made after the item's TTL had passed (a sweeper's deletes), archived as deleted; --expired-when past-ttl would archive them as expired. On a global table they count in archiver_replicated_ttl_deletes_total instead. By table.",
+	}, []string{"table"}))
+	m.replicatedTTLDeletes = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_replicated_ttl_deletes_total", Help: "Under --expired-when service, on a global table: REMOVE records without DynamoDB's TTL identity made after the item's TTL had passed, mostly the expiries another Region's TTL performed (archived from that Region's stream), archived as deleted. By table.",
 	}, []string{"table"}))
 	m.inflightBytes = promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "archiver_consumer_inflight_bytes", Help: "Estimated memory of records handed to the consumer and not yet acknowledged by every sink, by table.",

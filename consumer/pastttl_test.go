@@ -24,7 +24,7 @@ func TestPastTTLWarnerPerTable(t *testing.T) {
 	now := time.Unix(1000, 0)
 	core, logs := observer.New(zapcore.WarnLevel)
 	m := newMetrics(nil)
-	w := newPastTTLWarner(func() time.Time { return now }, zap.New(core), m)
+	w := newPastTTLWarner(func() time.Time { return now }, zap.New(core), m, nil)
 	steps := []struct {
 		advance  time.Duration
 		table    string
@@ -53,5 +53,33 @@ func TestPastTTLWarnerPerTable(t *testing.T) {
 	}
 	if a, b := metricValue(m.ttlPassedUserDeletes.WithLabelValues("a")), metricValue(m.ttlPassedUserDeletes.WithLabelValues("b")); a != 4 || b != 2 {
 		t.Errorf("counted a=%v b=%v, want 4 and 2", a, b)
+	}
+}
+
+// TestPastTTLWarnerGlobalTable: on a global table the past-TTL plain
+// deletes are other Regions' expiries replicated here: counted apart and
+// said at INFO, never a WARN or the user-delete counter (whose alarm means
+// a sweeper beside a service archiver).
+func TestPastTTLWarnerGlobalTable(t *testing.T) {
+	passed := rec(types.OperationTypeRemove, nil, "1")
+	now := time.Unix(1000, 0)
+	core, logs := observer.New(zapcore.InfoLevel)
+	m := newMetrics(nil)
+	w := newPastTTLWarner(func() time.Time { return now }, zap.New(core), m, []string{"sessions"})
+	w.note("sessions", "expires", []types.Record{passed, passed})
+	w.note("carts", "expires", []types.Record{passed})
+	if got := metricValue(m.replicatedTTLDeletes.WithLabelValues("sessions")); got != 2 {
+		t.Errorf("replicated deletes of sessions = %v, want 2", got)
+	}
+	if got := metricValue(m.ttlPassedUserDeletes.WithLabelValues("sessions")); got != 0 {
+		t.Errorf("user deletes of sessions = %v, want 0", got)
+	}
+	if got := metricValue(m.ttlPassedUserDeletes.WithLabelValues("carts")); got != 1 {
+		t.Errorf("user deletes of carts = %v, want 1", got)
+	}
+	all := logs.All()
+	if len(all) != 2 || all[0].Level != zapcore.InfoLevel || all[1].Level != zapcore.WarnLevel ||
+		all[0].ContextMap()["table"] != "sessions" || all[1].ContextMap()["table"] != "carts" {
+		t.Fatalf("logs %v, want an INFO for sessions and a WARN for carts", all)
 	}
 }

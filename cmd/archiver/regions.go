@@ -29,20 +29,24 @@ type regionClients struct {
 
 // sources is what run reads, Region by Region: the first is --region's
 // (its clients look up TTL attributes), then the others in the order
-// --regions (or the tables' replicas) name them.
-type sources []*regionClients
+// --regions (or the tables' replicas) name them; and which tables are
+// global.
+type sources struct {
+	regions      []*regionClients
+	globalTables []string
+}
 
 // home is --region's clients.
-func (s sources) home() *regionClients { return s[0] }
+func (s *sources) home() *regionClients { return s.regions[0] }
 
 // shardRegions is the walker's Options.Regions: nil when run reads one
 // Region only.
-func (s sources) shardRegions() []shard.Region {
-	if len(s) == 1 {
+func (s *sources) shardRegions() []shard.Region {
+	if len(s.regions) == 1 {
 		return nil
 	}
-	out := make([]shard.Region, 0, len(s))
-	for _, r := range s {
+	out := make([]shard.Region, 0, len(s.regions))
+	for _, r := range s.regions {
 		// Never nil: a Region whose list is nil reads every table.
 		tables := append(make([]string, 0, len(r.tables)), r.tables...)
 		out = append(out, shard.Region{Name: r.name, Streams: r.streams, Tables: r.ddb, TableNames: tables})
@@ -52,7 +56,7 @@ func (s sources) shardRegions() []shard.Region {
 
 // region returns the clients of Region name, made on first use.
 func (s *sources) region(name string, awsCfg aws.Config, cfg *runConfig) *regionClients {
-	for _, r := range *s {
+	for _, r := range s.regions {
 		if r.name == name {
 			return r
 		}
@@ -61,7 +65,7 @@ func (s *sources) region(name string, awsCfg aws.Config, cfg *runConfig) *region
 	c.Region = name
 	ddb, streams := sourceClients(c, cfg)
 	r := &regionClients{name: name, ddb: ddb, streams: streams}
-	*s = append(*s, r)
+	s.regions = append(s.regions, r)
 	return r
 }
 
@@ -75,8 +79,8 @@ func (s *sources) region(name string, awsCfg aws.Config, cfg *runConfig) *region
 // may not exist, and refuses what would archive an expiry more than once
 // or never.
 func planSources(ctx context.Context, cfg *runConfig, awsCfg aws.Config, ddb *dynamodb.Client, streams *dynamodbstreams.Client,
-	routes []consumer.Route, log *zap.Logger) (sources, error) {
-	srcs := sources{{name: awsCfg.Region, ddb: ddb, streams: streams}}
+	routes []consumer.Route, log *zap.Logger) (*sources, error) {
+	srcs := &sources{regions: []*regionClients{{name: awsCfg.Region, ddb: ddb, streams: streams}}}
 	for _, a := range cfg.StreamARNs {
 		r := srcs.region(cmp.Or(shard.RegionFromARN(a), awsCfg.Region), awsCfg, cfg)
 		r.arns = append(r.arns, a)
@@ -92,9 +96,14 @@ func planSources(ctx context.Context, cfg *runConfig, awsCfg aws.Config, ddb *dy
 			r.tables = append(r.tables, t)
 		}
 	}
-	for _, r := range srcs[1:] {
+	for _, r := range srcs.regions[1:] {
 		if _, err := checkRunSources(ctx, cfg, r, r.tables, routes, log); err != nil {
 			return nil, err
+		}
+	}
+	for _, s := range home {
+		if s.Table != "" && s.Global.IsGlobal() {
+			srcs.globalTables = append(srcs.globalTables, s.Table)
 		}
 	}
 	return srcs, judgeGlobalTables(cfg, home, read, routes, log)
@@ -162,9 +171,9 @@ func kindsOrDefault(k []event.Kind) []event.Kind {
 // describeRegions is the readiness check's view of srcs: each Region's
 // tables answer DescribeTable with a stream, each stream ARN answers
 // DescribeStream.
-func describeRegions(ctx context.Context, srcs sources) error {
+func describeRegions(ctx context.Context, srcs *sources) error {
 	var errs []error
-	for _, r := range srcs {
+	for _, r := range srcs.regions {
 		for _, t := range r.tables {
 			out, err := r.ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t)})
 			if err != nil {

@@ -227,7 +227,7 @@ func (s *runSinks) close(ctx context.Context) {
 }
 
 // newConsumer builds the consumer of cfg.
-func newConsumer(cfg *runConfig, srcs sources, store checkpoint.Store,
+func newConsumer(cfg *runConfig, srcs *sources, store checkpoint.Store,
 	assigner shard.Assigner, ss *runSinks, d pipelineDeps) (*consumer.Consumer, error) {
 	start, err := shard.ParseStartPosition(cfg.Start)
 	if err != nil {
@@ -260,12 +260,13 @@ func newConsumer(cfg *runConfig, srcs sources, store checkpoint.Store,
 		MaxInFlightBytesTotal: int(inflight),
 		ExpiredWhen:           expiredWhen,
 		TTLAttribute:          cfg.TTLAttribute,
+		GlobalTables:          srcs.globalTables,
 	})
 }
 
 // serveRunHealth starts /metrics, /healthz and /readyz: ready while the
 // streams answer, the sinks work and the leases hold.
-func serveRunHealth(cfg *runConfig, d pipelineDeps, srcs sources,
+func serveRunHealth(cfg *runConfig, d pipelineDeps, srcs *sources,
 	ss *runSinks, store checkpoint.Store, leaseProbe ops.Check) (*ops.Server, error) {
 	// /metrics is served with prometheus and emf alike, so one deployment
 	// can have CloudWatch alarms and a Grafana dashboard.
