@@ -80,7 +80,7 @@ func (e *Engine) opBatchGetItem(ctx context.Context, body []byte) (any, error) {
 		if err := p.CheckUnused(); err != nil {
 			return nil, err
 		}
-		t, err := e.itemTable(name)
+		t, err := e.itemTable(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -240,7 +240,7 @@ func (e *Engine) opBatchWriteItem(ctx context.Context, body []byte) (any, error)
 	// under both is a duplicate like any other.
 	seenBy := map[string]map[string]bool{}
 	for _, name := range names {
-		t, err := e.itemTable(name)
+		t, err := e.itemTable(ctx, name)
 		if err != nil {
 			return nil, err
 		}

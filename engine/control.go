@@ -170,6 +170,13 @@ func (e *Engine) keepControl() error {
 // control routes one control request and returns its response body.
 func (e *Engine) control(r *http.Request) (any, error) {
 	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, controlPrefix), "/"), "/")
+	if len(parts) >= 3 && parts[0] == "tables" && parts[1] != "" {
+		ref, err := e.controlTable(r, parts[1])
+		if err != nil {
+			return nil, err
+		}
+		parts[1] = ref
+	}
 	post := func() error {
 		if r.Method != http.MethodPost {
 			return controlErrf(http.StatusMethodNotAllowed, "%s %s: method not allowed (use POST)", r.Method, r.URL.Path)
@@ -206,7 +213,7 @@ func (e *Engine) control(r *http.Request) (any, error) {
 		if r.Method != http.MethodGet {
 			return nil, controlErrf(http.StatusMethodNotAllowed, "%s %s: method not allowed (use GET)", r.Method, r.URL.Path)
 		}
-		return e.controlState(), nil
+		return e.stateView(), nil
 
 	case len(parts) == 2 && parts[0] == "iterators" && parts[1] == "expire":
 		if err := post(); err != nil {
@@ -315,6 +322,21 @@ func (e *Engine) control(r *http.Request) (any, error) {
 		return e.controlRecord(r, parts[1], parts[3])
 	}
 	return nil, controlErrf(http.StatusNotFound, "no control endpoint %s %s", r.Method, r.URL.Path)
+}
+
+// controlTable returns how the Go API names the table of a control path
+// /_engine/tables/{table}/...: its name in Options.Region, or, with the
+// query parameter region=REGION, its ARN in that Region.
+func (e *Engine) controlTable(r *http.Request, name string) (string, error) {
+	q := r.URL.Query()
+	region := q.Get("region")
+	if _, ok := q["region"]; !ok {
+		return name, nil
+	}
+	if !validRegion(region) {
+		return "", controlErrf(http.StatusBadRequest, "region=%q is not a Region name: 1 to 63 lower-case letters, digits and hyphens, e.g. us-west-2", region)
+	}
+	return e.tableARN(region, name), nil
 }
 
 // InjectedRecord is a stream record of a test's choosing (see

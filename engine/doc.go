@@ -16,6 +16,13 @@
 // or, from a shell, `archiver engine --listen 127.0.0.1:8000` and
 // `aws dynamodb list-tables --endpoint-url http://127.0.0.1:8000`.
 //
+// One endpoint serves every Region: a request is in the Region its SigV4
+// credential scope names (the SDK's configured Region), or in
+// Options.Region when it carries none. Each Region has its own tables and
+// streams, and an ARN of another Region is not found there. Go methods
+// that take a table act on Options.Region for a name and on the ARN's
+// Region for an ARN; SweepTTL sweeps every Region.
+//
 // What it serves: tables (CreateTable, DescribeTable, ListTables,
 // UpdateTable with streams on/off and GSI create/delete with backfill,
 // DeleteTable), items (PutItem, GetItem, UpdateItem, DeleteItem, Query,

@@ -184,7 +184,7 @@ type Engine struct {
 	p       *persister // nil without Options.DataDir
 
 	mu     sync.RWMutex
-	tables map[string]*table
+	tables map[tkey]*table // by Region and name
 
 	throttleBatchWrites atomic.Int64 // BatchWriteItem calls still to throttle
 	throttleBatchGets   atomic.Int64 // BatchGetItem calls still to throttle
@@ -213,6 +213,9 @@ type Engine struct {
 func New(o Options) (*Engine, error) {
 	if o.Region == "" {
 		o.Region = "us-east-1"
+	}
+	if !validRegion(o.Region) {
+		return nil, fmt.Errorf("engine: Region %q is not a Region name: 1 to 63 lower-case letters, digits and hyphens, e.g. us-east-1", o.Region)
 	}
 	if o.AccountID == "" {
 		o.AccountID = "000000000000"
@@ -251,7 +254,7 @@ func New(o Options) (*Engine, error) {
 		o:      o,
 		clock:  o.Clock,
 		log:    o.Logger,
-		tables: map[string]*table{},
+		tables: map[tkey]*table{},
 		stop:   make(chan struct{}),
 	}
 	e.SetHook(o.Hooks.OnRequest)
@@ -327,10 +330,12 @@ func (e *Engine) Close() error {
 }
 
 // lookup returns the table named name, or whose ARN is name (DynamoDB
-// takes either), or a ResourceNotFoundException.
-func (e *Engine) lookup(name string) (*table, error) {
+// takes either), in the Region ctx acts in (regionFor), or a
+// ResourceNotFoundException.
+func (e *Engine) lookup(ctx context.Context, name string) (*table, error) {
+	region, fixed := e.regionFor(ctx)
 	e.mu.RLock()
-	t := e.tableLocked(name)
+	t := e.tableLocked(region, fixed, name)
 	e.mu.RUnlock()
 	if t == nil {
 		return nil, awserr.NotFound("Requested resource not found: Table: %s not found", name)
@@ -338,20 +343,29 @@ func (e *Engine) lookup(name string) (*table, error) {
 	return t, nil
 }
 
-// tableLocked returns the table named name or whose ARN is name, or nil.
-// e.mu is held.
-func (e *Engine) tableLocked(name string) *table {
+// tableLocked returns the table of region named name or whose ARN is
+// name, or nil. An ARN names its own Region: unless fixed (a request, which
+// acts in one Region only), that Region is searched. e.mu is held.
+func (e *Engine) tableLocked(region string, fixed bool, name string) *table {
 	if !strings.HasPrefix(name, "arn:") {
-		return e.tables[name]
+		return e.tables[tkey{region, name}]
 	}
 	n, err := checkTableARN(&name)
 	if err != nil {
 		return nil
 	}
-	if t := e.tables[n]; t != nil && t.arn == name {
+	if r := arnRegion(name); !fixed {
+		region = r
+	}
+	if t := e.tables[tkey{region, n}]; t != nil && t.arn == name {
 		return t
 	}
 	return nil
+}
+
+// tableARN is the ARN of the table named name in region.
+func (e *Engine) tableARN(region, name string) string {
+	return "arn:aws:dynamodb:" + region + ":" + e.o.AccountID + ":table/" + name
 }
 
 // public converts the engine's internal wire errors into *Error so that
@@ -364,8 +378,10 @@ func public(err error) error {
 	return err
 }
 
+// streamARN returns the latest stream of a table named in the default
+// Region, or by its ARN in the ARN's Region.
 func (e *Engine) streamARN(tableName string) (string, error) {
-	t, err := e.lookup(tableName)
+	t, err := e.lookup(context.Background(), tableName)
 	if err != nil {
 		return "", err
 	}
@@ -412,6 +428,10 @@ func takeFault(c *atomic.Int64) bool {
 		}
 	}
 }
+
+// The fault methods below name a table as the Go API does everywhere: by
+// name, a table of Options.Region; by table ARN, the table of the ARN's
+// Region.
 
 // ForceRollover closes every open shard of the table's latest stream and
 // opens one child for each.

@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/ttl-archiver/archiver/engine/internal/attr"
+import (
+	"context"
+
+	"github.com/ttl-archiver/archiver/engine/internal/attr"
+)
 
 // Test-only access to internals, for engine_test.
 
@@ -8,7 +12,7 @@ import "github.com/ttl-archiver/archiver/engine/internal/attr"
 // release, so a test can hold a request inside the engine (a transaction
 // waits for it after registering its ClientRequestToken).
 func (e *Engine) LockTableForTest(name string) (unlock func()) {
-	t, err := e.lookup(name)
+	t, err := e.lookup(context.Background(), name)
 	if err != nil {
 		panic(err)
 	}
@@ -19,7 +23,7 @@ func (e *Engine) LockTableForTest(name string) (unlock func()) {
 // CollectionSizeForTest returns the bytes of the item collection of the
 // string partition key pk: what SizeEstimateRangeGB is derived from.
 func (e *Engine) CollectionSizeForTest(name, pk string) int64 {
-	t, err := e.lookup(name)
+	t, err := e.lookup(context.Background(), name)
 	if err != nil {
 		panic(err)
 	}

@@ -152,6 +152,12 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	region, err := requestRegion(r, e.o.Region)
+	if err != nil {
+		e.writeError(w, err, 0)
+		return
+	}
+	ctx := withRegion(r.Context(), region)
 	if hook := e.hook.Load(); hook != nil {
 		if err := (*hook)(op, r); err != nil {
 			var he *Error
@@ -169,9 +175,9 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var resp any
 	if streamsAPI {
-		resp, err = e.streams.Handle(r.Context(), op, body)
+		resp, err = e.streams.Handle(ctx, region, op, body)
 	} else {
-		resp, err = fn(e, r.Context(), body)
+		resp, err = fn(e, ctx, body)
 	}
 	if e.p != nil {
 		// Answer only once what this request changed (and saw) is durable.
@@ -397,7 +403,8 @@ func nullErr(field string) error {
 }
 
 func (e *Engine) opDescribeEndpoints(ctx context.Context, body []byte) (any, error) {
-	return map[string]any{"Endpoints": []map[string]any{{"Address": "dynamodb." + e.o.Region + ".amazonaws.com", "CachePeriodInMinutes": 1440}}}, nil
+	region, _ := e.regionFor(ctx)
+	return map[string]any{"Endpoints": []map[string]any{{"Address": "dynamodb." + region + ".amazonaws.com", "CachePeriodInMinutes": 1440}}}, nil
 }
 
 func (e *Engine) opDescribeLimits(ctx context.Context, body []byte) (any, error) {

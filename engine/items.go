@@ -829,7 +829,7 @@ func (e *Engine) opPutItem(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := e.itemTable(req.TableName)
+	t, err := e.itemTable(ctx, req.TableName)
 	if err != nil {
 		return nil, err
 	}
@@ -939,7 +939,7 @@ func (e *Engine) opGetItem(ctx context.Context, body []byte) (any, error) {
 	if err := p.CheckUnused(); err != nil {
 		return nil, err
 	}
-	t, err := e.itemTable(req.TableName)
+	t, err := e.itemTable(ctx, req.TableName)
 	if err != nil {
 		return nil, err
 	}
@@ -1057,7 +1057,7 @@ func (e *Engine) opDeleteItem(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := e.itemTable(req.TableName)
+	t, err := e.itemTable(ctx, req.TableName)
 	if err != nil {
 		return nil, err
 	}
@@ -1152,7 +1152,7 @@ func (e *Engine) opUpdateItem(ctx context.Context, body []byte) (any, error) {
 	if err := p.CheckUnused(); err != nil {
 		return nil, err
 	}
-	t, err := e.itemTable(req.TableName)
+	t, err := e.itemTable(ctx, req.TableName)
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ type stmt struct {
 }
 
 // prepare parses a statement, checks its parameters and finds its table.
-func (e *Engine) prepare(src *string, params []attr.Value) (*stmt, error) {
+func (e *Engine) prepare(ctx context.Context, src *string, params []attr.Value) (*stmt, error) {
 	if src == nil {
 		return nil, nullErr("statement")
 	}
@@ -66,7 +66,7 @@ func (e *Engine) prepare(src *string, params []attr.Value) (*stmt, error) {
 	if st.Params != len(params) {
 		return nil, awserr.Validation("Number of parameters in request and statement don't match.")
 	}
-	t, err := e.lookup(st.Table)
+	t, err := e.lookup(ctx, st.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (e *Engine) opExecuteStatement(ctx context.Context, body []byte) (any, erro
 	if req.Limit != nil && *req.Limit < 1 {
 		return nil, awserr.Validation("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *req.Limit)
 	}
-	s, err := e.prepare(req.Statement, req.Parameters)
+	s, err := e.prepare(ctx, req.Statement, req.Parameters)
 	if err != nil {
 		return nil, err
 	}
@@ -734,7 +734,7 @@ func (e *Engine) opBatchExecuteStatement(ctx context.Context, body []byte) (any,
 		if err := checkRVCCF(bs.ReturnValuesOnConditionCheckFailure); err != nil {
 			return nil, err
 		}
-		stmts[i], errs[i] = e.prepare(bs.Statement, bs.Parameters)
+		stmts[i], errs[i] = e.prepare(ctx, bs.Statement, bs.Parameters)
 		switch {
 		case errs[i] != nil:
 		case stmts[i].st.IsRead():
@@ -880,7 +880,7 @@ func (e *Engine) opExecuteTransaction(ctx context.Context, body []byte) (any, er
 		if err := checkRVCCF(ts.ReturnValuesOnConditionCheckFailure); err != nil {
 			return nil, err
 		}
-		s, err := e.prepare(ts.Statement, ts.Parameters)
+		s, err := e.prepare(ctx, ts.Statement, ts.Parameters)
 		if err != nil {
 			return nil, err
 		}

@@ -45,6 +45,17 @@ type throttleState struct {
 	BatchGetItem   int `json:"BatchGetItem"`
 }
 
+// stateView is what GET /_engine/state answers: the control state, and
+// the Regions that hold a table.
+type stateView struct {
+	controlState
+	Regions []string `json:"regions"`
+}
+
+func (e *Engine) stateView() stateView {
+	return stateView{controlState: e.controlState(), Regions: e.Regions()}
+}
+
 // controlState returns the state the control API set.
 func (e *Engine) controlState() controlState {
 	s := controlState{

@@ -20,6 +20,7 @@ import (
 // once the registry is loaded.
 type tableMeta struct {
 	Name       string            `json:"name"`
+	Region     string            `json:"region,omitempty"` // absent before Regions: the ARN's
 	ARN        string            `json:"arn"`
 	ID         string            `json:"id"`
 	Created    int64             `json:"created"`
@@ -81,7 +82,7 @@ func (m keyMeta) keyDef() (keyDef, error) {
 // metaJSON encodes the table's metadata. t.mu is held (or t is not yet
 // visible).
 func (t *table) metaJSON() []byte {
-	m := tableMeta{Name: t.name, ARN: t.arn, ID: t.id, Created: t.created.UnixNano(), Key: t.key.meta(),
+	m := tableMeta{Name: t.name, Region: t.region, ARN: t.arn, ID: t.id, Created: t.created.UnixNano(), Key: t.key.meta(),
 		AttrDefs: map[string]string{}, Billing: t.billing, RCU: t.rcu, WCU: t.wcu, TTLAttr: t.ttlAttr,
 		Deletion: t.deletion, Tags: t.tags, TableClass: t.tableClass}
 	for n, ty := range t.attrDefs {
@@ -198,8 +199,8 @@ func (l *loader) apply(p []byte) error {
 	case recTableDeleted:
 		id := d.str()
 		if t := l.byID[id]; t != nil {
-			if l.e.tables[t.name] == t {
-				delete(l.e.tables, t.name)
+			if l.e.tables[t.tkey()] == t {
+				delete(l.e.tables, t.tkey())
 			}
 			delete(l.byID, id)
 			delete(l.meta, t)
@@ -268,7 +269,14 @@ func (l *loader) tableMeta(js []byte) error {
 	t := l.byID[m.ID]
 	if t == nil {
 		created := time.Unix(0, m.Created).UTC()
-		t = &table{name: m.Name, arn: m.ARN, id: m.ID, created: created, lagNanos: int64(l.e.o.TTLLag), p: l.p,
+		region := m.Region
+		if region == "" { // kept before Regions: its ARN says where
+			region = arnRegion(m.ARN)
+		}
+		if !validRegion(region) {
+			return fmt.Errorf("table %s: Region %q is not a Region name", m.Name, region)
+		}
+		t = &table{name: m.Name, region: region, arn: m.ARN, id: m.ID, created: created, lagNanos: int64(l.e.o.TTLLag), p: l.p,
 			items: newSkiplist(uint64(m.Created) ^ uint64(len(l.byID)))}
 		l.byID[m.ID] = t
 	}
@@ -286,7 +294,7 @@ func (l *loader) tableMeta(js []byte) error {
 	}
 	t.billing, t.rcu, t.wcu, t.ttlAttr = m.Billing, m.RCU, m.WCU, m.TTLAttr
 	t.deletion, t.tags, t.tableClass = m.Deletion, m.Tags, m.TableClass
-	l.e.tables[m.Name] = t
+	l.e.tables[t.tkey()] = t
 	l.meta[t] = m
 	return nil
 }

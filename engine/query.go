@@ -181,7 +181,7 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 	if pl.sel, err = checkSelect(req.Select, pl.proj, req.IndexName != nil, query); err != nil {
 		return nil, err
 	}
-	t, err := e.itemTable(req.TableName)
+	t, err := e.itemTable(ctx, req.TableName)
 	if err != nil {
 		return nil, err
 	}

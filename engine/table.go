@@ -45,6 +45,7 @@ type index struct {
 // write lock, so a key's stream records are in commit order.
 type table struct {
 	name    string
+	region  string // the Region it is in (Options.Region or a request's credential scope)
 	arn     string
 	id      string
 	created time.Time
@@ -74,6 +75,9 @@ type table struct {
 	// and only then applied (txWrites.commit).
 	tx *txWrites
 }
+
+// tkey is the table's key in Engine.tables.
+func (t *table) tkey() tkey { return tkey{t.region, t.name} }
 
 // indexByName returns the named index or nil.
 func (t *table) indexByName(name string) *index {
@@ -404,9 +408,11 @@ func (e *Engine) opCreateTable(ctx context.Context, body []byte) (any, error) {
 		return nil, nullErr("attributeDefinitions")
 	}
 	now := e.clock.Now()
+	region, _ := e.regionFor(ctx)
 	t := &table{
 		name:       req.TableName,
-		arn:        fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", e.o.Region, e.o.AccountID, req.TableName),
+		region:     region,
+		arn:        e.tableARN(region, req.TableName),
 		created:    now,
 		attrDefs:   map[string]attr.Type{},
 		deletion:   req.DeletionProtectionEnabled,
@@ -516,13 +522,13 @@ func (e *Engine) opCreateTable(ctx context.Context, body []byte) (any, error) {
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.tables[t.name] != nil {
+	if e.tables[t.tkey()] != nil {
 		return nil, awserr.InUse("Table already exists: %s", t.name)
 	}
 	if enabled {
-		t.setStream(e.streams.Create(t.name, view))
+		t.setStream(e.streams.Create(t.region, t.name, view))
 	}
-	e.tables[t.name] = t
+	e.tables[t.tkey()] = t
 	if t.p != nil {
 		t.p.tableChanged(t)
 	}
@@ -612,8 +618,8 @@ type tableNameRequest struct {
 // whose ResourceNotFoundException DynamoDB words without the table's
 // name: "Requested resource not found". The table operations keep
 // lookup's "Requested resource not found: Table: NAME not found".
-func (e *Engine) itemTable(name string) (*table, error) {
-	t, err := e.lookup(name)
+func (e *Engine) itemTable(ctx context.Context, name string) (*table, error) {
+	t, err := e.lookup(ctx, name)
 	if err != nil {
 		return nil, awserr.NotFound("Requested resource not found")
 	}
@@ -622,7 +628,7 @@ func (e *Engine) itemTable(name string) (*table, error) {
 
 // namedTable decodes a request that names only a table (DescribeTable,
 // DescribeTimeToLive) and returns that table.
-func (e *Engine) namedTable(body []byte) (*table, error) {
+func (e *Engine) namedTable(ctx context.Context, body []byte) (*table, error) {
 	var req tableNameRequest
 	if err := decode(body, &req); err != nil {
 		return nil, err
@@ -630,11 +636,11 @@ func (e *Engine) namedTable(body []byte) (*table, error) {
 	if err := checkTableRef(req.TableName, "tableName"); err != nil {
 		return nil, err
 	}
-	return e.lookup(req.TableName)
+	return e.lookup(ctx, req.TableName)
 }
 
 func (e *Engine) opDescribeTable(ctx context.Context, body []byte) (any, error) {
-	t, err := e.namedTable(body)
+	t, err := e.namedTable(ctx, body)
 	if err != nil {
 		return nil, err
 	}
@@ -658,11 +664,12 @@ func (e *Engine) opListTables(ctx context.Context, body []byte) (any, error) {
 			return nil, err
 		}
 	}
+	region, _ := e.regionFor(ctx)
 	e.mu.RLock()
 	names := make([]string, 0, len(e.tables))
-	for n := range e.tables {
-		if n > req.ExclusiveStartTableName {
-			names = append(names, n)
+	for k := range e.tables {
+		if k.region == region && k.name > req.ExclusiveStartTableName {
+			names = append(names, k.name)
 		}
 	}
 	e.mu.RUnlock()
@@ -684,8 +691,9 @@ func (e *Engine) opDeleteTable(ctx context.Context, body []byte) (any, error) {
 	if err := checkTableRef(req.TableName, "tableName"); err != nil {
 		return nil, err
 	}
+	region, fixed := e.regionFor(ctx)
 	e.mu.Lock()
-	t := e.tableLocked(req.TableName)
+	t := e.tableLocked(region, fixed, req.TableName)
 	if t == nil {
 		e.mu.Unlock()
 		return nil, awserr.NotFound("Requested resource not found: Table: %s not found", req.TableName)
@@ -696,7 +704,7 @@ func (e *Engine) opDeleteTable(ctx context.Context, body []byte) (any, error) {
 		e.mu.Unlock()
 		return nil, awserr.Validation("Resource cannot be deleted as it is currently protected against deletion. Disable deletion protection first.")
 	}
-	delete(e.tables, t.name)
+	delete(e.tables, t.tkey())
 	if t.p != nil {
 		t.p.tableDeleted(t)
 	}
@@ -738,7 +746,7 @@ func (e *Engine) opUpdateTable(ctx context.Context, body []byte) (any, error) {
 	}
 	// checkShape has checked TableName, BillingMode's values and the
 	// StreamSpecification's members.
-	t, err := e.lookup(req.TableName)
+	t, err := e.lookup(ctx, req.TableName)
 	if err != nil {
 		return nil, err
 	}
@@ -879,7 +887,7 @@ func (e *Engine) opUpdateTable(ctx context.Context, body []byte) (any, error) {
 	}
 	if req.StreamSpecification != nil {
 		if enabled {
-			t.setStream(e.streams.Create(t.name, view))
+			t.setStream(e.streams.Create(t.region, t.name, view))
 		} else {
 			e.streams.Disable(t.stream.ARN())
 			t.stream = nil
@@ -943,7 +951,7 @@ func (t *table) backfillLocked(ix *index) error {
 // ---- TTL configuration ----
 
 func (e *Engine) opDescribeTimeToLive(ctx context.Context, body []byte) (any, error) {
-	t, err := e.namedTable(body)
+	t, err := e.namedTable(ctx, body)
 	if err != nil {
 		return nil, err
 	}
@@ -983,7 +991,7 @@ func (e *Engine) opUpdateTimeToLive(ctx context.Context, body []byte) (any, erro
 	if len(spec.AttributeName) > 255 {
 		return nil, awserr.Validation("1 validation error detected: Value '%s' at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must have length less than or equal to 255", spec.AttributeName)
 	}
-	t, err := e.lookup(req.TableName)
+	t, err := e.lookup(ctx, req.TableName)
 	if err != nil {
 		return nil, err
 	}

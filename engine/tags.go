@@ -218,9 +218,10 @@ func (e *Engine) checkAccount(action, arn string) error {
 
 // taggedTable returns the table whose ARN is arn, with e.mu read-locked
 // (the caller unlocks it), so the table cannot be deleted meanwhile.
-func (e *Engine) taggedTable(arn, name string) (*table, error) {
+func (e *Engine) taggedTable(ctx context.Context, arn, name string) (*table, error) {
+	region, fixed := e.regionFor(ctx)
 	e.mu.RLock()
-	t := e.tables[name]
+	t := e.tableLocked(region, fixed, arn)
 	if t == nil || t.arn != arn {
 		e.mu.RUnlock()
 		return nil, awserr.NotFound("Requested resource not found: ResourcArn: %s not found", arn)
@@ -256,7 +257,7 @@ func (e *Engine) opTagResource(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := e.taggedTable(*req.ResourceArn, name)
+	t, err := e.taggedTable(ctx, *req.ResourceArn, name)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +309,7 @@ func (e *Engine) opUntagResource(ctx context.Context, body []byte) (any, error) 
 	if len(keys) > maxTags {
 		return nil, tooManyTags()
 	}
-	t, err := e.taggedTable(*req.ResourceArn, name)
+	t, err := e.taggedTable(ctx, *req.ResourceArn, name)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +338,7 @@ func (e *Engine) opListTagsOfResource(ctx context.Context, body []byte) (any, er
 	if err := e.checkAccount("ListTagsOfResource", *req.ResourceArn); err != nil {
 		return nil, err
 	}
-	t, err := e.taggedTable(*req.ResourceArn, name)
+	t, err := e.taggedTable(ctx, *req.ResourceArn, name)
 	if err != nil {
 		return nil, err
 	}

@@ -85,7 +85,7 @@ func (e *Engine) opTransactWriteItems(ctx context.Context, body []byte) (any, er
 	actions := make([]*txAction, 0, len(req.TransactItems))
 	tables := map[string]*table{}
 	for _, ti := range req.TransactItems {
-		a, err := e.txAction(ti, tables)
+		a, err := e.txAction(ctx, ti, tables)
 		if err != nil {
 			return nil, err
 		}
@@ -128,7 +128,7 @@ func (e *Engine) opTransactWriteItems(ctx context.Context, body []byte) (any, er
 
 // txAction validates one TransactItems member and resolves its table
 // (through tables, which caches lookups).
-func (e *Engine) txAction(ti txWriteItem, tables map[string]*table) (*txAction, error) {
+func (e *Engine) txAction(ctx context.Context, ti txWriteItem, tables map[string]*table) (*txAction, error) {
 	a := &txAction{}
 	n := 0
 	for kind, o := range map[string]*txOp{"ConditionCheck": ti.ConditionCheck, "Put": ti.Put, "Delete": ti.Delete, "Update": ti.Update} {
@@ -155,7 +155,7 @@ func (e *Engine) txAction(ti txWriteItem, tables map[string]*table) (*txAction, 
 	}
 	// Keyed by the table's own name: a name and an ARN of one table must
 	// not lock it twice.
-	t, err := e.itemTable(o.TableName)
+	t, err := e.itemTable(ctx, o.TableName)
 	if err != nil {
 		return nil, err
 	}
@@ -559,7 +559,7 @@ func (e *Engine) opTransactGetItems(ctx context.Context, body []byte) (any, erro
 		if err := p.CheckUnused(); err != nil {
 			return nil, err
 		}
-		t, err := e.itemTable(o.TableName)
+		t, err := e.itemTable(ctx, o.TableName)
 		if err != nil {
 			return nil, err
 		}

@@ -82,6 +82,23 @@ func (b *Bed) StreamsClient(accessKey string, opts ...func(*dynamodbstreams.Opti
 	return StreamsClientAt(b.Endpoint, accessKey, append([]func(*dynamodbstreams.Options){func(o *dynamodbstreams.Options) { o.HTTPClient = b.httpClient }}, opts...)...)
 }
 
+// Regional is a DynamoDB and a DynamoDB Streams client of one Region.
+type Regional struct {
+	Region   string
+	DynamoDB *dynamodb.Client
+	Streams  *dynamodbstreams.Client
+}
+
+// In returns clients of the bed signing with DefaultKey whose requests are
+// for region: the same endpoint, the Region set in their options as in an
+// aws.Config, so the SigV4 credential scope names it and the engine serves
+// that Region's tables and streams.
+func (b *Bed) In(region string) Regional {
+	return Regional{Region: region,
+		DynamoDB: b.Client(DefaultKey, func(o *dynamodb.Options) { o.Region = region }),
+		Streams:  b.StreamsClient(DefaultKey, func(o *dynamodbstreams.Options) { o.Region = region })}
+}
+
 // ClientAt is a DynamoDB client for an endpoint that is not a bed's (a
 // closed port, a proxy, an engine in another process), signing with
 // accessKey and Secret.

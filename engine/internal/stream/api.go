@@ -24,36 +24,41 @@ const (
 	MaxListStreamsLimit    = 100     // streams per ListStreams page
 )
 
-// Handle serves one Streams API operation. op is the operation name without
-// the "DynamoDBStreams_20120810." prefix; body is the raw JSON request. It
+// Handle serves one Streams API operation of a request to region ("": the
+// registry's Options.Region). op is the operation name without the
+// "DynamoDBStreams_20120810." prefix; body is the raw JSON request. It
 // returns a JSON-encodable response or an *awserr.Error (never anything
-// else, never a panic).
-func (r *Registry) Handle(ctx context.Context, op string, body []byte) (any, error) {
+// else, never a panic). A stream of another Region, by ARN or iterator,
+// is not found there, as on AWS.
+func (r *Registry) Handle(ctx context.Context, region, op string, body []byte) (any, error) {
+	if region == "" {
+		region = r.opts.Region
+	}
 	switch op {
 	case "ListStreams":
 		var in listStreamsIn
 		if err := decode(body, &in); err != nil {
 			return nil, err
 		}
-		return r.listStreams(in)
+		return r.listStreams(region, in)
 	case "DescribeStream":
 		var in describeStreamIn
 		if err := decode(body, &in); err != nil {
 			return nil, err
 		}
-		return r.describeStream(in)
+		return r.describeStream(region, in)
 	case "GetShardIterator":
 		var in getShardIteratorIn
 		if err := decode(body, &in); err != nil {
 			return nil, err
 		}
-		return r.getShardIterator(in)
+		return r.getShardIterator(region, in)
 	case "GetRecords":
 		var in getRecordsIn
 		if err := decode(body, &in); err != nil {
 			return nil, err
 		}
-		return r.getRecords(in)
+		return r.getRecords(region, in)
 	}
 	return nil, awserr.Newf(awserr.CodeUnknownOperation, "Unknown operation: DynamoDBStreams_20120810.%s", op)
 }
@@ -234,13 +239,13 @@ var tableNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
 
 var streamARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:dynamodb:[^:]*:[^:]*:table/[a-zA-Z0-9_.-]{1,255}/stream/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}$`)
 
-// lookupStream finds a live stream by ARN with AWS's errors.
-func (r *Registry) lookupStream(arn string) (*Stream, error) {
+// lookupStream finds a live stream of region by ARN with AWS's errors.
+func (r *Registry) lookupStream(region, arn string) (*Stream, error) {
 	if !streamARNRE.MatchString(arn) {
 		return nil, awserr.Validation("Invalid StreamArn: %s", arn)
 	}
 	s := r.Lookup(arn)
-	if s == nil {
+	if s == nil || s.region != region {
 		return nil, awserr.NotFound("Requested resource not found: Stream: %s not found", arn)
 	}
 	return s, nil
@@ -252,7 +257,7 @@ func shardNotFound(id, arn string) error {
 
 // --- ListStreams ---
 
-func (r *Registry) listStreams(in listStreamsIn) (any, error) {
+func (r *Registry) listStreams(region string, in listStreamsIn) (any, error) {
 	var v verrs
 	if in.TableName != nil && !tableNameRE.MatchString(*in.TableName) {
 		v.add("Value '%s' at 'tableName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+", *in.TableName)
@@ -286,7 +291,7 @@ func (r *Registry) listStreams(in listStreamsIn) (any, error) {
 	}
 	out := &listStreamsOut{Streams: []streamSummary{}}
 	for _, s := range r.list {
-		if s.ord <= after || (in.TableName != nil && s.table != *in.TableName) {
+		if s.ord <= after || s.region != region || (in.TableName != nil && s.table != *in.TableName) {
 			continue
 		}
 		if len(out.Streams) == limit {
@@ -300,7 +305,7 @@ func (r *Registry) listStreams(in listStreamsIn) (any, error) {
 
 // --- DescribeStream ---
 
-func (r *Registry) describeStream(in describeStreamIn) (any, error) {
+func (r *Registry) describeStream(region string, in describeStreamIn) (any, error) {
 	var v verrs
 	v.required("streamArn", in.StreamArn)
 	v.length("streamArn", in.StreamArn, 37, 1024)
@@ -328,7 +333,7 @@ func (r *Registry) describeStream(in describeStreamIn) (any, error) {
 	if in.Limit != nil && *in.Limit < int64(limit) {
 		limit = int(*in.Limit)
 	}
-	s, err := r.lookupStream(*in.StreamArn)
+	s, err := r.lookupStream(region, *in.StreamArn)
 	if err != nil {
 		return nil, err
 	}
@@ -389,7 +394,7 @@ func (s *Stream) startAfterLocked(id string) uint32 {
 
 // --- GetShardIterator ---
 
-func (r *Registry) getShardIterator(in getShardIteratorIn) (any, error) {
+func (r *Registry) getShardIterator(region string, in getShardIteratorIn) (any, error) {
 	var v verrs
 	v.required("streamArn", in.StreamArn)
 	v.length("streamArn", in.StreamArn, 37, 1024)
@@ -425,7 +430,7 @@ func (r *Registry) getShardIterator(in getShardIteratorIn) (any, error) {
 	if typ != "AT_TIMESTAMP" && in.Timestamp != nil {
 		return nil, awserr.Validation("Timestamp must not be set when ShardIteratorType is %s", typ)
 	}
-	s, err := r.lookupStream(*in.StreamArn)
+	s, err := r.lookupStream(region, *in.StreamArn)
 	if err != nil {
 		return nil, err
 	}
@@ -484,7 +489,7 @@ func (r *Registry) getShardIterator(in getShardIteratorIn) (any, error) {
 
 // --- GetRecords ---
 
-func (r *Registry) getRecords(in getRecordsIn) (any, error) {
+func (r *Registry) getRecords(region string, in getRecordsIn) (any, error) {
 	var v verrs
 	v.required("shardIterator", in.ShardIterator)
 	v.length("shardIterator", in.ShardIterator, 1, 2048)
@@ -512,7 +517,7 @@ func (r *Registry) getRecords(in getRecordsIn) (any, error) {
 	r.mu.RLock()
 	s := r.byOrd[it.streamID]
 	r.mu.RUnlock()
-	if s == nil || s.arn != it.arn {
+	if s == nil || s.arn != it.arn || s.region != region {
 		return nil, awserr.NotFound("Requested resource not found: Stream: %s not found", it.arn)
 	}
 	s.mu.Lock()

@@ -17,7 +17,7 @@ func TestAppendAllIsOneUnit(t *testing.T) {
 	r := NewRegistry(Options{Shards: 1, Now: clk.Now, RolloverRecords: 2})
 	rec := &recorder{}
 	r.SetJournal(rec)
-	a, b := r.Create("a", NewImage), r.Create("b", NewImage)
+	a, b := r.Create("", "a", NewImage), r.Create("", "b", NewImage)
 	a.SetKeySchema("pk", "")
 	b.SetKeySchema("pk", "")
 	change := func(s *Stream, k string) Pending {

@@ -20,7 +20,7 @@ func expiredItem(i int) Change {
 
 func BenchmarkAppend(b *testing.B) {
 	reg := NewRegistry(Options{Shards: 4})
-	s := reg.Create("bench", NewAndOldImages)
+	s := reg.Create("", "bench", NewAndOldImages)
 	var n atomic.Int64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -32,7 +32,7 @@ func BenchmarkAppend(b *testing.B) {
 
 func BenchmarkAppendEncoded(b *testing.B) {
 	reg := NewRegistry(Options{Shards: 4})
-	s := reg.Create("bench", NewAndOldImages)
+	s := reg.Create("", "bench", NewAndOldImages)
 	var n atomic.Int64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -46,7 +46,7 @@ func BenchmarkAppendEncoded(b *testing.B) {
 
 func BenchmarkGetRecordsDrain(b *testing.B) {
 	reg := NewRegistry(Options{Shards: 1})
-	s := reg.Create("bench", NewAndOldImages)
+	s := reg.Create("", "bench", NewAndOldImages)
 	for i := 0; i < 100000; i++ {
 		s.Append(expiredItem(i))
 	}
@@ -54,13 +54,13 @@ func BenchmarkGetRecordsDrain(b *testing.B) {
 	b.ResetTimer()
 	recs := 0
 	for i := 0; i < b.N; i++ {
-		resp, err := reg.Handle(bg, "GetShardIterator", []byte(fmt.Sprintf(`{"StreamArn":%q,"ShardId":%q,"ShardIteratorType":"TRIM_HORIZON"}`, s.ARN(), shard)))
+		resp, err := reg.Handle(bg, "", "GetShardIterator", []byte(fmt.Sprintf(`{"StreamArn":%q,"ShardId":%q,"ShardIteratorType":"TRIM_HORIZON"}`, s.ARN(), shard)))
 		if err != nil {
 			b.Fatal(err)
 		}
 		it := resp.(*getShardIteratorOut).ShardIterator
 		for {
-			out, err := reg.Handle(bg, "GetRecords", []byte(`{"ShardIterator":"`+it+`"}`))
+			out, err := reg.Handle(bg, "", "GetRecords", []byte(`{"ShardIterator":"`+it+`"}`))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -89,7 +89,7 @@ func TestMemoryPerRecord(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	reg := NewRegistry(Options{Shards: 4})
-	s := reg.Create("bench", NewAndOldImages)
+	s := reg.Create("", "bench", NewAndOldImages)
 	for i := 0; i < n; i++ {
 		s.Append(expiredItem(i))
 	}

@@ -74,7 +74,7 @@ func jsonHandler(reg *Registry) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		op, _ := strings.CutPrefix(req.Header.Get("X-Amz-Target"), "DynamoDBStreams_20120810.")
 		body, _ := io.ReadAll(req.Body)
-		resp, err := reg.Handle(req.Context(), op, body)
+		resp, err := reg.Handle(req.Context(), "", op, body)
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 		if err != nil {
 			var ae *awserr.Error

@@ -15,7 +15,7 @@ import (
 // are refused.
 func TestInject(t *testing.T) {
 	e := newEnv(t, Options{Shards: 4})
-	s := e.reg.Create("t", KeysOnly)
+	s := e.reg.Create("", "t", KeysOnly)
 	shards := s.Shards()
 	for _, sh := range shards {
 		seq, err := e.reg.Inject(s.ARN(), sh.ID, EncodedChange{

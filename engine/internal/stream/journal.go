@@ -237,12 +237,16 @@ func (r *Registry) applyStream(ev *Event) {
 	s := r.byOrd[ev.Stream]
 	if s == nil {
 		created := time.Unix(0, h.Created).UTC()
+		region := ARNRegion(h.ARN)
+		if region == "" {
+			region = r.opts.Region
+		}
 		s = &Stream{
-			reg: r, ord: ev.Stream, arn: h.ARN, label: h.Label, table: h.Table, viewType: h.ViewType,
+			reg: r, ord: ev.Stream, arn: h.ARN, region: region, label: h.Label, table: h.Table, viewType: h.ViewType,
 			created: created, salt: h.Salt, rnd: mrand.New(mrand.NewPCG(r.rnd.Uint64(), r.rnd.Uint64())),
 			status: StatusEnabled, byOrd: map[uint32]*shard{}, ordByID: map[string]uint32{},
 			events:       []string{`"INSERT"`, `"MODIFY"`, `"REMOVE"`},
-			prefix:       `{"awsRegion":` + jsonString(r.opts.Region) + `,"dynamodb":{"ApproximateCreationDateTime":`,
+			prefix:       recordPrefix(region),
 			viewJSON:     jsonString(h.ViewType),
 			lastMaintain: created,
 		}
@@ -251,8 +255,8 @@ func (r *Registry) applyStream(ev *Event) {
 		r.everOrd[s.arn] = s.ord
 		r.salts[s.salt] = true
 		r.nextOrd = max(r.nextOrd, s.ord)
-		if lt, err := time.Parse("2006-01-02T15:04:05.000", h.Label); err == nil && lt.After(r.lastLabel[h.Table]) {
-			r.lastLabel[h.Table] = lt
+		if lt, err := time.Parse("2006-01-02T15:04:05.000", h.Label); err == nil && lt.After(r.lastLabel[region+"/"+h.Table]) {
+			r.lastLabel[region+"/"+h.Table] = lt
 		}
 		i := sort.Search(len(r.list), func(i int) bool { return r.list[i].ord > s.ord })
 		r.list = append(r.list, nil)

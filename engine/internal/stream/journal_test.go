@@ -37,7 +37,7 @@ func view(t *testing.T, r *Registry) []string {
 	var out []string
 	call := func(op string, in any) string {
 		body, _ := json.Marshal(in)
-		resp, err := r.Handle(bg, op, body)
+		resp, err := r.Handle(bg, "", op, body)
 		if err != nil {
 			return op + ": " + err.Error()
 		}
@@ -69,9 +69,9 @@ func TestJournalReplay(t *testing.T) {
 	r := NewRegistry(o)
 	rec := &recorder{}
 	r.SetJournal(rec)
-	a := r.Create("t1", NewAndOldImages)
+	a := r.Create("", "t1", NewAndOldImages)
 	a.SetKeySchema("pk", "")
-	b := r.Create("t2", KeysOnly)
+	b := r.Create("", "t2", KeysOnly)
 	b.SetKeySchema("pk", "sk")
 	put := func(s *Stream, i int) {
 		s.Append(Change{EventName: "INSERT", Keys: key(fmt.Sprint(i)), New: attr.Item{"pk": attr.Str(fmt.Sprint(i)), "v": attr.Num(fmt.Sprint(i))}, Service: i%5 == 0})
@@ -141,7 +141,7 @@ func TestCommitMakesTheRecordDurable(t *testing.T) {
 	r := NewRegistry(Options{Shards: 1, Now: newClock().Now})
 	rec := &recorder{}
 	r.SetJournal(rec)
-	s := r.Create("t", NewImage)
+	s := r.Create("", "t", NewImage)
 	s.SetKeySchema("pk", "")
 	fail := errors.New("disk full")
 	var committed []Event

@@ -20,6 +20,7 @@ import (
 	mrand "math/rand/v2"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,6 +128,7 @@ type Stream struct {
 	reg      *Registry
 	ord      uint32
 	arn      string
+	region   string // the Region in the ARN and in every record's awsRegion
 	label    string
 	table    string
 	viewType string
@@ -198,17 +200,21 @@ func (sh *shard) afterLast(lastSeq uint64) uint64 {
 	return lastSeq + 1
 }
 
-// Create makes a new ENABLED stream for a table with the registry's number
-// of open shards. Its label is the creation time in ISO 8601 with
-// milliseconds, unique per table even within one millisecond.
-func (r *Registry) Create(table string, viewType string) *Stream {
+// Create makes a new ENABLED stream for a table of region ("": the
+// registry's Options.Region) with the registry's number of open shards.
+// Its label is the creation time in ISO 8601 with milliseconds, unique per
+// table and region even within one millisecond.
+func (r *Registry) Create(region, table string, viewType string) *Stream {
+	if region == "" {
+		region = r.opts.Region
+	}
 	now := r.opts.Now().UTC()
 	r.mu.Lock()
 	lt := now.Truncate(time.Millisecond)
-	if last, ok := r.lastLabel[table]; ok && !lt.After(last) {
+	if last, ok := r.lastLabel[region+"/"+table]; ok && !lt.After(last) {
 		lt = last.Add(time.Millisecond)
 	}
-	r.lastLabel[table] = lt
+	r.lastLabel[region+"/"+table] = lt
 	label := lt.Format("2006-01-02T15:04:05.000")
 	r.nextOrd++
 	var salt uint64
@@ -219,7 +225,8 @@ func (r *Registry) Create(table string, viewType string) *Stream {
 	s := &Stream{
 		reg:      r,
 		ord:      r.nextOrd,
-		arn:      fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s/stream/%s", r.opts.Region, r.opts.AccountID, table, label),
+		arn:      fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s/stream/%s", region, r.opts.AccountID, table, label),
+		region:   region,
 		label:    label,
 		table:    table,
 		viewType: viewType,
@@ -230,7 +237,7 @@ func (r *Registry) Create(table string, viewType string) *Stream {
 		byOrd:    map[uint32]*shard{},
 		ordByID:  map[string]uint32{},
 		events:   []string{`"INSERT"`, `"MODIFY"`, `"REMOVE"`},
-		prefix:   `{"awsRegion":` + jsonString(r.opts.Region) + `,"dynamodb":{"ApproximateCreationDateTime":`,
+		prefix:   recordPrefix(region),
 		viewJSON: jsonString(viewType),
 	}
 	r.byARN[s.arn] = s
@@ -258,6 +265,25 @@ func (r *Registry) Create(table string, viewType string) *Stream {
 
 // ARN is the stream's ARN.
 func (s *Stream) ARN() string { return s.arn }
+
+// Region is the Region of the stream's table.
+func (s *Stream) Region() string { return s.region }
+
+// recordPrefix is the start of every record's JSON in region, up to
+// ApproximateCreationDateTime's value.
+func recordPrefix(region string) string {
+	return `{"awsRegion":` + jsonString(region) + `,"dynamodb":{"ApproximateCreationDateTime":`
+}
+
+// ARNRegion returns the Region field of an ARN ("arn:aws:dynamodb:REGION:..."),
+// or "" when arn has no such field.
+func ARNRegion(arn string) string {
+	parts := strings.SplitN(arn, ":", 5)
+	if len(parts) < 5 || parts[0] != "arn" {
+		return ""
+	}
+	return parts[3]
+}
 
 // Label is the stream's label (the last part of the ARN).
 func (s *Stream) Label() string { return s.label }

@@ -20,9 +20,9 @@ import (
 
 func TestCreateARNAndLabel(t *testing.T) {
 	e := newEnv(t, Options{Region: "eu-west-1", AccountID: "123456789012"})
-	a := e.reg.Create("orders", NewAndOldImages)
-	b := e.reg.Create("orders", KeysOnly) // same millisecond
-	c := e.reg.Create("users", NewImage)
+	a := e.reg.Create("", "orders", NewAndOldImages)
+	b := e.reg.Create("", "orders", KeysOnly) // same millisecond
+	c := e.reg.Create("", "users", NewImage)
 	if got, want := a.ARN(), "arn:aws:dynamodb:eu-west-1:123456789012:table/orders/stream/2026-11-22T06:13:59.123"; got != want {
 		t.Fatalf("ARN = %q, want %q", got, want)
 	}
@@ -65,7 +65,7 @@ func TestRecordWireShape(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(fmt.Sprintf("%d-%s-%s", i, tc.view, tc.change.EventName), func(t *testing.T) {
 			e := newEnv(t, Options{})
-			s := e.reg.Create("t1", tc.view)
+			s := e.reg.Create("", "t1", tc.view)
 			s.Append(tc.change)
 			sh := s.Shards()
 			recs := e.readShard(t, s.ARN(), sh[0].ID, 0)
@@ -121,10 +121,10 @@ func TestRecordWireShape(t *testing.T) {
 // TestRecordRawJSON checks the exact member names on the wire.
 func TestRecordRawJSON(t *testing.T) {
 	e := newEnv(t, Options{})
-	s := e.reg.Create("t1", NewAndOldImages)
+	s := e.reg.Create("", "t1", NewAndOldImages)
 	s.Append(Change{EventName: "REMOVE", Keys: key("a"), Old: attr.Item{"pk": attr.Str("a"), "x": attr.Bool(true)}, Service: true})
 	it := getIter(t, e, s.ARN(), s.Shards()[0].ID, "TRIM_HORIZON", "")
-	resp, err := e.reg.Handle(bg, "GetRecords", []byte(`{"ShardIterator":`+strconv.Quote(it)+`}`))
+	resp, err := e.reg.Handle(bg, "", "GetRecords", []byte(`{"ShardIterator":`+strconv.Quote(it)+`}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestLineageAfterRolloverAndSplit(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, tc.opts)
-			s := e.reg.Create("t", NewImage)
+			s := e.reg.Create("", "t", NewImage)
 			want := map[string][]string{}
 			for step := 1; step <= 200; step++ {
 				k := fmt.Sprintf("key-%d", step%13)
@@ -315,7 +315,7 @@ func TestLineageAfterRolloverAndSplit(t *testing.T) {
 
 func TestSplitChildrenAndShardFilter(t *testing.T) {
 	e := newEnv(t, Options{Shards: 2})
-	s := e.reg.Create("t", KeysOnly)
+	s := e.reg.Create("", "t", KeysOnly)
 	first := s.Shards()[0].ID
 	if err := e.reg.Split(s.ARN(), first); err != nil {
 		t.Fatal(err)
@@ -367,7 +367,7 @@ func TestSplitChildrenAndShardFilter(t *testing.T) {
 
 func TestDescribeStreamPaging(t *testing.T) {
 	e := newEnv(t, Options{Shards: 1, RolloverRecords: 1})
-	s := e.reg.Create("t", KeysOnly)
+	s := e.reg.Create("", "t", KeysOnly)
 	s.SetKeySchema("pk", "sk")
 	for i := 0; i < 250; i++ {
 		s.Append(Change{EventName: "INSERT", Keys: key("k")})
@@ -412,7 +412,7 @@ func TestDescribeStreamPaging(t *testing.T) {
 
 func TestIteratorTypes(t *testing.T) {
 	e := newEnv(t, Options{})
-	s := e.reg.Create("t", NewImage)
+	s := e.reg.Create("", "t", NewImage)
 	for i := 1; i <= 5; i++ {
 		s.Append(Change{EventName: "INSERT", Keys: key("k"), New: attr.Item{"pk": attr.Str("k"), "v": attr.MustNum(strconv.Itoa(i))}})
 	}
@@ -456,7 +456,7 @@ func TestIteratorTypes(t *testing.T) {
 
 func TestClosedShardDrainEndsIteration(t *testing.T) {
 	e := newEnv(t, Options{})
-	s := e.reg.Create("t", KeysOnly)
+	s := e.reg.Create("", "t", KeysOnly)
 	for i := 0; i < 5; i++ {
 		s.Append(Change{EventName: "INSERT", Keys: key(strconv.Itoa(i))})
 	}
@@ -500,7 +500,7 @@ func TestClosedShardDrainEndsIteration(t *testing.T) {
 
 func TestIteratorExpiry(t *testing.T) {
 	e := newEnv(t, Options{})
-	s := e.reg.Create("t", KeysOnly)
+	s := e.reg.Create("", "t", KeysOnly)
 	s.Append(Change{EventName: "INSERT", Keys: key("a")})
 	shard := s.Shards()[0].ID
 	cases := []struct {
@@ -538,7 +538,7 @@ func TestIteratorExpiry(t *testing.T) {
 
 func TestTrimming(t *testing.T) {
 	e := newEnv(t, Options{Retention: time.Hour})
-	s := e.reg.Create("t", NewImage)
+	s := e.reg.Create("", "t", NewImage)
 	put := func(v string) {
 		s.Append(Change{EventName: "INSERT", Keys: key("k"), New: attr.Item{"pk": attr.Str("k"), "v": attr.MustNum(v)}})
 	}
@@ -616,7 +616,7 @@ func TestTrimming(t *testing.T) {
 
 func TestGetRecordsLimits(t *testing.T) {
 	e := newEnv(t, Options{})
-	s := e.reg.Create("t", NewImage)
+	s := e.reg.Create("", "t", NewImage)
 	big := strings.Repeat("x", 300*1024)
 	for i := 0; i < 10; i++ {
 		k := strconv.Itoa(i)
@@ -648,7 +648,7 @@ func TestGetRecordsLimits(t *testing.T) {
 		t.Fatalf("first page %d records (pages %v)", sizes[0], sizes)
 	}
 	// The rendered response stays within 1 MB.
-	resp, err := e.reg.Handle(bg, "GetRecords", []byte(`{"ShardIterator":"`+getIter(t, e, s.ARN(), shard, "TRIM_HORIZON", "")+`"}`))
+	resp, err := e.reg.Handle(bg, "", "GetRecords", []byte(`{"ShardIterator":"`+getIter(t, e, s.ARN(), shard, "TRIM_HORIZON", "")+`"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -660,7 +660,7 @@ func TestGetRecordsLimits(t *testing.T) {
 		want  string
 	}{{0, "ValidationException"}, {-1, "ValidationException"}, {1001, "ValidationException"}, {1000, ""}, {1, ""}} {
 		it := getIter(t, e, s.ARN(), shard, "TRIM_HORIZON", "")
-		_, err := e.reg.Handle(bg, "GetRecords", []byte(fmt.Sprintf(`{"ShardIterator":%q,"Limit":%d}`, it, c.limit)))
+		_, err := e.reg.Handle(bg, "", "GetRecords", []byte(fmt.Sprintf(`{"ShardIterator":%q,"Limit":%d}`, it, c.limit)))
 		if errCode(err) != c.want {
 			t.Errorf("Limit %d: %v, want %q", c.limit, err, c.want)
 		}
@@ -669,7 +669,7 @@ func TestGetRecordsLimits(t *testing.T) {
 
 func TestThrottle(t *testing.T) {
 	e := newEnv(t, Options{})
-	s := e.reg.Create("t", KeysOnly)
+	s := e.reg.Create("", "t", KeysOnly)
 	it := aws.String(getIter(t, e, s.ARN(), s.Shards()[0].ID, "TRIM_HORIZON", ""))
 	e.reg.ThrottleGetRecords(2)
 	for i, want := range []string{"LimitExceededException", "LimitExceededException", "", ""} {
@@ -684,8 +684,8 @@ func TestThrottle(t *testing.T) {
 
 func TestDisableAndRemoval(t *testing.T) {
 	e := newEnv(t, Options{Shards: 3, Retention: time.Hour})
-	s := e.reg.Create("t", KeysOnly)
-	other := e.reg.Create("u", KeysOnly)
+	s := e.reg.Create("", "t", KeysOnly)
+	other := e.reg.Create("", "u", KeysOnly)
 	s.Append(Change{EventName: "INSERT", Keys: key("a")})
 	e.reg.Disable(s.ARN())
 	e.reg.Disable("arn:unknown") // ignored
@@ -729,7 +729,7 @@ func TestListStreams(t *testing.T) {
 		if i%2 == 1 {
 			table = "beta"
 		}
-		arns = append(arns, e.reg.Create(table, KeysOnly).ARN())
+		arns = append(arns, e.reg.Create("", table, KeysOnly).ARN())
 	}
 	page := func(table string, limit int32) []string {
 		var got []string
@@ -779,7 +779,7 @@ func TestListStreams(t *testing.T) {
 
 func TestValidation(t *testing.T) {
 	e := newEnv(t, Options{})
-	s := e.reg.Create("t", KeysOnly)
+	s := e.reg.Create("", "t", KeysOnly)
 	s.Append(Change{EventName: "INSERT", Keys: key("a")})
 	arn := s.ARN()
 	shard := s.Shards()[0].ID
@@ -833,7 +833,7 @@ func TestValidation(t *testing.T) {
 	}
 	for i, tc := range cases {
 		t.Run(fmt.Sprintf("%d-%s", i, tc.op), func(t *testing.T) {
-			_, err := e.reg.Handle(bg, tc.op, []byte(tc.body))
+			_, err := e.reg.Handle(bg, "", tc.op, []byte(tc.body))
 			if errCode(err) != tc.code {
 				t.Fatalf("%s %s: %v, want %q", tc.op, tc.body, err, tc.code)
 			}
@@ -849,7 +849,7 @@ func TestValidation(t *testing.T) {
 // complete and in order. Run with -race.
 func TestConcurrentAppendAndRead(t *testing.T) {
 	e := newEnv(t, Options{Shards: 4, RolloverRecords: 300, Rollover: time.Second})
-	s := e.reg.Create("t", NewImage)
+	s := e.reg.Create("", "t", NewImage)
 	const writers, perWriter = 8, 400
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -865,12 +865,12 @@ func TestConcurrentAppendAndRead(t *testing.T) {
 				default:
 				}
 				for _, sh := range s.Shards() {
-					resp, err := e.reg.Handle(bg, "GetShardIterator", []byte(fmt.Sprintf(`{"StreamArn":%q,"ShardId":%q,"ShardIteratorType":"TRIM_HORIZON"}`, s.ARN(), sh.ID)))
+					resp, err := e.reg.Handle(bg, "", "GetShardIterator", []byte(fmt.Sprintf(`{"StreamArn":%q,"ShardId":%q,"ShardIteratorType":"TRIM_HORIZON"}`, s.ARN(), sh.ID)))
 					if err != nil {
 						continue // the shard may have been trimmed away
 					}
 					it := resp.(*getShardIteratorOut).ShardIterator
-					if _, err := e.reg.Handle(bg, "GetRecords", []byte(fmt.Sprintf(`{"ShardIterator":%q,"Limit":50}`, it))); err != nil {
+					if _, err := e.reg.Handle(bg, "", "GetRecords", []byte(fmt.Sprintf(`{"ShardIterator":%q,"Limit":50}`, it))); err != nil {
 						t.Errorf("GetRecords: %v", err)
 						return
 					}
@@ -928,10 +928,10 @@ func TestConcurrentAppendAndRead(t *testing.T) {
 
 func FuzzHandle(f *testing.F) {
 	reg := NewRegistry(Options{Shards: 2, Now: newClock().Now})
-	s := reg.Create("fuzz", NewAndOldImages)
+	s := reg.Create("", "fuzz", NewAndOldImages)
 	s.Append(Change{EventName: "INSERT", Keys: key("a"), New: key("a")})
 	shard := s.Shards()[0].ID
-	resp, err := reg.Handle(bg, "GetShardIterator", []byte(fmt.Sprintf(`{"StreamArn":%q,"ShardId":%q,"ShardIteratorType":"TRIM_HORIZON"}`, s.ARN(), shard)))
+	resp, err := reg.Handle(bg, "", "GetShardIterator", []byte(fmt.Sprintf(`{"StreamArn":%q,"ShardId":%q,"ShardIteratorType":"TRIM_HORIZON"}`, s.ARN(), shard)))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -944,7 +944,7 @@ func FuzzHandle(f *testing.F) {
 	f.Add("ListStreams", `{"Limit":1e99}`)
 	f.Add("", `null`)
 	f.Fuzz(func(t *testing.T, op, body string) {
-		out, err := reg.Handle(bg, op, []byte(body))
+		out, err := reg.Handle(bg, "", op, []byte(body))
 		if err != nil {
 			if errCode(err) == "" || strings.HasPrefix(errCode(err), "non-AWS") {
 				t.Fatalf("%s %q: error %v is not an *awserr.Error", op, body, err)
@@ -961,7 +961,7 @@ func FuzzHandle(f *testing.F) {
 // the retention gets TrimmedDataAccessException from its next GetRecords.
 func TestRetentionTrimsUnderAReader(t *testing.T) {
 	e := newEnv(t, Options{Retention: 10 * time.Minute})
-	s := e.reg.Create("t", KeysOnly)
+	s := e.reg.Create("", "t", KeysOnly)
 	s.Append(Change{EventName: "INSERT", Keys: key("a")})
 	e.clk.Advance(time.Minute)
 	s.Append(Change{EventName: "INSERT", Keys: key("b")})
@@ -986,7 +986,7 @@ func TestRetentionTrimsUnderAReader(t *testing.T) {
 // rather than dropping or rewriting the record.
 func TestUnusualEventName(t *testing.T) {
 	e := newEnv(t, Options{})
-	s := e.reg.Create("t", KeysOnly)
+	s := e.reg.Create("", "t", KeysOnly)
 	s.Append(Change{EventName: "REMOVE", Keys: key("a")})
 	s.Append(Change{EventName: "CUSTOM", Keys: key("a")})
 	recs := e.readShard(t, s.ARN(), s.Shards()[0].ID, 0)
@@ -1000,11 +1000,11 @@ func TestUnusualEventName(t *testing.T) {
 // without re-validating it.
 func TestRenderedJSONIsValid(t *testing.T) {
 	e := newEnv(t, Options{Region: "us-\x00east-\"1\\"})
-	s := e.reg.Create("t", NewAndOldImages)
+	s := e.reg.Create("", "t", NewAndOldImages)
 	img := attr.Item{"pk": attr.Str("a\x01\"\\\u2028é"), "b": attr.Bin([]byte{0, 1, 2}), "l": attr.List(attr.Null(), attr.Bool(false)), "m": attr.Map(attr.Item{"x\ty": attr.NumSet("1", "2")})}
 	s.Append(Change{EventName: "MOD\x02IFY\"", Keys: attr.Item{"pk": img["pk"]}, Old: img, New: img, Service: true})
 	body, _ := json.Marshal(map[string]string{"ShardIterator": getIter(t, e, s.ARN(), s.Shards()[0].ID, "TRIM_HORIZON", "")})
-	resp, err := e.reg.Handle(bg, "GetRecords", body)
+	resp, err := e.reg.Handle(bg, "", "GetRecords", body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1016,7 +1016,7 @@ func TestRenderedJSONIsValid(t *testing.T) {
 
 func TestAtTimestampIterator(t *testing.T) {
 	e := newEnv(t, Options{})
-	s := e.reg.Create("t", NewImage)
+	s := e.reg.Create("", "t", NewImage)
 	start := e.clk.Now()
 	for i := 1; i <= 4; i++ {
 		s.Append(Change{EventName: "INSERT", Keys: key("k"), New: attr.Item{"pk": attr.Str("k"), "v": attr.MustNum(strconv.Itoa(i))}})
@@ -1053,7 +1053,7 @@ func TestAtTimestampIterator(t *testing.T) {
 // renders the same record as Append.
 func TestAppendEncoded(t *testing.T) {
 	e := newEnv(t, Options{Shards: 8})
-	s := e.reg.Create("t", OldImage)
+	s := e.reg.Create("", "t", OldImage)
 	old := attr.Item{"pk": attr.Str("x"), "exp": attr.MustNum("1700000000")}
 	for i := 0; i < 20; i++ {
 		k := attr.Item{"pk": attr.Str(fmt.Sprint("key", i))}
