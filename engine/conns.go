@@ -44,6 +44,26 @@ func checkConnOptions(o *Options) error {
 	return nil
 }
 
+// boundBody puts a read deadline Options.BodyTimeout ahead on a request
+// that has a body (a Content-Length or chunked), before anything answers
+// it. readBody clears it once the body is in; every other answer leaves
+// it in force: a refusal, an unknown operation, a control GET, a body that
+// timed out or was too large. That bounds net/http too, which before it
+// reuses a connection reads what is left of a body of up to 256 KiB
+// (maxPostHandlerReadBytes), without a deadline of its own: a body that
+// stalls under that size held its connection, and a place under
+// MaxConns, for ever. With the deadline a drain that does not finish in
+// time fails and the connection closes once the answer is sent; one that
+// does (the rest of a body the client sent in full) keeps it for the next
+// request, whose headers net/http reads under a deadline of its own.
+func (e *Engine) boundBody(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		return // no body: nothing to wait for, and no deadline to cut a long handler
+	}
+	// ErrNotSupported (a ResponseWriter that is not net/http's): no deadline.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(e.o.BodyTimeout))
+}
+
 // conns tracks a Server's open connections, each with its state and since
 // when it has been in it, and holds their number to a cap: its listener
 // makes room for a new connection by closing the one that has waited

@@ -76,9 +76,9 @@
 // loopback address or the engine's own address in its Host header, or a
 // name of Options.AllowHosts (DNS rebinding would otherwise give a web page
 // the whole API). A Server from Listen bounds its connections: a body must
-// arrive within Options.BodyTimeout, its buffer grows only with the bytes
-// that arrive, idle connections close after Options.IdleTimeout, and at
-// most Options.MaxConns are open.
+// arrive within Options.BodyTimeout, whatever length it announces, its
+// buffer grows only with the bytes that arrive, idle connections close
+// after Options.IdleTimeout, and at most Options.MaxConns are open.
 //
 // Everything lives in memory unless Options.DataDir (archiver engine
 // --data-dir) names a directory: then tables, items, TTL settings, tags and

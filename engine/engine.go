@@ -100,8 +100,11 @@ type Options struct {
 	AllowHosts []string
 
 	// BodyTimeout bounds the time to receive one request body, from the
-	// end of its headers (default 1 minute: 20 MiB at 350 KB/s); a body
-	// not complete by then is answered 408 and its connection closed.
+	// end of its headers (default 1 minute: 20 MiB at 350 KB/s), whatever
+	// length it announces, chunked too; a body not complete by then is
+	// answered 408 and its connection closed. A body the engine answers
+	// without reading (a refusal) has as long to arrive before the
+	// connection is reused; else it closes once the answer is sent.
 	BodyTimeout time.Duration
 	// MaxConns caps the open connections of a Server from Listen (default
 	// 1024). A connection beyond the cap closes the one that has waited

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -28,34 +29,30 @@ type hostError struct{ msg string }
 
 func (h *hostError) Error() string { return h.msg }
 
-// checkHost refuses a request whose Host header names neither this engine
-// nor a name of Options.AllowHosts. It applies to every request that
-// arrived on a loopback address: there only localhost, a loopback
-// address, the address the connection arrived at, the name Listen was
-// given and the allowed names pass. A request that arrived on another
-// address is checked only when AllowHosts is set (the names a network
-// uses for the engine vary: service names, IPs, tunnels), and then with
-// the same list. A request without a local address (a handler called
-// directly) and AllowHosts "*" are not checked.
+// checkHost refuses a request whose Host names neither this engine nor a
+// name of Options.AllowHosts. It applies to every request that arrived on
+// a loopback address: there only localhost, a loopback address, the
+// address the connection arrived at, the name Listen was given and the
+// allowed names pass. A request that arrived on another address is
+// checked only when AllowHosts is set (the names a network uses for the
+// engine vary: service names, IPs, tunnels), and then with the same list.
+// A request without a local address (a handler called directly) and
+// AllowHosts "*" are not checked. The host checked is requestAuthority's,
+// the one the control API's Origin check compares with.
 func (e *Engine) checkHost(r *http.Request) error {
-	var local netip.Addr
-	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
-			local = ap.Addr().Unmap()
-		}
-	}
-	if !local.IsValid() || (!local.IsLoopback() && len(e.o.AllowHosts) == 0) {
+	local := localAddr(r)
+	if !local.IsValid() || (!local.Addr().IsLoopback() && len(e.o.AllowHosts) == 0) {
 		return nil
 	}
-	host := hostName(r.Host)
-	if host == "" || strings.EqualFold(host, "localhost") || strings.EqualFold(host, e.listenHost) {
+	host := requestAuthority(r).host
+	if strings.EqualFold(host, "localhost") || (e.listenHost != "" && sameHost(host, e.listenHost)) {
 		return nil
 	}
-	if ip, err := netip.ParseAddr(host); err == nil && (ip.Unmap().IsLoopback() || ip.Unmap() == local) {
+	if ip, err := netip.ParseAddr(host); err == nil && (ip.Unmap().IsLoopback() || ip.Unmap() == local.Addr()) {
 		return nil
 	}
 	for _, h := range e.o.AllowHosts {
-		if h == "*" || strings.EqualFold(h, host) {
+		if h == "*" || sameHost(h, host) {
 			return nil
 		}
 	}
@@ -64,11 +61,123 @@ func (e *Engine) checkHost(r *http.Request) error {
 		shown = shown[:100] + "..."
 	}
 	where := "on loopback, so it answers only Host localhost, a loopback address or its own address"
-	if !local.IsLoopback() {
+	if !local.Addr().IsLoopback() {
 		where = "with --allow-host set, so it answers only Host localhost, a loopback address, its own address or an allowed name"
 	}
 	return &hostError{msg: fmt.Sprintf("request Host %q refused: the engine listens %s (a guard against DNS rebinding); "+
 		"start it with --allow-host %s (Options.AllowHosts) to admit that name", shown, where, hostFlagHint(host))}
+}
+
+// localAddr is the address r arrived at, IPv4-mapped addresses unmapped;
+// invalid for a request without a connection (a handler called directly).
+func localAddr(r *http.Request) netip.AddrPort {
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return netip.AddrPort{}
+	}
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// authority is the destination a request names: its host, without
+// brackets or final dot, and its port (0 when not given, -1 when not a
+// number).
+type authority struct {
+	host string
+	port int
+}
+
+// String shows a in messages: host:port, or the host alone when no port
+// was given.
+func (a authority) String() string {
+	if a.port == 0 {
+		return a.host
+	}
+	return net.JoinHostPort(a.host, strconv.Itoa(a.port))
+}
+
+// requestAuthority is what r names as its destination, for the Host check
+// and the Origin check alike: r.Host, which net/http takes from the
+// request target when the request line has the absolute form (POST
+// http://host/ HTTP/1.1, whose Host header an origin server ignores: RFC
+// 9112, 3.2.2) and from the Host header otherwise. An empty Host (HTTP/1.0,
+// or Host: with no value) names the address the request arrived at: it
+// names no other site, and no browser sends it.
+func requestAuthority(r *http.Request) authority {
+	if r.Host == "" {
+		if local := localAddr(r); local.IsValid() {
+			return authority{host: local.Addr().String(), port: int(local.Port())}
+		}
+		return authority{}
+	}
+	host, port, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		return authority{host: hostName(r.Host)}
+	}
+	return authority{host: hostName(host), port: parsePort(port)}
+}
+
+// originNamesRequest reports whether an Origin header names the
+// destination of r (requestAuthority): the same host (sameHost) and the
+// same port, an Origin's port being by default its scheme's (http 80,
+// https 443). A Host without a port stands for the Origin scheme's
+// default (a browser leaves out only that one) or the port the request
+// arrived at (a client that left it out reached the engine there).
+// "null" and other schemes than http and https name nothing.
+func originNamesRequest(origin string, r *http.Request) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	def := 80
+	switch u.Scheme {
+	case "http":
+	case "https":
+		def = 443
+	default:
+		return false
+	}
+	port := def
+	if p := u.Port(); p != "" {
+		port = parsePort(p)
+	}
+	req := requestAuthority(r)
+	if port <= 0 || !sameHost(hostName(u.Hostname()), req.host) {
+		return false
+	}
+	if req.port != 0 {
+		return port == req.port
+	}
+	local := localAddr(r)
+	return port == def || (local.IsValid() && port == int(local.Port()))
+}
+
+// parsePort is the port number p, 0 for "" and -1 for anything else.
+func parsePort(p string) int {
+	if p == "" {
+		return 0
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil || n == 0 {
+		return -1
+	}
+	return int(n)
+}
+
+// sameHost reports whether two hosts are one: names compared
+// case-insensitively, addresses as addresses (::ffff:127.0.0.1 is
+// 127.0.0.1; brackets ignored).
+func sameHost(a, b string) bool {
+	a, b = strings.Trim(a, "[]"), strings.Trim(b, "[]")
+	ia, erra := netip.ParseAddr(a)
+	ib, errb := netip.ParseAddr(b)
+	if erra == nil && errb == nil {
+		return ia.Unmap() == ib.Unmap()
+	}
+	return strings.EqualFold(a, b)
 }
 
 // hostName returns the host of a Host header value, without port or
@@ -136,11 +245,8 @@ func checkControlPost(r *http.Request) *controlError {
 	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
 		return controlErrf(http.StatusForbidden, "control request refused: Sec-Fetch-Site %.40q; the control API takes requests only from its own origin or from clients outside a browser", s)
 	}
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if err != nil || !strings.EqualFold(u.Host, r.Host) || (u.Scheme != "http" && u.Scheme != "https") {
-			return controlErrf(http.StatusForbidden, "control request refused: Origin %.100q is not this engine (%.100s); the control API takes requests only from its own origin or from clients outside a browser", o, r.Host)
-		}
+	if o := r.Header.Get("Origin"); o != "" && !originNamesRequest(o, r) {
+		return controlErrf(http.StatusForbidden, "control request refused: Origin %.100q is not this engine (%.100s); the control API takes requests only from its own origin or from clients outside a browser", o, requestAuthority(r))
 	}
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {

@@ -44,6 +44,7 @@ func TestCheckHostPolicy(t *testing.T) {
 		{"network, its own address", lan, []string{"engine"}, "", "10.1.2.3:8000", true},
 		{"network, localhost", lan, []string{"engine"}, "", "localhost:8000", true},
 		{"network, another name", lan, []string{"engine"}, "", "evil.example:8000", false},
+		{"network, allowed IPv6 address in brackets", lan, []string{"[fd00::1]"}, "", "[FD00:0::1]:8000", true},
 		{"no connection: unchecked", nil, nil, "", "evil.example", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

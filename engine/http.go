@@ -68,6 +68,7 @@ var streamOps = map[string]bool{"ListStreams": true, "DescribeStream": true, "Ge
 // (DynamoDBStreams_20120810.<Op>). Any credentials are accepted. Paths
 // under /_engine/ are the control API (see control.go).
 func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	e.boundBody(w, r)
 	if err := e.checkHost(r); err != nil {
 		e.logRefusal(&e.guardLog.host, "request refused for its Host", zap.String("remote", r.RemoteAddr), zap.Error(err))
 		if strings.HasPrefix(r.URL.Path, controlPrefix) {
@@ -227,20 +228,32 @@ const codeRequestTimeout = "RequestTimeoutException"
 var errBodyTooLarge = errors.New("request body too large")
 
 // readBody reads r's body of at most limit bytes (errBodyTooLarge beyond),
-// within Options.BodyTimeout of the call (an error wrapping
-// os.ErrDeadlineExceeded after). Its buffer grows as bytes arrive, from
-// 4 KiB and never beyond the declared Content-Length: a length is a claim,
-// so a client that announces a megabyte and stalls holds 4 KiB.
+// within the read deadline boundBody set when ServeHTTP began, BodyTimeout
+// after the headers (an error wrapping os.ErrDeadlineExceeded after). Its
+// buffer grows as bytes arrive, from 4 KiB and never beyond the declared
+// Content-Length: a length is a claim, so a client that announces a
+// megabyte and stalls holds 4 KiB. Once the whole body is in, the
+// deadline is cleared, also for the server's background read that watches
+// for the client going away while the request runs, so a long handler is
+// never cut. On an error it stays in force and the answer carries
+// Connection: close, so net/http does not wait for the rest of the body.
 func (e *Engine) readBody(w http.ResponseWriter, r *http.Request, limit int) ([]byte, error) {
+	buf, err := e.readBodyBuf(r, limit)
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		return nil, err
+	}
+	if r.ContentLength != 0 { // boundBody set a deadline
+		// ErrNotSupported (a ResponseWriter that is not net/http's): none to clear.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	}
+	return buf, nil
+}
+
+// readBodyBuf reads the body for readBody.
+func (e *Engine) readBodyBuf(r *http.Request, limit int) ([]byte, error) {
 	if r.ContentLength > int64(limit) {
 		return nil, errBodyTooLarge
-	}
-	rc := http.NewResponseController(w)
-	// ErrNotSupported (a ResponseWriter that is not net/http's): no deadline.
-	if rc.SetReadDeadline(time.Now().Add(e.o.BodyTimeout)) == nil {
-		// Cleared at once, also for the server's background read that
-		// watches for the client going away while the request runs.
-		defer rc.SetReadDeadline(time.Time{})
 	}
 	want := limit + 1 // one more than allowed: reading it means too large
 	if r.ContentLength >= 0 {
