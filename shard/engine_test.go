@@ -28,6 +28,7 @@ import (
 // testEnv is an engine served over real HTTP in-process, with real SDK
 // clients pointed at it.
 type testEnv struct {
+	bed     *enginetest.Bed
 	srv     *engine.Server
 	eng     *engine.Engine
 	ddb     *dynamodb.Client
@@ -44,6 +45,7 @@ func newEnv(t testing.TB, o engine.Options) *testEnv {
 	}
 	b := enginetest.Start(t, o)
 	return &testEnv{
+		bed:            b,
 		srv:            b.Server,
 		eng:            b.Engine,
 		ddb:            b.DynamoDB,
@@ -63,6 +65,12 @@ func (e *testEnv) createTable(t testing.TB, name string) string {
 // 25 items a call, 4 calls at a time.
 func (e *testEnv) put(t testing.TB, table, prefix string, from, to int) {
 	t.Helper()
+	putWith(t, e.ddb, table, prefix, from, to)
+}
+
+// putWith is put through the client db (of some Region).
+func putWith(t testing.TB, db *dynamodb.Client, table, prefix string, from, to int) {
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	next := make(chan [2]int)
@@ -80,7 +88,7 @@ func (e *testEnv) put(t testing.TB, table, prefix string, from, to int) {
 				}
 				items := map[string][]dtypes.WriteRequest{table: reqs}
 				for len(items) > 0 {
-					out, err := e.ddb.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: items})
+					out, err := db.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: items})
 					if err != nil {
 						select {
 						case errs <- err:
@@ -440,6 +448,43 @@ func TestSeveralStreams(t *testing.T) {
 	rec.mu.Unlock()
 	rec.check(t, arnA, describeAll(t, e.streams, arnA))
 	rec.check(t, arnB, describeAll(t, e.streams, arnB))
+}
+
+// TestSeveralRegions reads one table name in two Regions (Options.Regions:
+// each Region's clients sign for it, against one endpoint) and an explicit
+// stream of a third table through the clients of the Region its ARN
+// names; a table listed for one Region only is not looked for in the
+// other.
+func TestSeveralRegions(t *testing.T) {
+	e := newEnv(t, engine.Options{StreamShards: 2})
+	us, eu := e.bed.In("us-east-1"), e.bed.In("eu-west-1")
+	usA := enginetest.CreateTable(t, us.DynamoDB, enginetest.Table{Name: "alpha"})
+	euA := enginetest.CreateTable(t, eu.DynamoDB, enginetest.Table{Name: "alpha"})
+	euB := enginetest.CreateTable(t, eu.DynamoDB, enginetest.Table{Name: "beta"})
+	enginetest.CreateTable(t, us.DynamoDB, enginetest.Table{Name: "gamma"})
+	if RegionFromARN(usA) != "us-east-1" || RegionFromARN(euA) != "eu-west-1" || usA == euA {
+		t.Fatalf("stream ARNs %s and %s: want one per Region", usA, euA)
+	}
+	rec := newRecorder(t)
+	startWalker(t, Options{Streams: watch(t, us.Streams), Tables: us.DynamoDB, TableNames: []string{"alpha", "gamma"}, StreamARNs: []string{euB},
+		Regions: []Region{
+			{Name: "us-east-1", Streams: us.Streams, Tables: us.DynamoDB},
+			{Name: "eu-west-1", Streams: eu.Streams, Tables: eu.DynamoDB, TableNames: []string{"alpha"}},
+		}, Processor: rec, Positions: rec})
+	putWith(t, us.DynamoDB, "alpha", "u", 0, 300)
+	putWith(t, eu.DynamoDB, "alpha", "e", 0, 200)
+	putWith(t, eu.DynamoDB, "beta", "b", 0, 100)
+	putWith(t, us.DynamoDB, "gamma", "g", 0, 50)
+	eventually.True(t, 60*time.Second, "650 records", func() bool { return rec.distinct() >= 650 })
+	rec.mu.Lock()
+	got := [3]int{rec.byStream[usA], rec.byStream[euA], rec.byStream[euB]}
+	rec.mu.Unlock()
+	if got != [3]int{300, 200, 100} {
+		t.Errorf("read %v from alpha in us-east-1, alpha in eu-west-1 and beta in eu-west-1, want [300 200 100]", got)
+	}
+	rec.check(t, usA, describeAll(t, us.Streams, usA))
+	rec.check(t, euA, describeAll(t, eu.Streams, euA))
+	rec.check(t, euB, describeAll(t, eu.Streams, euB))
 }
 
 // TestPagingPastOneHundredShards reads a stream of 120 open shards: shards
