@@ -183,6 +183,10 @@ func (p *persister) tableCreating(nt *table) {
 		ent := n.val
 		p.log.Append(func(b []byte) []byte { return appendItemPut(b, nt.id, ent) })
 	}
+	for k, s := range nt.repl.stamps {
+		rw := &replWrite{tableID: nt.id, key: []byte(k), st: s.st, gone: s.gone, set: true}
+		p.log.Append(func(b []byte) []byte { return appendRepl(b, rw) })
+	}
 }
 
 // logMetas logs tables' metadata as one entry.

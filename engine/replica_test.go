@@ -278,3 +278,171 @@ func TestReplicationLastWriterWins(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Pending replication survives a restart on the data directory, through
+// the log and through a snapshot: the paused Region gets every write once
+// resumed, each REMOVE once in its stream.
+func TestReplicationPersists(t *testing.T) {
+	for _, snap := range []bool{false, true} {
+		dir := t.TempDir()
+		g := newGlobal(t, dir, "eu-west-1")
+		enginetest.CreateTable(t, g.regions["us-east-1"].DynamoDB, enginetest.Table{Name: "Sessions", TTL: "exp"})
+		g.addReplica(t, "eu-west-1")
+		g.put(t, "us-east-1", map[string]types.AttributeValue{"pk": S("x"), "exp": N(itoa(t0.Add(time.Minute).Unix()))})
+		g.wait(t)
+		g.b.Engine.PauseReplication("eu-west-1")
+		g.put(t, "us-east-1", map[string]types.AttributeValue{"pk": S("y")})
+		g.clock.Advance(time.Hour)
+		if n, err := g.b.Engine.SweepTTL(t.Context()); err != nil || n != 1 {
+			t.Fatalf("SweepTTL = %d, %v; want 1", n, err)
+		}
+		if snap {
+			if err := g.b.Engine.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := g.b.Server.Close(); err != nil {
+			t.Fatal(err)
+		}
+		g2 := newGlobal(t, dir, "eu-west-1")
+		rs := g2.b.Engine.Replication()
+		if rs.Queued["eu-west-1"] != 2 || strings.Join(rs.Paused, ",") != "eu-west-1" {
+			t.Errorf("snapshot=%v: after the restart %+v, want 2 writes queued for eu-west-1, paused (kept at Close)", snap, rs)
+		}
+		g2.clock.Set(g.clock.Now())
+		g2.b.Engine.ResumeReplication("eu-west-1")
+		g2.wait(t)
+		g2.refresh(t)
+		if g2.get(t, "eu-west-1", "y") == nil || g2.get(t, "eu-west-1", "x") != nil {
+			t.Errorf("snapshot=%v: eu-west-1 did not converge", snap)
+		}
+		if got := summary(g2.records(t, "eu-west-1")); got != "INSERT x,INSERT y,REMOVE x" {
+			t.Errorf("snapshot=%v: eu-west-1 stream %s", snap, got)
+		}
+		if got := summary(g2.records(t, "us-east-1")); got != "INSERT x,INSERT y,REMOVE x svc" {
+			t.Errorf("snapshot=%v: us-east-1 stream %s", snap, got)
+		}
+	}
+}
+
+// ReplicaUpdates' rules, with DynamoDB's messages where known.
+func TestReplicaUpdateRules(t *testing.T) {
+	g := newGlobal(t, "", "eu-west-1")
+	east := g.regions["us-east-1"].DynamoDB
+	ctx := t.Context()
+	update := func(db *dynamodb.Client, table string, u types.ReplicationGroupUpdate, mrc types.MultiRegionConsistency) error {
+		_, err := db.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(table), ReplicaUpdates: []types.ReplicationGroupUpdate{u}, MultiRegionConsistency: mrc})
+		return err
+	}
+	create := func(r string) types.ReplicationGroupUpdate {
+		return types.ReplicationGroupUpdate{Create: &types.CreateReplicationGroupMemberAction{RegionName: aws.String(r)}}
+	}
+	del := func(r string) types.ReplicationGroupUpdate {
+		return types.ReplicationGroupUpdate{Delete: &types.DeleteReplicationGroupMemberAction{RegionName: aws.String(r)}}
+	}
+	enginetest.CreateTable(t, east, enginetest.Table{Name: "KeysOnly", Stream: types.StreamViewTypeKeysOnly})
+	if _, err := east.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String("Prov"),
+		AttributeDefinitions:  []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: "S"}},
+		KeySchema:             []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: "HASH"}},
+		ProvisionedThroughput: &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(1), WriteCapacityUnits: aws.Int64(1)}}); err != nil {
+		t.Fatal(err)
+	}
+	enginetest.CreateTable(t, east, enginetest.Table{Name: "NoStream", NoStream: true, TTL: "exp"})
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"local Region", update(east, "Sessions", create("us-east-1"), ""), "Cannot add, delete, or update the local region through ReplicaUpdates"},
+		{"existing replica", update(east, "Sessions", create("eu-west-1"), ""), "already has a replica in Region eu-west-1"},
+		{"no such replica", update(east, "Sessions", del("sa-east-1"), ""), "has no replica in Region sa-east-1"},
+		{"provisioned", update(east, "Prov", create("eu-west-1"), ""), "Table write capacity should either be Pay-Per-Request or AutoScaled"},
+		{"view type", update(east, "KeysOnly", create("eu-west-1"), ""), "must be NEW_AND_OLD_IMAGES"},
+		{"bad Region", update(east, "Sessions", create("EU"), ""), `"EU" is not a Region name`},
+		{"update", update(east, "Sessions", types.ReplicationGroupUpdate{Update: &types.UpdateReplicationGroupMemberAction{RegionName: aws.String("eu-west-1")}}, ""), "Update is not supported"},
+		{"MRSC with TTL", update(east, "NoStream", create("eu-west-1"), types.MultiRegionConsistencyStrong), "Time to Live is not supported"},
+	} {
+		if errCode(c.err) != "ValidationException" || !strings.Contains(errMsg(c.err), c.want) {
+			t.Errorf("%s: %v; want ValidationException %q", c.name, c.err, c.want)
+		}
+	}
+	// Disabling a replica's stream is refused, as DynamoDB refuses it.
+	_, err := east.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("Sessions"), StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(false)}})
+	if !strings.Contains(errMsg(err), "Disabling Stream is not allowed for a Global Table replica") {
+		t.Errorf("disabling a replica's stream: %v", err)
+	}
+	// A table without a stream gets NEW_AND_OLD_IMAGES; MRSC refuses TTL.
+	if _, err := east.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String("NoStream"),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{Enabled: aws.Bool(false), AttributeName: aws.String("exp")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := update(east, "NoStream", create("eu-west-1"), types.MultiRegionConsistencyStrong); err != nil {
+		t.Fatalf("MRSC replica: %v", err)
+	}
+	d, err := east.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("NoStream")})
+	if err != nil || d.Table.StreamSpecification == nil || d.Table.StreamSpecification.StreamViewType != types.StreamViewTypeNewAndOldImages ||
+		d.Table.MultiRegionConsistency != types.MultiRegionConsistencyStrong {
+		t.Errorf("NoStream after its replica: %+v, %v; want a NEW_AND_OLD_IMAGES stream and STRONG", d.Table.StreamSpecification, err)
+	}
+	_, err = east.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String("NoStream"),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{Enabled: aws.Bool(true), AttributeName: aws.String("exp")}})
+	if !strings.Contains(errMsg(err), "Time to Live is not supported on global tables with multi-Region strong consistency") {
+		t.Errorf("UpdateTimeToLive on an MRSC table: %v", err)
+	}
+	// Deleting a replica: the table is gone in that Region; the last one
+	// left is a table of its own again.
+	if err := update(east, "Sessions", del("eu-west-1"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.regions["eu-west-1"].DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("Sessions")}); errCode(err) != "ResourceNotFoundException" {
+		t.Errorf("eu-west-1 after its replica's delete: %v", err)
+	}
+	d, err = east.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("Sessions")})
+	if err != nil || d.Table.GlobalTableVersion != nil || len(d.Table.Replicas) != 0 {
+		t.Errorf("us-east-1 after the last replica's delete: %+v, %v; want no global table", d.Table.Replicas, err)
+	}
+	// DeleteTable of a replica takes it out of its global table.
+	if _, err := g.regions["eu-west-1"].DynamoDB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String("NoStream")}); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := east.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("NoStream")}); len(d.Table.Replicas) != 0 {
+		t.Errorf("NoStream after DeleteTable of its replica: replicas %+v", d.Table.Replicas)
+	}
+}
+
+// A table with items gets them copied to a new replica, not in its stream;
+// a GSI created on one replica is created on all.
+func TestReplicaCopyAndIndexes(t *testing.T) {
+	g := newGlobal(t, "")
+	g.put(t, "us-east-1", map[string]types.AttributeValue{"pk": S("old"), "g": S("x")})
+	g.regions["eu-west-1"] = g.b.In("eu-west-1")
+	g.addReplica(t, "eu-west-1")
+	g.refresh(t)
+	if g.get(t, "eu-west-1", "old") == nil {
+		t.Fatal("the new replica lacks the table's item")
+	}
+	if got := summary(g.records(t, "eu-west-1")); got != "" {
+		t.Errorf("the new replica's stream shows the copy: %s", got)
+	}
+	_, err := g.regions["eu-west-1"].DynamoDB.UpdateTable(t.Context(), &dynamodb.UpdateTableInput{TableName: aws.String("Sessions"),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("g"), AttributeType: "S"}},
+		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{IndexName: aws.String("byG"),
+			KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("g"), KeyType: "HASH"}}, Projection: &types.Projection{ProjectionType: "ALL"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := g.regions["us-east-1"].DynamoDB.Query(t.Context(), &dynamodb.QueryInput{TableName: aws.String("Sessions"), IndexName: aws.String("byG"),
+		KeyConditionExpression: aws.String("g = :g"), ExpressionAttributeValues: map[string]types.AttributeValue{":g": S("x")}})
+	if err != nil || len(out.Items) != 1 {
+		t.Errorf("us-east-1 Query of the index created in eu-west-1: %v, %v", out, err)
+	}
+	// UpdateTimeToLive on one replica applies to all.
+	if _, err := g.regions["eu-west-1"].DynamoDB.UpdateTimeToLive(t.Context(), &dynamodb.UpdateTimeToLiveInput{TableName: aws.String("Sessions"),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{Enabled: aws.Bool(false), AttributeName: aws.String("exp")}}); err != nil {
+		t.Fatal(err)
+	}
+	ttl, err := g.regions["us-east-1"].DynamoDB.DescribeTimeToLive(t.Context(), &dynamodb.DescribeTimeToLiveInput{TableName: aws.String("Sessions")})
+	if err != nil || ttl.TimeToLiveDescription.TimeToLiveStatus != types.TimeToLiveStatusDisabled {
+		t.Errorf("us-east-1 TTL after eu-west-1 disabled it: %+v, %v", ttl.TimeToLiveDescription, err)
+	}
+}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"slices"
 
 	"go.uber.org/zap"
@@ -174,7 +175,7 @@ func (e *Engine) replicaOf(t *table, region string) (*table, error) {
 		key: t.key, attrDefs: map[string]attr.Type{}, billing: t.billing, ttlAttr: t.ttlAttr,
 		tableClass: t.tableClass, lagNanos: t.lagNanos, p: e.p, ktoks: t.keyToks()}
 	seed := e.seedSeq.Add(1)
-	nt.id = t.id[:24] + region[:min(len(region), 4)] + "-" + string(rune('a'+seed%26)) + t.id[len(t.id)-6:]
+	nt.id = newTableID(now, seed)
 	nt.items = newSkiplist(uint64(now.UnixNano()) + seed)
 	for n, ty := range t.attrDefs {
 		nt.attrDefs[n] = ty
@@ -312,6 +313,29 @@ func (e *Engine) updateOtherReplicas(t *table, req *updateTableRequest) {
 		}
 		if _, err := e.updateTableOn(rt, sub); err != nil {
 			e.log.Warn("engine: an index change did not apply to a replica", zap.String("table", t.name), zap.String("region", r), zap.Error(err))
+		}
+	}
+}
+
+// ttlOtherReplicas applies a replica's TTL change to every other replica,
+// each under its own lock in turn: UpdateTimeToLive on one replica applies
+// to all (a replica already so set is left as it is).
+func (e *Engine) ttlOtherReplicas(ctx context.Context, t *table, enabled bool, name string) {
+	t.mu.RLock()
+	rs := t.repl
+	t.mu.RUnlock()
+	if rs == nil {
+		return
+	}
+	for _, r := range rs.g.others(t.region) {
+		e.mu.RLock()
+		rt := e.tables[tkey{r, t.name}]
+		e.mu.RUnlock()
+		if rt == nil {
+			continue
+		}
+		if err := e.setTTL(ctx, rt, enabled, name, false); err != nil {
+			e.log.Debug("engine: a TTL change left a replica as it was", zap.String("table", t.name), zap.String("region", r), zap.Error(err))
 		}
 	}
 }

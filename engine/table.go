@@ -1048,22 +1048,39 @@ func (e *Engine) opUpdateTimeToLive(ctx context.Context, body []byte) (any, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := e.setTTL(ctx, t, *spec.Enabled, spec.AttributeName, true); err != nil {
+		return nil, err
+	}
+	e.ttlOtherReplicas(ctx, t, *spec.Enabled, spec.AttributeName)
+	return map[string]any{"TimeToLiveSpecification": map[string]any{"Enabled": *spec.Enabled, "AttributeName": spec.AttributeName}}, nil
+}
+
+// setTTL enables TTL on attribute name of t, or disables it; strong
+// refuses enabling it on a global table with multi-Region strong
+// consistency.
+func (e *Engine) setTTL(ctx context.Context, t *table, enabled bool, name string, strong bool) error {
 	t.mu.Lock()
-	if *spec.Enabled {
+	if strong && enabled && t.repl != nil {
+		if _, s := t.repl.g.snapshot(); s { // the engine's wording
+			t.mu.Unlock()
+			return awserr.Validation("One or more parameter values were invalid: Time to Live is not supported on global tables with multi-Region strong consistency (MultiRegionConsistency STRONG): table %s", t.name)
+		}
+	}
+	if enabled {
 		if t.ttlAttr != "" {
 			t.mu.Unlock()
-			return nil, awserr.Validation("TimeToLive is already enabled")
+			return awserr.Validation("TimeToLive is already enabled")
 		}
-		t.ttlAttr = spec.AttributeName
+		t.ttlAttr = name
 	} else {
 		if t.ttlAttr == "" {
 			t.mu.Unlock()
-			return nil, awserr.Validation("TimeToLive is already disabled")
+			return awserr.Validation("TimeToLive is already disabled")
 		}
-		if t.ttlAttr != spec.AttributeName {
+		if t.ttlAttr != name {
 			cur := t.ttlAttr
 			t.mu.Unlock()
-			return nil, awserr.Validation("TimeToLive is active on a different AttributeName: current AttributeName is %s", cur)
+			return awserr.Validation("TimeToLive is active on a different AttributeName: current AttributeName is %s", cur)
 		}
 		t.ttlAttr = ""
 	}
@@ -1074,10 +1091,7 @@ func (e *Engine) opUpdateTimeToLive(ctx context.Context, body []byte) (any, erro
 	// Recompute every item's expiry in chunks so that a big table keeps
 	// serving requests meanwhile. Writes that happen during the pass already
 	// use the new attribute.
-	if err := t.recomputeExpiry(ctx); err != nil {
-		return nil, err
-	}
-	return map[string]any{"TimeToLiveSpecification": map[string]any{"Enabled": *spec.Enabled, "AttributeName": spec.AttributeName}}, nil
+	return t.recomputeExpiry(ctx)
 }
 
 // recomputeExpiry refreshes entry.exp for the current TTL attribute.
