@@ -446,3 +446,27 @@ func TestReplicaCopyAndIndexes(t *testing.T) {
 		t.Errorf("us-east-1 TTL after eu-west-1 disabled it: %+v, %v", ttl.TimeToLiveDescription, err)
 	}
 }
+
+// With TTL independent, each Region deletes the expired item itself: a
+// service REMOVE in both streams (replication paused so neither Region's
+// delete arrives first), and the replicated deletes change nothing.
+func TestReplicaTTLIndependent(t *testing.T) {
+	g := newGlobal(t, "", "eu-west-1")
+	g.put(t, "us-east-1", map[string]types.AttributeValue{"pk": S("i"), "exp": N(itoa(t0.Add(time.Minute).Unix()))})
+	g.wait(t)
+	g.b.Engine.SetTTLIndependent(true)
+	g.b.Engine.PauseReplication("eu-west-1")
+	g.b.Engine.PauseReplication("us-east-1")
+	g.clock.Advance(time.Hour)
+	if n, err := g.b.Engine.SweepTTL(t.Context()); err != nil || n != 2 {
+		t.Fatalf("SweepTTL = %d, %v; want 2 (one per Region)", n, err)
+	}
+	g.b.Engine.ResumeReplication("eu-west-1")
+	g.b.Engine.ResumeReplication("us-east-1")
+	g.wait(t)
+	for r := range g.regions {
+		if got := summary(g.records(t, r)); got != "INSERT i,REMOVE i svc" {
+			t.Errorf("%s stream: %s, want one service REMOVE", r, got)
+		}
+	}
+}
