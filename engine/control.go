@@ -225,6 +225,28 @@ func (e *Engine) control(r *http.Request) (any, error) {
 		e.ExpireIterators()
 		return nil, e.keepControl()
 
+	case len(parts) >= 1 && parts[0] == "replication":
+		if err := post(); err != nil {
+			return nil, err
+		}
+		return e.controlReplication(r, parts[1:])
+
+	case len(parts) == 2 && parts[0] == "ttl" && parts[1] == "independent":
+		if err := post(); err != nil {
+			return nil, err
+		}
+		var in struct {
+			Enabled *bool `json:"enabled"`
+		}
+		if err := decodeControl(r, &in); err != nil {
+			return nil, err
+		}
+		if in.Enabled == nil {
+			return nil, controlErrf(http.StatusBadRequest, `"enabled" is required: true makes every Region's TTL delete every expired item of a global table`)
+		}
+		e.SetTTLIndependent(*in.Enabled)
+		return nil, e.keepControl()
+
 	case len(parts) == 1 && parts[0] == "throttle":
 		if err := post(); err != nil {
 			return nil, err

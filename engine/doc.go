@@ -23,6 +23,16 @@
 // that take a table act on Options.Region for a name and on the ARN's
 // Region for an ARN; SweepTTL sweeps every Region.
 //
+// Global tables version 2019.11.21: UpdateTable's ReplicaUpdates creates
+// a replica of a table in another Region (its items copied) or deletes
+// one; writes replicate asynchronously to every replica, last writer wins
+// per item, and an expired item is deleted by one Region's TTL (the
+// Region that wrote it last: a service REMOVE there, a plain REMOVE in the
+// others' streams). SetReplicationDelay, PauseReplication,
+// ResumeReplication, WaitReplication and SetTTLIndependent drive it in
+// tests, as /_engine/replication and /_engine/ttl/independent do over
+// HTTP.
+//
 // What it serves: tables (CreateTable, DescribeTable, ListTables,
 // UpdateTable with streams on/off and GSI create/delete with backfill,
 // DeleteTable), items (PutItem, GetItem, UpdateItem, DeleteItem, Query,

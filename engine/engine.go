@@ -196,6 +196,9 @@ type Engine struct {
 
 	txTokens txTokens // TransactWriteItems ClientRequestTokens (txtokens.go)
 
+	repl           *replicator // global tables' replication (replicate.go)
+	ttlIndependent atomic.Bool // every Region's TTL deletes every expired item (SetTTLIndependent)
+
 	listenHost   string                    // the host Listen was given: a Host the engine answers to
 	guardLog     guardLog                  // rate limits of the guards' WARN lines (loglimit.go)
 	clockSet     atomic.Pointer[time.Time] // the time POST /_engine/clock last set (persist_control.go)
@@ -261,6 +264,7 @@ func New(o Options) (*Engine, error) {
 		stop:   make(chan struct{}),
 	}
 	e.SetHook(o.Hooks.OnRequest)
+	e.repl = newReplicator(e)
 	e.reqSalt = uint64(time.Now().UnixNano())
 	e.streams = stream.NewRegistry(stream.Options{
 		Region:          o.Region,
@@ -282,6 +286,11 @@ func New(o Options) (*Engine, error) {
 		e.wg.Add(1)
 		go e.background(o.TTLInterval)
 	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.repl.run(e.stop)
+	}()
 	return e, nil
 }
 

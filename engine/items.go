@@ -458,13 +458,17 @@ func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 		t.tx.add(t, key, old, oldItem, ne, newItem, service)
 		return nil
 	}
+	var rw *replWrite // a replica's write: stamped, and replicated unless it is a replicated one
+	if t.repl != nil {
+		rw = t.repl.prepare(t, key, ne)
+	}
 	logged := t.p == nil
 	if t.stream != nil && !unchanged(old, oldItem, ne, newItem) {
 		c := t.recordOf(old, oldItem, ne, newItem, service)
 		if t.p != nil {
 			c.Commit = func(ev *stream.Event) error {
 				logged = true
-				return t.p.logChange(t, key, ne, ev)
+				return t.p.logChange(t, key, ne, ev, rw)
 			}
 		}
 		if err := t.stream.AppendEncoded(c); err != nil {
@@ -472,11 +476,14 @@ func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 		}
 	}
 	if !logged {
-		if err := t.p.logChange(t, key, ne, nil); err != nil {
+		if err := t.p.logChange(t, key, ne, nil, rw); err != nil {
 			return err
 		}
 	}
 	t.applyLocked(key, old, oldItem, ne, newItem)
+	if rw != nil {
+		t.repl.commit(rw)
+	}
 	return nil
 }
 

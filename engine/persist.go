@@ -162,8 +162,8 @@ func (p *persister) Record(ev *stream.Event) {
 // entry, so that a crash keeps both or neither. It refuses, logging
 // nothing, when the log cannot promise to write the entry (a full disk):
 // the caller must then change nothing. t.mu is held for writing.
-func (p *persister) logChange(t *table, key []byte, ne *entry, ev *stream.Event) error {
-	return p.tryLog(func(b []byte) []byte { return appendChange(b, t.id, key, ne, ev) })
+func (p *persister) logChange(t *table, key []byte, ne *entry, ev *stream.Event, rw *replWrite) error {
+	return p.tryLog(func(b []byte) []byte { return appendChange(b, t.id, key, ne, ev, rw) })
 }
 
 // logTx logs a transaction's writes, each with its stream record (evs[i]
@@ -377,6 +377,7 @@ func (p *persister) snapshot() error {
 	w := &frameWriter{w: bufio.NewWriterSize(f, 1<<20)}
 	w.put(binary.AppendUvarint(binary.AppendUvarint([]byte{recSnapHeader}, snapVersion), seg))
 	p.e.writeTables(w)
+	p.e.repl.writeQueue(w)
 	if err := p.e.streams.Export(func(ev *stream.Event) error {
 		w.put(appendStreamEvent(w.scratch[:0], ev))
 		return w.err
@@ -466,6 +467,7 @@ func (e *Engine) writeTables(w *frameWriter) {
 				break
 			}
 		}
+		t.writeRepl(w)
 	}
 }
 

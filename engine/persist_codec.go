@@ -118,13 +118,19 @@ func appendItemChange(b []byte, tableID string, key []byte, ne *entry) []byte {
 // appendChange encodes an item change and ev, the stream record that
 // describes it (nil: none), as one entry: a recGroup of the two, so that
 // a crash keeps both or neither.
-func appendChange(b []byte, tableID string, key []byte, ne *entry, ev *stream.Event) []byte {
-	if ev == nil {
+func appendChange(b []byte, tableID string, key []byte, ne *entry, ev *stream.Event, rw *replWrite) []byte {
+	if ev == nil && rw == nil {
 		return appendItemChange(b, tableID, key, ne)
 	}
 	b = append(b, recGroup)
 	b = appendMember(b, func(b []byte) []byte { return appendItemChange(b, tableID, key, ne) })
-	return appendMember(b, func(b []byte) []byte { return appendStreamEvent(b, ev) })
+	if ev != nil {
+		b = appendMember(b, func(b []byte) []byte { return appendStreamEvent(b, ev) })
+	}
+	if rw != nil {
+		b = appendMember(b, func(b []byte) []byte { return appendRepl(b, rw) })
+	}
+	return b
 }
 
 // appendTx encodes a transaction's writes, each followed by its stream
@@ -136,6 +142,9 @@ func appendTx(b []byte, writes []txWrite, evs []*stream.Event) []byte {
 		b = appendMember(b, func(b []byte) []byte { return appendItemChange(b, w.t.id, w.key, w.ne) })
 		if w.rec >= 0 && evs[w.rec] != nil {
 			b = appendMember(b, func(b []byte) []byte { return appendStreamEvent(b, evs[w.rec]) })
+		}
+		if w.rw != nil {
+			b = appendMember(b, func(b []byte) []byte { return appendRepl(b, w.rw) })
 		}
 	}
 	return b

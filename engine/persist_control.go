@@ -37,6 +37,11 @@ type controlState struct {
 	// IteratorEpoch counts the POSTs to /_engine/iterators/expire: an
 	// iterator issued in another epoch is expired.
 	IteratorEpoch uint32 `json:"iteratorEpoch"`
+	// ReplicationDelay (a Go duration), Paused (the destination Regions
+	// held back) and TTLIndependent are the global tables' switches.
+	ReplicationDelay string   `json:"replicationDelay,omitempty"`
+	Paused           []string `json:"paused,omitempty"`
+	TTLIndependent   bool     `json:"ttlIndependent,omitempty"`
 }
 
 type throttleState struct {
@@ -50,10 +55,12 @@ type throttleState struct {
 type stateView struct {
 	controlState
 	Regions []string `json:"regions"`
+	// Queued is, per destination Region, the replicated writes waiting.
+	Queued map[string]int `json:"queued"`
 }
 
 func (e *Engine) stateView() stateView {
-	return stateView{controlState: e.controlState(), Regions: e.Regions()}
+	return stateView{controlState: e.controlState(), Regions: e.Regions(), Queued: e.Replication().Queued}
 }
 
 // controlState returns the state the control API set.
@@ -71,6 +78,11 @@ func (e *Engine) controlState() controlState {
 		c := t.UTC()
 		s.Clock = &c
 	}
+	rs := e.Replication()
+	if rs.Delay != 0 {
+		s.ReplicationDelay = rs.Delay.String()
+	}
+	s.Paused, s.TTLIndependent = rs.Paused, e.ttlIndependent.Load()
 	return s
 }
 
@@ -135,6 +147,20 @@ func (p *persister) loadControl() error {
 	e.ThrottleBatchWrites(s.Throttle.BatchWriteItem)
 	e.ThrottleBatchGets(s.Throttle.BatchGetItem)
 	e.streams.SetIteratorEpoch(s.IteratorEpoch)
+	if s.ReplicationDelay != "" {
+		d, err := time.ParseDuration(s.ReplicationDelay)
+		if err != nil || d < 0 {
+			return fmt.Errorf("engine: %s: replicationDelay is %q, want a duration of 0 or more", path, s.ReplicationDelay)
+		}
+		e.SetReplicationDelay(d)
+	}
+	for _, r := range s.Paused {
+		if !validRegion(r) {
+			return fmt.Errorf("engine: %s: paused holds %q, not a Region name", path, r)
+		}
+		e.PauseReplication(r)
+	}
+	e.SetTTLIndependent(s.TTLIndependent)
 	if s.Clock != nil {
 		if mc, ok := e.clock.(*ManualClock); ok {
 			mc.Set(*s.Clock)

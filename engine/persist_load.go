@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
@@ -37,6 +39,12 @@ type tableMeta struct {
 	Deletion   bool              `json:"deletion,omitempty"`
 	Tags       []tag             `json:"tags,omitempty"`
 	TableClass string            `json:"tableClass,omitempty"`
+	// Replicas lists the Regions of a global table's replicas, this one's
+	// included; Strong is its MultiRegionConsistency STRONG. Creating marks
+	// a replica whose copy is not complete: start-up drops it.
+	Replicas []string `json:"replicas,omitempty"`
+	Strong   bool     `json:"strong,omitempty"`
+	Creating bool     `json:"creating,omitempty"`
 }
 
 type keyMeta struct {
@@ -103,24 +111,29 @@ func (t *table) metaJSON() []byte {
 	if t.latest != nil {
 		m.Latest = t.latest.ARN()
 	}
+	if t.repl != nil && t.repl.g != nil {
+		m.Replicas, m.Strong = t.repl.g.snapshot()
+	}
 	js, _ := json.Marshal(m) // plain strings and numbers always marshal
 	return js
 }
 
 // loader rebuilds the engine's state from a snapshot and the log.
 type loader struct {
-	e    *Engine
-	p    *persister // the tables' persister
-	byID map[string]*table
-	meta map[*table]*tableMeta // the latest metadata of each table
-	ev   stream.Event
+	e       *Engine
+	pending map[uint64]*replOp // replication ops logged and not yet acknowledged
+	last    itemChange         // the last item change replayed, for a recRepl in its group
+	p       *persister         // the tables' persister
+	byID    map[string]*table
+	meta    map[*table]*tableMeta // the latest metadata of each table
+	ev      stream.Event
 }
 
 // load reads DIR/snapshot (when there is one) and replays the log after
 // it. It returns the newest log segment's number and the bytes of log
 // replayed.
 func (p *persister) load() (last uint64, replayed int64, err error) {
-	l := &loader{e: p.e, p: p, byID: map[string]*table{}, meta: map[*table]*tableMeta{}}
+	l := &loader{e: p.e, p: p, byID: map[string]*table{}, meta: map[*table]*tableMeta{}, pending: map[uint64]*replOp{}}
 	from, err := l.readSnapshot(filepath.Join(p.dir, snapshotFile))
 	if err != nil {
 		return 0, 0, err
@@ -218,6 +231,7 @@ func (l *loader) apply(p []byte) error {
 			copy(buf, key)
 			copy(buf[len(key):], raw)
 			t.items.Put(buf[:len(key):len(key)], &entry{key: buf[:len(key):len(key)], raw: buf[len(key):], size: int32(size), exp: noExpiry})
+			l.last = itemChange{key: buf[:len(key):len(key)], raw: buf[len(key):], size: int32(size)}
 		}
 		return nil
 	case recItemDeleted:
@@ -225,6 +239,7 @@ func (l *loader) apply(p []byte) error {
 		if t := l.byID[string(id)]; t != nil && d.err == nil {
 			t.items.Delete(key)
 		}
+		l.last = itemChange{}
 		return d.err
 	case recStream:
 		l.ev = stream.Event{}
@@ -234,6 +249,10 @@ func (l *loader) apply(p []byte) error {
 		return l.e.streams.Apply(&l.ev)
 	case recGroup:
 		return l.group(p[1:])
+	case recRepl:
+		return l.replay(&d)
+	case recReplOp:
+		return l.replayOp(&d)
 	}
 	return fmt.Errorf("unknown entry kind %d", p[0])
 }
@@ -317,6 +336,34 @@ func indexesOf(list []indexMeta, global bool) ([]*index, error) {
 // finish resolves each table's streams and builds its indexes, size and
 // item expiries from its items, reading only the attributes they need.
 func (l *loader) finish() error {
+	groups := map[string]*group{}
+	for t, m := range l.meta {
+		if m.Creating { // a replica whose copy a crash cut short
+			delete(l.e.tables, t.tkey())
+			delete(l.meta, t)
+			continue
+		}
+		if len(m.Replicas) < 2 || !slices.Contains(m.Replicas, t.region) {
+			t.repl = nil
+			continue
+		}
+		k := t.name + "\x00" + strings.Join(m.Replicas, ",")
+		g := groups[k]
+		if g == nil {
+			g = &group{name: t.name, regions: slices.Clone(m.Replicas), strong: m.Strong}
+			groups[k] = g
+		}
+		if t.repl == nil {
+			t.repl = newReplState(l.e, g)
+		}
+		t.repl.g = g
+		for _, s := range t.repl.stamps {
+			if s.gone {
+				t.repl.tombs++
+			}
+		}
+	}
+	defer l.restoreQueue()
 	for t, m := range l.meta {
 		var err error
 		if t.gsis, err = indexesOf(m.GSIs, true); err != nil {

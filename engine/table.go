@@ -74,6 +74,9 @@ type table struct {
 	// writeLocked collects their writes there, to be logged as one entry
 	// and only then applied (txWrites.commit).
 	tx *txWrites
+	// repl is the replication state of a global table's replica, nil for
+	// any other table (replica.go); mu guards it.
+	repl *replState
 }
 
 // tkey is the table's key in Engine.tables.
@@ -183,6 +186,9 @@ type tableDescription struct {
 	LatestStreamArn           string                `json:"LatestStreamArn,omitempty"`
 	DeletionProtectionEnabled bool                  `json:"DeletionProtectionEnabled"`
 	TableClassSummary         map[string]string     `json:"TableClassSummary,omitempty"`
+	GlobalTableVersion        string                `json:"GlobalTableVersion,omitempty"`
+	Replicas                  []replicaDescription  `json:"Replicas,omitempty"`
+	MultiRegionConsistency    string                `json:"MultiRegionConsistency,omitempty"`
 }
 
 func epochSeconds(t time.Time) float64 {
@@ -421,7 +427,7 @@ func (e *Engine) opCreateTable(ctx context.Context, body []byte) (any, error) {
 		p:          e.p,
 	}
 	seed := e.seedSeq.Add(1)
-	t.id = fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", uint32(now.UnixNano()), uint16(seed), uint16(seed>>16)&0xfff, uint16(now.Nanosecond())&0xfff, uint64(now.UnixNano())&0xffffffffffff)
+	t.id = newTableID(now, seed)
 	t.items = newSkiplist(uint64(now.UnixNano()) + seed)
 	for _, d := range req.AttributeDefinitions {
 		if d.AttributeName == "" {
@@ -537,6 +543,11 @@ func (e *Engine) opCreateTable(ctx context.Context, body []byte) (any, error) {
 	return map[string]any{"TableDescription": d}, nil
 }
 
+// newTableID makes a table's TableId from the clock and a counter.
+func newTableID(now time.Time, seed uint64) string {
+	return fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", uint32(now.UnixNano()), uint16(seed), uint16(seed>>16)&0xfff, uint16(now.Nanosecond())&0xfff, uint64(now.UnixNano())&0xffffffffffff)
+}
+
 func (t *table) setStream(s *stream.Stream) {
 	s.SetKeySchema(t.key.Hash, t.key.Range)
 	t.stream = s
@@ -593,6 +604,9 @@ func (t *table) describeLocked() tableDescription {
 	if t.latest != nil {
 		d.LatestStreamArn = t.latest.ARN()
 		d.LatestStreamLabel = t.latest.Label()
+	}
+	if t.repl != nil {
+		t.describeReplicas(&d)
 	}
 	return d
 }
@@ -704,19 +718,30 @@ func (e *Engine) opDeleteTable(ctx context.Context, body []byte) (any, error) {
 		e.mu.Unlock()
 		return nil, awserr.Validation("Resource cannot be deleted as it is currently protected against deletion. Disable deletion protection first.")
 	}
-	delete(e.tables, t.tkey())
-	if t.p != nil {
-		t.p.tableDeleted(t)
-	}
 	d := t.describeLocked()
-	if t.stream != nil {
-		e.streams.Disable(t.stream.ARN())
-		t.stream = nil
-	}
+	e.dropTableLocked(t)
 	t.mu.Unlock()
 	e.mu.Unlock()
 	d.TableStatus = "DELETING"
 	return map[string]any{"TableDescription": d}, nil
+}
+
+// dropTableLocked deletes t: from the engine, its stream disabled, and
+// out of its global table when it is a replica (as DynamoDB deletes a
+// replica: the others stop replicating to it). e.mu and t.mu are held for
+// writing.
+func (e *Engine) dropTableLocked(t *table) {
+	delete(e.tables, t.tkey())
+	if t.p != nil {
+		t.p.tableDeleted(t)
+	}
+	if t.stream != nil {
+		e.streams.Disable(t.stream.ARN())
+		t.stream = nil
+	}
+	if t.repl != nil {
+		e.leaveGroupLocked(t)
+	}
 }
 
 type gsiUpdate struct {
@@ -730,17 +755,27 @@ type gsiUpdate struct {
 	} `json:"Delete"`
 }
 
+type updateTableRequest struct {
+	TableName                   string                `json:"TableName"`
+	AttributeDefinitions        []attributeDefinition `json:"AttributeDefinitions"`
+	BillingMode                 string                `json:"BillingMode"`
+	ProvisionedThroughput       *throughput           `json:"ProvisionedThroughput"`
+	GlobalSecondaryIndexUpdates []gsiUpdate           `json:"GlobalSecondaryIndexUpdates"`
+	StreamSpecification         *streamSpec           `json:"StreamSpecification"`
+	DeletionProtectionEnabled   *bool                 `json:"DeletionProtectionEnabled"`
+	TableClass                  string                `json:"TableClass"`
+	ReplicaUpdates              []replicaUpdate       `json:"ReplicaUpdates"`
+	MultiRegionConsistency      string                `json:"MultiRegionConsistency"`
+}
+
+// settings reports whether the request changes anything but replicas.
+func (req *updateTableRequest) settings() bool {
+	return req.BillingMode != "" || req.ProvisionedThroughput != nil || req.GlobalSecondaryIndexUpdates != nil ||
+		req.StreamSpecification != nil || req.DeletionProtectionEnabled != nil || req.TableClass != ""
+}
+
 func (e *Engine) opUpdateTable(ctx context.Context, body []byte) (any, error) {
-	var req struct {
-		TableName                   string                `json:"TableName"`
-		AttributeDefinitions        []attributeDefinition `json:"AttributeDefinitions"`
-		BillingMode                 string                `json:"BillingMode"`
-		ProvisionedThroughput       *throughput           `json:"ProvisionedThroughput"`
-		GlobalSecondaryIndexUpdates []gsiUpdate           `json:"GlobalSecondaryIndexUpdates"`
-		StreamSpecification         *streamSpec           `json:"StreamSpecification"`
-		DeletionProtectionEnabled   *bool                 `json:"DeletionProtectionEnabled"`
-		TableClass                  string                `json:"TableClass"`
-	}
+	var req updateTableRequest
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -750,13 +785,31 @@ func (e *Engine) opUpdateTable(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if req.BillingMode == "" && req.ProvisionedThroughput == nil && req.GlobalSecondaryIndexUpdates == nil &&
-		req.StreamSpecification == nil && req.DeletionProtectionEnabled == nil && req.TableClass == "" {
+	if req.ReplicaUpdates != nil || req.MultiRegionConsistency != "" {
+		if req.settings() {
+			// The engine's rule; DynamoDB's own wording is not known.
+			return nil, awserr.Validation("One or more parameter values were invalid: ReplicaUpdates cannot be combined with other table updates in one UpdateTable request")
+		}
+		return e.updateReplicas(t, &req)
+	}
+	if !req.settings() {
 		return nil, awserr.Validation("At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates or SSESpecification or ReplicaUpdates is required")
 	}
 	if len(req.GlobalSecondaryIndexUpdates) > 1 {
 		return nil, awserr.Validation("One or more parameter values were invalid: Only one global secondary index update per index is allowed simultaneously.")
 	}
+	if err := t.checkGlobalUpdate(&req); err != nil {
+		return nil, err
+	}
+	resp, err := e.updateTableOn(t, &req)
+	if err == nil {
+		e.updateOtherReplicas(t, &req)
+	}
+	return resp, err
+}
+
+// updateTableOn applies an UpdateTable of settings to t.
+func (e *Engine) updateTableOn(t *table, req *updateTableRequest) (any, error) {
 	enabled, view, err := checkStreamSpec(req.StreamSpecification, false)
 	if err != nil {
 		return nil, err
@@ -995,22 +1048,39 @@ func (e *Engine) opUpdateTimeToLive(ctx context.Context, body []byte) (any, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := e.setTTL(ctx, t, *spec.Enabled, spec.AttributeName, true); err != nil {
+		return nil, err
+	}
+	e.ttlOtherReplicas(ctx, t, *spec.Enabled, spec.AttributeName)
+	return map[string]any{"TimeToLiveSpecification": map[string]any{"Enabled": *spec.Enabled, "AttributeName": spec.AttributeName}}, nil
+}
+
+// setTTL enables TTL on attribute name of t, or disables it; strong
+// refuses enabling it on a global table with multi-Region strong
+// consistency.
+func (e *Engine) setTTL(ctx context.Context, t *table, enabled bool, name string, strong bool) error {
 	t.mu.Lock()
-	if *spec.Enabled {
+	if strong && enabled && t.repl != nil {
+		if _, s := t.repl.g.snapshot(); s { // the engine's wording
+			t.mu.Unlock()
+			return awserr.Validation("One or more parameter values were invalid: Time to Live is not supported on global tables with multi-Region strong consistency (MultiRegionConsistency STRONG): table %s", t.name)
+		}
+	}
+	if enabled {
 		if t.ttlAttr != "" {
 			t.mu.Unlock()
-			return nil, awserr.Validation("TimeToLive is already enabled")
+			return awserr.Validation("TimeToLive is already enabled")
 		}
-		t.ttlAttr = spec.AttributeName
+		t.ttlAttr = name
 	} else {
 		if t.ttlAttr == "" {
 			t.mu.Unlock()
-			return nil, awserr.Validation("TimeToLive is already disabled")
+			return awserr.Validation("TimeToLive is already disabled")
 		}
-		if t.ttlAttr != spec.AttributeName {
+		if t.ttlAttr != name {
 			cur := t.ttlAttr
 			t.mu.Unlock()
-			return nil, awserr.Validation("TimeToLive is active on a different AttributeName: current AttributeName is %s", cur)
+			return awserr.Validation("TimeToLive is active on a different AttributeName: current AttributeName is %s", cur)
 		}
 		t.ttlAttr = ""
 	}
@@ -1021,10 +1091,7 @@ func (e *Engine) opUpdateTimeToLive(ctx context.Context, body []byte) (any, erro
 	// Recompute every item's expiry in chunks so that a big table keeps
 	// serving requests meanwhile. Writes that happen during the pass already
 	// use the new attribute.
-	if err := t.recomputeExpiry(ctx); err != nil {
-		return nil, err
-	}
-	return map[string]any{"TimeToLiveSpecification": map[string]any{"Enabled": *spec.Enabled, "AttributeName": spec.AttributeName}}, nil
+	return t.recomputeExpiry(ctx)
 }
 
 // recomputeExpiry refreshes entry.exp for the current TTL attribute.

@@ -427,12 +427,16 @@ type txWrite struct {
 	oldItem attr.Item
 	newItem attr.Item
 	rec     int
+	rw      *replWrite // a replica's write (nil otherwise)
 }
 
 // add collects one write and its stream record, if it makes one (the
 // rule of writeLocked). t.mu is held for writing.
 func (w *txWrites) add(t *table, key []byte, old *entry, oldItem attr.Item, ne *entry, newItem attr.Item, service bool) {
 	wr := txWrite{t: t, key: key, old: old, ne: ne, oldItem: oldItem, newItem: newItem, rec: -1}
+	if t.repl != nil {
+		wr.rw = t.repl.prepare(t, key, ne)
+	}
 	if t.stream != nil && !unchanged(old, oldItem, ne, newItem) {
 		wr.rec = len(w.changes)
 		w.changes = append(w.changes, stream.Pending{Stream: t.stream, Change: t.recordOf(old, oldItem, ne, newItem, service)})
@@ -460,6 +464,9 @@ func (w *txWrites) commit() error {
 	}
 	for _, wr := range w.writes {
 		wr.t.applyLocked(wr.key, wr.old, wr.oldItem, wr.ne, wr.newItem)
+		if wr.rw != nil {
+			wr.t.repl.commit(wr.rw)
+		}
 	}
 	return nil
 }

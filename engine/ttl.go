@@ -19,8 +19,12 @@ const sweepChunk = 2048
 // fiveYears is how far in the past a TTL value may be and still expire.
 const fiveYears = 5 * 365 * 24 * time.Hour
 
-// SweepTTL runs one full TTL pass over every table with TTL enabled and
-// returns how many items it deleted. An item is deleted when its TTL
+// SweepTTL runs one full TTL pass over every table with TTL enabled, in
+// every Region, and returns how many items it deleted. An expired item of
+// a global table is deleted by one Region only, its TTL owner: the Region
+// of the item's last write while that Region is a replica, else the first
+// replica by name (SetTTLIndependent lifts that rule); the others get the
+// owner's delete by replication. An item is deleted when its TTL
 // attribute is a Number of epoch seconds strictly below now (plus the
 // item's share of Options.TTLLag) and not more than five years in the
 // past. Each deletion is a system delete: it leaves the table and its
@@ -32,10 +36,12 @@ func (e *Engine) SweepTTL(ctx context.Context) (int, error) {
 		tables = append(tables, t)
 	}
 	e.mu.RUnlock()
-	sort.Slice(tables, func(i, j int) bool { return tables[i].name < tables[j].name })
+	sort.Slice(tables, func(i, j int) bool {
+		return tables[i].region < tables[j].region || tables[i].region == tables[j].region && tables[i].name < tables[j].name
+	})
 	total := 0
 	for _, t := range tables {
-		n, err := t.sweep(ctx, e.clock)
+		n, err := t.sweep(ctx, e.clock, e.ttlIndependent.Load())
 		total += n
 		if err != nil {
 			return total, err
@@ -44,11 +50,17 @@ func (e *Engine) SweepTTL(ctx context.Context) (int, error) {
 	return total, nil
 }
 
+// SetTTLIndependent makes every Region's TTL process delete every expired
+// item of a global table, as if each were its owner: the race AWS does not
+// rule out, where one expiry makes a service REMOVE in more than one
+// Region's stream. Off by default.
+func (e *Engine) SetTTLIndependent(on bool) { e.ttlIndependent.Store(on) }
+
 // sweep deletes the expired items of one table, chunk by chunk. It looks
 // for the next expired item under the read lock, so a pass over a table
 // with nothing to delete never blocks readers, and deletes a chunk from
 // there under the write lock, checking expiry again under that lock.
-func (t *table) sweep(ctx context.Context, clock Clock) (int, error) {
+func (t *table) sweep(ctx context.Context, clock Clock, independent bool) (int, error) {
 	deleted := 0
 	var cursor []byte
 	var victims []*entry
@@ -61,7 +73,8 @@ func (t *table) sweep(ctx context.Context, clock Clock) (int, error) {
 		oldest := now.Add(-fiveYears).UnixNano()
 		expired := func(n *slNode) bool {
 			exp := n.val.exp
-			return exp != noExpiry && exp >= oldest && exp+lagFor(n.key, t.lagNanos) < nowN
+			return exp != noExpiry && exp >= oldest && exp+lagFor(n.key, t.lagNanos) < nowN &&
+				(t.repl == nil || independent || t.ttlOwned(n.key))
 		}
 
 		// Find the next expired item (read lock).
@@ -102,7 +115,11 @@ func (t *table) sweep(ctx context.Context, clock Clock) (int, error) {
 			}
 		}
 		if len(victims) > 0 {
-			n, err := t.removeExpiredLocked(victims)
+			remove := t.removeExpiredLocked
+			if t.repl != nil {
+				remove = t.globalRemoveLocked
+			}
+			n, err := remove(victims)
 			deleted += n
 			if err != nil {
 				t.mu.Unlock()
@@ -197,7 +214,7 @@ func (t *table) logExpired(ent *entry, part attr.Item, kb *[]byte, withOld bool)
 		if t.p == nil {
 			return nil
 		}
-		return t.p.logChange(t, ent.key, nil, nil)
+		return t.p.logChange(t, ent.key, nil, nil, nil)
 	}
 	*kb = keysJSON((*kb)[:0], ent.raw, t.ktoks)
 	c := stream.EncodedChange{EventName: "REMOVE", Keys: *kb, Service: true, Size: attr.SizeOf(t.key.Hash, part[t.key.Hash])}
@@ -212,14 +229,14 @@ func (t *table) logExpired(ent *entry, part attr.Item, kb *[]byte, withOld bool)
 	if t.p != nil {
 		c.Commit = func(ev *stream.Event) error {
 			logged = true
-			return t.p.logChange(t, ent.key, nil, ev)
+			return t.p.logChange(t, ent.key, nil, ev, nil)
 		}
 	}
 	if err := t.stream.AppendEncoded(c); err != nil {
 		return err
 	}
 	if !logged { // the stream took no record (disabled)
-		return t.p.logChange(t, ent.key, nil, nil)
+		return t.p.logChange(t, ent.key, nil, nil, nil)
 	}
 	return nil
 }

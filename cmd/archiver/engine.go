@@ -29,7 +29,7 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	shards := fs.Int("stream-shards", 1, "open shards per stream")
 	rollover := fs.String("shard-rollover", "4h", "close each shard and open its child after this age (e.g. 4h) or record count (e.g. 500); 0 = never")
 	retention := fs.Duration("stream-retention", 24*time.Hour, "stream records older than this are trimmed")
-	region := fs.String("region", "us-east-1", "region the engine reports in ARNs and records")
+	region := fs.String("region", "us-east-1", "default Region: of requests whose SigV4 credential scope names none (each request is in its scope's Region; every Region is served)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	manualClock := fs.Bool("manual-clock", false, "start the engine's clock at the wall clock and move it only through POST /_engine/clock")
 	controlFrom := fs.String("control-from", "", "comma-separated CIDRs of non-loopback clients allowed to use the /_engine/ control API (loopback always is)")
