@@ -103,6 +103,7 @@ const (
 	slotEventName
 	slotShard
 	slotARN
+	slotRegion
 	slotTTLAttribute
 	slotDeletedBy
 	slots
@@ -515,6 +516,13 @@ func (p *lineParser) metadata(e *event.Event) bool {
 		return false
 	}
 	e.Kind = event.Kind(kind)
+	if p.lit(`,"region":`) {
+		if !p.fieldTo(slotRegion, &e.Region) || !event.ValidRegion(e.Region) {
+			return false
+		}
+	} else {
+		e.Region = event.RegionOf(e.StreamARN) // a line written before lines named it
+	}
 	if p.lit(`,"approximateCreationDateTime":`) && !p.timeTo(&e.ApproximateCreationTime) {
 		return false
 	}

@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"cmp"
 	"reflect"
 	"strings"
 	"testing"
@@ -30,13 +31,19 @@ func fastLineEvents() []event.Event {
 	}
 	keys := event.Item{"pk": item["pk"]}
 	return []event.Event{
-		{Kind: event.Expired, Table: "T", EventID: "e1", EventName: "REMOVE", SequenceNumber: "100", ShardID: "s", StreamARN: "arn",
+		{Kind: event.Expired, Table: "T", EventID: "e1", EventName: "REMOVE", SequenceNumber: "100", ShardID: "s", StreamARN: "arn", Region: "eu-west-1",
 			ApproximateCreationTime: t, Keys: keys, OldImage: item, SizeBytes: 123, TTLAttribute: "ttl", TTLValue: "1772600000",
 			TTLTime: time.Unix(1772600000, 0).UTC(), TTLLag: -1500 * time.Millisecond, DeletedBy: event.DeletedByTTL},
 		{Kind: event.Modified, Table: "T", EventID: "e2", EventName: "MODIFY", SequenceNumber: "101", Keys: keys, NewImage: keys, OldImage: keys, ApproximateCreationTime: t},
 		{Kind: event.Inserted, Table: "T", EventID: "e3", EventName: "INSERT", NewImage: keys},
 		{Kind: event.Deleted, Table: "T", EventID: "e4", Keys: keys, TTLLag: 3*time.Second + 1},
 		{Kind: event.Deleted, Table: "T", EventID: "e5", EventName: "REMOVE", DeadLetter: &event.DeadLetter{Sink: "s3://b", Reason: event.ReasonPermanent}},
+		// A line written before lines named their Region: it is the
+		// stream ARN's.
+		{Kind: event.Expired, Table: "T", EventID: "e6", EventName: "REMOVE", SequenceNumber: "7", ShardID: "s", Keys: keys, OldImage: keys,
+			StreamARN: "arn:aws:dynamodb:ap-southeast-2:123456789012:table/T/stream/2026-03-04T00:00:00.000"},
+		{Kind: event.Expired, Table: "T", EventID: "e7", EventName: "REMOVE", SequenceNumber: "7", ShardID: "s", Keys: keys, OldImage: keys,
+			StreamARN: "arn:aws:dynamodb:us-west-2:123456789012:table/T/stream/2026-03-04T00:00:00.000", Region: "us-west-2"},
 	}
 }
 
@@ -59,6 +66,9 @@ func TestFastDecodeLineMatchesDecodeLine(t *testing.T) {
 		}
 		if ok && !reflect.DeepEqual(got, want) {
 			t.Errorf("%s:\nfast %+v\nwant %+v", line, got, want)
+		}
+		if wantRegion := cmp.Or(e.Region, event.RegionOf(e.StreamARN)); want.Region != wantRegion {
+			t.Errorf("%s: Region %q, want %q", line, want.Region, wantRegion)
 		}
 		skipped, ok := fastDecode(line, &interner{}, true)
 		want.Keys, want.OldImage, want.NewImage = nil, nil, nil

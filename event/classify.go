@@ -186,8 +186,8 @@ func deref(s *string) string {
 // and shard, classified by [Classify]. ttlAttribute is the table's TTL
 // attribute name ("" when unknown); for an expired record whose old image
 // holds it as a Number, the event's TTLValue, TTLTime and TTLLag are set.
-// A REMOVE's DeletedBy says whether DynamoDB's TTL process made it.
-// Images are kept as they are (no copy: the event shares them with r).
+// A REMOVE's DeletedBy says whether DynamoDB's TTL process made it; the
+// event's Region is the stream ARN's ([RegionOf]). Images are kept as they are (no copy: the event shares them with r).
 func Decode(table, streamARN, shardID string, r types.Record, ttlAttribute string) (Event, error) {
 	return DecodeWith(table, streamARN, shardID, 0, r, ttlAttribute, ExpiredWhenService)
 }
@@ -217,6 +217,7 @@ func DecodeWith(table, streamARN, shardID string, index int, r types.Record, ttl
 		Kind:           kind,
 		Table:          table,
 		StreamARN:      streamARN,
+		Region:         RegionOf(streamARN),
 		ShardID:        shardID,
 		SequenceNumber: seq,
 		EventID:        deref(r.EventID),

@@ -65,7 +65,13 @@ type Event struct {
 	Kind      Kind
 	Table     string
 	StreamARN string
-	ShardID   string
+	// Region is the AWS Region whose stream the record was read from:
+	// the Region of StreamARN ([RegionOf]; "" when the ARN names none).
+	// Two Regions' streams of one global table can hold equal shard IDs,
+	// sequence numbers and, for one item's expiry, equal content:
+	// Region is what tells their records apart.
+	Region  string
+	ShardID string
 	// SequenceNumber is the record's decimal sequence number within its
 	// shard. Compare with [CompareSequence], never as strings.
 	SequenceNumber string

@@ -650,6 +650,9 @@ func decodeList(v json.RawMessage, path string, bad func(want string) error) (ty
 //	    "eventName":      "INSERT" | "MODIFY" | "REMOVE",
 //	    "sequenceNumber": decimal string,
 //	    "shardId", "streamArn",
+//	    "region":         the AWS Region of the stream the record was read
+//	                      from (the streamArn's; left out when it names
+//	                      none),
 //	    "approximateCreationDateTime": RFC 3339 with nanoseconds, UTC,
 //	    "deletionTime":   same as above, only for REMOVE events,
 //	    "sizeBytes":      the record's size as the stream reported it,
@@ -694,6 +697,10 @@ func AppendLine(dst []byte, e *Event) []byte {
 	dst = appendString(dst, e.ShardID)
 	dst = append(dst, `,"streamArn":`...)
 	dst = appendString(dst, e.StreamARN)
+	if e.Region != "" {
+		dst = append(dst, `,"region":`...)
+		dst = appendString(dst, e.Region)
+	}
 	if !e.ApproximateCreationTime.IsZero() {
 		dst = append(dst, `,"approximateCreationDateTime":`...)
 		start := len(dst)
@@ -849,6 +856,7 @@ type lineMeta struct {
 	SequenceNumber              string      `json:"sequenceNumber"`
 	ShardID                     string      `json:"shardId"`
 	StreamARN                   string      `json:"streamArn"`
+	Region                      string      `json:"region"`
 	ApproximateCreationDateTime string      `json:"approximateCreationDateTime"`
 	DeletionTime                string      `json:"deletionTime"`
 	SizeBytes                   int64       `json:"sizeBytes"`
@@ -918,6 +926,7 @@ func lineEvent(m *lineMeta, dl *lineDeadLetter) (Event, error) {
 		SequenceNumber: m.SequenceNumber,
 		ShardID:        m.ShardID,
 		StreamARN:      m.StreamARN,
+		Region:         m.Region,
 		SizeBytes:      m.SizeBytes,
 		TTLAttribute:   m.TTLAttribute,
 		TTLValue:       m.TTLValue,
@@ -941,6 +950,11 @@ func lineEvent(m *lineMeta, dl *lineDeadLetter) (Event, error) {
 	}
 	if err := checkDeletedBy(&e); err != nil {
 		return Event{}, err
+	}
+	if e.Region == "" {
+		e.Region = RegionOf(e.StreamARN) // a line written before lines named it
+	} else if !ValidRegion(e.Region) {
+		return Event{}, fmt.Errorf("archive line: Metadata.region: %q is not a Region name", m.Region)
 	}
 	if m.Image != "" && m.Image != ImageKeysOnly {
 		return Event{}, fmt.Errorf("archive line: Metadata.image: %q is not %s", m.Image, ImageKeysOnly)

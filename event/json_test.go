@@ -117,6 +117,7 @@ func sampleEvent() Event {
 		Kind:                    Expired,
 		Table:                   "sessions",
 		StreamARN:               "arn:aws:dynamodb:us-east-1:000000000000:table/sessions/stream/2026-01-01T00:00:00.000",
+		Region:                  "us-east-1",
 		ShardID:                 "shardId-00000001",
 		SequenceNumber:          "000000000000000000123",
 		EventID:                 "e-1",
@@ -262,6 +263,8 @@ func TestDecodeLineErrors(t *testing.T) {
 		{"bad deleted by", `{"Item":{},"Metadata":{"kind":"expired","eventName":"REMOVE","deletedBy":"ttl"}}`, "Metadata.deletedBy"},
 		{"deleted by on an insert", `{"Item":{},"Metadata":{"kind":"inserted","eventName":"INSERT","deletedBy":"other"}}`, "Metadata.deletedBy"},
 		{"bad image", `{"Item":{},"Metadata":{"kind":"expired","image":"none"}}`, "Metadata.image"},
+		{"bad region", `{"Item":{},"Metadata":{"kind":"expired","region":"us-east-1/x"}}`, "Metadata.region"},
+		{"region with a dot", `{"Item":{},"Metadata":{"kind":"expired","region":"us.east"}}`, "Metadata.region"},
 		{"negative attempts", `{"Item":{},"Metadata":{"kind":"expired"},"DeadLetter":{"reason":"permanent","attempts":-1}}`, "DeadLetter.attempts"},
 	}
 	for _, tc := range tests {

@@ -35,6 +35,7 @@ func testEvents(table, shard string, first, n int) []event.Event {
 			Kind:                    event.Expired,
 			Table:                   table,
 			StreamARN:               "arn:aws:dynamodb:us-east-1:000000000000:table/" + table + "/stream/2026-03-04T00:00:00.000",
+			Region:                  "us-east-1",
 			ShardID:                 shard,
 			SequenceNumber:          fmt.Sprintf("%021d", seq),
 			EventID:                 fmt.Sprintf("%s-%s-%d", table, shard, seq),
