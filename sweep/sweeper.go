@@ -39,6 +39,7 @@ type Sweeper struct {
 
 	mu     sync.Mutex // held by a pass
 	table  *tableInfo // nil until described
+	global bool       // the table's replicas were said (sayGlobal)
 	loaded bool       // cursor and saved hold the stored cursor
 	cursor int64      // window number of the cursor
 	saved  int64      // window number last loaded or saved
@@ -243,6 +244,7 @@ func (s *Sweeper) describe(ctx context.Context) (*tableInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sweep: DescribeTable %s: %w", table, err)
 	}
+	s.sayGlobal(out.Table)
 	hash, rng := keyNames(out.Table.KeySchema)
 	t.keys = append(t.keys, hash)
 	if rng != "" {
@@ -266,6 +268,26 @@ func (s *Sweeper) describe(ctx context.Context) (*tableInfo, error) {
 		return t, nil
 	}
 	return nil, setupErrorf("Index", "sweep: table %s has no global secondary index %q", table, s.cfg.Index)
+}
+
+// sayGlobal logs once that the table is a global table and who archives
+// the sweeper's deletes there: they are made in this Region and replicated
+// to every other as plain deletes, so only an archiver with --expired-when
+// past-ttl archives them, and exactly one such archiver, in one Region,
+// archives every Region's expiries once (docs/DESIGN.md, "Global tables").
+func (s *Sweeper) sayGlobal(t *types.TableDescription) {
+	if s.global || (aws.ToString(t.GlobalTableVersion) == "" && len(t.Replicas) == 0) {
+		return
+	}
+	s.global = true
+	var regions []string
+	for _, r := range t.Replicas {
+		regions = append(regions, aws.ToString(r.RegionName))
+	}
+	s.log.Info("sweep: the table is a global table: the sweeper's deletes are made in this Region and replicated to the others as plain deletes; "+
+		"archive them with one archiver with --expired-when past-ttl in one Region, which archives every Region's expiries once "+
+		"(archivers under --expired-when service archive none of the sweeper's deletes)",
+		zap.String("table", s.cfg.Table), zap.Strings("replicas", regions))
 }
 
 // ttlAttribute is the attribute to sweep on: the one the table's TTL is

@@ -28,12 +28,17 @@ type Table struct {
 	// defines their key attributes that the table's key does not.
 	Indexes    []types.GlobalSecondaryIndex
 	Attributes []types.AttributeDefinition
+	// Replicas, when set, make the table a global table (version
+	// 2019.11.21): a replica is added in each of these Regions, one
+	// UpdateTable ReplicaUpdates Create at a time, after TTL is enabled.
+	Replicas []string
 }
 
 // TableAPI is what CreateTable needs of a DynamoDB client.
 type TableAPI interface {
 	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
 	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+	UpdateTable(ctx context.Context, in *dynamodb.UpdateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error)
 }
 
 // CreateTable creates the table with the bed's own client and returns its
@@ -57,15 +62,21 @@ func CreateTable(t testing.TB, db TableAPI, tbl Table) string {
 	if arn == "" && !tbl.NoStream {
 		t.Fatalf("CreateTable %s: no LatestStreamArn", tbl.Name)
 	}
-	if tbl.TTL == "" {
-		return arn
+	if tbl.TTL != "" {
+		_, err = db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+			TableName:               aws.String(tbl.Name),
+			TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(tbl.TTL), Enabled: aws.Bool(true)},
+		})
+		if err != nil {
+			t.Fatalf("UpdateTimeToLive %s: %v", tbl.Name, err)
+		}
 	}
-	_, err = db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName:               aws.String(tbl.Name),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(tbl.TTL), Enabled: aws.Bool(true)},
-	})
-	if err != nil {
-		t.Fatalf("UpdateTimeToLive %s: %v", tbl.Name, err)
+	for _, r := range tbl.Replicas {
+		_, err := db.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(tbl.Name),
+			ReplicaUpdates: []types.ReplicationGroupUpdate{{Create: &types.CreateReplicationGroupMemberAction{RegionName: aws.String(r)}}}})
+		if err != nil {
+			t.Fatalf("UpdateTable %s: adding a replica in %s: %v", tbl.Name, r, err)
+		}
 	}
 	return arn
 }

@@ -118,23 +118,24 @@ func itemKey(keys event.Item) string {
 
 // tally counts deliveries at a far end: per item key and per kind.
 type tally struct {
-	mu     sync.Mutex
-	byKey  map[string]int               // key → deliveries
-	kinds  map[string]event.Kind        // key → kind of its last delivery
-	events map[string]int               // event ID → deliveries
-	at     map[string]eventAt           // event ID → its stream position
-	dead   map[string]*event.DeadLetter // key → DeadLetter of its last dead-lettered delivery
-	lines  int
-	torn   int      // lines that did not decode (see readFileSink)
-	bad    []string // events whose item is not the item written (first few)
-	nbad   int
+	mu      sync.Mutex
+	byKey   map[string]int               // key → deliveries
+	kinds   map[string]event.Kind        // key → kind of its last delivery
+	regions map[string]string            // key → Region of its last delivery
+	events  map[string]int               // event ID → deliveries
+	at      map[string]eventAt           // event ID → its stream position
+	dead    map[string]*event.DeadLetter // key → DeadLetter of its last dead-lettered delivery
+	lines   int
+	torn    int      // lines that did not decode (see readFileSink)
+	bad     []string // events whose item is not the item written (first few)
+	nbad    int
 }
 
 // eventAt is where a delivered event is in its stream.
 type eventAt struct{ shard, seq string }
 
 func newTally() *tally {
-	return &tally{byKey: map[string]int{}, kinds: map[string]event.Kind{}, events: map[string]int{}, at: map[string]eventAt{}, dead: map[string]*event.DeadLetter{}}
+	return &tally{byKey: map[string]int{}, kinds: map[string]event.Kind{}, regions: map[string]string{}, events: map[string]int{}, at: map[string]eventAt{}, dead: map[string]*event.DeadLetter{}}
 }
 
 func (ta *tally) add(ev *event.Event) {
@@ -143,6 +144,7 @@ func (ta *tally) add(ev *event.Event) {
 	k := itemKey(ev.Keys)
 	ta.byKey[k]++
 	ta.kinds[k] = ev.Kind
+	ta.regions[k] = ev.Region
 	ta.events[ev.EventID]++
 	ta.at[ev.EventID] = eventAt{ev.ShardID, ev.SequenceNumber}
 	if ev.DeadLetter != nil {

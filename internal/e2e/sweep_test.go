@@ -152,7 +152,13 @@ func TestSweepAndArchiveOnNATS(t *testing.T) {
 // the recipe's expiration-window index.
 func createSweptTable(t *testing.T, db *dynamodb.Client) {
 	t.Helper()
-	enginetest.CreateTable(t, db, enginetest.Table{Name: sweepE2ETable, Hash: keyAttr, TTL: ttlAttr,
+	enginetest.CreateTable(t, db, sweptTable())
+}
+
+// sweptTable is the swept table: a stream, TTL on ttlAttr and the
+// recipe's expiration-window index.
+func sweptTable() enginetest.Table {
+	return enginetest.Table{Name: sweepE2ETable, Hash: keyAttr, TTL: ttlAttr,
 		Attributes: []dtypes.AttributeDefinition{
 			{AttributeName: aws.String(sweep.DefaultWindowAttribute), AttributeType: dtypes.ScalarAttributeTypeS},
 			{AttributeName: aws.String(ttlAttr), AttributeType: dtypes.ScalarAttributeTypeN}},
@@ -160,7 +166,7 @@ func createSweptTable(t *testing.T, db *dynamodb.Client) {
 			KeySchema: []dtypes.KeySchemaElement{{AttributeName: aws.String(sweep.DefaultWindowAttribute), KeyType: dtypes.KeyTypeHash},
 				{AttributeName: aws.String(ttlAttr), KeyType: dtypes.KeyTypeRange}},
 			Projection: &dtypes.Projection{ProjectionType: dtypes.ProjectionTypeKeysOnly}}},
-	})
+	}
 }
 
 // putSwept writes an item with the TTL ttl and its window attribute.
