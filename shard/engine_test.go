@@ -22,6 +22,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/engine/enginetest"
+	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
 )
 
@@ -462,7 +463,7 @@ func TestSeveralRegions(t *testing.T) {
 	euA := enginetest.CreateTable(t, eu.DynamoDB, enginetest.Table{Name: "alpha"})
 	euB := enginetest.CreateTable(t, eu.DynamoDB, enginetest.Table{Name: "beta"})
 	enginetest.CreateTable(t, us.DynamoDB, enginetest.Table{Name: "gamma"})
-	if RegionFromARN(usA) != "us-east-1" || RegionFromARN(euA) != "eu-west-1" || usA == euA {
+	if event.RegionOf(usA) != "us-east-1" || event.RegionOf(euA) != "eu-west-1" || usA == euA {
 		t.Fatalf("stream ARNs %s and %s: want one per Region", usA, euA)
 	}
 	rec := newRecorder(t)

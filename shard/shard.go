@@ -98,6 +98,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/backoff"
 )
 
@@ -465,7 +466,7 @@ func (o *Options) fillDefaults() {
 // that of Regions, or Streams when the Region is not listed.
 func (o *Options) streamsFor(arn string) StreamsAPI {
 	if len(o.Regions) > 0 {
-		name := RegionFromARN(arn)
+		name := event.RegionOf(arn)
 		for _, r := range o.Regions {
 			if r.Name == name {
 				return r.Streams
@@ -508,28 +509,6 @@ func validateRegions(rs []Region) error {
 		seen[r.Name] = true
 	}
 	return nil
-}
-
-// RegionFromARN returns the Region of a DynamoDB table or stream ARN
-// (arn:PARTITION:dynamodb:REGION:ACCOUNT:...), or "" when the ARN has no
-// such part.
-func RegionFromARN(arn string) string {
-	rest, ok := strings.CutPrefix(arn, "arn:")
-	if !ok {
-		return ""
-	}
-	for range 2 { // partition, service
-		i := strings.IndexByte(rest, ':')
-		if i < 0 {
-			return ""
-		}
-		rest = rest[i+1:]
-	}
-	region, _, ok := strings.Cut(rest, ":")
-	if !ok {
-		return ""
-	}
-	return region
 }
 
 // TableFromStreamARN returns the table name in a stream ARN

@@ -97,23 +97,6 @@ func TestTableFromStreamARN(t *testing.T) {
 	}
 }
 
-func TestRegionFromARN(t *testing.T) {
-	tests := map[string]string{
-		"arn:aws:dynamodb:eu-west-1:000000000000:table/orders/stream/2026-01-01T00:00:00.000": "eu-west-1",
-		"arn:aws-cn:dynamodb:cn-north-1:000000000000:table/orders":                            "cn-north-1",
-		"arn:aws:dynamodb::000000000000:table/orders":                                         "",
-		"arn:aws:dynamodb":   "",
-		"arn:aws:dynamodb:x": "",
-		"orders":             "",
-		"":                   "",
-	}
-	for in, want := range tests {
-		if got := RegionFromARN(in); got != want {
-			t.Errorf("RegionFromARN(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 type nopProcessor struct{}
 
 func (nopProcessor) Process(context.Context, Batch) error               { return nil }

@@ -82,7 +82,7 @@ func planSources(ctx context.Context, cfg *runConfig, awsCfg aws.Config, ddb *dy
 	routes []consumer.Route, log *zap.Logger) (*sources, error) {
 	srcs := &sources{regions: []*regionClients{{name: awsCfg.Region, ddb: ddb, streams: streams}}}
 	for _, a := range cfg.StreamARNs {
-		r := srcs.region(cmp.Or(shard.RegionFromARN(a), awsCfg.Region), awsCfg, cfg)
+		r := srcs.region(cmp.Or(event.RegionOf(a), awsCfg.Region), awsCfg, cfg)
 		r.arns = append(r.arns, a)
 	}
 	home, err := checkRunSources(ctx, cfg, srcs.home(), cfg.Tables, routes, log)
