@@ -31,6 +31,8 @@ const HeaderMsgID = "Nats-Msg-Id"
 // The Archiver- headers, on every message of every format.
 // HeaderDeletedBy is on REMOVE messages only: "dynamodb-ttl" when
 // DynamoDB's TTL process deleted the item, "other" otherwise.
+// HeaderRegion is on every message whose record came from a stream whose
+// ARN names a Region (every record the archiver reads).
 const (
 	HeaderTable     = "Archiver-Table"
 	HeaderKind      = "Archiver-Kind"
@@ -38,6 +40,7 @@ const (
 	HeaderShard     = "Archiver-Shard"
 	HeaderSequence  = "Archiver-Sequence" // a decimal string of up to 40 digits: not an int64
 	HeaderEventName = "Archiver-Event-Name"
+	HeaderRegion    = "Archiver-Region" // the AWS Region of the stream the record was read from
 	HeaderDeletedBy = "Archiver-Deleted-By"
 )
 
@@ -63,6 +66,7 @@ const (
 	CETable        = "ce-dynamodbtable"    // the table's name
 	CEShard        = "ce-dynamodbshard"    // the stream shard's ID
 	CESequence     = "ce-dynamodbsequence" // the record's sequence number (decimal, up to 40 digits)
+	CERegion       = "ce-dynamodbregion"   // the AWS Region of the stream the record was read from
 	CETTLAttribute = "ce-ttlattribute"     // the table's TTL attribute, when known
 	CETTLValue     = "ce-ttlvalue"         // its value in the old image (epoch seconds, decimal), when known
 	CEDeletedBy    = "ce-deletedby"        // REMOVEs only: "dynamodb-ttl" or "other"

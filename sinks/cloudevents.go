@@ -50,6 +50,7 @@ func appendCloudEvents(arena []byte, h nats.Header, e *event.Event, id, keys str
 	set(natsmsg.CETable, e.Table)
 	set(natsmsg.CEShard, e.ShardID)
 	set(natsmsg.CESequence, e.SequenceNumber)
+	set(natsmsg.CERegion, e.Region)
 	set(natsmsg.CETTLAttribute, e.TTLAttribute)
 	set(natsmsg.CETTLValue, e.TTLValue)
 	set(natsmsg.CEDeletedBy, e.DeletedBy)

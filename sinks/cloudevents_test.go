@@ -191,6 +191,7 @@ func TestNATSCloudEvents(t *testing.T) {
 				"dynamodbtable":    "sessions",
 				"dynamodbshard":    "shard-1",
 				"dynamodbsequence": e.SequenceNumber,
+				"dynamodbregion":   "us-east-1",
 				"ttlattribute":     "expiresAt",
 				"ttlvalue":         e.TTLValue,
 				"deletedby":        e.DeletedBy,

@@ -36,7 +36,7 @@ func contractEvents() []event.Event {
 	noTTL(&evs[5])
 	evs[6].DeletedBy = event.DeletedByTTL
 	evs[6].DeadLetter = &event.DeadLetter{Sink: "s3://b/p", Reason: event.ReasonPermanent, Error: "AccessDenied", Attempts: 3, FirstFailure: testStart}
-	evs[7] = event.Event{Kind: event.Undecodable, Table: "sessions", StreamARN: evs[7].StreamARN, ShardID: "shard-1", EventID: "bad-8",
+	evs[7] = event.Event{Kind: event.Undecodable, Table: "sessions", StreamARN: evs[7].StreamARN, Region: evs[7].Region, ShardID: "shard-1", EventID: "bad-8",
 		ApproximateCreationTime: testStart, DeadLetter: &event.DeadLetter{Reason: event.ReasonUndecodable, Error: "unknown eventName", Record: []byte(`{"eventID":"bad-8","eventName":"BOGUS"}`)}}
 	return evs
 }

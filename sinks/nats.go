@@ -25,7 +25,9 @@ import (
 // stream event ID, which JetStream de-duplicates on). HeaderDeletedBy is
 // set on REMOVE messages only: "dynamodb-ttl" when DynamoDB's TTL process
 // deleted the item, "other" otherwise ([event.Event.DeletedBy]), so a
-// subscriber tells a native expiry from a swept one without the payload.
+// subscriber tells a native expiry from a swept one without the payload;
+// HeaderRegion is the Region of the stream the record was read from
+// ([event.Event.Region]), on every message of an event that has one.
 // They are [natsmsg]'s names, which readers import without this package;
 // docs/MESSAGES.md is the contract.
 const (
@@ -35,6 +37,7 @@ const (
 	HeaderShard     = natsmsg.HeaderShard
 	HeaderSequence  = natsmsg.HeaderSequence
 	HeaderEventName = natsmsg.HeaderEventName
+	HeaderRegion    = natsmsg.HeaderRegion
 	HeaderDeletedBy = natsmsg.HeaderDeletedBy
 )
 
@@ -449,20 +452,19 @@ func (s *NATSSink) appendMessage(arena []byte, e *event.Event) (*nats.Msg, int64
 	// The names are already in canonical form (TestHeaderNamesCanonical),
 	// so the values go in directly, in one backing array, instead of
 	// through Header.Set's canonicalisation and one slice each.
-	vals := [...]string{id, e.Table, string(e.Kind), unsafe.String(unsafe.SliceData(keys), len(keys)), e.ShardID, e.SequenceNumber, e.EventName, e.DeletedBy}
-	n := len(vals)
-	if e.DeletedBy == "" {
-		n-- // not a REMOVE: no Archiver-Deleted-By (the last header)
-	}
-	all := vals[:]
-	capacity := n
+	vals := [...]string{id, e.Table, string(e.Kind), unsafe.String(unsafe.SliceData(keys), len(keys)), e.ShardID, e.SequenceNumber, e.EventName, e.Region, e.DeletedBy}
+	capacity := len(vals)
 	if s.c.Format == natsmsg.FormatCloudEvents {
 		capacity += ceHeaders
 	}
 	h := make(nats.Header, capacity)
 	subject := s.tmpl.render(e, s.c.MaxSubject)
 	size := len(subject) + len(data)
-	for i, k := range headerNames[:n] {
+	all := vals[:]
+	for i, k := range headerNames {
+		if i >= firstOptionalHeader && all[i] == "" {
+			continue // no Region, or not a REMOVE: no such header
+		}
 		h[k] = all[i : i+1 : i+1]
 		size += len(k) + len(all[i]) + 4
 	}
@@ -475,11 +477,15 @@ func (s *NATSSink) appendMessage(arena []byte, e *event.Event) (*nats.Msg, int64
 }
 
 // ceHeaders is how many ce- headers a message has at most.
-const ceHeaders = 14
+const ceHeaders = 15
 
 // headerNames are the headers of the messages, in the order message fills
-// them; every message has all but the last, which only REMOVEs have.
-var headerNames = [...]string{jetstream.MsgIDHeader, HeaderTable, HeaderKind, HeaderKeys, HeaderShard, HeaderSequence, HeaderEventName, HeaderDeletedBy}
+// them; every message has those before firstOptionalHeader, and the
+// others when they have a value (Archiver-Region when the event has a
+// Region, Archiver-Deleted-By on REMOVEs).
+var headerNames = [...]string{jetstream.MsgIDHeader, HeaderTable, HeaderKind, HeaderKeys, HeaderShard, HeaderSequence, HeaderEventName, HeaderRegion, HeaderDeletedBy}
+
+const firstOptionalHeader = 7
 
 func nonNilItem(i event.Item) event.Item {
 	if i == nil {

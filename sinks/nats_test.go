@@ -28,6 +28,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/natsmsg"
 )
 
 // natsServer is an embedded nats-server with JetStream on a free loopback
@@ -195,7 +196,7 @@ func TestNATSJetStreamPublishesWithHeaders(t *testing.T) {
 		for h, want := range map[string]string{
 			"Nats-Msg-Id": e.EventID, HeaderTable: "sessions", HeaderKind: "expired", HeaderShard: "shard-1",
 			HeaderSequence: e.SequenceNumber, HeaderKeys: string(event.MarshalItem(e.Keys)), HeaderEventName: "REMOVE",
-			HeaderDeletedBy: e.DeletedBy,
+			HeaderDeletedBy: e.DeletedBy, HeaderRegion: "us-east-1",
 		} {
 			if got := m.Headers().Get(h); got != want {
 				t.Fatalf("message %d header %s = %q, want %q", i, h, got, want)
@@ -693,6 +694,34 @@ func TestNATSDeletedByHeader(t *testing.T) {
 				t.Fatalf("headers %v", m.Header)
 			}
 		})
+	}
+}
+
+// TestNATSRegionHeader: in every format a message carries its event's
+// Region as Archiver-Region, and format=cloudevents as ce-dynamodbregion
+// too; an event without a Region (its stream ARN names none) has
+// neither.
+func TestNATSRegionHeader(t *testing.T) {
+	tmpl, err := parseSubject("archiver.{table}.{kind}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range natsmsg.Formats {
+		for _, region := range []string{"eu-central-1", "ap-southeast-2", ""} {
+			t.Run(format+"/"+region, func(t *testing.T) {
+				s := &NATSSink{c: NATSConfig{Format: format}, tmpl: tmpl}
+				e := testEvents("sessions", "shard-1", 1, 1)[0]
+				e.Region = region
+				m := s.message(&e)
+				if vals, ok := m.Header[HeaderRegion]; (region == "") == ok || (ok && (len(vals) != 1 || vals[0] != region)) {
+					t.Fatalf("%s = %q (set %v), want %q", HeaderRegion, vals, ok, region)
+				}
+				vals, ok := m.Header[natsmsg.CERegion]
+				if want := format == natsmsg.FormatCloudEvents && region != ""; ok != want || (ok && (len(vals) != 1 || vals[0] != region)) {
+					t.Fatalf("%s = %q (set %v), want it set %v to %q", natsmsg.CERegion, vals, ok, want, region)
+				}
+			})
+		}
 	}
 }
 

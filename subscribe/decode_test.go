@@ -22,7 +22,7 @@ func sample() *event.Event {
 	keys := event.Item{"pk": &st.AttributeValueMemberS{Value: "a b%\"é"}}
 	return &event.Event{
 		Kind: event.Expired, Table: "orders", EventName: "REMOVE", EventID: "id-1",
-		StreamARN: "arn:aws:dynamodb:us-east-1:1:table/orders/stream/x", ShardID: "shard-1",
+		StreamARN: "arn:aws:dynamodb:us-east-1:1:table/orders/stream/x", Region: "us-east-1", ShardID: "shard-1",
 		SequenceNumber: "1234567890123456789012345678901234567890", DeletedBy: event.DeletedByTTL,
 		ApproximateCreationTime: del, Keys: keys,
 		OldImage: event.Item{"pk": keys["pk"], "b": &st.AttributeValueMemberB{Value: []byte{0, 255}},
@@ -39,7 +39,7 @@ func message(format string, edit func(h nats.Header)) *nats.Msg {
 	h := nats.Header{
 		natsmsg.HeaderMsgID: {e.EventID}, natsmsg.HeaderTable: {e.Table}, natsmsg.HeaderKind: {string(e.Kind)},
 		natsmsg.HeaderKeys: {keys}, natsmsg.HeaderShard: {e.ShardID}, natsmsg.HeaderSequence: {e.SequenceNumber},
-		natsmsg.HeaderEventName: {e.EventName}, natsmsg.HeaderDeletedBy: {e.DeletedBy},
+		natsmsg.HeaderEventName: {e.EventName}, natsmsg.HeaderRegion: {e.Region}, natsmsg.HeaderDeletedBy: {e.DeletedBy},
 	}
 	data := event.MarshalLine(e)
 	switch format {
@@ -50,6 +50,7 @@ func message(format string, edit func(h nats.Header)) *nats.Msg {
 			natsmsg.CESpecVersion: "1.0", natsmsg.CEID: e.EventID, natsmsg.CESource: "arn:aws:dynamodb:us-east-1:1:table/orders",
 			natsmsg.CEType: natsmsg.TypePrefix + "expired", natsmsg.CETime: "2026-03-04T05:06:07.0000008Z",
 			natsmsg.CESubject: `{%22pk%22:{%22S%22:%22a%20b%25\%22%C3%A9%22}}`, natsmsg.CETable: "orders",
+			natsmsg.CERegion: "us-east-1",
 		} {
 			h[k] = []string{v}
 		}
@@ -68,7 +69,7 @@ func TestDecodeFormats(t *testing.T) {
 				t.Fatal(err)
 			}
 			if ev.Format != format || ev.ID != "id-1" || ev.Table != "orders" || ev.Kind != event.Expired ||
-				ev.Sequence != sample().SequenceNumber || ev.Shard != "shard-1" || ev.DeletedBy != event.DeletedByTTL {
+				ev.Sequence != sample().SequenceNumber || ev.Shard != "shard-1" || ev.DeletedBy != event.DeletedByTTL || ev.Region != "us-east-1" {
 				t.Fatalf("%+v", ev)
 			}
 			if pk, _ := ev.Keys["pk"].(*ddb.AttributeValueMemberS); pk == nil || pk.Value != "a b%\"é" {
@@ -89,7 +90,7 @@ func TestDecodeFormats(t *testing.T) {
 			}
 			if format == natsmsg.FormatCloudEvents {
 				ce, keys := ev.CloudEvent, string(event.MarshalItem(sample().Keys))
-				if ce == nil || ce.Subject != keys || !ce.Time.Equal(ev.Time) || ce.Extensions["dynamodbtable"] != "orders" {
+				if ce == nil || ce.Subject != keys || !ce.Time.Equal(ev.Time) || ce.Extensions["dynamodbtable"] != "orders" || ce.Extensions["dynamodbregion"] != "us-east-1" {
 					t.Fatalf("CloudEvent %+v", ce)
 				}
 			}
@@ -127,6 +128,10 @@ func TestDecodeErrors(t *testing.T) {
 		{natsmsg.FormatCloudEvents, set(natsmsg.CETime, "yesterday"), "", "header ce-time"},
 		{natsmsg.FormatCloudEvents, del(natsmsg.CESource), "", "header ce-source: missing"},
 		{natsmsg.FormatCloudEvents, set(natsmsg.CESubject, "%zz"), "", "header ce-subject"},
+		{natsmsg.FormatEnvelope, set(natsmsg.HeaderRegion, "eu-west-1"), "", "header Archiver-Region"},
+		{natsmsg.FormatCloudEvents, set(natsmsg.HeaderRegion, ""), "", "header Archiver-Region"},
+		{natsmsg.FormatCloudEvents, set(natsmsg.CERegion, "eu-west-1"), "", "header ce-dynamodbregion"},
+		{natsmsg.FormatItem, set(natsmsg.HeaderRegion, "us east"), "", "header Archiver-Region"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.format+"/"+tt.want, func(t *testing.T) {
@@ -142,6 +147,28 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	if _, err := subscribe.Decode(nil); err == nil {
 		t.Fatal("Decode(nil) succeeded")
+	}
+}
+
+// TestDecodeWithoutRegion: a message published before messages named
+// their Region (no Archiver-Region, no ce-dynamodbregion, no region in
+// the line) still decodes; its Region is its body's streamArn's, and
+// none in the item format.
+func TestDecodeWithoutRegion(t *testing.T) {
+	for _, format := range natsmsg.Formats {
+		m := message(format, func(h nats.Header) { delete(h, natsmsg.HeaderRegion); delete(h, natsmsg.CERegion) })
+		m.Data = []byte(strings.Replace(string(m.Data), `,"region":"us-east-1"`, "", 1))
+		ev, err := subscribe.Decode(m)
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		want := "us-east-1"
+		if format == natsmsg.FormatItem {
+			want = ""
+		}
+		if ev.Region != want {
+			t.Errorf("%s: Region %q, want %q", format, ev.Region, want)
+		}
 	}
 }
 

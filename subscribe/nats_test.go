@@ -143,7 +143,8 @@ func TestDecodeRealSink(t *testing.T) {
 				}
 				seen[ev.ID] = true
 				if ev.Format != format || ev.Table != "orders" || ev.Kind != event.Expired || ev.EventName != "REMOVE" ||
-					ev.DeletedBy != event.DeletedByTTL || ev.Shard == "" || ev.Sequence == "" || ev.ID != m.Headers().Get(natsmsg.HeaderMsgID) {
+					ev.DeletedBy != event.DeletedByTTL || ev.Shard == "" || ev.Sequence == "" || ev.ID != m.Headers().Get(natsmsg.HeaderMsgID) ||
+					ev.Region != "us-east-1" { // the engine's
 					t.Fatalf("decoded %+v", ev)
 				}
 				rec, ok := stream[ev.ID]
@@ -209,7 +210,8 @@ func checkCloudEvent(t *testing.T, h nats.Header, ev subscribe.Event, format str
 	ce := ev.CloudEvent
 	if ce == nil || ce.ID != ev.ID || !ce.Time.Equal(ceTime) || !ce.Time.Equal(ev.Time) ||
 		ce.Extensions["dynamodbtable"] != "orders" || ce.Extensions["dynamodbsequence"] != ev.Sequence ||
-		ce.Extensions["ttlattribute"] != "expires" || ce.Extensions["deletedby"] != event.DeletedByTTL {
+		ce.Extensions["ttlattribute"] != "expires" || ce.Extensions["deletedby"] != event.DeletedByTTL ||
+		ce.Extensions["dynamodbregion"] != ev.Region {
 		t.Fatalf("CloudEvent %+v", ce)
 	}
 }

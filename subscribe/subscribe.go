@@ -91,6 +91,12 @@ type Event struct {
 	// DeletedBy is "dynamodb-ttl" (DynamoDB's TTL process) or "other" for
 	// a REMOVE, "" otherwise.
 	DeletedBy string
+	// Region is the AWS Region of the stream the record was read from
+	// (Archiver-Region, the line's region, ce-dynamodbregion): in a
+	// global table, the replica whose stream it was. "" when the message
+	// names none (one published before messages carried it, in the item
+	// format).
+	Region string
 	// Shard is the stream shard's ID.
 	Shard string
 	// Sequence is the record's sequence number: a decimal string of up to
@@ -118,8 +124,8 @@ type CloudEvent struct {
 	Subject         string    // the item's key, DynamoDB JSON
 	DataContentType string    // "application/json"
 	// Extensions are the other ce- attributes by name without the prefix
-	// (dynamodbtable, dynamodbshard, dynamodbsequence, ttlattribute,
-	// ttlvalue, deletedby, deadletter).
+	// (dynamodbtable, dynamodbshard, dynamodbsequence, dynamodbregion,
+	// ttlattribute, ttlvalue, deletedby, deadletter).
 	Extensions map[string]string
 }
 
@@ -203,6 +209,11 @@ func (ev *Event) fromLine(h nats.Header, data []byte) error {
 			return fmt.Errorf("subscribe: header %s: %q differs from the body's %s %q", c.name, v, c.field, c.body)
 		}
 	}
+	// A message published before messages named their Region has no
+	// Archiver-Region, and its body's Region is its streamArn's.
+	if v, ok := h[natsmsg.HeaderRegion]; ok && (len(v) == 0 || v[0] != e.Region) {
+		return fmt.Errorf("subscribe: header %s: %q differs from the body's Metadata.region %q", natsmsg.HeaderRegion, h.Get(natsmsg.HeaderRegion), e.Region)
+	}
 	if _, err := headerKeys(h); err != nil {
 		return err // the body's keys are the ones kept; the header must read too
 	}
@@ -218,7 +229,7 @@ func (ev *Event) fromLine(h nats.Header, data []byte) error {
 		ev.DeletionTime = e.ApproximateCreationTime
 	}
 	ev.TTLAttribute, ev.TTLValue, ev.TTLTime, ev.TTLLag = e.TTLAttribute, e.TTLValue, e.TTLTime, e.TTLLag
-	ev.DeletedBy, ev.Shard, ev.Sequence, ev.StreamARN = e.DeletedBy, e.ShardID, e.SequenceNumber, e.StreamARN
+	ev.DeletedBy, ev.Shard, ev.Sequence, ev.StreamARN, ev.Region = e.DeletedBy, e.ShardID, e.SequenceNumber, e.StreamARN, e.Region
 	ev.DeadLetter = e.DeadLetter
 	return nil
 }
@@ -265,6 +276,9 @@ func (ev *Event) headers(h nats.Header) error {
 	case "INSERT", "MODIFY", "REMOVE", "":
 	default:
 		return fmt.Errorf("subscribe: header %s: %q is not INSERT, MODIFY or REMOVE", natsmsg.HeaderEventName, ev.EventName)
+	}
+	if ev.Region = h.Get(natsmsg.HeaderRegion); ev.Region != "" && !event.ValidRegion(ev.Region) {
+		return fmt.Errorf("subscribe: header %s: %q is not a Region name", natsmsg.HeaderRegion, ev.Region)
 	}
 	ev.DeletedBy = h.Get(natsmsg.HeaderDeletedBy)
 	switch ev.DeletedBy {
@@ -349,6 +363,9 @@ func cloudEvent(h nats.Header, ev *Event) (*CloudEvent, error) {
 	}
 	if want := natsmsg.TypePrefix + string(ev.Kind); ce.Type != want {
 		return nil, fmt.Errorf("subscribe: header %s: %q, want %q for kind %s", natsmsg.CEType, ce.Type, want, ev.Kind)
+	}
+	if r, ok := ce.Extensions[natsmsg.CERegion[len(natsmsg.CEPrefix):]]; ok && r != ev.Region {
+		return nil, fmt.Errorf("subscribe: header %s: %q differs from the body's Metadata.region %q", natsmsg.CERegion, r, ev.Region)
 	}
 	if ceTime != "" {
 		t, err := time.Parse(time.RFC3339Nano, ceTime)

@@ -214,6 +214,7 @@ type tailLine struct {
 	TTLLagSeconds *float64        `json:"ttlLagSeconds,omitempty"`
 	DeletedBy     string          `json:"deletedBy,omitempty"`
 	Subject       string          `json:"subject"`
+	Region        string          `json:"region,omitempty"`
 	Shard         string          `json:"shard,omitempty"`
 	Sequence      string          `json:"sequence,omitempty"`
 	Format        string          `json:"format"`
@@ -236,7 +237,7 @@ func (p *tailPrinter) print(m jetstream.Msg) error {
 	}
 	l := tailLine{Table: ev.Table, Kind: string(ev.Kind), EventID: ev.ID, Keys: json.RawMessage(m.Headers().Get(natsmsg.HeaderKeys)),
 		TTLAttribute: ev.TTLAttribute, TTLValue: ev.TTLValue, DeletedBy: ev.DeletedBy, Subject: ev.Subject,
-		Shard: ev.Shard, Sequence: ev.Sequence, Format: ev.Format, Published: published.UTC()}
+		Region: ev.Region, Shard: ev.Shard, Sequence: ev.Sequence, Format: ev.Format, Published: published.UTC()}
 	if !ev.Time.IsZero() {
 		t := ev.Time.UTC()
 		l.Time = &t
