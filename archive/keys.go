@@ -22,12 +22,14 @@ type Object struct {
 	Table string
 	Kind  event.Kind
 	Hour  time.Time
-	// Shard, FirstSeq and LastSeq are the S3 name's SHARD-FIRSTSEQ-LASTSEQ
-	// (empty for a file sink's file); Suffix is the 12 hex digits of a
-	// conflict's distinct key (SHARD-FIRST-LAST.0123456789ab.jsonl.gz),
-	// "" for an ordinary key.
-	Shard, FirstSeq, LastSeq string
-	Suffix                   string
+	// Region, Shard, FirstSeq and LastSeq are the S3 name's
+	// REGION.SHARD-FIRSTSEQ-LASTSEQ (empty for a file sink's file; Region
+	// is empty for a name written before names held it); Suffix is the 12
+	// hex digits of a conflict's distinct key
+	// (REGION.SHARD-FIRST-LAST.0123456789ab.jsonl.gz), "" for an ordinary
+	// key.
+	Region, Shard, FirstSeq, LastSeq string
+	Suffix                           string
 }
 
 // archiverDir is the folder under the prefix that holds no archive lines
@@ -40,9 +42,9 @@ var extensions = []string{".jsonl.gz", ".jsonl.zst", ".jsonl"}
 // ParseKey reads what an archive key says, rel being the key below the
 // archive's prefix (or directory): the S3 sink's
 //
-//	table=T/kind=K/dt=YYYY-MM-DD/hr=HH/SHARD-FIRSTSEQ-LASTSEQ[.HASH12].jsonl[.gz|.zst]
+//	table=T/kind=K/dt=YYYY-MM-DD/hr=HH/[REGION.]SHARD-FIRSTSEQ-LASTSEQ[.HASH12].jsonl[.gz|.zst]
 //
-// or the file sink's TABLE/YYYY-MM-DD/HH.jsonl (also .jsonl.gz or
+// (a key written before keys named the Region has none) or the file sink's TABLE/YYYY-MM-DD/HH.jsonl (also .jsonl.gz or
 // .jsonl.zst). The returned Object has no Key or Size. An error says which
 // part does not follow the layout.
 func ParseKey(rel string) (Object, error) {
@@ -75,7 +77,7 @@ func parseS3Key(parts []string) (Object, error) {
 		return Object{}, err
 	}
 	o.Hour = hour
-	if o.Shard, o.FirstSeq, o.LastSeq, o.Suffix, err = parseName(parts[4]); err != nil {
+	if err = o.parseName(parts[4]); err != nil {
 		return Object{}, err
 	}
 	return o, nil
@@ -121,37 +123,45 @@ func trimExtension(name string) (string, bool) {
 	return "", false
 }
 
-// parseName reads SHARD-FIRSTSEQ-LASTSEQ[.HASH12] with an extension. The
-// shard ID may itself hold hyphens, so the two sequence numbers are taken
-// from the end.
-func parseName(name string) (shard, first, last, suffix string, err error) {
+// parseName reads [REGION.]SHARD-FIRSTSEQ-LASTSEQ[.HASH12] with an
+// extension into o. Neither a Region nor a shard ID holds a '.', and a
+// Region is never 12 hex digits (it has a hyphen) nor a SHARD-FIRST-LAST
+// (its sequence numbers would be decimal): the two optional parts are
+// told apart by their form. The shard ID may itself hold hyphens, so the
+// two sequence numbers are taken from the end.
+func (o *Object) parseName(name string) error {
 	base, ok := trimExtension(name)
 	if !ok {
-		return "", "", "", "", fmt.Errorf("%q: want SHARD-FIRSTSEQ-LASTSEQ.jsonl, .jsonl.gz or .jsonl.zst", name)
+		return fmt.Errorf("%q: want [REGION.]SHARD-FIRSTSEQ-LASTSEQ.jsonl, .jsonl.gz or .jsonl.zst", name)
 	}
-	if i := strings.LastIndexByte(base, '.'); i >= 0 {
-		suffix = base[i+1:]
-		if len(suffix) != 12 || strings.Trim(suffix, "0123456789abcdef") != "" {
-			return "", "", "", "", fmt.Errorf("%q: %q is not a 12-digit hex suffix", name, suffix)
-		}
-		base = base[:i]
+	parts := strings.Split(base, ".")
+	if n := len(parts); n > 1 && len(parts[n-1]) == 12 && strings.Trim(parts[n-1], "0123456789abcdef") == "" {
+		o.Suffix, parts = parts[n-1], parts[:n-1]
+	}
+	switch {
+	case len(parts) == 2 && event.ValidRegion(parts[0]):
+		o.Region, base = parts[0], parts[1]
+	case len(parts) == 1:
+		base = parts[0]
+	default:
+		return fmt.Errorf("%q: want [REGION.]SHARD-FIRSTSEQ-LASTSEQ[.HASH12] (a Region, a 12-digit hex suffix)", name)
 	}
 	i := strings.LastIndexByte(base, '-')
 	if i <= 0 {
-		return "", "", "", "", fmt.Errorf("%q: want SHARD-FIRSTSEQ-LASTSEQ", name)
+		return fmt.Errorf("%q: want [REGION.]SHARD-FIRSTSEQ-LASTSEQ", name)
 	}
 	j := strings.LastIndexByte(base[:i], '-')
 	if j <= 0 {
-		return "", "", "", "", fmt.Errorf("%q: want SHARD-FIRSTSEQ-LASTSEQ", name)
+		return fmt.Errorf("%q: want [REGION.]SHARD-FIRSTSEQ-LASTSEQ", name)
 	}
-	shard, first, last = base[:j], base[j+1:i], base[i+1:]
-	if !event.ValidSequence(first) || !event.ValidSequence(last) {
-		return "", "", "", "", fmt.Errorf("%q: FIRSTSEQ %q and LASTSEQ %q must be decimal sequence numbers", name, first, last)
+	o.Shard, o.FirstSeq, o.LastSeq = base[:j], base[j+1:i], base[i+1:]
+	if !event.ValidSequence(o.FirstSeq) || !event.ValidSequence(o.LastSeq) {
+		return fmt.Errorf("%q: FIRSTSEQ %q and LASTSEQ %q must be decimal sequence numbers", name, o.FirstSeq, o.LastSeq)
 	}
-	if event.CompareSequence(first, last) > 0 {
-		return "", "", "", "", fmt.Errorf("%q: FIRSTSEQ %s is above LASTSEQ %s", name, first, last)
+	if event.CompareSequence(o.FirstSeq, o.LastSeq) > 0 {
+		return fmt.Errorf("%q: FIRSTSEQ %s is above LASTSEQ %s", name, o.FirstSeq, o.LastSeq)
 	}
-	return shard, first, last, suffix, nil
+	return nil
 }
 
 // inHour reports whether t lies in the UTC hour that starts at hour.
@@ -162,8 +172,8 @@ func inHour(t, hour time.Time) bool {
 
 // Mismatch says how an event read from the object contradicts the
 // object's key: another table, kind (the S3 layout), hour of deletion,
-// shard, or a sequence number outside SHARD-FIRSTSEQ-LASTSEQ. It returns
-// "" when the key fits the event.
+// Region (when the key names one), shard, or a sequence number outside
+// SHARD-FIRSTSEQ-LASTSEQ. It returns "" when the key fits the event.
 func (o *Object) Mismatch(e *event.Event) string {
 	switch {
 	case e.Table != o.Table:
@@ -172,6 +182,8 @@ func (o *Object) Mismatch(e *event.Event) string {
 		return fmt.Sprintf("kind %s, the key says %s", e.Kind, o.Kind)
 	case !inHour(e.ApproximateCreationTime, o.Hour):
 		return fmt.Sprintf("deleted at %s, the key says hour %s", e.ApproximateCreationTime.UTC().Format(time.RFC3339), o.Hour.Format("2006-01-02T15"))
+	case o.Region != "" && e.Region != o.Region:
+		return fmt.Sprintf("Region %q, the key says %s", e.Region, o.Region)
 	case o.Shard != "" && e.ShardID != o.Shard:
 		return fmt.Sprintf("shard %s, the key says %s", e.ShardID, o.Shard)
 	case o.FirstSeq != "" && (event.CompareSequence(e.SequenceNumber, o.FirstSeq) < 0 || event.CompareSequence(e.SequenceNumber, o.LastSeq) > 0):

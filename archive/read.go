@@ -70,16 +70,19 @@ const maxLine = 16 << 20
 // (An object whose key contradicts its lines, which archiver verify
 // lists, is de-duplicated within the partition its key names.)
 //
-// Order: objects are read by hour, then table. Within a table's hour,
-// the S3 layout's objects of one shard whose SHARD-FIRSTSEQ-LASTSEQ
-// ranges overlap (the kinds of one shard, a re-archived tail, a conflict's
-// distinct key) form a group whose lines are merged by sequence number;
-// groups are read in order of their first sequence number (a child
-// shard's numbers are above its parent's), and a file sink's file is read
-// line by line as written. So, for each item (key), events come in the
+// Order: objects are read by hour, then table, then Region (the S3 key
+// names it; a key written before keys named it comes first). Within a
+// table's hour and Region, the S3 layout's objects of one shard whose
+// SHARD-FIRSTSEQ-LASTSEQ ranges overlap (the kinds of one shard, a
+// re-archived tail, a conflict's distinct key) form a group whose lines
+// are merged by sequence number; groups are read in order of their first
+// sequence number (a child shard's numbers are above its parent's), and a
+// file sink's file is read line by line as written. So, for each item (key), events come in the
 // order of their creation hour and then their sequence number, which is
 // the order the stream recorded them and, for REMOVEs, the order the item
-// was deleted in. Between different items no order is promised.
+// was deleted in; two Regions' streams share no order, so a global
+// table's item has its Regions' events in that order within each Region
+// only. Between different items no order is promised.
 //
 // Memory: up to Options.Parallel objects are downloaded at once, and
 // compressed bodies downloaded and not yet read are bounded by
@@ -132,19 +135,19 @@ type group struct {
 }
 
 // plan groups objs and orders the groups (see Events): by hour, table,
-// first sequence number, key.
+// Region, first sequence number, key.
 func plan(objs []Object) []group {
 	sorted := slices.Clone(objs)
 	slices.SortFunc(sorted, func(x, y Object) int {
-		return cmp.Or(x.Hour.Compare(y.Hour), strings.Compare(x.Table, y.Table), strings.Compare(x.Shard, y.Shard),
-			event.CompareSequence(x.FirstSeq, y.FirstSeq), strings.Compare(x.Key, y.Key))
+		return cmp.Or(x.Hour.Compare(y.Hour), strings.Compare(x.Table, y.Table), strings.Compare(x.Region, y.Region),
+			strings.Compare(x.Shard, y.Shard), event.CompareSequence(x.FirstSeq, y.FirstSeq), strings.Compare(x.Key, y.Key))
 	})
 	var out []group
 	var last string // the highest LastSeq of the open group
 	for _, o := range sorted {
 		if n := len(out); n > 0 && o.Shard != "" {
 			p := &out[n-1].objs[0]
-			if p.Shard == o.Shard && p.Table == o.Table && p.Hour.Equal(o.Hour) && event.CompareSequence(o.FirstSeq, last) <= 0 {
+			if p.Shard == o.Shard && p.Region == o.Region && p.Table == o.Table && p.Hour.Equal(o.Hour) && event.CompareSequence(o.FirstSeq, last) <= 0 {
 				out[n-1].objs = append(out[n-1].objs, o)
 				out[n-1].size += o.Size
 				if event.CompareSequence(o.LastSeq, last) > 0 {
@@ -158,7 +161,7 @@ func plan(objs []Object) []group {
 	}
 	slices.SortStableFunc(out, func(x, y group) int {
 		a, b := &x.objs[0], &y.objs[0]
-		return cmp.Or(a.Hour.Compare(b.Hour), strings.Compare(a.Table, b.Table),
+		return cmp.Or(a.Hour.Compare(b.Hour), strings.Compare(a.Table, b.Table), strings.Compare(a.Region, b.Region),
 			event.CompareSequence(a.FirstSeq, b.FirstSeq), strings.Compare(a.Key, b.Key))
 	})
 	return out

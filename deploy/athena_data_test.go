@@ -16,10 +16,17 @@ func attrN(v string) types.AttributeValue { return &types.AttributeValueMemberN{
 // athenaEvent is one stream record of the test archive.
 func athenaEvent(table, shard string, seq int, kind event.Kind, at time.Time, keys event.Item) event.Event {
 	names := map[event.Kind]string{event.Inserted: "INSERT", event.Modified: "MODIFY", event.Expired: "REMOVE", event.Deleted: "REMOVE"}
+	// sessions is read in us-east-1, its lines naming their Region;
+	// carts in eu-west-1, its lines as written before lines named it
+	// (the view takes the Region from streamArn).
+	region := "us-east-1"
+	if table == "carts" {
+		region = "eu-west-1"
+	}
 	e := event.Event{
 		Kind:                    kind,
 		Table:                   table,
-		StreamARN:               "arn:aws:dynamodb:us-east-1:000000000000:table/" + table + "/stream/2025-01-01T00:00:00.000",
+		StreamARN:               "arn:aws:dynamodb:" + region + ":000000000000:table/" + table + "/stream/2025-01-01T00:00:00.000",
 		ShardID:                 shard,
 		SequenceNumber:          strconv.Itoa(seq), // lengths differ: stream_order sorts them
 		EventID:                 fmt.Sprintf("%s-%d", table, seq),
@@ -30,6 +37,9 @@ func athenaEvent(table, shard string, seq int, kind event.Kind, at time.Time, ke
 	}
 	if e.EventName == "REMOVE" {
 		e.DeletedBy = event.DeletedByOther
+	}
+	if table != "carts" {
+		e.Region = region
 	}
 	return e
 }

@@ -151,6 +151,7 @@ func TestAthenaViewsOnArchive(t *testing.T) {
 		`SELECT kind, dt, hr, json_extract_scalar(item, '$["cart-total"].N')
 		 FROM item_history WHERE table_name = 'carts' AND keys['cartId'].s = 'cart#3' AND keys['version'].n = '2'`,
 		`SELECT count(*) FROM archive_events WHERE kind = 'expired' AND hr = '04'`,
+		`SELECT table_name, region, count(*) FROM archive_events GROUP BY table_name, region ORDER BY table_name`,
 	)
 	checks := []struct{ name, want string }{
 		{"lines", "123\n"}, // 10 of them copies of a re-delivered tail
@@ -171,6 +172,8 @@ func TestAthenaViewsOnArchive(t *testing.T) {
 			"2025-03-01T03:07:00Z expired REMOVE dynamodb-ttl 1740798413 pro\n"}, // TTL 03:06:53
 		{"history of cart#3 v2", "expired 2025-03-01 12 19.99\n"},
 		{"expiries in hour 04", "41\n"},
+		// carts' lines name no Region: it is their streamArn's.
+		{"events per Region", "carts eu-west-1 6\nsessions us-east-1 107\n"},
 	}
 	for i, c := range checks {
 		if got := rowsText(res[i]); got != c.want {

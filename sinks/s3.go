@@ -45,13 +45,19 @@ type S3API interface {
 // [event.AppendLine]) in S3 objects, compressed with gzip (default), zstd or
 // not at all, under Hive-style keys that Athena and Glue discover:
 //
-//	PREFIX/table=T/kind=K/dt=YYYY-MM-DD/hr=HH/SHARD-FIRSTSEQ-LASTSEQ.jsonl.gz
+//	PREFIX/table=T/kind=K/dt=YYYY-MM-DD/hr=HH/REGION.SHARD-FIRSTSEQ-LASTSEQ.jsonl.gz
 //
 // (.jsonl.zst for zstd, .jsonl without compression). dt and hr are the
-// events' creation hour (UTC); FIRSTSEQ and LASTSEQ are the sequence numbers
-// of the object's first and last record.
+// events' creation hour (UTC); REGION is the Region of the stream they
+// were read from ([event.Event.Region]; an event without one has the name
+// without "REGION.", as every key had before Regions were named), and
+// FIRSTSEQ and LASTSEQ are the sequence numbers of the object's first and
+// last record. The Region keeps apart the objects of a global table's
+// replicas, whose streams can have equal shard IDs and sequence numbers,
+// when archivers of several Regions (or one reading them all) share a
+// bucket and prefix.
 //
-// Events are buffered per table, kind, shard and hour, and a buffer becomes
+// Events are buffered per table, kind, Region, shard and hour, and a buffer becomes
 // one object when it reaches FlushBytes (uncompressed), when its oldest
 // event has waited FlushInterval, on Flush and on Close. Every object holds
 // records of one shard only, in stream order. That is what makes names
@@ -77,7 +83,7 @@ type S3API interface {
 //   - Otherwise the upload is written under a distinct key that is still
 //     deterministic: the same name with the first 12 hex digits of the
 //     object's SHA-256 before the extension,
-//     SHARD-FIRSTSEQ-LASTSEQ.0123456789ab.jsonl.gz, also with
+//     REGION.SHARD-FIRSTSEQ-LASTSEQ.0123456789ab.jsonl.gz, also with
 //     If-None-Match: * and resolved the same way if that key is taken
 //     too. Only when that object too holds other events do the batches
 //     fail, with a permanent error.
@@ -144,8 +150,9 @@ type S3Sink struct {
 	outPool   chan []byte // compressed bodies of finished uploads
 }
 
-// s3Shard holds the open buffers of one shard (one per table, kind and
-// hour).
+// s3Shard holds the open buffers of one shard ID (one per table, kind,
+// Region and hour: two Regions' shards of one ID share the state, never a
+// buffer).
 type s3Shard struct {
 	mu   sync.Mutex
 	bufs map[s3BufKey]*s3Buffer
@@ -164,10 +171,11 @@ func (s *S3Sink) shardIdleAfter() time.Duration {
 }
 
 type s3BufKey struct {
-	table string
-	kind  event.Kind
-	shard string
-	hour  int64 // Unix hours
+	table  string
+	kind   event.Kind
+	region string
+	shard  string
+	hour   int64 // Unix hours
 }
 
 // s3Buffer is one object being filled. Its lines are in chunks, in
@@ -356,11 +364,15 @@ func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
 func (s *S3Sink) Name() string { return s.name }
 
 // Key returns the object key for a buffer of records of one table, kind,
-// shard and hour from first to last.
-func (s *S3Sink) Key(table string, kind event.Kind, shard string, hour time.Time, first, last string) string {
+// Region, shard and hour from first to last. An empty region (a stream
+// ARN that names none) leaves "REGION." out.
+func (s *S3Sink) Key(table string, kind event.Kind, region, shard string, hour time.Time, first, last string) string {
 	h := hour.UTC()
-	name := fmt.Sprintf("table=%s/kind=%s/dt=%s/hr=%s/%s-%s-%s%s",
-		table, kind, h.Format("2006-01-02"), h.Format("15"), shard, first, last, s.ext)
+	if region != "" {
+		region += "."
+	}
+	name := fmt.Sprintf("table=%s/kind=%s/dt=%s/hr=%s/%s%s-%s-%s%s",
+		table, kind, h.Format("2006-01-02"), h.Format("15"), region, shard, first, last, s.ext)
 	if s.c.Prefix == "" {
 		return name
 	}
@@ -444,7 +456,7 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 
 // bufferLocked appends the rendered lines of b's events (line i ends at
 // ends[i] in buf; an empty one was rejected) to the shard's buffers, one
-// per table, kind, shard and hour, books sb on each buffer it adds to, and
+// per table, kind, Region, shard and hour, books sb on each buffer it adds to, and
 // cuts a buffer that reached FlushBytes. The caller holds sh.mu.
 func (s *S3Sink) bufferLocked(sh *s3Shard, sb *s3Batch, b Batch, buf []byte, ends []int, now time.Time) {
 	for i := range b.Events {
@@ -456,7 +468,7 @@ func (s *S3Sink) bufferLocked(sh *s3Shard, sb *s3Batch, b Batch, buf []byte, end
 			continue // rejected
 		}
 		e := &b.Events[i]
-		k := s3BufKey{table: e.Table, kind: e.Kind, shard: e.ShardID, hour: e.ApproximateCreationTime.Unix() / 3600}
+		k := s3BufKey{table: e.Table, kind: e.Kind, region: e.Region, shard: e.ShardID, hour: e.ApproximateCreationTime.Unix() / 3600}
 		if e.ApproximateCreationTime.Unix() < 0 && e.ApproximateCreationTime.Unix()%3600 != 0 {
 			k.hour-- // floor for times before 1970
 		}
@@ -754,7 +766,7 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 	}()
 	sum := sha256.Sum256(body)
 	checksum := base64.StdEncoding.EncodeToString(sum[:])
-	key := s.Key(bf.key.table, bf.key.kind, bf.key.shard, time.Unix(bf.key.hour*3600, 0), bf.first, bf.last)
+	key := s.Key(bf.key.table, bf.key.kind, bf.key.region, bf.key.shard, time.Unix(bf.key.hour*3600, 0), bf.first, bf.last)
 	in := &s3.PutObjectInput{
 		Bucket:         aws.String(s.c.Bucket),
 		Key:            aws.String(key),

@@ -108,7 +108,7 @@ func (s *S3Sink) resolveConflict(ctx context.Context, in *s3.PutObjectInput, dat
 }
 
 // distinctKey is key with the first 12 hex digits of the object's SHA-256
-// before its extension: SHARD-FIRST-LAST.0123456789ab.jsonl.gz.
+// before its extension: REGION.SHARD-FIRST-LAST.0123456789ab.jsonl.gz.
 func distinctKey(key, ext string, sum [sha256.Size]byte) string {
 	return strings.TrimSuffix(key, ext) + "." + hex.EncodeToString(sum[:6]) + ext
 }

@@ -131,7 +131,7 @@ func TestS3KeyConflicts(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close(ctx)
-			key := s.Key("t", event.Expired, "s", testStart, evs[0].SequenceNumber, evs[2].SequenceNumber)
+			key := s.Key("t", event.Expired, "us-east-1", "s", testStart, evs[0].SequenceNumber, evs[2].SequenceNumber)
 			upload := renderLines(evs, tc.upload)
 			stored := map[string][]byte{key: compressAs(t, tc.compression, tc.existing)}
 			if tc.existingAlt != nil {
@@ -294,7 +294,7 @@ func TestS3ConflictResolutionIsBounded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			key := s.Key("t", event.Expired, "s", testStart, evs[0].SequenceNumber, evs[1].SequenceNumber)
+			key := s.Key("t", event.Expired, "us-east-1", "s", testStart, evs[0].SequenceNumber, evs[1].SequenceNumber)
 			if _, err := v.client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("archive"), Key: aws.String(key), Body: strings.NewReader("other\n")}); err != nil {
 				t.Fatal(err)
 			}

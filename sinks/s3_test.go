@@ -69,10 +69,10 @@ func TestS3KeysAndContent(t *testing.T) {
 			ext := map[string]string{"gzip": ".jsonl.gz", "zstd": ".jsonl.zst", "none": ".jsonl"}[comp]
 			p := "ttl/" + comp + "/"
 			want := []string{
-				p + "table=carts/kind=deleted/dt=2026-03-04/hr=05/shardId-0001-000000000000000000050-000000000000000000051" + ext,
-				p + "table=sessions/kind=expired/dt=2026-03-04/hr=05/shardId-0001-000000000000000000100-000000000000000000104" + ext,
-				p + "table=sessions/kind=expired/dt=2026-03-04/hr=05/shardId-0002-000000000000000000007-000000000000000000009" + ext,
-				p + "table=sessions/kind=expired/dt=2026-03-04/hr=06/shardId-0001-000000000000000000105-000000000000000000105" + ext,
+				p + "table=carts/kind=deleted/dt=2026-03-04/hr=05/us-east-1.shardId-0001-000000000000000000050-000000000000000000051" + ext,
+				p + "table=sessions/kind=expired/dt=2026-03-04/hr=05/us-east-1.shardId-0001-000000000000000000100-000000000000000000104" + ext,
+				p + "table=sessions/kind=expired/dt=2026-03-04/hr=05/us-east-1.shardId-0002-000000000000000000007-000000000000000000009" + ext,
+				p + "table=sessions/kind=expired/dt=2026-03-04/hr=06/us-east-1.shardId-0001-000000000000000000105-000000000000000000105" + ext,
 			}
 			got := v.objects(t, p)
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -164,7 +164,7 @@ func TestS3IfNoneMatchNeverOverwrites(t *testing.T) {
 	ctx := testCtx(t)
 	s := openS3(t, v.endpoint, "compression=none")
 	evs := testEvents("t", "s", 1, 2)
-	key := s.Key("t", event.Expired, "s", testStart.Truncate(time.Hour), evs[0].SequenceNumber, evs[1].SequenceNumber)
+	key := s.Key("t", event.Expired, "us-east-1", "s", testStart.Truncate(time.Hour), evs[0].SequenceNumber, evs[1].SequenceNumber)
 	if _, err := v.client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("archive"), Key: aws.String(key), Body: strings.NewReader("other\n")}); err != nil {
 		t.Fatal(err)
 	}

@@ -49,8 +49,9 @@
 //     One sink holds DIR at a time (a lock in DIR/_archiver), and no
 //     symbolic link below DIR is followed.
 //   - stdout://: one line per event.
-//   - s3://: PREFIX/table=T/kind=K/dt=YYYY-MM-DD/hr=HH/SHARD-FIRSTSEQ-LASTSEQ.jsonl.gz
-//     (see [S3Sink] for buffering, naming and retries).
+//   - s3://: PREFIX/table=T/kind=K/dt=YYYY-MM-DD/hr=HH/REGION.SHARD-FIRSTSEQ-LASTSEQ.jsonl.gz
+//     (REGION: the Region of the stream the events were read from; see
+//     [S3Sink] for buffering, naming and retries).
 //   - nats://: one message per event on the subject template, with
 //     Nats-Msg-Id set to the event ID (see [NATSSink]); by default a
 //     CloudEvent in the NATS binding's binary mode. docs/MESSAGES.md is

@@ -24,6 +24,7 @@ CREATE EXTERNAL TABLE IF NOT EXISTS ttl_archive (
     sequencenumber: string,
     shardid: string,
     streamarn: string,
+    region: string,
     approximatecreationdatetime: string,
     deletiontime: string,
     sizebytes: bigint,

@@ -109,7 +109,7 @@ resource "aws_glue_catalog_table" "archive" {
     }
     columns {
       name = "metadata"
-      type = "struct<kind:string,table:string,eventid:string,eventname:string,sequencenumber:string,shardid:string,streamarn:string,approximatecreationdatetime:string,deletiontime:string,sizebytes:bigint,ttlattribute:string,ttlvalue:string,ttltime:string,ttllagseconds:double,deletedby:string,image:string>"
+      type = "struct<kind:string,table:string,eventid:string,eventname:string,sequencenumber:string,shardid:string,streamarn:string,region:string,approximatecreationdatetime:string,deletiontime:string,sizebytes:bigint,ttlattribute:string,ttlvalue:string,ttltime:string,ttllagseconds:double,deletedby:string,image:string>"
     }
   }
 }

@@ -234,7 +234,7 @@ func TestPipelineS3AndJetStream(t *testing.T) {
 }
 
 // s3KeyRE is the Hive-style object key issue 4 asks for.
-var s3KeyRE = regexp.MustCompile(`^ttl/table=sessions/kind=expired/dt=\d{4}-\d{2}-\d{2}/hr=\d{2}/shardId-[^/]+-\d+-\d+\.jsonl\.gz$`)
+var s3KeyRE = regexp.MustCompile(`^ttl/table=sessions/kind=expired/dt=\d{4}-\d{2}-\d{2}/hr=\d{2}/us-east-1\.shardId-[^/.]+-\d+-\d+\.jsonl\.gz$`) // the engine's Region
 
 // checkFarEnd asserts that every expired key arrived as kind expired and no
 // user delete arrived at all.

@@ -31,6 +31,7 @@ FROM read_json(
       sequenceNumber VARCHAR,
       shardId VARCHAR,
       streamArn VARCHAR,
+      region VARCHAR,
       approximateCreationDateTime VARCHAR,
       deletionTime VARCHAR,
       sizeBytes BIGINT,

@@ -8,7 +8,9 @@
 -- Metadata.ttlLagSeconds out when it is 0, so it is 0 whenever the TTL
 -- time is known and the lag is absent. stream_order sorts an item's
 -- events in stream order (sequence numbers are decimals of up to 40
--- digits; compared as text they would not sort).
+-- digits; compared as text they would not sort). region is the AWS Region
+-- whose stream the record was read from (a global table's replica); a
+-- line written before lines named it takes its streamArn's.
 CREATE OR REPLACE VIEW archive_events AS
 SELECT
   "table" AS table_name,
@@ -18,6 +20,7 @@ SELECT
   metadata.eventid AS event_id,
   metadata.eventname AS event_name,
   metadata.deletedby AS deleted_by,
+  coalesce(metadata.region, nullif(split_part(metadata.streamarn, ':', 4), '')) AS region,
   from_iso8601_timestamp(metadata.approximatecreationdatetime) AS created_at,
   from_iso8601_timestamp(metadata.ttltime) AS ttl_time,
   CASE WHEN metadata.ttltime IS NOT NULL THEN coalesce(metadata.ttllagseconds, 0) END AS ttl_lag_seconds,

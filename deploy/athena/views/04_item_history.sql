@@ -22,6 +22,7 @@ SELECT
   item,
   old_image,
   event_id,
+  region,
   dt,
   hr
 FROM archive_events
