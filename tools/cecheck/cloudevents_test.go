@@ -134,7 +134,7 @@ func testEvents() []event.Event {
 			"b": &types.AttributeValueMemberB{Value: []byte{0, 0xff}}, "ss": &types.AttributeValueMemberSS{Value: []string{"a"}},
 			"expiresAt": &types.AttributeValueMemberN{Value: "1772600000"}}
 		e := event.Event{Kind: k, Table: "sessions", ShardID: "shardId-000001", EventID: fmt.Sprintf("e-%d", i),
-			StreamARN:      "arn:aws:dynamodb:eu-west-1:123456789012:table/sessions/stream/2026-03-04T00:00:00.000", Region: "eu-west-1",
+			StreamARN: "arn:aws:dynamodb:eu-west-1:123456789012:table/sessions/stream/2026-03-04T00:00:00.000", Region: "eu-west-1",
 			SequenceNumber: fmt.Sprintf("1%020d", i+1), EventName: "REMOVE", ApproximateCreationTime: at,
 			Keys: keys, OldImage: img, TTLAttribute: "expiresAt", TTLValue: "1772600000", DeletedBy: event.DeletedByTTL}
 		switch i {
