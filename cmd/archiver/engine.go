@@ -42,7 +42,7 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 		return nil
 	})
 	maxConns := fs.Int("max-conns", 1024, "open connections at most; beyond it the one waiting longest for a request is closed, or the new one waits if all are busy")
-	bodyTimeout := fs.Duration("body-timeout", time.Minute, "time to receive one request body; slower ones are answered 408 and their connection closed")
+	bodyTimeout := fs.Duration("body-timeout", time.Minute, "time to receive one request body from the end of its headers, whatever length it announces; slower ones are answered 408 and their connection closed")
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "close a keep-alive connection idle this long")
 	if err := parseFlags(fs, args, e.stdout, "usage: archiver engine [flags]\n\nflags:"+"\n"); err != nil {
 		return err
