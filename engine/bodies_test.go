@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,23 +60,29 @@ func (b slowBody) start(t *testing.T, conn *rawConn, head string) {
 	}()
 }
 
-// answer reads the one response the server sends on conn; it fails the
-// test when none comes before conn's deadline.
+// readAnswer reads one response and its body from c.
+func (c *rawConn) readAnswer() (*http.Response, string, error) {
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, string(b), err
+}
+
+// answer reads the one response the server sends on c; it fails the test
+// when none comes before c's deadline.
 func (c *rawConn) answer(t *testing.T) (*http.Response, string) {
 	t.Helper()
-	resp, err := http.ReadResponse(c.r, nil)
+	resp, body, err := c.readAnswer()
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatal("no answer before the test's deadline: the engine holds the connection past its body timeout")
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
+	return resp, body
 }
 
 // TestSlowBodiesEnd: a body that stalls or trickles, announced under
@@ -104,25 +111,54 @@ func TestSlowBodiesEnd(t *testing.T) {
 		{"unknown operation", "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Amz-Target: DynamoDB_20120810.Nope\r\n", 400, "Unknown operation"},
 		{"control GET", "GET /_engine/state HTTP/1.1\r\nHost: 127.0.0.1\r\n", 200, "iteratorEpoch"},
 	}
+	// Every client starts, and waits for its answer, alongside the others,
+	// so the 30 body timeouts run together and each case is judged on its
+	// own.
+	type slowClient struct {
+		name       string
+		code       int
+		want       string
+		resp       *http.Response
+		body       string
+		err        error
+		stayedOpen bool
+	}
+	var clients []*slowClient
+	var wg sync.WaitGroup
 	for _, p := range paths {
 		for _, b := range slowBodies {
-			t.Run(p.name+", "+b.name, func(t *testing.T) {
-				t.Parallel()
-				conn := dialRaw(t, srv)
-				conn.SetDeadline(time.Now().Add(15 * time.Second))
-				b.start(t, conn, p.head)
-				resp, body := conn.answer(t)
-				if resp.StatusCode != p.code || !strings.Contains(body, p.want) {
-					t.Fatalf("%d %s, want %d naming %s", resp.StatusCode, body, p.code, p.want)
-				}
-				if p.code == 408 && !resp.Close {
-					t.Errorf("408 without Connection: close (header %v)", resp.Header)
-				}
-				if !conn.closedByServer() {
-					t.Fatal("the connection stayed open with its body unfinished")
-				}
-			})
+			c := &slowClient{name: p.name + ", " + b.name, code: p.code, want: p.want}
+			clients = append(clients, c)
+			conn := dialRaw(t, srv)
+			conn.SetDeadline(time.Now().Add(15 * time.Second))
+			b.start(t, conn, p.head)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.resp, c.body, c.err = conn.readAnswer()
+				c.stayedOpen = c.err == nil && !conn.closedByServer()
+			}()
 		}
+	}
+	wg.Wait()
+	for _, c := range clients {
+		t.Run(c.name, func(t *testing.T) {
+			if errors.Is(c.err, os.ErrDeadlineExceeded) {
+				t.Fatal("no answer within 15 s: the engine holds the connection past its body timeout")
+			}
+			if c.err != nil {
+				t.Fatal(c.err)
+			}
+			if c.resp.StatusCode != c.code || !strings.Contains(c.body, c.want) {
+				t.Fatalf("%d %s, want %d naming %s", c.resp.StatusCode, c.body, c.code, c.want)
+			}
+			if c.code == 408 && !c.resp.Close {
+				t.Errorf("408 without Connection: close (header %v)", c.resp.Header)
+			}
+			if c.stayedOpen {
+				t.Fatal("the connection stayed open with its body unfinished")
+			}
+		})
 	}
 }
 

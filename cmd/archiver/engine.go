@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +25,8 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	}
 	fs := flag.NewFlagSet("archiver engine", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8000", "address to serve DynamoDB and DynamoDB Streams on (loopback by default)")
-	ttlInterval := fs.Duration("ttl-interval", time.Second, "pause between TTL sweeps (negative: no sweeper)")
+	ttlInterval := ttlIntervalFlag(time.Second)
+	fs.Var(&ttlInterval, "ttl-interval", "pause between TTL sweeps, e.g. 1s or 500ms; -1 (or any negative duration): no sweeper")
 	ttlLag := fs.Duration("ttl-lag", 0, "delay each expired item's deletion by a random 0..D, as production does")
 	shards := fs.Int("stream-shards", 1, "open shards per stream")
 	rollover := fs.String("shard-rollover", "4h", "close each shard and open its child after this age (e.g. 4h) or record count (e.g. 500); 0 = never")
@@ -40,7 +42,7 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 		return nil
 	})
 	maxConns := fs.Int("max-conns", 1024, "open connections at most; beyond it the one waiting longest for a request is closed, or the new one waits if all are busy")
-	bodyTimeout := fs.Duration("body-timeout", time.Minute, "time to receive one request body; slower ones are answered 408 and their connection closed")
+	bodyTimeout := fs.Duration("body-timeout", time.Minute, "time to receive one request body from the end of its headers, whatever length it announces; slower ones are answered 408 and their connection closed")
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "close a keep-alive connection idle this long")
 	if err := parseFlags(fs, args, e.stdout, "usage: archiver engine [flags]\n\nflags:"+"\n"); err != nil {
 		return err
@@ -112,7 +114,7 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	}
 	srv, err := engine.Listen(*listen, engine.Options{
 		Region:               *region,
-		TTLInterval:          *ttlInterval,
+		TTLInterval:          time.Duration(ttlInterval),
 		TTLLag:               *ttlLag,
 		StreamShards:         *shards,
 		ShardRollover:        rollAge,
@@ -141,6 +143,33 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	log.Info("stopped")
+	return nil
+}
+
+// ttlIntervalFlag is --ttl-interval: a Go duration, or -1 for no sweeper
+// (a unit-less -1 is what the engine's Go option reads as off, so the flag
+// takes it too); other numbers without a unit are refused, naming the
+// forms it takes.
+type ttlIntervalFlag time.Duration
+
+func (f *ttlIntervalFlag) String() string { return time.Duration(*f).String() }
+
+// Type names the value in help: "-ttl-interval duration".
+func (f *ttlIntervalFlag) Type() string { return "duration" }
+
+func (f *ttlIntervalFlag) Set(s string) error {
+	if strings.TrimSpace(s) == "-1" {
+		*f = ttlIntervalFlag(-time.Second)
+		return nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(strings.TrimSpace(s), 64); nerr == nil {
+			return fmt.Errorf("%q has no unit: want a duration like 1s or 500ms, or -1 for no sweeper", s)
+		}
+		return fmt.Errorf("%q: want a duration like 1s or 500ms, or -1 for no sweeper", s)
+	}
+	*f = ttlIntervalFlag(d)
 	return nil
 }
 

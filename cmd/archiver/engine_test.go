@@ -60,6 +60,45 @@ func TestEngineCmdControlFromInvalid(t *testing.T) {
 	}
 }
 
+// TestTTLIntervalFlag: --ttl-interval takes a Go duration and -1 (no
+// sweeper, as the help says); another number without a unit is a usage
+// error naming the forms it takes, before anything listens.
+func TestTTLIntervalFlag(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		err  string
+	}{
+		{"-1", -time.Second, ""},
+		{" -1 ", -time.Second, ""},
+		{"-1s", -time.Second, ""},
+		{"-5m", -5 * time.Minute, ""},
+		{"500ms", 500 * time.Millisecond, ""},
+		{"0", 0, ""},
+		{"5", 0, `"5" has no unit: want a duration like 1s or 500ms, or -1 for no sweeper`},
+		{"-2", 0, `"-2" has no unit`},
+		{"1.5", 0, `"1.5" has no unit`},
+		{"soon", 0, `"soon": want a duration like 1s or 500ms, or -1 for no sweeper`},
+	} {
+		var f ttlIntervalFlag
+		err := f.Set(c.in)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("Set(%q): %v, want an error containing %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil || time.Duration(f) != c.want {
+			t.Errorf("Set(%q) = %v, %v; want %v", c.in, time.Duration(f), err, c.want)
+		}
+	}
+	err := engineCmd(t.Context(), []string{"--listen", "127.0.0.1:0", "--ttl-interval", "5"}, env{stdout: io.Discard, stderr: io.Discard, getenv: envMap(nil)})
+	var ue *usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "-ttl-interval") || !strings.Contains(err.Error(), "-1 for no sweeper") {
+		t.Fatalf("engine --ttl-interval 5: %v, want a usage error naming the flag and -1", err)
+	}
+}
+
 // TestEngineCmdManualClock starts `archiver engine --manual-clock` and
 // moves its clock over the control API; without the flag the clock
 // refuses to move.
@@ -71,7 +110,7 @@ func TestEngineCmdManualClock(t *testing.T) {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
-		args := []string{"--listen", addr, "--ttl-interval", "-1s", "--log-level", "error"}
+		args := []string{"--listen", addr, "--ttl-interval", "-1", "--log-level", "error"}
 		if manual {
 			args = append(args, "--manual-clock", "--control-from", "10.0.0.0/8")
 		}
