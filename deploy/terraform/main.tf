@@ -52,11 +52,15 @@ locals {
   # as expiries (docs/DESIGN.md, "Which REMOVE is an expiry").
   expired_when = var.expired_when != null ? var.expired_when : (var.sweeper_count > 0 ? "past-ttl" : "service")
 
-  sse     = local.use_kms ? "aws:kms" : "AES256"
-  s3_sink = "s3://${var.bucket_name}/${var.archive_prefix}?sse=${local.sse}"
-  sinks   = concat([local.s3_sink], var.extra_sinks)
+  sse = local.use_kms ? "aws:kms" : "AES256"
+  # The S3 sinks' parameters: the encryption and, with SSE-KMS, the key:
+  # a PUT that asks for aws:kms without naming a key is encrypted with the
+  # AWS managed key aws/s3, not with the bucket's default key.
+  s3_params = join("&", concat(["sse=${local.sse}"], local.use_kms ? ["kms-key-id=${var.kms_key_arn}"] : []))
+  s3_sink   = "s3://${var.bucket_name}/${var.archive_prefix}?${local.s3_params}"
+  sinks     = concat([local.s3_sink], var.extra_sinks)
   # The dead-letter sink, in the archive bucket under its own prefix.
-  dead_letter = local.use_dead_letter ? "s3://${var.bucket_name}/${var.dead_letter_prefix}?sse=${local.sse}" : ""
+  dead_letter = local.use_dead_letter ? "s3://${var.bucket_name}/${var.dead_letter_prefix}?${local.s3_params}" : ""
   dead_letter_env = local.use_dead_letter ? [
     { name = "ARCHIVER_DEAD_LETTER", value = local.dead_letter },
     { name = "ARCHIVER_RETRY_FOR", value = var.retry_for },
