@@ -217,6 +217,7 @@ func TestSinksAllowedByPolicy(t *testing.T) {
 		// and with kms_key_arn (TestTerraformS3Params holds the text).
 		{"terraform", "example-bucket", []string{"s3://example-bucket/ttl-archive/?sse=AES256", "s3://example-bucket/dead-letter/?sse=AES256"}},
 		{"terraform-kms", "example-bucket", []string{"s3://example-bucket/ttl-archive/?sse=aws:kms&kms-key-id=" + testKMSKey, "s3://example-bucket/dead-letter/?sse=aws:kms&kms-key-id=" + testKMSKey}},
+		{"terraform-bucket-region", "example-bucket", []string{"s3://example-bucket/ttl-archive/?sse=aws:kms&kms-key-id=" + testKMSKey + "&region=eu-west-1", "s3://example-bucket/dead-letter/?sse=aws:kms&kms-key-id=" + testKMSKey + "&region=eu-west-1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filledPolicy(t, map[string]string{"bucket": tc.bucket, "prefix": "ttl-archive/", "dead_letter_prefix": "dead-letter/"})
@@ -256,12 +257,13 @@ func TestSinksAllowedByPolicy(t *testing.T) {
 const testKMSKey = "arn:aws:kms:eu-west-1:123456789012:key/k"
 
 // TestTerraformS3Params: the Terraform's S3 sinks (the archive and the
-// dead-letter sink) name the KMS key with SSE-KMS. Asked for aws:kms
+// dead-letter sink) name the KMS key with SSE-KMS (asked for aws:kms
 // alone, S3 encrypts with the AWS managed key aws/s3, whatever the
-// bucket's default key is.
+// bucket's default key is), and the bucket's Region when it is not the
+// task's (create_bucket = false, bucket_region).
 func TestTerraformS3Params(t *testing.T) {
 	main := readFile(t, "terraform/main.tf")
-	if got, want := tfLocal(t, main, "s3_params"), `join("&", concat(["sse=${local.sse}"], local.use_kms ? ["kms-key-id=${var.kms_key_arn}"] : []))`; got != want {
+	if got, want := tfLocal(t, main, "s3_params"), `join("&", concat(["sse=${local.sse}"], local.use_kms ? ["kms-key-id=${var.kms_key_arn}"] : [], local.bucket_region != var.region ? ["region=${local.bucket_region}"] : []))`; got != want {
 		t.Errorf("local.s3_params = %s, want %s", got, want)
 	}
 	if got := tfLocal(t, main, "s3_sink"); got != `"s3://${var.bucket_name}/${var.archive_prefix}?${local.s3_params}"` {

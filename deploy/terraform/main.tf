@@ -23,6 +23,9 @@ data "aws_partition" "current" {}
 locals {
   lease_table = "${var.name}-leases"
   use_kms     = var.kms_key_arn != ""
+  # The bucket, created here unless create_bucket = false, and its Region.
+  bucket_count  = var.create_bucket ? 1 : 0
+  bucket_region = var.bucket_region != null ? var.bucket_region : var.region
 
   policy_template = jsondecode(templatefile("${path.module}/../iam-policy.json", {
     partition    = data.aws_partition.current.partition
@@ -55,8 +58,10 @@ locals {
   sse = local.use_kms ? "aws:kms" : "AES256"
   # The S3 sinks' parameters: the encryption and, with SSE-KMS, the key:
   # a PUT that asks for aws:kms without naming a key is encrypted with the
-  # AWS managed key aws/s3, not with the bucket's default key.
-  s3_params = join("&", concat(["sse=${local.sse}"], local.use_kms ? ["kms-key-id=${var.kms_key_arn}"] : []))
+  # AWS managed key aws/s3, not with the bucket's default key. And the
+  # bucket's Region when it is not the task's (the sink's client signs
+  # for the task's Region otherwise).
+  s3_params = join("&", concat(["sse=${local.sse}"], local.use_kms ? ["kms-key-id=${var.kms_key_arn}"] : [], local.bucket_region != var.region ? ["region=${local.bucket_region}"] : []))
   s3_sink   = "s3://${var.bucket_name}/${var.archive_prefix}?${local.s3_params}"
   sinks     = concat([local.s3_sink], var.extra_sinks)
   # The dead-letter sink, in the archive bucket under its own prefix.
@@ -77,20 +82,26 @@ locals {
 }
 
 # --- Archive bucket -------------------------------------------------------
+# Created here unless create_bucket = false: then bucket_name is a bucket
+# created elsewhere (by another instance of this module, one per Region of
+# a global table, all writing to one bucket), in bucket_region.
 
 resource "aws_s3_bucket" "archive" {
+  count  = local.bucket_count
   bucket = var.bucket_name
 }
 
 resource "aws_s3_bucket_ownership_controls" "archive" {
-  bucket = aws_s3_bucket.archive.id
+  count  = local.bucket_count
+  bucket = aws_s3_bucket.archive[0].id
   rule {
     object_ownership = "BucketOwnerEnforced"
   }
 }
 
 resource "aws_s3_bucket_public_access_block" "archive" {
-  bucket                  = aws_s3_bucket.archive.id
+  count                   = local.bucket_count
+  bucket                  = aws_s3_bucket.archive[0].id
   block_public_acls       = true
   block_public_policy     = true
   ignore_public_acls      = true
@@ -98,7 +109,8 @@ resource "aws_s3_bucket_public_access_block" "archive" {
 }
 
 resource "aws_s3_bucket_server_side_encryption_configuration" "archive" {
-  bucket = aws_s3_bucket.archive.id
+  count  = local.bucket_count
+  bucket = aws_s3_bucket.archive[0].id
   rule {
     apply_server_side_encryption_by_default {
       sse_algorithm     = local.use_kms ? "aws:kms" : "AES256"
@@ -109,14 +121,16 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "archive" {
 }
 
 resource "aws_s3_bucket_versioning" "archive" {
-  bucket = aws_s3_bucket.archive.id
+  count  = local.bucket_count
+  bucket = aws_s3_bucket.archive[0].id
   versioning_configuration {
     status = "Enabled"
   }
 }
 
 resource "aws_s3_bucket_lifecycle_configuration" "archive" {
-  bucket = aws_s3_bucket.archive.id
+  count  = local.bucket_count
+  bucket = aws_s3_bucket.archive[0].id
 
   rule {
     id     = "archive-tiering"
@@ -145,7 +159,8 @@ resource "aws_s3_bucket_lifecycle_configuration" "archive" {
 
 # Refuse plain-HTTP access to the archive.
 resource "aws_s3_bucket_policy" "archive" {
-  bucket = aws_s3_bucket.archive.id
+  count  = local.bucket_count
+  bucket = aws_s3_bucket.archive[0].id
   policy = jsonencode({
     Version = "2012-10-17"
     Statement = [{
@@ -153,11 +168,42 @@ resource "aws_s3_bucket_policy" "archive" {
       Effect    = "Deny"
       Principal = "*"
       Action    = "s3:*"
-      Resource  = [aws_s3_bucket.archive.arn, "${aws_s3_bucket.archive.arn}/*"]
+      Resource  = [aws_s3_bucket.archive[0].arn, "${aws_s3_bucket.archive[0].arn}/*"]
       Condition = { Bool = { "aws:SecureTransport" = "false" } }
     }]
   })
   depends_on = [aws_s3_bucket_public_access_block.archive]
+}
+
+# The bucket's resources took a count (create_bucket): the bucket a
+# configuration made before that is instance [0].
+moved {
+  from = aws_s3_bucket.archive
+  to   = aws_s3_bucket.archive[0]
+}
+moved {
+  from = aws_s3_bucket_ownership_controls.archive
+  to   = aws_s3_bucket_ownership_controls.archive[0]
+}
+moved {
+  from = aws_s3_bucket_public_access_block.archive
+  to   = aws_s3_bucket_public_access_block.archive[0]
+}
+moved {
+  from = aws_s3_bucket_server_side_encryption_configuration.archive
+  to   = aws_s3_bucket_server_side_encryption_configuration.archive[0]
+}
+moved {
+  from = aws_s3_bucket_versioning.archive
+  to   = aws_s3_bucket_versioning.archive[0]
+}
+moved {
+  from = aws_s3_bucket_lifecycle_configuration.archive
+  to   = aws_s3_bucket_lifecycle_configuration.archive[0]
+}
+moved {
+  from = aws_s3_bucket_policy.archive
+  to   = aws_s3_bucket_policy.archive[0]
 }
 
 # --- Lease and checkpoint table -------------------------------------------
@@ -317,6 +363,14 @@ resource "aws_ecs_task_definition" "archiver" {
     precondition {
       condition     = !local.use_dead_letter || !(startswith(var.dead_letter_prefix, var.archive_prefix) || startswith(var.archive_prefix, var.dead_letter_prefix))
       error_message = "dead_letter_prefix and archive_prefix overlap: dead letters would be read as archive lines by restore and verify. Give them distinct prefixes."
+    }
+    precondition {
+      condition     = !var.create_bucket || local.bucket_region == var.region
+      error_message = "bucket_region differs from region with create_bucket = true: the bucket is created in region. bucket_region names the Region of a bucket created elsewhere (create_bucket = false)."
+    }
+    precondition {
+      condition     = !local.use_kms || try(split(":", var.kms_key_arn)[3], "") == local.bucket_region
+      error_message = "kms_key_arn is not a key of the bucket's Region (bucket_region, or region): S3 encrypts with a KMS key of the bucket's Region, for writers from any Region. Name that key (with a multi-Region key, its primary or replica in the bucket's Region); a key of the writer's Region does not serve."
     }
   }
 }

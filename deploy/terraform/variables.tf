@@ -15,8 +15,24 @@ variable "source_table" {
 }
 
 variable "bucket_name" {
-  description = "S3 bucket created for the archive."
+  description = "S3 bucket of the archive: created here, or with create_bucket = false one that exists (created by another instance of this module, e.g. one per Region of a global table)."
   type        = string
+}
+
+variable "create_bucket" {
+  description = "Create bucket_name here, in region, with its encryption, lifecycle and TLS-only policy. false: bucket_name exists, in bucket_region, and this instance only writes to it (one bucket for the archivers of several Regions: create it with one instance and pass its bucket_name output to the others)."
+  type        = bool
+  default     = true
+}
+
+variable "bucket_region" {
+  description = "Region of bucket_name when create_bucket = false and it is not region (unset: region). The S3 sinks then name it (region=), and every object crosses Regions (cross-Region data transfer). kms_key_arn must be a key of this Region."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.bucket_region == null ? true : can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]+$", var.bucket_region))
+    error_message = "bucket_region must be a Region name such as eu-west-1 (or unset: region)."
+  }
 }
 
 variable "archive_prefix" {
@@ -42,7 +58,7 @@ variable "retry_for" {
 }
 
 variable "kms_key_arn" {
-  description = "KMS key for SSE-KMS on the bucket. Empty: SSE-S3 (AES256) and no KMS permission for the task."
+  description = "KMS key for SSE-KMS on the bucket, a key ARN in the bucket's Region (S3 encrypts with a key of the bucket's Region, for writers from every Region). Empty: SSE-S3 (AES256) and no KMS permission for the task."
   type        = string
   default     = ""
 }

@@ -1,0 +1,105 @@
+# Plans of the module against a mock AWS provider: nothing reaches AWS.
+# Run by deploy/terraform_test.go (go test ./deploy) where terraform and a
+# local copy of the hashicorp/aws provider are at hand, or by hand:
+# terraform init -backend=false && terraform test.
+
+mock_provider "aws" {
+  mock_data "aws_caller_identity" {
+    defaults = { account_id = "123456789012" }
+  }
+  mock_data "aws_partition" {
+    defaults = { partition = "aws" }
+  }
+  mock_data "aws_iam_policy_document" {
+    defaults = { json = "{\"Version\":\"2012-10-17\",\"Statement\":[]}" }
+  }
+}
+
+variables {
+  region             = "eu-west-1"
+  source_table       = "SessionData"
+  bucket_name        = "example-ttl-archive"
+  image              = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/ttl-archiver:v1"
+  cluster_arn        = "arn:aws:ecs:eu-west-1:123456789012:cluster/main"
+  subnet_ids         = ["subnet-aaa"]
+  security_group_ids = ["sg-archiver"]
+}
+
+run "defaults" {
+  command = plan
+  assert {
+    condition     = length(aws_s3_bucket.archive) == 1 && length(aws_s3_bucket_policy.archive) == 1
+    error_message = "the module does not create the bucket by default"
+  }
+  assert {
+    condition     = { for e in jsondecode(aws_ecs_task_definition.archiver.container_definitions)[0].environment : e.name => e.value }["ARCHIVER_SINK"] == "s3://example-ttl-archive/ttl-archive/?sse=AES256"
+    error_message = "ARCHIVER_SINK is not the archive bucket with SSE-S3"
+  }
+}
+
+run "kms" {
+  command = plan
+  variables {
+    kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/k"
+  }
+  assert {
+    condition     = { for e in jsondecode(aws_ecs_task_definition.archiver.container_definitions)[0].environment : e.name => e.value }["ARCHIVER_SINK"] == "s3://example-ttl-archive/ttl-archive/?sse=aws:kms&kms-key-id=arn:aws:kms:eu-west-1:123456789012:key/k"
+    error_message = "with kms_key_arn, ARCHIVER_SINK does not name the key"
+  }
+  assert {
+    condition     = { for e in jsondecode(aws_ecs_task_definition.archiver.container_definitions)[0].environment : e.name => e.value }["ARCHIVER_DEAD_LETTER"] == "s3://example-ttl-archive/dead-letter/?sse=aws:kms&kms-key-id=arn:aws:kms:eu-west-1:123456789012:key/k"
+    error_message = "with kms_key_arn, ARCHIVER_DEAD_LETTER does not name the key"
+  }
+}
+
+# A second Region's instance writes to the bucket the first one created.
+run "bucket_of_another_region" {
+  command = plan
+  variables {
+    region        = "us-east-1"
+    cluster_arn   = "arn:aws:ecs:us-east-1:123456789012:cluster/main"
+    create_bucket = false
+    bucket_region = "eu-west-1"
+    kms_key_arn   = "arn:aws:kms:eu-west-1:123456789012:key/k"
+  }
+  assert {
+    condition     = length(aws_s3_bucket.archive) == 0 && length(aws_s3_bucket_policy.archive) == 0 && length(aws_s3_bucket_lifecycle_configuration.archive) == 0
+    error_message = "create_bucket = false still creates bucket resources"
+  }
+  assert {
+    condition     = { for e in jsondecode(aws_ecs_task_definition.archiver.container_definitions)[0].environment : e.name => e.value }["ARCHIVER_SINK"] == "s3://example-ttl-archive/ttl-archive/?sse=aws:kms&kms-key-id=arn:aws:kms:eu-west-1:123456789012:key/k&region=eu-west-1"
+    error_message = "the sink does not name the bucket's Region"
+  }
+  assert {
+    condition     = output.bucket_arn == "arn:aws:s3:::example-ttl-archive" && output.bucket_name == "example-ttl-archive"
+    error_message = "the bucket outputs do not name the existing bucket"
+  }
+}
+
+run "refuses_a_created_bucket_elsewhere" {
+  command = plan
+  variables {
+    bucket_region = "us-east-1"
+  }
+  expect_failures = [aws_ecs_task_definition.archiver]
+}
+
+run "refuses_a_key_of_another_region" {
+  command = plan
+  variables {
+    region        = "us-east-1"
+    create_bucket = false
+    bucket_region = "eu-west-1"
+    kms_key_arn   = "arn:aws:kms:us-east-1:123456789012:key/k"
+  }
+  expect_failures = [aws_ecs_task_definition.archiver]
+}
+
+run "refuses_a_bad_bucket_region" {
+  command = plan
+  variables {
+    create_bucket = false
+    bucket_region = "Europe"
+  }
+  expect_failures = [var.bucket_region]
+}
