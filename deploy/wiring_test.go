@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -272,14 +273,13 @@ func TestTerraformS3Params(t *testing.T) {
 }
 
 // filledPolicy is iam-policy.json with its placeholders filled: vars, and
-// aws, a region and an account for the rest.
+// aws, eu-west-1, an account, tables T and L and testKMSKey for the rest.
 func filledPolicy(t *testing.T, vars map[string]string) policy {
 	t.Helper()
 	src := readFile(t, "iam-policy.json")
-	for k, v := range map[string]string{"partition": "aws", "region": "eu-west-1", "account_id": "123456789012", "source_table": "T", "lease_table": "L", "kms_key_arn": testKMSKey} {
-		src = strings.ReplaceAll(src, "${"+k+"}", v)
-	}
-	for k, v := range vars {
+	fill := map[string]string{"partition": "aws", "region": "eu-west-1", "account_id": "123456789012", "source_table": "T", "lease_table": "L", "kms_key_arn": testKMSKey}
+	maps.Copy(fill, vars)
+	for k, v := range fill {
 		src = strings.ReplaceAll(src, "${"+k+"}", v)
 	}
 	if i := strings.Index(src, "${"); i >= 0 {

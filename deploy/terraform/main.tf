@@ -27,7 +27,17 @@ locals {
   bucket_count  = var.create_bucket ? 1 : 0
   bucket_region = var.bucket_region != null ? var.bucket_region : var.region
 
-  policy_template = jsondecode(templatefile("${path.module}/../iam-policy.json", {
+  # The Regions whose replica of source_table the task may describe and
+  # whose stream it may read: region always (run checks the table there
+  # first), and those regions names (["all"]: replica_regions).
+  source_regions = distinct(concat([var.region], contains(var.regions, "all") ? var.replica_regions : var.regions))
+  # ARCHIVER_REGIONS and ARCHIVER_PER_REGION, only when set.
+  regions_env = concat(
+    length(var.regions) > 0 ? [{ name = "ARCHIVER_REGIONS", value = join(",", var.regions) }] : [],
+    var.per_region ? [{ name = "ARCHIVER_PER_REGION", value = "true" }] : []
+  )
+
+  policy_vars = {
     partition    = data.aws_partition.current.partition
     region       = var.region
     account_id   = data.aws_caller_identity.current.account_id
@@ -39,7 +49,14 @@ locals {
     # Empty without a dead-letter sink: its statements are dropped below,
     # or they would grant the whole bucket.
     dead_letter_prefix = var.dead_letter_prefix
-  }))
+  }
+  policy_template = jsondecode(templatefile("${path.module}/../iam-policy.json", local.policy_vars))
+  # iam-policy.json filled in for each Region the source is read in: the
+  # statements on the source table and its stream (source_sids) take the
+  # Resource of every one of them, all others (the lease table, the
+  # bucket, the key) region's alone.
+  policy_by_region = [for r in local.source_regions : jsondecode(templatefile("${path.module}/../iam-policy.json", merge(local.policy_vars, { region = r })))]
+  source_sids      = ["ReadSourceTableMetadata", "ReadSourceStream"]
   # The KMS statement only applies with SSE-KMS, the dead-letter ones only
   # with a dead-letter sink.
   use_dead_letter = var.dead_letter_prefix != ""
@@ -48,7 +65,9 @@ locals {
     local.use_dead_letter ? [] : ["WriteDeadLetters", "PreflightRemoveDeadLetterMarker"]
   )
   task_policy = jsonencode(merge(local.policy_template, {
-    Statement = [for s in local.policy_template.Statement : s if !contains(local.task_policy_drop, s.Sid)]
+    Statement = [for i, s in local.policy_template.Statement : merge(s, {
+      Resource = contains(local.source_sids, s.Sid) ? flatten([for p in local.policy_by_region : p.Statement[i].Resource]) : flatten([s.Resource])
+    }) if !contains(local.task_policy_drop, s.Sid)]
   }))
 
   # The sweeper's deletes carry no TTL identity: only past-ttl archives them
@@ -337,7 +356,7 @@ resource "aws_ecs_task_definition" "archiver" {
       { name = "ARCHIVER_LOG_LEVEL", value = var.log_level },
       { name = "ARCHIVER_METRICS", value = var.metrics },
       { name = "ARCHIVER_METRICS_ADDR", value = ":9090" },
-    ], local.dead_letter_env)
+    ], local.regions_env, local.dead_letter_env)
     healthCheck = {
       command     = ["CMD", "/archiver", "health", "--quiet"]
       interval    = 30
@@ -363,6 +382,18 @@ resource "aws_ecs_task_definition" "archiver" {
     precondition {
       condition     = !local.use_dead_letter || !(startswith(var.dead_letter_prefix, var.archive_prefix) || startswith(var.archive_prefix, var.dead_letter_prefix))
       error_message = "dead_letter_prefix and archive_prefix overlap: dead letters would be read as archive lines by restore and verify. Give them distinct prefixes."
+    }
+    precondition {
+      condition     = !(length(var.regions) > 0 && var.per_region)
+      error_message = "regions and per_region together: regions reads several Regions from this deployment, per_region says another deployment reads each other Region (archiver run refuses both). Give one of them."
+    }
+    precondition {
+      condition     = !contains(var.regions, "all") || length(var.replica_regions) > 0
+      error_message = "regions = [\"all\"] without replica_regions: the archiver reads every Region the table has a replica in, and the task role may read only the Regions it is given. List them in replica_regions (aws dynamodb describe-table --table-name TABLE --query 'Table.Replicas[].RegionName')."
+    }
+    precondition {
+      condition     = length(var.replica_regions) == 0 || contains(var.regions, "all")
+      error_message = "replica_regions without regions = [\"all\"]: it lists the Regions the task role may read for regions = [\"all\"]; with a list of regions, that list is what the role may read, and without regions the task reads region alone."
     }
     precondition {
       condition     = !var.create_bucket || local.bucket_region == var.region

@@ -9,6 +9,32 @@ variable "region" {
   type        = string
 }
 
+variable "regions" {
+  description = "The Regions whose replicas of source_table (a global table) this deployment reads (ARCHIVER_REGIONS), each stream with clients signed for its Region: a list, or [\"all\"] (every Region the table's description lists, which replica_regions must name for IAM). Each Region's stream marks the expiries its own TTL performed, so reading every replica archives every expiry once; streams read from another Region are cross-Region data transfer. Empty: region alone. Not with per_region, nor with expired_when = past-ttl over several Regions."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for r in var.regions : r == "all" || can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]+$", r))]) && length(distinct(var.regions)) == length(var.regions) && (!contains(var.regions, "all") || length(var.regions) == 1)
+    error_message = "regions must be Region names such as us-east-1, each once, or [\"all\"] alone."
+  }
+}
+
+variable "replica_regions" {
+  description = "With regions = [\"all\"]: the Regions of the table's replicas, which the task role may then read (DescribeTable, DescribeTimeToLive and the stream in each). The archiver learns them from DescribeTable at start-up; a Region missing here is refused to it (AccessDenied). region is always included."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for r in var.replica_regions : can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]+$", r))]) && length(distinct(var.replica_regions)) == length(var.replica_regions)
+    error_message = "replica_regions must be Region names such as us-east-1, each once."
+  }
+}
+
+variable "per_region" {
+  description = "This is one of the archivers of a global table, one per Region, each applying this module in its own Region (ARCHIVER_PER_REGION): a table read in region alone is then logged at INFO rather than WARN. All of them may write to one bucket (create_bucket = false and bucket_region in all but one); give each its own name (IAM role names are global). Not with regions, nor with expired_when = past-ttl."
+  type        = bool
+  default     = false
+}
+
 variable "source_table" {
   description = "DynamoDB table whose TTL expiries are archived. Its stream must be enabled (NEW_AND_OLD_IMAGES or OLD_IMAGE, so expired items keep their contents)."
   type        = string

@@ -103,3 +103,134 @@ run "refuses_a_bad_bucket_region" {
   }
   expect_failures = [var.bucket_region]
 }
+
+# One deployment reads the replicas of two more Regions: the task role may
+# describe the table and read its stream in each, the lease table and the
+# bucket stay region's.
+run "regions_list" {
+  command = plan
+  variables {
+    regions = ["eu-west-1", "us-east-1", "ap-southeast-2"]
+  }
+  assert {
+    condition     = { for e in jsondecode(aws_ecs_task_definition.archiver.container_definitions)[0].environment : e.name => e.value }["ARCHIVER_REGIONS"] == "eu-west-1,us-east-1,ap-southeast-2"
+    error_message = "ARCHIVER_REGIONS is not the regions"
+  }
+  assert {
+    condition     = !contains(keys({ for e in jsondecode(aws_ecs_task_definition.archiver.container_definitions)[0].environment : e.name => e.value }), "ARCHIVER_PER_REGION")
+    error_message = "ARCHIVER_PER_REGION is set without per_region"
+  }
+  assert {
+    condition = [for s in jsondecode(output.task_policy_json).Statement : s.Resource if s.Sid == "ReadSourceTableMetadata"][0] == [
+      "arn:aws:dynamodb:eu-west-1:123456789012:table/SessionData",
+      "arn:aws:dynamodb:us-east-1:123456789012:table/SessionData",
+      "arn:aws:dynamodb:ap-southeast-2:123456789012:table/SessionData",
+    ]
+    error_message = "ReadSourceTableMetadata does not name the table in every Region read"
+  }
+  assert {
+    condition = [for s in jsondecode(output.task_policy_json).Statement : s.Resource if s.Sid == "ReadSourceStream"][0] == [
+      "arn:aws:dynamodb:eu-west-1:123456789012:table/SessionData/stream/*",
+      "arn:aws:dynamodb:us-east-1:123456789012:table/SessionData/stream/*",
+      "arn:aws:dynamodb:ap-southeast-2:123456789012:table/SessionData/stream/*",
+    ]
+    error_message = "ReadSourceStream does not name the stream in every Region read"
+  }
+  assert {
+    condition     = [for s in jsondecode(output.task_policy_json).Statement : s.Resource if s.Sid == "LeaseAndCheckpointTable"][0] == ["arn:aws:dynamodb:eu-west-1:123456789012:table/ttl-archiver-leases"]
+    error_message = "the lease table is granted outside region"
+  }
+}
+
+# A list without region: region is still described (run checks the table
+# there first).
+run "regions_elsewhere" {
+  command = plan
+  variables {
+    regions = ["us-east-1"]
+  }
+  assert {
+    condition = [for s in jsondecode(output.task_policy_json).Statement : s.Resource if s.Sid == "ReadSourceTableMetadata"][0] == [
+      "arn:aws:dynamodb:eu-west-1:123456789012:table/SessionData",
+      "arn:aws:dynamodb:us-east-1:123456789012:table/SessionData",
+    ]
+    error_message = "ReadSourceTableMetadata does not name region and the Region read"
+  }
+}
+
+run "regions_all" {
+  command = plan
+  variables {
+    regions         = ["all"]
+    replica_regions = ["us-east-1", "eu-west-1", "ap-southeast-2"]
+  }
+  assert {
+    condition     = { for e in jsondecode(aws_ecs_task_definition.archiver.container_definitions)[0].environment : e.name => e.value }["ARCHIVER_REGIONS"] == "all"
+    error_message = "ARCHIVER_REGIONS is not all"
+  }
+  assert {
+    condition = [for s in jsondecode(output.task_policy_json).Statement : s.Resource if s.Sid == "ReadSourceStream"][0] == [
+      "arn:aws:dynamodb:eu-west-1:123456789012:table/SessionData/stream/*",
+      "arn:aws:dynamodb:us-east-1:123456789012:table/SessionData/stream/*",
+      "arn:aws:dynamodb:ap-southeast-2:123456789012:table/SessionData/stream/*",
+    ]
+    error_message = "ReadSourceStream does not name the stream in region and every replica Region"
+  }
+}
+
+run "per_region" {
+  command = plan
+  variables {
+    per_region = true
+  }
+  assert {
+    condition     = { for e in jsondecode(aws_ecs_task_definition.archiver.container_definitions)[0].environment : e.name => e.value }["ARCHIVER_PER_REGION"] == "true"
+    error_message = "ARCHIVER_PER_REGION is not true"
+  }
+  assert {
+    condition     = [for s in jsondecode(output.task_policy_json).Statement : s.Resource if s.Sid == "ReadSourceStream"][0] == ["arn:aws:dynamodb:eu-west-1:123456789012:table/SessionData/stream/*"]
+    error_message = "a per-Region archiver may read another Region's stream"
+  }
+}
+
+run "refuses_regions_with_per_region" {
+  command = plan
+  variables {
+    regions    = ["eu-west-1", "us-east-1"]
+    per_region = true
+  }
+  expect_failures = [aws_ecs_task_definition.archiver]
+}
+
+run "refuses_all_without_replica_regions" {
+  command = plan
+  variables {
+    regions = ["all"]
+  }
+  expect_failures = [aws_ecs_task_definition.archiver]
+}
+
+run "refuses_replica_regions_without_all" {
+  command = plan
+  variables {
+    regions         = ["us-east-1"]
+    replica_regions = ["us-east-1"]
+  }
+  expect_failures = [aws_ecs_task_definition.archiver]
+}
+
+run "refuses_all_beside_a_region" {
+  command = plan
+  variables {
+    regions = ["all", "us-east-1"]
+  }
+  expect_failures = [var.regions]
+}
+
+run "refuses_a_region_twice" {
+  command = plan
+  variables {
+    regions = ["us-east-1", "us-east-1"]
+  }
+  expect_failures = [var.regions]
+}
