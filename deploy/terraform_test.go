@@ -150,6 +150,8 @@ func TestTerraformPreconditions(t *testing.T) {
 		{`!local.use_dead_letter || !(startswith(var.dead_letter_prefix, var.archive_prefix) || startswith(var.archive_prefix, var.dead_letter_prefix))`, "overlap"},
 		{`!var.create_bucket || local.bucket_region == var.region`, "create_bucket = false"},
 		{`!local.use_kms || try(split(":", var.kms_key_arn)[3], "") == local.bucket_region`, "bucket's Region"},
+		{`!(local.expired_when == "past-ttl" && (length(var.regions) > 1 || contains(var.regions, "all")))`, "in one Region"},
+		{`!(local.expired_when == "past-ttl" && var.per_region)`, "in one Region, without per_region"},
 		{`!(length(var.regions) > 0 && var.per_region)`, "Give one of them"},
 		{`!contains(var.regions, "all") || length(var.replica_regions) > 0`, "List them in replica_regions"},
 		{`length(var.replica_regions) == 0 || contains(var.regions, "all")`, "that list is what the role may read"},

@@ -384,6 +384,14 @@ resource "aws_ecs_task_definition" "archiver" {
       error_message = "dead_letter_prefix and archive_prefix overlap: dead letters would be read as archive lines by restore and verify. Give them distinct prefixes."
     }
     precondition {
+      condition     = !(local.expired_when == "past-ttl" && (length(var.regions) > 1 || contains(var.regions, "all")))
+      error_message = "expired_when = past-ttl (the default with sweeper_count > 0) over several Regions: under past-ttl every Region's stream holds every expiry of a global table (its own TTL's, and the others' as replicated deletes past their TTL), so each would be archived once per Region read (archiver run refuses it). Run one past-ttl archiver, and the sweeper, in one Region: regions unset (or one Region)."
+    }
+    precondition {
+      condition     = !(local.expired_when == "past-ttl" && var.per_region)
+      error_message = "expired_when = past-ttl (the default with sweeper_count > 0) with per_region: each Region's past-ttl archiver would archive every expiry of the global table, each Region's stream holding the others' as replicated deletes past their TTL (archiver run refuses it). Run one past-ttl archiver, and the sweeper, in one Region, without per_region: it archives them all."
+    }
+    precondition {
       condition     = !(length(var.regions) > 0 && var.per_region)
       error_message = "regions and per_region together: regions reads several Regions from this deployment, per_region says another deployment reads each other Region (archiver run refuses both). Give one of them."
     }

@@ -162,7 +162,7 @@ variable "secrets_kms_key_arns" {
 }
 
 variable "expired_when" {
-  description = "Which REMOVE records the archiver archives as expiries (ARCHIVER_EXPIRED_WHEN): service (DynamoDB's own TTL deletes only) or past-ttl (also deletes made after the item's TTL had passed). Unset: past-ttl when sweeper_count > 0 (the sweeper's deletes carry no TTL identity), else service. Set past-ttl for a global table replica region, whose TTL deletes are replicated from another region without that identity. service beside the sweeper is refused."
+  description = "Which REMOVE records the archiver archives as expiries (ARCHIVER_EXPIRED_WHEN): service (DynamoDB's own TTL deletes only) or past-ttl (also deletes made after the item's TTL had passed). Unset: past-ttl when sweeper_count > 0 (the sweeper's deletes carry no TTL identity), else service. On a global table, service archives the expiries of the Regions read (per_region, or regions), and past-ttl in one Region archives every Region's (the others' reach its stream as replicated deletes); past-ttl is refused with per_region or over several regions, service beside the sweeper."
   type        = string
   default     = null
   validation {
@@ -238,7 +238,7 @@ variable "alarm_reader_failures" {
 }
 
 variable "alarm_ttl_passed_user_deletes" {
-  description = "Alarm when more deletes than this in 15 minutes came after the item's TTL without DynamoDB's TTL identity while the archiver runs with expired_when = service (they are archived as deleted, not expired: a sweeper or a global table replica needs past-ttl). Raise it for a table whose application deletes items after their TTL on purpose."
+  description = "Alarm when more deletes than this in 15 minutes came after the item's TTL without DynamoDB's TTL identity while the archiver runs with expired_when = service (they are archived as deleted, not expired: a sweeper needs past-ttl; on a global table read in one Region, they are the other Regions' expiries). Not created with per_region or regions, whose streams carry the other Regions' expiries so by design. Raise it for a table whose application deletes items after their TTL on purpose."
   type        = number
   default     = 0
 }

@@ -234,3 +234,74 @@ run "refuses_a_region_twice" {
   }
   expect_failures = [var.regions]
 }
+
+# A global table under past-ttl (the sweeper's) is archived in one Region.
+run "refuses_past_ttl_over_several_regions" {
+  command = plan
+  variables {
+    regions      = ["eu-west-1", "us-east-1"]
+    expired_when = "past-ttl"
+  }
+  expect_failures = [aws_ecs_task_definition.archiver]
+}
+
+run "refuses_the_sweeper_over_all_regions" {
+  command = plan
+  variables {
+    regions         = ["all"]
+    replica_regions = ["us-east-1"]
+    sweeper_count   = 2
+  }
+  expect_failures = [aws_ecs_task_definition.archiver]
+}
+
+run "refuses_past_ttl_per_region" {
+  command = plan
+  variables {
+    per_region   = true
+    expired_when = "past-ttl"
+  }
+  expect_failures = [aws_ecs_task_definition.archiver]
+}
+
+run "refuses_the_sweeper_per_region" {
+  command = plan
+  variables {
+    per_region    = true
+    sweeper_count = 2
+  }
+  expect_failures = [aws_ecs_task_definition.archiver]
+}
+
+# One past-ttl archiver in one Region, beside the sweeper, archives every
+# Region's expiries; reading one named Region is one Region too.
+run "past_ttl_in_one_region" {
+  command = plan
+  variables {
+    sweeper_count = 2
+    regions       = ["us-east-1"]
+  }
+  assert {
+    condition     = { for e in jsondecode(aws_ecs_task_definition.archiver.container_definitions)[0].environment : e.name => e.value }["ARCHIVER_EXPIRED_WHEN"] == "past-ttl"
+    error_message = "the sweeper's archiver does not run with past-ttl"
+  }
+}
+
+run "alarms_of_a_global_deployment" {
+  command = plan
+  variables {
+    per_region = true
+  }
+  assert {
+    condition     = !contains(keys(aws_cloudwatch_metric_alarm.archiver), "ttl-passed-user-deletes") && contains(keys(aws_cloudwatch_metric_alarm.archiver), "oldest-unacked-age")
+    error_message = "a per-Region archiver has the ttl-passed-user-deletes alarm, which the other Regions' replicated expiries would keep firing"
+  }
+}
+
+run "alarms_of_one_region" {
+  command = plan
+  assert {
+    condition     = contains(keys(aws_cloudwatch_metric_alarm.archiver), "ttl-passed-user-deletes")
+    error_message = "the ttl-passed-user-deletes alarm is missing"
+  }
+}
