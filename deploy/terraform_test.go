@@ -44,7 +44,10 @@ func terraformCmd(t *testing.T, tf, dir string, args ...string) (string, error) 
 	t.Helper()
 	cmd := exec.Command(tf, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_CLI_CONFIG_FILE="+os.DevNull)
+	// No provider here may look for credentials: the module's tests mock
+	// it, validate never configures it; and were one configured, it must
+	// not ask the instance metadata service.
+	cmd.Env = append(os.Environ(), "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_CLI_CONFIG_FILE="+os.DevNull, "AWS_EC2_METADATA_DISABLED=true")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
