@@ -172,3 +172,28 @@ func TestTerraformPreconditions(t *testing.T) {
 		t.Errorf("precondition %s: not held by this test; add it", c)
 	}
 }
+
+// TestReferenceListsTerraformSettings: every ARCHIVER_* variable the
+// Terraform can set on the archiver's task has its row in README.md's
+// reference table of `archiver run` settings.
+func TestReferenceListsTerraformSettings(t *testing.T) {
+	readme := readFile(t, "README.md")
+	_, ref, ok := strings.Cut(readme, "## Reference: `archiver run` settings")
+	if !ok {
+		t.Fatal("README.md has no section \"Reference: `archiver run` settings\"")
+	}
+	ref, _, _ = strings.Cut(ref, "\n## ")
+	rows := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `--[a-z-]+` \\| `(ARCHIVER_[A-Z0-9_]+)` \\|").FindAllStringSubmatch(ref, -1) {
+		rows[m[1]] = true
+	}
+	env := tfEnv(readFile(t, "terraform/main.tf"))
+	if len(env) < 10 {
+		t.Fatalf("found only %v in terraform/main.tf", env)
+	}
+	for name := range env {
+		if !rows[name] {
+			t.Errorf("terraform/main.tf sets %s, which README.md's reference of archiver run settings has no row for", name)
+		}
+	}
+}

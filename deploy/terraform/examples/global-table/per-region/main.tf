@@ -5,7 +5,7 @@
 # Region's TTL performed, keeps its own checkpoints in its own lease table,
 # and writes to one bucket in eu-west-1: every Region's archive lands under
 # one prefix (keys name the table and the shard, and each Region's stream
-# has shards of its own; each line's Metadata.awsRegion names its Region).
+# has shards of its own; each line's Metadata.streamArn names its Region).
 #
 # Each instance gets its Region through region: the module configures its
 # own AWS provider from it, and a module holding a provider block takes no
