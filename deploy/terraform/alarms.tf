@@ -75,7 +75,7 @@ locals {
       periods     = 1
       threshold   = var.alarm_ttl_passed_user_deletes
       missing     = "notBreaching"
-      description = "Items were deleted after their TTL without DynamoDB's TTL identity while the archiver runs with --expired-when service: they are archived as deleted, not expired, so a sink taking only expiries misses them. A sweeper (archiver sweep) needs expired_when = past-ttl. On a global table read in this Region alone they are the other Regions' expiries: archive them with one archiver per Region (per_region), or with past-ttl here alone."
+      description = "Items were deleted after their TTL without DynamoDB's TTL identity while the archiver runs with --expired-when service: they are archived as deleted, not expired, so a sink taking only expiries misses them. A sweeper (archiver sweep) needs expired_when = past-ttl. On a global table such deletes, mostly the other Regions' expiries replicated here, count in archiver_replicated_ttl_deletes_total instead."
     }
     "records-near-trim" = {
       metric      = "archiver_records_near_trim"
@@ -89,12 +89,8 @@ locals {
   }
 }
 
-# A global table's archivers under service (per_region, or regions) read
-# streams that carry the other Regions' expiries as replicated deletes
-# past their TTL, which those Regions' own archiver (or this one, in their
-# stream) archives: ttl-passed-user-deletes would fire for ever.
 resource "aws_cloudwatch_metric_alarm" "archiver" {
-  for_each = { for k, a in local.alarms : k => a if local.alarms_enabled && !(k == "ttl-passed-user-deletes" && (var.per_region || length(var.regions) > 0)) }
+  for_each = { for k, a in local.alarms : k => a if local.alarms_enabled }
 
   alarm_name          = "${var.name}-${var.source_table}-${each.key}"
   alarm_description   = each.value.description

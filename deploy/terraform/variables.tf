@@ -238,7 +238,7 @@ variable "alarm_reader_failures" {
 }
 
 variable "alarm_ttl_passed_user_deletes" {
-  description = "Alarm when more deletes than this in 15 minutes came after the item's TTL without DynamoDB's TTL identity while the archiver runs with expired_when = service (they are archived as deleted, not expired: a sweeper needs past-ttl; on a global table read in one Region, they are the other Regions' expiries). Not created with per_region or regions, whose streams carry the other Regions' expiries so by design. Raise it for a table whose application deletes items after their TTL on purpose."
+  description = "Alarm when more deletes than this in 15 minutes came after the item's TTL without DynamoDB's TTL identity while the archiver runs with expired_when = service (they are archived as deleted, not expired: a sweeper needs past-ttl; on a global table the archiver counts such deletes, mostly the other Regions' replicated expiries, in archiver_replicated_ttl_deletes_total instead). Raise it for a table whose application deletes items after their TTL on purpose."
   type        = number
   default     = 0
 }

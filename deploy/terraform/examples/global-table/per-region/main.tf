@@ -4,8 +4,8 @@
 # Region's stream, whose REMOVEs marked as DynamoDB's are the expiries that
 # Region's TTL performed, keeps its own checkpoints in its own lease table,
 # and writes to one bucket in eu-west-1: every Region's archive lands under
-# one prefix (keys name the table and the shard, and each Region's stream
-# has shards of its own; each line's Metadata.streamArn names its Region).
+# one prefix (each object's name begins with its Region, each line's
+# Metadata.region names it).
 #
 # Each instance gets its Region through region: the module configures its
 # own AWS provider from it, and a module holding a provider block takes no
