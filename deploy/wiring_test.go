@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -173,7 +174,7 @@ func TestTerraformDeadLetter(t *testing.T) {
 	if !strings.Contains(archiver, "local.dead_letter_env)") {
 		t.Error("the archiver's environment does not take local.dead_letter_env")
 	}
-	if got := tfLocal(t, main, "dead_letter"); got != `local.use_dead_letter ? "s3://${var.bucket_name}/${var.dead_letter_prefix}?sse=${local.sse}" : ""` {
+	if got := tfLocal(t, main, "dead_letter"); got != `local.use_dead_letter ? "s3://${var.bucket_name}/${var.dead_letter_prefix}?${local.s3_params}" : ""` {
 		t.Errorf("local.dead_letter = %s", got)
 	}
 	if !strings.Contains(main, "dead_letter_prefix = var.dead_letter_prefix") {
@@ -213,8 +214,11 @@ func TestSinksAllowedByPolicy(t *testing.T) {
 	}{
 		{"archiver.example.yaml", "example-ttl-archive", append(example.Sinks, example.DeadLetter)},
 		{"ecs-task-definition.json", "my-archive-bucket", []string{td["ARCHIVER_SINK"], td["ARCHIVER_DEAD_LETTER"]}},
-		// main.tf's local.s3_sink and local.dead_letter with the defaults.
+		// main.tf's local.s3_sink and local.dead_letter with the defaults,
+		// and with kms_key_arn (TestTerraformS3Params holds the text).
 		{"terraform", "example-bucket", []string{"s3://example-bucket/ttl-archive/?sse=AES256", "s3://example-bucket/dead-letter/?sse=AES256"}},
+		{"terraform-kms", "example-bucket", []string{"s3://example-bucket/ttl-archive/?sse=aws:kms&kms-key-id=" + testKMSKey, "s3://example-bucket/dead-letter/?sse=aws:kms&kms-key-id=" + testKMSKey}},
+		{"terraform-bucket-region", "example-bucket", []string{"s3://example-bucket/ttl-archive/?sse=aws:kms&kms-key-id=" + testKMSKey + "&region=eu-west-1", "s3://example-bucket/dead-letter/?sse=aws:kms&kms-key-id=" + testKMSKey + "&region=eu-west-1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filledPolicy(t, map[string]string{"bucket": tc.bucket, "prefix": "ttl-archive/", "dead_letter_prefix": "dead-letter/"})
@@ -227,6 +231,9 @@ func TestSinksAllowedByPolicy(t *testing.T) {
 				c, err := sinks.ParseS3URL(u)
 				if err != nil {
 					t.Fatalf("%s: %v", u, err)
+				}
+				if c.SSE == "aws:kms" && c.KMSKeyID != "" && !p.allows("kms:GenerateDataKey", c.KMSKeyID) {
+					t.Errorf("%s: iam-policy.json does not allow kms:GenerateDataKey on the sink's key %s", u, c.KMSKeyID)
 				}
 				obj := "arn:aws:s3:::" + c.Bucket + "/" + c.Prefix + "/"
 				for _, need := range [][2]string{
@@ -247,15 +254,32 @@ func TestSinksAllowedByPolicy(t *testing.T) {
 	}
 }
 
+// testKMSKey is the KMS key filledPolicy grants.
+const testKMSKey = "arn:aws:kms:eu-west-1:123456789012:key/k"
+
+// TestTerraformS3Params: the Terraform's S3 sinks (the archive and the
+// dead-letter sink) name the KMS key with SSE-KMS (asked for aws:kms
+// alone, S3 encrypts with the AWS managed key aws/s3, whatever the
+// bucket's default key is), and the bucket's Region when it is not the
+// task's (create_bucket = false, bucket_region).
+func TestTerraformS3Params(t *testing.T) {
+	main := readFile(t, "terraform/main.tf")
+	if got, want := tfLocal(t, main, "s3_params"), `join("&", concat(["sse=${local.sse}"], local.use_kms ? ["kms-key-id=${var.kms_key_arn}"] : [], local.bucket_region != var.region ? ["region=${local.bucket_region}"] : []))`; got != want {
+		t.Errorf("local.s3_params = %s, want %s", got, want)
+	}
+	if got := tfLocal(t, main, "s3_sink"); got != `"s3://${var.bucket_name}/${var.archive_prefix}?${local.s3_params}"` {
+		t.Errorf("local.s3_sink = %s", got)
+	}
+}
+
 // filledPolicy is iam-policy.json with its placeholders filled: vars, and
-// aws, a region and an account for the rest.
+// aws, eu-west-1, an account, tables T and L and testKMSKey for the rest.
 func filledPolicy(t *testing.T, vars map[string]string) policy {
 	t.Helper()
 	src := readFile(t, "iam-policy.json")
-	for k, v := range map[string]string{"partition": "aws", "region": "eu-west-1", "account_id": "123456789012", "source_table": "T", "lease_table": "L", "kms_key_arn": "arn:aws:kms:eu-west-1:123456789012:key/k"} {
-		src = strings.ReplaceAll(src, "${"+k+"}", v)
-	}
-	for k, v := range vars {
+	fill := map[string]string{"partition": "aws", "region": "eu-west-1", "account_id": "123456789012", "source_table": "T", "lease_table": "L", "kms_key_arn": testKMSKey}
+	maps.Copy(fill, vars)
+	for k, v := range fill {
 		src = strings.ReplaceAll(src, "${"+k+"}", v)
 	}
 	if i := strings.Index(src, "${"); i >= 0 {

@@ -75,7 +75,7 @@ locals {
       periods     = 1
       threshold   = var.alarm_ttl_passed_user_deletes
       missing     = "notBreaching"
-      description = "Items were deleted after their TTL without DynamoDB's TTL identity while the archiver runs with --expired-when service: they are archived as deleted, not expired, so a sink taking only expiries misses them. A sweeper (archiver sweep) or a global table replica region needs expired_when = past-ttl."
+      description = "Items were deleted after their TTL without DynamoDB's TTL identity while the archiver runs with --expired-when service: they are archived as deleted, not expired, so a sink taking only expiries misses them. A sweeper (archiver sweep) needs expired_when = past-ttl. On a global table such deletes, mostly the other Regions' expiries replicated here, count in archiver_replicated_ttl_deletes_total instead."
     }
     "records-near-trim" = {
       metric      = "archiver_records_near_trim"

@@ -23,8 +23,21 @@ data "aws_partition" "current" {}
 locals {
   lease_table = "${var.name}-leases"
   use_kms     = var.kms_key_arn != ""
+  # The bucket, created here unless create_bucket = false, and its Region.
+  bucket_count  = var.create_bucket ? 1 : 0
+  bucket_region = var.bucket_region != null ? var.bucket_region : var.region
 
-  policy_template = jsondecode(templatefile("${path.module}/../iam-policy.json", {
+  # The Regions whose replica of source_table the task may describe and
+  # whose stream it may read: region always (run checks the table there
+  # first), and those regions names (["all"]: replica_regions).
+  source_regions = distinct(concat([var.region], contains(var.regions, "all") ? var.replica_regions : var.regions))
+  # ARCHIVER_REGIONS and ARCHIVER_PER_REGION, only when set.
+  regions_env = concat(
+    length(var.regions) > 0 ? [{ name = "ARCHIVER_REGIONS", value = join(",", var.regions) }] : [],
+    var.per_region ? [{ name = "ARCHIVER_PER_REGION", value = "true" }] : []
+  )
+
+  policy_vars = {
     partition    = data.aws_partition.current.partition
     region       = var.region
     account_id   = data.aws_caller_identity.current.account_id
@@ -36,7 +49,14 @@ locals {
     # Empty without a dead-letter sink: its statements are dropped below,
     # or they would grant the whole bucket.
     dead_letter_prefix = var.dead_letter_prefix
-  }))
+  }
+  policy_template = jsondecode(templatefile("${path.module}/../iam-policy.json", local.policy_vars))
+  # iam-policy.json filled in for each Region the source is read in: the
+  # statements on the source table and its stream (source_sids) take the
+  # Resource of every one of them, all others (the lease table, the
+  # bucket, the key) region's alone.
+  policy_by_region = [for r in local.source_regions : jsondecode(templatefile("${path.module}/../iam-policy.json", merge(local.policy_vars, { region = r })))]
+  source_sids      = ["ReadSourceTableMetadata", "ReadSourceStream"]
   # The KMS statement only applies with SSE-KMS, the dead-letter ones only
   # with a dead-letter sink.
   use_dead_letter = var.dead_letter_prefix != ""
@@ -45,18 +65,26 @@ locals {
     local.use_dead_letter ? [] : ["WriteDeadLetters", "PreflightRemoveDeadLetterMarker"]
   )
   task_policy = jsonencode(merge(local.policy_template, {
-    Statement = [for s in local.policy_template.Statement : s if !contains(local.task_policy_drop, s.Sid)]
+    Statement = [for i, s in local.policy_template.Statement : merge(s, {
+      Resource = contains(local.source_sids, s.Sid) ? flatten([for p in local.policy_by_region : p.Statement[i].Resource]) : flatten([s.Resource])
+    }) if !contains(local.task_policy_drop, s.Sid)]
   }))
 
   # The sweeper's deletes carry no TTL identity: only past-ttl archives them
   # as expiries (docs/DESIGN.md, "Which REMOVE is an expiry").
   expired_when = var.expired_when != null ? var.expired_when : (var.sweeper_count > 0 ? "past-ttl" : "service")
 
-  sse     = local.use_kms ? "aws:kms" : "AES256"
-  s3_sink = "s3://${var.bucket_name}/${var.archive_prefix}?sse=${local.sse}"
-  sinks   = concat([local.s3_sink], var.extra_sinks)
+  sse = local.use_kms ? "aws:kms" : "AES256"
+  # The S3 sinks' parameters: the encryption and, with SSE-KMS, the key:
+  # a PUT that asks for aws:kms without naming a key is encrypted with the
+  # AWS managed key aws/s3, not with the bucket's default key. And the
+  # bucket's Region when it is not the task's (the sink's client signs
+  # for the task's Region otherwise).
+  s3_params = join("&", concat(["sse=${local.sse}"], local.use_kms ? ["kms-key-id=${var.kms_key_arn}"] : [], local.bucket_region != var.region ? ["region=${local.bucket_region}"] : []))
+  s3_sink   = "s3://${var.bucket_name}/${var.archive_prefix}?${local.s3_params}"
+  sinks     = concat([local.s3_sink], var.extra_sinks)
   # The dead-letter sink, in the archive bucket under its own prefix.
-  dead_letter = local.use_dead_letter ? "s3://${var.bucket_name}/${var.dead_letter_prefix}?sse=${local.sse}" : ""
+  dead_letter = local.use_dead_letter ? "s3://${var.bucket_name}/${var.dead_letter_prefix}?${local.s3_params}" : ""
   dead_letter_env = local.use_dead_letter ? [
     { name = "ARCHIVER_DEAD_LETTER", value = local.dead_letter },
     { name = "ARCHIVER_RETRY_FOR", value = var.retry_for },
@@ -73,20 +101,26 @@ locals {
 }
 
 # --- Archive bucket -------------------------------------------------------
+# Created here unless create_bucket = false: then bucket_name is a bucket
+# created elsewhere (by another instance of this module, one per Region of
+# a global table, all writing to one bucket), in bucket_region.
 
 resource "aws_s3_bucket" "archive" {
+  count  = local.bucket_count
   bucket = var.bucket_name
 }
 
 resource "aws_s3_bucket_ownership_controls" "archive" {
-  bucket = aws_s3_bucket.archive.id
+  count  = local.bucket_count
+  bucket = aws_s3_bucket.archive[0].id
   rule {
     object_ownership = "BucketOwnerEnforced"
   }
 }
 
 resource "aws_s3_bucket_public_access_block" "archive" {
-  bucket                  = aws_s3_bucket.archive.id
+  count                   = local.bucket_count
+  bucket                  = aws_s3_bucket.archive[0].id
   block_public_acls       = true
   block_public_policy     = true
   ignore_public_acls      = true
@@ -94,7 +128,8 @@ resource "aws_s3_bucket_public_access_block" "archive" {
 }
 
 resource "aws_s3_bucket_server_side_encryption_configuration" "archive" {
-  bucket = aws_s3_bucket.archive.id
+  count  = local.bucket_count
+  bucket = aws_s3_bucket.archive[0].id
   rule {
     apply_server_side_encryption_by_default {
       sse_algorithm     = local.use_kms ? "aws:kms" : "AES256"
@@ -105,14 +140,16 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "archive" {
 }
 
 resource "aws_s3_bucket_versioning" "archive" {
-  bucket = aws_s3_bucket.archive.id
+  count  = local.bucket_count
+  bucket = aws_s3_bucket.archive[0].id
   versioning_configuration {
     status = "Enabled"
   }
 }
 
 resource "aws_s3_bucket_lifecycle_configuration" "archive" {
-  bucket = aws_s3_bucket.archive.id
+  count  = local.bucket_count
+  bucket = aws_s3_bucket.archive[0].id
 
   rule {
     id     = "archive-tiering"
@@ -141,7 +178,8 @@ resource "aws_s3_bucket_lifecycle_configuration" "archive" {
 
 # Refuse plain-HTTP access to the archive.
 resource "aws_s3_bucket_policy" "archive" {
-  bucket = aws_s3_bucket.archive.id
+  count  = local.bucket_count
+  bucket = aws_s3_bucket.archive[0].id
   policy = jsonencode({
     Version = "2012-10-17"
     Statement = [{
@@ -149,11 +187,42 @@ resource "aws_s3_bucket_policy" "archive" {
       Effect    = "Deny"
       Principal = "*"
       Action    = "s3:*"
-      Resource  = [aws_s3_bucket.archive.arn, "${aws_s3_bucket.archive.arn}/*"]
+      Resource  = [aws_s3_bucket.archive[0].arn, "${aws_s3_bucket.archive[0].arn}/*"]
       Condition = { Bool = { "aws:SecureTransport" = "false" } }
     }]
   })
   depends_on = [aws_s3_bucket_public_access_block.archive]
+}
+
+# The bucket's resources took a count (create_bucket): the bucket a
+# configuration made before that is instance [0].
+moved {
+  from = aws_s3_bucket.archive
+  to   = aws_s3_bucket.archive[0]
+}
+moved {
+  from = aws_s3_bucket_ownership_controls.archive
+  to   = aws_s3_bucket_ownership_controls.archive[0]
+}
+moved {
+  from = aws_s3_bucket_public_access_block.archive
+  to   = aws_s3_bucket_public_access_block.archive[0]
+}
+moved {
+  from = aws_s3_bucket_server_side_encryption_configuration.archive
+  to   = aws_s3_bucket_server_side_encryption_configuration.archive[0]
+}
+moved {
+  from = aws_s3_bucket_versioning.archive
+  to   = aws_s3_bucket_versioning.archive[0]
+}
+moved {
+  from = aws_s3_bucket_lifecycle_configuration.archive
+  to   = aws_s3_bucket_lifecycle_configuration.archive[0]
+}
+moved {
+  from = aws_s3_bucket_policy.archive
+  to   = aws_s3_bucket_policy.archive[0]
 }
 
 # --- Lease and checkpoint table -------------------------------------------
@@ -287,7 +356,7 @@ resource "aws_ecs_task_definition" "archiver" {
       { name = "ARCHIVER_LOG_LEVEL", value = var.log_level },
       { name = "ARCHIVER_METRICS", value = var.metrics },
       { name = "ARCHIVER_METRICS_ADDR", value = ":9090" },
-    ], local.dead_letter_env)
+    ], local.regions_env, local.dead_letter_env)
     healthCheck = {
       command     = ["CMD", "/archiver", "health", "--quiet"]
       interval    = 30
@@ -313,6 +382,34 @@ resource "aws_ecs_task_definition" "archiver" {
     precondition {
       condition     = !local.use_dead_letter || !(startswith(var.dead_letter_prefix, var.archive_prefix) || startswith(var.archive_prefix, var.dead_letter_prefix))
       error_message = "dead_letter_prefix and archive_prefix overlap: dead letters would be read as archive lines by restore and verify. Give them distinct prefixes."
+    }
+    precondition {
+      condition     = !(local.expired_when == "past-ttl" && (length(var.regions) > 1 || contains(var.regions, "all")))
+      error_message = "expired_when = past-ttl (the default with sweeper_count > 0) over several Regions: under past-ttl every Region's stream holds every expiry of a global table (its own TTL's, and the others' as replicated deletes past their TTL), so each would be archived once per Region read (archiver run refuses it). Run one past-ttl archiver, and the sweeper, in one Region: regions unset (or one Region)."
+    }
+    precondition {
+      condition     = !(local.expired_when == "past-ttl" && var.per_region)
+      error_message = "expired_when = past-ttl (the default with sweeper_count > 0) with per_region: each Region's past-ttl archiver would archive every expiry of the global table, each Region's stream holding the others' as replicated deletes past their TTL (archiver run refuses it). Run one past-ttl archiver, and the sweeper, in one Region, without per_region: it archives them all."
+    }
+    precondition {
+      condition     = !(length(var.regions) > 0 && var.per_region)
+      error_message = "regions and per_region together: regions reads several Regions from this deployment, per_region says another deployment reads each other Region (archiver run refuses both). Give one of them."
+    }
+    precondition {
+      condition     = !contains(var.regions, "all") || length(var.replica_regions) > 0
+      error_message = "regions = [\"all\"] without replica_regions: the archiver reads every Region the table has a replica in, and the task role may read only the Regions it is given. List them in replica_regions (aws dynamodb describe-table --table-name TABLE --query 'Table.Replicas[].RegionName')."
+    }
+    precondition {
+      condition     = length(var.replica_regions) == 0 || contains(var.regions, "all")
+      error_message = "replica_regions without regions = [\"all\"]: it lists the Regions the task role may read for regions = [\"all\"]; with a list of regions, that list is what the role may read, and without regions the task reads region alone."
+    }
+    precondition {
+      condition     = !var.create_bucket || local.bucket_region == var.region
+      error_message = "bucket_region differs from region with create_bucket = true: the bucket is created in region. bucket_region names the Region of a bucket created elsewhere (create_bucket = false)."
+    }
+    precondition {
+      condition     = !local.use_kms || try(split(":", var.kms_key_arn)[3], "") == local.bucket_region
+      error_message = "kms_key_arn is not a key of the bucket's Region (bucket_region, or region): S3 encrypts with a KMS key of the bucket's Region, for writers from any Region. Name that key (with a multi-Region key, its primary or replica in the bucket's Region); a key of the writer's Region does not serve."
     }
   }
 }

@@ -1,6 +1,11 @@
 output "bucket_arn" {
   description = "ARN of the archive bucket."
-  value       = aws_s3_bucket.archive.arn
+  value       = var.create_bucket ? aws_s3_bucket.archive[0].arn : "arn:${data.aws_partition.current.partition}:s3:::${var.bucket_name}"
+}
+
+output "bucket_name" {
+  description = "The archive bucket, once created here: pass it as bucket_name (with create_bucket = false and bucket_region) to the instances of other Regions, so that they are created after it."
+  value       = var.create_bucket ? aws_s3_bucket.archive[0].bucket : var.bucket_name
 }
 
 output "lease_table_name" {

@@ -9,14 +9,56 @@ variable "region" {
   type        = string
 }
 
+variable "regions" {
+  description = "The Regions whose replicas of source_table (a global table) this deployment reads (ARCHIVER_REGIONS), each stream with clients signed for its Region: a list, or [\"all\"] (every Region the table's description lists, which replica_regions must name for IAM). Each Region's stream marks the expiries its own TTL performed, so reading every replica archives every expiry once; streams read from another Region are cross-Region data transfer. Empty: region alone. Not with per_region, nor with expired_when = past-ttl over several Regions."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for r in var.regions : r == "all" || can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]+$", r))]) && length(distinct(var.regions)) == length(var.regions) && (!contains(var.regions, "all") || length(var.regions) == 1)
+    error_message = "regions must be Region names such as us-east-1, each once, or [\"all\"] alone."
+  }
+}
+
+variable "replica_regions" {
+  description = "With regions = [\"all\"]: the Regions of the table's replicas, which the task role may then read (DescribeTable, DescribeTimeToLive and the stream in each). The archiver learns them from DescribeTable at start-up; a Region missing here is refused to it (AccessDenied). region is always included."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for r in var.replica_regions : can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]+$", r))]) && length(distinct(var.replica_regions)) == length(var.replica_regions)
+    error_message = "replica_regions must be Region names such as us-east-1, each once."
+  }
+}
+
+variable "per_region" {
+  description = "This is one of the archivers of a global table, one per Region, each applying this module in its own Region (ARCHIVER_PER_REGION): a table read in region alone is then logged at INFO rather than WARN. All of them may write to one bucket (create_bucket = false and bucket_region in all but one); give each its own name (IAM role names are global). Not with regions, nor with expired_when = past-ttl."
+  type        = bool
+  default     = false
+}
+
 variable "source_table" {
   description = "DynamoDB table whose TTL expiries are archived. Its stream must be enabled (NEW_AND_OLD_IMAGES or OLD_IMAGE, so expired items keep their contents)."
   type        = string
 }
 
 variable "bucket_name" {
-  description = "S3 bucket created for the archive."
+  description = "S3 bucket of the archive: created here, or with create_bucket = false one that exists (created by another instance of this module, e.g. one per Region of a global table)."
   type        = string
+}
+
+variable "create_bucket" {
+  description = "Create bucket_name here, in region, with its encryption, lifecycle and TLS-only policy. false: bucket_name exists, in bucket_region, and this instance only writes to it (one bucket for the archivers of several Regions: create it with one instance and pass its bucket_name output to the others)."
+  type        = bool
+  default     = true
+}
+
+variable "bucket_region" {
+  description = "Region of bucket_name when create_bucket = false and it is not region (unset: region). The S3 sinks then name it (region=), and every object crosses Regions (cross-Region data transfer). kms_key_arn must be a key of this Region."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.bucket_region == null ? true : can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]+$", var.bucket_region))
+    error_message = "bucket_region must be a Region name such as eu-west-1 (or unset: region)."
+  }
 }
 
 variable "archive_prefix" {
@@ -42,7 +84,7 @@ variable "retry_for" {
 }
 
 variable "kms_key_arn" {
-  description = "KMS key for SSE-KMS on the bucket. Empty: SSE-S3 (AES256) and no KMS permission for the task."
+  description = "KMS key for SSE-KMS on the bucket, a key ARN in the bucket's Region (S3 encrypts with a key of the bucket's Region, for writers from every Region). Empty: SSE-S3 (AES256) and no KMS permission for the task."
   type        = string
   default     = ""
 }
@@ -120,7 +162,7 @@ variable "secrets_kms_key_arns" {
 }
 
 variable "expired_when" {
-  description = "Which REMOVE records the archiver archives as expiries (ARCHIVER_EXPIRED_WHEN): service (DynamoDB's own TTL deletes only) or past-ttl (also deletes made after the item's TTL had passed). Unset: past-ttl when sweeper_count > 0 (the sweeper's deletes carry no TTL identity), else service. Set past-ttl for a global table replica region, whose TTL deletes are replicated from another region without that identity. service beside the sweeper is refused."
+  description = "Which REMOVE records the archiver archives as expiries (ARCHIVER_EXPIRED_WHEN): service (DynamoDB's own TTL deletes only) or past-ttl (also deletes made after the item's TTL had passed). Unset: past-ttl when sweeper_count > 0 (the sweeper's deletes carry no TTL identity), else service. On a global table, service archives the expiries of the Regions read (per_region, or regions), and past-ttl in one Region archives every Region's (the others' reach its stream as replicated deletes); past-ttl is refused with per_region or over several regions, service beside the sweeper."
   type        = string
   default     = null
   validation {
@@ -196,7 +238,7 @@ variable "alarm_reader_failures" {
 }
 
 variable "alarm_ttl_passed_user_deletes" {
-  description = "Alarm when more deletes than this in 15 minutes came after the item's TTL without DynamoDB's TTL identity while the archiver runs with expired_when = service (they are archived as deleted, not expired: a sweeper or a global table replica needs past-ttl). Raise it for a table whose application deletes items after their TTL on purpose."
+  description = "Alarm when more deletes than this in 15 minutes came after the item's TTL without DynamoDB's TTL identity while the archiver runs with expired_when = service (they are archived as deleted, not expired: a sweeper needs past-ttl; on a global table the archiver counts such deletes, mostly the other Regions' replicated expiries, in archiver_replicated_ttl_deletes_total instead). Raise it for a table whose application deletes items after their TTL on purpose."
   type        = number
   default     = 0
 }
