@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/ttl-archiver/archiver/archive"
@@ -154,7 +155,8 @@ func TestConflictKeyObject(t *testing.T) {
 	url := s3URL(srv, "k", "")
 	evs := events("Sessions", "s1", event.Expired, 0, 10, 0)
 	other := slices.Clone(evs)
-	other[5].EventID = "replaced"
+	other[5].EventID = "replaced" // another record, of another item's expiry
+	other[5].OldImage = event.Item{"pk": &types.AttributeValueMemberS{Value: "replaced"}}
 	write(t, url, evs)
 	write(t, url, other)
 	a := open(t, url, archive.Options{})

@@ -50,6 +50,26 @@ func (c *MissingCheck) Event(e *event.Event) {
 	}
 }
 
+// Hook returns o with an OnLine that crosses off every line read,
+// duplicates included, before calling o's own OnLine (o unchanged for a
+// nil check). A stream record is archived when a line holds its event
+// ID, and a line the reader counts as a duplicate can hold another event
+// ID than the first of its identity: a global table's expiry archived
+// by two Regions is one event of two records.
+func (c *MissingCheck) Hook(o Options) Options {
+	if c == nil {
+		return o
+	}
+	next := o.OnLine
+	o.OnLine = func(obj *Object, l *Line, dup bool) {
+		c.Event(&l.Event)
+		if next != nil {
+			next(obj, l, dup)
+		}
+	}
+	return o
+}
+
 // Result lists what was not crossed off, by deletion time; nil for a nil
 // check.
 func (c *MissingCheck) Result() *StreamReport {

@@ -39,6 +39,14 @@ type decoded struct {
 
 type chunk []decoded
 
+// decodeOpts says how an object's lines are decoded: without their
+// images (skipImages), and with the identity an expiry has in every
+// Region (crossRegion: its group's partition holds several Regions'
+// records, see group) rather than its event ID.
+type decodeOpts struct {
+	skipImages, crossRegion bool
+}
+
 // decodeAhead passes the downloaded jobs on in order, each once its
 // objects' decoders run, so that decoding uses other cores while the
 // caller reads the current group. The channel closes when jobs does or
@@ -66,7 +74,8 @@ func decodeAhead(ctx context.Context, jobs <-chan *job, skipImages bool) (<-chan
 				body, enc := j.bodies[i], j.encs[i]
 				j.bodies[i] = nil
 				key := j.g.objs[i].Key
-				wg.Go(func() { decodeObject(ctx, key, body, enc, skipImages, ch, free) })
+				o := decodeOpts{skipImages: skipImages, crossRegion: j.g.crossRegion}
+				wg.Go(func() { decodeObject(ctx, key, body, enc, o, ch, free) })
 			}
 			select {
 			case ready <- j:
@@ -82,7 +91,7 @@ func decodeAhead(ctx context.Context, jobs <-chan *job, skipImages bool) (<-chan
 // them in chunks, then closes out. A body whose compression is broken is
 // one error at the line where it broke. Chunks the reader is done with
 // come back on free and are filled again.
-func decodeObject(ctx context.Context, key string, body []byte, enc string, skipImages bool, out chan<- chunk, free <-chan chunk) {
+func decodeObject(ctx context.Context, key string, body []byte, enc string, o decodeOpts, out chan<- chunk, free <-chan chunk) {
 	defer close(out)
 	var c chunk
 	send := func() bool {
@@ -124,7 +133,7 @@ func decodeObject(ctx context.Context, key string, body []byte, enc string, skip
 			c = append(c, decoded{line: Line{Object: key, Line: n}, err: fmt.Errorf("line longer than %d bytes", maxLine), counted: true})
 		} else if len(bytes.TrimSpace(line)) > 0 {
 			c = append(c, decoded{})
-			decodeLine(&c[len(c)-1], key, n, line, names, skipImages)
+			decodeLine(&c[len(c)-1], key, n, line, names, o)
 		}
 		if err == io.EOF || (len(c) >= chunkLines && !send()) {
 			break
@@ -187,23 +196,36 @@ func (s *lineSplitter) fill() {
 	s.err = err
 }
 
-// decodeLine decodes one non-empty line: the fast path, else
-// event.DecodeLine, which explains what is wrong. With skipImages the
-// event keeps no images (they are checked all the same).
-func decodeLine(d *decoded, key string, n int, line []byte, names *interner, skipImages bool) {
+// decodeLine decodes one non-empty line and its identity: the fast path,
+// which hashes an expiry's ID from the line's own bytes when o asks for
+// it, else event.DecodeLine, which explains what is wrong. With
+// o.skipImages the event keeps no images (they are checked all the same).
+func decodeLine(d *decoded, key string, n int, line []byte, names *interner, o decodeOpts) {
 	d.line.Object, d.line.Line, d.counted = key, n, true
 	e := &d.line.Event
-	if !fastDecodeLine(e, line, names, skipImages) {
+	var x *event.IDHasher // nil: identities by event ID
+	if o.crossRegion {
+		x = names.hasher()
+	}
+	head, ok := fastDecodeLine(e, line, names, o.skipImages)
+	switch {
+	case ok && head > 0 && x != nil:
+		d.id = expiryIdentity(x.ExpiryDigest(line[:head], e.Table))
+		return
+	case ok:
+		d.id = newIdentity(e, x)
+	default:
 		var err error
 		if *e, err = event.DecodeLine(line); err != nil {
 			d.err = err
 			return
 		}
-		if skipImages {
+		d.id = newIdentity(e, x) // before the images go
+		if o.skipImages {
 			e.Keys, e.OldImage, e.NewImage = nil, nil, nil
 		}
 	}
-	if d.id = newIdentity(e); d.id.none() {
+	if d.id.none() {
 		// No event ID: the line's bytes (a NUL first, as no ID has one).
 		sum := sha256.Sum256(bytes.TrimSpace(line))
 		d.id.s = "\x00line:" + hex.EncodeToString(sum[:])

@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"math/bits"
@@ -23,43 +24,58 @@ import (
 // decoding about 98% of a verify's CPU; FuzzFastDecodeLine holds this
 // function to DecodeLine.
 //
+// It accepts only what AppendLine writes, byte for byte: attribute names
+// in strictly ascending order (so no name twice), strings without U+2028
+// or U+2029 (AppendLine escapes them), base64 in its one canonical form.
+// So the line's Item and Keys are the canonical JSON an expiry's message
+// ID is hashed from (event.IDHasher): for an expiry that carries its old
+// image, head is the length of the line's {"Item":...,"Keys":... (0
+// otherwise), and the caller hashes those bytes as they are.
+//
 // With skipImages, the images are checked as thoroughly but not built:
-// the event has no Keys, OldImage or NewImage (and duplicate attribute
-// names, which DecodeLine takes, are not declined).
+// the event has no Keys, OldImage or NewImage.
 //
 // It fills *e, which must be zero, and may leave it half filled when it
 // declines. Every string in *e is its own copy: none refers to b.
-func fastDecodeLine(e *event.Event, b []byte, names *interner, skipImages bool) bool {
+func fastDecodeLine(e *event.Event, b []byte, names *interner, skipImages bool) (head int, ok bool) {
 	p := &lineParser{b: b, names: names, skip: skipImages}
 	if !p.lit(`{"Item":`) {
-		return false
+		return 0, false
 	}
 	item, ok := p.item()
 	if !ok || !p.lit(`,"Keys":`) {
-		return false
+		return 0, false
 	}
 	if e.Keys, ok = p.item(); !ok {
-		return false
+		return 0, false
 	}
+	head = p.i
 	var old event.Item
 	hasOld := p.lit(`,"OldImage":`)
 	if hasOld {
 		if old, ok = p.item(); !ok {
-			return false
+			return 0, false
 		}
 	}
 	if !p.lit(`,"Metadata":`) || !p.metadata(e) || !p.char('}') || p.i != len(p.b) {
-		return false
+		return 0, false
+	}
+	remove := e.EventName == "REMOVE" || (e.EventName == "" && (e.Kind == event.Expired || e.Kind == event.Deleted))
+	switch {
+	case e.Kind == event.Expired && (hasOld || (!p.keysOnly && !remove)):
+		return 0, false // an expiry in a shape AppendLine never writes: which image is its old one is DecodeLine's to say
+	case e.Kind != event.Expired || p.keysOnly:
+		head = 0 // no expiry ID: no old image (a dead letter is declined)
 	}
 	if skipImages {
-		return true
+		return head, true
 	}
 	switch {
 	case p.keysOnly: // the stream carried no image: Item is the keys
 		if e.Keys == nil {
 			e.Keys = item
 		}
-	case e.EventName == "REMOVE" || (e.EventName == "" && (e.Kind == event.Expired || e.Kind == event.Deleted)):
+	case remove:
 		e.OldImage = item
 	default:
 		e.NewImage = item
@@ -67,7 +83,7 @@ func fastDecodeLine(e *event.Event, b []byte, names *interner, skipImages bool) 
 	if hasOld {
 		e.OldImage = old
 	}
-	return true
+	return head, true
 }
 
 // lineParser is a cursor over one line.
@@ -92,6 +108,19 @@ type interner struct {
 	m       map[string]string
 	scratch []byte
 	last    [slots]string
+	ids     *event.IDHasher
+}
+
+// hasher is the object's IDHasher, for its lines' identities (a new one
+// when in is nil).
+func (in *interner) hasher() *event.IDHasher {
+	if in == nil {
+		return event.NewIDHasher()
+	}
+	if in.ids == nil {
+		in.ids = event.NewIDHasher()
+	}
+	return in.ids
 }
 
 // slot names the metadata members whose values repeat.
@@ -195,8 +224,8 @@ func (p *lineParser) raw() ([]byte, bool) {
 		switch c := p.b[i]; {
 		case c == '"':
 			s := p.b[start:i]
-			if !ascii && !utf8.Valid(s) {
-				return nil, false
+			if !ascii && (!utf8.Valid(s) || bytes.Contains(s, []byte(lineSep)) || bytes.Contains(s, []byte(paraSep))) {
+				return nil, false // AppendLine escapes U+2028 and U+2029
 			}
 			p.i = i + 1
 			return s, true
@@ -208,6 +237,14 @@ func (p *lineParser) raw() ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// lineSep and paraSep are U+2028 and U+2029, which AppendLine writes
+// escaped.
+const lineSep, paraSep = "\u2028", "\u2029"
+
+// strictBase64 is the standard encoding that takes only the canonical
+// form of a value (padding bits zero), the one AppendLine writes.
+var strictBase64 = base64.StdEncoding.Strict()
 
 // plainString finds the closing quote of a JSON string whose content b
 // starts with, eight bytes at a time, and returns the content's length;
@@ -258,7 +295,8 @@ func (p *lineParser) char(c byte) bool {
 }
 
 // item reads a DynamoDB JSON object of attribute values (nil when
-// skipping images).
+// skipping images), its names in strictly ascending order, as AppendItem
+// writes them.
 func (p *lineParser) item() (event.Item, bool) {
 	if !p.char('{') {
 		return nil, false
@@ -270,22 +308,19 @@ func (p *lineParser) item() (event.Item, bool) {
 	if p.char('}') {
 		return m, true
 	}
+	var prev []byte
 	for {
+		name, ok := p.raw()
+		if !ok || (prev != nil && string(prev) >= string(name)) || !p.char(':') {
+			return nil, false
+		}
+		prev = name
 		if p.skip {
-			if _, ok := p.raw(); !ok || !p.char(':') || !p.skipValue() {
+			if !p.skipValue() {
 				return nil, false
 			}
-		} else {
-			name, ok := p.name()
-			if !ok || !p.char(':') {
-				return nil, false
-			}
-			if _, dup := m[name]; dup {
-				return nil, false
-			}
-			if m[name], ok = p.value(); !ok {
-				return nil, false
-			}
+		} else if m[p.names.get(name)], ok = p.value(); !ok {
+			return nil, false
 		}
 		if p.char('}') {
 			return m, true
@@ -362,7 +397,8 @@ func (p *lineParser) skipArray(elem func() bool) bool {
 }
 
 // base64OK reports whether b is standard base64, as
-// base64.StdEncoding.DecodeString would take it.
+// the strict base64.StdEncoding would take it (the one form AppendLine
+// writes).
 func (p *lineParser) base64OK(b []byte) bool {
 	var scratch []byte
 	if p.names != nil {
@@ -375,7 +411,7 @@ func (p *lineParser) base64OK(b []byte) bool {
 			p.names.scratch = scratch
 		}
 	}
-	_, err := base64.StdEncoding.Decode(scratch[:n], b)
+	_, err := strictBase64.Decode(scratch[:n], b)
 	return err == nil
 }
 
@@ -404,7 +440,7 @@ func (p *lineParser) value() (types.AttributeValue, bool) {
 		if !ok {
 			return nil, false
 		}
-		v, err := base64.StdEncoding.DecodeString(s)
+		v, err := strictBase64.DecodeString(s)
 		if err != nil {
 			return nil, false
 		}
@@ -472,7 +508,7 @@ func (p *lineParser) set(typ byte) (types.AttributeValue, bool) {
 	}
 	bs := make([][]byte, len(ss))
 	for i, s := range ss {
-		v, err := base64.StdEncoding.DecodeString(s)
+		v, err := strictBase64.DecodeString(s)
 		if err != nil {
 			return nil, false
 		}

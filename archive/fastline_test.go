@@ -81,8 +81,52 @@ func TestFastDecodeLineMatchesDecodeLine(t *testing.T) {
 	}
 }
 
+// TestFastDecodeLineExpiryID: the fast path hashes an expiry's message ID
+// from the line's own Item and Keys, with or without building the
+// images, and gets what event.IDHasher computes from the event; it
+// declines lines whose bytes are not AppendLine's canonical ones, whose
+// identity DecodeLine's event then gives.
+func TestFastDecodeLineExpiryID(t *testing.T) {
+	e := fastLineEvents()[0]
+	delete(e.OldImage, "esc")
+	x := event.NewIDHasher()
+	d, _ := x.Digest(&e)
+	line := event.MarshalLine(&e)
+	keysOnly := e
+	keysOnly.OldImage = nil
+	for _, tc := range []struct {
+		name   string
+		line   string
+		fast   bool
+		expiry bool
+	}{
+		{"canonical", string(line), true, true},
+		{"keys only", string(event.MarshalLine(&keysOnly)), true, false},
+		{"names out of order", strings.Replace(string(line), `{"Item":{"b":{"B":"AAEC/w=="},`, `{"Item":{"ttl":{"N":"1772600000"},"b":{"B":"AAEC/w=="},`, 1), false, true},
+		{"a name twice", strings.Replace(string(line), `{"Item":{"b":{"B":"AAEC/w=="},`, `{"Item":{"b":{"B":"AAEC/w=="},"b":{"B":"AAEC/w=="},`, 1), false, true},
+		{"raw U+2028", strings.Replace(string(line), `"user#1 ünïcode"`, "\"user#1 \u2028\"", -1), false, true},
+		{"base64 padding bits", strings.Replace(string(line), `"AAEC/w=="`, `"AAEC/x=="`, 1), false, true},
+	} {
+		for _, skip := range []bool{false, true} {
+			var got decoded
+			decodeLine(&got, "k", 1, []byte(tc.line), &interner{}, decodeOpts{skipImages: skip, crossRegion: true})
+			if got.err != nil {
+				t.Fatalf("%s: %v", tc.name, got.err)
+			}
+			_, fast := fastDecode([]byte(tc.line), &interner{}, skip)
+			if fast != tc.fast {
+				t.Errorf("%s (skip %v): fast path took it: %v, want %v", tc.name, skip, fast, tc.fast)
+			}
+			if (got.id.kind == idExpiry) != tc.expiry || (tc.name == "canonical" && got.id != expiryIdentity(d)) {
+				t.Errorf("%s (skip %v): identity %+v", tc.name, skip, got.id)
+			}
+		}
+	}
+}
+
 // FuzzFastDecodeLine holds the fast path to DecodeLine: whatever it
-// accepts, DecodeLine decodes to the same event.
+// accepts, DecodeLine decodes to the same event, and every line's
+// identity is the one DecodeLine's event has.
 func FuzzFastDecodeLine(f *testing.F) {
 	for _, e := range fastLineEvents() {
 		f.Add(event.MarshalLine(&e))
@@ -91,6 +135,14 @@ func FuzzFastDecodeLine(f *testing.F) {
 	names := &interner{}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		for _, skip := range []bool{false, true} {
+			var d decoded
+			decodeLine(&d, "k", 1, line, names, decodeOpts{skipImages: skip, crossRegion: true})
+			if want, err := event.DecodeLine(line); err == nil && d.err == nil {
+				// A line without an event ID is its bytes (decodeLine's).
+				if id := newIdentity(&want, names.hasher()); !id.none() && d.id != id {
+					t.Fatalf("%q (skip images %v): identity %+v, DecodeLine's event's %+v", line, skip, d.id, id)
+				}
+			}
 			got, ok := fastDecode(line, names, skip)
 			if !ok {
 				continue
@@ -170,7 +222,7 @@ func FuzzParseUTC(f *testing.F) {
 // fastDecode runs fastDecodeLine on a new event.
 func fastDecode(line []byte, names *interner, skipImages bool) (event.Event, bool) {
 	var e event.Event
-	ok := fastDecodeLine(&e, line, names, skipImages)
+	_, ok := fastDecodeLine(&e, line, names, skipImages)
 	return e, ok
 }
 

@@ -7,32 +7,54 @@ import (
 )
 
 // identity is an event's identity (see [Identity]) in the form the reader
-// de-duplicates: an event ID of 32 lowercase hex digits, the form
-// DynamoDB Streams gives, as its 16 bytes (no allocation, a cheap hash),
-// anything else as the string Identity returns. The two forms never meet:
-// a string identity is never 32 lowercase hex digits, so the mapping is
-// exact.
+// de-duplicates: an expiry's ID (event.IDHasher) as its digest's 16
+// bytes, an event ID of 32 lowercase hex digits, the form DynamoDB
+// Streams gives, as its 16 bytes (no allocation, a cheap hash), anything
+// else as the string Identity returns. The three forms never meet: each
+// has a set of its own, and a string identity is never 32 lowercase hex
+// digits, so the mapping is exact.
 type identity struct {
-	hex   [16]byte
-	isHex bool
-	s     string
+	hex  [16]byte
+	kind idKind
+	s    string
 }
 
-// newIdentity returns e's identity.
-func newIdentity(e *event.Event) identity {
+// idKind says which form an identity has.
+type idKind uint8
+
+const (
+	idString idKind = iota // s
+	idHex                  // hex: an event ID
+	idExpiry               // hex: an expiry's digest
+)
+
+// expiryIdentity is the identity of an expiry whose ID's digest is d.
+func expiryIdentity(d [event.ExpiryDigestSize]byte) identity {
+	return identity{hex: d, kind: idExpiry}
+}
+
+// newIdentity returns e's identity; x computes an expiry's, and a nil x
+// gives every event its event ID's (a partition of one Region, see
+// group).
+func newIdentity(e *event.Event, x *event.IDHasher) identity {
+	if x != nil {
+		if d, ok := x.Digest(e); ok {
+			return expiryIdentity(d)
+		}
+	}
 	var id identity
 	if e.DeadLetter == nil && len(e.EventID) == 32 {
-		id.isHex = true
+		id.kind = idHex
 		for i := range id.hex {
 			hi, ok1 := hexDigit(e.EventID[2*i])
 			lo, ok2 := hexDigit(e.EventID[2*i+1])
 			if !ok1 || !ok2 {
-				id.isHex = false
+				id.kind = idString
 				break
 			}
 			id.hex[i] = hi<<4 | lo
 		}
-		if id.isHex {
+		if id.kind == idHex {
 			return id
 		}
 		id.hex = [16]byte{}
@@ -42,7 +64,7 @@ func newIdentity(e *event.Event) identity {
 }
 
 // none reports whether the identity is empty (an event without an ID).
-func (id *identity) none() bool { return !id.isHex && id.s == "" }
+func (id *identity) none() bool { return id.kind == idString && id.s == "" }
 
 func hexDigit(c byte) (byte, bool) {
 	switch {
@@ -57,14 +79,17 @@ func hexDigit(c byte) (byte, bool) {
 // identitySet is a set of identities: the reader's de-duplication within
 // one table and hour.
 type identitySet struct {
-	hex hexSet
-	str map[string]struct{}
+	hex, expiry hexSet
+	str         map[string]struct{}
 }
 
 // add adds id and reports whether it was new.
 func (s *identitySet) add(id *identity) bool {
-	if id.isHex {
+	switch id.kind {
+	case idHex:
 		return s.hex.add(&id.hex)
+	case idExpiry:
+		return s.expiry.add(&id.hex)
 	}
 	if s.str == nil {
 		s.str = map[string]struct{}{}
@@ -77,6 +102,7 @@ func (s *identitySet) add(id *identity) bool {
 // reset empties the set (keeping its memory for the next table and hour).
 func (s *identitySet) reset() {
 	s.hex.reset()
+	s.expiry.reset()
 	clear(s.str)
 }
 

@@ -13,8 +13,9 @@ import (
 func TestIdentitySet(t *testing.T) {
 	var set identitySet
 	var ids []identity
+	x := event.NewIDHasher()
 	for i := range 5000 {
-		ids = append(ids, newIdentity(&event.Event{EventID: fmt.Sprintf("%032x", i)}))
+		ids = append(ids, newIdentity(&event.Event{EventID: fmt.Sprintf("%032x", i)}, x))
 	}
 	for _, e := range []event.Event{
 		{EventID: "0123456789ABCDEF0123456789abcdef"}, // upper case
@@ -23,10 +24,10 @@ func TestIdentitySet(t *testing.T) {
 		{EventID: "0123456789abcdef0123456789abcdef", DeadLetter: &event.DeadLetter{Sink: "s3://b"}},
 		{EventID: "0123456789abcdef0123456789abcdef"},
 	} {
-		ids = append(ids, newIdentity(&e))
+		ids = append(ids, newIdentity(&e, x))
 	}
 	for i, id := range ids {
-		if wantHex := i < 5000 || i == len(ids)-1; id.isHex != wantHex || id.none() {
+		if wantHex := i < 5000 || i == len(ids)-1; (id.kind == idHex) != wantHex || id.none() {
 			t.Fatalf("identity %d = %+v", i, id)
 		}
 	}
@@ -43,7 +44,7 @@ func TestIdentitySet(t *testing.T) {
 		}
 		set.reset()
 	}
-	if id := newIdentity(&event.Event{}); !id.none() {
+	if id := newIdentity(&event.Event{}, x); !id.none() {
 		t.Errorf("no event ID: %+v", id)
 	}
 }

@@ -129,9 +129,19 @@ func (a *Archive) Events(ctx context.Context, sel Selection, fn func(Line) error
 
 // group is objects read together: one object, or objects of one shard
 // and hour whose sequence ranges overlap (their lines are merged).
+//
+// crossRegion says that the group's partition (table and hour) may hold
+// two Regions' records of one expiry: its keys name more than one Region
+// (a key written before keys named it counts as one more), or it has a
+// file sink's file, whose name says nothing of Regions. Its expiries are
+// then identified by the ID they have in every Region (event.IDHasher, a
+// SHA-256 of the line's head, about 0.3 us a line); a partition of one
+// Region's keys cannot hold another Region's copy, and its lines keep
+// their event IDs' identity, which costs nothing.
 type group struct {
-	objs []Object
-	size int64
+	objs        []Object
+	size        int64
+	crossRegion bool
 }
 
 // plan groups objs and orders the groups (see Events): by hour, table,
@@ -159,12 +169,33 @@ func plan(objs []Object) []group {
 		out = append(out, group{objs: []Object{o}, size: o.Size})
 		last = o.LastSeq
 	}
+	markCrossRegion(out)
 	slices.SortStableFunc(out, func(x, y group) int {
 		a, b := &x.objs[0], &y.objs[0]
 		return cmp.Or(a.Hour.Compare(b.Hour), strings.Compare(a.Table, b.Table), strings.Compare(a.Region, b.Region),
 			event.CompareSequence(a.FirstSeq, b.FirstSeq), strings.Compare(a.Key, b.Key))
 	})
 	return out
+}
+
+// markCrossRegion sets crossRegion on the groups whose partition (table
+// and hour) holds objects of more than one Region, or a file sink's
+// file. groups are in plan's first order: by hour, table and Region.
+func markCrossRegion(groups []group) {
+	for i := 0; i < len(groups); {
+		first := &groups[i].objs[0]
+		j, cross := i, false
+		for ; j < len(groups) && groups[j].objs[0].Table == first.Table && groups[j].objs[0].Hour.Equal(first.Hour); j++ {
+			for k := range groups[j].objs {
+				if o := &groups[j].objs[k]; o.Kind == "" || o.Region != first.Region {
+					cross = true
+				}
+			}
+		}
+		for ; i < j; i++ {
+			groups[i].crossRegion = cross
+		}
+	}
 }
 
 // job is one group being downloaded; done closes once every body is in
@@ -328,11 +359,16 @@ func (r *reader) bad(obj string, line int, err error) {
 	}
 }
 
-// Identity returns an event's identity in an archive: its event ID, and
-// for a dead letter the event ID, a NUL and the failing sink, so that dead
-// letters of one event from two sinks stay apart ("" when the event has
-// no ID).
+// Identity returns an event's identity in an archive: the ID its expiry
+// has in every Region, for an expiry with its old image (event.MessageID:
+// a global table's Regions archive one expiry each), else its event ID,
+// and for a dead letter the event ID, a NUL and the failing sink, so that
+// dead letters of one event from two sinks stay apart ("" when the event
+// has no ID).
 func Identity(e *event.Event) string {
+	if e.HasExpiryID() {
+		return event.MessageID(e)
+	}
 	if e.EventID == "" || e.DeadLetter == nil {
 		return e.EventID
 	}

@@ -21,7 +21,8 @@ type Report struct {
 	CompressedBytes int64 `json:"compressedBytes"`
 	// Lines counts non-empty lines.
 	Lines int64 `json:"lines"`
-	// Events counts distinct identities (event ID, plus the sink of a
+	// Events counts distinct identities (event ID, or for an expiry with
+	// its old image the ID it has in every Region; plus the sink of a
 	// dead letter) in the selection.
 	Events      int64 `json:"distinctEvents"`
 	Duplicates  int64 `json:"duplicates"`

@@ -3,6 +3,7 @@ package deploy
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
@@ -68,7 +69,9 @@ func expire(e event.Event, image event.Item, lag time.Duration) event.Event {
 //     third batch starts again at user#50, as after a crash);
 //   - sessions, day 2: three expiries, lags 10, 20, 30 s;
 //   - carts, day 1 hour 12: five expiries keyed (cartId, version), lags 0,
-//     2, 4, 6, 8 s, and one keys-only expiry with no TTL known.
+//     2, 4, 6, 8 s, and one keys-only expiry with no TTL known;
+//   - the day 2 expiries again, as the table's replica in eu-west-1
+//     archived them a second later (one expiry each, archived twice).
 func athenaBatches() [][]event.Event {
 	const sessions, s1 = "sessions", "shardId-00000001"
 	user := func(i int) event.Item { return event.Item{"pk": attrS(fmt.Sprintf("user#%d", i))} }
@@ -124,5 +127,21 @@ func athenaBatches() [][]event.Event {
 		}
 		cartEvents = append(cartEvents, e)
 	}
-	return [][]event.Event{first, expired(1, 59), expired(50, 100), day2, cartEvents}
+	return [][]event.Event{first, expired(1, 59), expired(50, 100), day2, cartEvents, otherRegion(day2)}
+}
+
+// otherRegion is evs as a global table's replica in eu-west-1 archives
+// them under --expired-when past-ttl: the same expiries (items, keys,
+// TTLs), its own records of them a second later (another shard, event
+// IDs, no TTL principal).
+func otherRegion(evs []event.Event) []event.Event {
+	out := make([]event.Event, len(evs))
+	for i, e := range evs {
+		e.StreamARN = strings.Replace(e.StreamARN, ":us-east-1:", ":eu-west-1:", 1)
+		e.Region, e.ShardID, e.EventID = "eu-west-1", "shardId-00000009", "west-"+e.EventID
+		e.ApproximateCreationTime, e.TTLLag = e.ApproximateCreationTime.Add(time.Second), e.TTLLag+time.Second
+		e.DeletedBy = event.DeletedByOther
+		out[i] = e
+	}
+	return out
 }

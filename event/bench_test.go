@@ -64,3 +64,28 @@ func BenchmarkAppendLineSession(b *testing.B) {
 	}
 	b.SetBytes(int64(len(buf)))
 }
+
+// BenchmarkAppendLineID is BenchmarkAppendLine's line with the
+// expiry's message ID hashed from it (what the NATS sink renders per
+// message); BenchmarkMessageID renders what the hash needs on its own
+// (format=item, replay, subscribe) with one IDHasher.
+func BenchmarkAppendLineID(b *testing.B) {
+	e := benchEvent()
+	x := NewIDHasher()
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, _ = x.AppendLine(buf[:0], e)
+	}
+	b.SetBytes(int64(len(buf)))
+}
+
+func BenchmarkMessageID(b *testing.B) {
+	e := benchEvent()
+	x := NewIDHasher()
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = x.AppendMessageID(buf[:0], e)
+	}
+}

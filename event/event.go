@@ -60,7 +60,8 @@ type Item = map[string]types.AttributeValue
 // Position (StreamARN, ShardID, SequenceNumber) identifies the record
 // uniquely and is what checkpoints and deterministic sink object names are
 // derived from; EventID is the stream's own unique ID for the record and is
-// what de-duplicating sinks (NATS Nats-Msg-Id) key on.
+// what de-duplicating sinks (NATS Nats-Msg-Id) key on, but for an expiry
+// with its old image, whose ID is the same in every Region ([IDHasher]).
 type Event struct {
 	Kind      Kind
 	Table     string

@@ -675,10 +675,22 @@ func decodeList(v json.RawMessage, path string, bad func(want string) error) (ty
 // every type and every digit. Keys within objects are sorted, so one event
 // always renders to the same bytes. [DecodeLine] reads a line back.
 func AppendLine(dst []byte, e *Event) []byte {
+	return appendLineRest(appendLineHead(dst, e), e)
+}
+
+// appendLineHead appends the start of e's line, {"Item":...,"Keys":...,
+// which is what an expiry's message ID is computed from (see
+// [IDHasher]).
+func appendLineHead(dst []byte, e *Event) []byte {
 	dst = append(dst, `{"Item":`...)
 	dst = AppendItem(dst, nonNil(e.Image()))
 	dst = append(dst, `,"Keys":`...)
-	dst = AppendItem(dst, nonNil(e.Keys))
+	return AppendItem(dst, nonNil(e.Keys))
+}
+
+// appendLineRest appends the rest of e's line after appendLineHead's
+// part: OldImage, Metadata, DeadLetter and the newline.
+func appendLineRest(dst []byte, e *Event) []byte {
 	if e.EventName == "MODIFY" && e.OldImage != nil && e.NewImage != nil {
 		dst = append(dst, `,"OldImage":`...)
 		dst = AppendItem(dst, e.OldImage)

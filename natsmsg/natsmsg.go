@@ -24,8 +24,11 @@ const (
 // Formats lists the formats, the default first.
 var Formats = []string{FormatEnvelope, FormatCloudEvents, FormatItem}
 
-// HeaderMsgID is JetStream's de-duplication header: the stream record's
-// event ID, on every message of every format.
+// HeaderMsgID is JetStream's de-duplication header, on every message of
+// every format: the stream record's event ID, but for an expiry that
+// carries the item's old image, whose ID is the same in every Region of a
+// global table (ExpiryIDPrefix in package event; docs/MESSAGES.md,
+// "Message IDs").
 const HeaderMsgID = "Nats-Msg-Id"
 
 // The Archiver- headers, on every message of every format.
@@ -54,7 +57,7 @@ const CEPrefix = "ce-"
 // '"', '%' and every byte outside printable ASCII as %XX.
 const (
 	CESpecVersion     = "ce-specversion"     // "1.0"
-	CEID              = "ce-id"              // the stream event ID, as Nats-Msg-Id
+	CEID              = "ce-id"              // the message ID, as Nats-Msg-Id
 	CESource          = "ce-source"          // the table's ARN (see docs/MESSAGES.md)
 	CEType            = "ce-type"            // TypePrefix + the kind
 	CETime            = "ce-time"            // the record's creation time: for a REMOVE, the deletion time

@@ -13,8 +13,8 @@ import (
 )
 
 // ReplayConfig is one `archiver replay`: archived events sent to a sink
-// as the consumer would send them, under the same event IDs (the NATS
-// sink's Nats-Msg-Id).
+// as the consumer would send them, under the same message IDs (the NATS
+// sink's Nats-Msg-Id, event.IDHasher: an archive line alone gives it).
 //
 // JetStream drops a copy of a message only within its duplicate window,
 // while an archive is replayed days later. So before it sends anything,

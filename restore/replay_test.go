@@ -2,6 +2,7 @@ package restore_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ttl-archiver/archiver/archive"
+	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/restore"
 	"github.com/ttl-archiver/archiver/restore/restoretest"
 	"github.com/ttl-archiver/archiver/sinks"
@@ -127,5 +129,53 @@ func forgetDuplicates(t *testing.T, ctx context.Context, js jetstream.JetStream)
 			t.Fatal("JetStream kept remembering a message ID")
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+}
+
+// TestReplaySkipsAnotherRegionsCopies: a global table's expiries that
+// another Region's archiver already published (its own stream records:
+// other event IDs, shards, sequence numbers, times) are found in the
+// stream by their message ID, computed from the archive's lines, and not
+// sent again.
+func TestReplaySkipsAnotherRegionsCopies(t *testing.T) {
+	f := newFixture(t, 15, st.StreamViewTypeNewAndOldImages)
+	addr := restoretest.StartNATS(t)
+	sinkURL := "nats://" + addr + "?subject=archive.{table}.{kind}&create-stream=GLOBAL"
+	a, err := archive.Open(f.Ctx, "file://"+f.dir, archive.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var west []event.Event
+	if _, err := a.Events(f.Ctx, archive.Selection{Tables: []string{"Sessions"}, Kinds: []event.Kind{event.Expired}}, func(l archive.Line) error {
+		e := l.Event
+		e.StreamARN = strings.Replace(e.StreamARN, ":"+e.Region+":", ":eu-west-1:", 1)
+		e.Region, e.EventID, e.ShardID, e.SequenceNumber = "eu-west-1", "west-"+e.EventID, "shardId-west", "9"+e.SequenceNumber
+		e.ApproximateCreationTime, e.DeletedBy = e.ApproximateCreationTime.Add(time.Second), event.DeletedByOther
+		west = append(west, e)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(west) != 15 {
+		t.Fatalf("%d expiries in the archive, want 15", len(west))
+	}
+	sk, _, err := sinks.Open(f.Ctx, sinkURL, sinks.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked := make(chan error, 1)
+	if err := sk.Write(f.Ctx, sinks.Batch{ShardID: "shardId-west", StreamARN: west[0].StreamARN, Events: west}, func(err error) { acked <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	if err := sk.Close(f.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	later := restoretest.T0.Add(365 * 24 * time.Hour)
+	res := f.replayInto(t, sinkURL, restore.ReplayConfig{BatchSize: 4, Now: func() time.Time { return later }})
+	if res.Sent != 0 || res.InStream != 15 || res.StreamIDs != 15 || !res.StreamComplete {
+		t.Fatalf("replay of the us-east-1 archive into a stream holding eu-west-1's copies: %+v", res)
 	}
 }

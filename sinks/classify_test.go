@@ -242,7 +242,10 @@ func TestNATSRejectsOversizeMessages(t *testing.T) {
 			if err := a.waitAck(t, "after"); err != nil {
 				t.Fatalf("a batch after the rejection: %v", err)
 			}
-			want := []string{evs[0].EventID, evs[2].EventID, evs[3].EventID, "t-shard-1-100", "t-shard-1-101"}
+			var want []string
+			for _, e := range append([]event.Event{evs[0], evs[2], evs[3]}, testEvents("t", "shard-1", 100, 2)...) {
+				want = append(want, event.MessageID(&e))
+			}
 			var got []string
 			if st != nil {
 				for _, m := range streamMsgs(t, st) {

@@ -182,7 +182,7 @@ func TestNATSCloudEvents(t *testing.T) {
 			attrs := ceAttributes(t, h)
 			want := map[string]string{
 				"specversion":      "1.0",
-				"id":               e.EventID,
+				"id":               event.MessageID(&e),
 				"source":           "arn:aws:dynamodb:us-east-1:000000000000:table/sessions",
 				"type":             "io.ttl-archiver.item." + string(e.Kind),
 				"time":             e.ApproximateCreationTime.UTC().Format(time.RFC3339Nano),
@@ -239,7 +239,7 @@ func TestNATSFormats(t *testing.T) {
 	for _, f := range natsmsg.Formats {
 		t.Run(f, func(t *testing.T) {
 			s := &NATSSink{tmpl: tmpl, c: NATSConfig{Format: f}}
-			m, size, _ := s.appendMessage(nil, &e)
+			m, size, _ := s.appendMessage(nil, event.NewIDHasher(), &e)
 			ce := 0
 			for k := range m.Header {
 				if strings.HasPrefix(k, natsmsg.CEPrefix) {

@@ -106,6 +106,16 @@ func (a *acks) all() map[string]int {
 	return out
 }
 
+// bodyEventID is the event ID of an archive line (a message's body).
+func bodyEventID(t testing.TB, line []byte) string {
+	t.Helper()
+	e, err := event.DecodeLine(line)
+	if err != nil {
+		t.Fatalf("body: %v", err)
+	}
+	return e.EventID
+}
+
 func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)

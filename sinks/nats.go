@@ -22,7 +22,9 @@ import (
 )
 
 // Headers the NATS sink sets on every message besides Nats-Msg-Id (the
-// stream event ID, which JetStream de-duplicates on). HeaderDeletedBy is
+// message ID JetStream de-duplicates on: the stream record's event ID, or
+// for an expiry with its old image the ID it has in every Region; see
+// [event.IDHasher]). HeaderDeletedBy is
 // set on REMOVE messages only: "dynamodb-ttl" when DynamoDB's TTL process
 // deleted the item, "other" otherwise ([event.Event.DeletedBy]), so a
 // subscriber tells a native expiry from a swept one without the payload;
@@ -48,7 +50,8 @@ const (
 // MaxInFlight messages awaiting acknowledgement and acknowledges a batch
 // only when JetStream acknowledged every message of it (at-least-once; a
 // re-published message carries the same Nats-Msg-Id, so JetStream drops the
-// copy inside its duplicate window). It publishes only into streams that
+// copy inside its duplicate window, and so does an expiry of a global
+// table that another Region's archiver published: [event.IDHasher]). It publishes only into streams that
 // already capture the subjects, unless CreateStream names one to create
 // (with the limits of [StreamSettings]); a template no stream captures is
 // an error at start-up.
@@ -425,30 +428,36 @@ func (s *NATSSink) Stream() string { return s.stream }
 
 // message renders one event as a NATS message.
 func (s *NATSSink) message(e *event.Event) *nats.Msg {
-	m, _, _ := s.appendMessage(nil, e)
+	m, _, _ := s.appendMessage(nil, event.NewIDHasher(), e)
 	return m
 }
 
-// appendMessage renders one event as a NATS message whose payload and
-// Archiver-Keys value are appended to arena, which it returns extended.
+// appendMessage renders one event as a NATS message whose payload,
+// message ID (computed by ids: event.IDHasher) and Archiver-Keys value
+// are appended to arena, which it returns extended. An expiry's ID is
+// hashed from the bytes of the line just rendered (its Item and Keys);
+// the item format renders them for it.
 // Write renders a whole batch into one arena: one allocation instead of
 // a growing buffer per payload and a string per key. The message keeps
 // pointing into the arena, which is never written again below its
 // length, so a later append (even one that moves the arena) leaves it
 // unchanged.
-func (s *NATSSink) appendMessage(arena []byte, e *event.Event) (*nats.Msg, int64, []byte) {
+func (s *NATSSink) appendMessage(arena []byte, ids *event.IDHasher, e *event.Event) (*nats.Msg, int64, []byte) {
 	start := len(arena)
+	var end, idAt int
 	if s.c.Format == natsmsg.FormatItem {
 		arena = event.AppendPlainJSON(arena, e.Image())
+		end, idAt = len(arena), len(arena)
+		arena = ids.AppendMessageID(arena, e)
 	} else {
-		arena = event.AppendLine(arena, e)
-		arena = arena[:len(arena)-1] // no newline
+		arena, idAt = ids.AppendLine(arena, e)
+		end = idAt - 1 // no newline
 	}
-	end := len(arena)
+	idEnd := len(arena)
 	arena = event.AppendItem(arena, nonNilItem(e.Keys))
 	data := arena[start:end:end]
-	keys := arena[end:]
-	id := natsMsgID(e)
+	id := arenaString(arena[idAt:idEnd])
+	keys := arena[idEnd:]
 	// The names are already in canonical form (TestHeaderNamesCanonical),
 	// so the values go in directly, in one backing array, instead of
 	// through Header.Set's canonicalisation and one slice each.
@@ -527,8 +536,9 @@ func (s *NATSSink) Write(ctx context.Context, b Batch, ack Ack) (err error) {
 	sizes := make([]int64, len(b.Events))
 	var total int64
 	arena := make([]byte, 0, s.arenaSize(b.Events))
+	ids := event.NewIDHasher()
 	for i := range b.Events {
-		msgs[i], sizes[i], arena = s.appendMessage(arena, &b.Events[i])
+		msgs[i], sizes[i], arena = s.appendMessage(arena, ids, &b.Events[i])
 		total += sizes[i]
 	}
 	if len(b.Events) > 0 {
@@ -839,10 +849,11 @@ func (s *NATSSink) writeCore(reqs []serialReq) []error {
 	var bytes int64
 	var err error
 	c := s.cur() // a connection closed for good fails these batches; they come again on the next
+	ids := event.NewIDHasher()
 publish:
 	for ri, r := range reqs {
 		for i := range r.b.Events {
-			m := s.message(&r.b.Events[i])
+			m, _, _ := s.appendMessage(nil, ids, &r.b.Events[i])
 			if err = s.checkMessage(m); err == nil {
 				err = c.nc.PublishMsg(m)
 			}

@@ -26,10 +26,11 @@ func TestNATSMessagesHeldPastTheirBatch(t *testing.T) {
 			s := &NATSSink{tmpl: tmpl, c: NATSConfig{Format: format}}
 			evs := testEvents("sessions", "shard-1", 1, 40)
 			var held []*nats.Msg
+			ids := event.NewIDHasher()
 			arena := make([]byte, 0, s.arenaSize(evs))
 			for i := range evs {
 				var m *nats.Msg
-				m, _, arena = s.appendMessage(arena, &evs[i])
+				m, _, arena = s.appendMessage(arena, ids, &evs[i])
 				held = append(held, m)
 			}
 			// What each message must still say: rendered afresh, in
@@ -44,11 +45,12 @@ func TestNATSMessagesHeldPastTheirBatch(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					later := testEvents("sessions", "shard-1", 1000*(g+1), 200)
+					gids := event.NewIDHasher()
 					for range 5 {
 						s.perEvent.Store(16) // too small: the arena moves while it fills
 						a := make([]byte, 0, s.arenaSize(later))
 						for i := range later {
-							_, _, a = s.appendMessage(a, &later[i])
+							_, _, a = s.appendMessage(a, gids, &later[i])
 						}
 					}
 				}()
@@ -56,7 +58,7 @@ func TestNATSMessagesHeldPastTheirBatch(t *testing.T) {
 			// The arena of the held messages grows on after them too.
 			more := testEvents("sessions", "shard-1", 500, 100)
 			for i := range more {
-				_, _, arena = s.appendMessage(arena, &more[i])
+				_, _, arena = s.appendMessage(arena, ids, &more[i])
 			}
 			wg.Wait()
 			for i, m := range held {

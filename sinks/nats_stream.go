@@ -182,11 +182,18 @@ type StreamIDs struct {
 	Read     int
 	Complete bool
 	ids      map[string]struct{}
+	hasher   *event.IDHasher
+	buf      []byte
 }
 
-// Holds reports whether the stream held a message with e's Nats-Msg-Id.
+// Holds reports whether the stream held a message with e's Nats-Msg-Id
+// (its message ID: [event.IDHasher]). It is not safe for concurrent use.
 func (h *StreamIDs) Holds(e *event.Event) bool {
-	_, ok := h.ids[natsMsgID(e)]
+	if h.hasher == nil {
+		h.hasher = event.NewIDHasher()
+	}
+	h.buf = h.hasher.AppendMessageID(h.buf[:0], e)
+	_, ok := h.ids[string(h.buf)]
 	return ok
 }
 
@@ -242,13 +249,4 @@ func (s *NATSSink) StreamIDs(ctx context.Context, max int) (*StreamIDs, error) {
 		}
 	}
 	return h, nil
-}
-
-// natsMsgID is the Nats-Msg-Id of e's message: its event ID, or where it
-// was read when it has none.
-func natsMsgID(e *event.Event) string {
-	if e.EventID != "" {
-		return e.EventID
-	}
-	return e.StreamARN + "/" + e.ShardID + "/" + e.SequenceNumber
 }

@@ -60,7 +60,7 @@ func TestNATSLongKeysAndLookalikeTables(t *testing.T) {
 		if len(m.Subject()) > DefaultMaxSubject {
 			t.Errorf("message %d: subject of %d bytes, over the default cap", i, len(m.Subject()))
 		}
-		id := m.Headers().Get("Nats-Msg-Id")
+		id := bodyEventID(t, m.Data())
 		if other, ok := subjects[m.Subject()]; ok {
 			t.Errorf("%s and %s share the subject %q", other, id, m.Subject())
 		}

@@ -194,7 +194,7 @@ func TestNATSJetStreamPublishesWithHeaders(t *testing.T) {
 			t.Fatalf("message %d subject %q, want %q", i, m.Subject(), wantSubj)
 		}
 		for h, want := range map[string]string{
-			"Nats-Msg-Id": e.EventID, HeaderTable: "sessions", HeaderKind: "expired", HeaderShard: "shard-1",
+			"Nats-Msg-Id": event.MessageID(&e), HeaderTable: "sessions", HeaderKind: "expired", HeaderShard: "shard-1",
 			HeaderSequence: e.SequenceNumber, HeaderKeys: string(event.MarshalItem(e.Keys)), HeaderEventName: "REMOVE",
 			HeaderDeletedBy: e.DeletedBy, HeaderRegion: "us-east-1",
 		} {
@@ -308,7 +308,7 @@ func TestNATSCoreMode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Subject != want || m.Header.Get("Nats-Msg-Id") != evs[i].EventID {
+		if m.Subject != want || m.Header.Get("Nats-Msg-Id") != event.MessageID(&evs[i]) {
 			t.Fatalf("got %q %v", m.Subject, m.Header)
 		}
 	}
@@ -376,7 +376,7 @@ func TestNATSServerDownMidStream(t *testing.T) {
 	}
 	seen := map[string]int{}
 	for _, m := range streamMsgs(t, st) {
-		seen[m.Headers().Get("Nats-Msg-Id")]++
+		seen[bodyEventID(t, m.Data())]++
 	}
 	for i := 0; i < batches*per; i++ {
 		id := fmt.Sprintf("t-s-%d", i)

@@ -53,7 +53,8 @@
 //     (REGION: the Region of the stream the events were read from; see
 //     [S3Sink] for buffering, naming and retries).
 //   - nats://: one message per event on the subject template, with
-//     Nats-Msg-Id set to the event ID (see [NATSSink]); by default a
+//     Nats-Msg-Id set to the message ID (the event ID; an expiry's is the
+//     same in every Region: [event.IDHasher]; see [NATSSink]); by default a
 //     CloudEvent in the NATS binding's binary mode. docs/MESSAGES.md is
 //     the messages' contract: subjects, headers, bodies and their JSON
 //     Schemas, order and duplicates.

@@ -34,10 +34,14 @@ func sample() *event.Event {
 // message renders e as the sink does in format, its headers as a
 // hand-written sink would set them (docs/MESSAGES.md); edit changes them.
 func message(format string, edit func(h nats.Header)) *nats.Msg {
-	e := sample()
+	return messageOf(sample(), format, edit)
+}
+
+// messageOf is message for the event e.
+func messageOf(e *event.Event, format string, edit func(h nats.Header)) *nats.Msg {
 	keys := string(event.MarshalItem(e.Keys))
 	h := nats.Header{
-		natsmsg.HeaderMsgID: {e.EventID}, natsmsg.HeaderTable: {e.Table}, natsmsg.HeaderKind: {string(e.Kind)},
+		natsmsg.HeaderMsgID: {event.MessageID(e)}, natsmsg.HeaderTable: {e.Table}, natsmsg.HeaderKind: {string(e.Kind)},
 		natsmsg.HeaderKeys: {keys}, natsmsg.HeaderShard: {e.ShardID}, natsmsg.HeaderSequence: {e.SequenceNumber},
 		natsmsg.HeaderEventName: {e.EventName}, natsmsg.HeaderRegion: {e.Region}, natsmsg.HeaderDeletedBy: {e.DeletedBy},
 	}
@@ -47,10 +51,10 @@ func message(format string, edit func(h nats.Header)) *nats.Msg {
 		data = event.PlainJSON(e.OldImage)
 	case natsmsg.FormatCloudEvents:
 		for k, v := range map[string]string{
-			natsmsg.CESpecVersion: "1.0", natsmsg.CEID: e.EventID, natsmsg.CESource: "arn:aws:dynamodb:us-east-1:1:table/orders",
+			natsmsg.CESpecVersion: "1.0", natsmsg.CEID: event.MessageID(e), natsmsg.CESource: strings.Split(e.StreamARN, "/stream/")[0],
 			natsmsg.CEType: natsmsg.TypePrefix + "expired", natsmsg.CETime: "2026-03-04T05:06:07.0000008Z",
 			natsmsg.CESubject: `{%22pk%22:{%22S%22:%22a%20b%25\%22%C3%A9%22}}`, natsmsg.CETable: "orders",
-			natsmsg.CERegion: "us-east-1",
+			natsmsg.CERegion: e.Region,
 		} {
 			h[k] = []string{v}
 		}
@@ -68,7 +72,7 @@ func TestDecodeFormats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ev.Format != format || ev.ID != "id-1" || ev.Table != "orders" || ev.Kind != event.Expired ||
+			if ev.Format != format || ev.ID != event.MessageID(sample()) || !strings.HasPrefix(ev.ID, event.ExpiryIDPrefix) || ev.Table != "orders" || ev.Kind != event.Expired ||
 				ev.Sequence != sample().SequenceNumber || ev.Shard != "shard-1" || ev.DeletedBy != event.DeletedByTTL || ev.Region != "us-east-1" {
 				t.Fatalf("%+v", ev)
 			}
@@ -81,6 +85,9 @@ func TestDecodeFormats(t *testing.T) {
 					t.Fatalf("item format: b %#v, time %v", b, ev.Time)
 				}
 				return
+			}
+			if ev.EventID != "id-1" {
+				t.Fatalf("EventID %q, want the body's id-1", ev.EventID)
 			}
 			if bb, _ := b.(*ddb.AttributeValueMemberB); bb == nil || string(bb.Value) != "\x00\xff" {
 				t.Fatalf("b %#v", b)
@@ -109,7 +116,7 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{natsmsg.FormatEnvelope, del(natsmsg.HeaderMsgID), "", "header Nats-Msg-Id: missing"},
 		{natsmsg.FormatEnvelope, set(natsmsg.HeaderTable, "other"), "", "header Archiver-Table"},
-		{natsmsg.FormatEnvelope, set(natsmsg.HeaderMsgID, "id-2"), "", "Metadata.eventID"},
+		{natsmsg.FormatEnvelope, set(natsmsg.HeaderMsgID, "id-1"), "", "header Nats-Msg-Id: \"id-1\" differs from the body's message ID"},
 		{natsmsg.FormatEnvelope, nil, `{"Item":{},"Metadata":{"eventID":"id-1","kind":"gone"}}`, "Metadata.kind"},
 		{natsmsg.FormatEnvelope, nil, `{"Item":{},"Metadata":`, "body"},
 		{natsmsg.FormatEnvelope, set(natsmsg.HeaderKeys, `{"pk":`), "", "header Archiver-Keys"},
@@ -147,6 +154,31 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	if _, err := subscribe.Decode(nil); err == nil {
 		t.Fatal("Decode(nil) succeeded")
+	}
+}
+
+// TestDecodeOneExpiryTwoRegions: the messages of one expiry read in two
+// Regions of a global table (each its own stream record: Region, event
+// ID, shard, sequence number, time, principal) have one ID in every
+// format, and each keeps its own Region and event ID.
+func TestDecodeOneExpiryTwoRegions(t *testing.T) {
+	west := sample()
+	west.StreamARN, west.Region = "arn:aws:dynamodb:eu-west-1:1:table/orders/stream/y", "eu-west-1"
+	west.EventID, west.ShardID, west.SequenceNumber = "id-west", "shard-9", "99"
+	west.ApproximateCreationTime = west.ApproximateCreationTime.Add(time.Second)
+	west.DeletedBy = event.DeletedByOther
+	for _, format := range natsmsg.Formats {
+		a, err := subscribe.Decode(messageOf(sample(), format, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := subscribe.Decode(messageOf(west, format, nil))
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		if a.ID != b.ID || a.Region == b.Region || (format != natsmsg.FormatItem && (a.EventID != "id-1" || b.EventID != "id-west")) {
+			t.Errorf("%s: IDs %q and %q, Regions %q and %q, event IDs %q and %q", format, a.ID, b.ID, a.Region, b.Region, a.EventID, b.EventID)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ var streams = []struct{ name, format string }{
 // archiveToNATS expires 500 items of a table in an engine over HTTP and
 // archives them through the real NATS sink into each of streams, on an
 // in-process nats-server. It returns the server's host:port and the
-// expiries as the stream had them, by event ID.
+// expiries as the stream had them, by message ID.
 func archiveToNATS(t *testing.T) (string, map[string]event.Event) {
 	t.Helper()
 	bed := restoretest.Start(t, engine.Options{})
@@ -62,7 +63,7 @@ func archiveToNATS(t *testing.T) (string, map[string]event.Event) {
 	byID := map[string]event.Event{}
 	for _, e := range bed.StreamEvents("orders", "expires") {
 		if e.Kind == event.Expired {
-			byID[e.EventID] = e
+			byID[event.MessageID(&e)] = e
 		}
 	}
 	return addr, byID
@@ -148,8 +149,11 @@ func TestDecodeRealSink(t *testing.T) {
 					t.Fatalf("decoded %+v", ev)
 				}
 				rec, ok := stream[ev.ID]
-				if !ok {
+				if !ok || !strings.HasPrefix(ev.ID, event.ExpiryIDPrefix) {
 					t.Fatalf("event %s: not an expiry of the stream", ev.ID)
+				}
+				if format != natsmsg.FormatItem && ev.EventID != rec.EventID {
+					t.Fatalf("event %s: EventID %q, want the stream's %q", ev.ID, ev.EventID, rec.EventID)
 				}
 				if want := event.ToDynamoDB(rec.Keys); !reflect.DeepEqual(ev.Keys, want) {
 					t.Fatalf("Keys %#v, want %#v", ev.Keys, want)

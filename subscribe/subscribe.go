@@ -54,9 +54,18 @@ type Event struct {
 	Format string
 	// Subject is the NATS subject the message was published on.
 	Subject string
-	// ID is the stream record's event ID (Nats-Msg-Id): the same for every
-	// copy of one event, so subscribers de-duplicate on it.
+	// ID is the message's ID (Nats-Msg-Id): the same for every copy of
+	// one event, so subscribers de-duplicate on it. It is the stream
+	// record's event ID, but for an expiry that carries the item's old
+	// image: that has the ID its expiry has in every Region of a global
+	// table (event.ExpiryIDPrefix and a digest of the table, keys and
+	// old image; see event.IDHasher), so copies archived from two
+	// Regions are one.
 	ID string
+	// EventID is the stream record's own event ID (the body's
+	// Metadata.eventID); "" in the item format, which has no body to
+	// carry it.
+	EventID string
 	// Table is the DynamoDB table's name.
 	Table string
 	// Kind is expired, deleted, inserted or modified (undecodable on a
@@ -117,7 +126,7 @@ type Event struct {
 // cloudevents format, percent-decoded.
 type CloudEvent struct {
 	SpecVersion     string    // "1.0"
-	ID              string    // the event ID, as Nats-Msg-Id
+	ID              string    // the message ID, as Nats-Msg-Id
 	Source          string    // the table's ARN, or urn:ttl-archiver:table:NAME
 	Type            string    // io.ttl-archiver.item.KIND
 	Time            time.Time // the record's time
@@ -201,7 +210,7 @@ func (ev *Event) fromLine(h nats.Header, data []byte) error {
 		return fmt.Errorf("subscribe: body: %w", err)
 	}
 	for _, c := range []struct{ name, body, field string }{
-		{natsmsg.HeaderMsgID, e.EventID, "Metadata.eventID"},
+		{natsmsg.HeaderMsgID, event.MessageID(&e), "message ID"},
 		{natsmsg.HeaderTable, e.Table, "Metadata.table"},
 		{natsmsg.HeaderKind, string(e.Kind), "Metadata.kind"},
 	} {
@@ -217,7 +226,7 @@ func (ev *Event) fromLine(h nats.Header, data []byte) error {
 	if _, err := headerKeys(h); err != nil {
 		return err // the body's keys are the ones kept; the header must read too
 	}
-	ev.Table, ev.Kind, ev.EventName = e.Table, e.Kind, e.EventName
+	ev.Table, ev.Kind, ev.EventName, ev.EventID = e.Table, e.Kind, e.EventName, e.EventID
 	ev.Item = event.ToDynamoDB(e.Image())
 	ev.Keys = event.ToDynamoDB(e.Keys)
 	if e.EventName == "MODIFY" && e.NewImage != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -206,8 +207,9 @@ type tailLine struct {
 	Time          *time.Time      `json:"time,omitempty"` // deletion time of a REMOVE, the record's time otherwise
 	Table         string          `json:"table"`
 	Kind          string          `json:"kind"`
-	EventID       string          `json:"eventID"`
-	Keys          json.RawMessage `json:"keys"` // DynamoDB JSON
+	EventID       string          `json:"eventID"`   // the stream record's; the message ID in the item format, which has no other
+	MessageID     string          `json:"messageID"` // Nats-Msg-Id: an expiry's is the same in every Region
+	Keys          json.RawMessage `json:"keys"`      // DynamoDB JSON
 	TTLAttribute  string          `json:"ttlAttribute,omitempty"`
 	TTLValue      string          `json:"ttlValue,omitempty"`
 	TTLTime       *time.Time      `json:"ttlTime,omitempty"`
@@ -235,7 +237,7 @@ func (p *tailPrinter) print(m jetstream.Msg) error {
 	if p.tty {
 		return p.line(ev, published)
 	}
-	l := tailLine{Table: ev.Table, Kind: string(ev.Kind), EventID: ev.ID, Keys: json.RawMessage(m.Headers().Get(natsmsg.HeaderKeys)),
+	l := tailLine{Table: ev.Table, Kind: string(ev.Kind), EventID: cmp.Or(ev.EventID, ev.ID), MessageID: ev.ID, Keys: json.RawMessage(m.Headers().Get(natsmsg.HeaderKeys)),
 		TTLAttribute: ev.TTLAttribute, TTLValue: ev.TTLValue, DeletedBy: ev.DeletedBy, Subject: ev.Subject,
 		Region: ev.Region, Shard: ev.Shard, Sequence: ev.Sequence, Format: ev.Format, Published: published.UTC()}
 	if !ev.Time.IsZero() {

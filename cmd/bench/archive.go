@@ -211,7 +211,7 @@ func benchArchiveEvents(shard string, first, n int) []event.Event {
 		}
 		created := t0.Add(time.Duration(i) * step)
 		evs[i] = event.Event{
-			Kind: event.Expired, Table: "SessionData", ShardID: shard, EventName: "REMOVE", DeletedBy: event.DeletedByTTL,
+			Kind: event.Expired, Table: "SessionData", ShardID: shard, EventName: "REMOVE", DeletedBy: event.DeletedByTTL, Region: "us-east-1",
 			StreamARN:      "arn:aws:dynamodb:us-east-1:000000000000:table/SessionData/stream/2026-03-04T00:00:00.000",
 			SequenceNumber: fmt.Sprintf("1%020d", id), EventID: fmt.Sprintf("%032x", id),
 			ApproximateCreationTime: created, Keys: keys, OldImage: old, SizeBytes: 180,

@@ -66,6 +66,7 @@ func sinksBenchEvents(prefix string, n int) [][]event.Event {
 			Kind:                    event.Expired,
 			Table:                   "sessions",
 			StreamARN:               "arn:aws:dynamodb:us-east-1:000000000000:table/sessions/stream/bench",
+			Region:                  "us-east-1",
 			ShardID:                 fmt.Sprintf("shardId-%s-%04d", prefix, shard),
 			SequenceNumber:          fmt.Sprintf("%021d", 1000+seq),
 			EventID:                 fmt.Sprintf("%s-%d", prefix, i),

@@ -186,7 +186,7 @@ func TestSDKReadsTheMessages(t *testing.T) {
 			t.Fatalf("message %d: sdk-go Validate: %v", i, err)
 		}
 		want := map[string]string{
-			"id": e.EventID, "source": "arn:aws:dynamodb:eu-west-1:123456789012:table/sessions",
+			"id": event.MessageID(&e), "source": "arn:aws:dynamodb:eu-west-1:123456789012:table/sessions",
 			"type": "io.ttl-archiver.item." + string(e.Kind), "subject": string(event.MarshalItem(e.Keys)),
 			"datacontenttype": "application/json", "time": e.ApproximateCreationTime.Format(time.RFC3339Nano),
 		}

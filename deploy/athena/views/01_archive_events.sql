@@ -2,7 +2,13 @@
 -- The archive is at-least-once (a re-delivered tail can be written twice,
 -- see README "The archive format"); copies of an event share its
 -- partition and Metadata.eventID, and only the first is kept here, so
--- counts over this view count events, not lines.
+-- counts over this view count events, not lines. An expiry of a global
+-- table archived by two Regions is two records with two event IDs but
+-- one item, TTL included: an expiry that carries its item (no
+-- image = keys-only) is one event by its table, partition and Item, as
+-- the archiver's readers count it (docs/MESSAGES.md, "Message IDs"), and
+-- the first deleted copy is kept (copies deleted on either side of a
+-- full hour count twice, as there).
 --
 -- ttl_lag_seconds is deletion time minus TTL time; the archive line leaves
 -- Metadata.ttlLagSeconds out when it is 0, so it is 0 whenever the TTL
@@ -36,7 +42,11 @@ SELECT
 FROM (
   SELECT
     *,
-    row_number() OVER (PARTITION BY "table", kind, dt, hr, metadata.eventid) AS copy_no
+    row_number() OVER (
+      PARTITION BY "table", kind, dt, hr,
+        CASE WHEN kind = 'expired' AND metadata.image IS NULL THEN CAST(item AS varchar) ELSE metadata.eventid END
+      ORDER BY metadata.approximatecreationdatetime, metadata.region
+    ) AS copy_no
   FROM ttl_archive
 )
 WHERE copy_no = 1

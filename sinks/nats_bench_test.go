@@ -1,0 +1,68 @@
+package sinks
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/natsmsg"
+)
+
+// benchNATSEvents are 250 expiries of a session item like the sinks
+// bench's (cmd/bench): a string key, a TTL, a list, a string set and 32
+// bytes of binary.
+func benchNATSEvents() []event.Event {
+	t0 := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	evs := make([]event.Event, 250)
+	for i := range evs {
+		keys := event.Item{"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("session#%09d", i)}}
+		evs[i] = event.Event{
+			Kind: event.Expired, Table: "sessions", EventName: "REMOVE", DeletedBy: event.DeletedByTTL,
+			StreamARN:               "arn:aws:dynamodb:us-east-1:000000000000:table/sessions/stream/2026-11-22T09:00:00.000",
+			ShardID:                 "shardId-00000001763800000000-0000abcd",
+			SequenceNumber:          fmt.Sprintf("%021d", 1000+i),
+			EventID:                 fmt.Sprintf("%032x", i),
+			ApproximateCreationTime: t0.Add(time.Duration(i) * time.Millisecond),
+			Keys:                    keys,
+			OldImage: event.Item{
+				"pk":        keys["pk"],
+				"user":      &types.AttributeValueMemberS{Value: fmt.Sprintf("user-%d", i%5000)},
+				"expiresAt": &types.AttributeValueMemberN{Value: fmt.Sprint(1767322800 + i)},
+				"cart":      &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: "sku-1"}, &types.AttributeValueMemberN{Value: "2"}}},
+				"flags":     &types.AttributeValueMemberSS{Value: []string{"beta", "mobile"}},
+				"token":     &types.AttributeValueMemberB{Value: make([]byte, 32)},
+			},
+			SizeBytes: 300, TTLAttribute: "expiresAt", TTLValue: fmt.Sprint(1767322800 + i),
+		}
+	}
+	return evs
+}
+
+// BenchmarkNATSMessages renders a batch of 250 expiries as NATS messages
+// in each format, as Write does (one arena per batch), without a server:
+// the sink's own CPU per message.
+func BenchmarkNATSMessages(b *testing.B) {
+	evs := benchNATSEvents()
+	for _, format := range natsmsg.Formats {
+		b.Run(format, func(b *testing.B) {
+			c, tmpl, err := checkNATSConfig(NATSConfig{Servers: []string{"nats://127.0.0.1:4222"}, Subject: "ttl.{table}.{kind}", Format: format})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := &NATSSink{c: c, tmpl: tmpl}
+			b.ReportAllocs()
+			for b.Loop() {
+				arena := make([]byte, 0, s.arenaSize(evs))
+				ids := event.NewIDHasher() // one per Write, as Write has
+				for i := range evs {
+					_, _, arena = s.appendMessage(arena, ids, &evs[i])
+				}
+				s.perEvent.Store(int64(len(arena) / len(evs)))
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/msg")
+		})
+	}
+}
