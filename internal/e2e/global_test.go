@@ -120,7 +120,6 @@ func TestGlobalTableThreeRegionsKill(t *testing.T) {
 // NATS message ID of an expiry is the same whichever Region publishes it,
 // so JetStream keeps one, and `archiver verify` counts one.
 func TestGlobalTableBothRegionsExpire(t *testing.T) {
-	t.Skip("pending: the Region-independent message ID of an expiry (issue 26, point 2), on the regionevents branch")
 	b := newGlobalBed(t, []string{"us-east-1", "eu-west-1"})
 	b.control("/_engine/ttl/independent", `{"enabled":true}`)
 	us := b.run("us", "--region", "us-east-1", "--per-region")
@@ -158,9 +157,13 @@ func TestGlobalTableBothRegionsExpire(t *testing.T) {
 			t.Errorf("%s: %d times in S3 (want 2, one per Region) and %d on JetStream (want 1)", k, b.s3.tally.byKey[k], js.tally.byKey[k])
 		}
 	}
-	out, err := exec.CommandContext(b.ctx, b.bin, "verify", "--from", b.s3URL, "--json").Output()
+	cmd := exec.CommandContext(b.ctx, b.bin, "verify", "--from", b.s3URL, "--json")
+	cmd.Env = cleanEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("archiver verify: %v\n%s", err, out)
+		t.Fatalf("archiver verify: %v\n%s\n%s", err, out, stderr.String())
 	}
 	var rep struct {
 		Events int `json:"distinctEvents"`
