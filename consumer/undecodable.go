@@ -61,7 +61,7 @@ func undecodableEvent(table, streamARN, shardID string, r *types.Record, raw []b
 		raw = event.AppendStreamRecord(nil, r)
 	}
 	e := event.Event{
-		Kind: event.Undecodable, Table: table, StreamARN: streamARN, ShardID: shardID, EventID: aws.ToString(r.EventID),
+		Kind: event.Undecodable, Table: table, StreamARN: streamARN, Region: event.RegionOf(streamARN), ShardID: shardID, EventID: aws.ToString(r.EventID),
 		DeadLetter: &event.DeadLetter{
 			Reason: event.ReasonUndecodable, Error: err.Error(), FirstFailure: time.Now(), Record: raw,
 		},

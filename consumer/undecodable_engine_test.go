@@ -90,7 +90,7 @@ func TestUnparseableRecordGoesToDeadLetter(t *testing.T) {
 				t.Fatalf("%d dead letters, want 1", len(dead))
 			}
 			d := dead[0]
-			if d.Kind != event.Undecodable || d.SequenceNumber != seq || d.EventName != "INSERT" || d.DeadLetter.Reason != event.ReasonUndecodable ||
+			if d.Kind != event.Undecodable || d.SequenceNumber != seq || d.EventName != "INSERT" || d.DeadLetter.Reason != event.ReasonUndecodable || d.Region != "us-east-1" ||
 				!strings.Contains(string(d.DeadLetter.Record), `"Keys":`+tc.keys) || !strings.Contains(d.DeadLetter.Error, "SDK cannot decode") {
 				t.Errorf("dead letter %+v %+v\n%s", d, d.DeadLetter, d.DeadLetter.Record)
 			}
