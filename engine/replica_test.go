@@ -470,3 +470,83 @@ func TestReplicaTTLIndependent(t *testing.T) {
 		}
 	}
 }
+
+// A delete of an item a Region does not hold is still a write of a global
+// table: stamped, so an older put of another Region that arrives after it
+// loses, and replicated, so the Region that made the put deletes it; where
+// it deletes nothing it makes no stream record. Replication is paused so
+// that the put arrives late.
+func TestReplicationDeleteMissing(t *testing.T) {
+	g := newGlobal(t, "", "eu-west-1")
+	g.b.Engine.PauseReplication("us-east-1")
+	g.b.Engine.PauseReplication("eu-west-1")
+	g.put(t, "eu-west-1", item{"pk": S("m"), "v": S("older")})
+	g.put(t, "eu-west-1", item{"pk": S("n"), "v": S("older")})
+	g.clock.Advance(time.Millisecond)
+	east := g.regions["us-east-1"].DynamoDB
+	if _, err := east.DeleteItem(t.Context(), &dynamodb.DeleteItemInput{TableName: aws.String("Sessions"), Key: item{"pk": S("m")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := east.TransactWriteItems(t.Context(), &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Delete: &types.Delete{TableName: aws.String("Sessions"), Key: item{"pk": S("n")}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if q := g.b.Engine.Replication().Queued; q["us-east-1"] != 2 || q["eu-west-1"] != 2 {
+		t.Errorf("queued %v, want the puts for us-east-1 and the deletes for eu-west-1", q)
+	}
+	g.b.Engine.ResumeReplication("us-east-1")
+	g.wait(t)
+	g.b.Engine.ResumeReplication("eu-west-1")
+	g.wait(t)
+	for r := range g.regions {
+		for _, pk := range []string{"m", "n"} {
+			if it := g.get(t, r, pk); it != nil {
+				t.Errorf("%s holds %s: the later delete must win", r, canonItem(it))
+			}
+		}
+	}
+	if got := summary(g.records(t, "us-east-1")); got != "" {
+		t.Errorf("us-east-1 stream: %s, want none (the deletes found nothing, the puts lost)", got)
+	}
+	if got := summary(g.records(t, "eu-west-1")); got != "INSERT m,INSERT n,REMOVE m,REMOVE n" {
+		t.Errorf("eu-west-1 stream: %s, want its INSERTs and the replicated REMOVEs", got)
+	}
+}
+
+// The tombstone of a delete that found nothing is kept across a restart
+// with the delete's queued replication: the older put still loses.
+func TestReplicationDeleteMissingPersists(t *testing.T) {
+	dir := t.TempDir()
+	g := newGlobal(t, dir, "eu-west-1")
+	enginetest.CreateTable(t, g.regions["us-east-1"].DynamoDB, enginetest.Table{Name: "Sessions", TTL: "exp"})
+	g.addReplica(t, "eu-west-1")
+	g.b.Engine.PauseReplication("us-east-1")
+	g.b.Engine.PauseReplication("eu-west-1")
+	g.put(t, "eu-west-1", item{"pk": S("m"), "v": S("older")})
+	g.clock.Advance(time.Millisecond)
+	if _, err := g.regions["us-east-1"].DynamoDB.DeleteItem(t.Context(), &dynamodb.DeleteItemInput{TableName: aws.String("Sessions"),
+		Key: item{"pk": S("m")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.b.Server.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g2 := newGlobal(t, dir, "eu-west-1")
+	g2.clock.Set(g.clock.Now())
+	g2.refresh(t)
+	if q := g2.b.Engine.Replication().Queued; q["us-east-1"] != 1 || q["eu-west-1"] != 1 {
+		t.Errorf("queued after the restart: %v, want the put for us-east-1 and the delete for eu-west-1", q)
+	}
+	g2.b.Engine.ResumeReplication("us-east-1")
+	g2.wait(t)
+	g2.b.Engine.ResumeReplication("eu-west-1")
+	g2.wait(t)
+	for r := range g2.regions {
+		if it := g2.get(t, r, "m"); it != nil {
+			t.Errorf("%s holds %s after the restart: the later delete must win", r, canonItem(it))
+		}
+	}
+	if got := summary(g2.records(t, "us-east-1")) + "|" + summary(g2.records(t, "eu-west-1")); got != "|INSERT m,REMOVE m" {
+		t.Errorf("streams us-east-1|eu-west-1: %s, want |INSERT m,REMOVE m", got)
+	}
+}
