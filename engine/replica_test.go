@@ -550,3 +550,48 @@ func TestReplicationDeleteMissingPersists(t *testing.T) {
 		t.Errorf("streams us-east-1|eu-west-1: %s, want |INSERT m,REMOVE m", got)
 	}
 }
+
+// Tags belong to each replica, as in DynamoDB, where a replica's tags are
+// never synchronized: a new replica starts with none, and tagging or
+// untagging one replica leaves the others' as they are.
+func TestReplicaTags(t *testing.T) {
+	g := newGlobal(t, "")
+	ctx := t.Context()
+	arn := func(r string) *string {
+		d, err := g.regions[r].DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("Sessions")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Table.TableArn
+	}
+	tags := func(r string) string {
+		out, err := g.regions[r].DynamoDB.ListTagsOfResource(ctx, &dynamodb.ListTagsOfResourceInput{ResourceArn: arn(r)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kv []string
+		for _, tg := range out.Tags {
+			kv = append(kv, aws.ToString(tg.Key)+"="+aws.ToString(tg.Value))
+		}
+		return strings.Join(kv, ",")
+	}
+	tag := func(r, k, v string) {
+		if _, err := g.regions[r].DynamoDB.TagResource(ctx, &dynamodb.TagResourceInput{ResourceArn: arn(r),
+			Tags: []types.Tag{{Key: aws.String(k), Value: aws.String(v)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tag("us-east-1", "team", "a")
+	g.regions["eu-west-1"] = g.b.In("eu-west-1")
+	g.addReplica(t, "eu-west-1")
+	if got := tags("eu-west-1"); got != "" {
+		t.Errorf("the new replica's tags: %s, want none", got)
+	}
+	tag("eu-west-1", "env", "eu")
+	if _, err := g.regions["us-east-1"].DynamoDB.UntagResource(ctx, &dynamodb.UntagResourceInput{ResourceArn: arn("us-east-1"), TagKeys: []string{"env"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tags("us-east-1") + "|" + tags("eu-west-1"); got != "team=a|env=eu" {
+		t.Errorf("tags us-east-1|eu-west-1: %s, want team=a|env=eu", got)
+	}
+}
