@@ -15,6 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/internal/sdkhttp"
 )
 
 // env is one engine listening on a free loopback port with SDK clients
@@ -51,6 +52,12 @@ func newEnv(t testing.TB, o engine.Options) *env {
 	cfg := aws.Config{
 		Region:      "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
+		// Through internal/sdkhttp, as every client of this module: a
+		// request body the SDK closes while net/http still reads it would
+		// otherwise fail a call now and then ("use of closed network
+		// connection" under HTTP 200), three attempts in a row on a busy
+		// machine (TestPageCap's large Scan pages).
+		HTTPClient: sdkhttp.Client(nil),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)

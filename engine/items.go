@@ -450,8 +450,14 @@ func (t *table) needOld() bool {
 // item, no record, no sequence number taken. While a transaction applies
 // (t.tx set), the write is only collected: the transaction logs all its
 // writes as one entry, then applies them (txWrites.commit).
+//
+// A delete of an item that is not there changes nothing and writes
+// nothing, except on a replica of a global table: there it is a write
+// like any other, stamped and replicated (its tombstone orders it under
+// last writer wins against another Region's put of the key), with no
+// stream record, as nothing changed.
 func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry, newItem attr.Item, service bool) error {
-	if ne == nil && old == nil {
+	if ne == nil && old == nil && t.repl == nil {
 		return nil
 	}
 	if t.tx != nil {
@@ -463,7 +469,7 @@ func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 		rw = t.repl.prepare(t, key, ne)
 	}
 	logged := t.p == nil
-	if t.stream != nil && !unchanged(old, oldItem, ne, newItem) {
+	if t.stream != nil && changes(old, oldItem, ne, newItem) {
 		c := t.recordOf(old, oldItem, ne, newItem, service)
 		if t.p != nil {
 			c.Commit = func(ev *stream.Event) error {
@@ -556,6 +562,13 @@ func unchanged(old *entry, oldItem attr.Item, ne *entry, newItem attr.Item) bool
 		return false
 	}
 	return string(old.raw) == string(ne.raw) || oldItem != nil && attr.EqualItems(oldItem, newItem)
+}
+
+// changes reports whether a write changes the item, and so makes a stream
+// record: it neither deletes what is not there nor leaves the item
+// unchanged.
+func changes(old *entry, oldItem attr.Item, ne *entry, newItem attr.Item) bool {
+	return (old != nil || ne != nil) && !unchanged(old, oldItem, ne, newItem)
 }
 
 // keyOnly reports whether it holds nothing but the table's key attributes.
@@ -1104,11 +1117,11 @@ func (t *table) deleteLocked(keyItem attr.Item, cond *expr.Condition, rvccf stri
 	if err := checkCond(cond, oldItem, rvccf); err != nil {
 		return nil, 0, err
 	}
-	if old == nil {
-		return nil, 0, nil
-	}
 	if err := t.writeLocked(key, old, oldItem, nil, nil, false); err != nil {
 		return nil, 0, err
+	}
+	if old == nil {
+		return nil, 0, nil
 	}
 	return oldItem, int(old.size), nil
 }

@@ -26,18 +26,39 @@ type tkey struct{ region, name string }
 // regionCtxKey keys a request's Region in its context.
 type regionCtxKey struct{}
 
+// regionCtx is a request's context carrying its Region: one allocation a
+// request, where context.WithValue makes two (its node, and the string
+// boxed in an interface), and found without walking the context chain
+// when handlers pass it on as they got it.
+type regionCtx struct {
+	context.Context
+	region string
+}
+
+// Value answers the regionCtx itself for regionCtxKey, so a context
+// derived from it still carries the Region.
+func (c *regionCtx) Value(key any) any {
+	if _, ok := key.(regionCtxKey); ok {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
 // withRegion returns ctx carrying the Region of the request it serves.
 func withRegion(ctx context.Context, region string) context.Context {
-	return context.WithValue(ctx, regionCtxKey{}, region)
+	return &regionCtx{Context: ctx, region: region}
 }
 
 // regionFor returns the Region a call acts in: the request's, with fixed
 // set (an ARN of another Region is then not found), or for a Go API call,
 // which carries none, Options.Region (an ARN then names its own Region).
 func (e *Engine) regionFor(ctx context.Context) (region string, fixed bool) {
+	if c, ok := ctx.(*regionCtx); ok {
+		return c.region, true
+	}
 	if ctx != nil {
-		if r, ok := ctx.Value(regionCtxKey{}).(string); ok {
-			return r, true
+		if c, ok := ctx.Value(regionCtxKey{}).(*regionCtx); ok {
+			return c.region, true
 		}
 	}
 	return e.o.Region, false
@@ -89,13 +110,19 @@ func scopeRegion(cred string) (region string, ok bool) {
 // credentialOf returns the SigV4 credential of an Authorization header
 // value (what follows "Credential=" up to the next comma or space), or "".
 func credentialOf(auth string) string {
-	i := strings.Index(auth, "Credential=")
-	if i < 0 {
+	const sigV4, cred = "AWS4-HMAC-SHA256 ", "Credential="
+	var c string
+	if strings.HasPrefix(auth, sigV4+cred) { // what every SDK sends: no search
+		c = auth[len(sigV4+cred):]
+	} else if i := strings.Index(auth, cred); i >= 0 {
+		c = auth[i+len(cred):]
+	} else {
 		return ""
 	}
-	c := auth[i+len("Credential="):]
-	if j := strings.IndexAny(c, ", "); j >= 0 {
-		c = c[:j]
+	for j := 0; j < len(c); j++ {
+		if c[j] == ',' || c[j] == ' ' {
+			return c[:j]
+		}
 	}
 	return c
 }
@@ -105,7 +132,10 @@ func credentialOf(auth string) string {
 // but names no valid Region is refused, as DynamoDB refuses it: a 400
 // InvalidSignatureException naming the value.
 func requestRegion(r *http.Request, def string) (string, error) {
-	cred := credentialOf(r.Header.Get("Authorization"))
+	var cred string
+	if a := r.Header["Authorization"]; len(a) > 0 { // the canonical key: no canonicalizing per request
+		cred = credentialOf(a[0])
+	}
 	if cred == "" && r.URL.RawQuery != "" {
 		cred = r.URL.Query().Get("X-Amz-Credential")
 	}

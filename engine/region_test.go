@@ -79,6 +79,31 @@ func TestRegionsAreSeparate(t *testing.T) {
 	}
 }
 
+// ListStreams' ExclusiveStartStreamArn of another Region's stream is a
+// stream not found, as DynamoDB answers a start it does not know, where it
+// would otherwise page this Region's list from that stream's place; a
+// start of this Region's pages on.
+func TestListStreamsForeignStart(t *testing.T) {
+	b := enginetest.Start(t, engine.Options{TTLInterval: -1, Clock: engine.NewManualClock(t0)})
+	ctx := t.Context()
+	east, west := b.In("us-east-1"), b.In("eu-west-1")
+	first := enginetest.CreateTable(t, east.DynamoDB, enginetest.Table{Name: "First"})
+	westStream := enginetest.CreateTable(t, west.DynamoDB, enginetest.Table{Name: "West"})
+	second := enginetest.CreateTable(t, east.DynamoDB, enginetest.Table{Name: "Second"})
+	_, err := east.Streams.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{ExclusiveStartStreamArn: aws.String(westStream)})
+	if want := "Requested resource not found: Stream: " + westStream + " not found"; errCode(err) != "ResourceNotFoundException" || errMsg(err) != want {
+		t.Errorf("us-east-1 ListStreams from an eu-west-1 stream: %v; want ResourceNotFoundException %q", err, want)
+	}
+	out, err := east.Streams.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{ExclusiveStartStreamArn: aws.String(first)})
+	if err != nil || len(out.Streams) != 1 || aws.ToString(out.Streams[0].StreamArn) != second {
+		t.Errorf("us-east-1 ListStreams from its first stream: %+v, %v; want %s alone", out, err, second)
+	}
+	out, err = west.Streams.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{ExclusiveStartStreamArn: aws.String(westStream)})
+	if err != nil || len(out.Streams) != 0 {
+		t.Errorf("eu-west-1 ListStreams from its only stream: %+v, %v; want none", out, err)
+	}
+}
+
 // A record's awsRegion is its stream's Region.
 func TestRegionRecords(t *testing.T) {
 	b := enginetest.Start(t, engine.Options{TTLInterval: -1})

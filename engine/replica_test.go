@@ -470,3 +470,128 @@ func TestReplicaTTLIndependent(t *testing.T) {
 		}
 	}
 }
+
+// A delete of an item a Region does not hold is still a write of a global
+// table: stamped, so an older put of another Region that arrives after it
+// loses, and replicated, so the Region that made the put deletes it; where
+// it deletes nothing it makes no stream record. Replication is paused so
+// that the put arrives late.
+func TestReplicationDeleteMissing(t *testing.T) {
+	g := newGlobal(t, "", "eu-west-1")
+	g.b.Engine.PauseReplication("us-east-1")
+	g.b.Engine.PauseReplication("eu-west-1")
+	g.put(t, "eu-west-1", item{"pk": S("m"), "v": S("older")})
+	g.put(t, "eu-west-1", item{"pk": S("n"), "v": S("older")})
+	g.clock.Advance(time.Millisecond)
+	east := g.regions["us-east-1"].DynamoDB
+	if _, err := east.DeleteItem(t.Context(), &dynamodb.DeleteItemInput{TableName: aws.String("Sessions"), Key: item{"pk": S("m")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := east.TransactWriteItems(t.Context(), &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Delete: &types.Delete{TableName: aws.String("Sessions"), Key: item{"pk": S("n")}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if q := g.b.Engine.Replication().Queued; q["us-east-1"] != 2 || q["eu-west-1"] != 2 {
+		t.Errorf("queued %v, want the puts for us-east-1 and the deletes for eu-west-1", q)
+	}
+	g.b.Engine.ResumeReplication("us-east-1")
+	g.wait(t)
+	g.b.Engine.ResumeReplication("eu-west-1")
+	g.wait(t)
+	for r := range g.regions {
+		for _, pk := range []string{"m", "n"} {
+			if it := g.get(t, r, pk); it != nil {
+				t.Errorf("%s holds %s: the later delete must win", r, canonItem(it))
+			}
+		}
+	}
+	if got := summary(g.records(t, "us-east-1")); got != "" {
+		t.Errorf("us-east-1 stream: %s, want none (the deletes found nothing, the puts lost)", got)
+	}
+	if got := summary(g.records(t, "eu-west-1")); got != "INSERT m,INSERT n,REMOVE m,REMOVE n" {
+		t.Errorf("eu-west-1 stream: %s, want its INSERTs and the replicated REMOVEs", got)
+	}
+}
+
+// The tombstone of a delete that found nothing is kept across a restart
+// with the delete's queued replication: the older put still loses.
+func TestReplicationDeleteMissingPersists(t *testing.T) {
+	dir := t.TempDir()
+	g := newGlobal(t, dir, "eu-west-1")
+	enginetest.CreateTable(t, g.regions["us-east-1"].DynamoDB, enginetest.Table{Name: "Sessions", TTL: "exp"})
+	g.addReplica(t, "eu-west-1")
+	g.b.Engine.PauseReplication("us-east-1")
+	g.b.Engine.PauseReplication("eu-west-1")
+	g.put(t, "eu-west-1", item{"pk": S("m"), "v": S("older")})
+	g.clock.Advance(time.Millisecond)
+	if _, err := g.regions["us-east-1"].DynamoDB.DeleteItem(t.Context(), &dynamodb.DeleteItemInput{TableName: aws.String("Sessions"),
+		Key: item{"pk": S("m")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.b.Server.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g2 := newGlobal(t, dir, "eu-west-1")
+	g2.clock.Set(g.clock.Now())
+	g2.refresh(t)
+	if q := g2.b.Engine.Replication().Queued; q["us-east-1"] != 1 || q["eu-west-1"] != 1 {
+		t.Errorf("queued after the restart: %v, want the put for us-east-1 and the delete for eu-west-1", q)
+	}
+	g2.b.Engine.ResumeReplication("us-east-1")
+	g2.wait(t)
+	g2.b.Engine.ResumeReplication("eu-west-1")
+	g2.wait(t)
+	for r := range g2.regions {
+		if it := g2.get(t, r, "m"); it != nil {
+			t.Errorf("%s holds %s after the restart: the later delete must win", r, canonItem(it))
+		}
+	}
+	if got := summary(g2.records(t, "us-east-1")) + "|" + summary(g2.records(t, "eu-west-1")); got != "|INSERT m,REMOVE m" {
+		t.Errorf("streams us-east-1|eu-west-1: %s, want |INSERT m,REMOVE m", got)
+	}
+}
+
+// Tags belong to each replica, as in DynamoDB, where a replica's tags are
+// never synchronized: a new replica starts with none, and tagging or
+// untagging one replica leaves the others' as they are.
+func TestReplicaTags(t *testing.T) {
+	g := newGlobal(t, "")
+	ctx := t.Context()
+	arn := func(r string) *string {
+		d, err := g.regions[r].DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("Sessions")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Table.TableArn
+	}
+	tags := func(r string) string {
+		out, err := g.regions[r].DynamoDB.ListTagsOfResource(ctx, &dynamodb.ListTagsOfResourceInput{ResourceArn: arn(r)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kv []string
+		for _, tg := range out.Tags {
+			kv = append(kv, aws.ToString(tg.Key)+"="+aws.ToString(tg.Value))
+		}
+		return strings.Join(kv, ",")
+	}
+	tag := func(r, k, v string) {
+		if _, err := g.regions[r].DynamoDB.TagResource(ctx, &dynamodb.TagResourceInput{ResourceArn: arn(r),
+			Tags: []types.Tag{{Key: aws.String(k), Value: aws.String(v)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tag("us-east-1", "team", "a")
+	g.regions["eu-west-1"] = g.b.In("eu-west-1")
+	g.addReplica(t, "eu-west-1")
+	if got := tags("eu-west-1"); got != "" {
+		t.Errorf("the new replica's tags: %s, want none", got)
+	}
+	tag("eu-west-1", "env", "eu")
+	if _, err := g.regions["us-east-1"].DynamoDB.UntagResource(ctx, &dynamodb.UntagResourceInput{ResourceArn: arn("us-east-1"), TagKeys: []string{"env"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tags("us-east-1") + "|" + tags("eu-west-1"); got != "team=a|env=eu" {
+		t.Errorf("tags us-east-1|eu-west-1: %s, want team=a|env=eu", got)
+	}
+}

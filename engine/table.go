@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"sort"
@@ -808,25 +809,50 @@ func (e *Engine) opUpdateTable(ctx context.Context, body []byte) (any, error) {
 	return resp, err
 }
 
-// updateTableOn applies an UpdateTable of settings to t.
+// updateTableOn applies an UpdateTable of settings to t: validated whole
+// first (planUpdateLocked changes nothing), then applied.
 func (e *Engine) updateTableOn(t *table, req *updateTableRequest) (any, error) {
+	now := e.clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	plan, err := t.planUpdateLocked(req, now)
+	if err != nil {
+		return nil, err
+	}
+	if t.p != nil {
+		defer t.p.tableChanged(t) // under the lock, whatever the update changed
+	}
+	if err := e.applyUpdateLocked(t, req, plan); err != nil {
+		return nil, err
+	}
+	return map[string]any{"TableDescription": t.describeLocked()}, nil
+}
+
+// tableUpdate is what a validated UpdateTable of settings changes.
+type tableUpdate struct {
+	billing      string
+	rcu, wcu     int64
+	enabled      bool   // with a StreamSpecification: enable (or disable) the stream
+	view         string // the view of a stream enabled
+	defs         map[string]attr.Type
+	create       *index // a GSI to create (defs: the attribute definitions with its keys)
+	drop         string // a GSI to delete
+	tput         *index // a GSI whose provisioned throughput changes to ixRCU, ixWCU
+	ixRCU, ixWCU int64
+}
+
+// planUpdateLocked validates an UpdateTable of settings against t and
+// returns what it changes, changing nothing. t.mu is held.
+func (t *table) planUpdateLocked(req *updateTableRequest, now time.Time) (*tableUpdate, error) {
 	enabled, view, err := checkStreamSpec(req.StreamSpecification, false)
 	if err != nil {
 		return nil, err
 	}
-	now := e.clock.Now()
-
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.p != nil {
-		defer t.p.tableChanged(t) // under the lock, whatever this update changed
-	}
-	billing := t.billing
+	u := &tableUpdate{billing: t.billing, rcu: t.rcu, wcu: t.wcu, enabled: enabled, view: view}
 	if req.BillingMode != "" {
-		billing = req.BillingMode
+		u.billing = req.BillingMode
 	}
-	var rcu, wcu = t.rcu, t.wcu
-	if billing == "PROVISIONED" {
+	if u.billing == "PROVISIONED" {
 		if req.ProvisionedThroughput != nil || t.billing != "PROVISIONED" {
 			r, w, err := checkThroughput(req.ProvisionedThroughput, "")
 			if err != nil {
@@ -835,13 +861,13 @@ func (e *Engine) updateTableOn(t *table, req *updateTableRequest) (any, error) {
 			if t.billing == "PROVISIONED" && r == t.rcu && w == t.wcu {
 				return nil, sameThroughput(t.rcu, t.wcu)
 			}
-			rcu, wcu = r, w
+			u.rcu, u.wcu = r, w
 		}
 	} else {
 		if req.ProvisionedThroughput != nil {
 			return nil, awserr.Validation("One or more parameter values were invalid: Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST")
 		}
-		rcu, wcu = 0, 0
+		u.rcu, u.wcu = 0, 0
 	}
 	if req.StreamSpecification != nil {
 		if enabled && t.stream != nil {
@@ -851,83 +877,93 @@ func (e *Engine) updateTableOn(t *table, req *updateTableRequest) (any, error) {
 			return nil, awserr.Validation("Table has no stream to disable: TableName: %s", t.name)
 		}
 	}
-	// Index updates are validated before anything changes.
-	var create *index
-	var drop string
-	for _, u := range req.GlobalSecondaryIndexUpdates {
-		n := 0
-		if u.Create != nil {
-			n++
-		}
-		if u.Update != nil {
-			n++
-		}
-		if u.Delete != nil {
-			n++
-		}
-		if n != 1 {
-			return nil, awserr.Validation("One or more parameter values were invalid: One of GlobalSecondaryIndexUpdate.Create, GlobalSecondaryIndexUpdate.Update or GlobalSecondaryIndexUpdate.Delete must be specified")
-		}
-		switch {
-		case u.Create != nil:
-			if len(t.gsis) >= 20 {
-				return nil, awserr.New(awserr.CodeLimitExceeded, "One or more parameter values were invalid: GlobalSecondaryIndex count exceeds the per-table limit of 20")
-			}
-			if t.indexByName(u.Create.IndexName) != nil {
-				return nil, awserr.Validation("One or more parameter values were invalid: Attempting to create an index which already exists")
-			}
-			defs := map[string]attr.Type{}
-			for n, ty := range t.attrDefs {
-				defs[n] = ty
-			}
-			for _, d := range req.AttributeDefinitions {
-				ty, ok := attr.ParseType(d.AttributeType)
-				if !ok || (ty != attr.S && ty != attr.N && ty != attr.B) {
-					return nil, awserr.Validation("1 validation error detected: Value '%s' at 'attributeDefinitions.member.attributeType' failed to satisfy constraint: Member must satisfy enum value set: [B, N, S]", d.AttributeType)
-				}
-				if old, ok := defs[d.AttributeName]; ok && old != ty {
-					return nil, awserr.Validation("One or more parameter values were invalid: Cannot change the type of an existing attribute definition: %s", d.AttributeName)
-				}
-				defs[d.AttributeName] = ty
-			}
-			tmp := &table{key: t.key, attrDefs: defs}
-			ix, err := buildIndex(*u.Create, true, tmp, billing == "PROVISIONED", t.arn, now)
-			if err != nil {
-				return nil, err
-			}
-			create = ix
-			// Newly defined attributes must be used by the new index.
-			for n := range defs {
-				if _, old := t.attrDefs[n]; !old && n != ix.key.Hash && n != ix.key.Range {
-					return nil, awserr.Validation("One or more parameter values were invalid: Number of attributes in KeySchema does not exactly match number of attributes defined in AttributeDefinitions")
-				}
-			}
-			for n, ty := range defs {
-				t.attrDefs[n] = ty
-			}
-		case u.Delete != nil:
-			ix := t.indexByName(u.Delete.IndexName)
-			if ix == nil || !ix.global {
-				return nil, awserr.NotFound("Requested resource not found: Index: %s not found", u.Delete.IndexName)
-			}
-			drop = ix.name
-		case u.Update != nil:
-			ix := t.indexByName(u.Update.IndexName)
-			if ix == nil || !ix.global {
-				return nil, awserr.NotFound("Requested resource not found: Index: %s not found", u.Update.IndexName)
-			}
-			if billing == "PROVISIONED" {
-				r, w, err := checkThroughput(u.Update.ProvisionedThroughput, " for index: "+ix.name)
-				if err != nil {
-					return nil, err
-				}
-				ix.rcu, ix.wcu = r, w
-			}
+	for _, g := range req.GlobalSecondaryIndexUpdates {
+		if err := t.planIndexUpdate(u, g, req.AttributeDefinitions, now); err != nil {
+			return nil, err
 		}
 	}
-	// Apply.
-	t.billing, t.rcu, t.wcu = billing, rcu, wcu
-	if billing == "PAY_PER_REQUEST" {
+	return u, nil
+}
+
+// planIndexUpdate validates one GlobalSecondaryIndexUpdate into u. t.mu
+// is held.
+func (t *table) planIndexUpdate(u *tableUpdate, g gsiUpdate, attrDefs []attributeDefinition, now time.Time) error {
+	n := 0
+	for _, given := range []bool{g.Create != nil, g.Update != nil, g.Delete != nil} {
+		if given {
+			n++
+		}
+	}
+	if n != 1 {
+		return awserr.Validation("One or more parameter values were invalid: One of GlobalSecondaryIndexUpdate.Create, GlobalSecondaryIndexUpdate.Update or GlobalSecondaryIndexUpdate.Delete must be specified")
+	}
+	switch {
+	case g.Create != nil:
+		return t.planIndexCreate(u, g.Create, attrDefs, now)
+	case g.Delete != nil:
+		ix := t.indexByName(g.Delete.IndexName)
+		if ix == nil || !ix.global {
+			return awserr.NotFound("Requested resource not found: Index: %s not found", g.Delete.IndexName)
+		}
+		u.drop = ix.name
+	default:
+		ix := t.indexByName(g.Update.IndexName)
+		if ix == nil || !ix.global {
+			return awserr.NotFound("Requested resource not found: Index: %s not found", g.Update.IndexName)
+		}
+		if u.billing == "PROVISIONED" {
+			r, w, err := checkThroughput(g.Update.ProvisionedThroughput, " for index: "+ix.name)
+			if err != nil {
+				return err
+			}
+			u.tput, u.ixRCU, u.ixWCU = ix, r, w
+		}
+	}
+	return nil
+}
+
+// planIndexCreate validates a GSI to create, with the attribute
+// definitions the request adds, into u. t.mu is held.
+func (t *table) planIndexCreate(u *tableUpdate, spec *indexSpec, attrDefs []attributeDefinition, now time.Time) error {
+	if len(t.gsis) >= 20 {
+		return awserr.New(awserr.CodeLimitExceeded, "One or more parameter values were invalid: GlobalSecondaryIndex count exceeds the per-table limit of 20")
+	}
+	if t.indexByName(spec.IndexName) != nil {
+		return awserr.Validation("One or more parameter values were invalid: Attempting to create an index which already exists")
+	}
+	defs := maps.Clone(t.attrDefs)
+	for _, d := range attrDefs {
+		ty, ok := attr.ParseType(d.AttributeType)
+		if !ok || (ty != attr.S && ty != attr.N && ty != attr.B) {
+			return awserr.Validation("1 validation error detected: Value '%s' at 'attributeDefinitions.member.attributeType' failed to satisfy constraint: Member must satisfy enum value set: [B, N, S]", d.AttributeType)
+		}
+		if old, ok := defs[d.AttributeName]; ok && old != ty {
+			return awserr.Validation("One or more parameter values were invalid: Cannot change the type of an existing attribute definition: %s", d.AttributeName)
+		}
+		defs[d.AttributeName] = ty
+	}
+	ix, err := buildIndex(*spec, true, &table{key: t.key, attrDefs: defs}, u.billing == "PROVISIONED", t.arn, now)
+	if err != nil {
+		return err
+	}
+	// Newly defined attributes must be used by the new index.
+	for n := range defs {
+		if _, old := t.attrDefs[n]; !old && n != ix.key.Hash && n != ix.key.Range {
+			return awserr.Validation("One or more parameter values were invalid: Number of attributes in KeySchema does not exactly match number of attributes defined in AttributeDefinitions")
+		}
+	}
+	u.create, u.defs = ix, defs
+	return nil
+}
+
+// applyUpdateLocked applies a validated update to t. t.mu is held for
+// writing.
+func (e *Engine) applyUpdateLocked(t *table, req *updateTableRequest, u *tableUpdate) error {
+	t.billing, t.rcu, t.wcu = u.billing, u.rcu, u.wcu
+	if u.tput != nil {
+		u.tput.rcu, u.tput.wcu = u.ixRCU, u.ixWCU
+	}
+	if u.billing == "PAY_PER_REQUEST" {
 		for _, ix := range t.gsis {
 			ix.rcu, ix.wcu = 0, 0
 		}
@@ -939,29 +975,30 @@ func (e *Engine) updateTableOn(t *table, req *updateTableRequest) (any, error) {
 		t.tableClass = req.TableClass
 	}
 	if req.StreamSpecification != nil {
-		if enabled {
-			t.setStream(e.streams.Create(t.region, t.name, view))
+		if u.enabled {
+			t.setStream(e.streams.Create(t.region, t.name, u.view))
 		} else {
 			e.streams.Disable(t.stream.ARN())
 			t.stream = nil
 		}
 	}
-	if create != nil {
-		if err := t.backfillLocked(create); err != nil {
-			return nil, err
+	if u.create != nil {
+		t.attrDefs = u.defs
+		if err := t.backfillLocked(u.create); err != nil {
+			return err
 		}
-		t.gsis = append(t.gsis, create)
+		t.gsis = append(t.gsis, u.create)
 	}
-	if drop != "" {
+	if u.drop != "" {
 		for i, ix := range t.gsis {
-			if ix.name == drop {
+			if ix.name == u.drop {
 				t.gsis = append(t.gsis[:i:i], t.gsis[i+1:]...)
 				break
 			}
 		}
 		t.pruneAttrDefsLocked()
 	}
-	return map[string]any{"TableDescription": t.describeLocked()}, nil
+	return nil
 }
 
 // sameThroughput is DynamoDB's refusal of a PROVISIONED table's

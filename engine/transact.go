@@ -437,7 +437,7 @@ func (w *txWrites) add(t *table, key []byte, old *entry, oldItem attr.Item, ne *
 	if t.repl != nil {
 		wr.rw = t.repl.prepare(t, key, ne)
 	}
-	if t.stream != nil && !unchanged(old, oldItem, ne, newItem) {
+	if t.stream != nil && changes(old, oldItem, ne, newItem) {
 		wr.rec = len(w.changes)
 		w.changes = append(w.changes, stream.Pending{Stream: t.stream, Change: t.recordOf(old, oldItem, ne, newItem, service)})
 	}

@@ -283,8 +283,10 @@ func (r *Registry) listStreams(region string, in listStreamsIn) (any, error) {
 	defer r.mu.RUnlock()
 	var after uint32
 	if in.ExclusiveStartStreamArn != nil {
+		// A stream of another Region is not found here, as every ARN of
+		// another Region is: its ordinal would page this Region's list.
 		ord, ok := r.everOrd[*in.ExclusiveStartStreamArn]
-		if !ok {
+		if !ok || ARNRegion(*in.ExclusiveStartStreamArn) != region {
 			return nil, awserr.NotFound("Requested resource not found: Stream: %s not found", *in.ExclusiveStartStreamArn)
 		}
 		after = ord
