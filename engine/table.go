@@ -1127,8 +1127,10 @@ func (e *Engine) setTTL(ctx context.Context, t *table, enabled bool, name string
 	t.mu.Unlock()
 	// Recompute every item's expiry in chunks so that a big table keeps
 	// serving requests meanwhile. Writes that happen during the pass already
-	// use the new attribute.
-	return t.recomputeExpiry(ctx)
+	// use the new attribute. The pass finishes even if the client goes
+	// away: the attribute is already changed, and items left with
+	// expiries of the old one would expire wrongly, or never.
+	return t.recomputeExpiry(context.WithoutCancel(ctx))
 }
 
 // recomputeExpiry refreshes entry.exp for the current TTL attribute.
