@@ -680,6 +680,11 @@ func validateLeaseTiming(c *runConfig, p *problems) {
 // checkHTTPURL checks an http(s) endpoint URL. Its errors show the URL
 // through redact.URL only: the endpoint may carry KEY:SECRET@.
 func checkHTTPURL(s string) error {
+	if !strings.Contains(s, "://") {
+		// HOST:PORT, the commonest slip: url.Parse takes "localhost:8000"
+		// for the scheme localhost, and refuses "127.0.0.1:8000".
+		return fmt.Errorf("%q is not a URL: give the scheme, e.g. http://%s", redact.URL(s), redact.URL(s))
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return fmt.Errorf("%q is not a URL: %s", redact.URL(s), redact.ParseError(err))

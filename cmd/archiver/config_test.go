@@ -121,7 +121,7 @@ func TestConfigValidation(t *testing.T) {
 		{"many problems at once", append(ok, "--metrics", "statsd", "--metrics-addr", "9090", "--log-level", "loud",
 			"--endpoint", "localhost:8000", "--region", "Mars", "--checkpoint", "redis://x"), nil, "", []string{
 			`--metrics: "statsd"`, `--metrics-addr: "9090" is not HOST:PORT`, `--log-level: unknown log level "loud"`,
-			`--endpoint: "localhost:8000": scheme must be http or https`, `--region: "Mars"`, `--checkpoint: "redis://x": scheme must be file or dynamodb`}},
+			`--endpoint: "localhost:8000" is not a URL: give the scheme, e.g. http://localhost:8000`, `--region: "Mars"`, `--checkpoint: "redis://x": scheme must be file or dynamodb`}},
 		{"bad dynamodb checkpoint", append(ok, "--checkpoint", "dynamodb://x?create=maybe"), nil, "", []string{"--checkpoint: ", "x"}},
 		{"lease renew too slow", append(ok, "--lease-duration", "10s", "--lease-renew", "5s"), nil, "",
 			[]string{"--lease-renew: 5s must be at most a third of --lease-duration 10s"}},
@@ -144,6 +144,8 @@ func TestConfigValidation(t *testing.T) {
 		{"bad expired-when from env", ok, map[string]string{"ARCHIVER_EXPIRED_WHEN": "PAST-TTL"}, "",
 			[]string{`--expired-when (from ARCHIVER_EXPIRED_WHEN): "PAST-TTL" is not service or past-ttl`}},
 		{"bad expired-when from file", ok, nil, "expired-when: always\n", []string{`key "expired-when"): "always" is not service or past-ttl`}},
+		{"endpoint without scheme", append(ok, "--endpoint", "127.0.0.1:8000"), nil, "", []string{`--endpoint: "127.0.0.1:8000" is not a URL: give the scheme, e.g. http://127.0.0.1:8000`}},
+		{"endpoint of another scheme", append(ok, "--endpoint", "ftp://127.0.0.1:8000"), nil, "", []string{`--endpoint: "ftp://127.0.0.1:8000": scheme must be http or https`}},
 		{"bad regions", append(ok, "--regions", "eu-west-1,Mars,eu-west-1"), nil, "", []string{`--regions: "Mars" is not a region name`, `--regions: eu-west-1 is listed twice`}},
 		{"regions all beside others", append(ok, "--regions", "all,eu-west-1"), nil, "", []string{`--regions: "all" reads every replica's Region: give it alone`}},
 		{"regions without a table", []string{"--stream-arn", "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/1", "--checkpoint", "file://./c", "--sink", "stdout://", "--regions", "all"}, nil, "",
