@@ -33,6 +33,7 @@ type tailConfig struct {
 	Since       string // a time or a duration before now, read by parseTimeFlag when tail starts
 	Subject     string
 	JSON        bool
+	Headers     bool
 	ConfigFile  string
 	PrintConfig bool
 	source      map[string]string
@@ -52,6 +53,8 @@ var tailOptions = []option[tailConfig]{
 		get: func(c *tailConfig) any { return c.Subject }, set: func(c *tailConfig, s string, _ []string, _ time.Duration) { c.Subject = s }},
 	{name: "json", boolean: true, def: "false", usage: "print one JSON object per message (the default when stdout is not a terminal)",
 		get: func(c *tailConfig) any { return c.JSON }, set: func(c *tailConfig, s string, _ []string, _ time.Duration) { c.JSON = s == "true" }},
+	{name: "headers", boolean: true, def: "false", usage: "also print every header of each message (Nats-Msg-Id, the Archiver- and ce- headers): indented under its line on a terminal, a \"headers\" object in JSON",
+		get: func(c *tailConfig) any { return c.Headers }, set: func(c *tailConfig, s string, _ []string, _ time.Duration) { c.Headers = s == "true" }},
 	{name: "config", typ: "file", noFile: true, usage: "YAML configuration file (keys are the flag names)",
 		get: func(c *tailConfig) any { return c.ConfigFile }, set: func(c *tailConfig, s string, _ []string, _ time.Duration) { c.ConfigFile = s }},
 	{name: "print-config", noFile: true, boolean: true, usage: "print the effective configuration (secrets masked) and exit",
@@ -126,7 +129,7 @@ func tailCmd(ctx context.Context, args []string, e env) error {
 	if f, ok := e.stdout.(*os.File); ok && !cfg.JSON {
 		tty = progress.IsTerminal(f)
 	}
-	return tail(ctx, cfg, &tailPrinter{out: e.stdout, errs: e.stderr, tty: tty, now: time.Now})
+	return tail(ctx, cfg, &tailPrinter{out: e.stdout, errs: e.stderr, tty: tty, headers: cfg.Headers, now: time.Now})
 }
 
 // tail reads the stream until ctx ends.
@@ -199,6 +202,7 @@ func deleteConsumer(js jetstream.JetStream, stream string, cons jetstream.Consum
 type tailPrinter struct {
 	out, errs io.Writer
 	tty       bool
+	headers   bool // --headers
 	now       func() time.Time
 }
 
@@ -220,7 +224,8 @@ type tailLine struct {
 	Shard         string          `json:"shard,omitempty"`
 	Sequence      string          `json:"sequence,omitempty"`
 	Format        string          `json:"format"`
-	Published     time.Time       `json:"published"` // when JetStream stored the message
+	Published     time.Time       `json:"published"`         // when JetStream stored the message
+	Headers       nats.Header     `json:"headers,omitempty"` // with --headers: every header, as sent
 }
 
 func (p *tailPrinter) print(m jetstream.Msg) error {
@@ -235,11 +240,17 @@ func (p *tailPrinter) print(m jetstream.Msg) error {
 		return werr
 	}
 	if p.tty {
-		return p.line(ev, published)
+		if err := p.line(ev, published); err != nil || !p.headers {
+			return err
+		}
+		return p.headerLines(m.Headers())
 	}
 	l := tailLine{Table: ev.Table, Kind: string(ev.Kind), EventID: cmp.Or(ev.EventID, ev.ID), MessageID: ev.ID, Keys: json.RawMessage(m.Headers().Get(natsmsg.HeaderKeys)),
 		TTLAttribute: ev.TTLAttribute, TTLValue: ev.TTLValue, DeletedBy: ev.DeletedBy, Subject: ev.Subject,
 		Region: ev.Region, Shard: ev.Shard, Sequence: ev.Sequence, Format: ev.Format, Published: published.UTC()}
+	if p.headers {
+		l.Headers = m.Headers()
+	}
 	if !ev.Time.IsZero() {
 		t := ev.Time.UTC()
 		l.Time = &t
@@ -273,6 +284,25 @@ func (p *tailPrinter) line(ev subscribe.Event, published time.Time) error {
 	}
 	_, err := fmt.Fprintf(p.out, "%s  %-8s %s  %s  ttl %s  lag %s  by %s\n",
 		when.UTC().Format("2006-01-02T15:04:05.000Z"), ev.Kind, ev.Table, keyText(ev.Keys), ttl, lag, by)
+	return err
+}
+
+// headerLines prints a message's headers under its line, one per line in
+// name order, each value quoted when it holds spaces or characters that
+// are not printable, so a hostile header cannot forge a line.
+func (p *tailPrinter) headerLines(h nats.Header) error {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, k := range names {
+		for _, v := range h[k] {
+			fmt.Fprintf(&b, "    %s: %s\n", quoteIfNeeded(k), quoteIfNeeded(v))
+		}
+	}
+	_, err := io.WriteString(p.out, b.String())
 	return err
 }
 

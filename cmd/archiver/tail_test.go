@@ -21,6 +21,7 @@ import (
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/natsmsg"
 	"github.com/ttl-archiver/archiver/restore/restoretest"
 	"github.com/ttl-archiver/archiver/sinks"
 	"github.com/ttl-archiver/archiver/subscribe"
@@ -328,5 +329,43 @@ func TestTailUnreadable(t *testing.T) {
 	c := dispatch(t.Context(), []string{"tail", "--nats", "nats://" + addr, "--stream", "NOPE"}, env{stdout: io.Discard, stderr: &errOut, getenv: envMap(nil)})
 	if c != 1 || !strings.Contains(errOut.String(), "--stream NOPE: ") {
 		t.Fatalf("unknown stream: exit %d, stderr %q", c, errOut.String())
+	}
+}
+
+// TestTailHeaders: with --headers every header of a real sink's message
+// is printed: in JSON as the "headers" object (Nats-Msg-Id and the
+// Archiver- headers as sent), on a terminal indented under its line, a
+// hostile value quoted so it cannot forge a line.
+func TestTailHeaders(t *testing.T) {
+	addr := restoretest.StartNATS(t)
+	publishExpiry(t, addr, "H", "with-headers")
+	var out, stderr syncBuffer
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	code := make(chan int, 1)
+	go func() {
+		code <- dispatch(ctx, []string{"tail", "--nats", "nats://" + addr, "--stream", "H", "--since", "1h", "--headers"},
+			env{stdout: &out, stderr: &stderr, getenv: envMap(nil)})
+	}()
+	eventually.True(t, time.Minute, "the expiry", func() bool { return strings.Contains(out.String(), "\n") })
+	stop()
+	if c := <-code; c != 0 {
+		t.Fatalf("exit %d; stderr: %s", c, stderr.String())
+	}
+	var l tailLine
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out.String())), &l); err != nil {
+		t.Fatal(err)
+	}
+	if l.Headers.Get(natsmsg.HeaderMsgID) != l.MessageID || l.Headers.Get(natsmsg.HeaderTable) != "orders" || l.Headers.Get(natsmsg.HeaderKind) != "expired" {
+		t.Errorf("headers %v: want Nats-Msg-Id, Archiver-Table and Archiver-Kind as sent", l.Headers)
+	}
+
+	var tty bytes.Buffer
+	p := &tailPrinter{out: &tty, tty: true, headers: true}
+	if err := p.headerLines(nats.Header{"Archiver-Table": {"orders"}, "X-Evil": {"a\n2026-01-01T00:00:00.000Z  expired  forged"}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "    Archiver-Table: orders\n    X-Evil: \"a\\n2026-01-01T00:00:00.000Z  expired  forged\"\n"; tty.String() != want {
+		t.Errorf("%q\nwant %q", tty.String(), want)
 	}
 }
