@@ -23,9 +23,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 )
 
 // version is set by release builds: -ldflags "-X main.version=v1.2.3".
@@ -35,6 +33,9 @@ var version = ""
 type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// stop is the process's signal handling (nil in tests that call
+	// dispatch): a command says through it what a forced stop abandons.
+	stop *stopper
 }
 
 // usageError is a configuration problem: the command prints it and exits 2.
@@ -62,14 +63,10 @@ Run 'archiver <command> -h' for a command's flags.
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// The first signal starts a graceful stop; a second one kills at once.
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	os.Exit(dispatch(ctx, os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}))
+	// The first signal starts a graceful stop; a second one (not the
+	// same stop delivered twice) stops at once, saying what it abandons.
+	ctx, stop := watchSignals(os.Stderr)
+	os.Exit(dispatch(ctx, os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stop: stop}))
 }
 
 // dispatch runs the subcommand named by args[0] and returns the exit code.

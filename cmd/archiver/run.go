@@ -44,6 +44,9 @@ func runCmd(ctx context.Context, args []string, e env) error {
 	if soft := ops.SetMemoryLimitFromContainer(e.getenv); soft > 0 {
 		log.Named("archiver").Info("Go memory limit set from the container's", zap.Int64("bytes", soft))
 	}
+	e.stop.onForce(func() {
+		log.Named("archiver").Error("stopped at once by a second signal: the flush is abandoned", zap.String("abandoned", abandoned(reg)))
+	})
 	return runPipeline(ctx, cfg, pipelineDeps{log: log, reg: reg, stdout: e.stdout})
 }
 

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
+	"github.com/ttl-archiver/archiver/internal/eventually"
+)
+
+// TestStopperWatch: the first signal ends the context and is said; a
+// second within sameStopWindow (GNU timeout signals the process, then its
+// group) is the same stop; a later one says the command's last words and
+// exits.
+func TestStopperWatch(t *testing.T) {
+	var now atomic.Int64
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	var out syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &stopper{stderr: &out, cancel: cancel}
+	s.onForce(func() { out.Write([]byte("last words\n")) })
+	sigs := make(chan os.Signal, 3)
+	exited := make(chan struct{})
+	go s.watch(sigs, clock, func() { close(exited) })
+
+	sigs <- syscall.SIGTERM
+	<-ctx.Done()
+	sigs <- syscall.SIGTERM // the group's copy, at the same moment
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-exited:
+		t.Fatal("a signal delivered twice forced the stop")
+	default:
+	}
+	now.Store(int64(2 * sameStopWindow))
+	sigs <- os.Interrupt
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second signal did not force the stop")
+	}
+	want := "archiver: SIGTERM: stopping: flushing sinks, writing final checkpoints, releasing leases (a second signal stops at once)\n" +
+		"archiver: second signal (SIGINT): stopping at once; the flush is abandoned\nlast words\n"
+	if out.String() != want {
+		t.Errorf("stderr %q\nwant %q", out.String(), want)
+	}
+}
+
+// TestAbandonedReport reads what a forced stop leaves from the metrics.
+func TestAbandonedReport(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	lag := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "archiver_checkpoint_lag_records"}, []string{"table", "shard"})
+	held := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "archiver_sink_buffered_bytes"}, []string{"sink"})
+	reg.MustRegister(lag, held)
+	lag.WithLabelValues("t", "a").Set(7)
+	lag.WithLabelValues("t", "b").Set(0)
+	lag.WithLabelValues("t", "c").Set(3)
+	held.WithLabelValues("s3://b/p").Set(1024)
+	want := "not checkpointed: 10 records in 2 shards (read again from the stream on the next start); unflushed in sinks: s3://b/p 1024 bytes"
+	if got := abandoned(reg); got != want {
+		t.Errorf("abandoned = %q\nwant %q", got, want)
+	}
+}
+
+// TestRunSignals runs `archiver run` as a process whose S3 sink never
+// answers, so its flush cannot finish: two SIGTERMs at once (as GNU
+// timeout sends them) are one graceful stop, said on stderr; a second
+// signal after sameStopWindow stops it at once, exit 1, with the ERROR
+// line saying what was abandoned.
+func TestRunSignals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the archiver")
+	}
+	bed := enginetest.Start(t, engine.Options{TTLInterval: 100 * time.Millisecond})
+	bed.CreateTable(t, enginetest.Table{Name: "Quiet"})
+	bed.CreateTable(t, enginetest.Table{Name: "SessionData", Hash: "UserName", Range: "SessionId", TTL: "ExpirationTime"})
+	putExpired(t, t.Context(), bed.DynamoDB, "SessionData", 20) // the S3 sink holds them: its flush cannot finish
+	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	var uploads atomic.Int64 // connections the S3 sink opened: it holds events
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			uploads.Add(1)
+			defer c.Close()
+		}
+	}()
+	for _, tc := range []struct {
+		name  string
+		table string
+		apart time.Duration
+		code  int
+		says  []string
+	}{
+		{"twice at once", "Quiet", 0, 0, []string{"archiver: SIGTERM: stopping", "archiver stopped"}},
+		{"a second signal", "SessionData", sameStopWindow + 500*time.Millisecond, 1, []string{"second signal (SIGTERM): stopping at once", "the flush is abandoned", "not checkpointed:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command(os.Args[0], "run", "--endpoint", bed.Server.Endpoint(), "--table", tc.table,
+				"--checkpoint", "file://"+filepath.Join(dir, "cp.json"), "--skip-preflight", "--metrics-addr", "127.0.0.1:0",
+				"--sink", "s3://bucket/p?endpoint=http://"+silent.Addr().String()+"&path-style=true&flush-interval=100ms", "--shutdown-timeout", "20s")
+			cmd.Env = append(os.Environ(), "ARCHIVER_TEST_MAIN=1", "AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=s")
+			var out syncBuffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			before := uploads.Load()
+			eventually.True(t, time.Minute, "archiver running", func() bool { return strings.Contains(out.String(), "archiver running") })
+			if tc.code != 0 {
+				eventually.True(t, time.Minute, "an upload in flight", func() bool { return uploads.Load() > before })
+			}
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			time.Sleep(tc.apart)
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			err := cmd.Wait()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\n%s", code, tc.code, out.String())
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("output does not say %q:\n%s", s, out.String())
+				}
+			}
+		})
+	}
+}
