@@ -50,7 +50,9 @@ type Summary struct {
 	// NATSP50, NATSMax: arrival on NATS - ExpirationTime (TTL sweep lag +
 	// stream + archiver).
 	NATSP50, NATSMax time.Duration
-	ArchiveDir       string
+	// ArchiveDir is the archive folder; "" when it was a temporary one,
+	// removed at the end.
+	ArchiveDir string
 	// BySweeper and ByTTL count the expiries on NATS by who deleted the
 	// item: `archiver sweep` or the engine's own TTL.
 	BySweeper, ByTTL int
@@ -60,8 +62,8 @@ type Summary struct {
 type Options struct {
 	// Duration ends the demo (0: when ctx ends).
 	Duration time.Duration
-	// ArchiveDir is the archive folder (default: a new temporary folder,
-	// kept).
+	// ArchiveDir is the archive folder, kept (default: one in a new
+	// temporary folder, removed with it at the end).
 	ArchiveDir string
 	Log        *zap.Logger
 	// Out receives the demo's lines.
@@ -120,12 +122,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if archiveDir == "" {
 		archiveDir = filepath.Join(work, "archive")
 	}
-	// The archive stays for the user to look at; the rest goes.
-	defer func() {
-		_ = os.RemoveAll(filepath.Join(work, "nats"))
-		_ = os.Remove(filepath.Join(work, "checkpoints.json"))
-		_ = os.Remove(filepath.Join(work, "checkpoints.json.lock"))
-	}()
+	// Nothing is left behind: an archive asked for (--archive) is the
+	// user's; the temporary folder goes, with a temporary archive in it.
+	defer func() { _ = os.RemoveAll(work) }()
 
 	// 1. The engine, sweeping TTL every second (late on purpose with
 	// --precise).
@@ -211,7 +210,11 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, fmt.Errorf("archiver: %w", pipeErr)
 	}
 	sub.flush()
-	return summarize(o.Metrics, sub, archiveDir, int(expiring.Load()), int(deletes.Load()))
+	sum, err := summarize(o.Metrics, sub, archiveDir, int(expiring.Load()), int(deletes.Load()))
+	if err == nil && o.ArchiveDir == "" {
+		sum.ArchiveDir = "" // removed with the temporary folder
+	}
+	return sum, err
 }
 
 // startNATS starts NATS with JetStream, storing in dir.

@@ -166,5 +166,9 @@ func PrintSummary(w io.Writer, s *Summary) {
 		fmt.Fprintf(w, "  deleted by:           %d archiver sweep, %d the engine's TTL (which runs up to %s late here)\n",
 			s.BySweeper, s.ByTTL, SlowTTL)
 	}
+	if s.ArchiveDir == "" {
+		fmt.Fprintf(w, "  archive folder:       temporary, removed (--archive DIR keeps one)\n")
+		return
+	}
 	fmt.Fprintf(w, "  archive folder:       %s\n", s.ArchiveDir)
 }

@@ -19,7 +19,7 @@ import (
 func demoCmd(ctx context.Context, args []string, e env) error {
 	fs := flag.NewFlagSet("archiver demo", flag.ContinueOnError)
 	duration := fs.Duration("duration", 0, "stop after this long (default: run until Ctrl-C)")
-	archive := fs.String("archive", "", "archive folder (default: a new temporary folder, kept and printed at the end)")
+	archive := fs.String("archive", "", "archive folder, kept (default: a temporary folder, removed at the end)")
 	logLevel := fs.String("log-level", "error", "log level of the embedded components (logs go to stderr)")
 	precise := fs.Bool("precise", false, "also run archiver sweep: the engine's own TTL deletes up to 30s late, the sweeper within about a second of the TTL, and the archiver counts its deletes as expiries (--expired-when past-ttl)")
 	if err := parseFlags(fs, args, e.stdout, "usage: archiver demo [flags]\n\nEngine, NATS (JetStream) and archiver in one process; no network, no setup.\n\nflags:"+"\n"); err != nil {

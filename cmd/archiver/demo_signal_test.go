@@ -21,13 +21,19 @@ func TestDemoSIGINT(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, after string // interrupt once stdout holds after
+		keep        bool   // --archive: the archive is kept
 	}{
-		{"at start", "Press Ctrl-C to stop"},
-		{"after an expiry", "  expired  "},
+		{"at start", "Press Ctrl-C to stop", true},
+		{"after an expiry", "  expired  ", true},
+		{"after an expiry, temporary archive", "  expired  ", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			cmd := exec.Command(os.Args[0], "demo", "--archive", filepath.Join(dir, "archive"))
+			args := []string{"demo"}
+			if tc.keep {
+				args = append(args, "--archive", filepath.Join(dir, "archive"))
+			}
+			cmd := exec.Command(os.Args[0], args...)
 			cmd.Env = []string{"ARCHIVER_TEST_MAIN=1", "HOME=" + dir, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + dir}
 			stdout, stderr := &syncBuffer{}, &syncBuffer{}
 			cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -59,6 +65,14 @@ func TestDemoSIGINT(t *testing.T) {
 				if !strings.Contains(out, want) {
 					t.Errorf("demo output lacks %q", want)
 				}
+			}
+			// Nothing is left in TMPDIR; an archive asked for is kept.
+			left, _ := filepath.Glob(filepath.Join(dir, "ttl-archiver-demo-*"))
+			if len(left) > 0 {
+				t.Errorf("the demo left %v behind", left)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "archive")); tc.keep != (err == nil) {
+				t.Errorf("--archive given: %v; the archive folder is there: %v", tc.keep, err == nil)
 			}
 		})
 	}
