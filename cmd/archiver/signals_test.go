@@ -86,7 +86,7 @@ func TestRunSignals(t *testing.T) {
 	bed.CreateTable(t, enginetest.Table{Name: "Quiet"})
 	bed.CreateTable(t, enginetest.Table{Name: "SessionData", Hash: "UserName", Range: "SessionId", TTL: "ExpirationTime"})
 	putExpired(t, t.Context(), bed.DynamoDB, "SessionData", 20) // the S3 sink holds them: its flush cannot finish
-	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+	silent, err := net.Listen("tcp", "127.0.0.1:0")             // accepts, never answers
 	if err != nil {
 		t.Fatal(err)
 	}
