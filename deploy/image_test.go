@@ -76,8 +76,17 @@ func buildImage(ctx context.Context, t *testing.T) string {
 	cmd := exec.CommandContext(ctx, "go", "run", ".", "-src", src, "-o", out, "-platforms", "linux/amd64", "-version", imageVersion)
 	cmd.Dir = filepath.Join(src, "tools", "mkimage")
 	cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
+	b, err := cmd.CombinedOutput()
+	if err != nil {
 		t.Fatalf("tools/mkimage: %v\n%s", err, b)
+	}
+	// make image says what it builds, that it takes a while, where the
+	// image went and its size (it used to be silent for minutes).
+	for _, want := range []string{"building the image ttl-archiver:latest (version " + imageVersion + ") for linux/amd64", "a few minutes the first time",
+		"linux/amd64 built in", "wrote " + out + " (", " MB, an OCI image archive of ttl-archiver:latest)"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("tools/mkimage did not say %q:\n%s", want, b)
+		}
 	}
 	return out
 }

@@ -120,9 +120,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	began := time.Now()
+	fmt.Fprintf(stderr, "mkimage: building the image %s (version %s) for %s: each platform is a cross-compile of the archiver,\n"+
+		"  a few minutes the first time, seconds once Go's build cache holds it\n", o.meta.name, o.meta.version, platformList(o.platforms))
 	var l layout
 	var manifests []descriptor
 	for _, p := range o.platforms {
+		start := time.Now()
 		bin, err := goBuild(ctx, o.src, o.pkg, p.Architecture, o.meta.version, tmp)
 		if err != nil {
 			return err
@@ -132,8 +136,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return fmt.Errorf("linux/%s: %w", p.Architecture, err)
 		}
 		manifests = append(manifests, d)
+		fmt.Fprintf(stderr, "mkimage: linux/%s built in %s\n", p.Architecture, time.Since(start).Round(100*time.Millisecond))
 	}
-	return writeFile(o.out, func(w io.Writer) error { return l.write(w, manifests, o.meta) })
+	if err := writeFile(o.out, func(w io.Writer) error { return l.write(w, manifests, o.meta) }); err != nil {
+		return err
+	}
+	size := int64(0)
+	if fi, err := os.Stat(o.out); err == nil {
+		size = fi.Size()
+	}
+	fmt.Fprintf(stderr, "mkimage: wrote %s (%.1f MB, an OCI image archive of %s) in %s; push it as deploy/README.md says (section 2)\n",
+		o.out, float64(size)/1e6, o.meta.name, time.Since(began).Round(100*time.Millisecond))
+	return nil
+}
+
+// platformList names the platforms, as -platforms takes them.
+func platformList(ps []platform) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.OS + "/" + p.Architecture
+	}
+	return strings.Join(names, ", ")
 }
 
 // writeFile writes path through a temporary file in its directory, renamed
