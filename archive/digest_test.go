@@ -55,6 +55,10 @@ func TestReaderSkipsManifests(t *testing.T) {
 			if len(got) != 5 || st.Objects != 1 || len(stray) != 0 {
 				t.Errorf("events %d, stats %+v, stray keys %v", len(got), st, stray)
 			}
+			set, err := a.Manifests(testCtx(t))
+			if err != nil || len(set.Stored) != 1 || set.Stored[0].Digest != manifest.Digest(m) || len(set.Other) != 1 || len(set.Bad) != 0 {
+				t.Errorf("manifests %+v, %v", set, err)
+			}
 		})
 	}
 }
