@@ -69,7 +69,8 @@ type shardKey struct{ stream, shard string }
 // shardCov is one shard's proof and what its lines said.
 type shardCov struct {
 	sh          manifest.Shard
-	first, last time.Time // creation times of its first and last covered records
+	first, last time.Time        // creation times of its first and last covered records
+	newest      *manifest.Stored // the manifest with the highest To
 	objects     map[string]bool
 	idx         int // the covered range the last line fell in
 	lines       int64
@@ -187,6 +188,9 @@ func (c *Coverage) Load(ctx context.Context, a *Archive) error {
 		s := &c.set.Stored[i]
 		sc := c.shards[shardKey{s.M.Stream, s.M.Shard}]
 		sc.times(&s.M)
+		if sc.newest == nil || event.CompareSequence(s.M.To, sc.newest.M.To) >= 0 {
+			sc.newest = s
+		}
 		for _, o := range s.M.Objects {
 			key := c.root + o.Key
 			lo := c.listed[key]

@@ -69,6 +69,11 @@ type CoverageShard struct {
 	Objects      int       `json:"objects"`
 	Lines        int64     `json:"lines"`
 	PendingLines int64     `json:"pendingLines"`
+	// NewestManifest is the key of the shard's manifest with the highest
+	// To, and NewestDigest its SHA-256: what the next manifest will name,
+	// and what to keep elsewhere to anchor the chain (docs/VERIFY.md).
+	NewestManifest string `json:"newestManifest"`
+	NewestDigest   string `json:"newestDigest"`
 }
 
 // CoverageFinding is one thing the archive's manifests could not prove,
@@ -125,7 +130,7 @@ func (c *Coverage) Finish() *CoverageReport {
 		r.UnrecordedLines += sc.before
 		r.PendingLines += sc.pending
 		r.Shards = append(r.Shards, CoverageShard{Shard: sc.sh, FirstTime: sc.first, LastTime: sc.last,
-			Objects: len(sc.objects), Lines: sc.lines, PendingLines: sc.pending})
+			Objects: len(sc.objects), Lines: sc.lines, PendingLines: sc.pending, NewestManifest: sc.newest.Key, NewestDigest: sc.newest.Digest})
 	}
 	r.Shards = orEmpty(r.Shards)
 	r.Lineages = lineages(r.Shards)
@@ -146,7 +151,11 @@ func (c *Coverage) checkObjects(r *CoverageReport) []CoverageFinding {
 	for key, lo := range c.listed {
 		oc := c.objs[key]
 		if oc == nil || !oc.read {
-			if o, err := ParseKey(strings.TrimPrefix(key, c.root)); err == nil && !lo.stray && !c.sel.wantsObject(&o) {
+			o, err := ParseKey(strings.TrimPrefix(key, c.root))
+			switch {
+			case err != nil || skipDir(strings.TrimPrefix(key, c.root)):
+				lo.stray = true // not an object the reader reads
+			case !c.sel.wantsObject(&o):
 				r.ObjectsNotRead++
 				continue
 			}

@@ -83,3 +83,39 @@ func TestCoverageSelection(t *testing.T) {
 		}
 	}
 }
+
+// TestCoverageHostileListing: a manifest listing keys that are no archive
+// objects (a stray file, a manifest) gets a finding for each, naming it.
+func TestCoverageHostileListing(t *testing.T) {
+	dir := t.TempDir()
+	evs := inRegion("us-east-1", events("T", "s1", event.Expired, 0, 3, 0), true)
+	write(t, "file://"+dir, evs)
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644)
+	body, err := os.ReadFile(filepath.Join(dir, "T", "2026-03-04", "05.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := manifest.Range{StreamARN: evs[0].StreamARN, Region: "us-east-1", Table: "T", ShardID: "s1", To: evs[2].SequenceNumber, Records: 3}
+	m := manifest.New(r, []manifest.Object{{Key: "T/2026-03-04/05.jsonl", Bytes: int64(len(body)), SHA256: hexSHA(body)},
+		{Key: "notes.txt", Bytes: 1, SHA256: hexSHA([]byte("x"))}, {Key: manifest.Key(testManifest("1")), Bytes: 1, SHA256: hexSHA(nil)}}, "", "w", t0)
+	p := filepath.Join(dir, filepath.FromSlash(manifest.Key(m)))
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, manifest.Encode(m), 0o644)
+	cov := archive.NewCoverage(archive.Selection{})
+	a := open(t, "file://"+dir, cov.Hook(archive.Options{}))
+	if err := cov.Load(testCtx(t), a); err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, a, archive.Selection{})
+	rep := cov.Finish()
+	var got []string
+	for _, f := range rep.Findings {
+		got = append(got, f.Kind+" "+f.Object)
+		if !strings.Contains(f.Detail, "does not follow the archive layout") {
+			t.Errorf("finding %+v", f)
+		}
+	}
+	if want := []string{"missing " + manifest.Key(testManifest("1")), "missing notes.txt"}; !slices.Equal(got, want) || rep.ObjectsVerified != 1 {
+		t.Errorf("findings %v, want %v; %s", got, want, rep.Summary)
+	}
+}

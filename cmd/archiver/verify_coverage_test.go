@@ -124,7 +124,7 @@ func TestVerifyCoverageS3(t *testing.T) {
 		return c, a, b
 	}
 	t.Run("intact", func(t *testing.T) {
-		c, _, _ := build(t)
+		c, ms, _ := build(t)
 		code, r := verifyCoverage(t, c.st.url())
 		cov := r.Coverage
 		if code != 0 || cov.Verdict != archive.VerdictComplete || cov.Summary != "complete: 3 shards in 2 lineages covered, 7 objects verified" {
@@ -135,7 +135,8 @@ func TestVerifyCoverageS3(t *testing.T) {
 		}
 		a := cov.Shards[0]
 		if a.Shard.Shard != "shardId-A" || !a.Ended || a.Records != 60 || a.Events["expired"] != 60 || a.Objects != 3 || a.Lines != 60 ||
-			a.Start != "" || a.To != covEvents(euWest, "", 59, 1)[0].SequenceNumber || !a.FirstTime.Equal(verifyT0) {
+			a.Start != "" || a.To != covEvents(euWest, "", 59, 1)[0].SequenceNumber || !a.FirstTime.Equal(verifyT0) ||
+			a.NewestDigest != manifest.Digest(manifest.Encode(ms[2])) || !strings.HasSuffix(a.NewestManifest, manifest.Key(ms[2])) {
 			t.Errorf("shard A %+v", a)
 		}
 		wantFindings(t, r)
