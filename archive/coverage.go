@@ -161,7 +161,15 @@ func (c *Coverage) Load(ctx context.Context, a *Archive) error {
 	if err != nil {
 		return err
 	}
-	c.root = a.st.root()
+	c.load(set, a.st.root())
+	return nil
+}
+
+// load proves what the manifests of set cover, those of the selected
+// tables, and indexes the objects they list; root is what keys read
+// start with before the part relative to the archive's root.
+func (c *Coverage) load(set ManifestSet, root string) {
+	c.root = root
 	stored := set.Stored[:0:0]
 	for _, s := range set.Stored {
 		if c.sel.wantsTable(s.M.Table) {
@@ -205,7 +213,6 @@ func (c *Coverage) Load(ctx context.Context, a *Archive) error {
 			}
 		}
 	}
-	return nil
 }
 
 // manifestTable is the table a manifest's key names (false when it names
