@@ -102,7 +102,7 @@ variable "archive_expiration_days" {
 }
 
 variable "image" {
-  description = "Container image built from deploy/Dockerfile, e.g. ACCOUNT.dkr.ecr.REGION.amazonaws.com/ttl-archiver:v1.0.0."
+  description = "Container image built by make image (or from deploy/Dockerfile), tagged with its version (git describe; deploy/README.md, section 2), e.g. ACCOUNT.dkr.ecr.REGION.amazonaws.com/ttl-archiver:v1.0.0. Never latest: a tag names one build."
   type        = string
 }
 

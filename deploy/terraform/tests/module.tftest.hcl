@@ -19,7 +19,7 @@ variables {
   region             = "eu-west-1"
   source_table       = "SessionData"
   bucket_name        = "example-ttl-archive"
-  image              = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/ttl-archiver:v1"
+  image              = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/ttl-archiver:v1.0.0"
   cluster_arn        = "arn:aws:ecs:eu-west-1:123456789012:cluster/main"
   subnet_ids         = ["subnet-aaa"]
   security_group_ids = ["sg-archiver"]
