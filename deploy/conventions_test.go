@@ -2,6 +2,8 @@ package deploy
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -133,4 +135,84 @@ func TestDeployConventions(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestTerraformECR holds terraform/ecr.tf to deploy/README.md, section 2:
+// with create_ecr_repository (false by default) one repository, named
+// like the rest, with immutable tags, scanned on push, whose lifecycle
+// policy keeps the last ecr_keep_images tagged images, and its URL as an
+// output; the execution role pulls from it with
+// AmazonECSTaskExecutionRolePolicy. deploy/terraform/tests plans it.
+func TestTerraformECR(t *testing.T) {
+	if got := tfVariableDefault(t, "create_ecr_repository"); got != "false" {
+		t.Errorf("create_ecr_repository defaults to %s, want false", got)
+	}
+	ecr := readFile(t, "terraform/ecr.tf")
+	if got := tfLocal(t, ecr, "ecr_count"); got != "var.create_ecr_repository ? 1 : 0" {
+		t.Errorf("local.ecr_count = %s", got)
+	}
+	repo := tfBlock(ecr, `resource "aws_ecr_repository" "archiver"`)
+	policy := tfBlock(ecr, `resource "aws_ecr_lifecycle_policy" "archiver"`)
+	for _, want := range []struct{ block, name, text string }{
+		{repo, "repository", "count                = local.ecr_count"},
+		{repo, "repository", "name                 = var.name"},
+		{repo, "repository", `image_tag_mutability = "IMMUTABLE"`},
+		{repo, "repository", "scan_on_push = true"},
+		{policy, "lifecycle policy", "count      = local.ecr_count"},
+		{policy, "lifecycle policy", `tagStatus      = "tagged"`},
+		{policy, "lifecycle policy", `countType      = "imageCountMoreThan"`},
+		{policy, "lifecycle policy", "countNumber    = var.ecr_keep_images"},
+	} {
+		if !strings.Contains(want.block, want.text) {
+			t.Errorf("the ECR %s lacks %q", want.name, want.text)
+		}
+	}
+	out := tfBlock(readFile(t, "terraform/outputs.tf"), `output "ecr_repository_url"`)
+	if !strings.Contains(out, "var.create_ecr_repository ? aws_ecr_repository.archiver[0].repository_url : null") {
+		t.Errorf("no ecr_repository_url output of the repository: %q", out)
+	}
+	execution := tfBlock(readFile(t, "terraform/main.tf"), `resource "aws_iam_role_policy_attachment" "execution"`)
+	if !strings.Contains(execution, "policy/service-role/AmazonECSTaskExecutionRolePolicy") {
+		t.Error("the execution role no longer has AmazonECSTaskExecutionRolePolicy, which grants its ECR pulls")
+	}
+}
+
+// TestTerraformBackendExample: terraform/backend.tf is comments only (a
+// backend is the root configuration's choice; examples/ call the module),
+// and its commented S3 backend, uncommented, is a terraform block that
+// terraform fmt leaves as it is, locking with use_lockfile and naming the
+// DynamoDB table of older Terraform versions.
+func TestTerraformBackendExample(t *testing.T) {
+	src := readFile(t, "terraform/backend.tf")
+	var block []string
+	in := false
+	for line := range strings.Lines(src) {
+		if strings.TrimSpace(line) != "" && !strings.HasPrefix(line, "#") {
+			t.Fatalf("terraform/backend.tf holds a line that is not a comment: %q", line)
+		}
+		in = in || strings.HasPrefix(line, "# terraform {")
+		if in {
+			block = append(block, strings.TrimPrefix(strings.TrimPrefix(line, "#"), " "))
+		}
+	}
+	text := strings.Join(block, "")
+	for _, want := range []string{`backend "s3" {`, "use_lockfile = true", `# dynamodb_table = "`, "encrypt      = true"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the commented backend lacks %q:\n%s", want, text)
+		}
+	}
+	tf, err := exec.LookPath("terraform")
+	if err != nil {
+		t.Skip("terraform is not installed")
+	}
+	cmd := exec.Command(tf, "fmt", "-")
+	cmd.Stdin = strings.NewReader(text)
+	cmd.Env = append(os.Environ(), "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_CLI_CONFIG_FILE="+os.DevNull)
+	got, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("terraform fmt of the uncommented backend: %v\n%s", err, text)
+	}
+	if string(got) != text {
+		t.Errorf("terraform fmt changes the uncommented backend:\n%s\nto\n%s", text, got)
+	}
 }
