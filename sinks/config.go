@@ -15,7 +15,7 @@ import (
 )
 
 // S3Config configures an S3 sink. Open fills it from
-// s3://BUCKET/PREFIX?region=&endpoint=&path-style=&sse=&kms-key-id=&storage-class=&flush-bytes=&flush-interval=&compression=&max-attempts=&max-buffer-bytes=.
+// s3://BUCKET/PREFIX?region=&endpoint=&path-style=&sse=&kms-key-id=&storage-class=&flush-bytes=&flush-interval=&compression=&max-attempts=&max-buffer-bytes=&manifests=&manifest-objects=&manifest-interval=.
 type S3Config struct {
 	Bucket string
 	// Prefix is the key prefix, without leading or trailing slash ("" for
@@ -50,6 +50,9 @@ type S3Config struct {
 	// MaxBufferBytes bounds what the sink holds, buffered and uploading
 	// (default 4 × FlushBytes, at least 64 MiB); Write blocks beyond it.
 	MaxBufferBytes int64
+	// Manifests is how the sink records coverage manifests (see
+	// [S3Sink.Record]); the zero value records with the defaults.
+	Manifests ManifestConfig
 }
 
 var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
@@ -122,6 +125,9 @@ func parseS3(p *params) (S3Config, error) {
 	}
 	c.MaxAttempts = int(n)
 	if c.MaxBufferBytes, err = p.size("max-buffer-bytes", 0, 1, 64<<30); err != nil {
+		return c, err
+	}
+	if c.Manifests, err = parseManifests(p); err != nil {
 		return c, err
 	}
 	return c, p.done()

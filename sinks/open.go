@@ -77,7 +77,8 @@ func (e *ConfigError) Error() string {
 //	s3://BUCKET/PREFIX    see [S3Config]
 //	    region=, endpoint=, path-style=true|false, sse=AES256|aws:kms,
 //	    kms-key-id=, storage-class=, flush-bytes=8MiB, flush-interval=60s,
-//	    compression=gzip|zstd|none, max-attempts=8, max-buffer-bytes=
+//	    compression=gzip|zstd|none, max-attempts=8, max-buffer-bytes=,
+//	    manifests=true|false, manifest-objects=100, manifest-interval=10m
 //	nats://HOST:PORT[,HOST:PORT]   see [NATSConfig]
 //	    subject=archiver.{table}.{kind}, jetstream=true|false,
 //	    create-stream=NAME, with it stream-max-age=168h (0: none),
@@ -190,7 +191,13 @@ func prepare(rawURL string) (*prepared, error) {
 		if err != nil {
 			return nil, err
 		}
-		pr.open = func(ctx context.Context, o Options) (Sink, error) { return NewS3(ctx, c, o) }
+		pr.open = func(ctx context.Context, o Options) (Sink, error) {
+			sk, err := NewS3(ctx, c, o)
+			if err != nil {
+				return nil, err
+			}
+			return recording(sk, c.Manifests), nil
+		}
 	case "nats":
 		c, err := parseNATS(p)
 		if err != nil {

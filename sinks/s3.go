@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -106,6 +107,14 @@ type S3API interface {
 // event whose table name cannot be part of a key is rejected alone (a
 // [*RejectedError]). A batch is acknowledged only after S3 confirmed every
 // object holding its events.
+//
+// The sink records coverage manifests ([S3Sink.Record], package manifest)
+// under PREFIX/_manifests/: per shard, it tracks every object it made
+// durable since the shard's last manifest (key without the prefix, size
+// and SHA-256 as stored, the shard's first and last sequence numbers in
+// it), and a manifest of a range lists those with events in it. With
+// manifests=false it tracks nothing and [Open] returns it without Record
+// and RecordDue.
 type S3Sink struct {
 	c         S3Config
 	api       S3API
@@ -117,6 +126,9 @@ type S3Sink struct {
 	sem       chan struct{}
 	zenc      *zstd.Encoder
 	ext       string
+	// rec tracks the objects of each shard since its last manifest and
+	// records manifests (nil with manifests=false).
+	rec *recorder
 
 	// mu guards closed, shards and inflight; it is held only briefly.
 	// Buffers live in per-shard states with locks of their own, so writers
@@ -185,6 +197,7 @@ type s3BufKey struct {
 // most one chunk's slack and filling it copies each line once.
 type s3Buffer struct {
 	key         s3BufKey
+	stream      string // the stream ARN of its first event
 	chunks      [][]byte
 	size        int
 	first, last string
@@ -324,6 +337,9 @@ func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
 		now:      time.Now,
 	}
 	s.uploads = newUploadLog(s.log, func() time.Time { return s.now() })
+	if !c.Manifests.Off {
+		s.rec = newRecorder(s.name, c.Manifests, s, s.log, o.Registerer, func() time.Time { return s.now() })
+	}
 	s.m = newSinkMetrics(o.Registerer, s.name)
 	s.conflicts = newConflictCounter(o.Registerer, s.name)
 	// The free lists stay short: what they hold is live heap that no
@@ -478,7 +494,7 @@ func (s *S3Sink) bufferLocked(sh *s3Shard, sb *s3Batch, b Batch, buf []byte, end
 		}
 		bf := sh.bufs[k]
 		if bf == nil {
-			bf = &s3Buffer{key: k, first: e.SequenceNumber, opened: now}
+			bf = &s3Buffer{key: k, stream: cmp.Or(e.StreamARN, b.StreamARN), first: e.SequenceNumber, opened: now}
 			sh.bufs[k] = bf
 		}
 		if n := len(bf.batches); n == 0 || bf.batches[n-1] != sb {
@@ -790,7 +806,7 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 	}
 	p := &s3Put{in: in, body: body, sum: sum, alt: distinctKey(key, s.ext, sum), lines: bf.joined}
 	began := time.Now()
-	_, err = s.send(context.Background(), p)
+	stored, err := s.send(context.Background(), p)
 	bf.dirty = bf.dirty || p.dirty
 	if err != nil {
 		return err
@@ -798,6 +814,7 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 	s.m.objects.Inc()
 	s.m.bytes.Add(float64(len(body)))
 	s.uploads.uploaded(key, bf.records, len(body), time.Since(began))
+	s.track(bf, stored)
 	return nil
 }
 
