@@ -330,7 +330,7 @@ func parseNATSDelivery(p *params, c *NATSConfig) error {
 }
 
 // FileConfig configures a file sink. Open fills it from
-// file://DIR?file-mode=&dir-mode=.
+// file://DIR?file-mode=&dir-mode=&manifests=&manifest-objects=&manifest-interval=.
 type FileConfig struct {
 	// Dir is the directory the sink owns, created when missing. It may be
 	// a symbolic link; nothing below it may (see [FileSink]).
@@ -341,6 +341,9 @@ type FileConfig struct {
 	// read and write, folders its read, write and search: the sink
 	// reopens what it made.
 	FileMode, DirMode fs.FileMode
+	// Manifests is how the sink records coverage manifests (see
+	// [FileSink.Record]); the zero value records with the defaults.
+	Manifests ManifestConfig
 }
 
 // The file sink's default modes: the owner writes, its group reads, no
@@ -395,6 +398,9 @@ func parseFile(p *params) (FileConfig, error) {
 		return c, err
 	}
 	if c.DirMode, err = p.mode("dir-mode", DefaultDirMode, 0o700); err != nil {
+		return c, err
+	}
+	if c.Manifests, err = parseManifests(p); err != nil {
 		return c, err
 	}
 	return c, p.done()

@@ -92,7 +92,10 @@ type manifestRecorder interface {
 	RecordDue(streamARN, shardID string) bool
 }
 
-var _ manifestRecorder = (*S3Sink)(nil)
+var (
+	_ manifestRecorder = (*S3Sink)(nil)
+	_ manifestRecorder = (*FileSink)(nil)
+)
 
 // unrecorded is a sink opened with manifests=false as Open returns it:
 // its methods without Record and RecordDue, so that the consumer finds

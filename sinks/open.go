@@ -72,6 +72,7 @@ func (e *ConfigError) Error() string {
 //	file://DIR            newline-delimited archive lines, DIR/TABLE/YYYY-MM-DD/HH.jsonl;
 //	                      one sink per DIR (locked), see [FileSink] and [FileConfig]
 //	    file-mode=0640, dir-mode=0750   modes of the files and folders it creates
+//	    manifests=true|false, manifest-objects=100, manifest-interval=10m
 //	stdout://             one line per event on standard output
 //	    format=envelope|item   archive line (default) or the item as plain JSON
 //	s3://BUCKET/PREFIX    see [S3Config]
@@ -177,7 +178,13 @@ func prepare(rawURL string) (*prepared, error) {
 		if err != nil {
 			return nil, err
 		}
-		pr.open = func(_ context.Context, o Options) (Sink, error) { return NewFileSinkWith(c, o) }
+		pr.open = func(_ context.Context, o Options) (Sink, error) {
+			sk, err := NewFileSinkWith(c, o)
+			if err != nil {
+				return nil, err
+			}
+			return recording(sk, c.Manifests), nil
+		}
 	case "stdout":
 		item, err := stdoutItemFormat(p)
 		if err != nil {
