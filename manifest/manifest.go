@@ -207,6 +207,10 @@ func Decode(r io.Reader) (Manifest, error) {
 	return m, m.validate()
 }
 
+// Validate checks m's fields as [Decode] does: a recorder refuses to
+// store a manifest its readers would refuse.
+func (m Manifest) Validate() error { return m.validate() }
+
 // validate checks a decoded manifest's fields.
 func (m *Manifest) validate() error {
 	switch {

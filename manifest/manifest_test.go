@@ -155,6 +155,17 @@ func TestKey(t *testing.T) {
 	if k := Key(m); strings.Contains(k, "/../") {
 		t.Errorf("Key %q lets a shard ID leave its folder", k)
 	}
+	m.Shard = "shardId-0001"
+	for _, k := range []string{Key(m), ConflictKey(m, strings.Repeat("ab", 32))} {
+		if p := EndingAt(m.Table, m.Region, m.Stream, m.Shard, m.To); !strings.HasPrefix(k, p) {
+			t.Errorf("EndingAt = %q, not a prefix of %q", p, k)
+		}
+	}
+	longer := m
+	longer.To = "420"
+	if p := EndingAt(m.Table, m.Region, m.Stream, m.Shard, m.To); strings.HasPrefix(Key(longer), p) {
+		t.Errorf("EndingAt(42) = %q is a prefix of %q", p, Key(longer))
+	}
 	a, b := m, m
 	a.To, b.To = "9", "10"
 	if Key(a) >= Key(b) {
