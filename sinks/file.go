@@ -112,6 +112,7 @@ func NewFileSink(dir string, o Options) (*FileSink, error) {
 // modes mean the defaults; a mode beyond 0777 or one that locks the owner
 // out is an error naming it.
 func NewFileSinkWith(c FileConfig, o Options) (*FileSink, error) {
+	c.Manifests.Off = c.Manifests.Off || o.NoManifests
 	c, err := c.withDefaults()
 	if err != nil {
 		return nil, err

@@ -107,10 +107,10 @@ type preflightSink interface {
 	Preflighter
 }
 
-// recording returns s as Open does: wrapped in unrecorded when c turns
-// recording off.
-func recording(s preflightSink, c ManifestConfig) Sink {
-	if c.Off {
+// recording returns s as Open does: wrapped in unrecorded when c or
+// o.NoManifests turns recording off.
+func recording(s preflightSink, c ManifestConfig, o Options) Sink {
+	if c.Off || o.NoManifests {
 		return unrecorded{s}
 	}
 	return s

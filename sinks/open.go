@@ -36,6 +36,11 @@ type Options struct {
 	AWSConfig func(ctx context.Context, region string) (aws.Config, error)
 	// Stdout is where stdout:// writes (default os.Stdout).
 	Stdout io.Writer
+	// NoManifests opens S3 and file sinks without coverage manifests, as
+	// manifests=false does: for a caller that reads no stream and so will
+	// never call Record (replay, restore tests, benches); such a sink
+	// would otherwise track its objects for a Record that never comes.
+	NoManifests bool
 }
 
 func (o Options) logger() *zap.Logger {
@@ -183,7 +188,7 @@ func prepare(rawURL string) (*prepared, error) {
 			if err != nil {
 				return nil, err
 			}
-			return recording(sk, c.Manifests), nil
+			return recording(sk, c.Manifests, o), nil
 		}
 	case "stdout":
 		item, err := stdoutItemFormat(p)
@@ -203,7 +208,7 @@ func prepare(rawURL string) (*prepared, error) {
 			if err != nil {
 				return nil, err
 			}
-			return recording(sk, c.Manifests), nil
+			return recording(sk, c.Manifests, o), nil
 		}
 	case "nats":
 		c, err := parseNATS(p)

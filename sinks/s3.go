@@ -309,6 +309,7 @@ func Decompress(body io.Reader, encoding, key string) (io.Reader, func(), error)
 // NewS3WithClient opens an S3 sink on a given client (tests, benchmarks,
 // callers with their own client set-up).
 func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
+	c.Manifests.Off = c.Manifests.Off || o.NoManifests
 	if c.FlushBytes <= 0 {
 		c.FlushBytes = 8 << 20
 	}

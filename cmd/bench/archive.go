@@ -185,7 +185,7 @@ func verifyRead(ctx context.Context, dir string, coverage bool) (int64, error) {
 // them, and returns the data files and their total size.
 func writeBenchArchive(ctx context.Context, dir string) ([]string, int64, error) {
 	c := sinks.S3Config{Bucket: "bench", FlushInterval: time.Hour}
-	sk, err := sinks.NewS3WithClient(c, dirS3{dir}, sinks.Options{})
+	sk, err := sinks.NewS3WithClient(c, dirS3{dir}, sinks.Options{NoManifests: true})
 	if err != nil {
 		return nil, 0, err
 	}
