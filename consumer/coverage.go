@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -238,18 +239,11 @@ func (s *shardDelivery) rangeOf(rc *recorder, t *tally, from, to string, ended b
 
 // recordRange has every recording sink record the range from the last
 // saved position up to seq, t's entries (ended: the shard's last), and
-// returns once all of them made it durable, or with their errors. A range
-// with no sequence number to end at (a shard that ended without a record
-// the consumer could read one from) ends at the shard's own end, or its
-// start. Called with saveMu held, never s.mu: Record waits.
+// returns once all of them made it durable, or with their errors. Called
+// with saveMu held, never s.mu: Record waits.
 func (s *shardDelivery) recordRange(ctx context.Context, t *tally, seq string, ended bool) error {
-	from, to := s.saved, seq
-	if to == "" {
-		to = s.endSeq
-	}
-	if to == "" {
-		to = s.startSeq
-	}
+	from := s.saved
+	to := s.rangeEnd(t, from, seq)
 	if to == "" {
 		s.c.log.Warn("shard's range not recorded: no sequence number to end it at",
 			zap.String("stream", s.arn), zap.String("shard", s.id))
@@ -276,6 +270,30 @@ func (s *shardDelivery) recordRange(ctx context.Context, t *tally, seq string, e
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// rangeEnd is where the range of t from from ends: seq, where the
+// checkpoint goes. A shard that ended with no record read that has a
+// sequence number ends at its own end (its EndingSequenceNumber, or its
+// StartingSequenceNumber when it was open when its reader started). So
+// does a shard whose last records were trimmed unread (nothing read after
+// them): its range says so up to its end. When that end is unknown, it
+// cannot, and the range (From == To) says nothing of them: the walker's
+// gap count and WARN do. Called with saveMu held.
+func (s *shardDelivery) rangeEnd(t *tally, from, seq string) string {
+	to := seq
+	if to == "" {
+		to = cmp.Or(s.endSeq, s.startSeq)
+	}
+	if t.skip != 0 && t.skipFirst == "" && from != "" && to == from {
+		if s.endSeq != "" && event.CompareSequence(s.endSeq, from) > 0 {
+			return s.endSeq
+		}
+		s.c.log.Warn("the shard's last records were trimmed before they were read, and its end is unknown: its last range cannot say so",
+			zap.String("stream", s.arn), zap.String("shard", s.id), zap.String("after", from))
+		t.skip = 0
+	}
+	return to
 }
 
 // recordDue reports whether the shard's checkpoint may be saved now: with

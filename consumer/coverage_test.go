@@ -524,3 +524,44 @@ func TestWithoutRecorderNothingWaits(t *testing.T) {
 		}
 	}
 }
+
+// TestRangeAfterTrimmedTail: a shard whose last records were trimmed
+// before the reader reached them, and that then ended, records a last
+// range up to its EndingSequenceNumber that says so (a valid manifest:
+// trimmed.first in its range); when its end is unknown (it was open when
+// its reader started) the last range ends where reading did.
+func TestRangeAfterTrimmedTail(t *testing.T) {
+	for _, end := range []string{seqOf(100), ""} {
+		t.Run(fmt.Sprint("end=", end), func(t *testing.T) {
+			rec := sinktest.New("rec")
+			c := newUnitConsumer(t, newMemStore(), nil, Route{Sink: rec, Kinds: event.Kinds})
+			ctx := context.Background()
+			c.shardStarted("tbl", testARN, shard.Shard{ID: "s", Parents: []string{"p"}, StartingSequence: seqOf(1), EndingSequence: end})
+			if err := c.process(ctx, mkBatch("s", 1, event.Expired, event.Expired)); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.skipped(ctx, testARN, "s", shard.SkipTrimmed); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.shardEnded(ctx, testARN, "s"); err != nil {
+				t.Fatal(err)
+			}
+			ranges := rec.Ranges()
+			if len(ranges) != 2 || ranges[0].To != seqOf(2) || ranges[0].Ended || ranges[0].ParentShardID != "p" {
+				t.Fatalf("ranges %+v, want the records read up to 2, then the shard's last", ranges)
+			}
+			last := ranges[1]
+			if end == "" {
+				if last.From != seqOf(2) || last.To != seqOf(2) || !last.Ended || last.Trimmed != nil {
+					t.Errorf("last range %+v, want (2, 2], ended, saying nothing of its tail", last)
+				}
+				wantFindings(t, CheckRanges(t, ranges))
+				return
+			}
+			if last.From != seqOf(2) || last.To != end || !last.Ended || last.Records != 0 || last.Trimmed == nil || last.Trimmed.First != end {
+				t.Errorf("last range %+v (trimmed %+v), want (2, 100], ended, trimmed up to its end", last, last.Trimmed)
+			}
+			wantFindings(t, CheckRanges(t, ranges), manifest.FindTrimmed)
+		})
+	}
+}
