@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,9 +42,12 @@ func TestMakeRunCtrlC(t *testing.T) {
 	eventually.True(t, 5*time.Minute, "an expiry in the demo", func() bool { return strings.Contains(term.out(), "  expired  ") })
 	term.typed("\x03")
 	eventually.True(t, 2*time.Minute, "the summary", func() bool { return strings.Contains(term.out(), "archive folder:") })
+	// The terminal echoes the typed line first, so wait for the shell's
+	// answer: EXIT= followed by a digit, never the $? just typed.
 	term.typed("echo EXIT=$?\n")
-	eventually.True(t, time.Minute, "make's exit status", func() bool { return strings.Contains(term.out(), "EXIT=") })
-	if !strings.Contains(term.out(), "EXIT=0") {
+	exitStatus := regexp.MustCompile(`EXIT=[0-9]+`)
+	eventually.True(t, time.Minute, "make's exit status", func() bool { return exitStatus.MatchString(term.out()) })
+	if got := exitStatus.FindString(term.out()); got != "EXIT=0" {
 		t.Errorf("make run after Ctrl-C: want exit status 0\n%s", tail(term.out(), 1500))
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "ttl-archiver-demo-*")); len(left) > 0 {
