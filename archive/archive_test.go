@@ -331,6 +331,7 @@ func TestOpenRejectsBadURLs(t *testing.T) {
 		{"s3://", "bucket"},
 		{"s3://b_ad/x", "not a valid bucket name"},
 		{"s3://bucket/x?nope=1", "nope: unknown parameter"},
+		{"s3://bucket/x?pathstyle=true", "pathstyle: unknown parameter for s3://; did you mean path-style?"},
 		{"file://", "missing path"},
 		{"nats://user:pa/ss9z@localhost:4222", "want s3://BUCKET/PREFIX or file://DIR"},
 	} {

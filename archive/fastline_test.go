@@ -44,6 +44,9 @@ func fastLineEvents() []event.Event {
 			StreamARN: "arn:aws:dynamodb:ap-southeast-2:123456789012:table/T/stream/2026-03-04T00:00:00.000"},
 		{Kind: event.Expired, Table: "T", EventID: "e7", EventName: "REMOVE", SequenceNumber: "7", ShardID: "s", Keys: keys, OldImage: keys,
 			StreamARN: "arn:aws:dynamodb:us-west-2:123456789012:table/T/stream/2026-03-04T00:00:00.000", Region: "us-west-2"},
+		// Deleted within the TTL's second: "ttlLagSeconds":0 is written.
+		{Kind: event.Expired, Table: "T", EventID: "e8", EventName: "REMOVE", SequenceNumber: "8", ShardID: "s", Keys: keys, OldImage: keys,
+			ApproximateCreationTime: time.Unix(1772600000, 0).UTC(), TTLAttribute: "ttl", TTLValue: "1772600000", TTLTime: time.Unix(1772600000, 0).UTC()},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/engine"
@@ -347,6 +348,13 @@ func TestScenarioTrimmedData(t *testing.T) {
 
 func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
+	return counterWhere(t, reg, name, nil)
+}
+
+// counterWhere sums the counters of the family name whose labels include
+// every pair of labels.
+func counterWhere(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -357,12 +365,54 @@ func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			if c := m.GetCounter(); c != nil {
+			if c := m.GetCounter(); c != nil && hasLabels(m.GetLabel(), labels) {
 				sum += c.GetValue()
 			}
 		}
 	}
 	return sum
+}
+
+// hasLabels reports whether pairs holds every name and value of want.
+func hasLabels(pairs []*dto.LabelPair, want map[string]string) bool {
+	n := 0
+	for _, p := range pairs {
+		if v, ok := want[p.GetName()]; ok && v == p.GetValue() {
+			n++
+		}
+	}
+	return n == len(want)
+}
+
+// TestSinkEventsCounted: archiver_sink_events_total counts the events a
+// real sink (the file sink) acknowledged, by kind: 20 items inserted and
+// expired are 20 of each, however many batches carried them.
+func TestSinkEventsCounted(t *testing.T) {
+	b := newBed(t, engine.Options{StreamShards: 1})
+	const table = "counted"
+	b.createTable(table)
+	sink := newFileSink(t, t.TempDir())
+	cfg := b.config(t, table, newMemStore(), Route{Sink: sink, Kinds: event.Kinds})
+	reg := cfg.Registerer.(*prometheus.Registry)
+	r := start(t, cfg)
+	b.put(table, "x", 0, 20, past)
+	b.sweep(20)
+	eventually.True(t, time.Minute, "40 events acknowledged", func() bool {
+		return counterSum(t, reg, "archiver_sink_events_total") == 40
+	})
+	r.stop(t)
+	for _, kind := range []event.Kind{event.Inserted, event.Expired} {
+		got := counterWhere(t, reg, "archiver_sink_events_total", map[string]string{"sink": sink.Name(), "kind": string(kind)})
+		if got != 20 {
+			t.Errorf("archiver_sink_events_total{kind=%q} = %v, want 20", kind, got)
+		}
+	}
+	if got := counterSum(t, reg, "archiver_sink_events_total"); got != 40 {
+		t.Errorf("archiver_sink_events_total = %v after stop, want 40", got)
+	}
+	if w := counterSum(t, reg, "archiver_sink_writes_total"); w < 1 || w > 40 {
+		t.Errorf("archiver_sink_writes_total = %v, want 1 to 40 batches", w)
+	}
 }
 
 // TestScenarioSinkOutage: a sink failing for a while holds the checkpoint

@@ -3,6 +3,7 @@ package consumer
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/promreg"
 )
 
@@ -10,6 +11,7 @@ import (
 type metrics struct {
 	events            *prometheus.CounterVec   // archiver_events_total{table,kind}
 	sinkWrites        *prometheus.CounterVec   // archiver_sink_writes_total{sink}
+	sinkEvents        *prometheus.CounterVec   // archiver_sink_events_total{sink,kind}
 	sinkFailures      *prometheus.CounterVec   // archiver_sink_failures_total{sink}
 	sinkLatency       *prometheus.HistogramVec // archiver_sink_latency_seconds{sink}
 	lagRecords        *prometheus.GaugeVec     // archiver_checkpoint_lag_records{table,shard}
@@ -42,6 +44,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.sinkWrites = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_sink_writes_total", Help: "Batches a sink acknowledged as durable, by sink.",
 	}, []string{"sink"}))
+	m.sinkEvents = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_sink_events_total", Help: "Events a sink acknowledged as durable, by sink and kind; each event counts once however often its batch was written again.",
+	}, []string{"sink", "kind"}))
 	m.sinkFailures = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_sink_failures_total", Help: "Batches a sink refused or acknowledged with an error (each is retried), by sink.",
 	}, []string{"sink"}))
@@ -102,4 +107,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "archiver_range_record_failures_total", Help: "Ranges a recording sink failed to record; the shard's checkpoint waits and the range is recorded again at the end of the checkpoint interval, by table and sink.",
 	}, []string{"table", "sink"}))
 	return m
+}
+
+// countSinkEvents adds the events of a batch a sink made durable to
+// archiver_sink_events_total, one Add per run of events of one kind.
+func (m *metrics) countSinkEvents(sink string, evs []event.Event) {
+	for i := 0; i < len(evs); {
+		j := i + 1
+		for j < len(evs) && evs[j].Kind == evs[i].Kind {
+			j++
+		}
+		m.sinkEvents.WithLabelValues(sink, string(evs[i].Kind)).Add(float64(j - i))
+		i = j
+	}
 }

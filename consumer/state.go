@@ -651,6 +651,7 @@ func (l *lane) ack(it *item, attempt int, start time.Time, err error) {
 		l.popAcked()
 		l.mu.Unlock()
 		if first {
+			m.countSinkEvents(l.r.name, it.batch.Events)
 			it.finish(l.s)
 		}
 		return

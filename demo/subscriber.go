@@ -79,7 +79,7 @@ func (s *subscriber) handle(m *nats.Msg) {
 	lag, latency := time.Duration(-1), time.Duration(-1)
 	if ttl, err := time.Parse(time.RFC3339Nano, l.Metadata.TTLTime); err == nil {
 		latency = arrived.Sub(ttl)
-		lag = 0 // absent ttlLagSeconds: deleted within the TTL's second
+		lag = 0 // absent ttlLagSeconds: an older version's line, deleted within the TTL's second
 		if l.Metadata.TTLLagSeconds != nil {
 			lag = time.Duration(*l.Metadata.TTLLagSeconds * float64(time.Second))
 		}

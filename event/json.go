@@ -660,7 +660,9 @@ func decodeList(v json.RawMessage, path string, bad func(want string) error) (ty
 //	    "ttlValue":       its value as a decimal string (when known),
 //	    "ttlTime":        ttlValue as RFC 3339 (when known),
 //	    "ttlLagSeconds":  deletion time minus TTL time, a JSON number with
-//	                      up to nine decimals (when known),
+//	                      up to nine decimals (whenever ttlTime and
+//	                      approximateCreationDateTime are both there, 0
+//	                      included),
 //	    "deletedBy":      who deleted the item, only for REMOVE events:
 //	                      "dynamodb-ttl" (DynamoDB's TTL process) or
 //	                      "other" (any other principal: an application,
@@ -739,7 +741,8 @@ func appendLineRest(dst []byte, e *Event) []byte {
 		dst = append(dst, `,"ttlTime":`...)
 		dst = appendTime(dst, e.TTLTime)
 	}
-	if e.TTLLag != 0 {
+	if e.TTLLag != 0 || (!e.TTLTime.IsZero() && !e.ApproximateCreationTime.IsZero()) {
+		// Known whenever both times are: a lag of 0 is written as 0.
 		dst = append(dst, `,"ttlLagSeconds":`...)
 		dst = appendSeconds(dst, e.TTLLag)
 	}

@@ -162,10 +162,12 @@ func TestLineRoundTrip(t *testing.T) {
 	keysOnly.OldImage, keysOnly.TTLValue, keysOnly.TTLTime, keysOnly.TTLLag = nil, "", time.Time{}, 0
 	keysOnlyInsert := insertEv
 	keysOnlyInsert.NewImage = nil
+	zeroLag := sampleEvent() // deleted within the TTL's second
+	zeroLag.TTLTime, zeroLag.TTLLag = zeroLag.ApproximateCreationTime, 0
 
 	for name, e := range map[string]Event{"remove": removeEv, "insert": insertEv, "modify": modifyEv, "negative lag": negLag,
 		"swept": swept, "user delete": userDelete, "dead letter": dead, "undecodable": undecodable,
-		"keys only": keysOnly, "keys only insert": keysOnlyInsert} {
+		"keys only": keysOnly, "keys only insert": keysOnlyInsert, "zero lag": zeroLag} {
 		t.Run(name, func(t *testing.T) {
 			line := AppendLine(nil, &e)
 			if !strings.HasSuffix(string(line), "}\n") || strings.Count(string(line), "\n") != 1 {
@@ -218,6 +220,41 @@ func TestLineRestoresItem(t *testing.T) {
 		if meta.Metadata[k] != want {
 			t.Errorf("Metadata.%s = %v, want %v", k, meta.Metadata[k], want)
 		}
+	}
+}
+
+// TestLineTTLLagWhenKnown: ttlLagSeconds is written whenever the TTL time
+// and the deletion time are both known, a lag of 0 included, and left out
+// when either is unknown (a lag then is 0 and unknown alike).
+func TestLineTTLLagWhenKnown(t *testing.T) {
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	cases := []struct {
+		name     string
+		ttl      time.Time
+		created  time.Time
+		lag      time.Duration
+		want     string
+		wantNone bool
+	}{
+		{"zero lag", created, created, 0, `,"ttlLagSeconds":0,`, false},
+		{"lag", created.Add(-90 * time.Second), created, 90 * time.Second, `,"ttlLagSeconds":90,`, false},
+		{"negative lag", created.Add(time.Second / 2), created, -time.Second / 2, `,"ttlLagSeconds":-0.5,`, false},
+		{"no TTL time", time.Time{}, created, 0, "", true},
+		{"no deletion time", created, time.Time{}, 0, "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := sampleEvent()
+			e.TTLTime, e.ApproximateCreationTime, e.TTLLag = tc.ttl, tc.created, tc.lag
+			line := string(MarshalLine(&e))
+			if has := strings.Contains(line, `"ttlLagSeconds"`); has == tc.wantNone || (!tc.wantNone && !strings.Contains(line, tc.want)) {
+				t.Fatalf("line %s\nwant ttlLagSeconds %q (none: %v)", line, tc.want, tc.wantNone)
+			}
+			got, err := DecodeLine([]byte(line))
+			if err != nil || got.TTLLag != tc.lag {
+				t.Errorf("DecodeLine: lag %v, %v; want %v", got.TTLLag, err, tc.lag)
+			}
+		})
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/redact"
+	"github.com/ttl-archiver/archiver/internal/suggest"
 )
 
 // ErrClosed is returned by Write after Close.
@@ -70,7 +71,8 @@ func (e *ConfigError) Error() string {
 // Open parses a sink URL and opens the sink. It returns the sink and the
 // event kinds the caller should route to it (the events= parameter, default
 // [event.Expired]). Bad URLs give a *ConfigError naming the parameter and
-// the problem; unknown parameters are rejected.
+// the problem; unknown parameters are rejected, with the nearest known
+// name when one is near (internal/suggest).
 //
 // Schemes and parameters (every one optional unless noted):
 //
@@ -433,7 +435,11 @@ func (p *params) done() error {
 		allowed = append(allowed, k)
 	}
 	sort.Strings(allowed)
-	return p.fail(unknown[0], fmt.Sprintf("unknown parameter for %s:// (known: %s)", p.u.Scheme, strings.Join(allowed, ", ")))
+	problem := "unknown parameter for " + p.u.Scheme + "://"
+	if s := suggest.Nearest(unknown[0], allowed); s != "" {
+		problem += "; did you mean " + s + "?"
+	}
+	return p.fail(unknown[0], fmt.Sprintf("%s (known: %s)", problem, strings.Join(allowed, ", ")))
 }
 
 // nameURL is the sink's public name: scheme, host and path, no query, no

@@ -5,8 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
+
+	"github.com/ttl-archiver/archiver/internal/suggest"
 )
 
 // typedString is a flag that keeps its value as text, for the option tables
@@ -47,7 +48,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, usage string)
 		var names []string
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 		msg := fmt.Sprintf("%s: unknown flag --%s", fs.Name(), name)
-		if s := suggest(name, names); s != "" {
+		if s := suggest.Nearest(name, names); s != "" {
 			msg += "; did you mean --" + s + "?"
 		}
 		return usagef("%s (see %s -h)", msg, fs.Name())
@@ -86,45 +87,4 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		}
 		fmt.Fprintln(w, b.String())
 	})
-}
-
-// suggest returns the one of names nearest to s, if it is at most two
-// edits away (ties go to the first in sorted order), else "".
-func suggest(s string, names []string) string {
-	names = append([]string(nil), names...)
-	sort.Strings(names)
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := editDistance(s, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, a
-// transposition of two neighbours counting as one edit (tabel -> table).
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
 }

@@ -112,18 +112,3 @@ func TestSuggestions(t *testing.T) {
 		}
 	}
 }
-
-func TestEditDistance(t *testing.T) {
-	cases := []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"table", "table", 0}, {"tabel", "table", 1}, {"tble", "table", 1},
-		{"tablee", "table", 1}, {"from", "form", 1}, {"abc", "", 3}, {"kitten", "sitting", 3},
-	}
-	for _, c := range cases {
-		if got := editDistance(c.a, c.b); got != c.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
-		}
-	}
-}

@@ -24,6 +24,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/ttl-archiver/archiver/internal/suggest"
 )
 
 // version is set by release builds: -ldflags "-X main.version=v1.2.3".
@@ -104,7 +106,7 @@ func dispatch(ctx context.Context, args []string, e env) int {
 		fmt.Fprint(e.stdout, topUsage)
 	default:
 		msg := fmt.Sprintf("archiver: unknown command %q", cmd)
-		if s := suggest(strings.TrimLeft(cmd, "-"), commandNames()); s != "" {
+		if s := suggest.Nearest(strings.TrimLeft(cmd, "-"), commandNames()); s != "" {
 			msg += "; did you mean " + s + "?"
 		}
 		fmt.Fprintf(e.stderr, "%s\n%s", msg, topUsage)

@@ -307,8 +307,8 @@ func (p *tailPrinter) headerLines(h nats.Header) error {
 }
 
 // keyText renders key attributes as name=value pairs in name order
-// (binary as base64; a string with spaces, '=' or characters that are not
-// printable quoted, so a hostile key cannot break the line).
+// (binary as base64; a name or string with spaces, '=' or characters that
+// are not printable quoted, so a hostile key cannot break the line).
 func keyText(keys map[string]ddb.AttributeValue) string {
 	names := make([]string, 0, len(keys))
 	for k := range keys {
@@ -320,7 +320,7 @@ func keyText(keys map[string]ddb.AttributeValue) string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(k)
+		b.WriteString(quoteIfNeeded(k))
 		b.WriteByte('=')
 		switch v := keys[k].(type) {
 		case *ddb.AttributeValueMemberS:

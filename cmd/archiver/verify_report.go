@@ -1,14 +1,17 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ttl-archiver/archiver/archive"
+	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/progress"
 )
 
@@ -82,12 +85,29 @@ func bytesLabel(total, compressed int64) string {
 	return "bytes"
 }
 
+// removeTable lists stream records the archive lacks: the keys of their
+// items first, the item to look for.
 func removeTable(title string, rs []archive.StreamRemove) progress.Table {
-	t := progress.Table{Title: title, Header: []string{"event ID", "deleted", "shard"}}
+	t := progress.Table{Title: title, Header: []string{"keys", "event ID", "deleted", "shard"}}
 	for _, m := range rs {
-		t.Add(m.EventID, m.Created.Format(time.RFC3339), m.Shard)
+		t.Add(keysText(m.Keys), quoteIfNeeded(m.EventID), m.Created.Format(time.RFC3339), quoteIfNeeded(m.Shard))
 	}
 	return t
+}
+
+// keysText renders a stream record's keys (DynamoDB JSON) for a terminal
+// as tail does (keyText): name=value pairs, hostile values quoted so they
+// cannot break the table; "-" when the record had none, the raw text
+// quoted when it does not decode.
+func keysText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "-"
+	}
+	item, err := event.UnmarshalItem(raw)
+	if err != nil {
+		return strconv.Quote(string(raw))
+	}
+	return keyText(event.ToDynamoDB(item))
 }
 
 func problemTable(title string, ps []archive.Problem) progress.Table {
@@ -133,7 +153,7 @@ func coverageTables(c *archive.CoverageReport) []progress.Table {
 		t := progress.Table{Title: fmt.Sprintf("stream records in the gap after %s up to %s of shard %s: the keys of the items the archive should hold",
 			f.From, f.To, f.Shard), Header: []string{"keys", "event ID", "deleted", "sequence number", "in the archive"}}
 		for _, r := range f.InStream {
-			t.Add(string(r.Keys), r.EventID, r.Created.Format(time.RFC3339), r.Sequence, yesNo(r.Archived))
+			t.Add(keysText(r.Keys), quoteIfNeeded(r.EventID), r.Created.Format(time.RFC3339), r.Sequence, yesNo(r.Archived))
 		}
 		gaps = append(gaps, t)
 	}

@@ -3,10 +3,18 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
+
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/ttl-archiver/archiver/archive"
+	"github.com/ttl-archiver/archiver/event"
 )
 
 // TestVerifyBytesLabel: verify calls the bytes it read compressed only when
@@ -71,5 +79,48 @@ func TestBytesLabel(t *testing.T) {
 		if got := bytesLabel(c.total, c.compressed); got != c.want {
 			t.Errorf("bytesLabel(%d, %d) = %q, want %q", c.total, c.compressed, got, c.want)
 		}
+	}
+}
+
+// TestRemoveTableKeys: the table of stream records the archive lacks
+// leads with each item's keys as name=value pairs; hostile keys (control
+// characters, a newline forging a row, spaces, '=') are quoted, so one
+// record is one line.
+func TestRemoveTableKeys(t *testing.T) {
+	keys := func(item event.Item) json.RawMessage { return event.AppendItem(nil, item) }
+	cases := []struct {
+		name string
+		keys json.RawMessage
+		want string
+	}{
+		{"string and number", keys(event.Item{"UserId": &ddbtypes.AttributeValueMemberS{Value: "user1"},
+			"N": &ddbtypes.AttributeValueMemberN{Value: "42"}}), "N=42 UserId=user1"},
+		{"binary", keys(event.Item{"pk": &ddbtypes.AttributeValueMemberB{Value: []byte{0, 1, 2}}}), "pk=AAEC"},
+		{"escape and newline", keys(event.Item{"pk": &ddbtypes.AttributeValueMemberS{Value: "a\x1b[2J\nforged  row"}}),
+			`pk="a\x1b[2J\nforged  row"`},
+		{"hostile name", keys(event.Item{"p k=\u202e": &ddbtypes.AttributeValueMemberS{Value: "x"}}), `"p k=\u202e"=x`},
+		{"no keys", nil, "-"},
+		{"not DynamoDB JSON", json.RawMessage(`{"pk":"\u001b"}`), `"{\"pk\":\"\\u001b\"}"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tbl := removeTable("missing from the archive", []archive.StreamRemove{{EventID: "ev\n12345", Shard: "shardId-1",
+				Created: time.Date(2026, 3, 4, 23, 0, 0, 0, time.UTC), Keys: tc.keys}})
+			var b bytes.Buffer
+			if err := tbl.Print(&b); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+			if len(lines) != 4 || strings.ContainsAny(b.String(), "\x1b\r\u202e") {
+				t.Fatalf("table is not a title, header, rule and one row of plain text:\n%q", b.String())
+			}
+			if !strings.HasPrefix(lines[1], "  keys ") {
+				t.Errorf("header %q does not lead with keys", lines[1])
+			}
+			want := "  " + tc.want + strings.Repeat(" ", max(0, len("keys")-len(tc.want))) + `  "ev\n12345"  2026-03-04T23:00:00Z  shardId-1`
+			if lines[3] != want {
+				t.Errorf("row\n%q, want\n%q", lines[3], want)
+			}
+		})
 	}
 }

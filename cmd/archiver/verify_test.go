@@ -218,6 +218,10 @@ func TestVerifyStreamCrossCheck(t *testing.T) {
 	archiveWith(t, "file://"+dir, evs[:4], evs[6:])
 	want := []string{evs[4].EventID, evs[5].EventID}
 	slices.Sort(want)
+	keysByID := map[string]string{}
+	for _, e := range evs[4:6] {
+		keysByID[e.EventID] = string(event.MarshalItem(e.Keys))
+	}
 	ids := func(rs []archive.StreamRemove) []string {
 		var l []string
 		for _, m := range rs {
@@ -249,12 +253,18 @@ func TestVerifyStreamCrossCheck(t *testing.T) {
 			if got := ids(r.Stream.Pending); !slices.Equal(got, tc.pending) {
 				t.Errorf("pending %v, want %v", got, tc.pending)
 			}
+			for _, m := range append(r.Stream.Missing, r.Stream.Pending...) {
+				var got bytes.Buffer
+				if err := json.Compact(&got, m.Keys); err != nil || got.String() != keysByID[m.EventID] {
+					t.Errorf("record %s: keys %s (%v), want %s", m.EventID, m.Keys, err, keysByID[m.EventID])
+				}
+			}
 		})
 	}
 	code, out, stderr := runVerifyCmd(t, "--from", "file://"+dir, "--table", "SessionData", "--endpoint", srv.Endpoint(), "--grace", "0s")
 	if code != 1 || !strings.Contains(out, "missing from the archive") || !strings.Contains(out, evs[4].EventID) ||
-		!strings.Contains(stderr, "lacks stream records") {
-		t.Errorf("exit %d\n%s\n%s", code, out, stderr)
+		!strings.Contains(out, keyText(event.ToDynamoDB(evs[4].Keys))) || !strings.Contains(stderr, "lacks stream records") {
+		t.Errorf("exit %d, want 1 and the missing records' keys and IDs\n%s\n%s", code, out, stderr)
 	}
 }
 

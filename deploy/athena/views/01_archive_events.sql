@@ -10,9 +10,10 @@
 -- the first deleted copy is kept (copies deleted on either side of a
 -- full hour count twice, as there).
 --
--- ttl_lag_seconds is deletion time minus TTL time; the archive line leaves
--- Metadata.ttlLagSeconds out when it is 0, so it is 0 whenever the TTL
--- time is known and the lag is absent. stream_order sorts an item's
+-- ttl_lag_seconds is deletion time minus TTL time: Metadata.ttlLagSeconds,
+-- written whenever both times are known, 0 included; lines of older
+-- versions left a lag of 0 out, so it is 0 whenever the TTL time is known
+-- and the lag is absent. stream_order sorts an item's
 -- events in stream order (sequence numbers are decimals of up to 40
 -- digits; compared as text they would not sort). region is the AWS Region
 -- whose stream the record was read from (a global table's replica); a
