@@ -1,0 +1,529 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/ttl-archiver/archiver/archive"
+	"github.com/ttl-archiver/archiver/engine/enginetest"
+	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/manifest"
+)
+
+// Issue 27's "done when": an archive that proves itself complete. Each test
+// runs `archiver engine` (a manual clock: record times and TTLs follow the
+// clock the test moves, never today's date) and `archiver run` as
+// processes writing to versitygw (and a file sink), then proves the archive
+// with `archiver verify --from` alone, the stream no longer consulted.
+
+const covTable = "sessions"
+
+// covBed is one coverage test's engine, versitygw and archiver binary.
+type covBed struct {
+	t        *testing.T
+	ctx      context.Context
+	bin      string
+	work     string
+	endpoint string
+	db       *dynamodb.Client
+	streams  *dynamodbstreams.Client
+	stream   string // the table's stream ARN
+	s3End    string
+	s3       *s3.Client
+}
+
+// newCovBed starts versitygw and an engine with a manual clock and
+// engineFlags, and creates the table covTable.
+func newCovBed(t *testing.T, engineFlags ...string) *covBed {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	b := &covBed{t: t, ctx: ctx, bin: buildArchiver(t), work: t.TempDir()}
+	b.s3End, b.s3 = startVersity(t)
+	eng := startProc(t, b.work, "engine", b.bin,
+		append([]string{"engine", "--listen", "127.0.0.1:0", "--manual-clock"}, engineFlags...)...)
+	b.endpoint = engineEndpoint(t, eng)
+	b.db = enginetest.ClientAt(b.endpoint, "writer")
+	b.streams = enginetest.StreamsClientAt(b.endpoint, "writer")
+	b.stream = enginetest.CreateTable(t, b.db, table(covTable))
+	return b
+}
+
+// s3URL is the URL of the archive under prefix in the test bucket, with
+// the sink parameters params.
+func (b *covBed) s3URL(prefix string, params ...string) string {
+	v := url.Values{"endpoint": {b.s3End}, "path-style": {"true"}, "region": {"us-east-1"}}
+	for i := 0; i+1 < len(params); i += 2 {
+		v.Set(params[i], params[i+1])
+	}
+	return "s3://" + s3Bucket + "/" + prefix + "?" + v.Encode()
+}
+
+// clock is the engine's time.
+func (b *covBed) clock() time.Time {
+	var out struct{ Now time.Time }
+	if err := json.Unmarshal(controlAPI(b.t, b.ctx, b.endpoint, "/_engine/clock", ""), &out); err != nil {
+		b.t.Fatalf("GET /_engine/clock: %v", err)
+	}
+	return out.Now
+}
+
+// setClock sets the engine's clock.
+func (b *covBed) setClock(at time.Time) {
+	controlAPI(b.t, b.ctx, b.endpoint, "/_engine/clock", fmt.Sprintf(`{"set":%q}`, at.UTC().Format(time.RFC3339Nano)))
+}
+
+// sweep has the engine's TTL delete what has expired, now.
+func (b *covBed) sweep() {
+	controlAPI(b.t, b.ctx, b.endpoint, "/_engine/ttl/sweep", "{}")
+}
+
+// expire writes n items (keys prefix-NNNNNN from from) whose TTL is an
+// hour before the engine's clock.
+func (b *covBed) expire(prefix string, from, n int) []string {
+	keys := keyRange(prefix, from, n)
+	if err := putItems(b.ctx, b.db, covTable, keys, b.clock().Add(-time.Hour).Unix()); err != nil {
+		b.t.Fatal(err)
+	}
+	return keys
+}
+
+// run starts `archiver run` on covTable as worker name with flags.
+func (b *covBed) run(name string, flags ...string) *proc {
+	args := append([]string{"run", "--endpoint", b.endpoint, "--table", covTable, "--worker-id", name,
+		"--metrics-addr", "127.0.0.1:0", "--log-level", "info", "--shutdown-timeout", "25s"}, flags...)
+	return startProc(b.t, b.work, name, b.bin, args...)
+}
+
+// controlAPI calls the engine's control API at path: a POST of body, or a
+// GET when body is "". Anything but 200 fails the test.
+func controlAPI(t testing.TB, ctx context.Context, endpoint, path, body string) []byte {
+	t.Helper()
+	method, rd := http.MethodGet, io.Reader(nil)
+	if body != "" {
+		method, rd = http.MethodPost, strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, endpoint+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s %s: %s %s", method, path, body, resp.Status, out)
+	}
+	return out
+}
+
+// covVerify is what one `archiver verify --from` said: its exit code, its
+// text report and its --json report.
+type covVerify struct {
+	code int
+	text string
+	rep  struct {
+		archive.Report
+		Coverage *archive.CoverageReport `json:"coverage"`
+	}
+}
+
+// verify runs `archiver verify --from from`, as text and with --json.
+func (b *covBed) verify(from string) *covVerify {
+	b.t.Helper()
+	v := &covVerify{}
+	code, text := b.archiver("verify", "--from", from)
+	v.code, v.text = code, text
+	code, out := b.archiver("verify", "--from", from, "--json")
+	if code != v.code {
+		b.t.Errorf("verify exits %d with --json, %d without", code, v.code)
+	}
+	if err := json.Unmarshal([]byte(out), &v.rep); err != nil || v.rep.Coverage == nil {
+		b.t.Fatalf("verify --json: %v (or no coverage)\n%s", err, out)
+	}
+	return v
+}
+
+// archiver runs the binary with args to its end and returns its exit code
+// and standard output (standard error is logged).
+func (b *covBed) archiver(args ...string) (int, string) {
+	b.t.Helper()
+	cmd := exec.CommandContext(b.ctx, b.bin, args...)
+	cmd.Env = cleanEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.ExitCode(), string(out)
+	case err != nil:
+		b.t.Fatalf("archiver %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return 0, string(out)
+}
+
+// firstLine is the first line of s.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// wantComplete fails the test unless verify proved the archive complete:
+// exit 0, the verdict, no finding, and every shard covered from its start
+// without a gap.
+func wantComplete(t *testing.T, what string, v *covVerify) {
+	t.Helper()
+	c := v.rep.Coverage
+	if v.code != 0 || c.Verdict != archive.VerdictComplete || !strings.HasPrefix(firstLine(v.text), "complete: ") {
+		t.Fatalf("%s: verify exits %d, verdict %q, first line %q; want 0, complete\n%s", what, v.code, c.Verdict, firstLine(v.text), v.text)
+	}
+	if c.FindingsTotal != 0 || c.ObjectsVerified != c.ObjectsListed || c.ObjectsListed == 0 || v.rep.Undecodable != 0 {
+		t.Errorf("%s: %d findings, %d of %d listed objects verified, %d undecodable lines; want none, all, none",
+			what, c.FindingsTotal, c.ObjectsVerified, c.ObjectsListed, v.rep.Undecodable)
+	}
+	for _, sh := range c.Shards {
+		if sh.Gaps != 0 || sh.Start != "" || sh.Begun || len(sh.Covered) != 1 {
+			t.Errorf("%s: shard %s covered %v from %q (begun mid-shard %v), %d gaps; want one range from its start",
+				what, sh.Shard.Shard, sh.Covered, sh.Start, sh.Begun, sh.Gaps)
+		}
+	}
+}
+
+// s3Archive is an archive in the test bucket under a prefix.
+type s3Archive struct {
+	b      *covBed
+	prefix string // no trailing slash
+}
+
+func (a s3Archive) from() string { return a.b.s3URL(a.prefix) }
+
+// keys lists every key of the archive, relative to its root.
+func (a s3Archive) keys() []string {
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(a.b.s3, &s3.ListObjectsV2Input{Bucket: aws.String(s3Bucket), Prefix: aws.String(a.prefix + "/")})
+	for p.HasMorePages() {
+		out, err := p.NextPage(a.b.ctx)
+		if err != nil {
+			a.b.t.Fatalf("ListObjectsV2 %s/: %v", a.prefix, err)
+		}
+		for _, o := range out.Contents {
+			keys = append(keys, strings.TrimPrefix(aws.ToString(o.Key), a.prefix+"/"))
+		}
+	}
+	return keys
+}
+
+func (a s3Archive) manifests() []manifest.Stored {
+	var ms []manifest.Stored
+	for _, k := range a.keys() {
+		if manifest.IsKey(k) {
+			ms = append(ms, storedManifest(a.b.t, k, objectBytes(a.b.t, a.b.ctx, a.b.s3, a.prefix+"/"+k)))
+		}
+	}
+	return ms
+}
+
+// clone copies every object to the prefix name, as stored.
+func (a s3Archive) clone(name string) covArchive {
+	for _, k := range a.keys() {
+		out, err := a.b.s3.GetObject(a.b.ctx, &s3.GetObjectInput{Bucket: aws.String(s3Bucket), Key: aws.String(a.prefix + "/" + k)})
+		if err != nil {
+			a.b.t.Fatalf("GetObject %s: %v", k, err)
+		}
+		data, err := io.ReadAll(out.Body)
+		out.Body.Close()
+		if err != nil {
+			a.b.t.Fatalf("GetObject %s: %v", k, err)
+		}
+		a.put(name+"/"+k, data, out.ContentEncoding)
+	}
+	return s3Archive{b: a.b, prefix: name}
+}
+
+func (a s3Archive) put(key string, data []byte, encoding *string) {
+	_, err := a.b.s3.PutObject(a.b.ctx, &s3.PutObjectInput{Bucket: aws.String(s3Bucket), Key: aws.String(key),
+		Body: bytes.NewReader(data), ContentEncoding: encoding})
+	if err != nil {
+		a.b.t.Fatalf("PutObject %s: %v", key, err)
+	}
+}
+
+func (a s3Archive) remove(key string) {
+	if _, err := a.b.s3.DeleteObject(a.b.ctx, &s3.DeleteObjectInput{Bucket: aws.String(s3Bucket), Key: aws.String(a.prefix + "/" + key)}); err != nil {
+		a.b.t.Fatalf("DeleteObject %s: %v", key, err)
+	}
+}
+
+// lines and setLines read and write a gzip object's lines.
+func (a s3Archive) lines(key string) []byte {
+	zr, err := gzip.NewReader(bytes.NewReader(objectBytes(a.b.t, a.b.ctx, a.b.s3, a.prefix+"/"+key)))
+	if err != nil {
+		a.b.t.Fatalf("%s: %v", key, err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		a.b.t.Fatalf("%s: %v", key, err)
+	}
+	return data
+}
+
+func (a s3Archive) setLines(key string, data []byte) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(data); err != nil || zw.Close() != nil {
+		a.b.t.Fatalf("gzip %s: %v", key, err)
+	}
+	a.put(a.prefix+"/"+key, buf.Bytes(), aws.String("gzip"))
+}
+
+// fileArchive is a file sink's directory.
+type fileArchive struct {
+	t   *testing.T
+	dir string
+}
+
+func (a fileArchive) from() string { return "file://" + a.dir }
+
+func (a fileArchive) manifests() []manifest.Stored {
+	var ms []manifest.Stored
+	err := filepath.WalkDir(filepath.Join(a.dir, manifest.Dir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(a.dir, p)
+		if err != nil || !manifest.IsKey(filepath.ToSlash(rel)) {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err == nil {
+			ms = append(ms, storedManifest(a.t, filepath.ToSlash(rel), data))
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		a.t.Fatalf("reading the manifests of %s: %v", a.dir, err)
+	}
+	return ms
+}
+
+func (a fileArchive) clone(name string) covArchive {
+	dst := filepath.Join(filepath.Dir(a.dir), name)
+	if err := os.CopyFS(dst, os.DirFS(a.dir)); err != nil {
+		a.t.Fatalf("copying %s: %v", a.dir, err)
+	}
+	return fileArchive{t: a.t, dir: dst}
+}
+
+func (a fileArchive) remove(key string) {
+	if err := os.Remove(filepath.Join(a.dir, key)); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+func (a fileArchive) lines(key string) []byte {
+	data, err := os.ReadFile(filepath.Join(a.dir, key))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return data
+}
+
+func (a fileArchive) setLines(key string, data []byte) {
+	if err := os.WriteFile(filepath.Join(a.dir, key), data, 0o640); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// covArchive is an archive the tamper test copies and changes: keys are
+// relative to its root.
+type covArchive interface {
+	from() string // the URL verify reads it from
+	manifests() []manifest.Stored
+	clone(name string) covArchive
+	remove(key string)
+	lines(key string) []byte // an object's lines (uncompressed)
+	setLines(key string, data []byte)
+}
+
+// storedManifest decodes a manifest's stored bytes.
+func storedManifest(t testing.TB, key string, data []byte) manifest.Stored {
+	t.Helper()
+	m, err := manifest.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("manifest %s: %v", key, err)
+	}
+	return manifest.Stored{Key: key, Digest: manifest.Digest(data), M: m}
+}
+
+// coveredExpiries counts the expiries the manifests record.
+func coveredExpiries(ms []manifest.Stored) int64 {
+	var n int64
+	for _, s := range ms {
+		n += s.M.Events[string(event.Expired)]
+	}
+	return n
+}
+
+// TestCoverageKillNineVerify: 20,000 expiries over an 8-shard stream whose
+// shards roll over during the run, archived to S3 by two `archiver run`
+// workers sharing the stream through DynamoDB leases; one is killed with
+// SIGKILL mid-run, after it recorded manifests and while it reads, and
+// replaced by a new worker (as ECS replaces a task). Every expiry reaches
+// S3, and `archiver verify --from` proves the archive complete from its
+// manifests alone: every shard covered from its start without a gap, every
+// shard the stream closed recorded to its end, exit 0.
+func TestCoverageKillNineVerify(t *testing.T) {
+	t.Parallel()
+	const total, lineages = 20000, 8
+	b := newCovBed(t, "--ttl-interval", "200ms", "--stream-shards", strconv.Itoa(lineages), "--shard-rollover", "2000")
+	sink := b.s3URL("ttl", "flush-interval", "1s", "manifest-interval", "1s")
+	flags := []string{"--checkpoint", "dynamodb://leases?create=true", "--lease-duration", "3s", "--lease-renew", "1s", "--sink", sink}
+	w1, w2 := b.run("run-w1", flags...), b.run("run-w2", flags...)
+
+	keys := b.expire("x", 0, total/2)
+	waitMetric(t, w1, "archiver_manifests_written_total", 1)
+	keys = append(keys, b.expire("x", total/2, total/4)...)
+	if !w1.kill() {
+		t.Fatalf("run-w1 exited on its own before the kill: %v\n%s", w1.err, w1.tail(30))
+	}
+	t.Logf("killed run-w1 (SIGKILL) after %d expiries were written", len(keys))
+	w3 := b.run("run-w3", flags...)
+	keys = append(keys, b.expire("x", 3*total/4, total/4)...)
+
+	far := newS3Reader(b.s3, "ttl/")
+	eventually.Wait(t, 3*time.Minute, "every expiry reaches S3", func() error {
+		for _, p := range []*proc{w2, w3} {
+			if p.exited() {
+				t.Fatalf("%s exited on its own: %v\n%s", p.name, p.err, p.tail(30))
+			}
+		}
+		if err := far.poll(t, b.ctx); err != nil {
+			return err
+		}
+		return far.tally.allArrived(keys)
+	})
+	w2.term()
+	w3.term()
+	stopClean(t, w2)
+	stopClean(t, w3)
+	if err := far.poll(t, b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(far.tally.byKey); n != total {
+		t.Errorf("S3 holds %d distinct items, want the %d expired", n, total)
+	}
+	far.tally.checkItems(t, "S3")
+
+	v := b.verify(b.s3URL("ttl"))
+	wantComplete(t, "the archive after a kill -9", v)
+	c := v.rep.Coverage
+	if c.Lineages != lineages || c.PendingLines != 0 || v.rep.Events != total {
+		t.Errorf("verify: %d lineages, %d lines pending, %d distinct events; want %d, 0 (every worker stopped cleanly), %d",
+			c.Lineages, c.PendingLines, v.rep.Events, lineages, total)
+	}
+	checkShardsCovered(t, c, describeShards(t, b.ctx, b.streams, b.stream), far.tally)
+	t.Logf("verify: %s", firstLine(v.text))
+	t.Logf("%d manifests, %d objects listed, %d leftover copies; S3: %d lines in %d objects (%d duplicates)",
+		c.Manifests, c.ObjectsListed, c.LeftoverCopies, far.tally.lines, far.objects, far.tally.duplicates())
+	logSummary(t, b.work)
+}
+
+// checkShardsCovered checks verify's shards against the stream's: every
+// shard the stream closed was recorded to its end, every shard holding an
+// archived event was recorded, and the shards split during the run.
+func checkShardsCovered(t *testing.T, c *archive.CoverageReport, shards []stypes.Shard, far *tally) {
+	t.Helper()
+	covered := map[string]archive.CoverageShard{}
+	for _, sh := range c.Shards {
+		covered[sh.Shard.Shard] = sh
+	}
+	archived := map[string]bool{}
+	for _, at := range far.at {
+		archived[at.shard] = true
+	}
+	closed := 0
+	for _, s := range shards {
+		id := aws.ToString(s.ShardId)
+		sh, ok := covered[id]
+		ended := s.SequenceNumberRange != nil && s.SequenceNumberRange.EndingSequenceNumber != nil
+		switch {
+		case ended && (!ok || !sh.Ended):
+			t.Errorf("shard %s closed in the stream: covered %v, ended %v; want recorded to its end", id, ok, sh.Ended)
+		case archived[id] && !ok:
+			t.Errorf("shard %s holds archived expiries but no manifest records it", id)
+		}
+		if ended {
+			closed++
+		}
+	}
+	if closed == 0 {
+		t.Errorf("no shard of the stream's %d was closed: the run made no shard rollover", len(shards))
+	}
+	t.Logf("stream: %d shards, %d closed; verify: %d shards covered", len(shards), closed, len(c.Shards))
+}
+
+// waitMetric waits until p's /metrics counts at least want for the
+// counter name (over all its labels).
+func waitMetric(t *testing.T, p *proc, name string, want float64) {
+	t.Helper()
+	eventually.Wait(t, time.Minute, p.name+"'s "+name, func() error {
+		if p.exited() {
+			t.Fatalf("%s exited on its own: %v\n%s", p.name, p.err, p.tail(30))
+		}
+		addr := logField(p.logPath, "archiver running", "metrics_addr")
+		if addr == "" {
+			return errors.New("not running yet")
+		}
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		sum := 0.0
+		for _, line := range strings.Split(string(body), "\n") {
+			if rest, ok := strings.CutPrefix(line, name); ok && (strings.HasPrefix(rest, "{") || strings.HasPrefix(rest, " ")) {
+				f := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
+				if len(f) > 0 {
+					v, _ := strconv.ParseFloat(f[0], 64)
+					sum += v
+				}
+			}
+		}
+		if sum < want {
+			return fmt.Errorf("%s is %v, want at least %v", name, sum, want)
+		}
+		return nil
+	})
+}
