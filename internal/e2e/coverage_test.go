@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -526,4 +528,191 @@ func waitMetric(t *testing.T, p *proc, name string, want float64) {
 		}
 		return nil
 	})
+}
+
+// TestCoverageTamper: an archive recorded to S3 and to a file sink at once
+// (two shards, four waves of expiries an hour apart on the engine's clock,
+// each covered by manifests before the next), proven complete, then
+// copied and changed three ways, each copy alone: a data object deleted,
+// one line of another object edited so that it stays valid JSON, a
+// manifest deleted. `archiver verify --from` finds each, naming the shard
+// and the range, and exits 1.
+func TestCoverageTamper(t *testing.T) {
+	t.Parallel()
+	const waves, perWave = 4, 40
+	b := newCovBed(t, "--ttl-interval", "-1", "--stream-shards", "2", "--shard-rollover", "1000000")
+	dir := filepath.Join(b.work, "archive", "file")
+	archives := []covArchive{s3Archive{b: b, prefix: "ttl"}, fileArchive{t: t, dir: dir}}
+	w := b.run("run-w1", "--checkpoint", "file://"+filepath.Join(b.work, "checkpoints.json"),
+		"--sink", b.s3URL("ttl", "flush-interval", "1s", "manifest-interval", "1s"),
+		"--sink", "file://"+dir+"?manifest-interval=1s")
+	start := b.clock().Truncate(time.Hour)
+	for i := range waves {
+		b.setClock(start.Add(time.Duration(i)*time.Hour + 30*time.Minute))
+		b.expire("x", i*perWave, perWave)
+		b.sweep()
+		d := eventually.Wait(t, time.Minute, fmt.Sprintf("wave %d covered by manifests", i+1), func() error {
+			if w.exited() {
+				t.Fatalf("%s exited on its own: %v\n%s", w.name, w.err, w.tail(30))
+			}
+			for _, a := range archives {
+				if n := coveredExpiries(a.manifests()); n < int64((i+1)*perWave) {
+					return fmt.Errorf("%s: manifests cover %d of %d expiries", a.from(), n, (i+1)*perWave)
+				}
+			}
+			return nil
+		})
+		t.Logf("wave %d covered by manifests in both archives after %v", i+1, d.Round(time.Millisecond))
+	}
+	stopClean(t, w)
+	for _, a := range archives {
+		v := b.verify(a.from())
+		wantComplete(t, a.from()+" as written", v)
+		if v.rep.Events != waves*perWave {
+			t.Errorf("%s: %d distinct events, want %d", a.from(), v.rep.Events, waves*perWave)
+		}
+	}
+	for i, a := range archives {
+		p := planTamper(t, a.manifests())
+		for j, tc := range tamperCases(p) {
+			t.Run(fmt.Sprintf("%s/%s", []string{"s3", "file"}[i], tc.name), func(t *testing.T) {
+				c := a.clone(fmt.Sprintf("tamper-%d-%d", i, j))
+				tc.do(t, c)
+				checkTampered(t, b.verify(c.from()), tc.want, tc.also)
+			})
+		}
+	}
+}
+
+// tamperPlan is what the tamper cases change, from an archive's manifests:
+// a manifest of a shard with a predecessor and a successor (m2) and an
+// object it lists, and an object a later manifest of the shard (m3) lists
+// and m2 does not.
+type tamperPlan struct {
+	m2, m3     manifest.Stored
+	obj2, obj3 string
+}
+
+// planTamper picks the plan in the first shard that has one.
+func planTamper(t *testing.T, ms []manifest.Stored) tamperPlan {
+	t.Helper()
+	byShard := map[string][]manifest.Stored{}
+	for _, s := range ms {
+		if s.Key == manifest.Key(s.M) { // not a range recorded again, beside the first
+			byShard[s.M.Shard] = append(byShard[s.M.Shard], s)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(byShard)) {
+		sh := byShard[id]
+		slices.SortFunc(sh, func(a, b manifest.Stored) int { return event.CompareSequence(a.M.To, b.M.To) })
+		for i := 1; i+1 < len(sh); i++ {
+			if p, ok := planAt(sh, i); ok {
+				return p
+			}
+		}
+	}
+	t.Fatalf("no shard has a manifest with a predecessor and a successor listing an object, and a later one listing another (%d manifests)", len(ms))
+	return tamperPlan{}
+}
+
+// planAt is the plan with m2 the shard's i-th manifest, if it lists an
+// object and a later one lists another.
+func planAt(sh []manifest.Stored, i int) (tamperPlan, bool) {
+	if len(sh[i].M.Objects) == 0 {
+		return tamperPlan{}, false
+	}
+	p := tamperPlan{m2: sh[i], obj2: sh[i].M.Objects[0].Key}
+	listed := map[string]bool{}
+	for _, o := range p.m2.M.Objects {
+		listed[o.Key] = true
+	}
+	for _, s := range sh[i+1:] {
+		for _, o := range s.M.Objects {
+			if !listed[o.Key] {
+				p.m3, p.obj3 = s, o.Key
+				return p, true
+			}
+		}
+	}
+	return tamperPlan{}, false
+}
+
+// covFinding is a finding a tamper case must cause: its kind, shard and
+// range, and the object it names ("" for none).
+type covFinding struct {
+	kind, shard, from, to, object string
+}
+
+// tamperCase is one change to a copy of the archive and what verify must
+// find: want, and findings of the kinds in also (what the change causes
+// besides: the lines of a removed manifest's range lie in a gap, its
+// successor's chain breaks; a file sink's hour file is listed by both
+// shards' manifests).
+type tamperCase struct {
+	name string
+	do   func(t *testing.T, a covArchive)
+	want covFinding
+	also []string
+}
+
+func tamperCases(p tamperPlan) []tamperCase {
+	m2, m3 := p.m2.M, p.m3.M
+	return []tamperCase{
+		{"delete a data object", func(t *testing.T, a covArchive) { a.remove(p.obj2) },
+			covFinding{archive.FindMissing, m2.Shard, m2.From, m2.To, p.obj2}, []string{archive.FindMissing}},
+		{"edit a line", func(t *testing.T, a covArchive) { editLine(t, a, p.obj3) },
+			covFinding{archive.FindAltered, m3.Shard, m3.From, m3.To, p.obj3}, []string{archive.FindAltered}},
+		{"delete a manifest", func(t *testing.T, a covArchive) { a.remove(p.m2.Key) },
+			covFinding{manifest.FindGap, m2.Shard, m2.From, m2.To, ""}, []string{manifest.FindChain, archive.FindOutside}},
+	}
+}
+
+// editLine changes one archive line of the object at key so that it stays
+// valid JSON: its item's payload in capitals.
+func editLine(t *testing.T, a covArchive, key string) {
+	t.Helper()
+	data := a.lines(key)
+	old, edited := []byte(`"session data for `), []byte(`"SESSION DATA FOR `)
+	i := bytes.Index(data, old)
+	if i < 0 {
+		t.Fatalf("%s holds no payload to edit", key)
+	}
+	data = slices.Concat(data[:i], edited, data[i+len(old):])
+	start := bytes.LastIndexByte(data[:i], '\n') + 1
+	end := i + bytes.IndexByte(data[i:], '\n')
+	if !json.Valid(data[start:end]) {
+		t.Fatalf("the edited line of %s is not valid JSON: %s", key, data[start:end])
+	}
+	a.setLines(key, data)
+}
+
+// checkTampered checks verify's answer on a tampered archive: exit 1,
+// INCOMPLETE, the finding want in the JSON report and in the text one
+// (its shard and range), and no finding of a kind but want's and also.
+func checkTampered(t *testing.T, v *covVerify, want covFinding, also []string) {
+	t.Helper()
+	c := v.rep.Coverage
+	if v.code != 1 || c.Verdict != archive.VerdictIncomplete || !strings.HasPrefix(firstLine(v.text), "INCOMPLETE: ") {
+		t.Errorf("verify exits %d, verdict %q, first line %q; want 1, incomplete", v.code, c.Verdict, firstLine(v.text))
+	}
+	found := false
+	for _, f := range c.Findings {
+		got := covFinding{f.Kind, f.Shard, f.From, f.To, f.Object}
+		if want.object != "" && strings.HasSuffix(f.Object, want.object) {
+			got.object = want.object // verify names it with the archive's prefix
+		}
+		found = found || got == want
+		if f.Kind != want.kind && !slices.Contains(also, f.Kind) {
+			t.Errorf("unexpected finding %s in shard %s: %s", f.Kind, f.Shard, f.Detail)
+		}
+	}
+	if !found {
+		t.Errorf("no finding %+v among %d:\n%s", want, c.FindingsTotal, v.text)
+	}
+	for _, s := range []string{want.shard, want.to} {
+		if !strings.Contains(v.text, s) {
+			t.Errorf("the text report does not name %s:\n%s", s, v.text)
+		}
+	}
+	t.Logf("verify: %s", firstLine(v.text))
 }
