@@ -716,3 +716,84 @@ func checkTampered(t *testing.T, v *covVerify, want covFinding, also []string) {
 	}
 	t.Logf("verify: %s", firstLine(v.text))
 }
+
+// TestCoverageTrimmedStart: a shard whose first records the stream trimmed
+// (its 24 h retention passed on the engine's clock) before the archiver
+// first read it. The archive holds every expiry still in the stream, and
+// `archiver verify --from` reports the shard's start as trimmed: the first
+// record read, and its creation time, before which records were lost.
+func TestCoverageTrimmedStart(t *testing.T) {
+	t.Parallel()
+	b := newCovBed(t, "--ttl-interval", "-1", "--stream-shards", "1", "--shard-rollover", "1000000")
+	t0 := b.clock().Add(-26 * time.Hour).Truncate(time.Minute)
+	b.setClock(t0)
+	b.expire("gone", 0, 30)
+	b.sweep()
+	t1 := t0.Add(25 * time.Hour) // the first records are past the retention
+	b.setClock(t1)
+	kept := b.expire("kept", 0, 30)
+	b.sweep()
+	shard, first := firstRecord(t, b)
+	if k := itemKey(event.Item(first.Dynamodb.Keys)); !strings.HasPrefix(k, "kept-") || !aws.ToTime(first.Dynamodb.ApproximateCreationDateTime).Equal(t1) {
+		t.Fatalf("the stream's first record is of %s, created %v; want the first of wave kept, at %v (the others trimmed)",
+			k, first.Dynamodb.ApproximateCreationDateTime, t1)
+	}
+
+	w := b.run("run-w1", "--checkpoint", "file://"+filepath.Join(b.work, "checkpoints.json"),
+		"--sink", b.s3URL("ttl", "flush-interval", "1s", "manifest-interval", "1s"))
+	far := newS3Reader(b.s3, "ttl/")
+	eventually.Wait(t, time.Minute, "every expiry still in the stream reaches S3", func() error {
+		if w.exited() {
+			t.Fatalf("%s exited on its own: %v\n%s", w.name, w.err, w.tail(30))
+		}
+		if err := far.poll(t, b.ctx); err != nil {
+			return err
+		}
+		return far.tally.allArrived(kept)
+	})
+	stopClean(t, w)
+
+	v := b.verify(b.s3URL("ttl"))
+	c := v.rep.Coverage
+	seq := aws.ToString(first.Dynamodb.SequenceNumber)
+	if v.code != 1 || c.FindingsTotal != 1 || !strings.HasPrefix(firstLine(v.text), "INCOMPLETE: 1 finding (1 trimmed)") {
+		t.Fatalf("verify exits %d with %d findings, first line %q; want 1, one trimmed start\n%s", v.code, c.FindingsTotal, firstLine(v.text), v.text)
+	}
+	f := c.Findings[0]
+	if f.Kind != manifest.FindTrimmed || f.Shard != shard || f.From != "" || f.To != seq || !f.Before.Equal(t1) {
+		t.Errorf("finding %s in shard %s (%q, %q], before %v; want trimmed in %s up to %s, before %v", f.Kind, f.Shard, f.From, f.To, f.Before, shard, seq, t1)
+	}
+	for _, s := range []string{shard, seq, t1.UTC().Format(time.RFC3339), "were trimmed before the archiver first read the shard"} {
+		if !strings.Contains(v.text, s) {
+			t.Errorf("the text report does not say %q:\n%s", s, v.text)
+		}
+	}
+	if len(c.Shards) != 1 || c.Shards[0].Gaps != 0 || v.rep.Events != int64(len(kept)) {
+		t.Errorf("verify: %d shards, %d distinct events; want 1 shard covered without a gap after its trimmed start, %d events", len(c.Shards), v.rep.Events, len(kept))
+	}
+	t.Logf("verify: %s", firstLine(v.text))
+}
+
+// firstRecord is the table's one shard and the first record the stream
+// still holds in it.
+func firstRecord(t *testing.T, b *covBed) (string, stypes.Record) {
+	t.Helper()
+	shards := describeShards(t, b.ctx, b.streams, b.stream)
+	if len(shards) != 1 {
+		t.Fatalf("the stream has %d shards, want 1", len(shards))
+	}
+	id := aws.ToString(shards[0].ShardId)
+	it, err := b.streams.GetShardIterator(b.ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(b.stream), ShardId: aws.String(id),
+		ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := b.streams.GetRecords(b.ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator, Limit: aws.Int32(1)})
+	if err != nil {
+		t.Fatalf("GetRecords at the trim horizon of %s: %v", id, err)
+	}
+	if len(out.Records) == 0 {
+		t.Fatalf("GetRecords at the trim horizon of %s: no record", id)
+	}
+	return id, out.Records[0]
+}
