@@ -397,8 +397,9 @@ func coveredExpiries(ms []manifest.Stored) int64 {
 // TestCoverageKillNineVerify: 20,000 expiries over an 8-shard stream whose
 // shards roll over during the run, archived to S3 by two `archiver run`
 // workers sharing the stream through DynamoDB leases; one is killed with
-// SIGKILL mid-run, after it recorded manifests and while it reads, and
-// replaced by a new worker (as ECS replaces a task). Every expiry reaches
+// SIGKILL mid-run (after it recorded manifests, while it archives the
+// second half as it is written) and replaced by a new worker, as ECS
+// replaces a task. Every expiry reaches
 // S3, and `archiver verify --from` proves the archive complete from its
 // manifests alone: every shard covered from its start without a gap, every
 // shard the stream closed recorded to its end, exit 0.
@@ -408,18 +409,16 @@ func TestCoverageKillNineVerify(t *testing.T) {
 	b := newCovBed(t, "--ttl-interval", "200ms", "--stream-shards", strconv.Itoa(lineages), "--shard-rollover", "2000")
 	sink := b.s3URL("ttl", "flush-interval", "1s", "manifest-interval", "1s")
 	flags := []string{"--checkpoint", "dynamodb://leases?create=true", "--lease-duration", "3s", "--lease-renew", "1s", "--sink", sink}
-	w1, w2 := b.run("run-w1", flags...), b.run("run-w2", flags...)
+	w1 := b.run("run-w1", flags...)
+	// The second starts once the first is running: versitygw's posix
+	// backend may answer two start-up checks putting and deleting the same
+	// marker at once with 409 ExistingObjectIsDirectory (S3 does not).
+	waitMetric(t, w1, "archiver_events_total", 0)
+	w2 := b.run("run-w2", flags...)
 
 	keys := b.expire("x", 0, total/2)
-	waitMetric(t, w1, "archiver_manifests_written_total", 1)
-	keys = append(keys, b.expire("x", total/2, total/4)...)
-	if !w1.kill() {
-		t.Fatalf("run-w1 exited on its own before the kill: %v\n%s", w1.err, w1.tail(30))
-	}
-	t.Logf("killed run-w1 (SIGKILL) after %d expiries were written", len(keys))
-	w3 := b.run("run-w3", flags...)
-	keys = append(keys, b.expire("x", 3*total/4, total/4)...)
-
+	more, w3 := killMidRun(t, b, w1, total/2, total/2, flags)
+	keys = append(keys, more...)
 	far := newS3Reader(b.s3, "ttl/")
 	eventually.Wait(t, 3*time.Minute, "every expiry reaches S3", func() error {
 		for _, p := range []*proc{w2, w3} {
@@ -432,8 +431,12 @@ func TestCoverageKillNineVerify(t *testing.T) {
 		}
 		return far.tally.allArrived(keys)
 	})
-	w2.term()
-	w3.term()
+	for _, p := range []*proc{w2, w3} {
+		takes, _ := metricSum(p, "archiver_lease_takes_total")
+		conflicts, _ := metricSum(p, "archiver_sink_conflicts_total")
+		t.Logf("%s: %v leases taken, %v S3 key conflicts", p.name, takes, conflicts)
+		p.term()
+	}
 	stopClean(t, w2)
 	stopClean(t, w3)
 	if err := far.poll(t, b.ctx); err != nil {
@@ -492,42 +495,94 @@ func checkShardsCovered(t *testing.T, c *archive.CoverageReport, shards []stypes
 	t.Logf("stream: %d shards, %d closed; verify: %d shards covered", len(shards), closed, len(c.Shards))
 }
 
-// waitMetric waits until p's /metrics counts at least want for the
-// counter name (over all its labels).
-func waitMetric(t *testing.T, p *proc, name string, want float64) {
+// killMidRun kills w with SIGKILL while it archives: once it recorded
+// manifests, and then read some of the n expiries (keys x-NNNNNN from
+// from) that a writer adds meanwhile and uploaded an object. It starts a replacement worker with
+// flags, as ECS replaces a task, waits for the writer, and returns the
+// keys written and the replacement.
+func killMidRun(t *testing.T, b *covBed, w *proc, from, n int, flags []string) ([]string, *proc) {
 	t.Helper()
+	waitMetric(t, w, "archiver_manifests_written_total", 1)
+	before := waitMetric(t, w, "archiver_events_total", 0)
+	keys, exp := keyRange("x", from, n), b.clock().Add(-time.Hour).Unix()
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < n; i += 250 {
+			if err := putItems(b.ctx, b.db, covTable, keys[i:min(i+250, n)], exp); err != nil {
+				done <- err
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		done <- nil
+	}()
+	// It read some of them; then it made an object durable that its next
+	// manifest would list.
+	waitMetric(t, w, "archiver_events_total", before+1)
+	objects, _ := metricSum(w, "archiver_sink_objects_total")
+	waitMetric(t, w, "archiver_sink_objects_total", objects+1)
+	if !w.kill() {
+		t.Fatalf("%s exited on its own before the kill: %v\n%s", w.name, w.err, w.tail(30))
+	}
+	t.Logf("killed %s (SIGKILL) while it archived the %d expiries being written", w.name, n)
+	replacement := b.run("run-w3", flags...)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return keys, replacement
+}
+
+// waitMetric waits until p's /metrics counts at least want for the
+// counter name (summed over its labels) and returns the count.
+func waitMetric(t *testing.T, p *proc, name string, want float64) float64 {
+	t.Helper()
+	var sum float64
 	eventually.Wait(t, time.Minute, p.name+"'s "+name, func() error {
 		if p.exited() {
 			t.Fatalf("%s exited on its own: %v\n%s", p.name, p.err, p.tail(30))
 		}
-		addr := logField(p.logPath, "archiver running", "metrics_addr")
-		if addr == "" {
-			return errors.New("not running yet")
-		}
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
+		var err error
+		if sum, err = metricSum(p, name); err != nil {
 			return err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		sum := 0.0
-		for _, line := range strings.Split(string(body), "\n") {
-			if rest, ok := strings.CutPrefix(line, name); ok && (strings.HasPrefix(rest, "{") || strings.HasPrefix(rest, " ")) {
-				f := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
-				if len(f) > 0 {
-					v, _ := strconv.ParseFloat(f[0], 64)
-					sum += v
-				}
-			}
 		}
 		if sum < want {
 			return fmt.Errorf("%s is %v, want at least %v", name, sum, want)
 		}
 		return nil
 	})
+	return sum
+}
+
+// metricSum is the counter name on p's /metrics, summed over its labels.
+func metricSum(p *proc, name string) (float64, error) {
+	addr := logField(p.logPath, "archiver running", "metrics_addr")
+	if addr == "" {
+		return 0, errors.New("not running yet")
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	sum := 0.0
+	for _, line := range strings.Split(string(body), "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || (!strings.HasPrefix(rest, "{") && !strings.HasPrefix(rest, " ")) {
+			continue
+		}
+		if f := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:]); len(f) > 0 {
+			v, err := strconv.ParseFloat(f[0], 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", line, err)
+			}
+			sum += v
+		}
+	}
+	return sum, nil
 }
 
 // TestCoverageTamper: an archive recorded to S3 and to a file sink at once
