@@ -48,6 +48,7 @@ type covBed struct {
 	ctx      context.Context
 	bin      string
 	work     string
+	engine   *proc
 	endpoint string
 	db       *dynamodb.Client
 	streams  *dynamodbstreams.Client
@@ -64,9 +65,9 @@ func newCovBed(t *testing.T, engineFlags ...string) *covBed {
 	t.Cleanup(cancel)
 	b := &covBed{t: t, ctx: ctx, bin: buildArchiver(t), work: t.TempDir()}
 	b.s3End, b.s3 = startVersity(t)
-	eng := startProc(t, b.work, "engine", b.bin,
+	b.engine = startProc(t, b.work, "engine", b.bin,
 		append([]string{"engine", "--listen", "127.0.0.1:0", "--manual-clock"}, engineFlags...)...)
-	b.endpoint = engineEndpoint(t, eng)
+	b.endpoint = engineEndpoint(t, b.engine)
 	b.db = enginetest.ClientAt(b.endpoint, "writer")
 	b.streams = enginetest.StreamsClientAt(b.endpoint, "writer")
 	b.stream = enginetest.CreateTable(t, b.db, table(covTable))
@@ -399,10 +400,10 @@ func coveredExpiries(ms []manifest.Stored) int64 {
 // workers sharing the stream through DynamoDB leases; one is killed with
 // SIGKILL mid-run (after it recorded manifests, while it archives the
 // second half as it is written) and replaced by a new worker, as ECS
-// replaces a task. Every expiry reaches
-// S3, and `archiver verify --from` proves the archive complete from its
-// manifests alone: every shard covered from its start without a gap, every
-// shard the stream closed recorded to its end, exit 0.
+// replaces a task. Every expiry reaches S3, and `archiver verify --from`
+// proves the archive complete from its manifests alone: every shard
+// covered from its start without a gap, every shard the stream closed
+// recorded to its end, exit 0.
 func TestCoverageKillNineVerify(t *testing.T) {
 	t.Parallel()
 	const total, lineages = 20000, 8
@@ -411,8 +412,8 @@ func TestCoverageKillNineVerify(t *testing.T) {
 	flags := []string{"--checkpoint", "dynamodb://leases?create=true", "--lease-duration", "3s", "--lease-renew", "1s", "--sink", sink}
 	w1 := b.run("run-w1", flags...)
 	// The second starts once the first is running: versitygw's posix
-	// backend may answer two start-up checks putting and deleting the same
-	// marker at once with 409 ExistingObjectIsDirectory (S3 does not).
+	// backend once answered two start-up checks putting and deleting the
+	// same marker at once with 409 ExistingObjectIsDirectory.
 	waitMetric(t, w1, "archiver_events_total", 0)
 	w2 := b.run("run-w2", flags...)
 
@@ -447,6 +448,8 @@ func TestCoverageKillNineVerify(t *testing.T) {
 	}
 	far.tally.checkItems(t, "S3")
 
+	shards := describeShards(t, b.ctx, b.streams, b.stream)
+	b.engine.kill() // the table and its stream are gone: the archive proves itself
 	v := b.verify(b.s3URL("ttl"))
 	wantComplete(t, "the archive after a kill -9", v)
 	c := v.rep.Coverage
@@ -454,7 +457,7 @@ func TestCoverageKillNineVerify(t *testing.T) {
 		t.Errorf("verify: %d lineages, %d lines pending, %d distinct events; want %d, 0 (every worker stopped cleanly), %d",
 			c.Lineages, c.PendingLines, v.rep.Events, lineages, total)
 	}
-	checkShardsCovered(t, c, describeShards(t, b.ctx, b.streams, b.stream), far.tally)
+	checkShardsCovered(t, c, shards, far.tally)
 	t.Logf("verify: %s", firstLine(v.text))
 	t.Logf("%d manifests, %d objects listed, %d leftover copies; S3: %d lines in %d objects (%d duplicates)",
 		c.Manifests, c.ObjectsListed, c.LeftoverCopies, far.tally.lines, far.objects, far.tally.duplicates())
