@@ -12,6 +12,15 @@
 //     the file sink and S3, and JetStream must hold each exactly once. TestCrashLoopLeases (with CRASHLOOP_ROUNDS or
 //     E2E_LEASES=1 set) does the same with two processes sharing the stream
 //     through the DynamoDB lease store.
+//   - coverage_test.go: issue 27's "done when", each proven by `archiver
+//     verify --from` from the archive alone: 20,000 expiries over 8 shards
+//     that roll over, two workers on leases writing to S3, one killed with
+//     SIGKILL mid-run: complete, every shard covered (TestCoverageKillNineVerify);
+//     copies of an S3 and a file archive with a data object deleted, a
+//     line edited or a manifest deleted: each found, naming the shard and
+//     the range (TestCoverageTamper); a shard whose first records passed
+//     the retention before it was read: a trimmed start with its time
+//     (TestCoverageTrimmedStart).
 //   - pipeline_test.go: E2E_ITEMS (default 50,000) expired items reach both
 //     S3 and JetStream at once; user deletes reach neither.
 //   - faults_test.go: engine throttling, trimmed data, expired iterators,

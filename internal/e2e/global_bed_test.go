@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,20 +124,7 @@ func (b *globalBed) userDelete(region, prefix string, n int) []string {
 // control POSTs body to the engine's control API at path.
 func (b *globalBed) control(path, body string) {
 	b.t.Helper()
-	req, err := http.NewRequestWithContext(b.ctx, http.MethodPost, b.endpoint+path, strings.NewReader(body))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.t.Fatalf("POST %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		b.t.Fatalf("POST %s %s: %s %s", path, body, resp.Status, out)
-	}
+	controlAPI(b.t, b.ctx, b.endpoint, path, body)
 }
 
 // waitReplicated waits until every replicated write was applied.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/s3test"
+	"github.com/ttl-archiver/archiver/manifest"
 )
 
 // ---- versitygw: the real S3-compatible server (posix backend) ----
@@ -71,8 +72,8 @@ func (r *s3Reader) poll(t testing.TB, ctx context.Context) error {
 		}
 		for _, o := range out.Contents {
 			key := aws.ToString(o.Key)
-			if r.seen[key] || strings.Contains(key, "/_archiver/") {
-				continue // the sink's preflight marker holds no archive lines
+			if r.seen[key] || strings.Contains(key, "/_archiver/") || strings.Contains(key, "/"+manifest.Dir) {
+				continue // the preflight marker and the coverage manifests hold no archive lines
 			}
 			if err := r.read(t, ctx, key); err != nil {
 				return err
