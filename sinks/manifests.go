@@ -36,9 +36,10 @@ type ManifestConfig struct {
 	Writer string
 }
 
-// The defaults of [ManifestConfig]: at flush-bytes' default a manifest
-// adds about 1 % to a backlog's S3 PUTs, and a crash re-reads at most
-// about 10 minutes, inside JetStream's 20-minute duplicate window.
+// The defaults of [ManifestConfig]: a manifest per 100 objects of a shard
+// adds 1 % to its S3 PUTs (on top of one per shard at each stop, shard
+// end or interval), and a crash re-reads at most about 10 minutes, inside
+// JetStream's 20-minute duplicate window.
 const (
 	DefaultManifestObjects  = 100
 	DefaultManifestInterval = 10 * time.Minute

@@ -34,10 +34,11 @@ import (
 // The price of coverage manifests (issue 27), paired in one run: the
 // pipeline of the pipeline bench (engine -> `archiver run` -> JetStream
 // and S3 in versitygw) archives one backlog again and again, with
-// manifests on (the default) and manifests=false, in rounds that
-// alternate which goes first, so that load from elsewhere on the machine
-// hits both alike. Each run reads the same stream from its start into a
-// prefix, a JetStream stream and a checkpoint file of its own. CPU is the
+// manifests on (the default) and manifests=false, both at once in each
+// round, so that load from elsewhere on the machine (a 2-core machine
+// shared with other work, whose load swung single sequential runs by
+// 20 %) hits both alike. Each run reads the same stream from its start
+// into a prefix, a JetStream stream and a checkpoint file of its own. CPU is the
 // archiver process's own (user + system, from its exit status), start to
 // exit, the stop's flush and last manifests included. S3 requests are
 // counted by a reverse proxy between the archiver and versitygw, by run
@@ -45,9 +46,12 @@ import (
 // sink's default flush settings. Beside it, the file sink in this
 // process, manifests on and off, paired the same way.
 
-// mfRounds is the number of paired rounds (even: each order equally
-// often).
-const mfRounds = 6
+// mfRounds and mfFileRounds are the numbers of paired rounds of the
+// pipeline and of the file sink (even: each order equally often).
+const (
+	mfRounds     = 10
+	mfFileRounds = 10
+)
 
 // mfFileEvents is the events each file sink round appends.
 const mfFileEvents = 100_000
@@ -57,20 +61,21 @@ const mfFileEvents = 100_000
 const mfPipelineFlush = "&flush-interval=1s"
 
 func runManifestsBench(ctx context.Context, w io.Writer) error {
+	// The file sink first, while this process runs nothing else.
+	if err := mfFileSink(ctx, w); err != nil {
+		return err
+	}
 	b, err := newMFBed(ctx)
 	if err != nil {
 		return err
 	}
 	defer b.close()
-	fmt.Fprintf(w, "  backlog: %s expired items (%d shards) archived by `archiver run` into JetStream and S3 (versitygw), as the pipeline bench does; %d rounds, manifests on and off alternating\n",
+	fmt.Fprintf(w, "  backlog: %s expired items (%d shards) archived by `archiver run` into JetStream and S3 (versitygw), as the pipeline bench does; %d rounds, each running the archiver with manifests on and with manifests=false at the same time (the machine's load hits both alike)\n",
 		plFmtInt(float64(pipelineItems)), pipelineShards, mfRounds)
 	if err := b.cpuRounds(ctx, w); err != nil {
 		return err
 	}
-	if err := b.defaultFlushPuts(ctx, w); err != nil {
-		return err
-	}
-	return mfFileSink(ctx, w)
+	return b.defaultFlushPuts(ctx, w)
 }
 
 // mfBed holds the parts every run of the manifests bench uses.
@@ -266,16 +271,23 @@ type mfRun struct {
 	name      string // its S3 prefix, JetStream stream (upper case) and subjects' root
 	manifests bool
 	flush     string // the S3 sink's flush parameters ("": its defaults)
-	profile   string // where to write a CPU profile of its first 4 seconds ("": none)
+	profile   string // where to write a CPU profile of its first 20 seconds ("": none)
 }
 
-// run archives the backlog once and returns the archiver's CPU time and
-// the run's S3 requests, once it checked that every record reached both
-// sinks.
-func (b *mfBed) run(ctx context.Context, r mfRun) (time.Duration, mfCounts, error) {
+// mfResult is what one run measured.
+type mfResult struct {
+	cpu     time.Duration // the archiver's CPU time, start to exit
+	stopCPU time.Duration // of which after the SIGTERM
+	stop    time.Duration // SIGTERM to exit
+	counts  mfCounts
+}
+
+// run archives the backlog once and returns what it measured, once it
+// checked that every record reached both sinks.
+func (b *mfBed) run(ctx context.Context, r mfRun) (mfResult, error) {
 	metricsAddr, err := plFreeAddr()
 	if err != nil {
-		return 0, mfCounts{}, err
+		return mfResult{}, err
 	}
 	s3URL := "s3://" + plBenchBucket + "/" + r.name + "?endpoint=" + b.s3 + "&path-style=true&region=us-east-1" + r.flush
 	if !r.manifests {
@@ -295,56 +307,59 @@ func (b *mfBed) run(ctx context.Context, r mfRun) (time.Duration, mfCounts, erro
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
-		return 0, mfCounts{}, err
+		return mfResult{}, err
 	}
 	exited, kill := plWatch(cmd)
 	defer kill()
 	if r.profile != "" {
 		go func() {
-			if err := plProfile(ctx, metricsAddr, "profile?seconds=4", r.profile); err != nil {
+			if err := plProfile(ctx, metricsAddr, "profile?seconds=20", r.profile); err != nil {
 				fmt.Fprintf(os.Stderr, "  archiver CPU profile: %v\n", err)
 			}
 		}()
 	}
-	cpu, err := mfStopWhenRead(ctx, cmd, exited, &logs, metricsAddr)
+	res, err := mfStopWhenRead(ctx, cmd, exited, &logs, metricsAddr)
 	if err != nil {
-		return 0, mfCounts{}, fmt.Errorf("run %s: %w", r.name, err)
+		return mfResult{}, fmt.Errorf("run %s: %w", r.name, err)
 	}
-	counts := b.count.of(r.name)
-	return cpu, counts, b.check(ctx, r.name, counts)
+	res.counts = b.count.of(r.name)
+	return res, b.check(ctx, r.name, res.counts)
 }
 
 // mfStopWhenRead waits until the archiver decoded every record of the
 // backlog, stops it (SIGTERM: it flushes, records and saves) and returns
-// its CPU time, start to exit.
-func mfStopWhenRead(ctx context.Context, cmd *exec.Cmd, exited <-chan struct{}, logs *bytes.Buffer, metricsAddr string) (time.Duration, error) {
+// its CPU time, start to exit and after the SIGTERM.
+func mfStopWhenRead(ctx context.Context, cmd *exec.Cmd, exited <-chan struct{}, logs *bytes.Buffer, metricsAddr string) (mfResult, error) {
 	deadline := time.Now().Add(10 * time.Minute)
 	for plMetricSum(metricsAddr, "archiver_events_total") < float64(pipelineItems) {
 		select {
 		case <-exited:
-			return 0, fmt.Errorf("archiver exited early\n%s", plTail(logs.String(), 2000))
+			return mfResult{}, fmt.Errorf("archiver exited early\n%s", plTail(logs.String(), 2000))
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return mfResult{}, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return 0, errors.New("the archiver did not read the backlog within 10 minutes")
+			return mfResult{}, errors.New("the archiver did not read the backlog within 10 minutes")
 		}
 	}
+	atTerm, termAt := procCPU(cmd.Process.Pid), time.Now()
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-exited:
 	case <-time.After(60 * time.Second):
-		return 0, errors.New("archiver did not stop within 60s of SIGTERM")
+		return mfResult{}, errors.New("archiver did not stop within 60s of SIGTERM")
 	}
+	stop := time.Since(termAt)
 	if !cmd.ProcessState.Success() {
-		return 0, fmt.Errorf("archiver: %s\n%s", cmd.ProcessState, plTail(logs.String(), 2000))
+		return mfResult{}, fmt.Errorf("archiver: %s\n%s", cmd.ProcessState, plTail(logs.String(), 2000))
 	}
 	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	if !ok {
-		return 0, errors.New("no resource usage of the archiver")
+		return mfResult{}, errors.New("no resource usage of the archiver")
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return mfResult{cpu: cpu, stopCPU: cpu - atTerm, stop: stop}, nil
 }
 
 // check holds run name to every record in S3 and on JetStream, then
@@ -393,22 +408,36 @@ func mfProgress(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "  [manifests %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
 }
 
-// mfPaired runs one measure with manifests on and off in each of
-// mfRounds rounds, the order alternating (round 0 on first), and returns
-// each side's figure by round.
-func mfPaired(what string, measure func(round int, manifests bool) (float64, error)) (on, off []float64, err error) {
-	for round := range mfRounds {
-		for i := range 2 {
-			m := (round+i)%2 == 0
-			mfProgress("%s, round %d/%d, manifests %s", what, round+1, mfRounds, onOff(m))
-			v, err := measure(round, m)
-			if err != nil {
-				return nil, nil, err
+// mfPaired runs one measure with manifests on and off in each of rounds
+// rounds, the order alternating (round 0 on first), one after the other
+// or, together, both at once (the machine's load then hits both alike),
+// and returns each side's figure by round.
+func mfPaired(what string, rounds int, together bool, measure func(round int, manifests bool) (float64, error)) (on, off []float64, err error) {
+	for round := range rounds {
+		order := [2]bool{round%2 == 0, round%2 == 1}
+		var v [2]float64
+		var errs [2]error
+		var wg sync.WaitGroup
+		for i, m := range order {
+			mfProgress("%s, round %d/%d, manifests %s", what, round+1, rounds, onOff(m))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v[i], errs[i] = measure(round, m)
+			}()
+			if !together {
+				wg.Wait()
 			}
+		}
+		wg.Wait()
+		if err := errors.Join(errs[:]...); err != nil {
+			return nil, nil, err
+		}
+		for i, m := range order {
 			if m {
-				on = append(on, v)
+				on = append(on, v[i])
 			} else {
-				off = append(off, v)
+				off = append(off, v[i])
 			}
 		}
 	}
@@ -443,24 +472,38 @@ func mfPrintPaired(w io.Writer, unit, target string, on, off []float64) {
 // off at the pipeline bench's settings, and counts its S3 requests.
 func (b *mfBed) cpuRounds(ctx context.Context, w io.Writer) error {
 	profile := os.Getenv("ARCHIVER_BENCH_PROFILE")
-	counts := map[bool][]mfCounts{}
-	on, off, err := mfPaired("pipeline", func(round int, m bool) (float64, error) {
+	var mu sync.Mutex
+	results := map[bool][]mfResult{}
+	on, off, err := mfPaired("pipeline", mfRounds, true, func(round int, m bool) (float64, error) {
 		r := mfRun{name: fmt.Sprintf("r%d%s", round, onOff(m)), manifests: m, flush: mfPipelineFlush}
 		if round == 0 && profile != "" {
 			r.profile = profile + "." + onOff(m)
 		}
-		cpu, c, err := b.run(ctx, r)
-		counts[m] = append(counts[m], c)
-		return cpu.Seconds() * 1e6 / float64(pipelineItems), err
+		res, err := b.run(ctx, r)
+		mu.Lock()
+		results[m] = append(results[m], res)
+		mu.Unlock()
+		return res.cpu.Seconds() * 1e6 / float64(pipelineItems), err
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "  archiver CPU per record (user+sys of the process, start to exit; S3 %s as in the pipeline bench):\n", strings.TrimPrefix(mfPipelineFlush, "&"))
 	mfPrintPaired(w, "µs", "target <= +2%", on, off)
-	c := counts[true][0]
-	fmt.Fprintf(w, "    S3 requests of a backlog at %s, manifests on: %d data PUTs, %d manifest PUTs, %d PUTs answered otherwise, %d reads of manifests (first round; off: %d data PUTs)\n",
-		strings.TrimPrefix(mfPipelineFlush, "&"), c.dataPuts, c.manifestPuts, c.failedPuts, c.manifestReads, counts[false][0].dataPuts)
+	stopOf := func(m bool) (cpu, wall time.Duration) {
+		var c, d []float64
+		for _, r := range results[m] {
+			c, d = append(c, float64(r.stopCPU)), append(d, float64(r.stop))
+		}
+		return time.Duration(median(c)), time.Duration(median(d))
+	}
+	onCPU, onWall := stopOf(true)
+	offCPU, offWall := stopOf(false)
+	fmt.Fprintf(w, "    of which from SIGTERM to exit (flush, last manifests, checkpoints; medians): on %s CPU in %s, off %s in %s\n",
+		onCPU.Round(time.Millisecond), onWall.Round(time.Millisecond), offCPU.Round(time.Millisecond), offWall.Round(time.Millisecond))
+	c := results[true][0].counts
+	fmt.Fprintf(w, "    S3 requests of a backlog at %s, manifests on: %d data PUTs, %d manifest PUTs, %d PUTs answered otherwise, %d reads of manifests (a round; off: %d data PUTs)\n",
+		strings.TrimPrefix(mfPipelineFlush, "&"), c.dataPuts, c.manifestPuts, c.failedPuts, c.manifestReads, results[false][0].counts.dataPuts)
 	return nil
 }
 
@@ -470,11 +513,11 @@ func (b *mfBed) defaultFlushPuts(ctx context.Context, w io.Writer) error {
 	var c [2]mfCounts
 	for i, m := range []bool{true, false} {
 		mfProgress("S3 PUTs at the default flush settings, manifests %s", onOff(m))
-		_, counts, err := b.run(ctx, mfRun{name: "default" + onOff(m), manifests: m})
+		res, err := b.run(ctx, mfRun{name: "default" + onOff(m), manifests: m})
 		if err != nil {
 			return err
 		}
-		c[i] = counts
+		c[i] = res.counts
 	}
 	on := c[0]
 	fmt.Fprintf(w, "  S3 PUTs of the backlog at the default flush settings (flush-bytes 8MiB, flush-interval 60s; %d shards):\n", pipelineShards)
@@ -492,7 +535,7 @@ func (b *mfBed) defaultFlushPuts(ctx context.Context, w io.Writer) error {
 // consumer asks for one).
 func mfFileSink(ctx context.Context, w io.Writer) error {
 	var lineBytes int64
-	on, off, err := mfPaired("file sink", func(round int, m bool) (float64, error) {
+	on, off, err := mfPaired("file sink", mfFileRounds, false, func(round int, m bool) (float64, error) {
 		dir, err := os.MkdirTemp("", "manifests-bench-file-")
 		if err != nil {
 			return 0, err
@@ -520,7 +563,7 @@ func mfFileSink(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "  file sink CPU per event (this process, %s events of %d bytes in %d shards, batches of %d, fsync included):\n",
+	fmt.Fprintf(w, "  file sink CPU per event (this process, %s events of %d bytes in %d shards, batches of %d, fsync included; on and off one after the other, order alternating):\n",
 		plFmtInt(mfFileEvents), lineBytes/mfFileEvents, sinksBenchShards, sinksBenchBatch)
 	mfPrintPaired(w, "µs", "the running SHA-256 of each file", on, off)
 	return nil
