@@ -72,8 +72,10 @@ fuzz:
 tools:
 	@bash .ci/tools.sh $(TOOLS_BIN)
 
+# One section alone: make bench ONLY=manifests (or pipeline, sinks, ...:
+# go run ./cmd/bench -h lists them).
 bench: tools
-	$(GO) run ./cmd/bench
+	$(GO) run ./cmd/bench $(if $(ONLY),-only $(ONLY))
 
 # The crash loop of issue 5 at full length: `archiver run` as a real process,
 # killed with SIGKILL 20 times while items keep expiring; every expired key

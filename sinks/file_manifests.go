@@ -131,11 +131,11 @@ func (s *FileSink) readManifest(_ context.Context, key string) ([]byte, error) {
 	return s.root.readFile(key, maxManifestBytes+1)
 }
 
-// putManifest writes data at m's key, or beside it at its conflict key
-// when the key holds other bytes (see [fileRoot.writeNew]).
+// putManifest writes data at the first of manifestKeys, or at the second
+// when the first holds other bytes (see [fileRoot.writeNew]).
 func (s *FileSink) putManifest(_ context.Context, m manifest.Manifest, data []byte) (string, error) {
-	key := manifest.Key(m)
-	for _, k := range []string{key, manifest.ConflictKey(m, manifest.Digest(data))} {
+	key, alt := manifestKeys(m, data)
+	for _, k := range []string{key, alt} {
 		existing, found, err := s.root.writeNew(k, data, maxManifestBytes+1)
 		if err != nil {
 			return "", classifyFileError(err)
@@ -144,5 +144,5 @@ func (s *FileSink) putManifest(_ context.Context, m manifest.Manifest, data []by
 			return k, nil
 		}
 	}
-	return "", Permanent(fmt.Errorf("%s holds another manifest, and so does its conflict key: %w", filepath.Join(s.dir, key), errConflict))
+	return "", Permanent(fmt.Errorf("%s holds another manifest, and so does %s: %w", filepath.Join(s.dir, key), filepath.Join(s.dir, alt), errConflict))
 }

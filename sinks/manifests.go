@@ -36,9 +36,10 @@ type ManifestConfig struct {
 	Writer string
 }
 
-// The defaults of [ManifestConfig]: at flush-bytes' default a manifest
-// adds about 1 % to a backlog's S3 PUTs, and a crash re-reads at most
-// about 10 minutes, inside JetStream's 20-minute duplicate window.
+// The defaults of [ManifestConfig]: a manifest per 100 objects of a shard
+// adds 1 % to its S3 PUTs (on top of one per shard at each stop, shard
+// end or interval), and a crash re-reads at most about 10 minutes, inside
+// JetStream's 20-minute duplicate window.
 const (
 	DefaultManifestObjects  = 100
 	DefaultManifestInterval = 10 * time.Minute
@@ -124,11 +125,25 @@ type manifestStore interface {
 	listManifests(ctx context.Context, prefix string) ([]string, error)
 	// readManifest returns the bytes at key, at most maxManifestBytes+1.
 	readManifest(ctx context.Context, key string) ([]byte, error)
-	// putManifest makes data (m encoded) durable at manifest.Key(m), never
-	// over other bytes: when other bytes are there, at
-	// manifest.ConflictKey; when that too holds other bytes, it fails
+	// putManifest makes data (m encoded) durable at the first of
+	// manifestKeys, never over other bytes: when other bytes are there,
+	// at the second; when that too holds other bytes, it fails
 	// (permanently). It returns the key written (or found holding data).
 	putManifest(ctx context.Context, m manifest.Manifest, data []byte) (string, error)
+}
+
+// manifestKeys are where a manifest of m (data, encoded) is put: its key
+// first, its conflict key when the key holds other bytes. A shard's
+// last, empty range (To, To] ends where the range before it does, whose
+// manifest holds its key: it goes to its conflict key first, one PUT
+// instead of a refused one, a read and a second, and its key is the
+// fallback.
+func manifestKeys(m manifest.Manifest, data []byte) (key, alt string) {
+	key, alt = manifest.Key(m), manifest.ConflictKey(m, manifest.Digest(data))
+	if m.From != "" && m.From == m.To {
+		return alt, key
+	}
+	return key, alt
 }
 
 // maxManifestBytes bounds a manifest read back (as manifest.Decode does).

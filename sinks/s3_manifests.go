@@ -36,7 +36,8 @@ var errNoLister = errors.New("the S3 client cannot list objects (no ListObjectsV
 // else the one the archive holds (for From "", the parent's last, ended
 // one). The manifest is written with If-None-Match: *; a manifest of the
 // same range with other bytes already there puts it at
-// [manifest.ConflictKey]. Called only once every event of the shard up to
+// [manifest.ConflictKey] (a shard's last, empty range (To, To], whose
+// key the range before it holds, goes there first). Called only once every event of the shard up to
 // To was acknowledged, so every object holding them is durable and
 // tracked. On failure the range stays as it was: call again with the
 // same From. A sink opened with manifests=false returns
@@ -118,17 +119,17 @@ func (s *S3Sink) readManifest(ctx context.Context, key string) ([]byte, error) {
 // by the next process, which an archive storage class would refuse.
 func (s *S3Sink) putManifest(ctx context.Context, m manifest.Manifest, data []byte) (string, error) {
 	sum := sha256.Sum256(data)
-	key := s.rootKey(manifest.Key(m))
+	key, alt := manifestKeys(m, data)
 	in := &s3.PutObjectInput{
 		Bucket:         aws.String(s.c.Bucket),
-		Key:            aws.String(key),
+		Key:            aws.String(s.rootKey(key)),
 		IfNoneMatch:    aws.String("*"),
 		ContentType:    aws.String("application/json"),
 		ContentLength:  aws.Int64(int64(len(data))),
 		ChecksumSHA256: aws.String(base64.StdEncoding.EncodeToString(sum[:])),
 	}
 	s.encrypt(in)
-	stored, err := s.send(ctx, &s3Put{in: in, body: data, sum: sum, alt: s.rootKey(manifest.ConflictKey(m, manifest.Digest(data)))})
+	stored, err := s.send(ctx, &s3Put{in: in, body: data, sum: sum, alt: s.rootKey(alt)})
 	if err != nil {
 		return "", err
 	}

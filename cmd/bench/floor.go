@@ -422,8 +422,7 @@ func plMixedBench(ctx context.Context, w io.Writer, m plMixed) error {
 		"--max-in-flight-bytes", fmt.Sprintf("%dMiB", plBudgetMiB),
 		"--sink", m.natsURL+"?subject=bench2.{table}.{kind}&create-stream=BENCH2",
 		"--sink", "s3://"+plBenchBucket+"/archive2?endpoint="+m.s3Endpoint+"&path-style=true&region=us-east-1&flush-interval=1s")
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+plVersityKey, "AWS_SECRET_ACCESS_KEY="+plVersitySecret,
-		"AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+	cmd.Env = plArchiverEnv()
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {

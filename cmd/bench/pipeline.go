@@ -95,11 +95,9 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(os.Stderr, "  [pipeline %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
 	}
 	progress("building the archiver")
-	bin := filepath.Join(work, "archiver")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/archiver")
-	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build archiver: %v\n%s", err, out)
+	bin, err := plBuildArchiver(ctx, root, work)
+	if err != nil {
+		return err
 	}
 
 	// The parts: engine (in-process, sweeps only when told), NATS with
@@ -243,8 +241,7 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	}
 	progress("starting the archiver on a backlog of %d expiries", pipelineItems)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+plVersityKey, "AWS_SECRET_ACCESS_KEY="+plVersitySecret,
-		"AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+	cmd.Env = plArchiverEnv()
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	// ARCHIVER_BENCH_LOG=FILE keeps the archiver's whole output there.
@@ -261,16 +258,8 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	defer func() {
-		select {
-		case <-exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
+	exited, kill := plWatch(cmd)
+	defer kill()
 	if profileTo != "" {
 		go func() {
 			if err := plProfile(ctx, metricsAddr, "profile?seconds=4", profileTo); err != nil {
@@ -420,6 +409,40 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	progress("the second view: a stream of INSERTs and expiries")
 	return plMixedBench(ctx, w, plMixed{bin: bin, work: work, eng: eng, ddb: ddb, nc: nc, natsURL: ns.ClientURL(),
 		s3Endpoint: s3Endpoint, s3Dir: filepath.Join(s3root, plBenchBucket)})
+}
+
+// plBuildArchiver builds the archiver binary into work, like `make build`,
+// and returns its path.
+func plBuildArchiver(ctx context.Context, root, work string) (string, error) {
+	bin := filepath.Join(work, "archiver")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/archiver")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build archiver: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// plWatch waits for started cmd in the background: exited closes when it
+// exits; kill kills it unless it did, and waits for it.
+func plWatch(cmd *exec.Cmd) (exited <-chan struct{}, kill func()) {
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	return done, func() {
+		select {
+		case <-done:
+		default:
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+}
+
+// plArchiverEnv is the environment of an archiver the bench starts: its
+// own, with versitygw's credentials and no instance metadata.
+func plArchiverEnv() []string {
+	return append(os.Environ(), "AWS_ACCESS_KEY_ID="+plVersityKey, "AWS_SECRET_ACCESS_KEY="+plVersitySecret,
+		"AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
 }
 
 // plWaitArrivals waits until done reports true, scanning the archive
