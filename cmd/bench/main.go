@@ -25,7 +25,7 @@ type bench struct {
 }
 
 func main() {
-	only := flag.String("only", "", "comma-separated benches to run (engine, consumer, sinks, pipeline, sweep, archive, restore, engine-mem; engine-cpu: only the engine's server-CPU part); default all but engine-cpu")
+	only := flag.String("only", "", "comma-separated benches to run (engine, consumer, sinks, pipeline, nats-formats, sweep, archive, restore, engine-mem; engine-cpu: only the engine's server-CPU part); default all but engine-cpu")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	child := flag.Bool("child", false, "internal: this process runs one bench for a parent")
 	flag.Parse()
@@ -49,6 +49,7 @@ func main() {
 		{"consumer", runConsumerBench, false},
 		{"sinks", runSinksBench, false},
 		{"pipeline", runPipelineBench, false},
+		{"nats-formats", runNATSFormatsBench, false},
 		{"sweep", runSweepBench, false},
 		{"archive", runArchiveBench, false},
 		{"restore", runRestoreBench, false},
