@@ -32,11 +32,14 @@ build:
 # bin/archiver-image.tar, an OCI image archive for linux/amd64 and
 # linux/arm64 (tools/mkimage; deploy/README.md says how to push it). Every
 # time in it is the last commit's: one commit and Go version, one image.
+# Its tag is the version stamped into the binary (git describe: v1.0.0 on
+# a release tag), ttl-archiver:VERSION, never latest.
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 image:
+	v="$$(git describe --always --dirty 2>/dev/null || echo dev)"; \
 	cd tools/mkimage && SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) \
 	  $(GO) run . -src $(CURDIR) -o $(CURDIR)/bin/archiver-image.tar -platforms $(IMAGE_PLATFORMS) \
-	  -version "$$(git describe --always --dirty 2>/dev/null || echo dev)"
+	  -version "$$v" -name "ttl-archiver:$$v"
 
 test: fmt-check vet tools unit e2e-full fuzz
 

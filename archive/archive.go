@@ -13,7 +13,10 @@
 // the event's identity and filtered by the selection.
 //
 // Objects that do not follow the layout, and everything under
-// PREFIX/_archiver/, are skipped (the former reported to Options.OnBadKey).
+// PREFIX/_archiver/ and PREFIX/_manifests/, are skipped (the former
+// reported to Options.OnBadKey). [Archive.Manifests] reads the coverage
+// manifests under _manifests/, and [Coverage] checks the archive against
+// them (`archiver verify`).
 //
 // [StreamRemoves] reads a table's live stream for the REMOVE records an
 // archive should hold, and [MissingCheck] crosses them off against it
@@ -41,6 +44,7 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/internal/redact"
+	"github.com/ttl-archiver/archiver/manifest"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
@@ -69,6 +73,19 @@ type Options struct {
 	// OnBadKey, when set, is told of every listed key that does not
 	// follow the archive layout (it is skipped), with the reason.
 	OnBadKey func(key string, err error)
+	// OnObject, when set, is told of every object Events reads, before
+	// its lines, with the size of its stored bytes and, when HashObject
+	// asks for it, their SHA-256 (before decompression), hashed from the
+	// download the read makes anyway: for checks of objects against the
+	// manifests that list them ([Coverage]). It runs on Events'
+	// goroutine.
+	OnObject func(o *Object, d Digest)
+	// HashObject, when set with OnObject, says whether to hash an
+	// object's stored bytes, and the lengths of its first bytes to hash
+	// too, in the same pass (a file sink's file grows after a manifest
+	// listed it at its size then). Events calls it on its goroutine
+	// before reading.
+	HashObject func(o *Object) (prefixes []int64, hash bool)
 	// SkipImages leaves Keys, OldImage and NewImage out of the events:
 	// lines are checked as thoroughly (a line that would not decode is
 	// still reported), but items are not built, which makes reading
@@ -147,6 +164,9 @@ type store interface {
 	get(ctx context.Context, key string, size int64) ([]byte, string, error)
 	// s3 tells whether keys follow the S3 layout (for list prefixes).
 	s3() bool
+	// root is what keys start with before the part relative to the
+	// archive's root ("PREFIX/", or "" for a directory).
+	root() string
 }
 
 // Archive is an opened archive. Its methods may be called concurrently,
@@ -197,13 +217,13 @@ func (a *Archive) URL() string { return a.url }
 // pruned by their partitions: only the selected tables' (and, for the S3
 // layout, kinds' and, for a range of up to 62 days, days') prefixes are
 // listed, and objects whose hour lies outside [Since, Until) are dropped.
-// PREFIX/_archiver/ is skipped; keys that do not follow the layout are
-// skipped and reported to Options.OnBadKey.
+// PREFIX/_archiver/ and PREFIX/_manifests/ are skipped; keys that do
+// not follow the layout are skipped and reported to Options.OnBadKey.
 func (a *Archive) Objects(ctx context.Context, sel Selection) ([]Object, error) {
 	var out []Object
 	for _, sub := range listPrefixes(sel, a.st.s3()) {
 		err := a.st.list(ctx, sub, func(key, rel string, size int64) {
-			if rel == archiverDir || strings.HasPrefix(rel, archiverDir+"/") {
+			if skipDir(rel) {
 				return
 			}
 			o, err := ParseKey(rel)
@@ -397,6 +417,8 @@ type fileStore struct{ dir string }
 
 func (f *fileStore) s3() bool { return false }
 
+func (f *fileStore) root() string { return "" }
+
 func (f *fileStore) list(_ context.Context, sub string, fn func(key, rel string, size int64)) error {
 	root := filepath.Join(f.dir, filepath.FromSlash(sub))
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
@@ -412,7 +434,7 @@ func (f *fileStore) list(_ context.Context, sub string, fn func(key, rel string,
 		}
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if rel == archiverDir {
+			if rel == archiverDir || (rel+"/" == manifest.Dir && sub == "") {
 				return filepath.SkipDir
 			}
 			return nil

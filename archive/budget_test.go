@@ -22,6 +22,8 @@ type countingStore struct {
 
 func (c *countingStore) s3() bool { return true }
 
+func (c *countingStore) root() string { return "" }
+
 func (c *countingStore) list(_ context.Context, _ string, fn func(key, rel string, size int64)) error {
 	for i := range c.n {
 		rel := fmt.Sprintf("table=T/kind=expired/dt=2026-03-04/hr=05/shard-%03d-1-1.jsonl", i)

@@ -70,6 +70,16 @@ func (c *MissingCheck) Hook(o Options) Options {
 	return o
 }
 
+// Archived reports whether the stream record with event ID id was
+// found in the archive (false for a nil check).
+func (c *MissingCheck) Archived(id string) bool {
+	if c == nil {
+		return false
+	}
+	_, left := c.left[id]
+	return !left
+}
+
 // Result lists what was not crossed off, by deletion time; nil for a nil
 // check.
 func (c *MissingCheck) Result() *StreamReport {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/manifest"
 )
 
 // Object is one archive object (an S3 object, or a file of a file://
@@ -35,6 +36,12 @@ type Object struct {
 // archiverDir is the folder under the prefix that holds no archive lines
 // (the start-up check's object): readers skip it.
 const archiverDir = "_archiver"
+
+// skipDir reports whether a key relative to the archive's root lies in a
+// folder that holds no archive lines: _archiver/ or _manifests/.
+func skipDir(rel string) bool {
+	return rel == archiverDir || strings.HasPrefix(rel, archiverDir+"/") || strings.HasPrefix(rel, manifest.Dir)
+}
 
 // extensions lists the object name endings readers accept, longest first.
 var extensions = []string{".jsonl.gz", ".jsonl.zst", ".jsonl"}

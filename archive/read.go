@@ -100,6 +100,15 @@ func (a *Archive) Events(ctx context.Context, sel Selection, fn func(Line) error
 		return Stats{}, err
 	}
 	groups := plan(objs)
+	if a.o.OnObject != nil && a.o.HashObject != nil {
+		for i := range groups {
+			g := &groups[i]
+			g.hash = make([]hashReq, len(g.objs))
+			for k := range g.objs {
+				g.hash[k].prefixes, g.hash[k].hash = a.o.HashObject(&g.objs[k])
+			}
+		}
+	}
 	a.prog.start(objs)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -142,6 +151,16 @@ type group struct {
 	objs        []Object
 	size        int64
 	crossRegion bool
+	// hash says, by object, whether to hash it and its prefixes
+	// (Options.HashObject); nil when none is.
+	hash []hashReq
+}
+
+// hashReq is whether to hash an object's stored bytes, and which of
+// their prefixes.
+type hashReq struct {
+	hash     bool
+	prefixes []int64
 }
 
 // plan groups objs and orders the groups (see Events): by hour, table,
@@ -204,18 +223,20 @@ type job struct {
 	g      group
 	bodies [][]byte
 	encs   []string
-	left   atomic.Int32
-	mu     sync.Mutex
-	err    error
-	done   chan struct{}
+	// digests are the objects' digests, when Options.OnObject wants them.
+	digests []Digest
+	left    atomic.Int32
+	mu      sync.Mutex
+	err     error
+	done    chan struct{}
 	// dec holds each object's decoded lines, in chunks (see decodeAhead),
 	// and free takes back the chunks read, for the decoder to fill again.
 	dec, free []chan chunk
 }
 
-func (j *job) finish(i int, body []byte, enc string, err error) {
+func (j *job) finish(i int, body []byte, enc string, d Digest, err error) {
 	j.mu.Lock()
-	j.bodies[i], j.encs[i] = body, enc
+	j.bodies[i], j.encs[i], j.digests[i] = body, enc, d
 	if err != nil && j.err == nil {
 		j.err = err
 	}
@@ -242,10 +263,16 @@ func (a *Archive) fetch(ctx context.Context, groups []group, b *budget.Budget) (
 			for t := range tasks {
 				o := &t.j.g.objs[t.i]
 				body, enc, err := a.st.get(ctx, o.Key, o.Size)
-				if err != nil {
+				d := Digest{Size: int64(len(body))}
+				switch {
+				case err != nil:
 					err = fmt.Errorf("archive %s: reading %s: %w", a.url, o.Key, err)
+				case t.j.g.hash != nil && t.j.g.hash[t.i].hash:
+					// The stored bytes, hashed here on the downloading
+					// worker: no second request, and in parallel.
+					d = digestOf(body, t.j.g.hash[t.i].prefixes)
 				}
-				t.j.finish(t.i, body, enc, err)
+				t.j.finish(t.i, body, enc, d, err)
 			}
 		})
 	}
@@ -256,7 +283,8 @@ func (a *Archive) fetch(ctx context.Context, groups []group, b *budget.Budget) (
 			if b.Acquire(ctx, g.size, nil) != nil {
 				return
 			}
-			j := &job{g: g, bodies: make([][]byte, len(g.objs)), encs: make([]string, len(g.objs)), done: make(chan struct{})}
+			j := &job{g: g, bodies: make([][]byte, len(g.objs)), encs: make([]string, len(g.objs)), digests: make([]Digest, len(g.objs)),
+				done: make(chan struct{})}
 			j.left.Store(int32(len(g.objs)))
 			select {
 			case jobs <- j:
@@ -303,6 +331,9 @@ func (r *reader) group(ctx context.Context, j *job) error {
 		r.stats.Bytes += o.Size
 		if strings.HasSuffix(o.Key, ".gz") || strings.HasSuffix(o.Key, ".zst") {
 			r.stats.CompressedBytes += o.Size
+		}
+		if r.a.o.OnObject != nil {
+			r.a.o.OnObject(o, j.digests[i])
 		}
 		s := &source{ctx: ctx, r: r, obj: o, idx: i, ch: j.dec[i], free: j.free[i]}
 		if s.next() {

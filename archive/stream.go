@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -21,6 +22,11 @@ type StreamRemove struct {
 	EventID string    `json:"eventID"`
 	Created time.Time `json:"approximateCreationDateTime"`
 	Shard   string    `json:"shardId"`
+	// Stream and Sequence place the record in its shard (a gap of the
+	// archive's coverage); Keys are the item's keys, in DynamoDB JSON.
+	Stream   string          `json:"streamArn,omitempty"`
+	Sequence string          `json:"sequenceNumber,omitempty"`
+	Keys     json.RawMessage `json:"keys,omitempty"`
 }
 
 // StreamTables is what StreamRemoves calls of DynamoDB: the walker's
@@ -141,7 +147,8 @@ func (c *removeCollector) Process(_ context.Context, b shard.Batch) error {
 			continue
 		}
 		id := aws.ToString(r.EventID)
-		c.found[id] = StreamRemove{EventID: id, Created: created.UTC(), Shard: b.ShardID}
+		c.found[id] = StreamRemove{EventID: id, Created: created.UTC(), Shard: b.ShardID, Stream: b.StreamARN,
+			Sequence: event.RecordSequence(&r), Keys: event.AppendItem(nil, r.Dynamodb.Keys)}
 	}
 	return nil
 }

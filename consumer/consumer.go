@@ -19,6 +19,23 @@
 // failed batch meanwhile and other sinks are not written again. Sinks must
 // therefore tolerate duplicates (the sinks package's contract).
 //
+// # Coverage
+//
+// A sink that implements [Recorder] (the S3 and file sinks) records, in
+// its own archive, the ranges of each shard the consumer read (package
+// manifest), and a shard's checkpoint waits for them: it is saved only
+// right after every recording sink's Record of the range up to it
+// returned nil, when one of them says a range is due (RecordDue: its
+// cadence), at the shard's end (the last range, Ended), at every stop or
+// hand-off (drained, recorded, saved, then released) and before records
+// that were trimmed unread. A range runs from the last saved position
+// ("": the shard's start) to the new one, and counts the records read,
+// the events each recording sink was given by kind and the dead letters
+// by reason; it names the shard's parent and what was not read (a
+// trimmed start, records trimmed under the reader, a LATEST start). A
+// failed Record is retried like a failed save. Without a recording sink
+// nothing waits: checkpoints are saved every CheckpointInterval as ever.
+//
 // # Memory
 //
 // Each shard holds at most Config.MaxInFlightBytes of records that are not
@@ -37,7 +54,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -117,7 +133,9 @@ type Config struct {
 	// advances and its checkpoint was not saved in the last interval, it
 	// is saved at once; further advances within the interval are saved
 	// together at its end. Checkpoints are also saved when a shard ends or
-	// stops and at shutdown.
+	// stops and at shutdown. With a recording sink ([Recorder]) a periodic
+	// save waits until one of them says the shard's range is due, asked
+	// again every interval while something is unsaved.
 	CheckpointInterval time.Duration
 	// RetryMinBackoff and RetryMaxBackoff bound the backoff between
 	// retries of a failed sink write (defaults 100 ms and 30 s).
@@ -218,6 +236,10 @@ type Consumer struct {
 	// dlq is the dead-letter sink as a route (its lane is the last of
 	// every shard's); nil without one.
 	dlq *route
+	// recorders are the recording sinks among the routes' and the
+	// dead-letter sink (coverage.go); none: checkpoints wait for no
+	// record.
+	recorders []*recorder
 
 	base context.Context // lanes and saves: lives until Run has shut down
 	// inflight is the memory budget all shards share.
@@ -271,6 +293,7 @@ func New(c Config) (*Consumer, error) {
 	if c.DeadLetter != nil {
 		cons.dlq = &route{sink: c.DeadLetter, name: c.DeadLetter.Name()}
 	}
+	cons.recorders = newRecorders(cons.routes, cons.dlq)
 	var ttlAPI TTLAPI
 	var tables shard.TableAPI
 	if c.Tables != nil {
@@ -284,6 +307,9 @@ func New(c Config) (*Consumer, error) {
 	}
 	opts := c.Options // StreamRetention defaulted above
 	opts.Tables, opts.Processor, opts.Positions, opts.Logger = tables, processor{cons}, positions{cons}, log
+	if len(cons.recorders) > 0 {
+		opts.Processor = recording{processor{cons}}
+	}
 	w, err := shard.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
@@ -462,11 +488,9 @@ func (c *Consumer) uniqueSinks() []*route {
 	}
 next:
 	for _, r := range all {
-		if reflect.TypeOf(r.sink).Comparable() {
-			for _, o := range out {
-				if reflect.TypeOf(o.sink) == reflect.TypeOf(r.sink) && o.sink == r.sink {
-					continue next
-				}
+		for _, o := range out {
+			if sameSink(o.sink, r.sink) {
+				continue next
 			}
 		}
 		out = append(out, r)
@@ -530,19 +554,24 @@ func (c *Consumer) snapshot() []*shardDelivery {
 	return out
 }
 
-// remove tears the shard's state down.
+// remove tears the shard's state down. A save in flight (the saver's:
+// the final saves were made) is cancelled and waited for before
+// Consumer.mu is taken: a save may be waiting on a sink's Record.
 func (c *Consumer) remove(s *shardDelivery) {
+	s.cancel()
+	s.saveMu.Lock()
+	s.closed = true
+	saved, finished := s.saved, s.finished
+	s.saveMu.Unlock()
 	c.mu.Lock()
 	if c.states[s.key] == s {
 		delete(c.states, s.key)
 		// What was saved is what a restart of the shard resumes from.
-		s.saveMu.Lock()
-		if s.finished {
+		if finished {
 			delete(c.known, s.key)
 		} else {
-			c.known[s.key] = s.saved
+			c.known[s.key] = saved
 		}
-		s.saveMu.Unlock()
 	}
 	c.mu.Unlock()
 	s.close()
@@ -558,6 +587,19 @@ func (p processor) ShardEnded(ctx context.Context, streamARN, shardID string) er
 }
 func (p processor) ShardStopped(ctx context.Context, streamARN, shardID string) error {
 	return p.c.shardStopped(ctx, streamARN, shardID)
+}
+
+// recording is the processor of a consumer with recording sinks: also
+// the walker's shard.Coverage, so that its ranges name the shard's parent
+// and what was not read. (Without recording sinks the walker asks the
+// stream nothing more than before.)
+type recording struct{ processor }
+
+func (p recording) ShardStarted(table, streamARN string, s shard.Shard) {
+	p.c.shardStarted(table, streamARN, s)
+}
+func (p recording) Skipped(ctx context.Context, streamARN, shardID string, why shard.Skip) error {
+	return p.c.skipped(ctx, streamARN, shardID, why)
 }
 
 // process decodes, classifies and routes one batch. It blocks while the
@@ -588,8 +630,12 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 	// checkpoint save after the budget let them go): its sequence number
 	// is a copy, as the decoder's strings point into the whole response.
 	last, _ := event.LastSequence(b.Records)
-	en := &entry{last: strings.Clone(last), bytes: size, records: len(b.Records), first: event.FirstCreation(b.Records)}
+	en := &entry{last: strings.Clone(last), bytes: size, records: len(b.Records),
+		first: event.FirstCreation(b.Records), lastAt: lastCreation(b.Records)}
 	subs, counts := c.split(events)
+	for k, n := range counts {
+		en.kinds[k] = int32(n)
+	}
 	for _, sub := range subs {
 		if len(sub) > 0 {
 			en.pending++
@@ -599,6 +645,12 @@ func (c *Consumer) process(ctx context.Context, b shard.Batch) error {
 	if len(bad) > 0 {
 		en.pending++
 		en.bytes += sinkCopies(bad)
+		en.dead[reasonIndex(event.ReasonUndecodable)] = int32(len(bad))
+	}
+	if s.needFirst {
+		if f := event.FirstSequence(b.Records); f != "" {
+			en.firstSeq, s.needFirst = strings.Clone(f), false
+		}
 	}
 	if err := s.add(ctx, en); err != nil {
 		return err

@@ -50,8 +50,12 @@ func (l *lane) deadLetter(it *item, err error, now time.Time) *item {
 		return nil
 	}
 	dl := &event.DeadLetter{Sink: l.r.name, Reason: reason, Error: err.Error(), Attempts: it.attempt, FirstFailure: it.firstFailure}
+	var kinds [4]int32
 	for i := range events {
 		events[i].DeadLetter = dl
+		if events[i].Kind.Valid() {
+			kinds[kindIndex(events[i].Kind)]++
+		}
 	}
 	it.deadLettered = true
 	c.log.Error("sink failed events for good; sending them to the dead-letter sink",
@@ -62,13 +66,16 @@ func (l *lane) deadLetter(it *item, err error, now time.Time) *item {
 	n := len(events)
 	return &item{
 		batch:     sinks.Batch{StreamARN: it.batch.StreamARN, ShardID: it.batch.ShardID, Events: events},
-		onDurable: func() { l.deadLettered(it, reason, n) },
+		onDurable: func() { l.deadLettered(it, reason, n, kinds) },
 	}
 }
 
-// deadLettered: the dead-letter sink acknowledged it's events (n of them),
-// which now count as delivered to this lane's sink.
-func (l *lane) deadLettered(it *item, reason string, n int) {
+// deadLettered: the dead-letter sink acknowledged it's events (n of them,
+// kinds of them by kind), which now count as delivered to this lane's
+// sink. The ranges of its entry count them as the dead-letter sink's, not
+// this sink's, unless they had been acknowledged here already (a batch
+// written again for order).
+func (l *lane) deadLettered(it *item, reason string, n int, kinds [4]int32) {
 	l.s.c.m.deadLettered.WithLabelValues(l.s.table, l.r.name, reason).Add(float64(n))
 	l.mu.Lock()
 	first := !it.durable
@@ -76,6 +83,7 @@ func (l *lane) deadLettered(it *item, reason string, n int) {
 	l.popAcked()
 	l.mu.Unlock()
 	if first {
+		l.s.movedToDead(it.e, l.idx, reason, n, kinds)
 		it.finish(l.s)
 	}
 }

@@ -29,6 +29,9 @@ type metrics struct {
 
 	ttlPassedUserDeletes *prometheus.CounterVec // archiver_ttl_passed_user_deletes_total{table}
 	replicatedTTLDeletes *prometheus.CounterVec // archiver_replicated_ttl_deletes_total{table}
+
+	rangesRecorded      *prometheus.CounterVec // archiver_ranges_recorded_total{table,sink}
+	rangeRecordFailures *prometheus.CounterVec // archiver_range_record_failures_total{table,sink}
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -92,5 +95,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.nearTrim = promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "archiver_records_near_trim", Help: "Shards whose oldest unacknowledged record is within the trim warning (2 h by default) of the stream's 24 h retention: records about to be lost, by table.",
 	}, []string{"table"}))
+	m.rangesRecorded = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_ranges_recorded_total", Help: "Ranges of a shard a recording sink (S3, file) made durable in its archive (a coverage manifest) before the shard's checkpoint passed them, by table and sink.",
+	}, []string{"table", "sink"}))
+	m.rangeRecordFailures = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_range_record_failures_total", Help: "Ranges a recording sink failed to record; the shard's checkpoint waits and the range is recorded again at the end of the checkpoint interval, by table and sink.",
+	}, []string{"table", "sink"}))
 	return m
 }

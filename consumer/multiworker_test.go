@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,7 +29,9 @@ import (
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/engine/enginetest"
+	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/manifest"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 	"github.com/ttl-archiver/archiver/sinks/sinktest"
@@ -617,6 +620,7 @@ func TestMultiWorker(t *testing.T) {
 	t.Logf("graceful stop of worker b took %v", time.Since(stopAt))
 	took = env.pickedUp("worker-b", bShards, stopAt)
 	t.Logf("gracefully stopped worker's %d shards picked up after %v", len(bShards), took)
+	env.recordedBeforeRelease("worker-b", bShards)
 	keys = env.writeExpired(400)
 	all = append(all, keys...)
 	env.allArrived(all)
@@ -662,6 +666,76 @@ func TestMultiWorker(t *testing.T) {
 
 	env.logLeaseMetrics(workers)
 	env.checkExclusiveReads([]string{"worker-a", "worker-b", "worker-c"})
+	env.checkRanges()
+}
+
+// recordedBeforeRelease checks that a worker that stopped gracefully
+// recorded each of its shards' ranges before it released the lease: the
+// checkpoint it left is the end of the last range it recorded of the
+// shard (no record has been written since: its successor saved nothing).
+func (env *mwEnv) recordedBeforeRelease(worker string, shards []string) {
+	t := env.t
+	var ranges []manifest.Range
+	env.end.mu.Lock()
+	for _, r := range env.end.sinks {
+		if r.Name() == "rec-"+worker {
+			ranges = append(ranges, r.Ranges()...)
+		}
+	}
+	env.end.mu.Unlock()
+	rows := env.rows()
+	checked := 0
+	for _, sh := range shards {
+		last := ""
+		for _, rg := range ranges {
+			if rg.ShardID == sh && (last == "" || event.CompareSequence(rg.To, last) > 0) {
+				last = rg.To
+			}
+		}
+		if last == "" {
+			continue // it read nothing of the shard
+		}
+		checked++
+		if cp := attrS(rows[sh], "checkpoint_seq"); cp != last && !finished(rows[sh]) {
+			t.Errorf("shard %s: %s left the checkpoint at %s, its last recorded range ends at %s", sh, worker, cp, last)
+		}
+	}
+	t.Logf("%s recorded its last range before the release of %d of its %d shards (the others it read nothing of)", worker, checked, len(shards))
+}
+
+// checkRanges proves, from every worker's recorded ranges alone
+// (manifest.Check), that each shard was read from its start without a
+// gap: a successor's first range (after a hand-off, or a kill: re-read
+// from the killed worker's last saved checkpoint) begins where a range
+// recorded before it ended, and a parent was recorded to its end before
+// its children were read. Findings of the kinds allowed are logged.
+func (env *mwEnv) checkRanges(allowed ...string) {
+	t := env.t
+	var all []manifest.Range
+	env.end.mu.Lock()
+	for _, r := range env.end.sinks {
+		all = append(all, r.Ranges()...)
+	}
+	env.end.mu.Unlock()
+	res := consumer.CheckRanges(t, all)
+	for _, f := range res.Findings {
+		if slices.Contains(allowed, f.Kind) {
+			t.Logf("finding allowed here: %+v", f)
+			continue
+		}
+		t.Errorf("the recorded ranges do not prove shard %s: %s (%s, %s]: %s", f.Shard, f.Kind, f.From, f.To, f.Detail)
+	}
+	ended := 0
+	for _, sh := range res.Shards {
+		if sh.Start != "" || sh.Begun {
+			t.Errorf("shard %s: ranges begin at %q, not at its start", sh.Shard, sh.Start)
+		}
+		if sh.Ended {
+			ended++
+		}
+	}
+	t.Logf("%d ranges recorded over %d shards (%d read to their end) prove every shard read from its start without a gap",
+		len(all), len(res.Shards), ended)
 }
 
 // checkExclusiveReads asserts that no shard was ever read by two workers at
@@ -813,6 +887,12 @@ func TestMultiWorkerFaults(t *testing.T) {
 	t.Logf("%d expired items, all delivered; %d duplicate deliveries (leases lost under throttling)", len(all), dups)
 	env.logLeaseMetrics(ws)
 	env.checkExclusiveReads(workers)
+	for _, w := range ws {
+		w.stop(t)
+	}
+	// A reader resumed from a checkpoint whose records were trimmed (its
+	// worker's lease was lost before the next save) says so.
+	env.checkRanges(manifest.FindTrimmed)
 }
 
 // logLeaseMetrics logs each worker's lease counters.

@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
-	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/sinks"
 )
@@ -22,7 +21,9 @@ import (
 // An entry is done when each sink that got some of its events acknowledged
 // them (an entry no sink wants is done at once). The checkpoint may advance
 // to an entry's last sequence number only when that entry and every entry
-// before it are done: the queue is popped from its head only.
+// before it are done: the queue is popped from its head only, into the
+// tally of what the next save covers. With recording sinks a save first
+// has them record that range (coverage.go).
 type shardDelivery struct {
 	c                *Consumer
 	key              string
@@ -35,15 +36,21 @@ type shardDelivery struct {
 	// When watch last logged the shard stuck or near the trim (only the
 	// consumer's saver goroutine touches these).
 	lastStuckLog, lastTrimLog time.Time
+	// needFirst: records were not read (Skipped); the next batch's first
+	// sequence number is kept for the range (only the reader's goroutine
+	// touches it).
+	needFirst bool
 
-	mu       sync.Mutex
-	entries  []*entry // not yet done, in stream order (head may be done only transiently)
-	unsaved  []*entry // done, not yet covered by a saved checkpoint
-	acked    string   // highest sequence number up to which everything is done
-	last     string   // last sequence number handed to Process
-	bytes    int      // bytes of entries not yet done
-	err      error    // terminal: lease lost
-	progress chan struct{}
+	mu      sync.Mutex
+	entries []*entry // not yet done, in stream order (head may be done only transiently)
+	// tally sums the entries done and not yet taken by a save; saving,
+	// those a save in flight covers (back into tally if it fails).
+	tally, saving tally
+	acked         string // highest sequence number up to which everything is done
+	last          string // last sequence number handed to Process
+	bytes         int    // bytes of entries not yet done
+	err           error  // terminal: lease lost
+	progress      chan struct{}
 	// The shard's checkpoint saver (see runSaver), started on the first
 	// advance; never started again once the state is torn down.
 	saverStarted, saverStopped bool
@@ -54,6 +61,10 @@ type shardDelivery struct {
 	saved    string // last saved sequence number
 	finished bool   // Finished was saved
 	closed   bool   // torn down: never save again
+	// What the shard's ranges name (ShardStarted; with recording sinks):
+	// its parent, and its StartingSequenceNumber and EndingSequenceNumber
+	// (a range of a shard that ended with nothing read ends there).
+	parent, startSeq, endSeq string
 }
 
 type entry struct {
@@ -62,6 +73,17 @@ type entry struct {
 	bytes   int
 	records int
 	first   time.Time // creation time of the entry's first record
+	lastAt  time.Time // creation time of its last record
+	// What its range records (coverage.go): its events by kind
+	// (kindOrder), those dead-lettered by reason (reasonOrder) and, by
+	// lane, those of the lane's sink that went to the dead-letter sink
+	// (nil: none did). Counted once per batch, never per record here.
+	kinds [4]int32
+	dead  [3]int32
+	moved [][4]int32
+	// firstSeq is its first sequence number, kept only for the first
+	// batch after records that were not read (manifest.Trimmed.First).
+	firstSeq string
 }
 
 func newShardDelivery(c *Consumer, key, table, arn, id, stored string) *shardDelivery {
@@ -75,7 +97,7 @@ func newShardDelivery(c *Consumer, key, table, arn, id, stored string) *shardDel
 	}
 	s.lanes = make([]*lane, len(routes))
 	for i, r := range routes {
-		s.lanes[i] = &lane{s: s, r: r, dead: r == c.dlq, wake: make(chan struct{}, 1), done: make(chan struct{})}
+		s.lanes[i] = &lane{s: s, r: r, idx: i, dead: r == c.dlq, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	}
 	return s
 }
@@ -172,7 +194,7 @@ func (s *shardDelivery) advance() {
 		e := s.entries[n]
 		s.acked = e.last
 		freed += e.bytes
-		s.unsaved = append(s.unsaved, e)
+		s.tally.add(e)
 		n++
 	}
 	if n == 0 {
@@ -206,10 +228,14 @@ func (s *shardDelivery) wakeSaver() {
 // coalescing: an advance with no save in the last CheckpointInterval is
 // saved at once (a process killed soon after starting re-delivers little),
 // and the advances during the interval that follows are saved together at
-// its end. A failed save is retried at the interval's end; a lost lease
-// stops the saver (save already failed the shard). Being the shard's only
-// periodic saver, and save holding saveMu, saves never overlap and each
-// writes a sequence number at least the previous one's.
+// its end. A failed save (or record) is retried at the interval's end; a
+// lost lease stops the saver (save already failed the shard). Being the
+// shard's only periodic saver, and save holding saveMu, saves never
+// overlap and each writes a sequence number at least the previous one's.
+// With recording sinks an advance is saved only once one of them wants
+// the range recorded (recordDue): while something is unsaved the saver
+// asks again at the end of every interval, so that an idle shard's range
+// is recorded when a sink's cadence comes round.
 func (s *shardDelivery) runSaver() {
 	defer close(s.saverDone)
 	ctx := s.ctx
@@ -223,6 +249,14 @@ func (s *shardDelivery) runSaver() {
 				return
 			}
 		}
+		due = false
+		if !s.recordDue() {
+			if !sleep(ctx, interval) {
+				return
+			}
+			due = s.unsaved()
+			continue
+		}
 		select {
 		case s.c.saveSlots <- struct{}{}:
 		case <-ctx.Done():
@@ -230,24 +264,19 @@ func (s *shardDelivery) runSaver() {
 		}
 		wrote, err := s.saveIfAdvanced(ctx)
 		<-s.c.saveSlots
-		due = false
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return
 		case errors.Is(err, checkpoint.ErrLeaseLost):
 			return
 		case err != nil:
-			s.c.log.Warn("checkpoint save failed; retrying at the end of the interval",
+			s.c.log.Warn("checkpoint not saved (its range not recorded, or the save failed); retrying at the end of the interval",
 				zap.String("stream", s.arn), zap.String("shard", s.id), zap.Error(err))
 			due = true
 		case !wrote:
 			continue // nothing written: the next advance may save at once
 		}
-		t := time.NewTimer(interval)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, interval) {
 			return
 		}
 		// Advances during the interval (a pending wake) are saved now, as
@@ -257,6 +286,18 @@ func (s *shardDelivery) runSaver() {
 			due = true
 		default:
 		}
+	}
+}
+
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -343,17 +384,19 @@ func (s *shardDelivery) saveCheckpoint(ctx context.Context, finished bool) (bool
 	if s.closed || s.finished {
 		return false, nil
 	}
-	s.mu.Lock()
-	seq, pending := s.acked, len(s.entries)
-	s.mu.Unlock()
-	if finished && pending > 0 {
-		return false, fmt.Errorf("consumer: shard %s: cannot finish with %d batches unacknowledged", s.id, pending)
+	seq, t, err := s.take(finished)
+	if t == nil {
+		return false, err
 	}
-	if !finished && seq == s.saved {
-		return false, nil
+	if len(s.c.recorders) > 0 {
+		if err := s.recordRange(ctx, t, seq, finished); err != nil {
+			s.giveBack()
+			return false, err
+		}
 	}
 	cp := checkpoint.Checkpoint{SequenceNumber: seq, Finished: finished}
 	if err := s.c.store.Save(ctx, s.arn, s.id, cp); err != nil {
+		s.giveBack()
 		s.c.m.checkpointErrors.WithLabelValues(s.table).Inc()
 		if errors.Is(err, checkpoint.ErrLeaseLost) {
 			s.c.log.Warn("checkpoint refused: lease lost; stopping the shard",
@@ -366,13 +409,40 @@ func (s *shardDelivery) saveCheckpoint(ctx context.Context, finished bool) (bool
 	s.saved = seq
 	s.finished = finished
 	s.mu.Lock()
-	n := 0
-	for n < len(s.unsaved) && event.CompareSequence(s.unsaved[n].last, seq) <= 0 {
-		n++
-	}
-	s.unsaved = append(s.unsaved[:0:0], s.unsaved[n:]...)
+	s.saving = tally{}
 	s.mu.Unlock()
 	return true, nil
+}
+
+// take reads what a save writes: the acknowledged prefix, and the tally
+// of the entries it covers, moved aside into saving. It returns a nil
+// tally when there is nothing to save (with an error when finished finds
+// batches unacknowledged, or, with recording sinks, the shard failed: a
+// lost lease records nothing). Called with saveMu held.
+func (s *shardDelivery) take(finished bool) (string, *tally, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seq, pending := s.acked, len(s.entries)
+	switch {
+	case finished && pending > 0:
+		return "", nil, fmt.Errorf("consumer: shard %s: cannot finish with %d batches unacknowledged", s.id, pending)
+	case !finished && seq == s.saved:
+		return "", nil, nil
+	case s.err != nil && len(s.c.recorders) > 0:
+		return "", nil, s.err
+	}
+	s.saving, s.tally = s.tally, tally{}
+	t := s.saving
+	return seq, &t, nil
+}
+
+// giveBack returns what a failed save took to the tally, ahead of what
+// was done since. Called with saveMu held.
+func (s *shardDelivery) giveBack() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.saving.merge(&s.tally)
+	s.tally, s.saving = s.saving, tally{}
 }
 
 // lag reports the records not covered by the saved checkpoint and the age
@@ -380,13 +450,15 @@ func (s *shardDelivery) saveCheckpoint(ctx context.Context, finished bool) (bool
 func (s *shardDelivery) lag(now time.Time) (records int, age time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var oldest time.Time
-	for _, q := range [][]*entry{s.unsaved, s.entries} {
-		for _, e := range q {
-			records += e.records
-			if oldest.IsZero() && !e.first.IsZero() {
-				oldest = e.first
-			}
+	records = int(s.saving.records + s.tally.records)
+	oldest := s.saving.first
+	if oldest.IsZero() {
+		oldest = s.tally.first
+	}
+	for _, e := range s.entries {
+		records += e.records
+		if oldest.IsZero() && !e.first.IsZero() {
+			oldest = e.first
 		}
 	}
 	if !oldest.IsZero() && now.After(oldest) {
@@ -435,8 +507,9 @@ func (s *shardDelivery) close() {
 // the destination may see duplicates but the last copy of each event is in
 // stream order. It retries until its shard is torn down.
 type lane struct {
-	s *shardDelivery
-	r *route
+	s   *shardDelivery
+	r   *route
+	idx int // the lane's index in s.lanes
 	// dead: this is the shard's dead-letter lane. Its failures are retried
 	// without end; the other lanes hand it what they give up on.
 	dead bool

@@ -28,7 +28,7 @@ type nopStreams struct{ shard.StreamsAPI }
 
 // newUnitConsumer builds a consumer whose Processor methods tests call
 // directly (no walker running), with its checkpoint saver running.
-func newUnitConsumer(t *testing.T, store checkpoint.Store, mod func(*Config), routes ...Route) *Consumer {
+func newUnitConsumer(t testing.TB, store checkpoint.Store, mod func(*Config), routes ...Route) *Consumer {
 	t.Helper()
 	cfg := Config{
 		Options: shard.Options{Streams: nopStreams{}, StreamARNs: []string{testARN}},

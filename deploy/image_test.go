@@ -31,8 +31,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
-// imageVersion is the version the test stamps into the image it builds.
-const imageVersion = "imagetest-1"
+// imageVersion is the version the test stamps into the image it builds,
+// and imageName its name: tagged with the version, as make image does
+// (TestDeployConventions holds the Makefile to that).
+const (
+	imageVersion = "imagetest-1"
+	imageName    = "ttl-archiver:" + imageVersion
+)
 
 // TestImage builds the amd64 image the way `make image` does (only amd64:
 // a second cross-compile would double the test's time and run nothing
@@ -73,7 +78,7 @@ func buildImage(ctx context.Context, t *testing.T) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "archiver-image.tar")
-	cmd := exec.CommandContext(ctx, "go", "run", ".", "-src", src, "-o", out, "-platforms", "linux/amd64", "-version", imageVersion)
+	cmd := exec.CommandContext(ctx, "go", "run", ".", "-src", src, "-o", out, "-platforms", "linux/amd64", "-version", imageVersion, "-name", imageName)
 	cmd.Dir = filepath.Join(src, "tools", "mkimage")
 	cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH=0")
 	b, err := cmd.CombinedOutput()
@@ -82,8 +87,8 @@ func buildImage(ctx context.Context, t *testing.T) string {
 	}
 	// make image says what it builds, that it takes a while, where the
 	// image went and its size (it used to be silent for minutes).
-	for _, want := range []string{"building the image ttl-archiver:latest (version " + imageVersion + ") for linux/amd64", "a few minutes the first time",
-		"linux/amd64 built in", "wrote " + out + " (", " MB, an OCI image archive of ttl-archiver:latest)"} {
+	for _, want := range []string{"building the image " + imageName + " (version " + imageVersion + ") for linux/amd64", "a few minutes the first time",
+		"linux/amd64 built in", "wrote " + out + " (", " MB, an OCI image archive of " + imageName + ")"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("tools/mkimage did not say %q:\n%s", want, b)
 		}

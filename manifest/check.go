@@ -22,9 +22,14 @@ type Stored struct {
 const (
 	// FindGap: no manifest covers a range between two that do.
 	FindGap = "gap"
-	// FindTrimmed: the shard's first records were trimmed from the
-	// stream before the archiver first read it.
+	// FindTrimmed: records were trimmed from the stream before the
+	// archiver read them: the shard's first records, before it first read
+	// the shard (From ""), or records after From.
 	FindTrimmed = "trimmed"
+	// FindSkipped: the archiver started reading the shard at LATEST
+	// (--start latest): the records before the first one read were
+	// skipped on purpose.
+	FindSkipped = "skipped"
 	// FindChain: a manifest names a previous manifest that is not there
 	// with that digest: it was removed or edited.
 	FindChain = "chain"
@@ -136,13 +141,15 @@ func checkShard(ms []*Stored, byDigest map[string]*Stored) (Shard, []Finding) {
 		fs = append(fs, Finding{Kind: kind, Stream: sh.Stream, Region: sh.Region, Table: sh.Table, Shard: sh.Shard,
 			From: from, To: to, After: after, Before: before, Detail: detail})
 	}
-	if t := first.Trimmed; t != nil && first.From == "" {
-		find(FindTrimmed, "", t.First, time.Time{}, t.Time,
-			"records before the first one read had been trimmed from the stream before the archiver first read the shard")
-	}
 	end, endTime := "", time.Time{}
+	unread := map[[2]string]bool{} // (From, First) of the Trimmed told
 	for i, s := range ms {
 		m := s.M
+		if t := m.Trimmed; t != nil && !unread[[2]string{m.From, t.First}] {
+			unread[[2]string{m.From, t.First}] = true
+			kind, detail := trimmedFinding(m.From, t)
+			find(kind, m.From, t.First, time.Time{}, t.Time, detail)
+		}
 		sh.Manifests++
 		sh.Records += m.Records
 		add(sh.Events, m.Events)
@@ -177,6 +184,18 @@ func checkShard(ms []*Stored, byDigest map[string]*Stored) (Shard, []Finding) {
 	}
 	sh.To = end
 	return sh, fs
+}
+
+// trimmedFinding is the kind and the detail of a finding about records a
+// range did not read (Manifest.Trimmed).
+func trimmedFinding(from string, t *Trimmed) (kind, detail string) {
+	switch {
+	case t.Skipped:
+		return FindSkipped, fmt.Sprintf("records before %s were not read: the archiver started reading the shard at LATEST (--start latest)", t.First)
+	case from == "":
+		return FindTrimmed, "records before the first one read had been trimmed from the stream before the archiver first read the shard"
+	}
+	return FindTrimmed, fmt.Sprintf("records after %s before %s were trimmed from the stream before the archiver read them", from, t.First)
 }
 
 // earliestFrom is the From of the range that begins first.

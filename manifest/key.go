@@ -42,6 +42,14 @@ func ConflictKey(m Manifest, digest string) string {
 	return ShardDir(m.Table, m.Region, m.Stream, m.Shard) + pad(m.To) + "." + digest[:12] + ".json"
 }
 
+// EndingAt is the prefix of the keys of every manifest of a shard whose
+// range ends at to: [Key]'s and each [ConflictKey]'s, relative to the
+// archive's root. A recorder lists it to find the manifest its next range
+// follows.
+func EndingAt(table, region, streamARN, shardID, to string) string {
+	return ShardDir(table, region, streamARN, shardID) + pad(to) + "."
+}
+
 // IsKey reports whether key (relative to the archive's root) is under Dir
 // and names a manifest (a .json file).
 func IsKey(key string) bool {

@@ -76,17 +76,24 @@ type Range struct {
 	DeadLettered map[string]int64
 	// Ended: the shard was read to its end; this is its last range.
 	Ended bool
-	// Trimmed, when set, says that records at the shard's start were
-	// trimmed from the stream before the archiver first read it: the range
-	// begins at the first record still there.
+	// Trimmed, when set, says that records of the range were not read:
+	// with From "", those at the shard's start, trimmed from the stream
+	// before the archiver first read it (or, Skipped, passed over by a
+	// LATEST start); with From set, those after From, trimmed before the
+	// archiver reached them. Either way the records read begin at First.
 	Trimmed *Trimmed
 }
 
-// Trimmed is where a shard's reading began after the records before it
-// had been trimmed: the first record read, and its creation time.
+// Trimmed is where reading went on after records it did not read: the
+// first record read, and its creation time (First is the range's To, and
+// Time zero, when none was read after them: the shard ended).
 type Trimmed struct {
 	First string    `json:"first"`
 	Time  time.Time `json:"time"`
+	// Skipped: the records were not trimmed but skipped on purpose: the
+	// archiver started reading the shard at LATEST (--start latest), so
+	// what it held before was never meant to be read.
+	Skipped bool `json:"skipped,omitempty"`
 }
 
 // Object is one object of the archive holding events of a range: its key
@@ -207,6 +214,10 @@ func Decode(r io.Reader) (Manifest, error) {
 	return m, m.validate()
 }
 
+// Validate checks m's fields as [Decode] does: a recorder refuses to
+// store a manifest its readers would refuse.
+func (m Manifest) Validate() error { return m.validate() }
+
 // validate checks a decoded manifest's fields.
 func (m *Manifest) validate() error {
 	switch {
@@ -228,6 +239,9 @@ func (m *Manifest) validate() error {
 		return fmt.Errorf("manifest: prev: %q is not a hex SHA-256", m.Prev)
 	case m.Trimmed != nil && !event.ValidSequence(m.Trimmed.First):
 		return fmt.Errorf("manifest: trimmed.first: %q is not a sequence number", m.Trimmed.First)
+	case m.Trimmed != nil && (event.CompareSequence(m.Trimmed.First, m.To) > 0 ||
+		m.From != "" && event.CompareSequence(m.Trimmed.First, m.From) <= 0):
+		return fmt.Errorf("manifest: trimmed.first: %s is not in the range (%s, %s]", m.Trimmed.First, m.From, m.To)
 	}
 	for k, n := range m.Events {
 		if !event.Kind(k).Valid() || n < 0 {

@@ -40,6 +40,15 @@ func TestCheck(t *testing.T) {
 	edited[1].Digest = Digest([]byte("someone else's bytes"))
 	trimmed := chain("shard-1", "", "", false, "", "100")
 	trimmed[0].M.Trimmed = &Trimmed{First: "50", Time: t0}
+	midTrim := chain("shard-1", "", "", false, "", "100", "200")
+	midTrim[1].M.Trimmed = &Trimmed{First: "150", Time: t0}
+	skipped := chain("shard-1", "", "", false, "", "100", "200")
+	skipped[0].M.Trimmed = &Trimmed{First: "50", Time: t0, Skipped: true}
+	trimmedTwice := chain("shard-1", "", "", false, "", "100")
+	trimmedTwice[0].M.Trimmed = &Trimmed{First: "50", Time: t0}
+	again := trimmedTwice[0]
+	again.Key, again.Digest = ConflictKey(again.M, strings.Repeat("cd", 32)), strings.Repeat("cd", 32)
+	trimmedTwice = append(trimmedTwice, again)
 	openParent := chain("shard-1", "", "", false, "", "100")
 	begun := chain("shard-1", "", "", false, "900", "1000", "1100")
 	crash := append(chain("shard-1", "", "", false, "", "100", "200"), chain("shard-1", "", last(chain("shard-1", "", "", false, "", "100")), false, "100", "200", "300")...)
@@ -57,6 +66,9 @@ func TestCheck(t *testing.T) {
 		{"manifest edited", edited, []string{FindChain}, 1, 0, false},
 		{"parent's last manifest removed", append(copyOf(parent[:2]), child...), []string{FindChain, FindParent}, 2, 0, false},
 		{"trimmed start", trimmed, []string{FindTrimmed}, 1, 0, false},
+		{"trimmed after a range", midTrim, []string{FindTrimmed}, 1, 0, false},
+		{"LATEST start", skipped, []string{FindSkipped}, 1, 0, false},
+		{"trimmed start recorded twice", trimmedTwice, []string{FindTrimmed}, 1, 0, false},
 		{"child of an open parent", append(copyOf(openParent), chain("shard-2", "shard-1", "", false, "", "400")...), []string{FindParent}, 2, 0, false},
 		{"recording begun mid-shard", begun, nil, 1, 0, true},
 		{"a range recorded again after a crash", crash, nil, 1, 0, false},
@@ -81,6 +93,29 @@ func TestCheck(t *testing.T) {
 				t.Errorf("shard %+v: want %d gaps, begun %v", res.Shards[0], tc.gaps, tc.begun)
 			}
 		})
+	}
+}
+
+// TestCheckTrimmedNamesWhat: a finding about records not read names the
+// range they were in: from the shard's start or after the range's From, up
+// to the first record read.
+func TestCheckTrimmedNamesWhat(t *testing.T) {
+	ms := chain("shard-1", "", "", false, "", "100", "200")
+	ms[1].M.Trimmed = &Trimmed{First: "150", Time: t0}
+	res := Check(ms)
+	if len(res.Findings) != 1 {
+		t.Fatalf("findings %+v, want one", res.Findings)
+	}
+	if f := res.Findings[0]; f.From != "100" || f.To != "150" || !f.Before.Equal(t0) || !strings.Contains(f.Detail, "after 100 before 150") {
+		t.Errorf("finding %+v: want the records after 100 before 150", f)
+	}
+	m := ms[1].M
+	if got, err := Decode(bytes.NewReader(Encode(m))); err != nil || *got.Trimmed != *m.Trimmed {
+		t.Errorf("Decode(Encode) of a range trimmed after its From: %+v, %v", got.Trimmed, err)
+	}
+	m.Trimmed = &Trimmed{First: "100", Time: t0}
+	if _, err := Decode(bytes.NewReader(Encode(m))); err == nil {
+		t.Error("Decode took trimmed.first at the range's From (a record it did not read)")
 	}
 }
 
@@ -134,6 +169,7 @@ func TestDecodeRefuses(t *testing.T) {
 		"escaping key":     strings.Replace(good, `"key":"table=`, `"key":"../table=`, 1),
 		"two objects":      good + good,
 		"negative records": strings.Replace(good, `"records":10`, `"records":-1`, 1),
+		"trimmed past to":  strings.Replace(good, `"objects"`, `"trimmed":{"first":"43","time":"2026-11-01T12:00:00Z"},"objects"`, 1),
 	}
 	for name, in := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -154,6 +190,17 @@ func TestKey(t *testing.T) {
 	m.Shard = "../../x"
 	if k := Key(m); strings.Contains(k, "/../") {
 		t.Errorf("Key %q lets a shard ID leave its folder", k)
+	}
+	m.Shard = "shardId-0001"
+	for _, k := range []string{Key(m), ConflictKey(m, strings.Repeat("ab", 32))} {
+		if p := EndingAt(m.Table, m.Region, m.Stream, m.Shard, m.To); !strings.HasPrefix(k, p) {
+			t.Errorf("EndingAt = %q, not a prefix of %q", p, k)
+		}
+	}
+	longer := m
+	longer.To = "420"
+	if p := EndingAt(m.Table, m.Region, m.Stream, m.Shard, m.To); strings.HasPrefix(Key(longer), p) {
+		t.Errorf("EndingAt(42) = %q is a prefix of %q", p, Key(longer))
 	}
 	a, b := m, m
 	a.To, b.To = "9", "10"

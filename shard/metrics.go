@@ -24,6 +24,7 @@ type metrics struct {
 	discoveries *prometheus.CounterVec // archiver_shard_discoveries_total{table}
 	failures    *prometheus.CounterVec // archiver_shard_reader_failures_total{table}
 	undecodable *prometheus.CounterVec // archiver_shard_undecodable_records_total{table}
+	probes      *prometheus.CounterVec // archiver_shard_trim_probes_total{table,result}
 
 	mu   sync.Mutex
 	ages map[string]map[string]float64 // table → reader key → seconds
@@ -67,6 +68,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.undecodable = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_shard_undecodable_records_total", Help: "Stream records that neither the fast decoder nor the SDK's could read, handed to the consumer raw (dead-lettered with --dead-letter; without one their shard stops at them), by table.",
 	}, []string{"table"}))
+	m.probes = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_shard_trim_probes_total", Help: "GetShardIterator calls AT a shard's StartingSequenceNumber made when a shard is first read from TRIM_HORIZON, to learn whether its first records were trimmed before they were read, by table and result (trimmed, whole, failed: unknown, taken for whole).",
+	}, []string{"table", "result"}))
 	return m
 }
 

@@ -75,6 +75,19 @@ type reader struct {
 	// firstSeq is the sequence number of the first record queued (set by
 	// the fetch goroutine, read by the walker once the reader is done).
 	firstSeq string
+	// co is the Processor as a Coverage, nil when it is none.
+	co Coverage
+	// skipStart is what the reader's start skips on purpose (SkipLatest
+	// for a LATEST start and its restarts), 0 for nothing.
+	skipStart Skip
+	// probe: the reader starts at TRIM_HORIZON with no stored position;
+	// before its first batch (or its end) it asks whether the shard's
+	// first records were trimmed (see notices). Only the fetch goroutine
+	// touches probe and trimSkip.
+	probe bool
+	// trimSkip: the reader went on past records trimmed before it read
+	// them; the next notices tells the Coverage processor.
+	trimSkip bool
 }
 
 // run reads the shard until its end, its context ends or it fails, then
@@ -90,20 +103,22 @@ func (r *reader) run() result {
 		ended    bool
 		fetchErr error
 	)
-	go func() {
-		defer close(q)
-		ended, fetchErr = r.fetch(fctx, q, g)
-		r.idleSince.Store(0) // never yield a reader that is finishing
-	}()
-	var (
-		procErr   error
-		refusedAt time.Time
-	)
+	procErr := r.started()
+	if procErr == nil {
+		go func() {
+			defer close(q)
+			ended, fetchErr = r.fetch(fctx, q, g)
+			r.idleSince.Store(0) // never yield a reader that is finishing
+		}()
+	} else {
+		close(q)
+	}
+	var refusedAt time.Time
 	for b := range q {
 		// Once the reader must stop, queued batches are dropped: they were
 		// never processed, so the shard resumes before them.
 		if procErr == nil && r.ctx.Err() == nil {
-			if err := o.Processor.Process(r.ctx, b); err != nil {
+			if err := r.hand(b); err != nil {
 				procErr, refusedAt = err, event.FirstCreation(b.Records)
 				fcancel()
 			}
@@ -114,28 +129,7 @@ func (r *reader) run() result {
 
 	res := result{rd: r, refusedAt: refusedAt}
 	defer func() { r.w.fails.note(r, res, o.Now()) }()
-	switch {
-	case procErr != nil && r.ctx.Err() == nil:
-		res.outcome, res.err = outFailed, fmt.Errorf("process: %w", procErr)
-	case r.ctx.Err() != nil:
-		res.outcome = outStopped
-	case fetchErr != nil && classify(fctx, fetchErr) == errNotFound:
-		res.outcome, res.err = outGone, fetchErr
-	case fetchErr != nil:
-		res.outcome, res.err = outFailed, fetchErr
-	case ended:
-		if err := o.Processor.ShardEnded(r.ctx, r.streamARN, r.shard.ID); err != nil {
-			if r.ctx.Err() != nil {
-				res.outcome = outStopped
-			} else {
-				res.outcome, res.err = outFailed, fmt.Errorf("shard ended: %w", err)
-			}
-		} else {
-			res.outcome = outEnded
-		}
-	default:
-		res.outcome, res.err = outFailed, errors.New("reader stopped without a reason")
-	}
+	res.outcome, res.err = r.outcome(fctx, procErr, fetchErr, ended)
 
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(r.ctx), o.StopTimeout)
 	defer scancel()
@@ -155,6 +149,30 @@ func (r *reader) run() result {
 	return res
 }
 
+// outcome is how the reader ended, once its queue is drained: for a shard
+// read to its end, after ShardEnded returned.
+func (r *reader) outcome(fctx context.Context, procErr, fetchErr error, ended bool) (outcome, error) {
+	switch {
+	case procErr != nil && r.ctx.Err() == nil:
+		return outFailed, fmt.Errorf("process: %w", procErr)
+	case r.ctx.Err() != nil:
+		return outStopped, nil
+	case fetchErr != nil && classify(fctx, fetchErr) == errNotFound:
+		return outGone, fetchErr
+	case fetchErr != nil:
+		return outFailed, fetchErr
+	case ended:
+		if err := r.w.o.Processor.ShardEnded(r.ctx, r.streamARN, r.shard.ID); err != nil {
+			if r.ctx.Err() != nil {
+				return outStopped, nil
+			}
+			return outFailed, fmt.Errorf("shard ended: %w", err)
+		}
+		return outEnded, nil
+	}
+	return outFailed, errors.New("reader stopped without a reason")
+}
+
 // fetch reads GetRecords until the shard's end (ended true) or an error.
 func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (ended bool, err error) {
 	o := &r.w.o
@@ -165,7 +183,7 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (e
 		return false, err
 	}
 	if c.it == "" {
-		return true, nil
+		return true, r.notices(ctx, q, true)
 	}
 	idle := 0
 	decodeOpts := []func(*dynamodbstreams.Options){FastGetRecords}
@@ -183,16 +201,23 @@ func (r *reader) fetch(ctx context.Context, q chan<- Batch, g *budget.Budget) (e
 			Limit:         aws.Int32(o.GetRecordsLimit),
 		}, decodeOpts...)
 		if err != nil {
-			if ended, err := r.recoverGetRecords(ctx, &c, err); ended || err != nil {
+			ended, err := r.recoverGetRecords(ctx, &c, err)
+			if ended && err == nil {
+				err = r.notices(ctx, q, true)
+			}
+			if ended || err != nil {
 				return ended, err
 			}
 			continue
 		}
 		c.fails, c.throttles = 0, 0
+		next := aws.ToString(out.NextShardIterator)
+		if err := r.notices(ctx, q, len(out.Records) > 0 || next == ""); err != nil {
+			return false, err
+		}
 		if err := r.deliver(ctx, q, g, &c, out.Records, sv.bad); err != nil {
 			return false, err
 		}
-		next := aws.ToString(out.NextShardIterator)
 		if next == "" {
 			return true, nil
 		}
@@ -241,6 +266,7 @@ func (r *reader) recoverGetRecords(ctx context.Context, c *cursor, callErr error
 		m.gaps.WithLabelValues(r.table).Inc()
 		r.log.Warn("records trimmed before they were read, continuing from trim horizon (gap)",
 			zap.String("sequence", c.lastSeq), zap.Error(callErr))
+		r.trimSkip = true
 		it, err = r.iteratorAt(ctx, types.ShardIteratorTypeTrimHorizon, "")
 	case errNotFound:
 		return false, fmt.Errorf("get records: %w", callErr)
@@ -418,6 +444,7 @@ func (r *reader) iteratorAt(ctx context.Context, typ types.ShardIteratorType, se
 				r.log.Warn("position trimmed from the stream, continuing from trim horizon (gap)",
 					zap.String("sequence", seq), zap.String("iterator_type", string(typ)), zap.Error(err))
 				typ, seq = types.ShardIteratorTypeTrimHorizon, ""
+				r.trimSkip = true
 				continue
 			}
 			fails++

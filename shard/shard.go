@@ -53,7 +53,8 @@
 //     queued for Process (or at the reader's original start).
 //   - TrimmedDataAccessException: the gap is logged and counted
 //     (archiver_shard_trimmed_gaps_total), reading goes on from
-//     TRIM_HORIZON; records at or before the last one read are dropped.
+//     TRIM_HORIZON; records at or before the last one read are dropped. A
+//     [Coverage] processor is told (Skipped) before the next batch.
 //   - LimitExceededException, throttling codes, HTTP 429: backoff, same
 //     iterator, for as long as it takes.
 //   - 5xx, network and unknown errors: backoff and a fresh iterator; after
@@ -72,6 +73,17 @@
 // holds at most ShardBufferBytes of batches Process has not finished with,
 // plus one GetRecords response: by default one batch at a time.
 //
+// # Coverage
+//
+// A Processor that also implements [Coverage] is told, in order with its
+// batches, where each reader starts (ShardStarted: the shard's parents and
+// sequence number range) and what it did not read (Skipped): what a LATEST
+// start passed over, records trimmed before a reader reached them, and,
+// for a shard first read from TRIM_HORIZON, whether its first records had
+// been trimmed, which the reader asks DynamoDB Streams once (an iterator
+// AT the shard's StartingSequenceNumber) after its first records. So the
+// consumer can record which records of each shard were read.
+//
 // # Metrics
 //
 // Registered with Options.Registerer, labelled by table (never by shard):
@@ -81,7 +93,9 @@
 // archiver_shard_throttles_total, archiver_shard_trimmed_gaps_total,
 // archiver_shard_iterator_age_seconds (gauge: the largest age over the
 // table's active shards), archiver_shards_active (gauge),
-// archiver_shards_ended_total and archiver_shard_discoveries_total.
+// archiver_shards_ended_total, archiver_shard_discoveries_total and
+// archiver_shard_trim_probes_total{table,result} (the question above:
+// trimmed, whole, or failed and taken for whole).
 package shard
 
 import (
@@ -171,6 +185,10 @@ type Batch struct {
 	// starts a new batch at each, so that what precedes it can be
 	// processed (and checkpointed) whatever becomes of it.
 	Undecodable []Undecodable
+
+	// skip, on a batch without records the reader queues between two
+	// others, is a notice for Coverage.Skipped instead.
+	skip Skip
 }
 
 // Processor receives the records. Process for one shard is never called
@@ -195,6 +213,53 @@ type Processor interface {
 	// acknowledged and checkpointed (or ctx ends). ctx is a fresh context
 	// bounded by Options.StopTimeout.
 	ShardStopped(ctx context.Context, streamARN, shardID string) error
+}
+
+// Skip is why a reader did not read some records of its shard.
+type Skip int
+
+// The reasons of a Skip.
+const (
+	// SkipTrimmed: the records were trimmed from the stream before the
+	// reader reached them (DynamoDB Streams keeps a record 24 h).
+	SkipTrimmed Skip = iota + 1
+	// SkipLatest: the reader started at LATEST (Options.Start Latest, a
+	// shard without a stored position): what the shard held before its
+	// first record read was skipped on purpose.
+	SkipLatest
+)
+
+func (s Skip) String() string {
+	switch s {
+	case SkipTrimmed:
+		return "trimmed"
+	case SkipLatest:
+		return "latest"
+	}
+	return fmt.Sprintf("Skip(%d)", int(s))
+}
+
+// Coverage is an optional interface of a [Processor]: one that implements
+// it is told what each reader of a shard covers, so that it can record
+// which records of the shard were read (the consumer's coverage
+// manifests). Its calls are made on the reader's goroutine, in order with
+// Process, ShardEnded and ShardStopped.
+type Coverage interface {
+	// ShardStarted is called when a reader of the shard starts, before
+	// anything else of it: s is the shard as the walker knows it (its
+	// parents; its sequence number range, EndingSequence set when it was
+	// closed then). It must not block.
+	ShardStarted(table, streamARN string, s Shard)
+	// Skipped says that records of the shard after the last one handed to
+	// Process by this reader (or, before its first batch, after its start:
+	// its stored Position, or the shard's start) and before the next batch
+	// (or the shard's end) were not read, and why. A reader that starts at
+	// TRIM_HORIZON with no stored Position asks, before its first batch
+	// (or its end), for an iterator at the shard's StartingSequenceNumber:
+	// a TrimmedDataAccessException gets Skipped(SkipTrimmed); any other
+	// answer nothing. Skipped may block; an error stops the reader as a
+	// failed Process does.
+	Skipped(ctx context.Context, streamARN, shardID string, why Skip) error
 }
 
 // Positions loads stored positions (the consumer adapts a checkpoint store

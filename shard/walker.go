@@ -28,6 +28,7 @@ type Walker struct {
 	m       *metrics
 	started atomic.Bool
 	fails   failBook // shards whose readers keep failing (Failing)
+	co      Coverage // the Processor as a Coverage; nil when it is none
 }
 
 // New checks o, fills in defaults and returns a Walker. It registers the
@@ -36,7 +37,8 @@ func New(o Options) (*Walker, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	return &Walker{o: o, log: o.Logger.Named("shard"), m: newMetrics(o.Registerer)}, nil
+	co, _ := o.Processor.(Coverage)
+	return &Walker{o: o, log: o.Logger.Named("shard"), m: newMetrics(o.Registerer), co: co}, nil
 }
 
 // Run discovers the streams and reads them until ctx ends. Then it stops
@@ -1059,17 +1061,17 @@ func (wk *walk) start(st *streamState, ss *shardState, actx context.Context) {
 	}
 	rd := &reader{
 		w: wk.w, table: st.table, streamARN: st.arn, streams: st.client, shard: ss.Shard, key: key,
-		ctx: rctx, cancel: cancel,
+		ctx: rctx, cancel: cancel, co: wk.w.co,
 	}
 	switch {
 	case ss.hasPos && ss.pos.SequenceNumber != "":
 		rd.startType, rd.startSeq = types.ShardIteratorTypeAfterSequenceNumber, ss.pos.SequenceNumber
 	case ss.startLatest && !ss.started:
-		rd.startType = types.ShardIteratorTypeLatest
+		rd.startType, rd.skipStart = types.ShardIteratorTypeLatest, SkipLatest
 	case ss.startLatest && ss.latestFrom != "":
-		rd.startType, rd.startSeq = types.ShardIteratorTypeAtSequenceNumber, ss.latestFrom
+		rd.startType, rd.startSeq, rd.skipStart = types.ShardIteratorTypeAtSequenceNumber, ss.latestFrom, SkipLatest
 	default:
-		rd.startType = types.ShardIteratorTypeTrimHorizon
+		rd.startType, rd.probe = types.ShardIteratorTypeTrimHorizon, rd.co != nil
 	}
 	rd.log = wk.w.log.With(zap.String("table", st.table), zap.String("stream", st.arn), zap.String("shard", ss.ID))
 	ss.running, ss.started = true, true

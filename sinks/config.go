@@ -15,7 +15,7 @@ import (
 )
 
 // S3Config configures an S3 sink. Open fills it from
-// s3://BUCKET/PREFIX?region=&endpoint=&path-style=&sse=&kms-key-id=&storage-class=&flush-bytes=&flush-interval=&compression=&max-attempts=&max-buffer-bytes=.
+// s3://BUCKET/PREFIX?region=&endpoint=&path-style=&sse=&kms-key-id=&storage-class=&flush-bytes=&flush-interval=&compression=&max-attempts=&max-buffer-bytes=&manifests=&manifest-objects=&manifest-interval=.
 type S3Config struct {
 	Bucket string
 	// Prefix is the key prefix, without leading or trailing slash ("" for
@@ -50,6 +50,9 @@ type S3Config struct {
 	// MaxBufferBytes bounds what the sink holds, buffered and uploading
 	// (default 4 × FlushBytes, at least 64 MiB); Write blocks beyond it.
 	MaxBufferBytes int64
+	// Manifests is how the sink records coverage manifests (see
+	// [S3Sink.Record]); the zero value records with the defaults.
+	Manifests ManifestConfig
 }
 
 var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
@@ -122,6 +125,9 @@ func parseS3(p *params) (S3Config, error) {
 	}
 	c.MaxAttempts = int(n)
 	if c.MaxBufferBytes, err = p.size("max-buffer-bytes", 0, 1, 64<<30); err != nil {
+		return c, err
+	}
+	if c.Manifests, err = parseManifests(p); err != nil {
 		return c, err
 	}
 	return c, p.done()
@@ -324,7 +330,7 @@ func parseNATSDelivery(p *params, c *NATSConfig) error {
 }
 
 // FileConfig configures a file sink. Open fills it from
-// file://DIR?file-mode=&dir-mode=.
+// file://DIR?file-mode=&dir-mode=&manifests=&manifest-objects=&manifest-interval=.
 type FileConfig struct {
 	// Dir is the directory the sink owns, created when missing. It may be
 	// a symbolic link; nothing below it may (see [FileSink]).
@@ -335,6 +341,9 @@ type FileConfig struct {
 	// read and write, folders its read, write and search: the sink
 	// reopens what it made.
 	FileMode, DirMode fs.FileMode
+	// Manifests is how the sink records coverage manifests (see
+	// [FileSink.Record]); the zero value records with the defaults.
+	Manifests ManifestConfig
 }
 
 // The file sink's default modes: the owner writes, its group reads, no
@@ -389,6 +398,9 @@ func parseFile(p *params) (FileConfig, error) {
 		return c, err
 	}
 	if c.DirMode, err = p.mode("dir-mode", DefaultDirMode, 0o700); err != nil {
+		return c, err
+	}
+	if c.Manifests, err = parseManifests(p); err != nil {
 		return c, err
 	}
 	return c, p.done()

@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/manifest"
 )
 
 // FileSink appends archive lines (see [event.AppendLine]) to one file per
@@ -52,6 +54,14 @@ import (
 // not (space may be freed; the batch is worth retrying). An event whose
 // table name cannot be a directory name is rejected alone: its batch is
 // acknowledged with a [*RejectedError] once the other events are durable.
+//
+// The sink records coverage manifests ([FileSink.Record], package
+// manifest) under DIR/_manifests/. Its files are shared by every shard
+// and grow, so it keeps each file's SHA-256 running as it appends, and a
+// manifest lists the files a shard appended to since its last one with
+// their size after the shard's last append and the SHA-256 of that
+// prefix. With manifests=false it hashes nothing and [Open] returns it
+// without Record and RecordDue.
 type FileSink struct {
 	*serial
 	dir   string
@@ -66,6 +76,13 @@ type FileSink struct {
 	linesPool chan *fileLines
 	// fsync makes f durable; tests replace it to inject failures.
 	fsync func(f *os.File) error
+	// rec tracks, per shard, the files appended to since the shard's
+	// last manifest and records manifests (nil with manifests=false);
+	// digests holds the running SHA-256 of the files appended to (the
+	// worker's alone).
+	rec     *recorder
+	digests map[string]*fileDigest
+	now     func() time.Time
 }
 
 // maxOpenFiles bounds the file handles a FileSink keeps between batches.
@@ -95,6 +112,7 @@ func NewFileSink(dir string, o Options) (*FileSink, error) {
 // modes mean the defaults; a mode beyond 0777 or one that locks the owner
 // out is an error naming it.
 func NewFileSinkWith(c FileConfig, o Options) (*FileSink, error) {
+	c.Manifests.Off = c.Manifests.Off || o.NoManifests
 	c, err := c.withDefaults()
 	if err != nil {
 		return nil, err
@@ -113,6 +131,11 @@ func NewFileSinkWith(c FileConfig, o Options) (*FileSink, error) {
 		// Room for a full queue plus the batches being rendered.
 		linesPool: make(chan *fileLines, 128),
 		fsync:     (*os.File).Sync,
+		now:       time.Now,
+	}
+	if !c.Manifests.Off {
+		s.rec = newRecorder(s.Name(), c.Manifests, s, s.log, o.Registerer, func() time.Time { return s.now() })
+		s.digests = map[string]*fileDigest{}
 	}
 	s.serial = newSerial(64, s.write, s.closeFiles)
 	s.serial.prepare = s.render
@@ -150,10 +173,12 @@ type fileLines struct {
 	rej  error
 }
 
-// fileRun is a run of lines for one file: buf[end of the run before:end].
+// fileRun is a run of lines for one file: buf[end of the run before:end],
+// the lines of the batch's events first to last.
 type fileRun struct {
-	path string
-	end  int
+	path        string
+	end         int
+	first, last int
 }
 
 // render is the FileSink's prepare step: it runs in Write, on the caller's
@@ -176,12 +201,13 @@ func (s *FileSink) render(b Batch) any {
 				continue
 			}
 			if len(fl.runs) == 0 || fl.runs[len(fl.runs)-1].path != path {
-				fl.runs = append(fl.runs, fileRun{path: path})
+				fl.runs = append(fl.runs, fileRun{path: path, first: j})
 			}
 			lastHour, lastTable = hour, e.Table
 		}
 		fl.buf = event.AppendLine(fl.buf, e)
-		fl.runs[len(fl.runs)-1].end = len(fl.buf)
+		run := &fl.runs[len(fl.runs)-1]
+		run.end, run.last = len(fl.buf), j
 	}
 	return fl
 }
@@ -237,20 +263,9 @@ func (s *FileSink) write(reqs []serialReq) []error {
 			start = run.end
 		}
 	}
-	failed := map[string]error{}
-	for _, path := range order {
-		segs := s.segs[path]
-		n, err := s.appendSync(path, segs)
-		if err != nil {
-			err = classifyFileError(err)
-			failed[path] = err
-			s.log.Error("file sink append failed", zap.String("path", path), zap.Error(err))
-		} else {
-			s.m.bytes.Add(float64(n))
-			s.m.objects.Inc()
-		}
-		clear(segs)
-		s.segs[path] = segs[:0]
+	failed, durable := s.appendAll(order)
+	if s.rec != nil {
+		s.trackRuns(reqs, rendered, durable)
 	}
 	for _, fl := range rendered {
 		s.putLines(fl)
@@ -270,19 +285,53 @@ func (s *FileSink) write(reqs []serialReq) []error {
 	return errs
 }
 
+// appendAll appends each path's collected runs (s.segs) and fsyncs it, in
+// order. It returns the paths that failed, with their errors, and, when
+// the sink records manifests, the durable size and SHA-256 of each path
+// appended to.
+func (s *FileSink) appendAll(order []string) (map[string]error, map[string]manifest.Object) {
+	failed := map[string]error{}
+	var durable map[string]manifest.Object
+	if s.rec != nil {
+		durable = make(map[string]manifest.Object, len(order))
+	}
+	for _, path := range order {
+		segs := s.segs[path]
+		n, d, err := s.appendSync(path, segs)
+		if err != nil {
+			err = classifyFileError(err)
+			failed[path] = err
+			s.log.Error("file sink append failed", zap.String("path", path), zap.Error(err))
+		} else {
+			s.m.bytes.Add(float64(n))
+			s.m.objects.Inc()
+			if d != nil {
+				durable[path] = d.object()
+			}
+		}
+		clear(segs)
+		s.segs[path] = segs[:0]
+	}
+	return failed, durable
+}
+
 // appendSync appends segs to path in order and fsyncs it, returning the
-// bytes written; on failure it truncates the file back to where it was
-// (the end before the append: the directory lock keeps every other sink
-// from appending meanwhile).
-func (s *FileSink) appendSync(path string, segs [][]byte) (int, error) {
+// bytes written and, when the sink records manifests, the file's running
+// digest, which then covers them; on failure it truncates the file back
+// to where it was (the end before the append: the directory lock keeps
+// every other sink from appending meanwhile).
+func (s *FileSink) appendSync(path string, segs [][]byte) (int, *fileDigest, error) {
 	f, err := s.open(path)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	start, err := f.Seek(0, io.SeekEnd)
+	if err == nil && s.rec != nil {
+		err = s.digestTo(path, f, start)
+	}
 	if err != nil {
 		s.drop(path)
-		return 0, fmt.Errorf("file sink: %w", err)
+		return 0, nil, fmt.Errorf("file sink: %w", err)
 	}
 	n := 0
 	var werr error
@@ -302,9 +351,16 @@ func (s *FileSink) appendSync(path string, segs [][]byte) (int, error) {
 			werr = errors.Join(werr, fmt.Errorf("truncating after failed append: %w", terr))
 		}
 		s.drop(path)
-		return 0, fmt.Errorf("file sink: %w", werr)
+		return 0, nil, fmt.Errorf("file sink: %w", werr)
 	}
-	return n, nil
+	d := s.digests[path]
+	if d != nil {
+		for _, seg := range segs {
+			d.h.Write(seg)
+		}
+		d.size += int64(n)
+	}
+	return n, d, nil
 }
 
 // open returns path's file, opened for appending (see [fileRoot.openFile])

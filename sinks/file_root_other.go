@@ -22,3 +22,15 @@ func (r *fileRoot) close() error { return nil }
 func (r *fileRoot) openFile(rel string, flag int) (*os.File, bool, error) {
 	return nil, false, errors.New("file sink: unsupported platform")
 }
+
+func (r *fileRoot) list(rel string) ([]string, error) {
+	return nil, errors.New("file sink: unsupported platform")
+}
+
+func (r *fileRoot) readFile(rel string, limit int64) ([]byte, error) {
+	return nil, errors.New("file sink: unsupported platform")
+}
+
+func (r *fileRoot) writeNew(rel string, data []byte, limit int64) ([]byte, bool, error) {
+	return nil, false, errors.New("file sink: unsupported platform")
+}

@@ -5,9 +5,11 @@ package sinks
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -79,23 +81,11 @@ func (r *fileRoot) close() error {
 // file that is not a regular one, [errNotRegular].
 func (r *fileRoot) openFile(rel string, flag int) (f *os.File, created bool, err error) {
 	names := strings.Split(rel, "/")
-	root := int(r.d.Fd())
-	parent := root
-	defer func() {
-		if parent != root {
-			unix.Close(parent)
-		}
-	}()
-	for i, name := range names[:len(names)-1] {
-		fd, err := r.openDir(parent, name, r.path(names[:i+1]))
-		if err != nil {
-			return nil, false, err
-		}
-		if parent != root {
-			unix.Close(parent)
-		}
-		parent = fd
+	parent, err := r.openDirs(names[:len(names)-1], true)
+	if err != nil {
+		return nil, false, err
 	}
+	defer r.closeDir(parent)
 	path := r.path(names)
 	fd, created, err := r.openLeaf(parent, names[len(names)-1], path, flag)
 	if err != nil {
@@ -104,19 +94,44 @@ func (r *fileRoot) openFile(rel string, flag int) (f *os.File, created bool, err
 	return os.NewFile(uintptr(fd), path), created, nil
 }
 
+// openDirs opens the folder DIR/names... one name at a time, creating
+// the missing ones when create (else a missing one is an error matching
+// fs.ErrNotExist). Release it with closeDir.
+func (r *fileRoot) openDirs(names []string, create bool) (int, error) {
+	root := int(r.d.Fd())
+	parent := root
+	for i, name := range names {
+		fd, err := r.openDir(parent, name, r.path(names[:i+1]), create)
+		r.closeDir(parent)
+		if err != nil {
+			return -1, err
+		}
+		parent = fd
+	}
+	return parent, nil
+}
+
+// closeDir closes a folder openDirs opened (DIR's own descriptor stays).
+func (r *fileRoot) closeDir(fd int) {
+	if fd != int(r.d.Fd()) {
+		unix.Close(fd)
+	}
+}
+
 // path is DIR/names..., for messages and the opened files' names.
 func (r *fileRoot) path(names []string) string {
 	return filepath.Join(append([]string{r.dir}, names...)...)
 }
 
-// openDir opens the folder name in parent, creating it when missing.
-func (r *fileRoot) openDir(parent int, name, path string) (int, error) {
+// openDir opens the folder name in parent, creating it when missing and
+// create.
+func (r *fileRoot) openDir(parent int, name, path string, create bool) (int, error) {
 	const flag = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	fd, err := openat(parent, name, flag, 0)
 	if err == nil {
 		return fd, nil
 	}
-	if !errors.Is(err, unix.ENOENT) {
+	if !create || !errors.Is(err, unix.ENOENT) {
 		return -1, pathError("open", path, parent, name, err)
 	}
 	err = unix.Mkdirat(parent, name, r.dirMode)
@@ -207,6 +222,122 @@ func regular(fd int, path string) error {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("file sink: %s: %w", path, errNotRegular)
+	}
+	return nil
+}
+
+// list returns the names in the folder DIR/rel, sorted; a folder that
+// does not exist holds none.
+func (r *fileRoot) list(rel string) ([]string, error) {
+	fd, err := r.openDirs(strings.Split(rel, "/"), false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := os.NewFile(uintptr(fd), r.path(strings.Split(rel, "/")))
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("file sink: %w", err)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// readFile returns up to limit bytes of the regular file DIR/rel.
+func (r *fileRoot) readFile(rel string, limit int64) ([]byte, error) {
+	names := strings.Split(rel, "/")
+	parent, err := r.openDirs(names[:len(names)-1], false)
+	if err != nil {
+		return nil, err
+	}
+	defer r.closeDir(parent)
+	f, err := r.openExisting(parent, names)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit))
+	if err != nil {
+		return nil, fmt.Errorf("file sink: %w", err)
+	}
+	return data, nil
+}
+
+// openExisting opens the regular file names[len-1] in parent for reading.
+func (r *fileRoot) openExisting(parent int, names []string) (*os.File, error) {
+	path := r.path(names)
+	fd, err := openat(parent, names[len(names)-1], unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, pathError("open", path, parent, names[len(names)-1], err)
+	}
+	if err := regular(fd, path); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// writeNew makes data durable at DIR/rel unless a file is there: it
+// writes a temporary file beside it (.NAME.tmp, with the sink's file
+// mode), fsyncs it, renames it to NAME and fsyncs the folder, creating
+// the folders on the way. When NAME exists it writes nothing and returns
+// up to limit of its bytes, found. The directory lock makes the check and
+// the rename one step: no other sink writes below DIR.
+func (r *fileRoot) writeNew(rel string, data []byte, limit int64) (existing []byte, found bool, err error) {
+	names := strings.Split(rel, "/")
+	name := names[len(names)-1]
+	parent, err := r.openDirs(names[:len(names)-1], true)
+	if err != nil {
+		return nil, false, err
+	}
+	defer r.closeDir(parent)
+	if f, err := r.openExisting(parent, names); err == nil {
+		defer f.Close()
+		existing, err := io.ReadAll(io.LimitReader(f, limit))
+		if err != nil {
+			return nil, false, fmt.Errorf("file sink: %w", err)
+		}
+		return existing, true, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, false, err
+	}
+	tmp := "." + name + ".tmp"
+	if err := r.writeTemp(parent, tmp, r.path(append(names[:len(names)-1], tmp)), data); err != nil {
+		return nil, false, err
+	}
+	if err := unix.Renameat(parent, tmp, parent, name); err != nil {
+		return nil, false, pathError("rename", r.path(names), parent, tmp, err)
+	}
+	if err := unix.Fsync(parent); err != nil {
+		return nil, false, fmt.Errorf("file sink: fsync of the folder of %s: %w", r.path(names), err)
+	}
+	return nil, false, nil
+}
+
+// writeTemp writes data to the file name in parent (created with the
+// sink's file mode, or emptied: a temporary file a crash left) and fsyncs
+// it.
+func (r *fileRoot) writeTemp(parent int, name, path string, data []byte) error {
+	fd, err := openat(parent, name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, r.fileMode)
+	if err != nil {
+		return pathError("open", path, parent, name, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	if err := regular(fd, path); err != nil {
+		return err
+	}
+	if err := unix.Fchmod(fd, r.fileMode); err != nil {
+		return fmt.Errorf("file sink: chmod %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("file sink: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("file sink: fsync %s: %w", path, err)
 	}
 	return nil
 }

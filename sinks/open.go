@@ -36,6 +36,11 @@ type Options struct {
 	AWSConfig func(ctx context.Context, region string) (aws.Config, error)
 	// Stdout is where stdout:// writes (default os.Stdout).
 	Stdout io.Writer
+	// NoManifests opens S3 and file sinks without coverage manifests, as
+	// manifests=false does: for a caller that reads no stream and so will
+	// never call Record (replay, restore tests, benches); such a sink
+	// would otherwise track its objects for a Record that never comes.
+	NoManifests bool
 }
 
 func (o Options) logger() *zap.Logger {
@@ -72,12 +77,14 @@ func (e *ConfigError) Error() string {
 //	file://DIR            newline-delimited archive lines, DIR/TABLE/YYYY-MM-DD/HH.jsonl;
 //	                      one sink per DIR (locked), see [FileSink] and [FileConfig]
 //	    file-mode=0640, dir-mode=0750   modes of the files and folders it creates
+//	    manifests=true|false, manifest-objects=100, manifest-interval=10m
 //	stdout://             one line per event on standard output
 //	    format=envelope|item   archive line (default) or the item as plain JSON
 //	s3://BUCKET/PREFIX    see [S3Config]
 //	    region=, endpoint=, path-style=true|false, sse=AES256|aws:kms,
 //	    kms-key-id=, storage-class=, flush-bytes=8MiB, flush-interval=60s,
-//	    compression=gzip|zstd|none, max-attempts=8, max-buffer-bytes=
+//	    compression=gzip|zstd|none, max-attempts=8, max-buffer-bytes=,
+//	    manifests=true|false, manifest-objects=100, manifest-interval=10m
 //	nats://HOST:PORT[,HOST:PORT]   see [NATSConfig]
 //	    subject=archiver.{table}.{kind}, jetstream=true|false,
 //	    create-stream=NAME, with it stream-max-age=168h (0: none),
@@ -176,7 +183,13 @@ func prepare(rawURL string) (*prepared, error) {
 		if err != nil {
 			return nil, err
 		}
-		pr.open = func(_ context.Context, o Options) (Sink, error) { return NewFileSinkWith(c, o) }
+		pr.open = func(_ context.Context, o Options) (Sink, error) {
+			sk, err := NewFileSinkWith(c, o)
+			if err != nil {
+				return nil, err
+			}
+			return recording(sk, c.Manifests, o), nil
+		}
 	case "stdout":
 		item, err := stdoutItemFormat(p)
 		if err != nil {
@@ -190,7 +203,13 @@ func prepare(rawURL string) (*prepared, error) {
 		if err != nil {
 			return nil, err
 		}
-		pr.open = func(ctx context.Context, o Options) (Sink, error) { return NewS3(ctx, c, o) }
+		pr.open = func(ctx context.Context, o Options) (Sink, error) {
+			sk, err := NewS3(ctx, c, o)
+			if err != nil {
+				return nil, err
+			}
+			return recording(sk, c.Manifests, o), nil
+		}
 	case "nats":
 		c, err := parseNATS(p)
 		if err != nil {

@@ -30,6 +30,11 @@ func TestOpenErrors(t *testing.T) {
 		{"s3://key:secret@bucket/p", `credentials do not belong`},
 		{"s3://bucket/a//b", `prefix: "a//b" contains an empty path segment`},
 		{"s3://bucket/p?max-attempts=0", `max-attempts: 0 is out of range`},
+		{"s3://bucket/p?manifests=sometimes", `manifests: "sometimes" is not true or false`},
+		{"s3://bucket/p?manifest-objects=0", `manifest-objects: 0 is out of range [1, 1000000]`},
+		{"s3://bucket/p?manifest-interval=10ms", `manifest-interval: 10ms is out of range [1s, 6h0m0s]`},
+		{"s3://bucket/p?manifest-interval=often", `manifest-interval: "often" is not a duration`},
+		{"s3://bucket/p?manifests=false&manifest-objects=5", `manifest-objects: has no effect with manifests=false`},
 		{"nats://127.0.0.1:4222?subject=a..b", `subject: `},
 		{"nats://127.0.0.1:4222?subject=a.{table", `subject: `},
 		{"nats://127.0.0.1:4222?subject=a.*", `subject: `},
@@ -138,9 +143,19 @@ func TestParseS3Defaults(t *testing.T) {
 	}
 	want := S3Config{Bucket: "my-bucket", Prefix: "archive/ttl", Endpoint: "http://127.0.0.1:7070", PathStyle: true,
 		SSE: "aws:kms", KMSKeyID: "alias/x", StorageClass: "STANDARD_IA", FlushBytes: 1 << 20,
-		FlushInterval: 5 * time.Second, Compression: "zstd", MaxAttempts: 8}
+		FlushInterval: 5 * time.Second, Compression: "zstd", MaxAttempts: 8,
+		Manifests: ManifestConfig{Objects: 100, Interval: 10 * time.Minute}}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got  %+v\nwant %+v", c, want)
+	}
+	for q, want := range map[string]ManifestConfig{
+		"?manifest-objects=7&manifest-interval=90s": {Objects: 7, Interval: 90 * time.Second},
+		"?manifests=false":                          {Off: true},
+	} {
+		p, _ = parseParams("s3://bucket" + q)
+		if c, err = parseS3(p); err != nil || c.Manifests != want {
+			t.Errorf("%s: manifests %+v, %v; want %+v", q, c.Manifests, err, want)
+		}
 	}
 	p, _ = parseParams("s3://bucket")
 	c, err = parseS3(p)

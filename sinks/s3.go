@@ -2,9 +2,11 @@ package sinks
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -105,6 +107,14 @@ type S3API interface {
 // event whose table name cannot be part of a key is rejected alone (a
 // [*RejectedError]). A batch is acknowledged only after S3 confirmed every
 // object holding its events.
+//
+// The sink records coverage manifests ([S3Sink.Record], package manifest)
+// under PREFIX/_manifests/: per shard, it tracks every object it made
+// durable since the shard's last manifest (key without the prefix, size
+// and SHA-256 as stored, the shard's first and last sequence numbers in
+// it), and a manifest of a range lists those with events in it. With
+// manifests=false it tracks nothing and [Open] returns it without Record
+// and RecordDue.
 type S3Sink struct {
 	c         S3Config
 	api       S3API
@@ -116,6 +126,9 @@ type S3Sink struct {
 	sem       chan struct{}
 	zenc      *zstd.Encoder
 	ext       string
+	// rec tracks the objects of each shard since its last manifest and
+	// records manifests (nil with manifests=false).
+	rec *recorder
 
 	// mu guards closed, shards and inflight; it is held only briefly.
 	// Buffers live in per-shard states with locks of their own, so writers
@@ -184,6 +197,7 @@ type s3BufKey struct {
 // most one chunk's slack and filling it copies each line once.
 type s3Buffer struct {
 	key         s3BufKey
+	stream      string // the stream ARN of its first event
 	chunks      [][]byte
 	size        int
 	first, last string
@@ -295,6 +309,7 @@ func Decompress(body io.Reader, encoding, key string) (io.Reader, func(), error)
 // NewS3WithClient opens an S3 sink on a given client (tests, benchmarks,
 // callers with their own client set-up).
 func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
+	c.Manifests.Off = c.Manifests.Off || o.NoManifests
 	if c.FlushBytes <= 0 {
 		c.FlushBytes = 8 << 20
 	}
@@ -323,6 +338,9 @@ func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
 		now:      time.Now,
 	}
 	s.uploads = newUploadLog(s.log, func() time.Time { return s.now() })
+	if !c.Manifests.Off {
+		s.rec = newRecorder(s.name, c.Manifests, s, s.log, o.Registerer, func() time.Time { return s.now() })
+	}
 	s.m = newSinkMetrics(o.Registerer, s.name)
 	s.conflicts = newConflictCounter(o.Registerer, s.name)
 	// The free lists stay short: what they hold is live heap that no
@@ -477,7 +495,7 @@ func (s *S3Sink) bufferLocked(sh *s3Shard, sb *s3Batch, b Batch, buf []byte, end
 		}
 		bf := sh.bufs[k]
 		if bf == nil {
-			bf = &s3Buffer{key: k, first: e.SequenceNumber, opened: now}
+			bf = &s3Buffer{key: k, stream: cmp.Or(e.StreamARN, b.StreamARN), first: e.SequenceNumber, opened: now}
 			sh.bufs[k] = bf
 		}
 		if n := len(bf.batches); n == 0 || bf.batches[n-1] != sb {
@@ -787,40 +805,90 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 	if s.c.StorageClass != "" {
 		in.StorageClass = s3types.StorageClass(s.c.StorageClass)
 	}
-	retry := backoff.Policy{Min: s.c.RetryBase, Max: 20 * time.Second}
+	p := &s3Put{in: in, body: body, sum: sum, alt: distinctKey(key, s.ext, sum), lines: bf.joined}
 	began := time.Now()
+	stored, err := s.send(context.Background(), p)
+	bf.dirty = bf.dirty || p.dirty
+	if err != nil {
+		return err
+	}
+	s.m.objects.Inc()
+	s.m.bytes.Add(float64(len(body)))
+	s.uploads.uploaded(key, bf.records, len(body), time.Since(began))
+	s.track(bf, stored)
+	return nil
+}
+
+// s3Put is one object to write with If-None-Match: *: its request (Body
+// is set for each attempt), its bytes and their SHA-256, the distinct key
+// a conflict writes it under, and its uncompressed lines, to compare
+// events with an object found at its key (nil: the bytes alone are
+// compared). dirty is set once an attempt failed or met a conflict: the
+// HTTP transport may still be reading body.
+type s3Put struct {
+	in    *s3.PutObjectInput
+	body  []byte
+	sum   [sha256.Size]byte
+	alt   string
+	lines func() []byte
+	dirty bool
+}
+
+// s3Stored is where an object's bytes are once it is written: its key
+// (prefix included), their size and their hex SHA-256. After a key
+// conflict it is the object that already held them (same_content,
+// same_events) or the distinct key.
+type s3Stored struct {
+	key    string
+	size   int64
+	sha256 string
+}
+
+// send writes p, retrying retryable failures with backoff up to
+// MaxAttempts (or until ctx ends), and resolves a key conflict (see
+// [S3Sink.resolveConflict]). It returns where the bytes are stored.
+func (s *S3Sink) send(ctx context.Context, p *s3Put) (s3Stored, error) {
+	key := aws.ToString(p.in.Key)
+	retry := backoff.Policy{Min: s.c.RetryBase, Max: 20 * time.Second}
 	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		in.Body = bytes.NewReader(body)
-		_, err = s.api.PutObject(ctx, in)
-		if err != nil && isPreconditionFailed(err) {
-			bf.dirty = true
-			var outcome string
-			outcome, err = s.resolveConflict(ctx, in, bf.joined(), body, sum)
-			if outcome != "" {
-				s.conflicts(outcome).Inc()
-			}
-		}
-		cancel()
+		stored, err := s.attempt(ctx, p)
 		if err == nil {
-			s.m.objects.Inc()
-			s.m.bytes.Add(float64(len(body)))
-			s.uploads.uploaded(key, bf.records, len(body), time.Since(began))
-			return nil
+			return stored, nil
 		}
-		bf.dirty = true
-		if !retryableS3(err) || attempt >= s.c.MaxAttempts {
+		p.dirty = true
+		if !retryableS3(err) || attempt >= s.c.MaxAttempts || ctx.Err() != nil {
 			s.log.Error("s3 upload failed", zap.String("key", key), zap.Int("attempts", attempt), zap.Error(err))
 			err = fmt.Errorf("s3 sink: put s3://%s/%s (attempt %d): %w", s.c.Bucket, key, attempt, err)
 			if permanentS3(err) {
 				err = Permanent(err)
 			}
-			return err
+			return s3Stored{}, err
 		}
 		s.m.retries.Inc()
 		s.log.Warn("s3 upload failed; retrying", zap.String("key", key), zap.Int("attempt", attempt), zap.Error(err))
-		time.Sleep(retry.Delay(attempt - 1))
+		backoff.Sleep(ctx, retry.Delay(attempt-1))
 	}
+}
+
+// attempt is one PutObject of p, bounded by two minutes, and the
+// resolution of a conflict it meets.
+func (s *S3Sink) attempt(ctx context.Context, p *s3Put) (s3Stored, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	p.in.Body = bytes.NewReader(p.body)
+	_, err := s.api.PutObject(ctx, p.in)
+	if err == nil {
+		return s3Stored{key: aws.ToString(p.in.Key), size: int64(len(p.body)), sha256: hex.EncodeToString(p.sum[:])}, nil
+	}
+	if !isPreconditionFailed(err) {
+		return s3Stored{}, err
+	}
+	p.dirty = true
+	outcome, stored, err := s.resolveConflict(ctx, p)
+	if outcome != "" {
+		s.conflicts(outcome).Inc()
+	}
+	return stored, err
 }
 
 // encrypt sets the configured server-side encryption on in.

@@ -69,42 +69,45 @@ const (
 	matchBytes                       // the same bytes
 )
 
-// resolveConflict runs after a conditional PutObject of in found its key
-// taken. data is the upload's uncompressed lines, body its bytes, sum
-// their SHA-256. It returns the outcome, or an error: a failed request
-// (classified as any S3 error) or a permanent conflict when the distinct
-// key also holds other events.
-func (s *S3Sink) resolveConflict(ctx context.Context, in *s3.PutObjectInput, data, body []byte, sum [sha256.Size]byte) (string, error) {
-	key := aws.ToString(in.Key)
-	checksum := base64.StdEncoding.EncodeToString(sum[:])
-	m, err := s.compareExisting(ctx, key, data, checksum)
+// resolveConflict runs after a conditional PutObject of p found its key
+// taken. It returns the outcome and where p's bytes (or events) now are,
+// or an error: a failed request (classified as any S3 error) or a
+// permanent conflict when the distinct key also holds other content.
+func (s *S3Sink) resolveConflict(ctx context.Context, p *s3Put) (string, s3Stored, error) {
+	key := aws.ToString(p.in.Key)
+	checksum := base64.StdEncoding.EncodeToString(p.sum[:])
+	own := s3Stored{key: key, size: int64(len(p.body)), sha256: hex.EncodeToString(p.sum[:])}
+	ex, err := s.compareExisting(ctx, key, p.lines, checksum)
 	if err != nil {
-		return "", err
+		return "", s3Stored{}, err
 	}
-	switch m {
+	switch ex.match {
 	case matchBytes:
 		s.log.Info("s3 object already there with the same content", zap.String("key", key))
-		return ConflictSameContent, nil
+		return ConflictSameContent, own, nil
 	case matchEvents:
 		s.log.Info("s3 object already there with the same events in other bytes; counted as written", zap.String("key", key))
-		return ConflictSameEvents, nil
+		return ConflictSameEvents, ex.stored, nil
 	}
-	alt := distinctKey(key, s.ext, sum)
-	again := *in
-	again.Key = aws.String(alt)
-	again.Body = bytes.NewReader(body)
+	again := *p.in
+	again.Key = aws.String(p.alt)
+	again.Body = bytes.NewReader(p.body)
+	own.key = p.alt
 	_, err = s.api.PutObject(ctx, &again)
 	if err != nil && isPreconditionFailed(err) {
-		m, err = s.compareExisting(ctx, alt, data, checksum)
-		if err == nil && m == matchNone {
-			return ConflictUnresolved, Permanent(fmt.Errorf("%s holds other events, and so does %s: %w", key, alt, errConflict))
+		ex, err = s.compareExisting(ctx, p.alt, p.lines, checksum)
+		if err == nil && ex.match == matchNone {
+			return ConflictUnresolved, s3Stored{}, Permanent(fmt.Errorf("%s holds other content, and so does %s: %w", key, p.alt, errConflict))
+		}
+		if err == nil && ex.match == matchEvents {
+			own = ex.stored
 		}
 	}
 	if err != nil {
-		return "", fmt.Errorf("%s holds other events; writing them under %s: %w", key, alt, err)
+		return "", s3Stored{}, fmt.Errorf("%s holds other content; writing it under %s: %w", key, p.alt, err)
 	}
-	s.log.Warn("s3 object key holds other events; written under a distinct key", zap.String("key", key), zap.String("written", alt))
-	return ConflictDistinctKey, nil
+	s.log.Warn("s3 object key holds other content; written under a distinct key", zap.String("key", key), zap.String("written", p.alt))
+	return ConflictDistinctKey, own, nil
 }
 
 // distinctKey is key with the first 12 hex digits of the object's SHA-256
@@ -113,57 +116,80 @@ func distinctKey(key, ext string, sum [sha256.Size]byte) string {
 	return strings.TrimSuffix(key, ext) + "." + hex.EncodeToString(sum[:6]) + ext
 }
 
-// compareExisting compares the object at key with an upload of data
-// (uncompressed lines) whose body has the given base64 SHA-256. The
-// object's stored checksum answers when it matches; otherwise the object
-// is read line by line, one line in memory at a time, and its event
-// identities compared with the upload's.
-func (s *S3Sink) compareExisting(ctx context.Context, key string, data []byte, checksum string) (existingMatch, error) {
+// existing is how an object found at a key compares with an upload, and,
+// when it holds the same events in other bytes, where those are.
+type existing struct {
+	match  existingMatch
+	stored s3Stored
+}
+
+// compareExisting compares the object at key with an upload whose body
+// has the given base64 SHA-256 and whose uncompressed lines lines returns
+// (nil: compare the bytes alone, as for a manifest). The object's stored
+// checksum answers when it matches; otherwise the object is read, line by
+// line with lines, one line in memory at a time, and its event identities
+// compared with the upload's; its size and SHA-256 are taken on the way.
+func (s *S3Sink) compareExisting(ctx context.Context, key string, lines func() []byte, checksum string) (existing, error) {
 	head, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{
 		Bucket: aws.String(s.c.Bucket), Key: aws.String(key), ChecksumMode: s3types.ChecksumModeEnabled,
 	})
 	if err != nil {
-		return matchNone, fmt.Errorf("checking existing object %s: %w", key, err)
+		return existing{}, fmt.Errorf("checking existing object %s: %w", key, err)
 	}
 	if head.ChecksumSHA256 != nil && head.ChecksumType != s3types.ChecksumTypeComposite && *head.ChecksumSHA256 == checksum {
-		return matchBytes, nil
+		return existing{match: matchBytes}, nil
 	}
-	want, err := lineIdentities(data)
-	if err != nil {
-		return matchNone, fmt.Errorf("s3 sink: reading back its own lines: %w", err)
+	var want map[string]bool
+	if lines != nil {
+		if want, err = lineIdentities(lines()); err != nil {
+			return existing{}, fmt.Errorf("s3 sink: reading back its own lines: %w", err)
+		}
 	}
 	get, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.c.Bucket), Key: aws.String(key)})
 	if err != nil {
-		return matchNone, fmt.Errorf("reading existing object %s: %w", key, err)
+		return existing{}, fmt.Errorf("reading existing object %s: %w", key, err)
 	}
 	defer get.Body.Close()
 	body := &recordingReader{r: get.Body, h: sha256.New()}
-	same, reason := sameIdentities(body, aws.ToString(get.ContentEncoding), key, want)
+	same, reason := true, ""
+	if want != nil {
+		same, reason = sameIdentities(body, aws.ToString(get.ContentEncoding), key, want)
+	}
 	if body.err != nil {
-		return matchNone, fmt.Errorf("reading existing object %s: %w", key, body.err)
+		return existing{}, fmt.Errorf("reading existing object %s: %w", key, body.err)
 	}
 	if same {
-		if _, err := io.Copy(io.Discard, body); err == nil && base64.StdEncoding.EncodeToString(body.h.Sum(nil)) == checksum {
-			return matchBytes, nil
+		if _, err := io.Copy(io.Discard, body); err != nil {
+			return existing{}, fmt.Errorf("reading existing object %s: %w", key, err)
 		}
-		return matchEvents, nil
+		sum := body.h.Sum(nil)
+		ex := existing{match: matchEvents, stored: s3Stored{key: key, size: body.n, sha256: hex.EncodeToString(sum)}}
+		if base64.StdEncoding.EncodeToString(sum) == checksum {
+			ex.match = matchBytes
+		}
+		if ex.match == matchBytes || want != nil {
+			return ex, nil
+		}
+		reason = "other bytes"
 	}
-	s.log.Info("s3 object under the key holds other events", zap.String("key", key), zap.String("why", reason))
-	return matchNone, nil
+	s.log.Info("s3 object under the key holds other content", zap.String("key", key), zap.String("why", reason))
+	return existing{match: matchNone}, nil
 }
 
-// recordingReader passes an object's body through, hashing it and keeping
-// the first read error, so that a broken connection is told apart from
-// content that does not decode.
+// recordingReader passes an object's body through, hashing and counting
+// it and keeping the first read error, so that a broken connection is
+// told apart from content that does not decode.
 type recordingReader struct {
 	r   io.Reader
 	h   hash.Hash
+	n   int64 // bytes read
 	err error
 }
 
 func (r *recordingReader) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
 	r.h.Write(p[:n])
+	r.n += int64(n)
 	if err != nil && err != io.EOF && r.err == nil {
 		r.err = err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/manifest"
 )
 
 // renderLines is the archive lines of evs, each changed by edit first
@@ -172,8 +173,36 @@ func TestS3KeyConflicts(t *testing.T) {
 				t.Fatalf("conflicts counted %v, want one %s", got, tc.outcome)
 			}
 			checkConflictObjects(t, v, prefix, key, s.ext, stored, tc.outcome, evs)
+			if !tc.permanent {
+				checkConflictRecorded(t, v, s, prefix, key, evs)
+			}
 		})
 	}
+}
+
+// checkConflictRecorded records the range of the events written and
+// checks that its manifest lists the one object holding them after the
+// conflict, with the size and SHA-256 of its stored bytes: the object at
+// the key (its own bytes or another version's), or the one at the
+// distinct key.
+func checkConflictRecorded(t *testing.T, v *versity, s *S3Sink, prefix, key string, evs []event.Event) {
+	t.Helper()
+	rg := rangeOf(evs[0], "", "", evs[2].SequenceNumber)
+	if err := s.Record(testCtx(t), rg); err != nil {
+		t.Fatal(err)
+	}
+	a := s3Archive{v, prefix}
+	var data []string
+	for _, k := range a.keys(t, "") {
+		if !strings.HasPrefix(k, manifest.Dir) {
+			data = append(data, k)
+		}
+	}
+	want := s.relKey(key)
+	if len(data) == 2 {
+		want = data[0] // the distinct key (the key's name with a digest sorts first)
+	}
+	checkListed(t, a, lastManifest(t, a, rg).M, want)
 }
 
 var distinctKeyPattern = regexp.MustCompile(`^(.*)\.([0-9a-f]{12})(\.jsonl(\.gz|\.zst)?)$`)

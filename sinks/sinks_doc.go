@@ -58,4 +58,20 @@
 //     CloudEvent in the NATS binding's binary mode. docs/MESSAGES.md is
 //     the messages' contract: subjects, headers, bodies and their JSON
 //     Schemas, order and duplicates.
+//
+// # Coverage manifests
+//
+// The S3 and file sinks record coverage manifests (package manifest) in
+// their archives, beside the data under _manifests/: the consumer calls
+// Record for a shard's range (From, To] once every event of it was
+// acknowledged by every sink, and RecordDue to ask whether the sink wants
+// one now (manifest-objects=100 objects, or manifest-interval=10m, since
+// the shard's last). A manifest lists the sink's objects holding the
+// range's events with their stored size and SHA-256 (a file sink's growing
+// hour files: their size after the shard's last append and the SHA-256 of
+// that prefix, kept running as it appends), and names the shard's previous
+// manifest (remembered, or found in the archive by the first Record of a
+// shard in a process: the one ending at From, or for a shard's first range
+// its parent's last, ended one). manifests=false turns it off: [Open] then
+// returns a sink without Record and RecordDue.
 package sinks

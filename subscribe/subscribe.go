@@ -15,7 +15,7 @@
 //
 // The formats (the sink's format= parameter):
 //
-//   - cloudevents (the default) and envelope: the body is the archive line,
+//   - envelope (the default) and cloudevents: the body is the archive line,
 //     which keeps every type and every digit; Event carries everything the
 //     archive has (times, TTL, lag, who deleted the item). A cloudevents
 //     message also fills Event.CloudEvent from its ce- headers.
@@ -29,6 +29,30 @@
 //
 // Errors name the header or the field that was wrong; Decode never panics
 // on any input.
+//
+// # Depending on it
+//
+// The package is github.com/ttl-archiver/archiver/subscribe, in the
+// archiver's module github.com/ttl-archiver/archiver, which needs Go
+// 1.26.8 or later (its go.mod's go line, to which go get raises the
+// subscriber's; a go command from 1.21 on fetches that toolchain itself
+// unless GOTOOLCHAIN=local):
+//
+//	go get github.com/ttl-archiver/archiver/subscribe@latest
+//
+// A build compiles only what the package imports: of the archiver, the
+// leaf packages natsmsg (the header names) and event (the event and its
+// kinds); the AWS SDK's DynamoDB and DynamoDB Streams types, attribute
+// values without a client (modules aws-sdk-go-v2/service/dynamodb and
+// service/dynamodbstreams, with aws/smithy-go); and nats.go with its
+// jetstream package and what it needs (nats-io/nkeys, nats-io/nuid,
+// klauspost/compress, golang.org/x/crypto, golang.org/x/sys). No
+// nats-server, no AWS client, no zap, Prometheus or S3 code
+// (TestDependencies). The archiver's go.mod sets the least versions of
+// those modules a subscriber's build takes. attributevalue.UnmarshalMap is
+// the SDK's feature/dynamodb/attributevalue module, which a subscriber
+// requires itself, as subscribe/testdata/subscriber, a module of its own,
+// does. docs/MESSAGES.md says the same.
 package subscribe
 
 import (

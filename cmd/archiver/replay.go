@@ -92,7 +92,7 @@ func runReplay(ctx context.Context, cfg *replayConfig, e env, j *job) error {
 		return err
 	}
 	j.arch = a
-	sk, kinds, err := sinks.Open(ctx, cfg.Sink, sinks.Options{Logger: log.Named("sink"), Stdout: e.stdout})
+	sk, kinds, err := sinks.Open(ctx, cfg.Sink, sinks.Options{Logger: log.Named("sink"), Stdout: e.stdout, NoManifests: true})
 	if err != nil {
 		return err
 	}

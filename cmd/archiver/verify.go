@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/ttl-archiver/archiver/internal/ops"
 	"github.com/ttl-archiver/archiver/internal/progress"
 	"github.com/ttl-archiver/archiver/internal/redact"
+	"github.com/ttl-archiver/archiver/manifest"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
@@ -170,18 +172,23 @@ func loadVerifyConfig(args []string, getenv func(string) string, stdout io.Write
 	return cfg, nil
 }
 
-// errUnreadable and errMissing make verify exit 1 after its report.
+// errUnreadable, errMissing and errIncomplete make verify exit 1 after
+// its report.
 var (
 	errUnreadable = errors.New("the archive holds lines that do not decode")
 	errMissing    = errors.New("the archive lacks stream records deleted before the grace period")
+	errIncomplete = errors.New("the archive's coverage manifests do not prove it complete")
 )
 
 // verifyCmd is `archiver verify`: it reads the whole archive (or one
-// table's part of it) and reports what is in it and what is wrong with
-// it; with --table, also the stream's REMOVE records missing from it. The
-// report goes to stdout, progress and logs to stderr. It exits 1 when any
-// line does not decode, or when the archive lacks a stream record deleted
-// more than --grace before verify started.
+// table's part of it) and reports what is in it, what its coverage
+// manifests prove of it and what is wrong with it; with --table, also
+// the stream's REMOVE records missing from it. The report goes to stdout,
+// progress and logs to stderr. It exits 1 when any line does not decode,
+// when the manifests do not prove the archive complete (an archive
+// without manifests has no coverage information, which is no failure by
+// itself), or when the archive lacks a stream record deleted more than
+// --grace before verify started.
 func verifyCmd(ctx context.Context, args []string, e env) error {
 	cfg, err := loadVerifyConfig(args, e.getenv, e.stdout)
 	if err != nil {
@@ -216,11 +223,14 @@ func verifyCmd(ctx context.Context, args []string, e env) error {
 	if rep.Stream != nil && len(rep.Stream.Missing) > 0 {
 		errs = append(errs, fmt.Errorf("%w (%s): %d (listed above)", errMissing, cfg.Grace, len(rep.Stream.Missing)))
 	}
+	if rep.Coverage.Verdict == archive.VerdictIncomplete {
+		errs = append(errs, fmt.Errorf("%w: %d findings (listed above)", errIncomplete, rep.Coverage.FindingsTotal))
+	}
 	return errors.Join(errs...)
 }
 
-// runVerify reads the stream (with --table) and then the archive, and
-// builds the report.
+// runVerify reads the stream (with --table), the archive's manifests and
+// then the archive, and builds the report.
 func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr io.Writer) (*verifyReport, error) {
 	log = log.Named("verify")
 	var inStream map[string]archive.StreamRemove
@@ -231,22 +241,27 @@ func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr i
 			return nil, err
 		}
 	}
+	sel := archive.Selection{Since: cfg.Since, Until: cfg.Until}
+	if cfg.Table != "" {
+		sel.Tables = []string{cfg.Table}
+	}
 	check := archive.NewMissingCheck(cfg.Table, inStream, started.Add(-cfg.Grace))
 	v := archive.NewVerifier()
-	a, err := archive.Open(ctx, cfg.From, check.Hook(v.Hook(archive.Options{Logger: log, Parallel: cfg.Parallel, MaxBufferBytes: cfg.MaxBufferBytes, SkipImages: true})))
+	cov := archive.NewCoverage(sel)
+	opts := archive.Options{Logger: log, Parallel: cfg.Parallel, MaxBufferBytes: cfg.MaxBufferBytes, SkipImages: true}
+	a, err := archive.Open(ctx, cfg.From, cov.Hook(check.Hook(v.Hook(opts))))
 	if err != nil {
+		return nil, err
+	}
+	if err := cov.Load(ctx, a); err != nil {
 		return nil, err
 	}
 	f, tty := stderr.(*os.File)
 	rp := progress.New(progress.Options{Label: "verify", Out: stderr, TTY: tty && progress.IsTerminal(f), Logger: log,
 		Objects: func() (int64, int64) { p := a.Progress(); return p.ObjectsDone, p.ObjectsTotal }})
 	stop := rp.Start(ctx)
-	sel := archive.Selection{Since: cfg.Since, Until: cfg.Until}
-	if cfg.Table != "" {
-		sel.Tables = []string{cfg.Table}
-	}
 	st, err := a.Events(ctx, sel, func(l archive.Line) error {
-		v.Event(&l.Event) // check sees every line, through its Hook
+		v.Event(&l.Event) // check and cov see every line, through their Hooks
 		rp.AddItems(1)
 		return nil
 	})
@@ -254,7 +269,27 @@ func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr i
 	if err != nil {
 		return nil, err
 	}
-	return &verifyReport{Report: *v.Finish(a.URL(), st), Stream: check.Result()}, nil
+	rep := &verifyReport{Report: *v.Finish(a.URL(), st), Coverage: cov.Finish(), Stream: check.Result()}
+	gapRecords(rep.Coverage, inStream, check)
+	return rep, nil
+}
+
+// gapRecords gives each gap of the coverage the stream's REMOVE records
+// in it (verify --table, while the stream still holds them): what the
+// archive should hold there, and whether it does all the same.
+func gapRecords(cov *archive.CoverageReport, inStream map[string]archive.StreamRemove, check *archive.MissingCheck) {
+	for i := range cov.Findings {
+		f := &cov.Findings[i]
+		if f.Kind != manifest.FindGap {
+			continue
+		}
+		for _, r := range inStream {
+			if f.Holds(&r) {
+				f.InStream = append(f.InStream, archive.GapRecord{StreamRemove: r, Archived: check.Archived(r.EventID)})
+			}
+		}
+		slices.SortFunc(f.InStream, func(a, b archive.GapRecord) int { return event.CompareSequence(a.Sequence, b.Sequence) })
+	}
 }
 
 // readStream opens the DynamoDB and Streams clients and reads the table's

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ttl-archiver/archiver/archive"
@@ -13,16 +17,24 @@ import (
 // JSON with --json).
 type verifyReport struct {
 	archive.Report
+	// Coverage is what the archive's coverage manifests prove.
+	Coverage *archive.CoverageReport `json:"coverage"`
 	// Stream is the cross-check against the live stream (--table).
 	Stream *archive.StreamReport `json:"stream,omitempty"`
 }
 
-// print writes the report as tables.
+// print writes the report: the coverage verdict in one line, what the
+// manifests prove per shard and what they could not, then what the
+// archive holds.
 func (r *verifyReport) print(w io.Writer) error {
-	tables := []progress.Table{progress.KV("archive "+r.Archive,
+	if _, err := io.WriteString(w, r.Coverage.Summary+"\n"); err != nil {
+		return err
+	}
+	tables := coverageTables(r.Coverage)
+	tables = append(tables, progress.KV("archive "+r.Archive,
 		"objects", r.Objects, bytesLabel(r.Bytes, r.CompressedBytes), r.Bytes, "lines", r.Lines,
 		"distinct events", r.Events, "duplicates", r.Duplicates, "undecodable lines", r.Undecodable,
-		"objects not matching their key", len(r.Mismatches), "keys off the layout (skipped)", len(r.StrayKeys))}
+		"objects not matching their key", len(r.Mismatches), "keys off the layout (skipped)", len(r.StrayKeys)))
 	parts := progress.Table{Title: "events by table, kind and day (UTC)", Header: []string{"table", "kind", "day", "events", "first deletion", "last deletion"}}
 	for _, p := range r.Partitions {
 		parts.Add(p.Table, p.Kind, p.Day, p.Events, p.First.Format(time.RFC3339), p.Last.Format(time.RFC3339))
@@ -44,14 +56,12 @@ func (r *verifyReport) print(w io.Writer) error {
 		tables = append(tables, removeTable("missing from the archive", s.Missing),
 			removeTable("not in the archive yet, deleted within --grace (may not be flushed yet)", s.Pending))
 	}
-	for i, t := range tables {
-		if t.Title != "" && len(t.Rows) == 0 && i > 1 {
+	for _, t := range tables {
+		if len(t.Rows) == 0 && t.Title != parts.Title { // the events table is shown even when empty
 			continue
 		}
-		if i > 0 {
-			if _, err := io.WriteString(w, "\n"); err != nil {
-				return err
-			}
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
 		}
 		if err := t.Print(w); err != nil {
 			return err
@@ -86,4 +96,101 @@ func problemTable(title string, ps []archive.Problem) progress.Table {
 		t.Add(p.Object, p.Problem)
 	}
 	return t
+}
+
+// coverageTables are the coverage report's tables: one row per shard, the
+// findings, and for each gap the stream records in it (verify --table).
+func coverageTables(c *archive.CoverageReport) []progress.Table {
+	if c.Verdict == archive.VerdictNone {
+		return nil
+	}
+	shards := progress.Table{Title: "coverage by shard (from the manifests under _manifests/)",
+		Header: []string{"stream", "Region", "table", "shard", "covered from", "to", "first record", "last record", "state",
+			"records", "events", "dead-lettered", "objects", "lines", "pending"}}
+	for _, s := range c.Shards {
+		state := "open"
+		if s.Ended {
+			state = "ended"
+		}
+		switch {
+		case s.Gaps == 1:
+			state += ", 1 gap"
+		case s.Gaps > 1:
+			state += fmt.Sprintf(", %d gaps", s.Gaps)
+		}
+		shards.Add(streamLabel(s.Stream), orDash(s.Region), s.Table, s.Shard.Shard, startOr(s.Start), s.To,
+			timeOrDash(s.FirstTime), timeOrDash(s.LastTime), state, s.Records, counts(s.Events), counts(s.DeadLettered),
+			s.Objects, s.Lines, s.PendingLines)
+	}
+	findings := progress.Table{Title: fmt.Sprintf("coverage findings (%d)", c.FindingsTotal),
+		Header: []string{"finding", "Region", "table", "shard", "detail"}}
+	var gaps []progress.Table
+	for _, f := range c.Findings {
+		findings.Add(f.Kind, orDash(f.Region), orDash(f.Table), orDash(f.Shard), f.Detail)
+		if len(f.InStream) == 0 {
+			continue
+		}
+		t := progress.Table{Title: fmt.Sprintf("stream records in the gap after %s up to %s of shard %s: the keys of the items the archive should hold",
+			f.From, f.To, f.Shard), Header: []string{"keys", "event ID", "deleted", "sequence number", "in the archive"}}
+		for _, r := range f.InStream {
+			t.Add(string(r.Keys), r.EventID, r.Created.Format(time.RFC3339), r.Sequence, yesNo(r.Archived))
+		}
+		gaps = append(gaps, t)
+	}
+	if len(c.OtherKeys) > 0 {
+		t := progress.Table{Title: "files under _manifests/ that are not manifests (skipped)", Header: []string{"key"}}
+		for _, k := range c.OtherKeys {
+			t.Add(k)
+		}
+		gaps = append(gaps, t)
+	}
+	return append([]progress.Table{shards, findings}, gaps...)
+}
+
+// streamLabel is a stream ARN's label (the part after /stream/).
+func streamLabel(arn string) string {
+	if i := strings.LastIndex(arn, "/stream/"); i >= 0 {
+		return arn[i+len("/stream/"):]
+	}
+	return arn
+}
+
+// counts renders counts by name, "expired 60, deleted 2", or "0".
+func counts(m map[string]int64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func startOr(seq string) string {
+	if seq == "" {
+		return "shard start"
+	}
+	return "after " + seq
+}
+
+func timeOrDash(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

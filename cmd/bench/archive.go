@@ -3,14 +3,18 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
@@ -19,6 +23,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/archive"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/manifest"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
@@ -50,7 +55,7 @@ func runArchiveBench(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "archive: %d events in %d gzip objects, %.1f MB compressed, %.1f MB of lines (S3 sink layout in a directory)\n",
 		archiveBenchEvents, len(files), float64(size)/1e6, float64(lines)/1e6)
 	mb := float64(size) / 1e6
-	loop, ceil, read := &rates{mb: mb}, &rates{mb: mb}, &rates{mb: mb}
+	loop, ceil, read, cov := &rates{mb: mb}, &rates{mb: mb}, &rates{mb: mb}, &rates{mb: mb}
 	for range archiveBenchRounds {
 		if err := loop.time(func() (int64, error) { _, err := gunzipLoop(files); return archiveBenchEvents, err }); err != nil {
 			return err
@@ -58,13 +63,18 @@ func runArchiveBench(ctx context.Context, w io.Writer) error {
 		if err := ceil.time(func() (int64, error) { return verifyCeiling(files) }); err != nil {
 			return err
 		}
-		if err := read.time(func() (int64, error) { return verifyRead(ctx, dir) }); err != nil {
+		if err := read.time(func() (int64, error) { return verifyRead(ctx, dir, false) }); err != nil {
+			return err
+		}
+		if err := cov.time(func() (int64, error) { return verifyRead(ctx, dir, true) }); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(w, "  read + gunzip loop:                   %s\n", loop)
 	fmt.Fprintf(w, "  ceiling (loop + lines, JSON, IDs):    %s\n", ceil)
 	fmt.Fprintf(w, "  verify (archive.Events + Verifier):   %s, decoding on every core\n", read)
+	fmt.Fprintf(w, "  verify + Coverage (as archiver verify: manifests, SHA-256, lines): %s\n", cov)
+	fmt.Fprintf(w, "  coverage: %+.0f%% CPU per event, %+.0f%% wall (medians)\n", 100*(median(cov.usEv)/median(read.usEv)-1), 100*(read.wall()/cov.wall()-1))
 	fmt.Fprintf(w, "  ratio verify / loop: %.0f%% (target >= 70%%); per CPU second %.0f%%\n", 100*read.wall()/loop.wall(), 100*read.cpu()/loop.cpu())
 	fmt.Fprintf(w, "  per CPU second: verify / ceiling %.0f%%, ceiling / loop %.0f%%; load average %s\n",
 		100*read.cpu()/ceil.cpu(), 100*ceil.cpu()/loop.cpu(), loadAvg())
@@ -132,12 +142,25 @@ func gunzipLoop(files []string) (int64, error) {
 
 // verifyRead reads the archive as `archiver verify` does (its
 // archive.Verifier: every line checked against its key, every event
-// counted per partition) and counts its events.
-func verifyRead(ctx context.Context, dir string) (int64, error) {
+// counted per partition; with coverage, its archive.Coverage too: the
+// manifests read and proven, every object's stored bytes hashed, every
+// line placed in its shard's coverage) and counts its events.
+func verifyRead(ctx context.Context, dir string, coverage bool) (int64, error) {
 	v := archive.NewVerifier()
-	a, err := archive.Open(ctx, "file://"+dir, v.Hook(archive.Options{SkipImages: true}))
+	o := v.Hook(archive.Options{SkipImages: true})
+	var cov *archive.Coverage
+	if coverage {
+		cov = archive.NewCoverage(archive.Selection{})
+		o = cov.Hook(o)
+	}
+	a, err := archive.Open(ctx, "file://"+dir, o)
 	if err != nil {
 		return 0, err
+	}
+	if cov != nil {
+		if err := cov.Load(ctx, a); err != nil {
+			return 0, err
+		}
 	}
 	st, err := a.Events(ctx, archive.Selection{}, func(l archive.Line) error {
 		v.Event(&l.Event)
@@ -146,17 +169,23 @@ func verifyRead(ctx context.Context, dir string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if r := v.Finish(a.URL(), st); r.Undecodable > 0 || len(r.Mismatches) > 0 {
-		return 0, fmt.Errorf("%d lines do not decode, %d objects do not match their keys", r.Undecodable, len(r.Mismatches))
+	if r := v.Finish(a.URL(), st); r.Undecodable > 0 || len(r.Mismatches) > 0 || len(r.StrayKeys) > 0 {
+		return 0, fmt.Errorf("%d lines do not decode, %d objects do not match their keys, %d keys off the layout", r.Undecodable, len(r.Mismatches), len(r.StrayKeys))
+	}
+	if cov != nil {
+		if r := cov.Finish(); r.Verdict != archive.VerdictComplete || r.ObjectsVerified == 0 {
+			return 0, fmt.Errorf("coverage: %s", r.Summary)
+		}
 	}
 	return st.Events, nil
 }
 
 // writeBenchArchive renders the events with the real S3 sink (gzip) into
-// dir and returns the files and their total size.
+// dir, with a coverage manifest per object as a recording sink writes
+// them, and returns the data files and their total size.
 func writeBenchArchive(ctx context.Context, dir string) ([]string, int64, error) {
 	c := sinks.S3Config{Bucket: "bench", FlushInterval: time.Hour}
-	sk, err := sinks.NewS3WithClient(c, dirS3{dir}, sinks.Options{})
+	sk, err := sinks.NewS3WithClient(c, dirS3{dir}, sinks.Options{NoManifests: true})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -184,8 +213,57 @@ func writeBenchArchive(ctx context.Context, dir string) ([]string, int64, error)
 		files, size = append(files, p), size+info.Size()
 		return nil
 	})
-	return files, size, err
+	if err != nil {
+		return nil, 0, err
+	}
+	return files, size, writeBenchManifests(dir, files)
 }
+
+// writeBenchManifests records each object of the bench archive in a
+// manifest of its own, chained per shard in sequence order.
+func writeBenchManifests(dir string, files []string) error {
+	objs := make([]archive.Object, 0, len(files))
+	for _, f := range files {
+		rel, err := filepath.Rel(dir, f)
+		if err != nil {
+			return err
+		}
+		o, err := archive.ParseKey(filepath.ToSlash(rel))
+		if err != nil {
+			return err
+		}
+		o.Key = filepath.ToSlash(rel)
+		objs = append(objs, o)
+	}
+	slices.SortFunc(objs, func(a, b archive.Object) int {
+		return cmp.Or(strings.Compare(a.Shard, b.Shard), event.CompareSequence(a.FirstSeq, b.FirstSeq))
+	})
+	prev := map[string]string{} // shard -> digest of its last manifest
+	to := map[string]string{}
+	for _, o := range objs {
+		body, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(o.Key)))
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(body)
+		r := manifest.Range{StreamARN: benchStreamARN, Region: "us-east-1", Table: o.Table, ShardID: o.Shard, From: to[o.Shard], To: o.LastSeq}
+		m := manifest.New(r, []manifest.Object{{Key: o.Key, Bytes: int64(len(body)), SHA256: hex.EncodeToString(sum[:]), First: o.FirstSeq, Last: o.LastSeq}},
+			prev[o.Shard], "bench", time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC))
+		enc := manifest.Encode(m)
+		p := filepath.Join(dir, filepath.FromSlash(manifest.Key(m)))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, enc, 0o644); err != nil {
+			return err
+		}
+		prev[o.Shard], to[o.Shard] = manifest.Digest(enc), m.To
+	}
+	return nil
+}
+
+// benchStreamARN is the stream the bench archive's events were read from.
+const benchStreamARN = "arn:aws:dynamodb:us-east-1:000000000000:table/SessionData/stream/2026-03-04T00:00:00.000"
 
 // benchArchiveEvents are expired session items of one shard, spread over
 // archiveBenchHours hours.
@@ -212,7 +290,7 @@ func benchArchiveEvents(shard string, first, n int) []event.Event {
 		created := t0.Add(time.Duration(i) * step)
 		evs[i] = event.Event{
 			Kind: event.Expired, Table: "SessionData", ShardID: shard, EventName: "REMOVE", DeletedBy: event.DeletedByTTL, Region: "us-east-1",
-			StreamARN:      "arn:aws:dynamodb:us-east-1:000000000000:table/SessionData/stream/2026-03-04T00:00:00.000",
+			StreamARN:      benchStreamARN,
 			SequenceNumber: fmt.Sprintf("1%020d", id), EventID: fmt.Sprintf("%032x", id),
 			ApproximateCreationTime: created, Keys: keys, OldImage: old, SizeBytes: 180,
 			TTLAttribute: "ExpirationTime", TTLValue: "1772586000", TTLTime: time.Unix(1772586000, 0).UTC(), TTLLag: created.Sub(time.Unix(1772586000, 0)),

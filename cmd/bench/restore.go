@@ -109,7 +109,7 @@ func restoreBenchEvents(n int) []event.Event {
 
 // writeRestoreArchive archives evs through the file sink under dir.
 func writeRestoreArchive(ctx context.Context, dir string, evs []event.Event) error {
-	sk, err := sinks.NewFileSink(dir, sinks.Options{})
+	sk, err := sinks.NewFileSink(dir, sinks.Options{NoManifests: true})
 	if err != nil {
 		return err
 	}

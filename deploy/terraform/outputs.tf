@@ -52,3 +52,8 @@ output "metrics_namespace" {
   description = "CloudWatch namespace of the archiver's metrics (with metrics = \"emf\"); every metric has the dimension table."
   value       = local.metrics_namespace
 }
+
+output "ecr_repository_url" {
+  description = "With create_ecr_repository: the repository to push the image to (ACCOUNT.dkr.ecr.REGION.amazonaws.com/NAME); image is this URL, a colon and the pushed tag. null otherwise."
+  value       = var.create_ecr_repository ? aws_ecr_repository.archiver[0].repository_url : null
+}

@@ -102,8 +102,24 @@ variable "archive_expiration_days" {
 }
 
 variable "image" {
-  description = "Container image built from deploy/Dockerfile, e.g. ACCOUNT.dkr.ecr.REGION.amazonaws.com/ttl-archiver:v1.0.0."
+  description = "Container image built by make image (or from deploy/Dockerfile), tagged with its version (git describe; deploy/README.md, section 2), e.g. ACCOUNT.dkr.ecr.REGION.amazonaws.com/ttl-archiver:v1.0.0 (with create_ecr_repository: the ecr_repository_url output, a colon and the tag). Never latest: a tag names one build."
   type        = string
+}
+
+variable "create_ecr_repository" {
+  description = "Create an ECR repository named name for the image (ecr.tf): immutable tags, scan on push, a lifecycle policy keeping the last ecr_keep_images tagged images; its URL is the ecr_repository_url output, and image is then that URL and a tag (deploy/README.md, sections 2 and 3). false: the image lives elsewhere."
+  type        = bool
+  default     = false
+}
+
+variable "ecr_keep_images" {
+  description = "With create_ecr_repository: how many tagged images (versions) the repository keeps; older ones expire. Keep it above the builds pushed between two deploys: a task that starts pulls its image again, and a rollback needs the previous one."
+  type        = number
+  default     = 30
+  validation {
+    condition     = var.ecr_keep_images >= 1 && floor(var.ecr_keep_images) == var.ecr_keep_images
+    error_message = "ecr_keep_images must be a whole number, at least 1."
+  }
 }
 
 variable "cluster_arn" {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,7 +125,7 @@ func Start(t testing.TB) *Server {
 			return s
 		}
 		stop()
-		if attempt == 2 {
+		if attempt == 4 {
 			t.Fatalf("versitygw did not start: %s", out.String())
 		}
 	}
@@ -161,13 +162,26 @@ func freePort(t testing.TB) string {
 	return addr
 }
 
+// waitListening reports whether versitygw, started on addr, answers HTTP
+// there. A free port can be taken by another test's server between
+// freePort closing it and versitygw binding it (CI saw nats-server on it);
+// whatever holds it then does not answer HTTP, versitygw exits on its bind
+// error, and the caller tries another port.
 func waitListening(addr string, exited chan struct{}) bool {
+	hc := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		resp, err := hc.Get("http://" + addr + "/")
 		if err == nil {
-			c.Close()
-			return true
+			resp.Body.Close()
+			// Another test's HTTP server may hold the port while ours
+			// fails to bind it: ours exits at once on that error.
+			select {
+			case <-exited:
+				return false
+			case <-time.After(200 * time.Millisecond):
+				return true
+			}
 		}
 		select {
 		case <-exited:

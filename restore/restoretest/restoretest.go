@@ -126,7 +126,7 @@ func (b *Bed) ExpireAll() int {
 // dir, all kinds. It returns the number of events archived.
 func (b *Bed) Archive(table, ttlAttr, dir string) int {
 	b.t.Helper()
-	sk, err := sinks.NewFileSink(dir, sinks.Options{})
+	sk, err := sinks.NewFileSink(dir, sinks.Options{NoManifests: true})
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -1,16 +1,21 @@
 // Package sinktest is the tests' recording sink: a sinks.Sink that keeps
 // every batch it acknowledged, in acknowledgement order, and can be told
 // to fail batches, to make writes wait at a gate, or to hold their
-// acknowledgements. A test that needs a fault it cannot express (a partial
-// rejection, acknowledgements out of order) keeps its own fake.
+// acknowledgements. It is also a recording sink of the consumer
+// (consumer.Recorder): it keeps every range of a shard the consumer has
+// it record, and can be told when a range is due and to fail recording. A
+// test that needs a fault it cannot express (a partial rejection,
+// acknowledgements out of order) keeps its own fake.
 package sinktest
 
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/manifest"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
@@ -32,9 +37,17 @@ type Recorder struct {
 	writes   int
 	failures int
 	closed   bool
+
+	// Ranges: the consumer's Record calls.
+	due          func(streamARN, shardID string) bool
+	failRecord   func(r manifest.Range) error
+	ranges       []manifest.Range
+	records      int
+	recordFailed int
 }
 
-// New returns a recorder named name that acknowledges every batch at once.
+// New returns a recorder named name that acknowledges every batch at once
+// and whose ranges are always due.
 func New(name string) *Recorder {
 	return &Recorder{name: name, arrived: make(chan struct{})}
 }
@@ -168,6 +181,74 @@ func (r *Recorder) Writes() (writes, failures int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.writes, r.failures
+}
+
+// Record keeps r, a range of a shard the consumer read, as a recording
+// sink makes its manifest durable, or fails as FailRecordsWith says.
+func (r *Recorder) Record(ctx context.Context, rg manifest.Range) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	r.records++
+	if r.failRecord != nil {
+		if err := r.failRecord(rg); err != nil {
+			r.recordFailed++
+			return err
+		}
+	}
+	rg.Events, rg.DeadLettered = maps.Clone(rg.Events), maps.Clone(rg.DeadLettered)
+	if rg.Trimmed != nil {
+		t := *rg.Trimmed
+		rg.Trimmed = &t
+	}
+	r.ranges = append(r.ranges, rg)
+	return nil
+}
+
+// RecordDue reports what DueWith says of the shard; true when it was
+// never called (or given nil): every range is due at once.
+func (r *Recorder) RecordDue(streamARN, shardID string) bool {
+	r.mu.Lock()
+	due := r.due
+	r.mu.Unlock()
+	return due == nil || due(streamARN, shardID)
+}
+
+// DueWith makes f decide, from now on, whether a shard's range is due (nil:
+// always).
+func (r *Recorder) DueWith(f func(streamARN, shardID string) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.due = f
+}
+
+// FailRecordsWith makes f decide, for every later Record, the error it
+// returns (nil: recorded). A nil f fails nothing.
+func (r *Recorder) FailRecordsWith(f func(r manifest.Range) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failRecord = f
+}
+
+// Ranges returns the ranges recorded (those Record returned nil for), in
+// the order they were recorded.
+func (r *Recorder) Ranges() []manifest.Range {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]manifest.Range(nil), r.ranges...)
+}
+
+// RecordCalls returns how many times Record was called, and how many of
+// them failed.
+func (r *Recorder) RecordCalls() (calls, failures int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.records, r.recordFailed
 }
 
 var _ sinks.Sink = (*Recorder)(nil)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/manifest"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
@@ -108,5 +109,42 @@ func TestRecorderReleaseAndGate(t *testing.T) {
 	}
 	if w, _ := r.Writes(); w != 3 {
 		t.Errorf("%d writes, want 3", w)
+	}
+}
+
+// TestRecorderRanges: the ranges the recorder keeps, when it is due, and
+// failing to record.
+func TestRecorderRanges(t *testing.T) {
+	ctx := context.Background()
+	r := New("rec")
+	if !r.RecordDue("arn", "s1") {
+		t.Error("a new recorder's ranges are not due")
+	}
+	r.DueWith(func(arn, id string) bool { return id == "s2" })
+	if r.RecordDue("arn", "s1") || !r.RecordDue("arn", "s2") {
+		t.Error("RecordDue does not follow DueWith")
+	}
+	rg := manifest.Range{ShardID: "s1", To: "10", Events: map[event.Kind]int64{event.Expired: 2}, Trimmed: &manifest.Trimmed{First: "5"}}
+	if err := r.Record(ctx, rg); err != nil {
+		t.Fatal(err)
+	}
+	rg.Events[event.Expired] = 99 // the caller's map is its own
+	rg.Trimmed.First = "6"
+	errDown := errors.New("down")
+	r.FailRecordsWith(func(manifest.Range) error { return errDown })
+	if err := r.Record(ctx, manifest.Range{ShardID: "s1", From: "10", To: "20"}); !errors.Is(err, errDown) {
+		t.Errorf("Record with a failure set: %v", err)
+	}
+	r.FailRecordsWith(nil)
+	r.Close(ctx)
+	if err := r.Record(ctx, manifest.Range{ShardID: "s1", From: "10", To: "20"}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Record after Close: %v", err)
+	}
+	got := r.Ranges()
+	if len(got) != 1 || got[0].To != "10" || got[0].Events[event.Expired] != 2 || got[0].Trimmed.First != "5" {
+		t.Errorf("Ranges = %+v, want the first range as recorded", got)
+	}
+	if calls, failed := r.RecordCalls(); calls != 2 || failed != 1 {
+		t.Errorf("RecordCalls = %d, %d; want 2, 1", calls, failed)
 	}
 }

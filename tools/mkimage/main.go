@@ -64,9 +64,14 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.StringVar(&o.caFile, "ca-certs", "/etc/ssl/certs/ca-certificates.crt", "PEM bundle of CA roots to put in the image (must hold AWS's)")
 	plats := fs.String("platforms", "linux/amd64,linux/arm64", "comma-separated OS/ARCH: linux/amd64, linux/arm64")
 	fs.StringVar(&o.meta.version, "version", "dev", "version stamped into the binary (main.version) and the image's labels")
-	fs.StringVar(&o.meta.name, "name", "ttl-archiver:latest", "NAME:TAG the archive loads as")
+	fs.StringVar(&o.meta.name, "name", "", "NAME:TAG the archive loads as (default ttl-archiver:VERSION, the -version: one tag per build, never latest)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	nameHint := ""
+	if o.meta.name == "" {
+		o.meta.name = "ttl-archiver:" + o.meta.version
+		nameHint = " (the default ttl-archiver:VERSION: give -name, or a -version that can be a tag)"
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -81,7 +86,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 		o.platforms = append(o.platforms, pl)
 	}
 	if i := strings.LastIndex(o.meta.name, ":"); i <= 0 || !tagRE.MatchString(o.meta.name[i+1:]) || strings.Contains(o.meta.name[i+1:], "/") {
-		probs = append(probs, fmt.Errorf("-name: %q is not NAME:TAG", o.meta.name))
+		probs = append(probs, fmt.Errorf("-name: %q is not NAME:TAG%s", o.meta.name, nameHint))
 	}
 	if o.meta.version == "" || strings.ContainsAny(o.meta.version, " \t\n'\"") {
 		probs = append(probs, fmt.Errorf("-version: %q must be one word", o.meta.version))

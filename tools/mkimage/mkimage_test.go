@@ -27,10 +27,21 @@ func TestParseFlags(t *testing.T) {
 		check   func(t *testing.T, o options)
 	}{
 		{name: "defaults", check: func(t *testing.T, o options) {
-			if len(o.platforms) != 2 || o.platforms[1].Variant != "v8" || !o.meta.created.Equal(time.Unix(0, 0)) {
-				t.Errorf("platforms %+v, created %v", o.platforms, o.meta.created)
+			if len(o.platforms) != 2 || o.platforms[1].Variant != "v8" || !o.meta.created.Equal(time.Unix(0, 0)) || o.meta.name != "ttl-archiver:dev" {
+				t.Errorf("platforms %+v, created %v, name %q", o.platforms, o.meta.created, o.meta.name)
 			}
 		}},
+		{name: "the tag is the version", args: []string{"-version", "v1.2.3-4-gabcdef0-dirty"}, check: func(t *testing.T, o options) {
+			if o.meta.name != "ttl-archiver:v1.2.3-4-gabcdef0-dirty" {
+				t.Errorf("name %q", o.meta.name)
+			}
+		}},
+		{name: "a name given", args: []string{"-version", "v1.2.3", "-name", "registry.example/archiver:v1.2.3"}, check: func(t *testing.T, o options) {
+			if o.meta.name != "registry.example/archiver:v1.2.3" {
+				t.Errorf("name %q", o.meta.name)
+			}
+		}},
+		{name: "a version that is no tag", args: []string{"-version", "1.0+build"}, wantErr: "give -name, or a -version that can be a tag"},
 		{name: "source date epoch", epoch: "1700000000", args: []string{"-platforms", "linux/amd64"}, check: func(t *testing.T, o options) {
 			if len(o.platforms) != 1 || !o.meta.created.Equal(time.Unix(1700000000, 0)) {
 				t.Errorf("platforms %+v, created %v", o.platforms, o.meta.created)

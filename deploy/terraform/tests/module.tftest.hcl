@@ -19,7 +19,7 @@ variables {
   region             = "eu-west-1"
   source_table       = "SessionData"
   bucket_name        = "example-ttl-archive"
-  image              = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/ttl-archiver:v1"
+  image              = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/ttl-archiver:v1.0.0"
   cluster_arn        = "arn:aws:ecs:eu-west-1:123456789012:cluster/main"
   subnet_ids         = ["subnet-aaa"]
   security_group_ids = ["sg-archiver"]
@@ -35,6 +35,37 @@ run "defaults" {
     condition     = { for e in jsondecode(aws_ecs_task_definition.archiver.container_definitions)[0].environment : e.name => e.value }["ARCHIVER_SINK"] == "s3://example-ttl-archive/ttl-archive/?sse=AES256"
     error_message = "ARCHIVER_SINK is not the archive bucket with SSE-S3"
   }
+  assert {
+    condition     = length(aws_ecr_repository.archiver) == 0 && length(aws_ecr_lifecycle_policy.archiver) == 0 && output.ecr_repository_url == null
+    error_message = "the module creates an ECR repository without create_ecr_repository"
+  }
+}
+
+# The image's repository: immutable tags (a tag is one build), scanned on
+# push, the last ecr_keep_images tagged images kept.
+run "ecr_repository" {
+  command = plan
+  variables {
+    create_ecr_repository = true
+    ecr_keep_images       = 12
+  }
+  assert {
+    condition     = aws_ecr_repository.archiver[0].name == "ttl-archiver" && aws_ecr_repository.archiver[0].image_tag_mutability == "IMMUTABLE" && aws_ecr_repository.archiver[0].image_scanning_configuration[0].scan_on_push
+    error_message = "the ECR repository is not ttl-archiver with immutable tags scanned on push"
+  }
+  assert {
+    condition     = jsondecode(aws_ecr_lifecycle_policy.archiver[0].policy).rules[0].selection == { tagStatus = "tagged", tagPatternList = ["*"], countType = "imageCountMoreThan", countNumber = 12 } && jsondecode(aws_ecr_lifecycle_policy.archiver[0].policy).rules[0].action.type == "expire"
+    error_message = "the lifecycle policy does not keep the last ecr_keep_images tagged images"
+  }
+}
+
+run "refuses_keeping_no_image" {
+  command = plan
+  variables {
+    create_ecr_repository = true
+    ecr_keep_images       = 0
+  }
+  expect_failures = [var.ecr_keep_images]
 }
 
 run "kms" {

@@ -54,7 +54,7 @@ module "archiver" {
   regions            = ["all"]
   replica_regions    = sort([for r in data.aws_dynamodb_table.source.replica : r.region_name])
   bucket_name        = "example-ttl-archive"
-  image              = "${local.account}.dkr.ecr.eu-west-1.amazonaws.com/ttl-archiver:v1"
+  image              = "${local.account}.dkr.ecr.eu-west-1.amazonaws.com/ttl-archiver:v1.0.0"
   cluster_arn        = "arn:aws:ecs:eu-west-1:${local.account}:cluster/main"
   subnet_ids         = ["subnet-aaa", "subnet-bbb"]
   security_group_ids = ["sg-archiver"]

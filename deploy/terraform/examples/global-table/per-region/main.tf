@@ -84,7 +84,7 @@ module "archiver_eu_west_1" {
   bucket_name        = local.bucket
   kms_key_arn        = aws_kms_key.archive.arn
   athena_enabled     = true
-  image              = "${local.account}.dkr.ecr.eu-west-1.amazonaws.com/ttl-archiver:v1"
+  image              = "${local.account}.dkr.ecr.eu-west-1.amazonaws.com/ttl-archiver:v1.0.0"
   cluster_arn        = local.ecs["eu-west-1"].cluster_arn
   subnet_ids         = local.ecs["eu-west-1"].subnet_ids
   security_group_ids = local.ecs["eu-west-1"].security_group_ids
@@ -104,7 +104,7 @@ module "archiver_us_east_1" {
   create_bucket      = false
   bucket_region      = local.bucket_region
   kms_key_arn        = aws_kms_key.archive.arn
-  image              = "${local.account}.dkr.ecr.us-east-1.amazonaws.com/ttl-archiver:v1"
+  image              = "${local.account}.dkr.ecr.us-east-1.amazonaws.com/ttl-archiver:v1.0.0"
   cluster_arn        = local.ecs["us-east-1"].cluster_arn
   subnet_ids         = local.ecs["us-east-1"].subnet_ids
   security_group_ids = local.ecs["us-east-1"].security_group_ids
@@ -121,7 +121,7 @@ module "archiver_ap_southeast_2" {
   create_bucket      = false
   bucket_region      = local.bucket_region
   kms_key_arn        = aws_kms_key.archive.arn
-  image              = "${local.account}.dkr.ecr.ap-southeast-2.amazonaws.com/ttl-archiver:v1"
+  image              = "${local.account}.dkr.ecr.ap-southeast-2.amazonaws.com/ttl-archiver:v1.0.0"
   cluster_arn        = local.ecs["ap-southeast-2"].cluster_arn
   subnet_ids         = local.ecs["ap-southeast-2"].subnet_ids
   security_group_ids = local.ecs["ap-southeast-2"].security_group_ids

@@ -1,0 +1,121 @@
+package archive_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ttl-archiver/archiver/archive"
+	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/manifest"
+)
+
+// TestManifestsFindings: a manifest that does not decode, and one stored
+// elsewhere than the archiver puts it, are problems naming their keys;
+// a manifest under its conflict key is not.
+func TestManifestsFindings(t *testing.T) {
+	dir := t.TempDir()
+	store := func(key string, body []byte) {
+		p := filepath.Join(dir, filepath.FromSlash(key))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, body, 0o644)
+	}
+	good, conflict := testManifest("5"), testManifest("5")
+	conflict.Writer = "another worker"
+	store(manifest.Key(good), manifest.Encode(good))
+	store(manifest.ConflictKey(conflict, manifest.Digest(manifest.Encode(conflict))), manifest.Encode(conflict))
+	store("_manifests/table=T/bad.json", []byte(`{"version":1,"stream":"x"}`))
+	store("_manifests/table=T/region=us-east-1/stream=2026-03-04T00:00:00.000/shard=s9/5.json", manifest.Encode(good))
+	os.Symlink("/etc/passwd", filepath.Join(dir, "_manifests", "link.json"))
+	a := open(t, "file://"+dir, archive.Options{})
+	set, err := a.Manifests(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad []string
+	for _, p := range set.Bad {
+		bad = append(bad, p.Object+": "+p.Problem)
+	}
+	slices.Sort(bad)
+	if len(set.Stored) != 3 || len(bad) != 2 || !strings.Contains(bad[0], "bad.json: not a manifest: manifest: stream") ||
+		!strings.Contains(bad[1], "shard=s9/5.json: misplaced: a manifest of table T, Region us-east-1, shard s1 up to 5") {
+		t.Errorf("stored %d, bad:\n%s", len(set.Stored), strings.Join(bad, "\n"))
+	}
+}
+
+// TestCoverageSelection: listed objects outside --since/--until are not
+// read, and counted as such; the proof over the manifests still holds.
+func TestCoverageSelection(t *testing.T) {
+	dir := t.TempDir()
+	evs := inRegion("us-east-1", events("T", "s1", event.Expired, 0, 10, 0), true)
+	write(t, "file://"+dir, evs)
+	body, err := os.ReadFile(filepath.Join(dir, "T", "2026-03-04", "05.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := manifest.Range{StreamARN: evs[0].StreamARN, Region: "us-east-1", Table: "T", ShardID: "s1", To: evs[9].SequenceNumber, Records: 10,
+		FirstTime: evs[0].ApproximateCreationTime, LastTime: evs[9].ApproximateCreationTime}
+	m := manifest.New(r, []manifest.Object{{Key: "T/2026-03-04/05.jsonl", Bytes: int64(len(body)), SHA256: hexSHA(body)}}, "", "w", t0)
+	p := filepath.Join(dir, filepath.FromSlash(manifest.Key(m)))
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, manifest.Encode(m), 0o644)
+	for _, tc := range []struct {
+		sel               archive.Selection
+		verified, notRead int
+		lines             int64
+	}{
+		{archive.Selection{}, 1, 0, 10},
+		{archive.Selection{Since: t0.Add(time.Hour)}, 0, 1, 0},
+		{archive.Selection{Tables: []string{"T"}, Until: t0.Add(time.Second)}, 1, 0, 10}, // the hour is read whole
+	} {
+		cov := archive.NewCoverage(tc.sel)
+		a := open(t, "file://"+dir, cov.Hook(archive.Options{}))
+		if err := cov.Load(testCtx(t), a); err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, a, tc.sel)
+		rep := cov.Finish()
+		if rep.Verdict != archive.VerdictComplete || rep.ObjectsVerified != tc.verified || rep.ObjectsNotRead != tc.notRead || rep.Shards[0].Lines != tc.lines {
+			t.Errorf("selection %+v: %+v", tc.sel, rep)
+		}
+	}
+}
+
+// TestCoverageHostileListing: a manifest listing keys that are no archive
+// objects (a stray file, a manifest) gets a finding for each, naming it.
+func TestCoverageHostileListing(t *testing.T) {
+	dir := t.TempDir()
+	evs := inRegion("us-east-1", events("T", "s1", event.Expired, 0, 3, 0), true)
+	write(t, "file://"+dir, evs)
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644)
+	body, err := os.ReadFile(filepath.Join(dir, "T", "2026-03-04", "05.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := manifest.Range{StreamARN: evs[0].StreamARN, Region: "us-east-1", Table: "T", ShardID: "s1", To: evs[2].SequenceNumber, Records: 3}
+	m := manifest.New(r, []manifest.Object{{Key: "T/2026-03-04/05.jsonl", Bytes: int64(len(body)), SHA256: hexSHA(body)},
+		{Key: "notes.txt", Bytes: 1, SHA256: hexSHA([]byte("x"))}, {Key: manifest.Key(testManifest("1")), Bytes: 1, SHA256: hexSHA(nil)}}, "", "w", t0)
+	p := filepath.Join(dir, filepath.FromSlash(manifest.Key(m)))
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, manifest.Encode(m), 0o644)
+	cov := archive.NewCoverage(archive.Selection{})
+	a := open(t, "file://"+dir, cov.Hook(archive.Options{}))
+	if err := cov.Load(testCtx(t), a); err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, a, archive.Selection{})
+	rep := cov.Finish()
+	var got []string
+	for _, f := range rep.Findings {
+		got = append(got, f.Kind+" "+f.Object)
+		if !strings.Contains(f.Detail, "does not follow the archive layout") {
+			t.Errorf("finding %+v", f)
+		}
+	}
+	if want := []string{"missing " + manifest.Key(testManifest("1")), "missing notes.txt"}; !slices.Equal(got, want) || rep.ObjectsVerified != 1 {
+		t.Errorf("findings %v, want %v; %s", got, want, rep.Summary)
+	}
+}

@@ -1,0 +1,398 @@
+package sinks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/promreg"
+	"github.com/ttl-archiver/archiver/manifest"
+)
+
+// ManifestConfig is how an S3 or file sink records coverage manifests
+// (see [S3Sink.Record]): the URL parameters manifests=,
+// manifest-objects= and manifest-interval=.
+type ManifestConfig struct {
+	// Off (manifests=false) turns recording off: the sink tracks no
+	// objects, Open returns it without Record and RecordDue, and its
+	// own Record fails with ErrNotRecording.
+	Off bool
+	// Objects: a shard's range is due once the sink made this many
+	// objects holding its events durable since its last manifest
+	// (default 100).
+	Objects int
+	// Interval: a shard's range is due once this long passed since its
+	// last manifest, or since the sink first heard of the shard when none
+	// was written yet (default 10m).
+	Interval time.Duration
+	// Writer names the worker in the manifests ("" for none).
+	Writer string
+}
+
+// The defaults of [ManifestConfig]: at flush-bytes' default a manifest
+// adds about 1 % to a backlog's S3 PUTs, and a crash re-reads at most
+// about 10 minutes, inside JetStream's 20-minute duplicate window.
+const (
+	DefaultManifestObjects  = 100
+	DefaultManifestInterval = 10 * time.Minute
+)
+
+func (c ManifestConfig) withDefaults() ManifestConfig {
+	if c.Objects <= 0 {
+		c.Objects = DefaultManifestObjects
+	}
+	if c.Interval <= 0 {
+		c.Interval = DefaultManifestInterval
+	}
+	return c
+}
+
+// parseManifests reads manifests=, manifest-objects= and
+// manifest-interval=; the last two make no sense with manifests=false.
+func parseManifests(p *params) (ManifestConfig, error) {
+	on, err := p.boolean("manifests", true)
+	if err != nil {
+		return ManifestConfig{}, err
+	}
+	n, err := p.integer("manifest-objects", DefaultManifestObjects, 1, 1_000_000)
+	if err != nil {
+		return ManifestConfig{}, err
+	}
+	d, err := p.duration("manifest-interval", DefaultManifestInterval, time.Second, 6*time.Hour)
+	if err != nil {
+		return ManifestConfig{}, err
+	}
+	if !on {
+		for _, name := range []string{"manifest-objects", "manifest-interval"} {
+			if _, given := p.q[name]; given {
+				return ManifestConfig{}, p.fail(name, "has no effect with manifests=false")
+			}
+		}
+		return ManifestConfig{Off: true}, nil
+	}
+	return ManifestConfig{Objects: int(n), Interval: d}, nil
+}
+
+// ErrNotRecording is returned by Record of a sink opened with
+// manifests=false.
+var ErrNotRecording = errors.New("the sink records no manifests (manifests=false)")
+
+// manifestRecorder is what the consumer asks of a sink that records
+// coverage manifests; the consumer's interface is its own, and this one
+// holds the sinks to the same two methods.
+type manifestRecorder interface {
+	Record(ctx context.Context, r manifest.Range) error
+	RecordDue(streamARN, shardID string) bool
+}
+
+var (
+	_ manifestRecorder = (*S3Sink)(nil)
+	_ manifestRecorder = (*FileSink)(nil)
+)
+
+// unrecorded is a sink opened with manifests=false as Open returns it:
+// its methods without Record and RecordDue, so that the consumer finds
+// nothing to record with and waits for no manifest of it.
+type unrecorded struct{ preflightSink }
+
+type preflightSink interface {
+	Sink
+	Preflighter
+}
+
+// recording returns s as Open does: wrapped in unrecorded when c or
+// o.NoManifests turns recording off.
+func recording(s preflightSink, c ManifestConfig, o Options) Sink {
+	if c.Off || o.NoManifests {
+		return unrecorded{s}
+	}
+	return s
+}
+
+// manifestStore is where a sink keeps its manifests: its archive, keys
+// relative to the archive's root.
+type manifestStore interface {
+	// listManifests returns the keys beginning with prefix, in order; a
+	// folder that does not exist holds none.
+	listManifests(ctx context.Context, prefix string) ([]string, error)
+	// readManifest returns the bytes at key, at most maxManifestBytes+1.
+	readManifest(ctx context.Context, key string) ([]byte, error)
+	// putManifest makes data (m encoded) durable at manifest.Key(m), never
+	// over other bytes: when other bytes are there, at
+	// manifest.ConflictKey; when that too holds other bytes, it fails
+	// (permanently). It returns the key written (or found holding data).
+	putManifest(ctx context.Context, m manifest.Manifest, data []byte) (string, error)
+}
+
+// maxManifestBytes bounds a manifest read back (as manifest.Decode does).
+const maxManifestBytes = 16 << 20
+
+// recorder keeps, per shard, the objects its sink made durable since the
+// shard's last manifest, decides when a shard's range is due, and writes
+// the manifests. Its lock is a leaf: held for bookkeeping only, never
+// across I/O.
+type recorder struct {
+	sink    string
+	c       ManifestConfig
+	store   manifestStore
+	log     *zap.Logger
+	now     func() time.Time
+	written prometheus.Counter
+	failed  prometheus.Counter
+
+	mu     sync.Mutex
+	shards map[shardRef]*shardRecord
+	swept  time.Time
+}
+
+// shardRef names a shard: its stream's ARN and its ID.
+type shardRef struct{ stream, shard string }
+
+// shardRecord is what a recorder knows of one shard: the objects holding
+// its events since its last manifest (by key), when that manifest was
+// written (or when the sink first heard of the shard), and that
+// manifest's digest and To, the next range's predecessor.
+type shardRecord struct {
+	objects map[string]manifest.Object
+	since   time.Time
+	prev    string
+	prevTo  string
+	hasPrev bool
+}
+
+func newRecorder(sink string, c ManifestConfig, store manifestStore, log *zap.Logger, reg prometheus.Registerer, now func() time.Time) *recorder {
+	written := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_manifests_written_total", Help: "Coverage manifests a sink made durable in its archive.",
+	}, []string{"sink"})
+	failed := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "archiver_manifest_failures_total", Help: "Coverage manifests a sink failed to record (the range is recorded again).",
+	}, []string{"sink"})
+	if reg != nil {
+		written = promreg.Register(reg, written)
+		failed = promreg.Register(reg, failed)
+	}
+	return &recorder{sink: sink, c: c.withDefaults(), store: store, log: log, now: now,
+		written: written.WithLabelValues(sink), failed: failed.WithLabelValues(sink), shards: map[shardRef]*shardRecord{}}
+}
+
+// shardLocked returns ref's record, creating it. r.mu is held.
+func (r *recorder) shardLocked(ref shardRef) *shardRecord {
+	sr := r.shards[ref]
+	if sr == nil {
+		sr = &shardRecord{objects: map[string]manifest.Object{}, since: r.now()}
+		r.shards[ref] = sr
+	}
+	return sr
+}
+
+// track books an object made durable holding events of ref, before their
+// batches are acknowledged. An object already tracked under the same key
+// (a file that grew; an upload found already there) is updated: its size
+// and digest are the new ones, its First the earlier and its Last the
+// later.
+func (r *recorder) track(ref shardRef, o manifest.Object) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sr := r.shardLocked(ref)
+	if old, ok := sr.objects[o.Key]; ok {
+		if old.First != "" && (o.First == "" || event.CompareSequence(old.First, o.First) < 0) {
+			o.First = old.First
+		}
+		if old.Last != "" && (o.Last == "" || event.CompareSequence(old.Last, o.Last) > 0) {
+			o.Last = old.Last
+		}
+	}
+	sr.objects[o.Key] = o
+}
+
+// due reports whether the shard's range should be recorded now: it has
+// Objects objects tracked, or Interval passed since its last manifest
+// (since the sink first heard of it, before one).
+func (r *recorder) due(stream, shard string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sr := r.shardLocked(shardRef{stream, shard})
+	return len(sr.objects) >= r.c.Objects || r.now().Sub(sr.since) >= r.c.Interval
+}
+
+// record makes a manifest of rg durable: the objects tracked with events
+// in (From, To], the digest of the manifest before it, stored at its key.
+// Once it is durable, the objects whose last event is at or before To are
+// no longer tracked.
+func (r *recorder) record(ctx context.Context, rg manifest.Range) error {
+	err := r.recordRange(ctx, rg)
+	if err != nil {
+		r.failed.Inc()
+		r.log.Warn("coverage manifest not recorded; the range is recorded again", zap.String("sink", r.sink),
+			zap.String("shard", rg.ShardID), zap.String("from", rg.From), zap.String("to", rg.To), zap.Error(err))
+	}
+	return err
+}
+
+func (r *recorder) recordRange(ctx context.Context, rg manifest.Range) error {
+	ref := shardRef{rg.StreamARN, rg.ShardID}
+	objects, prev, known := r.begin(ref, rg)
+	if !known {
+		var err error
+		if prev, err = r.findPrev(ctx, rg); err != nil {
+			return err
+		}
+	}
+	m := manifest.New(rg, objects, prev, r.c.Writer, r.now())
+	if err := m.Validate(); err != nil {
+		return Permanent(fmt.Errorf("%s: range of shard %s: %w", r.sink, rg.ShardID, err))
+	}
+	data := manifest.Encode(m)
+	key, err := r.store.putManifest(ctx, m, data)
+	if err != nil {
+		return fmt.Errorf("%s: recording shard %s after %q to %s: %w", r.sink, rg.ShardID, rg.From, rg.To, err)
+	}
+	r.finish(ref, rg, manifest.Digest(data))
+	r.written.Inc()
+	r.log.Debug("coverage manifest recorded", zap.String("sink", r.sink), zap.String("key", key),
+		zap.String("shard", rg.ShardID), zap.String("from", rg.From), zap.String("to", rg.To), zap.Int("objects", len(objects)))
+	return nil
+}
+
+// begin returns the tracked objects with events in rg's range, and the
+// digest of the shard's last manifest when this recorder wrote it and it
+// ends at rg.From (known).
+func (r *recorder) begin(ref shardRef, rg manifest.Range) (objects []manifest.Object, prev string, known bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sr := r.shardLocked(ref)
+	for _, o := range sr.objects {
+		if inRange(o, rg.From, rg.To) {
+			objects = append(objects, o)
+		}
+	}
+	if sr.hasPrev && sr.prevTo == rg.From && rg.From != "" {
+		return objects, sr.prev, true
+	}
+	return objects, "", false
+}
+
+// inRange reports whether o holds an event in (from, to] (an object whose
+// sequence numbers are unknown counts).
+func inRange(o manifest.Object, from, to string) bool {
+	if o.Last != "" && from != "" && event.CompareSequence(o.Last, from) <= 0 {
+		return false
+	}
+	return o.First == "" || event.CompareSequence(o.First, to) <= 0
+}
+
+// finish forgets the objects rg's manifest closed (last event at or
+// before To) and remembers the manifest as the shard's last. A shard
+// recorded to its end with nothing left is forgotten, as are, once a
+// minute, shards idle with nothing tracked.
+func (r *recorder) finish(ref shardRef, rg manifest.Range, digest string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	sr := r.shardLocked(ref)
+	for k, o := range sr.objects {
+		if o.Last == "" || event.CompareSequence(o.Last, rg.To) <= 0 {
+			delete(sr.objects, k)
+		}
+	}
+	sr.prev, sr.prevTo, sr.hasPrev, sr.since = digest, rg.To, true, now
+	if rg.Ended && len(sr.objects) == 0 {
+		delete(r.shards, ref)
+	}
+	if now.Sub(r.swept) < time.Minute {
+		return
+	}
+	r.swept = now
+	idle := max(3*r.c.Interval, time.Hour)
+	for k, s := range r.shards {
+		if len(s.objects) == 0 && now.Sub(s.since) >= idle {
+			delete(r.shards, k)
+		}
+	}
+}
+
+// findPrev finds in the archive the manifest rg follows: the shard's
+// manifest ending at rg.From, or for a range at the shard's start its
+// parent's last (ended) one. It returns "" when there is none (a shard
+// without a parent, an archive recorded only from here on).
+func (r *recorder) findPrev(ctx context.Context, rg manifest.Range) (string, error) {
+	if rg.From == "" {
+		if rg.ParentShardID == "" {
+			return "", nil
+		}
+		return r.parentsLast(ctx, rg)
+	}
+	prefix := manifest.EndingAt(rg.Table, rg.Region, rg.StreamARN, rg.ShardID, rg.From)
+	keys, err := r.store.listManifests(ctx, prefix)
+	if err != nil {
+		return "", fmt.Errorf("listing the manifests ending at %s: %w", rg.From, err)
+	}
+	// The manifest at its own key first, then those at conflict keys.
+	want := manifest.Key(manifest.Manifest{Table: rg.Table, Region: rg.Region, Stream: rg.StreamARN, Shard: rg.ShardID, To: rg.From})
+	for i, k := range keys {
+		if k == want {
+			keys[0], keys[i] = keys[i], keys[0]
+		}
+	}
+	for _, k := range keys {
+		m, digest, err := r.load(ctx, k)
+		if err != nil {
+			return "", err
+		}
+		if digest != "" && m.Stream == rg.StreamARN && m.Shard == rg.ShardID && m.To == rg.From {
+			return digest, nil
+		}
+	}
+	return "", nil
+}
+
+// parentsLast is the digest of the last manifest of rg's parent when it
+// says the parent was read to its end, else "".
+func (r *recorder) parentsLast(ctx context.Context, rg manifest.Range) (string, error) {
+	keys, err := r.store.listManifests(ctx, manifest.ShardDir(rg.Table, rg.Region, rg.StreamARN, rg.ParentShardID))
+	if err != nil {
+		return "", fmt.Errorf("listing the manifests of parent shard %s: %w", rg.ParentShardID, err)
+	}
+	top := ""
+	for i := len(keys) - 1; i >= 0; i-- {
+		m, digest, err := r.load(ctx, keys[i])
+		if err != nil {
+			return "", err
+		}
+		if digest == "" || m.Stream != rg.StreamARN || m.Shard != rg.ParentShardID {
+			continue
+		}
+		if top != "" && m.To != top {
+			break // past the manifests of the parent's last range
+		}
+		top = m.To
+		if m.Ended {
+			return digest, nil
+		}
+	}
+	return "", nil
+}
+
+// load reads and decodes the manifest at key and returns it with its
+// digest; one that does not decode is logged and skipped (digest "": the
+// verifier reports it), never an error. Only a failed read is.
+func (r *recorder) load(ctx context.Context, key string) (manifest.Manifest, string, error) {
+	data, err := r.store.readManifest(ctx, key)
+	if err != nil {
+		return manifest.Manifest{}, "", fmt.Errorf("reading manifest %s: %w", key, err)
+	}
+	m, err := manifest.Decode(bytes.NewReader(data))
+	if err != nil {
+		r.log.Warn("a manifest in the archive does not decode; not taken as the previous one (verify reports it)",
+			zap.String("sink", r.sink), zap.String("key", key), zap.Error(err))
+		return manifest.Manifest{}, "", nil
+	}
+	return m, manifest.Digest(data), nil
+}
