@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/nats-io/nats.go"
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/natsmsg"
@@ -58,6 +59,82 @@ func BenchmarkNATSMessages(b *testing.B) {
 					r.message(&evs[i])
 				}
 				r.done(evs)
+			}
+			reportPerMessage(b, len(evs), threadCPU()-cpu)
+		})
+	}
+}
+
+// BenchmarkNATSPublish renders the batch as BenchmarkNATSMessages does and
+// hands each message to nats.go as the sink does (checkMessage, then the
+// client's PublishMsg, which encodes the headers), on core NATS to a real
+// nats-server without subscribers: the client's CPU and allocations per
+// message of each format, the broker's work left out (a flush per batch).
+func BenchmarkNATSPublish(b *testing.B) {
+	ns := startNATS(b, nil)
+	nc, _ := ns.client(b)
+	evs := benchNATSEvents()
+	for _, format := range natsmsg.Formats {
+		b.Run(format, func(b *testing.B) {
+			s := benchNATSSink(b, ns.url, format)
+			s.conn.Store(&natsConn{nc: nc})
+			b.ReportAllocs()
+			defer lockThread()()
+			cpu := threadCPU()
+			for b.Loop() {
+				r := s.newRender(evs)
+				for i := range evs {
+					m, size := r.message(&evs[i])
+					if err := s.checkMessage(m, size); err != nil {
+						b.Fatal(err)
+					}
+					if err := nc.PublishMsg(m); err != nil {
+						b.Fatal(err)
+					}
+				}
+				r.done(evs)
+				if err := nc.Flush(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPerMessage(b, len(evs), threadCPU()-cpu)
+		})
+	}
+}
+
+// BenchmarkNATSCEHeaders isolates what nats.go takes for the ce- headers:
+// the same pre-rendered messages (subject, body, the Archiver- headers)
+// handed to PublishMsg on core NATS to a real nats-server, with the
+// envelope's headers and with cloudevents' (the same plus the ce-
+// headers). nats.go walks a message's header map twice (its size, then
+// its bytes), checks every name, trims and scans every value and writes
+// them into a buffer of its own, which it copies to the connection's: the
+// difference between the two is the least any rendering of the format
+// costs beyond the envelope with this client, the floor of its cost.
+func BenchmarkNATSCEHeaders(b *testing.B) {
+	ns := startNATS(b, nil)
+	nc, _ := ns.client(b)
+	evs := benchNATSEvents()
+	for _, format := range []string{natsmsg.FormatEnvelope, natsmsg.FormatCloudEvents} {
+		b.Run(format, func(b *testing.B) {
+			s := benchNATSSink(b, ns.url, format)
+			r := s.newRender(evs)
+			msgs := make([]*nats.Msg, len(evs))
+			for i := range evs {
+				msgs[i], _ = r.message(&evs[i])
+			}
+			b.ReportAllocs()
+			defer lockThread()()
+			cpu := threadCPU()
+			for b.Loop() {
+				for _, m := range msgs {
+					if err := nc.PublishMsg(m); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := nc.Flush(); err != nil {
+					b.Fatal(err)
+				}
 			}
 			reportPerMessage(b, len(evs), threadCPU()-cpu)
 		})

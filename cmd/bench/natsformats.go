@@ -252,12 +252,14 @@ func (b *fmtBench) run(ctx context.Context, round int, f string) (fmtRun, error)
 	return r, os.RemoveAll(filepath.Join(b.s3Dir, prefix))
 }
 
-// startProfiles saves the archiver's CPU profile over its first 3 s to
-// FILE.FORMAT, and its heap every second to FILE.FORMAT.N.
+// startProfiles saves the archiver's CPU profile over its first 3 s
+// (ARCHIVER_BENCH_PROFILE_SECONDS) to FILE.FORMAT, and its heap every
+// second to FILE.FORMAT.N.
 func (b *fmtBench) startProfiles(ctx context.Context, addr, f string) {
 	if b.profile != "" {
 		go func() {
-			if err := plProfile(ctx, addr, "profile?seconds=3", b.profile+"."+f); err != nil {
+			secs := envInt("ARCHIVER_BENCH_PROFILE_SECONDS", 3)
+			if err := plProfile(ctx, addr, fmt.Sprintf("profile?seconds=%d", secs), b.profile+"."+f); err != nil {
 				fmt.Fprintf(os.Stderr, "  archiver CPU profile: %v\n", err)
 			}
 		}()
