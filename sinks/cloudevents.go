@@ -25,8 +25,8 @@ import (
 // already set (by headerNames' index; nil for one not set): a ce- header
 // with the same value shares its slice, unless the value needs
 // percent-encoding, which goes into the arena (as do the time's digits).
-// Constant values share the render's slices, and ce-source is encoded once
-// per stream ARN. nats.go never writes a header value in place, so sharing
+// Constant values share the render's slices, ce-source is encoded once
+// per stream ARN and ce-time formatted once per time. nats.go never writes a header value in place, so sharing
 // a one-element slice between headers and messages is safe. ceCount must
 // count the headers it sets.
 func (r *natsRender) appendCloudEvents(h nats.Header, e *event.Event, own *[len(headerNames)][]string) int {
@@ -39,9 +39,7 @@ func (r *natsRender) appendCloudEvents(h nats.Header, e *event.Event, own *[len(
 		size += r.ceHeader(h, natsmsg.CEType, natsmsg.TypePrefix+string(e.Kind))
 	}
 	if !e.ApproximateCreationTime.IsZero() {
-		start := len(r.arena)
-		r.arena = e.ApproximateCreationTime.UTC().AppendFormat(r.arena, time.RFC3339Nano)
-		size += setHeader(h, natsmsg.CETime, r.val(arenaString(r.arena[start:])))
+		size += setHeader(h, natsmsg.CETime, r.ceTime(e.ApproximateCreationTime))
 	}
 	size += r.ceHeader(h, natsmsg.CESubject, own[3][0])
 	size += setHeader(h, natsmsg.CEDataContentType, r.fixed(ceDataContentType))
@@ -139,6 +137,18 @@ func ceTypeIndex(k event.Kind) int {
 		return ceTypeUndecodable
 	}
 	return -1
+}
+
+// ceTime is t as ce-time's value, formatted once for each time: a burst
+// of expiries shares its creation times (a stream's are whole seconds).
+func (r *natsRender) ceTime(t time.Time) []string {
+	if r.time != nil && t.Equal(r.t) {
+		return r.time
+	}
+	start := len(r.arena)
+	r.arena = t.UTC().AppendFormat(r.arena, time.RFC3339Nano)
+	r.t, r.time = t, r.val(arenaString(r.arena[start:]))
+	return r.time
 }
 
 // ceSource is e's ce-source, percent-encoded once for each stream ARN: a

@@ -451,6 +451,9 @@ type natsRender struct {
 	// batch holds one shard's records).
 	arn    string
 	source []string
+	// t and time: the last ce-time and its value.
+	t    time.Time
+	time []string
 	// ce holds the fixed ce- values (ceFixedValues), which every message's
 	// header shares a slice of.
 	ce [ceFixed]string

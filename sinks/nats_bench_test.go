@@ -14,7 +14,7 @@ import (
 
 // benchNATSEvents are 250 expiries of a session item like the sinks
 // bench's (cmd/bench): a string key, a TTL, a list, a string set and 32
-// bytes of binary, read from a stream in us-east-1.
+// bytes of binary, read from a stream in us-east-1 (50 a second).
 func benchNATSEvents() []event.Event {
 	t0 := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	evs := make([]event.Event, 250)
@@ -26,7 +26,7 @@ func benchNATSEvents() []event.Event {
 			ShardID:                 "shardId-00000001763800000000-0000abcd",
 			SequenceNumber:          fmt.Sprintf("%021d", 1000+i),
 			EventID:                 fmt.Sprintf("%032x", i),
-			ApproximateCreationTime: t0.Add(time.Duration(i) * time.Millisecond),
+			ApproximateCreationTime: t0.Add(time.Duration(i/50) * time.Second), // a stream's are whole seconds
 			Keys:                    keys,
 			OldImage: event.Item{
 				"pk":        keys["pk"],
