@@ -35,7 +35,8 @@ import (
 // checkpoint file of its own into a JetStream stream and an S3 prefix of
 // its own. CPU is the child's user+sys from its rusage (start-up and
 // SIGTERM included, the same for both), peak RSS its VmHWM read while it
-// runs; the ratios are the median of each round's own ratio.
+// runs; the ratios are the median of each round's own ratio, and each
+// round's are printed on stderr as it ends (to pool runs, or see drift).
 
 // fmtItems is the backlog (ARCHIVER_BENCH_FORMAT_ITEMS overrides it).
 var fmtItems = envInt("ARCHIVER_BENCH_FORMAT_ITEMS", 30_000)
@@ -147,6 +148,9 @@ func runNATSFormatsBench(ctx context.Context, w io.Writer) error {
 			}
 			runs[f] = append(runs[f], r)
 		}
+		env, ce := runs[formats[0]][round], runs[formats[1]][round]
+		fmt.Fprintf(os.Stderr, "  [formats] round %d: cloudevents / envelope CPU per record %.1f / %.1f µs = %.3fx, peak RSS %d / %d MiB = %.3fx\n",
+			round+1, ce.cpuPerRecord(), env.cpuPerRecord(), ce.cpuPerRecord()/env.cpuPerRecord(), ce.rss, env.rss, float64(ce.rss)/float64(env.rss))
 	}
 	printNATSFormats(w, runs[formats[0]], runs[formats[1]])
 	return nil
