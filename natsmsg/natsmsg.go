@@ -7,22 +7,22 @@ package natsmsg
 
 // The formats of a nats:// sink (its format= parameter).
 const (
-	// FormatCloudEvents is FormatEnvelope plus the
+	// FormatCloudEvents (the default) is FormatEnvelope plus the
 	// CloudEvents 1.0 attributes as ce- headers (the NATS protocol
 	// binding's binary content mode).
 	FormatCloudEvents = "cloudevents"
-	// FormatEnvelope (the default) is the archive line as the body, with
-	// the Archiver- headers.
+	// FormatEnvelope is the archive line as the body, with the Archiver-
+	// headers: cloudevents without the ce- headers.
 	FormatEnvelope = "envelope"
 	// FormatItem is the item alone as plain JSON, with the Archiver-
 	// headers.
 	FormatItem = "item"
 	// DefaultFormat is the format of a sink that names none.
-	DefaultFormat = FormatEnvelope
+	DefaultFormat = FormatCloudEvents
 )
 
 // Formats lists the formats, the default first.
-var Formats = []string{FormatEnvelope, FormatCloudEvents, FormatItem}
+var Formats = []string{FormatCloudEvents, FormatEnvelope, FormatItem}
 
 // HeaderMsgID is JetStream's de-duplication header, on every message of
 // every format: the stream record's event ID, but for an expiry that

@@ -20,44 +20,151 @@ import (
 // Content-Type header, which would mark the structured mode. The attributes
 // are listed in docs/MESSAGES.md and named in [natsmsg].
 
-// appendCloudEvents sets e's CloudEvents headers on h. id is the event ID
-// (Nats-Msg-Id) and keys the DynamoDB JSON of its key attributes. A value
-// that needs percent-encoding is encoded into arena, which is returned
-// extended (the values point into it, as appendMessage's do), with the
-// bytes the headers add to the message.
-func appendCloudEvents(arena []byte, h nats.Header, e *event.Event, id, keys string) ([]byte, int) {
-	size := 0
-	set := func(name, value string) {
-		if value == "" {
-			return // an optional attribute without a value is left out
-		}
-		var enc string
-		enc, arena = percentEncode(arena, value)
-		h[name] = []string{enc}
-		size += len(name) + len(enc) + 4
+// appendCloudEvents sets e's CloudEvents headers on h and returns the bytes
+// nats.go writes for them. own holds the values of the Archiver- headers
+// already set (by headerNames' index; nil for one not set): a ce- header
+// with the same value shares its slice, unless the value needs
+// percent-encoding, which goes into the arena (as do the time's digits).
+// Constant values share the render's slices, ce-source is encoded once
+// per stream ARN and ce-time formatted once per time. nats.go never writes a header value in place, so sharing
+// a one-element slice between headers and messages is safe. ceCount must
+// count the headers it sets.
+func (r *natsRender) appendCloudEvents(h nats.Header, e *event.Event, own *[len(headerNames)][]string) int {
+	size := setHeader(h, natsmsg.CESpecVersion, r.fixed(ceSpecVersion))
+	size += r.ceShared(h, natsmsg.CEID, own[0])
+	size += setHeader(h, natsmsg.CESource, r.ceSource(e))
+	if t := ceTypeIndex(e.Kind); t >= 0 {
+		size += setHeader(h, natsmsg.CEType, r.fixed(t))
+	} else {
+		size += r.ceHeader(h, natsmsg.CEType, natsmsg.TypePrefix+string(e.Kind))
 	}
-	set(natsmsg.CESpecVersion, natsmsg.SpecVersion)
-	set(natsmsg.CEID, id)
-	set(natsmsg.CESource, ceSource(e))
-	set(natsmsg.CEType, natsmsg.TypePrefix+string(e.Kind))
 	if !e.ApproximateCreationTime.IsZero() {
-		start := len(arena)
-		arena = e.ApproximateCreationTime.UTC().AppendFormat(arena, time.RFC3339Nano)
-		set(natsmsg.CETime, arenaString(arena[start:]))
+		size += setHeader(h, natsmsg.CETime, r.ceTime(e.ApproximateCreationTime))
 	}
-	set(natsmsg.CESubject, keys)
-	set(natsmsg.CEDataContentType, natsmsg.DataContentType)
-	set(natsmsg.CETable, e.Table)
-	set(natsmsg.CEShard, e.ShardID)
-	set(natsmsg.CESequence, e.SequenceNumber)
-	set(natsmsg.CERegion, e.Region)
-	set(natsmsg.CETTLAttribute, e.TTLAttribute)
-	set(natsmsg.CETTLValue, e.TTLValue)
-	set(natsmsg.CEDeletedBy, e.DeletedBy)
+	size += r.ceHeader(h, natsmsg.CESubject, own[3][0])
+	size += setHeader(h, natsmsg.CEDataContentType, r.fixed(ceDataContentType))
+	size += r.ceShared(h, natsmsg.CETable, own[1])
+	size += r.ceShared(h, natsmsg.CEShard, own[4])
+	size += r.ceShared(h, natsmsg.CESequence, own[5])
+	size += r.ceShared(h, natsmsg.CERegion, own[7])
+	size += r.ceHeader(h, natsmsg.CETTLAttribute, e.TTLAttribute)
+	size += r.ceHeader(h, natsmsg.CETTLValue, e.TTLValue)
+	size += r.ceShared(h, natsmsg.CEDeletedBy, own[8])
 	if e.DeadLetter != nil {
-		set(natsmsg.CEDeadLetter, e.DeadLetter.Reason)
+		size += r.ceHeader(h, natsmsg.CEDeadLetter, e.DeadLetter.Reason)
 	}
-	return arena, size
+	return size
+}
+
+// ceCount is how many ce- headers appendCloudEvents sets for e, with id
+// and keys.
+func ceCount(e *event.Event, id, keys string) int {
+	n := 4 // specversion, source, type, datacontenttype
+	for _, v := range [...]string{id, keys, e.Table, e.ShardID, e.SequenceNumber, e.Region, e.TTLAttribute, e.TTLValue, e.DeletedBy} {
+		if v != "" {
+			n++
+		}
+	}
+	if !e.ApproximateCreationTime.IsZero() {
+		n++
+	}
+	if e.DeadLetter != nil && e.DeadLetter.Reason != "" {
+		n++
+	}
+	return n
+}
+
+// ceHeader sets CloudEvents header k to v percent-encoded, unless v is
+// empty (an optional attribute without a value is left out), and returns
+// the bytes nats.go writes for it.
+func (r *natsRender) ceHeader(h nats.Header, k, v string) int {
+	if v == "" {
+		return 0
+	}
+	v, r.arena = percentEncode(r.arena, v)
+	return setHeader(h, k, r.val(v))
+}
+
+// ceShared sets CloudEvents header k to the value of an Archiver- header,
+// vs (nil or empty: k is left out): the same slice when the value needs
+// no percent-encoding, else its encoding.
+func (r *natsRender) ceShared(h nats.Header, k string, vs []string) int {
+	if vs == nil || vs[0] == "" {
+		return 0
+	}
+	enc, arena := percentEncode(r.arena, vs[0])
+	if len(arena) == len(r.arena) {
+		return setHeader(h, k, vs) // nothing to encode
+	}
+	r.arena = arena
+	return setHeader(h, k, r.val(enc))
+}
+
+// The render's fixed ce- values (natsRender.fixed): those that never change,
+// ce-type's one for each kind among them (ceTypeIndex).
+const (
+	ceSpecVersion = iota
+	ceDataContentType
+	ceTypeExpired
+	ceTypeDeleted
+	ceTypeInserted
+	ceTypeModified
+	ceTypeUndecodable
+	ceFixed
+)
+
+// ceFixedValues are the values of the fixed ce- values, by index.
+func ceFixedValues() [ceFixed]string {
+	return [ceFixed]string{natsmsg.SpecVersion, natsmsg.DataContentType,
+		natsmsg.TypePrefix + string(event.Expired), natsmsg.TypePrefix + string(event.Deleted),
+		natsmsg.TypePrefix + string(event.Inserted), natsmsg.TypePrefix + string(event.Modified),
+		natsmsg.TypePrefix + string(event.Undecodable)}
+}
+
+// ceTypeIndex is the fixed value of ce-type for kind k; -1 for a kind
+// that is none of them.
+func ceTypeIndex(k event.Kind) int {
+	switch k {
+	case event.Expired:
+		return ceTypeExpired
+	case event.Deleted:
+		return ceTypeDeleted
+	case event.Inserted:
+		return ceTypeInserted
+	case event.Modified:
+		return ceTypeModified
+	case event.Undecodable:
+		return ceTypeUndecodable
+	}
+	return -1
+}
+
+// ceTime is t as ce-time's value, formatted once for each time: a burst
+// of expiries shares its creation times (a stream's are whole seconds).
+func (r *natsRender) ceTime(t time.Time) []string {
+	if r.time != nil && t.Equal(r.t) {
+		return r.time
+	}
+	start := len(r.arena)
+	r.arena = t.UTC().AppendFormat(r.arena, time.RFC3339Nano)
+	r.t, r.time = t, r.val(arenaString(r.arena[start:]))
+	return r.time
+}
+
+// ceSource is e's ce-source, percent-encoded once for each stream ARN: a
+// batch holds one shard's records, so every event after the first gets
+// the last one's again.
+func (r *natsRender) ceSource(e *event.Event) []string {
+	if e.StreamARN != "" && e.StreamARN == r.arn {
+		return r.source
+	}
+	var src string
+	src, r.arena = percentEncode(r.arena, ceSource(e))
+	vs := r.val(src)
+	if e.StreamARN != "" {
+		r.arn, r.source = e.StreamARN, vs
+	}
+	return vs
 }
 
 // ceSource is the event's ce-source: the table's ARN, which the stream's
@@ -82,39 +189,46 @@ func ceSource(e *event.Event) string {
 // value that needs nothing is returned as it is; otherwise the encoding is
 // appended to arena, which is returned extended.
 func percentEncode(arena []byte, s string) (string, []byte) {
-	i := 0
-	for i < len(s) && !mustEncode(s[i]) {
-		i++
-	}
+	i := plainPrefix(s)
 	if i == len(s) {
 		return s, arena
 	}
 	start := len(arena)
-	arena = append(arena, s[:i]...)
-	for i < len(s) {
-		c := s[i]
-		if !mustEncode(c) {
-			arena = append(arena, c)
-			i++
-			continue
+	for {
+		arena = append(arena, s[:i]...) // a run that stays, copied at once
+		if s = s[i:]; s == "" {
+			break
 		}
-		if c < utf8.RuneSelf {
+		n := 1
+		switch c := s[0]; {
+		case c < utf8.RuneSelf:
 			arena = append(arena, '%', upperHex[c>>4], upperHex[c&0xf])
-			i++
-			continue
+		default:
+			r, size := utf8.DecodeRuneInString(s)
+			if r == utf8.RuneError && size == 1 {
+				arena = append(arena, "%EF%BF%BD"...)
+				break
+			}
+			for _, b := range []byte(s[:size]) {
+				arena = append(arena, '%', upperHex[b>>4], upperHex[b&0xf])
+			}
+			n = size
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			arena = append(arena, "%EF%BF%BD"...)
-			i++
-			continue
-		}
-		for _, b := range []byte(s[i : i+n]) {
-			arena = append(arena, '%', upperHex[b>>4], upperHex[b&0xf])
-		}
-		i += n
+		s = s[n:]
+		i = plainPrefix(s)
 	}
 	return arenaString(arena[start:]), arena
+}
+
+// plainPrefix is the length of s's longest prefix that needs no
+// percent-encoding.
+func plainPrefix(s string) int {
+	for i := 0; i < len(s); i++ {
+		if mustEncode(s[i]) {
+			return i
+		}
+	}
+	return len(s)
 }
 
 // mustEncode reports whether the binding has byte c percent-encoded.

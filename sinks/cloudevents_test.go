@@ -3,6 +3,7 @@ package sinks
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -239,7 +240,7 @@ func TestNATSFormats(t *testing.T) {
 	for _, f := range natsmsg.Formats {
 		t.Run(f, func(t *testing.T) {
 			s := &NATSSink{tmpl: tmpl, c: NATSConfig{Format: f}}
-			m, size, _ := s.appendMessage(nil, event.NewIDHasher(), &e)
+			m, size := s.newRender(nil).message(&e)
 			ce := 0
 			for k := range m.Header {
 				if strings.HasPrefix(k, natsmsg.CEPrefix) {
@@ -261,10 +262,36 @@ func TestNATSFormats(t *testing.T) {
 			if string(m.Data) != wantBody {
 				t.Fatalf("body %s, want %s", m.Data, wantBody)
 			}
-			if want := m.Size() - len(m.Reply); int64(want) > size+64 || int64(want) < size-64 {
-				t.Fatalf("estimated size %d, message %d bytes", size, want)
+			if want := m.Size(); int64(want) != size {
+				t.Fatalf("size %d, nats.go says %d bytes", size, want)
 			}
 		})
+	}
+}
+
+// TestHeaderCountAndSize: a message of every format, for events covering
+// every optional header, has exactly the headers headerCount counted (its
+// map is made that size and never grows), and the size the render returns
+// is nats.go's own (checkMessage and the pending budget use it instead of
+// walking the headers once more).
+func TestHeaderCountAndSize(t *testing.T) {
+	tmpl, err := parseSubject("archiver.{table}.{kind}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := contractEvents()
+	for _, f := range natsmsg.Formats {
+		s := &NATSSink{tmpl: tmpl, c: NATSConfig{Format: f}}
+		r := s.newRender(evs)
+		for i := range evs {
+			m, size := r.message(&evs[i])
+			if n := s.headerCount(&evs[i], m.Header.Get(natsmsg.HeaderMsgID), m.Header.Get(HeaderKeys)); len(m.Header) != n {
+				t.Errorf("format %s, event %d: %d headers, headerCount %d: %v", f, i, len(m.Header), n, m.Header)
+			}
+			if int64(m.Size()) != size {
+				t.Errorf("format %s, event %d: size %d, nats.go says %d", f, i, size, m.Size())
+			}
+		}
 	}
 }
 
@@ -279,6 +306,42 @@ func TestCESource(t *testing.T) {
 	} {
 		if got := ceSource(&event.Event{StreamARN: c.arn, Table: c.table}); got != c.want {
 			t.Errorf("ceSource(%q, %q) = %q, want %q", c.arn, c.table, got, c.want)
+		}
+	}
+}
+
+// TestCEValuesReusedWithinABatch: a render formats ce-source once per
+// stream ARN and ce-time once per time, reusing the last; in a batch whose
+// ARNs and times repeat, change and come back (the same instant in another
+// zone too), every message's ce- values are those of its event rendered
+// alone.
+func TestCEValuesReusedWithinABatch(t *testing.T) {
+	tmpl, err := parseSubject("archiver.{table}.{kind}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &NATSSink{tmpl: tmpl, c: NATSConfig{Format: natsmsg.FormatCloudEvents}}
+	arnA := "arn:aws:dynamodb:eu-west-1:123456789012:table/A/stream/2026-01-02T03:04:05.678"
+	arnB := "arn:aws:dynamodb:eu-west-1:123456789012:table/B b/stream/2026-01-02T03:04:05.678"
+	t0 := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	evs := testEvents("A", "shard-1", 1, 7)
+	for i, c := range []struct {
+		arn string
+		at  time.Time
+	}{
+		{arnA, t0}, {arnA, t0}, {arnB, t0}, {arnB, t0.Add(time.Second)},
+		{arnA, t0.Add(time.Second).In(time.FixedZone("X", 3600))}, {"", t0}, {arnA, time.Time{}},
+	} {
+		evs[i].StreamARN, evs[i].ApproximateCreationTime = c.arn, c.at
+	}
+	r := s.newRender(evs)
+	for i := range evs {
+		got, _ := r.message(&evs[i])
+		want, _ := s.newRender(evs[i : i+1]).message(&evs[i])
+		for _, k := range []string{natsmsg.CESource, natsmsg.CETime} {
+			if g, w := got.Header[k], want.Header[k]; !reflect.DeepEqual(g, w) {
+				t.Errorf("event %d: %s %q, alone %q", i, k, g, w)
+			}
 		}
 	}
 }

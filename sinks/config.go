@@ -176,10 +176,11 @@ type NATSConfig struct {
 	// TLSCA, TLSCert and TLSKey are PEM files: the CA to trust, and a client
 	// certificate and key.
 	TLSCA, TLSCert, TLSKey string
-	// Format is "envelope" (the default: the archive line, see
-	// [event.AppendLine]), "cloudevents" (the same with the CloudEvents
-	// attributes as ce- headers in the binary content mode) or "item" (the
-	// item as plain JSON). docs/MESSAGES.md describes each.
+	// Format is "cloudevents" (the default: the archive line, see
+	// [event.AppendLine], with the CloudEvents attributes as ce- headers in
+	// the binary content mode), "envelope" (the same without the ce-
+	// headers) or "item" (the item as plain JSON). docs/MESSAGES.md
+	// describes each.
 	Format string
 	// MaxInFlight bounds unacknowledged JetStream publishes (default 4096).
 	MaxInFlight int

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/textproto"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -428,62 +428,152 @@ func (s *NATSSink) Stream() string { return s.stream }
 
 // message renders one event as a NATS message.
 func (s *NATSSink) message(e *event.Event) *nats.Msg {
-	m, _, _ := s.appendMessage(nil, event.NewIDHasher(), e)
+	m, _ := s.newRender(nil).message(e)
 	return m
 }
 
-// appendMessage renders one event as a NATS message whose payload,
-// message ID (computed by ids: event.IDHasher) and Archiver-Keys value
-// are appended to arena, which it returns extended. An expiry's ID is
-// hashed from the bytes of the line just rendered (its Item and Keys);
-// the item format renders them for it.
-// Write renders a whole batch into one arena: one allocation instead of
-// a growing buffer per payload and a string per key. The message keeps
-// pointing into the arena, which is never written again below its
-// length, so a later append (even one that moves the arena) leaves it
-// unchanged.
-func (s *NATSSink) appendMessage(arena []byte, ids *event.IDHasher, e *event.Event) (*nats.Msg, int64, []byte) {
-	start := len(arena)
+// natsRender renders one batch's messages (Write's, writeCore's): the
+// payloads, message IDs, Archiver-Keys values and encoded ce- values go
+// into one arena, every header value into one backing array and the
+// messages into one array, so that a batch makes a few allocations instead
+// of some for every message. A message keeps pointing into them, and they
+// are never written again below what was handed out, so a later message
+// (even one that outgrows them and moves on to new ones) leaves it
+// unchanged. They live as long as the batch's last message; the batch is
+// acknowledged in order, so that is about as long as any of its messages.
+type natsRender struct {
+	s     *NATSSink
+	ids   *event.IDHasher
+	arena []byte
+	vals  []string
+	msgs  []nats.Msg
+	// arn and source: the last stream ARN and its ce-source, encoded (a
+	// batch holds one shard's records).
+	arn    string
+	source []string
+	// t and time: the last ce-time and its value.
+	t    time.Time
+	time []string
+	// ce holds the fixed ce- values (ceFixedValues), which every message's
+	// header shares a slice of.
+	ce [ceFixed]string
+}
+
+// newRender returns a renderer sized for evs.
+func (s *NATSSink) newRender(evs []event.Event) *natsRender {
+	n := max(len(evs), 1)
+	r := &natsRender{s: s, ids: event.NewIDHasher(), arena: make([]byte, 0, s.arenaSize(evs)),
+		vals: make([]string, 0, n*s.valsPerMessage()), msgs: make([]nats.Msg, 0, n)}
+	if s.c.Format == natsmsg.FormatCloudEvents {
+		r.ce = ceFixedValues()
+	}
+	return r
+}
+
+// valsPerMessage is how many header values a message of the sink's format
+// usually keeps in vals: the Archiver- headers', and for cloudevents those
+// ce- values that have none to share (time, subject, TTL attribute and
+// value). One that keeps more takes a new chunk.
+func (s *NATSSink) valsPerMessage() int {
+	if s.c.Format == natsmsg.FormatCloudEvents {
+		return len(headerNames) + 4
+	}
+	return len(headerNames)
+}
+
+// done records the arena's bytes per event of evs (see arenaSize).
+func (r *natsRender) done(evs []event.Event) {
+	if len(evs) > 0 {
+		r.s.perEvent.Store(int64(len(r.arena) / len(evs)))
+	}
+}
+
+// message renders one event as a NATS message and returns it with the
+// bytes nats.go takes for it (subject, headers as the client encodes them,
+// payload), which checkMessage and the pending budget count. An expiry's
+// message ID is hashed from the bytes of the line just rendered (its Item
+// and Keys); the item format renders them for it.
+func (r *natsRender) message(e *event.Event) (*nats.Msg, int64) {
+	s := r.s
+	start := len(r.arena)
 	var end, idAt int
 	if s.c.Format == natsmsg.FormatItem {
-		arena = event.AppendPlainJSON(arena, e.Image())
-		end, idAt = len(arena), len(arena)
-		arena = ids.AppendMessageID(arena, e)
+		r.arena = event.AppendPlainJSON(r.arena, e.Image())
+		end, idAt = len(r.arena), len(r.arena)
+		r.arena = r.ids.AppendMessageID(r.arena, e)
 	} else {
-		arena, idAt = ids.AppendLine(arena, e)
+		r.arena, idAt = r.ids.AppendLine(r.arena, e)
 		end = idAt - 1 // no newline
 	}
-	idEnd := len(arena)
-	arena = event.AppendItem(arena, nonNilItem(e.Keys))
-	data := arena[start:end:end]
-	id := arenaString(arena[idAt:idEnd])
-	keys := arena[idEnd:]
-	// The names are already in canonical form (TestHeaderNamesCanonical),
-	// so the values go in directly, in one backing array, instead of
-	// through Header.Set's canonicalisation and one slice each.
-	vals := [...]string{id, e.Table, string(e.Kind), unsafe.String(unsafe.SliceData(keys), len(keys)), e.ShardID, e.SequenceNumber, e.EventName, e.Region, e.DeletedBy}
-	capacity := len(vals)
-	if s.c.Format == natsmsg.FormatCloudEvents {
-		capacity += ceHeaders
+	idEnd := len(r.arena)
+	r.arena = event.AppendItem(r.arena, nonNilItem(e.Keys))
+	data := r.arena[start:end:end]
+	id := arenaString(r.arena[idAt:idEnd])
+	keys := arenaString(r.arena[idEnd:])
+	n := s.headerCount(e, id, keys)
+	if cap(r.vals)-len(r.vals) < n {
+		r.vals = make([]string, 0, 16*n) // more than the batch was sized for
 	}
-	h := make(nats.Header, capacity)
-	subject := s.tmpl.render(e, s.c.MaxSubject)
-	size := len(subject) + len(data)
-	all := vals[:]
-	for i, k := range headerNames {
-		if i >= firstOptionalHeader && all[i] == "" {
+	h := make(nats.Header, n) // the exact count: a map never grows
+	size := natsHeaderLine
+	var own [len(headerNames)][]string
+	for i, v := range [...]string{id, e.Table, string(e.Kind), keys, e.ShardID, e.SequenceNumber, e.EventName, e.Region, e.DeletedBy} {
+		if i >= firstOptionalHeader && v == "" {
 			continue // no Region, or not a REMOVE: no such header
 		}
-		h[k] = all[i : i+1 : i+1]
-		size += len(k) + len(all[i]) + 4
+		own[i] = r.val(v)
+		size += setHeader(h, headerNames[i], own[i])
 	}
 	if s.c.Format == natsmsg.FormatCloudEvents {
-		var ce int
-		arena, ce = appendCloudEvents(arena, h, e, id, vals[3])
-		size += ce
+		size += r.appendCloudEvents(h, e, &own)
 	}
-	return &nats.Msg{Subject: subject, Header: h, Data: data}, int64(size), arena
+	subject := s.tmpl.render(e, s.c.MaxSubject)
+	if cap(r.msgs) == len(r.msgs) {
+		r.msgs = make([]nats.Msg, 0, 64)
+	}
+	r.msgs = append(r.msgs, nats.Msg{Subject: subject, Header: h, Data: data})
+	return &r.msgs[len(r.msgs)-1], int64(len(subject) + size + len(data))
 }
+
+// headerCount is how many headers the message of e, with id and keys,
+// has.
+func (s *NATSSink) headerCount(e *event.Event, id, keys string) int {
+	n := firstOptionalHeader
+	if e.Region != "" {
+		n++
+	}
+	if e.DeletedBy != "" {
+		n++
+	}
+	if s.c.Format == natsmsg.FormatCloudEvents {
+		n += ceCount(e, id, keys)
+	}
+	return n
+}
+
+// val is v as a one-element slice: a window on the batch's backing array,
+// instead of a slice of its own.
+func (r *natsRender) val(v string) []string {
+	i := len(r.vals)
+	r.vals = append(r.vals, v)
+	return r.vals[i : i+1 : i+1]
+}
+
+// fixed is the fixed ce- value i (ceFixedValues) as a one-element slice.
+func (r *natsRender) fixed(i int) []string { return r.ce[i : i+1 : i+1] }
+
+// setHeader sets header k to vs and returns the bytes nats.go writes for
+// it. The names are already in canonical form (TestHeaderNamesCanonical),
+// so the value goes in directly instead of through Header.Set's
+// canonicalisation and a slice of its own.
+func setHeader(h nats.Header, k string, vs []string) int {
+	h[k] = vs
+	return len(k) + len(textproto.TrimString(vs[0])) + 4 // "K: V\r\n"
+}
+
+// natsHeaderLine is what nats.go writes around a message's headers: the
+// "NATS/1.0" line and the blank line that ends them.
+const natsHeaderLine = len("NATS/1.0\r\n") + len("\r\n")
 
 // ceHeaders is how many ce- headers a message has at most.
 const ceHeaders = 15
@@ -535,15 +625,12 @@ func (s *NATSSink) Write(ctx context.Context, b Batch, ack Ack) (err error) {
 	msgs := make([]*nats.Msg, len(b.Events))
 	sizes := make([]int64, len(b.Events))
 	var total int64
-	arena := make([]byte, 0, s.arenaSize(b.Events))
-	ids := event.NewIDHasher()
+	r := s.newRender(b.Events)
 	for i := range b.Events {
-		msgs[i], sizes[i], arena = s.appendMessage(arena, ids, &b.Events[i])
+		msgs[i], sizes[i] = r.message(&b.Events[i])
 		total += sizes[i]
 	}
-	if len(b.Events) > 0 {
-		s.perEvent.Store(int64(len(arena) / len(b.Events)))
-	}
+	r.done(b.Events)
 	if err := s.budget.Acquire(ctx, total, nil); err != nil {
 		return err
 	}
@@ -559,7 +646,7 @@ func (s *NATSSink) Write(ctx context.Context, b Batch, ack Ack) (err error) {
 	nb := &natsBatch{ack: ack, remaining: len(msgs)}
 	for i, m := range msgs {
 		inf := &natsInflight{msg: m, batch: nb, size: sizes[i], index: i}
-		inf.fut, err = s.publish(ctx, m)
+		inf.fut, err = s.publish(ctx, m, sizes[i])
 		if rejection(err) {
 			// This message never goes; the others do. The acker reports
 			// it in order with the rest of the batch.
@@ -619,8 +706,8 @@ func (s *NATSSink) enter(ctx context.Context) (context.Context, func(), error) {
 // publish starts one asynchronous publish, retrying with backoff while the
 // client refuses it (stalled, reconnect buffer full). A message the server
 // will never take fails at once with an error for which [rejection] holds.
-func (s *NATSSink) publish(ctx context.Context, m *nats.Msg) (jetstream.PubAckFuture, error) {
-	if err := s.checkMessage(m); err != nil {
+func (s *NATSSink) publish(ctx context.Context, m *nats.Msg, size int64) (jetstream.PubAckFuture, error) {
+	if err := s.checkMessage(m, size); err != nil {
 		return nil, err
 	}
 	retry := backoff.Policy{Min: 10 * time.Millisecond, Max: time.Second}
@@ -660,13 +747,14 @@ func (s *NATSSink) publish(ctx context.Context, m *nats.Msg) (jetstream.PubAckFu
 // max-subject (a server that gets a PUB line over its max_control_line
 // closes the connection), or a message larger than the server's
 // max_payload (the client would refuse it too; a server that gets one
-// closes the connection).
-func (s *NATSSink) checkMessage(m *nats.Msg) error {
+// closes the connection). size is the message's size as natsRender.message
+// returned it: nats.go's Size would walk the headers once more.
+func (s *NATSSink) checkMessage(m *nats.Msg, size int64) error {
 	if err := validSubject(m.Subject, s.c.MaxSubject); err != nil {
 		return fmt.Errorf("publishing to %.200q: %w", m.Subject, err)
 	}
 	max := s.cur().nc.MaxPayload()
-	if n := int64(m.Size() - len(m.Subject) - len(m.Reply)); max > 0 && n > max {
+	if n := size - int64(len(m.Subject)); max > 0 && n > max {
 		return fmt.Errorf("publishing to %q: %w: %d bytes with headers, the server's max_payload is %d", m.Subject, nats.ErrMaxPayload, n, max)
 	}
 	return nil
@@ -849,12 +937,12 @@ func (s *NATSSink) writeCore(reqs []serialReq) []error {
 	var bytes int64
 	var err error
 	c := s.cur() // a connection closed for good fails these batches; they come again on the next
-	ids := event.NewIDHasher()
 publish:
 	for ri, r := range reqs {
+		render := s.newRender(r.b.Events)
 		for i := range r.b.Events {
-			m, _, _ := s.appendMessage(nil, ids, &r.b.Events[i])
-			if err = s.checkMessage(m); err == nil {
+			m, size := render.message(&r.b.Events[i])
+			if err = s.checkMessage(m, size); err == nil {
 				err = c.nc.PublishMsg(m)
 			}
 			if rejection(err) {
@@ -868,6 +956,7 @@ publish:
 			n++
 			bytes += int64(len(m.Data))
 		}
+		render.done(r.b.Events)
 	}
 	if err == nil {
 		err = c.nc.FlushTimeout(10 * time.Second)

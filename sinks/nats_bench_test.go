@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/nats-io/nats.go"
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/natsmsg"
@@ -13,19 +14,19 @@ import (
 
 // benchNATSEvents are 250 expiries of a session item like the sinks
 // bench's (cmd/bench): a string key, a TTL, a list, a string set and 32
-// bytes of binary.
+// bytes of binary, read from a stream in us-east-1 (50 a second).
 func benchNATSEvents() []event.Event {
 	t0 := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	evs := make([]event.Event, 250)
 	for i := range evs {
 		keys := event.Item{"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("session#%09d", i)}}
 		evs[i] = event.Event{
-			Kind: event.Expired, Table: "sessions", EventName: "REMOVE", DeletedBy: event.DeletedByTTL,
+			Kind: event.Expired, Table: "sessions", EventName: "REMOVE", DeletedBy: event.DeletedByTTL, Region: "us-east-1",
 			StreamARN:               "arn:aws:dynamodb:us-east-1:000000000000:table/sessions/stream/2026-11-22T09:00:00.000",
 			ShardID:                 "shardId-00000001763800000000-0000abcd",
 			SequenceNumber:          fmt.Sprintf("%021d", 1000+i),
 			EventID:                 fmt.Sprintf("%032x", i),
-			ApproximateCreationTime: t0.Add(time.Duration(i) * time.Millisecond),
+			ApproximateCreationTime: t0.Add(time.Duration(i/50) * time.Second), // a stream's are whole seconds
 			Keys:                    keys,
 			OldImage: event.Item{
 				"pk":        keys["pk"],
@@ -48,21 +49,117 @@ func BenchmarkNATSMessages(b *testing.B) {
 	evs := benchNATSEvents()
 	for _, format := range natsmsg.Formats {
 		b.Run(format, func(b *testing.B) {
-			c, tmpl, err := checkNATSConfig(NATSConfig{Servers: []string{"nats://127.0.0.1:4222"}, Subject: "ttl.{table}.{kind}", Format: format})
-			if err != nil {
-				b.Fatal(err)
-			}
-			s := &NATSSink{c: c, tmpl: tmpl}
+			s := benchNATSSink(b, "127.0.0.1:4222", format)
 			b.ReportAllocs()
+			defer lockThread()()
+			cpu := threadCPU()
 			for b.Loop() {
-				arena := make([]byte, 0, s.arenaSize(evs))
-				ids := event.NewIDHasher() // one per Write, as Write has
+				r := s.newRender(evs) // one per Write, as Write has
 				for i := range evs {
-					_, _, arena = s.appendMessage(arena, ids, &evs[i])
+					r.message(&evs[i])
 				}
-				s.perEvent.Store(int64(len(arena) / len(evs)))
+				r.done(evs)
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/msg")
+			reportPerMessage(b, len(evs), threadCPU()-cpu)
 		})
+	}
+}
+
+// BenchmarkNATSPublish renders the batch as BenchmarkNATSMessages does and
+// hands each message to nats.go as the sink does (checkMessage, then the
+// client's PublishMsg, which encodes the headers), on core NATS to a real
+// nats-server without subscribers: the client's CPU and allocations per
+// message of each format, the broker's work left out (a flush per batch).
+func BenchmarkNATSPublish(b *testing.B) {
+	ns := startNATS(b, nil)
+	nc, _ := ns.client(b)
+	evs := benchNATSEvents()
+	for _, format := range natsmsg.Formats {
+		b.Run(format, func(b *testing.B) {
+			s := benchNATSSink(b, ns.url, format)
+			s.conn.Store(&natsConn{nc: nc})
+			b.ReportAllocs()
+			defer lockThread()()
+			cpu := threadCPU()
+			for b.Loop() {
+				r := s.newRender(evs)
+				for i := range evs {
+					m, size := r.message(&evs[i])
+					if err := s.checkMessage(m, size); err != nil {
+						b.Fatal(err)
+					}
+					if err := nc.PublishMsg(m); err != nil {
+						b.Fatal(err)
+					}
+				}
+				r.done(evs)
+				if err := nc.Flush(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPerMessage(b, len(evs), threadCPU()-cpu)
+		})
+	}
+}
+
+// BenchmarkNATSCEHeaders isolates what nats.go takes for the ce- headers:
+// the same pre-rendered messages (subject, body, the Archiver- headers)
+// handed to PublishMsg on core NATS to a real nats-server, with the
+// envelope's headers and with cloudevents' (the same plus the ce-
+// headers). nats.go walks a message's header map twice (its size, then
+// its bytes), checks every name, trims and scans every value and writes
+// them into a buffer of its own, which it copies to the connection's: the
+// difference between the two is the least any rendering of the format
+// costs beyond the envelope with this client, the floor of its cost.
+func BenchmarkNATSCEHeaders(b *testing.B) {
+	ns := startNATS(b, nil)
+	nc, _ := ns.client(b)
+	evs := benchNATSEvents()
+	for _, format := range []string{natsmsg.FormatEnvelope, natsmsg.FormatCloudEvents} {
+		b.Run(format, func(b *testing.B) {
+			s := benchNATSSink(b, ns.url, format)
+			r := s.newRender(evs)
+			msgs := make([]*nats.Msg, len(evs))
+			for i := range evs {
+				msgs[i], _ = r.message(&evs[i])
+			}
+			b.ReportAllocs()
+			defer lockThread()()
+			cpu := threadCPU()
+			for b.Loop() {
+				for _, m := range msgs {
+					if err := nc.PublishMsg(m); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := nc.Flush(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPerMessage(b, len(evs), threadCPU()-cpu)
+		})
+	}
+}
+
+// benchNATSSink is a sink of format publishing to the server at addr
+// under ttl.{table}.{kind}, not connected.
+func benchNATSSink(b *testing.B, addr, format string) *NATSSink {
+	c, tmpl, err := checkNATSConfig(NATSConfig{Servers: []string{"nats://" + addr}, Subject: "ttl.{table}.{kind}", Format: format})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &NATSSink{c: c, tmpl: tmpl}
+}
+
+// reportPerMessage reports a benchmark of n messages an iteration per
+// message: its wall time (ns/msg) and, where the OS tells a thread's CPU
+// time, the benchmark goroutine's own CPU (cpu-ns/msg: without the
+// embedded server's and the collector's background work, which a loaded
+// machine's wall time mixes in).
+func reportPerMessage(b *testing.B, n int, cpu time.Duration) {
+	msgs := float64(b.N * n)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/msgs, "ns/msg")
+	if cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/msgs, "cpu-ns/msg")
 	}
 }

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"bytes"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -9,15 +10,18 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/natsmsg"
 )
 
-// TestNATSMessagesHeldPastTheirBatch: Write renders a batch's payloads and
-// key headers into one arena that messages point into. A message held
-// past its batch (awaiting its acknowledgement, or published again) must
-// stay byte for byte what was rendered, while later batches render on
-// other goroutines; run under -race.
+// TestNATSMessagesHeldPastTheirBatch: Write renders a batch's payloads,
+// key headers and encoded ce- values into one arena and its header values
+// into one backing array, which messages point into. A message held past
+// its batch (awaiting its acknowledgement, or published again) must stay
+// byte for byte what was rendered, while its batch renders on past the
+// room it was sized for and later batches render on other goroutines; run
+// under -race.
 func TestNATSMessagesHeldPastTheirBatch(t *testing.T) {
-	for _, format := range []string{"envelope", "item"} {
+	for _, format := range natsmsg.Formats {
 		t.Run(format, func(t *testing.T) {
 			tmpl, err := parseSubject("archiver.{table}.{kind}")
 			if err != nil {
@@ -26,11 +30,9 @@ func TestNATSMessagesHeldPastTheirBatch(t *testing.T) {
 			s := &NATSSink{tmpl: tmpl, c: NATSConfig{Format: format}}
 			evs := testEvents("sessions", "shard-1", 1, 40)
 			var held []*nats.Msg
-			ids := event.NewIDHasher()
-			arena := make([]byte, 0, s.arenaSize(evs))
+			r := s.newRender(evs)
 			for i := range evs {
-				var m *nats.Msg
-				m, _, arena = s.appendMessage(arena, ids, &evs[i])
+				m, _ := r.message(&evs[i])
 				held = append(held, m)
 			}
 			// What each message must still say: rendered afresh, in
@@ -45,20 +47,19 @@ func TestNATSMessagesHeldPastTheirBatch(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					later := testEvents("sessions", "shard-1", 1000*(g+1), 200)
-					gids := event.NewIDHasher()
 					for range 5 {
 						s.perEvent.Store(16) // too small: the arena moves while it fills
-						a := make([]byte, 0, s.arenaSize(later))
+						lr := s.newRender(later[:1])
 						for i := range later {
-							_, _, a = s.appendMessage(a, gids, &later[i])
+							lr.message(&later[i])
 						}
 					}
 				}()
 			}
-			// The arena of the held messages grows on after them too.
+			// The batch of the held messages renders on past them too.
 			more := testEvents("sessions", "shard-1", 500, 100)
 			for i := range more {
-				_, _, arena = s.appendMessage(arena, ids, &more[i])
+				r.message(&more[i])
 			}
 			wg.Wait()
 			for i, m := range held {
@@ -68,7 +69,10 @@ func TestNATSMessagesHeldPastTheirBatch(t *testing.T) {
 				if got, w := m.Header.Get(HeaderKeys), want[i].Header.Get(HeaderKeys); got != w || !strings.Contains(got, evs[i].EventID[len("sessions-shard-1-"):]) {
 					t.Fatalf("message %d keys header %q, want %q", i, got, w)
 				}
-				if format == "envelope" {
+				if !reflect.DeepEqual(m.Header, want[i].Header) {
+					t.Fatalf("message %d headers changed after later batches:\n%v\nwant\n%v", i, m.Header, want[i].Header)
+				}
+				if format != natsmsg.FormatItem {
 					if _, err := event.DecodeLine(m.Data); err != nil {
 						t.Fatalf("message %d: %v", i, err)
 					}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/natsmsg"
 )
 
 func TestOpenErrors(t *testing.T) {
@@ -52,7 +53,7 @@ func TestOpenErrors(t *testing.T) {
 		{"nats://127.0.0.1:4222?create-stream=a.b", `create-stream: "a.b" is not a valid stream name`},
 		{"nats://127.0.0.1:4222?token=s3cret&nkey=/x", `creds: give one of`},
 		{"nats://127.0.0.1:4222?tls-cert=/c", `tls-cert: tls-cert and tls-key go together`},
-		{"nats://127.0.0.1:4222?format=xml", `format: must be envelope, cloudevents or item`},
+		{"nats://127.0.0.1:4222?format=xml", `format: must be cloudevents, envelope or item`},
 		{"nats://127.0.0.1:4222/path", `path: a nats:// URL has no path`},
 		{"nats://", `host: missing`},
 		{"nats://127.0.0.1:4222?max-in-flight=-1", `max-in-flight: -1 is out of range`},
@@ -185,6 +186,13 @@ func TestParseNATS(t *testing.T) {
 	if !reflect.DeepEqual(c.Servers, []string{"nats://h1:4222", "nats://h2:4223"}) || c.User != "alice" || c.Password != "pw" ||
 		c.Subject != "ttl.{table}.{pk}" || c.JetStream || c.Format != "item" || c.MaxPendingBytes != 1<<20 {
 		t.Fatalf("got %+v", c)
+	}
+	// cloudevents is the default; envelope is one parameter away.
+	for q, want := range map[string]string{"": natsmsg.FormatCloudEvents, "?format=envelope": natsmsg.FormatEnvelope} {
+		p, _ := parseParams("nats://h1:4222" + q)
+		if c, err := parseNATS(p); err != nil || c.Format != want {
+			t.Errorf("%q: format %q, %v; want %q", q, c.Format, err, want)
+		}
 	}
 	if got := redactURL("nats://alice:pw@h1:4222?token=abc&subject=x"); strings.Contains(got, "pw") || strings.Contains(got, "abc") {
 		t.Fatalf("redactURL leaks: %s", got)

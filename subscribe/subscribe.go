@@ -15,7 +15,7 @@
 //
 // The formats (the sink's format= parameter):
 //
-//   - envelope (the default) and cloudevents: the body is the archive line,
+//   - cloudevents (the default) and envelope: the body is the archive line,
 //     which keeps every type and every digit; Event carries everything the
 //     archive has (times, TTL, lag, who deleted the item). A cloudevents
 //     message also fills Event.CloudEvent from its ce- headers.

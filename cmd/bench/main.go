@@ -25,7 +25,7 @@ type bench struct {
 }
 
 func main() {
-	only := flag.String("only", "", "comma-separated benches to run (engine, consumer, sinks, pipeline, manifests, sweep, archive, restore, engine-mem; engine-cpu: only the engine's server-CPU part); default all but engine-cpu")
+	only := flag.String("only", "", "comma-separated benches to run (engine, consumer, sinks, pipeline, manifests, nats-formats, sweep, archive, restore, engine-mem; engine-cpu: only the engine's server-CPU part); default all but engine-cpu")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	child := flag.Bool("child", false, "internal: this process runs one bench for a parent")
 	flag.Parse()
@@ -50,6 +50,7 @@ func main() {
 		{"sinks", runSinksBench, false},
 		{"pipeline", runPipelineBench, false},
 		{"manifests", runManifestsBench, false},
+		{"nats-formats", runNATSFormatsBench, false},
 		{"sweep", runSweepBench, false},
 		{"archive", runArchiveBench, false},
 		{"restore", runRestoreBench, false},

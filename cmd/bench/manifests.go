@@ -127,7 +127,7 @@ func newMFBed(ctx context.Context) (b *mfBed, err error) {
 		return nil, err
 	}
 	ddb, _ := benchClients2(b.eng.Endpoint())
-	if err := plLoadExpiredTable(ctx, ddb); err != nil {
+	if err := plLoadExpiredTable(ctx, ddb, plBenchTable, pipelineItems); err != nil {
 		return nil, err
 	}
 	if n, err := b.eng.Engine().SweepTTL(ctx); err != nil || n != pipelineItems {

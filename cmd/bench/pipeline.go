@@ -137,7 +137,7 @@ func runPipelineBench(ctx context.Context, w io.Writer) error {
 	streams := dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) { o.BaseEndpoint = aws.String(eng.Endpoint()) })
 	progress("loading %d items", pipelineItems)
 	loadStart := time.Now()
-	if err := plLoadExpiredTable(ctx, ddb); err != nil {
+	if err := plLoadExpiredTable(ctx, ddb, plBenchTable, pipelineItems); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "  setup: %d expired items loaded in %s (stream enabled afterwards: it holds the expiries only)\n",
@@ -711,12 +711,12 @@ func (s *plS3Scanner) avgObject() (bytes int, events float64) {
 	return int(s.objectBytes / int64(s.objects)), float64(s.events) / float64(s.objects)
 }
 
-// plLoadExpiredTable creates the table without a stream, writes the items
+// plLoadExpiredTable creates the table without a stream, writes n items
 // (their TTL an hour ago) with BatchWriteItem from 16 writers, then enables
 // the stream and TTL.
-func plLoadExpiredTable(ctx context.Context, ddb *dynamodb.Client) error {
+func plLoadExpiredTable(ctx context.Context, ddb *dynamodb.Client, table string, n int) error {
 	_, err := ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:   aws.String(plBenchTable),
+		TableName:   aws.String(table),
 		BillingMode: ddbtypes.BillingModePayPerRequest,
 		AttributeDefinitions: []ddbtypes.AttributeDefinition{
 			{AttributeName: aws.String("UserName"), AttributeType: ddbtypes.ScalarAttributeTypeS},
@@ -731,18 +731,18 @@ func plLoadExpiredTable(ctx context.Context, ddb *dynamodb.Client) error {
 		return fmt.Errorf("create table: %w", err)
 	}
 	hourAgo := time.Now().Add(-time.Hour).Unix()
-	if err := plPutItems(ctx, ddb, plBenchTable, 0, pipelineItems, func(int) int64 { return hourAgo }); err != nil {
+	if err := plPutItems(ctx, ddb, table, 0, n, func(int) int64 { return hourAgo }); err != nil {
 		return err
 	}
 	if _, err := ddb.UpdateTable(ctx, &dynamodb.UpdateTableInput{
-		TableName: aws.String(plBenchTable),
+		TableName: aws.String(table),
 		StreamSpecification: &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(true),
 			StreamViewType: ddbtypes.StreamViewTypeNewAndOldImages},
 	}); err != nil {
 		return fmt.Errorf("enable stream: %w", err)
 	}
 	if _, err := ddb.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName: aws.String(plBenchTable),
+		TableName: aws.String(table),
 		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String("ExpirationTime"),
 			Enabled: aws.Bool(true)},
 	}); err != nil {
