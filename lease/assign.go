@@ -1,4 +1,4 @@
-package checkpoint
+package lease
 
 import (
 	"context"
@@ -11,11 +11,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/internal/awserr"
+	"github.com/ttl-archiver/archiver/internal/leasetable"
 	"github.com/ttl-archiver/archiver/shard"
 )
 
 // The DynamoDB store decides which shards this worker reads.
-var _ shard.Assigner = (*DynamoStore)(nil)
+var _ shard.Assigner = (*Store)(nil)
 
 // Assign implements shard.Assigner. Every call it takes free or expired
 // leases of ready shards up to this worker's fair share
@@ -24,14 +25,14 @@ var _ shard.Assigner = (*DynamoStore)(nil)
 // for one lease (at most one request outstanding). It returns every lease it
 // holds among ready, each with a context cancelled when the lease is lost,
 // handed off, or could not be renewed and nears its expiry.
-func (s *DynamoStore) Assign(ctx context.Context, streamARN string, ready []shard.Shard) ([]shard.Assignment, error) {
+func (s *Store) Assign(ctx context.Context, streamARN string, ready []shard.Shard) ([]shard.Assignment, error) {
 	rs := make([]readyShard, len(ready))
 	for i, sh := range ready {
 		rs[i] = readyShard{id: sh.ID, parents: sh.Parents}
 	}
 	// Bounded, so a throttled table cannot hold up the walker's schedule;
 	// the next round tries again.
-	ctx, cancel := context.WithTimeout(ctx, s.leaseD/2)
+	ctx, cancel := context.WithTimeout(ctx, s.table.LeaseD/2)
 	defer cancel()
 	got, err := s.leases.assign(ctx, streamARN, rs)
 	if err != nil {
@@ -67,15 +68,15 @@ func (ls *leases) assign(ctx context.Context, stream string, ready []readyShard)
 	if first {
 		ls.heartbeat(stream)
 	}
-	rows, err := ls.queryRows(ctx, stream)
+	rows, err := ls.QueryRows(ctx, stream)
 	if err != nil {
 		return nil, err
 	}
-	beats, err := ls.queryRows(ctx, workersPrefix+stream)
+	beats, err := ls.QueryRows(ctx, leasetable.WorkersPrefix+stream)
 	if err != nil {
 		return nil, err
 	}
-	now := ls.now()
+	now := ls.Now()
 	ls.prune(ctx, stream, rows, beats, now)
 	plan := planLeases(ls.leaseView(stream, ready, rows, beats, now))
 
@@ -87,7 +88,7 @@ func (ls *leases) assign(ctx context.Context, stream string, ready []readyShard)
 	}
 	for _, f := range plan.free {
 		if !plan.takeFree(f, mine) {
-			if !f.row.exists {
+			if !f.row.Exists {
 				ls.register(ctx, stream, f.shard, now) // so its wait shows
 			}
 			continue
@@ -104,7 +105,7 @@ func (ls *leases) assign(ctx context.Context, stream string, ready []readyShard)
 	defer ls.mu.Unlock()
 	var out []assigned
 	for _, rs := range ready {
-		if l := ls.held[leaseKey{stream, rs.id}]; l != nil && !l.stopping {
+		if l := ls.held[leasetable.Key{Stream: stream, Shard: rs.id}]; l != nil && !l.stopping {
 			out = append(out, assigned{shard: rs.id, ctx: l.ctx})
 		}
 	}
@@ -113,19 +114,19 @@ func (ls *leases) assign(ctx context.Context, stream string, ready []readyShard)
 
 // leaseView snapshots what planning reads of this worker's own leases of
 // the stream, beside the rows and heartbeats read from the table.
-func (ls *leases) leaseView(stream string, ready []readyShard, rows, beats map[string]row, now time.Time) leaseView {
-	v := leaseView{me: ls.worker, now: now, leaseD: ls.leaseD, ready: ready, rows: rows, beats: beats,
+func (ls *leases) leaseView(stream string, ready []readyShard, rows, beats map[string]leasetable.Row, now time.Time) leaseView {
+	v := leaseView{me: ls.Worker, now: now, leaseD: ls.LeaseD, ready: ready, rows: rows, beats: beats,
 		held: map[string]bool{}, history: map[string]int64{}}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	for k, l := range ls.held {
-		if k.stream == stream {
-			v.held[k.shard] = !l.stopping
+		if k.Stream == stream {
+			v.held[k.Shard] = !l.stopping
 		}
 	}
 	for k, c := range ls.history {
-		if k.stream == stream {
-			v.history[k.shard] = c
+		if k.Stream == stream {
+			v.history[k.Shard] = c
 		}
 	}
 	return v
@@ -134,25 +135,25 @@ func (ls *leases) leaseView(stream string, ready []readyShard, rows, beats map[s
 // prune deletes (a few per round) heartbeats of workers gone for ten lease
 // durations and finished shards' items older than PruneFinishedAfter. Each
 // delete is conditional on the item being unchanged since it was read.
-func (ls *leases) prune(ctx context.Context, stream string, rows, beats map[string]row, now time.Time) {
+func (ls *leases) prune(ctx context.Context, stream string, rows, beats map[string]leasetable.Row, now time.Time) {
 	const perRound = 10
 	n := 0
 	del := func(partition, sk, cond string, vals map[string]types.AttributeValue) {
 		n++
-		_, err := ls.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName: aws.String(ls.table), Key: itemKey(partition, sk),
+		_, err := ls.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(ls.Name), Key: leasetable.ItemKey(partition, sk),
 			ConditionExpression: aws.String(cond), ExpressionAttributeValues: vals,
 		})
 		if err != nil && !awserr.IsConditionFailed(err) {
-			ls.log.Debug("pruning lease table item failed", zap.String("partition", partition), zap.String("item", sk), zap.Error(err))
+			ls.Log.Debug("pruning lease table item failed", zap.String("partition", partition), zap.String("item", sk), zap.Error(err))
 		}
 	}
 	for w, b := range beats {
 		if n >= perRound {
 			return
 		}
-		if w != ls.worker && b.expired(now.Add(-10*ls.leaseD)) {
-			del(workersPrefix+stream, w, attrExpiry+" = :e", map[string]types.AttributeValue{":e": num(b.expiryMS)})
+		if w != ls.Worker && b.Expired(now.Add(-10*ls.LeaseD)) {
+			del(leasetable.WorkersPrefix+stream, w, leasetable.AttrExpiry+" = :e", map[string]types.AttributeValue{":e": leasetable.Num(b.ExpiryMS)})
 			delete(beats, w)
 		}
 	}
@@ -163,64 +164,64 @@ func (ls *leases) prune(ctx context.Context, stream string, rows, beats map[stri
 		if n >= perRound {
 			return
 		}
-		if r.finished && r.owner == "" && r.updatedMS > 0 && r.updatedMS < now.Add(-ls.pruneD).UnixMilli() {
-			del(stream, id, attrFinished+" = :t AND "+attrUpdated+" = :u AND attribute_not_exists("+attrOwner+")",
-				map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}, ":u": num(r.updatedMS)})
+		if r.Finished && r.Owner == "" && r.UpdatedMS > 0 && r.UpdatedMS < now.Add(-ls.pruneD).UnixMilli() {
+			del(stream, id, leasetable.AttrFinished+" = :t AND "+leasetable.AttrUpdated+" = :u AND attribute_not_exists("+leasetable.AttrOwner+")",
+				map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}, ":u": leasetable.Num(r.UpdatedMS)})
 			delete(rows, id)
 		}
 	}
 }
 
 // take acquires a free or expired lease (or creates the shard's item).
-func (ls *leases) take(ctx context.Context, stream string, rs readyShard, r row) bool {
-	now := ls.now()
-	exp := now.Add(ls.leaseD)
+func (ls *leases) take(ctx context.Context, stream string, rs readyShard, r leasetable.Row) bool {
+	now := ls.Now()
+	exp := now.Add(ls.LeaseD)
 	var err error
-	counter := r.counter + 1
-	if !r.exists {
-		item := itemKey(stream, rs.id)
-		item[attrOwner] = &types.AttributeValueMemberS{Value: ls.worker}
-		item[attrCounter] = num(counter)
-		item[attrExpiry] = num(exp.UnixMilli())
-		item[attrUpdated] = num(now.UnixMilli())
+	counter := r.Counter + 1
+	if !r.Exists {
+		item := leasetable.ItemKey(stream, rs.id)
+		item[leasetable.AttrOwner] = &types.AttributeValueMemberS{Value: ls.Worker}
+		item[leasetable.AttrCounter] = leasetable.Num(counter)
+		item[leasetable.AttrExpiry] = leasetable.Num(exp.UnixMilli())
+		item[leasetable.AttrUpdated] = leasetable.Num(now.UnixMilli())
 		if len(rs.parents) > 0 {
-			item[attrParents] = &types.AttributeValueMemberSS{Value: rs.parents}
+			item[leasetable.AttrParents] = &types.AttributeValueMemberSS{Value: rs.parents}
 		}
-		err = ls.retry(ctx, func(ctx context.Context) error {
-			_, err := ls.client.PutItem(ctx, &dynamodb.PutItemInput{
-				TableName:           aws.String(ls.table),
+		err = ls.Retry(ctx, func(ctx context.Context) error {
+			_, err := ls.Client.PutItem(ctx, &dynamodb.PutItemInput{
+				TableName:           aws.String(ls.Name),
 				Item:                item,
-				ConditionExpression: aws.String("attribute_not_exists(" + attrStream + ")"),
+				ConditionExpression: aws.String("attribute_not_exists(" + leasetable.AttrStream + ")"),
 			})
 			return err
 		})
 	} else {
-		cond := attrCounter + " = :c AND attribute_not_exists(" + attrFinished + ") AND "
+		cond := leasetable.AttrCounter + " = :c AND attribute_not_exists(" + leasetable.AttrFinished + ") AND "
 		vals := map[string]types.AttributeValue{
-			":me":  &types.AttributeValueMemberS{Value: ls.worker},
-			":c":   num(r.counter),
-			":c1":  num(counter),
-			":exp": num(exp.UnixMilli()),
-			":now": num(now.UnixMilli()),
+			":me":  &types.AttributeValueMemberS{Value: ls.Worker},
+			":c":   leasetable.Num(r.Counter),
+			":c1":  leasetable.Num(counter),
+			":exp": leasetable.Num(exp.UnixMilli()),
+			":now": leasetable.Num(now.UnixMilli()),
 		}
-		if r.owner == "" {
-			cond += "attribute_not_exists(" + attrOwner + ")"
+		if r.Owner == "" {
+			cond += "attribute_not_exists(" + leasetable.AttrOwner + ")"
 		} else {
 			// Expired: the owner has not renewed since we read the item.
-			cond += attrOwner + " = :old AND " + attrExpiry + " = :e"
-			vals[":old"] = &types.AttributeValueMemberS{Value: r.owner}
-			vals[":e"] = num(r.expiryMS)
+			cond += leasetable.AttrOwner + " = :old AND " + leasetable.AttrExpiry + " = :e"
+			vals[":old"] = &types.AttributeValueMemberS{Value: r.Owner}
+			vals[":e"] = leasetable.Num(r.ExpiryMS)
 		}
-		upd := "SET " + attrOwner + " = :me, " + attrCounter + " = :c1, " + attrExpiry + " = :exp, " + attrUpdated + " = :now"
-		if len(r.parents) == 0 && len(rs.parents) > 0 {
-			upd += ", " + attrParents + " = :parents"
+		upd := "SET " + leasetable.AttrOwner + " = :me, " + leasetable.AttrCounter + " = :c1, " + leasetable.AttrExpiry + " = :exp, " + leasetable.AttrUpdated + " = :now"
+		if len(r.Parents) == 0 && len(rs.parents) > 0 {
+			upd += ", " + leasetable.AttrParents + " = :parents"
 			vals[":parents"] = &types.AttributeValueMemberSS{Value: rs.parents}
 		}
-		upd += " REMOVE " + attrHandoff
-		err = ls.retry(ctx, func(ctx context.Context) error {
-			_, err := ls.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-				TableName:                 aws.String(ls.table),
-				Key:                       itemKey(stream, rs.id),
+		upd += " REMOVE " + leasetable.AttrHandoff
+		err = ls.Retry(ctx, func(ctx context.Context) error {
+			_, err := ls.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName:                 aws.String(ls.Name),
+				Key:                       leasetable.ItemKey(stream, rs.id),
 				UpdateExpression:          aws.String(upd),
 				ConditionExpression:       aws.String(cond),
 				ExpressionAttributeValues: vals,
@@ -230,7 +231,7 @@ func (ls *leases) take(ctx context.Context, stream string, rs readyShard, r row)
 	}
 	if err != nil {
 		if !awserr.IsConditionFailed(err) {
-			ls.log.Warn("taking lease failed", zap.String("stream", stream), zap.String("shard", rs.id), zap.Error(err))
+			ls.Log.Warn("taking lease failed", zap.String("stream", stream), zap.String("shard", rs.id), zap.Error(err))
 		}
 		return false
 	}
@@ -239,56 +240,56 @@ func (ls *leases) take(ctx context.Context, stream string, rs readyShard, r row)
 	if ls.closed {
 		return false
 	}
-	ls.hold(leaseKey{stream, rs.id}, counter, now.Add(ls.leaseD))
+	ls.hold(leasetable.Key{Stream: stream, Shard: rs.id}, counter, now.Add(ls.LeaseD))
 	ls.metrics.takes.Inc()
-	ls.log.Info("lease taken", zap.String("stream", stream), zap.String("shard", rs.id),
-		zap.String("from", r.owner), zap.Int64("counter", counter))
+	ls.Log.Info("lease taken", zap.String("stream", stream), zap.String("shard", rs.id),
+		zap.String("from", r.Owner), zap.Int64("counter", counter))
 	return true
 }
 
 // register records a ready shard nobody leased yet, unowned, so the time it
 // has been waiting shows in its item (updated_ms).
 func (ls *leases) register(ctx context.Context, stream string, rs readyShard, now time.Time) {
-	item := itemKey(stream, rs.id)
-	item[attrCounter] = num(0)
-	item[attrUpdated] = num(now.UnixMilli())
+	item := leasetable.ItemKey(stream, rs.id)
+	item[leasetable.AttrCounter] = leasetable.Num(0)
+	item[leasetable.AttrUpdated] = leasetable.Num(now.UnixMilli())
 	if len(rs.parents) > 0 {
-		item[attrParents] = &types.AttributeValueMemberSS{Value: rs.parents}
+		item[leasetable.AttrParents] = &types.AttributeValueMemberSS{Value: rs.parents}
 	}
-	_, err := ls.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:           aws.String(ls.table),
+	_, err := ls.Client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           aws.String(ls.Name),
 		Item:                item,
-		ConditionExpression: aws.String("attribute_not_exists(" + attrStream + ")"),
+		ConditionExpression: aws.String("attribute_not_exists(" + leasetable.AttrStream + ")"),
 	})
 	if err != nil && !awserr.IsConditionFailed(err) {
-		ls.log.Debug("registering shard failed", zap.String("stream", stream), zap.String("shard", rs.id), zap.Error(err))
+		ls.Log.Debug("registering shard failed", zap.String("stream", stream), zap.String("shard", rs.id), zap.Error(err))
 	}
 }
 
 // adopt takes up a lease another worker handed over to this one (or one
 // this worker ID held before a restart).
-func (ls *leases) adopt(ctx context.Context, stream string, r row) bool {
-	now := ls.now()
-	counter := r.counter + 1
-	err := ls.retry(ctx, func(ctx context.Context) error {
-		_, err := ls.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:           aws.String(ls.table),
-			Key:                 itemKey(stream, r.shard),
-			UpdateExpression:    aws.String("SET " + attrCounter + " = :c1, " + attrExpiry + " = :exp, " + attrUpdated + " = :now REMOVE " + attrHandoff),
-			ConditionExpression: aws.String(attrOwner + " = :me AND " + attrCounter + " = :c"),
+func (ls *leases) adopt(ctx context.Context, stream string, r leasetable.Row) bool {
+	now := ls.Now()
+	counter := r.Counter + 1
+	err := ls.Retry(ctx, func(ctx context.Context) error {
+		_, err := ls.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:           aws.String(ls.Name),
+			Key:                 leasetable.ItemKey(stream, r.Shard),
+			UpdateExpression:    aws.String("SET " + leasetable.AttrCounter + " = :c1, " + leasetable.AttrExpiry + " = :exp, " + leasetable.AttrUpdated + " = :now REMOVE " + leasetable.AttrHandoff),
+			ConditionExpression: aws.String(leasetable.AttrOwner + " = :me AND " + leasetable.AttrCounter + " = :c"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":me":  &types.AttributeValueMemberS{Value: ls.worker},
-				":c":   num(r.counter),
-				":c1":  num(counter),
-				":exp": num(now.Add(ls.leaseD).UnixMilli()),
-				":now": num(now.UnixMilli()),
+				":me":  &types.AttributeValueMemberS{Value: ls.Worker},
+				":c":   leasetable.Num(r.Counter),
+				":c1":  leasetable.Num(counter),
+				":exp": leasetable.Num(now.Add(ls.LeaseD).UnixMilli()),
+				":now": leasetable.Num(now.UnixMilli()),
 			},
 		})
 		return err
 	})
 	if err != nil {
 		if !awserr.IsConditionFailed(err) {
-			ls.log.Warn("adopting handed-over lease failed", zap.String("stream", stream), zap.String("shard", r.shard), zap.Error(err))
+			ls.Log.Warn("adopting handed-over lease failed", zap.String("stream", stream), zap.String("shard", r.Shard), zap.Error(err))
 		}
 		return false
 	}
@@ -297,35 +298,35 @@ func (ls *leases) adopt(ctx context.Context, stream string, r row) bool {
 	if ls.closed {
 		return false
 	}
-	ls.hold(leaseKey{stream, r.shard}, counter, now.Add(ls.leaseD))
+	ls.hold(leasetable.Key{Stream: stream, Shard: r.Shard}, counter, now.Add(ls.LeaseD))
 	ls.metrics.steals.Inc()
-	ls.log.Info("lease received by hand-off", zap.String("stream", stream), zap.String("shard", r.shard), zap.Int64("counter", counter))
+	ls.Log.Info("lease received by hand-off", zap.String("stream", stream), zap.String("shard", r.Shard), zap.Int64("counter", counter))
 	return true
 }
 
 // requestHandoff asks victim, which holds theirs leases, to hand r's
 // lease over to this worker, which holds mine.
-func (ls *leases) requestHandoff(ctx context.Context, stream, victim string, r row, theirs, mine int) {
-	err := ls.retry(ctx, func(ctx context.Context) error {
-		_, err := ls.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:           aws.String(ls.table),
-			Key:                 itemKey(stream, r.shard),
-			UpdateExpression:    aws.String("SET " + attrHandoff + " = :me"),
-			ConditionExpression: aws.String(attrOwner + " = :o AND " + attrCounter + " = :c AND attribute_not_exists(" + attrHandoff + ")"),
+func (ls *leases) requestHandoff(ctx context.Context, stream, victim string, r leasetable.Row, theirs, mine int) {
+	err := ls.Retry(ctx, func(ctx context.Context) error {
+		_, err := ls.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:           aws.String(ls.Name),
+			Key:                 leasetable.ItemKey(stream, r.Shard),
+			UpdateExpression:    aws.String("SET " + leasetable.AttrHandoff + " = :me"),
+			ConditionExpression: aws.String(leasetable.AttrOwner + " = :o AND " + leasetable.AttrCounter + " = :c AND attribute_not_exists(" + leasetable.AttrHandoff + ")"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":me": &types.AttributeValueMemberS{Value: ls.worker},
+				":me": &types.AttributeValueMemberS{Value: ls.Worker},
 				":o":  &types.AttributeValueMemberS{Value: victim},
-				":c":  num(r.counter),
+				":c":  leasetable.Num(r.Counter),
 			},
 		})
 		return err
 	})
 	if err != nil {
 		if !awserr.IsConditionFailed(err) {
-			ls.log.Warn("hand-off request failed", zap.String("stream", stream), zap.String("shard", r.shard), zap.Error(err))
+			ls.Log.Warn("hand-off request failed", zap.String("stream", stream), zap.String("shard", r.Shard), zap.Error(err))
 		}
 		return
 	}
-	ls.log.Info("hand-off requested", zap.String("stream", stream), zap.String("shard", r.shard),
+	ls.Log.Info("hand-off requested", zap.String("stream", stream), zap.String("shard", r.Shard),
 		zap.String("from", victim), zap.Int("theirs", theirs), zap.Int("mine", mine))
 }

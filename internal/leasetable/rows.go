@@ -1,9 +1,10 @@
-package checkpoint
+package leasetable
 
 import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,35 +15,50 @@ import (
 // The lease table's items as this worker reads them: one row per item,
 // decoded, and observed on this worker's clock.
 
-type leaseKey struct{ stream, shard string }
+// Key names an item: its partition (a stream ARN, or a prefixed one) and
+// its sort key (a shard ID, a worker ID, or SweepShard).
+type Key struct{ Stream, Shard string }
 
-type row struct {
-	shard      string
-	owner      string
-	counter    int64
-	expiryMS   int64
-	checkpoint string
-	finished   bool
-	parents    []string
-	handoff    string
-	updatedMS  int64
-	sweepMS    int64 // sweeper items only: the cursor
-	exists     bool
+// SweepKey is the key of the sweeper's item of a swept table.
+func SweepKey(table string) Key { return Key{SweepPrefix + table, SweepShard} }
+
+// String names the lease of k's item in messages.
+func (k Key) String() string {
+	if table, ok := strings.CutPrefix(k.Stream, SweepPrefix); ok && k.Shard == SweepShard {
+		return "sweeper lease of table " + table
+	}
+	return "lease of shard " + k.Shard
+}
+
+// Row is one item, decoded (see DecodeRow); the zero Row is an item that
+// does not exist.
+type Row struct {
+	Shard      string
+	Owner      string
+	Counter    int64
+	ExpiryMS   int64
+	Checkpoint string
+	Finished   bool
+	Parents    []string
+	Handoff    string
+	UpdatedMS  int64
+	SweepMS    int64 // sweeper items only: the cursor
+	Exists     bool
 	// Set by observe for rows read from the table: when this worker
 	// first saw the row's current version, and when its lease expires
 	// by this worker's clock.
-	observed      bool
-	seenAt        time.Time
-	localExpiryMS int64
+	Observed      bool
+	SeenAt        time.Time
+	LocalExpiryMS int64
 }
 
-// expired reports whether r's lease has expired at now (this worker's
+// Expired reports whether r's lease has expired at now (this worker's
 // clock). A row not read from the table goes by its written expiry.
-func (r row) expired(now time.Time) bool {
-	if r.observed {
-		return r.localExpiryMS <= now.UnixMilli()
+func (r Row) Expired(now time.Time) bool {
+	if r.Observed {
+		return r.LocalExpiryMS <= now.UnixMilli()
 	}
-	return r.expiryMS <= now.UnixMilli()
+	return r.ExpiryMS <= now.UnixMilli()
 }
 
 // seenVersion is a lease item's version (owner, counter and written
@@ -60,42 +76,46 @@ type seenVersion struct {
 // owner that renews writes a new version before that, one that stopped
 // renewing does not. Its written expiry, from another clock, is never
 // compared with this one. Caller holds t.seenMu.
-func (t *leaseTable) observe(k leaseKey, r *row, now time.Time) {
-	if !r.exists {
+func (t *Table) observe(k Key, r *Row, now time.Time) {
+	if !r.Exists {
 		delete(t.seen, k)
 		return
 	}
 	v, ok := t.seen[k]
-	if !ok || v.owner != r.owner || v.counter != r.counter || v.expiry != r.expiryMS {
-		v = seenVersion{owner: r.owner, counter: r.counter, expiry: r.expiryMS, at: now}
+	if !ok || v.owner != r.Owner || v.counter != r.Counter || v.expiry != r.ExpiryMS {
+		v = seenVersion{owner: r.Owner, counter: r.Counter, expiry: r.ExpiryMS, at: now}
 		t.seen[k] = v
 	}
-	r.observed, r.seenAt, r.localExpiryMS = true, v.at, r.expiryMS
-	if r.owner != t.worker {
-		r.localExpiryMS = v.at.Add(t.leaseD).UnixMilli()
+	r.Observed, r.SeenAt, r.LocalExpiryMS = true, v.at, r.ExpiryMS
+	if r.Owner != t.Worker {
+		r.LocalExpiryMS = v.at.Add(t.LeaseD).UnixMilli()
 	}
 }
 
-// live reports whether r's lease is held by someone at now.
-func (r row) live(now time.Time) bool { return r.owner != "" && !r.expired(now) }
+// Live reports whether r's lease is held by someone at now.
+func (r Row) Live(now time.Time) bool { return r.Owner != "" && !r.Expired(now) }
 
-func itemKey(stream, shard string) map[string]types.AttributeValue {
+// ItemKey is the key of the item (stream, shard) in a request.
+func ItemKey(stream, shard string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		attrStream: &types.AttributeValueMemberS{Value: stream},
-		attrShard:  &types.AttributeValueMemberS{Value: shard},
+		AttrStream: &types.AttributeValueMemberS{Value: stream},
+		AttrShard:  &types.AttributeValueMemberS{Value: shard},
 	}
 }
 
-func num(n int64) types.AttributeValue {
+// Num is n as a Number attribute value.
+func Num(n int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
 }
 
-func decodeRow(it map[string]types.AttributeValue) (row, error) {
-	var r row
+// DecodeRow decodes an item (nil: one that does not exist); an attribute
+// of the wrong type is an error naming it.
+func DecodeRow(it map[string]types.AttributeValue) (Row, error) {
+	var r Row
 	if it == nil {
 		return r, nil
 	}
-	r.exists = true
+	r.Exists = true
 	str := func(name string) (string, error) {
 		switch v := it[name].(type) {
 		case nil:
@@ -121,50 +141,51 @@ func decodeRow(it map[string]types.AttributeValue) (row, error) {
 		}
 	}
 	var err error
-	if r.shard, err = str(attrShard); err != nil {
+	if r.Shard, err = str(AttrShard); err != nil {
 		return r, err
 	}
-	if r.owner, err = str(attrOwner); err != nil {
+	if r.Owner, err = str(AttrOwner); err != nil {
 		return r, err
 	}
-	if r.checkpoint, err = str(attrCheckpt); err != nil {
+	if r.Checkpoint, err = str(AttrCheckpoint); err != nil {
 		return r, err
 	}
-	if r.handoff, err = str(attrHandoff); err != nil {
+	if r.Handoff, err = str(AttrHandoff); err != nil {
 		return r, err
 	}
-	if r.counter, err = number(attrCounter); err != nil {
+	if r.Counter, err = number(AttrCounter); err != nil {
 		return r, err
 	}
-	if r.expiryMS, err = number(attrExpiry); err != nil {
+	if r.ExpiryMS, err = number(AttrExpiry); err != nil {
 		return r, err
 	}
-	if r.updatedMS, err = number(attrUpdated); err != nil {
+	if r.UpdatedMS, err = number(AttrUpdated); err != nil {
 		return r, err
 	}
-	if r.sweepMS, err = number(attrSweepCursor); err != nil {
+	if r.SweepMS, err = number(AttrSweepCursor); err != nil {
 		return r, err
 	}
-	if v, ok := it[attrFinished].(*types.AttributeValueMemberBOOL); ok {
-		r.finished = v.Value
+	if v, ok := it[AttrFinished].(*types.AttributeValueMemberBOOL); ok {
+		r.Finished = v.Value
 	}
-	if v, ok := it[attrParents].(*types.AttributeValueMemberSS); ok {
-		r.parents = v.Value
+	if v, ok := it[AttrParents].(*types.AttributeValueMemberSS); ok {
+		r.Parents = v.Value
 	}
 	return r, nil
 }
 
-// queryRows reads every shard item of the stream (consistent read).
-func (t *leaseTable) queryRows(ctx context.Context, partition string) (map[string]row, error) {
-	rows := map[string]row{}
+// QueryRows reads every item of the partition (consistent read), by sort
+// key.
+func (t *Table) QueryRows(ctx context.Context, partition string) (map[string]Row, error) {
+	rows := map[string]Row{}
 	var start map[string]types.AttributeValue
 	for {
 		var out *dynamodb.QueryOutput
-		err := t.retry(ctx, func(ctx context.Context) error {
+		err := t.Retry(ctx, func(ctx context.Context) error {
 			var err error
-			out, err = t.client.Query(ctx, &dynamodb.QueryInput{
-				TableName:                 aws.String(t.table),
-				KeyConditionExpression:    aws.String(attrStream + " = :p"),
+			out, err = t.Client.Query(ctx, &dynamodb.QueryInput{
+				TableName:                 aws.String(t.Name),
+				KeyConditionExpression:    aws.String(AttrStream + " = :p"),
 				ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: partition}},
 				ConsistentRead:            aws.Bool(true),
 				ExclusiveStartKey:         start,
@@ -172,14 +193,14 @@ func (t *leaseTable) queryRows(ctx context.Context, partition string) (map[strin
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("checkpoint: query %s in table %s: %w", partition, t.table, err)
+			return nil, fmt.Errorf("checkpoint: query %s in table %s: %w", partition, t.Name, err)
 		}
 		for _, it := range out.Items {
-			r, err := decodeRow(it)
+			r, err := DecodeRow(it)
 			if err != nil {
-				return nil, fmt.Errorf("checkpoint: table %s, %s: bad item: %w", t.table, partition, err)
+				return nil, fmt.Errorf("checkpoint: table %s, %s: bad item: %w", t.Name, partition, err)
 			}
-			rows[r.shard] = r
+			rows[r.Shard] = r
 		}
 		if len(out.LastEvaluatedKey) == 0 {
 			t.observeAll(partition, rows)
@@ -191,16 +212,16 @@ func (t *leaseTable) queryRows(ctx context.Context, partition string) (map[strin
 
 // observeAll observes every row of a partition read whole, and forgets
 // the items no longer in it.
-func (t *leaseTable) observeAll(partition string, rows map[string]row) {
+func (t *Table) observeAll(partition string, rows map[string]Row) {
 	t.seenMu.Lock()
 	defer t.seenMu.Unlock()
-	now := t.now()
+	now := t.Now()
 	for id, r := range rows {
-		t.observe(leaseKey{partition, id}, &r, now)
+		t.observe(Key{partition, id}, &r, now)
 		rows[id] = r
 	}
 	for k := range t.seen {
-		if _, ok := rows[k.shard]; k.stream == partition && !ok {
+		if _, ok := rows[k.Shard]; k.Stream == partition && !ok {
 			delete(t.seen, k)
 		}
 	}

@@ -1,15 +1,29 @@
-package checkpoint
+package state
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"sync"
 	"time"
+
+	"github.com/ttl-archiver/archiver/checkpoint"
 )
 
-// errFileStoreClosed is the cause of a held context when the file store
-// closes.
-var errFileStoreClosed = errors.New("checkpoint: file store closed")
+// File keeps the sweeper's cursors in the checkpoint file
+// (checkpoint.FileStore's sweep section). The file lock already makes the
+// one process using the file the only sweeper of its tables, so the hold
+// is immediate unless another caller in this process holds the table:
+// then AcquireSweep waits for that release. Holds end with their ctx, on
+// release and when the file store closes.
+//
+// File is safe for concurrent use. Open one File per file store: the holds
+// are File's.
+type File struct {
+	fs *checkpoint.FileStore
+
+	mu    sync.Mutex
+	holds map[string]*fileHold // tables a sweeper of this process holds
+}
 
 // fileHold is a table a sweeper of this process holds.
 type fileHold struct {
@@ -17,107 +31,67 @@ type fileHold struct {
 	stop func(cause error) // cancels the held context
 }
 
-// decodeSweeps checks and converts the sweep section.
-func decodeSweeps(version int, in map[string]fileSweepCursor) (map[string]time.Time, error) {
-	if len(in) > 0 && version < fileFormatVersionSweep {
-		return nil, fmt.Errorf("field sweep: needs version %d, the file says %d", fileFormatVersionSweep, version)
-	}
-	out := make(map[string]time.Time, len(in))
-	for table, c := range in {
-		if err := validTableName(table); err != nil {
-			return nil, fmt.Errorf("field sweep: table %w", err)
-		}
-		w, err := time.Parse(time.RFC3339Nano, c.Window)
-		if err != nil {
-			return nil, fmt.Errorf("field sweep[%q].window: %q is not an RFC 3339 time", table, c.Window)
-		}
-		if err := checkSweepArgs(table, w); err != nil {
-			return nil, fmt.Errorf("field sweep[%q].window: %w", table, err)
-		}
-		out[table] = sweepWindow(w)
-	}
-	return out, nil
+// NewFile returns the sweeper's store in the checkpoint file of fs.
+func NewFile(fs *checkpoint.FileStore) *File {
+	return &File{fs: fs, holds: map[string]*fileHold{}}
 }
 
-// encodeSweeps renders the sweep section.
-func encodeSweeps(in map[string]time.Time) map[string]fileSweepCursor {
-	out := make(map[string]fileSweepCursor, len(in))
-	for table, w := range in {
-		out[table] = fileSweepCursor{Window: w.UTC().Format(time.RFC3339Nano)}
-	}
-	return out
+// LoadSweepCursor implements [Store]: the table's cursor from the file
+// (zero when there is none).
+func (f *File) LoadSweepCursor(ctx context.Context, table string) (time.Time, error) {
+	return f.fs.SweepCursor(ctx, table)
 }
 
-// LoadSweepCursor implements [SweepStore]: the table's cursor from the
-// file (zero when there is none).
-func (s *FileStore) LoadSweepCursor(ctx context.Context, table string) (time.Time, error) {
-	if err := ctx.Err(); err != nil {
-		return time.Time{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return time.Time{}, fmt.Errorf("checkpoint: file store %s is closed", s.path)
-	}
-	return s.sweeps[table], nil
-}
-
-// SaveSweepCursor implements [SweepStore]: it records the table's cursor
-// and returns once it is durable in the file (written like Save's
-// checkpoints). This process must hold the table (AcquireSweep).
-func (s *FileStore) SaveSweepCursor(ctx context.Context, table string, window time.Time) error {
-	if err := checkSweepArgs(table, window); err != nil {
+// SaveSweepCursor implements [Store]: it records the table's cursor and
+// returns once it is durable in the file (written like the checkpoints).
+// This process must hold the table (AcquireSweep).
+func (f *File) SaveSweepCursor(ctx context.Context, table string, window time.Time) error {
+	if err := checkpoint.CheckSweepCursor(table, window); err != nil {
 		return err
 	}
-	window = sweepWindow(window)
-	s.mu.Lock()
-	switch old, ok := s.sweeps[table]; {
-	case s.closed:
-		s.mu.Unlock()
-		return fmt.Errorf("checkpoint: file store %s is closed", s.path)
-	case s.holds[table] == nil:
-		s.mu.Unlock()
+	f.mu.Lock()
+	held := f.holds[table] != nil
+	f.mu.Unlock()
+	switch {
+	case f.fs.Closed().Err() != nil:
+		return fmt.Errorf("checkpoint: file store %s is closed", f.fs.Path())
+	case !held:
 		return fmt.Errorf("checkpoint: save sweep cursor of %s: this process does not hold the table: %w", table, ErrLeaseLost)
-	case ok && window.Before(old):
-		s.mu.Unlock()
-		return fmt.Errorf("checkpoint: save sweep cursor of %s at %s, stored %s: %w", table,
-			window.Format(time.RFC3339Nano), old.Format(time.RFC3339Nano), ErrCursorBackwards)
-	case ok && window.Equal(old):
-		s.mu.Unlock()
-		return nil
 	}
-	s.sweeps[table] = window
-	s.gen++
-	mine := s.gen
-	s.mu.Unlock()
-	return s.persist(ctx, mine)
+	later, err := f.fs.AdvanceSweepCursor(ctx, table, window)
+	if err == nil && !later.IsZero() {
+		return fmt.Errorf("checkpoint: save sweep cursor of %s at %s, stored %s: %w", table,
+			checkpoint.SweepWindow(window).Format(time.RFC3339Nano), later.Format(time.RFC3339Nano), ErrCursorBackwards)
+	}
+	return err
 }
 
-// AcquireSweep implements [SweepStore]. The file lock already makes this
-// process the only one using the file, so the hold is immediate unless
-// another caller in this process holds the table: then it waits for that
-// release. held ends with ctx, on release and when the store closes.
-func (s *FileStore) AcquireSweep(ctx context.Context, table string) (context.Context, func(context.Context) error, error) {
-	if err := validTableName(table); err != nil {
+// AcquireSweep implements [Store]. The hold is immediate unless another
+// caller in this process holds the table: then it waits for that release.
+// held ends with ctx, on release and when the file store closes.
+func (f *File) AcquireSweep(ctx context.Context, table string) (context.Context, func(context.Context) error, error) {
+	if err := checkpoint.ValidTableName(table); err != nil {
 		return nil, nil, fmt.Errorf("checkpoint: acquire sweep of table: %w", err)
 	}
+	closed := f.fs.Closed()
 	for {
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			return nil, nil, fmt.Errorf("checkpoint: acquire sweep of %s: file store %s is closed", table, s.path)
+		f.mu.Lock()
+		if closed.Err() != nil {
+			f.mu.Unlock()
+			return nil, nil, fmt.Errorf("checkpoint: acquire sweep of %s: file store %s is closed", table, f.fs.Path())
 		}
-		other := s.holds[table]
+		other := f.holds[table]
 		if other == nil {
-			held, cancel := context.WithCancelCause(ctx)
-			h := &fileHold{done: make(chan struct{}), stop: cancel}
-			s.holds[table] = h
-			s.mu.Unlock()
-			return held, func(context.Context) error { s.releaseHold(table, h, errSweepReleased); return nil }, nil
+			held, stop := holdContext(ctx, closed)
+			h := &fileHold{done: make(chan struct{}), stop: stop}
+			f.holds[table] = h
+			f.mu.Unlock()
+			return held, func(context.Context) error { f.releaseHold(table, h, errSweepReleased); return nil }, nil
 		}
-		s.mu.Unlock()
+		f.mu.Unlock()
 		select {
 		case <-other.done:
+		case <-closed.Done():
 		case <-ctx.Done():
 			return nil, nil, fmt.Errorf("checkpoint: acquire sweep of %s: %w", table, context.Cause(ctx))
 		}
@@ -125,22 +99,13 @@ func (s *FileStore) AcquireSweep(ctx context.Context, table string) (context.Con
 }
 
 // releaseHold ends h, if it is still the table's hold.
-func (s *FileStore) releaseHold(table string, h *fileHold, cause error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.holds[table] != h {
+func (f *File) releaseHold(table string, h *fileHold, cause error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.holds[table] != h {
 		return
 	}
-	delete(s.holds, table)
+	delete(f.holds, table)
 	h.stop(cause)
 	close(h.done)
-}
-
-// dropHolds ends every hold (the store closes). s.mu is held.
-func (s *FileStore) dropHolds(cause error) {
-	for table, h := range s.holds {
-		delete(s.holds, table)
-		h.stop(cause)
-		close(h.done)
-	}
 }
