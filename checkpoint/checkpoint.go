@@ -6,12 +6,20 @@
 // including SequenceNumber was acknowledged by every sink. Resuming reads
 // AFTER_SEQUENCE_NUMBER, so a crash re-delivers at most the records after the
 // checkpoint and never loses one.
+//
+// Two stores keep them: [FileStore], a JSON file for one worker (which also
+// keeps the file's section of sweep cursors for sweep/state), and
+// [DynamoStore], for many workers, in the lease table: a shard's
+// checkpoint lives in the item of its lease and every Save is fenced by
+// that lease. The leases themselves (which worker reads which shard) are
+// package lease's; this package holds no lease code and never imports it.
 package checkpoint
 
 import (
 	"context"
 	"errors"
 
+	"github.com/ttl-archiver/archiver/internal/leasetable"
 	"github.com/ttl-archiver/archiver/shard"
 )
 
@@ -37,8 +45,13 @@ type Store interface {
 }
 
 // ErrLeaseLost is matched (errors.Is) by Save errors of a worker that no
-// longer owns the shard's lease.
-var ErrLeaseLost = errors.New("checkpoint: lease lost")
+// longer owns the shard's lease (the same error as lease.ErrLeaseLost).
+var ErrLeaseLost = leasetable.ErrLeaseLost
+
+// DefaultPruneFinishedAfter is how long a finished shard's checkpoint is
+// kept (72 h, past the stream's 24 h retention), by the file store and in
+// the lease table alike.
+const DefaultPruneFinishedAfter = leasetable.DefaultPruneFinishedAfter
 
 // ErrLocked is matched (errors.Is) when a single-worker store is already in
 // use by another process.

@@ -1,17 +1,10 @@
 package checkpoint
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ttl-archiver/archiver/internal/redact"
 )
@@ -53,7 +46,7 @@ func ParseDynamoURL(raw string) (DynamoURL, error) {
 		return d, fmt.Errorf("checkpoint URL %q: unexpected #fragment", shown)
 	}
 	d.Table = u.Host
-	if err := validTableName(d.Table); err != nil {
+	if err := ValidTableName(d.Table); err != nil {
 		return d, fmt.Errorf("checkpoint URL %q: table: %w", shown, err)
 	}
 	q, err := url.ParseQuery(u.RawQuery)
@@ -92,8 +85,8 @@ func ParseDynamoURL(raw string) (DynamoURL, error) {
 	return d, nil
 }
 
-// validTableName applies DynamoDB's table-name rules.
-func validTableName(name string) error {
+// ValidTableName applies DynamoDB's table-name rules.
+func ValidTableName(name string) error {
 	if len(name) < 3 || len(name) > 255 {
 		return fmt.Errorf("name %q must be 3 to 255 characters long", name)
 	}
@@ -103,50 +96,4 @@ func validTableName(name string) error {
 		}
 	}
 	return nil
-}
-
-// DefaultWorkerID names this worker: the ECS task ID (the last segment of the
-// TaskARN from the task metadata endpoint, $ECS_CONTAINER_METADATA_URI_V4)
-// when running on ECS, else "HOSTNAME-PID".
-func DefaultWorkerID(ctx context.Context) string {
-	if id, err := ecsTaskID(ctx, os.Getenv("ECS_CONTAINER_METADATA_URI_V4"), http.DefaultClient); err == nil {
-		return id
-	}
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "worker"
-	}
-	return host + "-" + strconv.Itoa(os.Getpid())
-}
-
-// ecsTaskID reads the task ID from the ECS task metadata endpoint v4.
-func ecsTaskID(ctx context.Context, base string, client *http.Client) (string, error) {
-	if base == "" {
-		return "", errors.New("not on ECS: ECS_CONTAINER_METADATA_URI_V4 is not set")
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/task", nil)
-	if err != nil {
-		return "", fmt.Errorf("ECS metadata: %w", err)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("ECS metadata: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("ECS metadata: %s", resp.Status)
-	}
-	var meta struct {
-		TaskARN string `json:"TaskARN"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&meta); err != nil {
-		return "", fmt.Errorf("ECS metadata: decode task: %w", err)
-	}
-	i := strings.LastIndexByte(meta.TaskARN, '/')
-	if meta.TaskARN == "" || i == len(meta.TaskARN)-1 {
-		return "", fmt.Errorf("ECS metadata: TaskARN %q has no task ID", meta.TaskARN)
-	}
-	return meta.TaskARN[i+1:], nil
 }

@@ -90,3 +90,17 @@ func ExampleOpenFileWith() {
 	// Output:
 	// 1 250
 }
+
+func ExampleParseDynamoURL() {
+	u, err := checkpoint.ParseDynamoURL("dynamodb://archiver-leases?region=eu-west-1&create=true")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("table %s, region %s, create %v\n", u.Table, u.Region, u.Create)
+
+	_, err = checkpoint.ParseDynamoURL("dynamodb://archiver-leases?create=yes")
+	fmt.Println(err)
+	// Output:
+	// table archiver-leases, region eu-west-1, create true
+	// checkpoint URL "dynamodb://archiver-leases?create=yes": parameter create "yes" is not true or false
+}

@@ -48,8 +48,9 @@ const (
 // checkpoint alone tells the walker that its parents were finished.
 //
 // The file also keeps the cursor of each table `archiver sweep` sweeps
-// (see [SweepStore]); the file lock makes the one process using the file
-// the table's only sweeper.
+// ([FileStore.SweepCursor]; the sweeper's store over it is sweep/state's):
+// the file lock makes the one process using the file the table's only
+// sweeper.
 //
 // FileStore is safe for concurrent use.
 type FileStore struct {
@@ -60,9 +61,12 @@ type FileStore struct {
 	mu      sync.Mutex
 	streams map[string]map[string]fileEntry
 	sweeps  map[string]time.Time // table → sweep cursor
-	holds   map[string]*fileHold // tables a sweeper of this process holds
 	gen     uint64               // incremented by every change in memory
 	closed  bool
+
+	// closedCtx is cancelled by Close (see Closed).
+	closedCtx   context.Context
+	closeCancel context.CancelCauseFunc
 
 	// write serialises file writes; it is a channel so waiting honours ctx.
 	write   chan struct{}
@@ -76,6 +80,9 @@ type FileStore struct {
 }
 
 var _ Store = (*FileStore)(nil)
+
+// errFileStoreClosed is the cause of Closed's cancellation.
+var errFileStoreClosed = errors.New("checkpoint: file store closed")
 
 // fileData is the on-disk form of a FileStore.
 type fileData struct {
@@ -163,9 +170,9 @@ func OpenFileWith(path string, o FileOptions) (*FileStore, error) {
 		now:     o.Now,
 		streams: map[string]map[string]fileEntry{},
 		sweeps:  map[string]time.Time{},
-		holds:   map[string]*fileHold{},
 		write:   make(chan struct{}, 1),
 	}
+	s.closedCtx, s.closeCancel = context.WithCancelCause(context.Background())
 	s.removeTemps()
 	b, err := os.ReadFile(abs)
 	switch {
@@ -453,7 +460,7 @@ func (s *FileStore) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.dropHolds(errFileStoreClosed)
+	s.closeCancel(errFileStoreClosed)
 	return s.unlock()
 }
 

@@ -20,7 +20,6 @@ import (
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
-	"github.com/aws/smithy-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -31,6 +30,8 @@ import (
 	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/lease"
+	"github.com/ttl-archiver/archiver/lease/leasetest"
 	"github.com/ttl-archiver/archiver/manifest"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
@@ -181,87 +182,13 @@ func (f *farEnd) failed() int {
 	return n
 }
 
-// ---- a worker's lease table client, cut when the worker is killed ----
-
-// errKilled is what every call of a killed worker's lease table client
-// returns. It is a client fault, so the store gives up at once rather than
-// retrying.
-var errKilled = &smithy.GenericAPIError{Code: "TestKilled",
-	Message: "worker killed (test): its lease table client is cut", Fault: smithy.FaultClient}
-
-// cutClient is a worker's lease table client that the test can cut, which
-// is what a kill -9 looks like to the other workers: once cut, no call
-// reaches the table, so the worker's renewals, heartbeats, checkpoints and
-// releases stop there.
-type cutClient struct {
-	c   checkpoint.DynamoAPI
-	cut atomic.Bool
-}
-
-// alive is errKilled once the client is cut.
-func (k *cutClient) alive() error {
-	if k.cut.Load() {
-		return errKilled
-	}
-	return nil
-}
-
-func (k *cutClient) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, fns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
-	if err := k.alive(); err != nil {
-		return nil, err
-	}
-	return k.c.CreateTable(ctx, in, fns...)
-}
-
-func (k *cutClient) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, fns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
-	if err := k.alive(); err != nil {
-		return nil, err
-	}
-	return k.c.DescribeTable(ctx, in, fns...)
-}
-
-func (k *cutClient) GetItem(ctx context.Context, in *dynamodb.GetItemInput, fns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	if err := k.alive(); err != nil {
-		return nil, err
-	}
-	return k.c.GetItem(ctx, in, fns...)
-}
-
-func (k *cutClient) PutItem(ctx context.Context, in *dynamodb.PutItemInput, fns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	if err := k.alive(); err != nil {
-		return nil, err
-	}
-	return k.c.PutItem(ctx, in, fns...)
-}
-
-func (k *cutClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, fns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if err := k.alive(); err != nil {
-		return nil, err
-	}
-	return k.c.UpdateItem(ctx, in, fns...)
-}
-
-func (k *cutClient) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, fns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	if err := k.alive(); err != nil {
-		return nil, err
-	}
-	return k.c.DeleteItem(ctx, in, fns...)
-}
-
-func (k *cutClient) Query(ctx context.Context, in *dynamodb.QueryInput, fns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	if err := k.alive(); err != nil {
-		return nil, err
-	}
-	return k.c.Query(ctx, in, fns...)
-}
-
 // ---- workers ----
 
 type mwWorker struct {
 	name   string
 	reg    *prometheus.Registry
-	store  *checkpoint.DynamoStore
-	client *cutClient // the store's lease table client
+	store  *lease.Store      // the worker's leases (its checkpoints are fenced by them)
+	client *leasetest.Client // the store's lease table client
 	cancel context.CancelFunc
 	done   chan struct{} // closed when Run returned
 	err    error         // Run's result, once done
@@ -271,7 +198,7 @@ type mwWorker struct {
 // renewals, heartbeats, checkpoints and releases no longer reach the table.
 // The store is not closed (a killed process closes nothing); its leases
 // expire for the other workers as a dead process's do.
-func (w *mwWorker) kill() { w.client.cut.Store(true) }
+func (w *mwWorker) kill() { w.client.Kill() }
 
 type mwEnv struct {
 	t        *testing.T
@@ -289,13 +216,13 @@ func (env *mwEnv) startWorker(name string) *mwWorker {
 	ctx, cancel := context.WithCancel(context.Background())
 	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named(name)
 	reg := prometheus.NewRegistry()
-	client := &cutClient{c: env.bed.Client(name)}
-	store, err := checkpoint.OpenDynamo(ctx, checkpoint.DynamoOptions{
+	client := leasetest.Killable(env.bed.Client(name))
+	store, err := lease.Open(ctx, lease.Options{
 		Client: client, Table: "leases", Create: true, WorkerID: name,
 		LeaseDuration: env.lease, RenewEvery: env.lease / 6, Logger: logger.Named("lease"), Registerer: reg,
 	})
 	if err != nil {
-		t.Fatalf("OpenDynamo(%s): %v", name, err)
+		t.Fatalf("lease.Open(%s): %v", name, err)
 	}
 	streams := &watchedStreams{
 		Client: env.bed.StreamsClient(name),
@@ -312,7 +239,7 @@ func (env *mwEnv) startWorker(name string) *mwWorker {
 			Logger:            logger,
 		},
 		Tables:             env.bed.Client(name),
-		Store:              store,
+		Store:              checkpoint.NewDynamo(store),
 		Routes:             []consumer.Route{{Sink: env.end.sink(name)}},
 		CheckpointInterval: 200 * time.Millisecond,
 		RetryMinBackoff:    50 * time.Millisecond,

@@ -23,6 +23,7 @@ import (
 	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/lease"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks/sinktest"
 )
@@ -113,8 +114,8 @@ func (b *omitBed) write(t *testing.T, prefix string) {
 	}
 }
 
-// openOmitStore opens the file store or the DynamoDB lease store; the lease
-// store is also the Assigner.
+// openOmitStore opens the file store, or the DynamoDB checkpoint store and
+// the leases that fence it, which are also the Assigner.
 func openOmitStore(t *testing.T, b *omitBed, mode string) (checkpoint.Store, shard.Assigner) {
 	t.Helper()
 	if mode == "file store" {
@@ -125,13 +126,13 @@ func openOmitStore(t *testing.T, b *omitBed, mode string) (checkpoint.Store, sha
 		t.Cleanup(func() { s.Close() })
 		return s, nil
 	}
-	s, err := checkpoint.OpenDynamo(context.Background(), checkpoint.DynamoOptions{Client: b.DynamoDB, Table: "leases", Create: true,
+	ls, err := lease.Open(context.Background(), lease.Options{Client: b.DynamoDB, Table: "leases", Create: true,
 		WorkerID: "w1", LeaseDuration: 6 * time.Second, RenewEvery: time.Second})
 	if err != nil {
-		t.Fatalf("OpenDynamo: %v", err)
+		t.Fatalf("lease.Open: %v", err)
 	}
-	t.Cleanup(func() { s.Close() })
-	return s, s
+	t.Cleanup(func() { ls.Close() })
+	return checkpoint.NewDynamo(ls), ls
 }
 
 // TestOmittedParentInBothStores runs the consumer with the file store and

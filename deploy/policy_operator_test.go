@@ -12,7 +12,7 @@ import (
 
 // operatorPackages hold every function the operator commands (restore,
 // replay, verify) can run that talks to AWS.
-var operatorPackages = []string{"cmd/archiver", "restore", "archive", "sinks", "shard", "consumer", "checkpoint",
+var operatorPackages = []string{"cmd/archiver", "restore", "archive", "sinks", "shard", "consumer", "checkpoint", "lease", "internal/leasetable",
 	"internal/ops", "internal/backoff", "internal/budget", "internal/progress", "internal/promreg", "internal/redact", "internal/sdkhttp"}
 
 // operatorCommands maps each operator command's function to the prefix of

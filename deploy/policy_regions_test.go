@@ -16,11 +16,11 @@ import (
 // runPackages hold every function `archiver run` can run that talks to
 // DynamoDB or DynamoDB Streams; the scan follows calls from runCmd
 // through them.
-var runPackages = []string{"cmd/archiver", "shard", "consumer", "checkpoint", "sinks", "event",
+var runPackages = []string{"cmd/archiver", "shard", "consumer", "checkpoint", "lease", "internal/leasetable", "sinks", "event",
 	"internal/ops", "internal/backoff", "internal/budget", "internal/promreg", "internal/redact", "internal/sdkhttp"}
 
 // runResource says what a DynamoDB or Streams call of `archiver run`
-// reaches: the checkpoint package and openCheckpoint the lease table, in
+// reaches: the lease table's packages and openCheckpoint the lease table, in
 // --region (or the checkpoint URL's Region) only; every other call the
 // source, with the clients of whichever Region it is read in
 // (cmd/archiver/regions.go hands each Region's clients to the source
@@ -28,7 +28,7 @@ var runPackages = []string{"cmd/archiver", "shard", "consumer", "checkpoint", "s
 // operation, the table otherwise.
 func runResource(f *fn, op string, streamsOps map[string]bool) string {
 	switch {
-	case strings.HasPrefix(f.file, "checkpoint/") || f.decl.Name.Name == "openCheckpoint":
+	case onLeaseTable(f):
 		return "lease"
 	case streamsOps[op]:
 		return "stream"
@@ -159,7 +159,7 @@ func TestPolicyPerRegion(t *testing.T) {
 
 	funcs, want, reach := runCodeActions(t)
 	mustName(t, funcs, "describeRegions", "checkRunSources", "openCheckpoint", "SourceCheck.table", "SourceCheck.stream",
-		"walk.discoverTable", "walk.listStreams", "reader.fetch", "reader.iteratorAt", "ttlCache.lookup", "leaseTable.ensureTable")
+		"walk.discoverTable", "walk.listStreams", "reader.fetch", "reader.iteratorAt", "ttlCache.lookup", "Table.ensure")
 	names := map[string]bool{}
 	for f := range reach {
 		names[f.String()] = true

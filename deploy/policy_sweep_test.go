@@ -21,7 +21,8 @@ import (
 
 // sweepPackages hold every function `archiver sweep` can run that talks
 // to AWS; the scan follows calls from sweepCmd through them.
-var sweepPackages = []string{"cmd/archiver", "sweep", "checkpoint", "internal/ops", "internal/backoff", "internal/promreg"}
+var sweepPackages = []string{"cmd/archiver", "sweep", "sweep/state", "checkpoint", "lease", "internal/leasetable",
+	"internal/ops", "internal/backoff", "internal/promreg"}
 
 // fn is one function or method of the scanned code.
 type fn struct {
@@ -241,12 +242,27 @@ func firstSite(sites map[string]string, action string, f *fn) {
 	}
 }
 
+// leaseTablePackages are the packages whose every DynamoDB call is on the
+// lease table (--checkpoint dynamodb://).
+var leaseTablePackages = []string{"checkpoint/", "lease/", "internal/leasetable/", "sweep/state/"}
+
+// onLeaseTable reports whether f's DynamoDB calls reach the lease table:
+// f is in one of leaseTablePackages, or is openCheckpoint.
+func onLeaseTable(f *fn) bool {
+	for _, dir := range leaseTablePackages {
+		if strings.HasPrefix(f.file, dir) {
+			return true
+		}
+	}
+	return f.decl.Name.Name == "openCheckpoint"
+}
+
 // sweepResource says which table a call of `archiver sweep` reaches: the
-// checkpoint package and openCheckpoint use the lease table, everything
-// else the swept table (its Query the window index).
+// lease table's packages and openCheckpoint use the lease table,
+// everything else the swept table (its Query the window index).
 func sweepResource(f *fn, op string) string {
 	switch {
-	case strings.HasPrefix(f.file, "checkpoint/") || f.decl.Name.Name == "openCheckpoint":
+	case onLeaseTable(f):
 		return "lease"
 	case op == "Query":
 		return "index"
@@ -361,16 +377,16 @@ func TestSweepReachability(t *testing.T) {
 	for f := range reach {
 		names[f.String()] = true
 	}
-	mustName(t, funcs, "runSweep", "openCheckpoint", "OpenDynamo", "DynamoStore.AcquireSweep", "DynamoStore.SaveSweepCursor",
+	mustName(t, funcs, "runSweep", "openCheckpoint", "Table.ensure", "Dynamo.AcquireSweep", "Dynamo.SaveSweepCursor",
 		"leases.renew", "leases.release", "CheckpointStore.SaveCursor", "Sweeper.Run", "pass.delete", "Sweeper.describe",
-		"leases.assign", "leases.prune", "DynamoStore.ReleaseAll", "runPipeline", "describeRegions")
-	for _, n := range []string{"runSweep", "openCheckpoint", "OpenDynamo", "DynamoStore.AcquireSweep", "DynamoStore.SaveSweepCursor",
+		"leases.assign", "leases.prune", "Store.ReleaseAll", "runPipeline", "describeRegions")
+	for _, n := range []string{"runSweep", "openCheckpoint", "Table.ensure", "Dynamo.AcquireSweep", "Dynamo.SaveSweepCursor",
 		"leases.renew", "leases.release", "CheckpointStore.SaveCursor", "Sweeper.Run", "pass.delete", "Sweeper.describe"} {
 		if !names[n] {
 			t.Errorf("%s not reached from sweepCmd", n)
 		}
 	}
-	for _, n := range []string{"leases.assign", "leases.prune", "DynamoStore.ReleaseAll", "runPipeline", "describeRegions"} {
+	for _, n := range []string{"leases.assign", "leases.prune", "Store.ReleaseAll", "runPipeline", "describeRegions"} {
 		if names[n] {
 			t.Errorf("%s reached from sweepCmd; the scan over-reaches", n)
 		}

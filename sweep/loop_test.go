@@ -10,10 +10,11 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/lease"
+	"github.com/ttl-archiver/archiver/sweep/state"
 )
 
-// fakeSweepStore is a checkpoint.SweepStore whose holds the test ends.
+// fakeSweepStore is a state.Store whose holds the test ends.
 type fakeSweepStore struct {
 	mu       sync.Mutex
 	cursor   time.Time
@@ -61,7 +62,7 @@ func (f *fakeSweepStore) counts() (saves, releases int) {
 	return len(f.saves), f.releases
 }
 
-var _ checkpoint.SweepStore = (*fakeSweepStore)(nil)
+var _ state.Store = (*fakeSweepStore)(nil)
 
 // sweeperFunc is a Runner.
 type sweeperFunc func(ctx context.Context) error
@@ -102,8 +103,8 @@ func TestSweepLoop(t *testing.T) {
 			return nil
 		}, 0, 1, time.Time{}},
 		{"hold lost: stop, release, acquire again", blockUntilDone, func(t *testing.T, f *fakeSweepStore, stop context.CancelFunc) error {
-			nextHold(t, f)(checkpoint.ErrRenewFailed)
-			nextHold(t, f)(checkpoint.ErrLeaseLost)
+			nextHold(t, f)(lease.ErrRenewFailed)
+			nextHold(t, f)(lease.ErrLeaseLost)
 			nextHold(t, f)
 			stop()
 			return nil

@@ -6,18 +6,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/sweep/state"
 )
 
-// CheckpointStore adapts a checkpoint.SweepStore (plain times) to this
-// package's CursorStore and Locker: checkpoint sits below sweep and never
-// imports it.
+// CheckpointStore adapts the --checkpoint store's sweep state, a
+// state.Store (plain times), to this package's CursorStore and Locker:
+// sweep/state sits below sweep and never imports it.
 //
 // It also remembers a cursor whose save was cut short because the
 // sweeper's context ended (SIGTERM, a lost hold): Flush saves it at the
 // hand-over, still fenced by the lease.
 type CheckpointStore struct {
-	st checkpoint.SweepStore
+	st state.Store
 
 	mu      sync.Mutex
 	unsaved map[string]time.Time // table → cursor not saved
@@ -29,7 +29,7 @@ var (
 )
 
 // NewCheckpointStore returns the adapter of st.
-func NewCheckpointStore(st checkpoint.SweepStore) *CheckpointStore {
+func NewCheckpointStore(st state.Store) *CheckpointStore {
 	return &CheckpointStore{st: st, unsaved: map[string]time.Time{}}
 }
 
@@ -63,7 +63,7 @@ func (s *CheckpointStore) Flush(ctx context.Context, table string) error {
 		return nil
 	}
 	err := s.st.SaveSweepCursor(ctx, table, w)
-	if errors.Is(err, checkpoint.ErrCursorBackwards) {
+	if errors.Is(err, state.ErrCursorBackwards) {
 		return nil // a later cursor is stored already
 	}
 	return err

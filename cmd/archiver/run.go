@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"slices"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/ops"
@@ -82,7 +80,7 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 		return err
 	}
 	ddb, streams := sourceClients(awsCfg, cfg)
-	store, assigner, leaseProbe, err := openCheckpoint(ctx, cfg, awsCfg, d)
+	store, err := openCheckpoint(ctx, cfg, awsCfg, d)
 	if err != nil {
 		return err
 	}
@@ -113,11 +111,11 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 	if err != nil {
 		return err
 	}
-	cons, err := newConsumer(cfg, srcs, store, assigner, ss, d)
+	cons, err := newConsumer(cfg, srcs, store, ss, d)
 	if err != nil {
 		return err
 	}
-	srv, err := serveRunHealth(cfg, d, srcs, ss, store, leaseProbe)
+	srv, err := serveRunHealth(cfg, d, srcs, ss, store)
 	if err != nil {
 		return err
 	}
@@ -230,8 +228,8 @@ func (s *runSinks) close(ctx context.Context) {
 }
 
 // newConsumer builds the consumer of cfg.
-func newConsumer(cfg *runConfig, srcs *sources, store checkpoint.Store,
-	assigner shard.Assigner, ss *runSinks, d pipelineDeps) (*consumer.Consumer, error) {
+func newConsumer(cfg *runConfig, srcs *sources, store *openedCheckpoint,
+	ss *runSinks, d pipelineDeps) (*consumer.Consumer, error) {
 	start, err := shard.ParseStartPosition(cfg.Start)
 	if err != nil {
 		return nil, usagef("archiver run: --start: %v", err)
@@ -247,7 +245,7 @@ func newConsumer(cfg *runConfig, srcs *sources, store checkpoint.Store,
 			TableNames:      cfg.Tables,
 			StreamARNs:      cfg.StreamARNs,
 			Start:           start,
-			Assigner:        assigner,
+			Assigner:        store.assigner(),
 			StreamRetention: cfg.StreamRetention,
 			StopTimeout:     cfg.ShutdownTimeout * 2 / 5,
 			SDKDecoding:     cfg.SDKDecoding,
@@ -255,7 +253,7 @@ func newConsumer(cfg *runConfig, srcs *sources, store checkpoint.Store,
 			Registerer:      d.reg,
 		},
 		Tables:                srcs.home().ddb,
-		Store:                 store,
+		Store:                 store.store,
 		Routes:                ss.routes,
 		DeadLetter:            ss.deadLetter,
 		RetryFor:              cfg.RetryFor,
@@ -270,7 +268,7 @@ func newConsumer(cfg *runConfig, srcs *sources, store checkpoint.Store,
 // serveRunHealth starts /metrics, /healthz and /readyz: ready while the
 // streams answer, the sinks work and the leases hold.
 func serveRunHealth(cfg *runConfig, d pipelineDeps, srcs *sources,
-	ss *runSinks, store checkpoint.Store, leaseProbe ops.Check) (*ops.Server, error) {
+	ss *runSinks, store *openedCheckpoint) (*ops.Server, error) {
 	// /metrics is served with prometheus and emf alike, so one deployment
 	// can have CloudWatch alarms and a Grafana dashboard.
 	var gatherer prometheus.Gatherer
@@ -283,10 +281,8 @@ func serveRunHealth(cfg *runConfig, d pipelineDeps, srcs *sources,
 	}
 	srv.AddCheck("stream", ops.CachedCheck(func(ctx context.Context) error { return describeRegions(ctx, srcs) }, 10*time.Second))
 	srv.AddCheck("sinks", sinksCheck(ss.opened, ss.readyURLs))
-	if r, ok := store.(ops.Readier); ok {
-		srv.AddCheck("leases", func(context.Context) error { return r.Ready() })
-	} else if leaseProbe != nil {
-		srv.AddCheck("leases", ops.CachedCheck(leaseProbe, 10*time.Second))
+	if check := store.readyCheck(); check != nil {
+		srv.AddCheck("leases", check)
 	}
 	if err := srv.Listen(cfg.MetricsAddr); err != nil {
 		return nil, err
@@ -308,7 +304,7 @@ func closeOpsServer(ctx context.Context, srv *ops.Server) {
 // waits for it to stop within --shutdown-timeout and releases what is
 // still leased with what is left of it. It returns cons's error, and
 // stopped false with an error when cons did not stop in time.
-func runConsumer(ctx context.Context, cfg *runConfig, cons *consumer.Consumer, store checkpoint.Store, log *zap.Logger) (stopped bool, err error) {
+func runConsumer(ctx context.Context, cfg *runConfig, cons *consumer.Consumer, store *openedCheckpoint, log *zap.Logger) (stopped bool, err error) {
 	done := make(chan error, 1)
 	go func() { done <- cons.Run(ctx) }()
 	select {
@@ -328,8 +324,8 @@ func runConsumer(ctx context.Context, cfg *runConfig, cons *consumer.Consumer, s
 	// Release what is still leased, with what is left of the budget.
 	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
-	if ra, ok := store.(interface{ ReleaseAll(context.Context) error }); ok {
-		if err := ra.ReleaseAll(rctx); err != nil {
+	if store.leases != nil {
+		if err := store.leases.ReleaseAll(rctx); err != nil {
 			log.Warn("releasing leases failed; other workers take them when they expire", zap.Error(err))
 		}
 	}
@@ -386,75 +382,4 @@ func kindNames(k []event.Kind) []string {
 		out[i] = string(v)
 	}
 	return out
-}
-
-// openCheckpoint opens the --checkpoint store; a dynamodb:// store is also
-// the shard assigner (leases), and comes with a readiness probe of its
-// table for when the store cannot report on its renewals itself.
-func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pipelineDeps) (checkpoint.Store, shard.Assigner, ops.Check, error) {
-	u, err := url.Parse(cfg.Checkpoint)
-	if err != nil {
-		return nil, nil, nil, usagef("archiver run: --checkpoint: %v", err)
-	}
-	switch u.Scheme {
-	case "file":
-		path, err := sinks.FilePath(u)
-		if err != nil {
-			return nil, nil, nil, usagef("archiver run: --checkpoint: %v", err)
-		}
-		fs, err := checkpoint.OpenFile(path)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("--checkpoint: %w", err)
-		}
-		return fs, nil, nil, nil
-	case "dynamodb":
-		du, err := checkpoint.ParseDynamoURL(cfg.Checkpoint)
-		if err != nil {
-			return nil, nil, nil, usagef("archiver run: --checkpoint: %v", err)
-		}
-		// The lease table lives where the source table does unless the
-		// URL says otherwise.
-		endpoint := du.Endpoint
-		if endpoint == "" {
-			endpoint = cfg.Endpoint
-		}
-		c := awsCfg
-		if du.Region != "" && du.Region != awsCfg.Region {
-			c = awsCfg.Copy()
-			c.Region = du.Region
-		}
-		client := dynamodb.NewFromConfig(c, func(o *dynamodb.Options) {
-			if endpoint != "" {
-				o.BaseEndpoint = aws.String(endpoint)
-			}
-		})
-		worker := cfg.WorkerID
-		if worker == "" {
-			wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			worker = checkpoint.DefaultWorkerID(wctx)
-			cancel()
-		}
-		st, err := checkpoint.OpenDynamo(ctx, checkpoint.DynamoOptions{
-			Client:        client,
-			Table:         du.Table,
-			Create:        du.Create,
-			WorkerID:      worker,
-			LeaseDuration: cfg.LeaseDuration,
-			RenewEvery:    cfg.LeaseRenew,
-			Logger:        d.log.Named("checkpoint"),
-			Registerer:    d.reg,
-		})
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("--checkpoint %s: %w", redact.URL(cfg.Checkpoint), err)
-		}
-		d.log.Named("archiver").Info("lease store opened", zap.String("table", du.Table), zap.String("worker_id", worker))
-		probe := func(ctx context.Context) error {
-			if _, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(du.Table)}); err != nil {
-				return fmt.Errorf("lease table %s: %w", du.Table, err)
-			}
-			return nil
-		}
-		return st, st, probe, nil
-	}
-	return nil, nil, nil, usagef("archiver run: --checkpoint: scheme %q is not file or dynamodb", u.Scheme)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/lease"
 )
 
 // lastSequences reads every shard of the stream to its current end and
@@ -186,11 +187,12 @@ func testRunSIGTERM(t *testing.T, store string) {
 		st = fs
 	} else {
 		assertLeasesReleased(t, ctx, ddb, "archiver-leases")
-		ds, err := checkpoint.OpenDynamo(ctx, checkpoint.DynamoOptions{Client: ddb, Table: "archiver-leases", WorkerID: "checker"})
+		ls, err := lease.Open(ctx, lease.Options{Client: ddb, Table: "archiver-leases", WorkerID: "checker"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		st = ds
+		defer ls.Close()
+		st = checkpoint.NewDynamo(ls)
 	}
 	defer st.Close()
 	cps, err := st.Load(ctx, arn)

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/internal/ops"
 	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/sweep"
@@ -64,7 +63,7 @@ func runSweep(ctx context.Context, cfg *sweepConfig, d sweepDeps) error {
 			o.BaseEndpoint = aws.String(cfg.shared.Endpoint)
 		}
 	})
-	st, _, leaseProbe, err := openCheckpoint(ctx, &cfg.shared, awsCfg, pipelineDeps{log: d.log, reg: d.reg})
+	st, err := openCheckpoint(ctx, &cfg.shared, awsCfg, pipelineDeps{log: d.log, reg: d.reg})
 	if err != nil {
 		return err
 	}
@@ -73,11 +72,7 @@ func runSweep(ctx context.Context, cfg *sweepConfig, d sweepDeps) error {
 			log.Warn("closing the checkpoint store failed", zap.Error(err))
 		}
 	}()
-	ss, ok := st.(checkpoint.SweepStore)
-	if !ok {
-		return fmt.Errorf("--checkpoint %s: the store keeps no sweep cursors", redact.URL(cfg.shared.Checkpoint))
-	}
-	store := sweep.NewCheckpointStore(ss)
+	store := sweep.NewCheckpointStore(st.sweepState())
 	sw, err := d.newSweeper(cfg, ddb, store, d)
 	if err != nil {
 		return fmt.Errorf("sweeper: %w", err)
@@ -87,7 +82,7 @@ func runSweep(ctx context.Context, cfg *sweepConfig, d sweepDeps) error {
 			return err
 		}
 	}
-	srv, err := serveSweepHealth(cfg, d, ddb, st, leaseProbe)
+	srv, err := serveSweepHealth(cfg, d, ddb, st)
 	if err != nil {
 		return err
 	}
@@ -153,7 +148,7 @@ var sweepSettingFlags = map[string]string{
 // table answers DescribeTable and, with the lease store, while its
 // renewals (or, waiting for the table, its reads) succeed. A process
 // waiting for another's lease is ready: it is the stand-by.
-func serveSweepHealth(cfg *sweepConfig, d sweepDeps, ddb *dynamodb.Client, st checkpoint.Store, leaseProbe ops.Check) (*ops.Server, error) {
+func serveSweepHealth(cfg *sweepConfig, d sweepDeps, ddb *dynamodb.Client, st *openedCheckpoint) (*ops.Server, error) {
 	var gatherer prometheus.Gatherer
 	if cfg.shared.Metrics != "none" {
 		gatherer = d.reg
@@ -168,10 +163,8 @@ func serveSweepHealth(cfg *sweepConfig, d sweepDeps, ddb *dynamodb.Client, st ch
 		}
 		return nil
 	}, 10*time.Second))
-	if r, ok := st.(ops.Readier); ok {
-		srv.AddCheck("lease", func(context.Context) error { return r.Ready() })
-	} else if leaseProbe != nil {
-		srv.AddCheck("lease", ops.CachedCheck(leaseProbe, 10*time.Second))
+	if check := st.readyCheck(); check != nil {
+		srv.AddCheck("lease", check)
 	}
 	if err := srv.Listen(cfg.shared.MetricsAddr); err != nil {
 		return nil, err

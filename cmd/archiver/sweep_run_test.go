@@ -280,7 +280,7 @@ func TestSweepFileStore(t *testing.T) {
 		t.Fatalf("open the file after the stop (lock released): %v", err)
 	}
 	defer fs.Close()
-	c, err := fs.LoadSweepCursor(t.Context(), sweptTable)
+	c, err := fs.SweepCursor(t.Context(), sweptTable)
 	if err != nil || c.IsZero() || time.Since(c) > time.Minute {
 		t.Fatalf("cursor in the file: %v, %v; want a recent window", c, err)
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/lease"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
@@ -203,14 +204,14 @@ func (env *faultEnv) checkpoints() map[string]checkpoint.Checkpoint {
 	if env.workers == 1 {
 		return loadFileCheckpoints(t, env.ctx, filepath.Join(env.dir, "checkpoints.json"), env.stream)
 	}
-	ds, err := checkpoint.OpenDynamo(env.ctx, checkpoint.DynamoOptions{
+	ls, err := lease.Open(env.ctx, lease.Options{
 		Client: enginetest.ClientAt(env.srv.Endpoint(), "lease-checker"), Table: "leases", WorkerID: "checker",
 	})
 	if err != nil {
 		t.Fatalf("opening the lease table: %v", err)
 	}
-	defer ds.Close()
-	cps, err := ds.Load(env.ctx, env.stream)
+	defer ls.Close()
+	cps, err := checkpoint.NewDynamo(ls).Load(env.ctx, env.stream)
 	if err != nil {
 		t.Fatalf("loading the lease table's checkpoints: %v", err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/lease"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
@@ -89,6 +90,7 @@ type faultWorker struct {
 	done   chan struct{}
 	err    error
 	store  checkpoint.Store
+	leases *lease.Store // with several workers: they fence store
 }
 
 // start starts the configured number of workers.
@@ -107,6 +109,7 @@ func (env *faultEnv) startWorker(name string) {
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named(name)
 	var store checkpoint.Store
 	var assigner shard.Assigner
+	var leases *lease.Store
 	if env.workers == 1 {
 		fs, err := checkpoint.OpenFile(filepath.Join(env.dir, "checkpoints.json"))
 		if err != nil {
@@ -114,14 +117,14 @@ func (env *faultEnv) startWorker(name string) {
 		}
 		store = fs
 	} else {
-		ds, err := checkpoint.OpenDynamo(env.ctx, checkpoint.DynamoOptions{
+		ls, err := lease.Open(env.ctx, lease.Options{
 			Client: enginetest.ClientAt(env.srv.Endpoint(), "lease-"+name), Table: "leases", Create: true, WorkerID: name,
 			LeaseDuration: 3 * time.Second, RenewEvery: 500 * time.Millisecond, Logger: log.Named("lease"),
 		})
 		if err != nil {
-			t.Fatalf("OpenDynamo(%s): %v", name, err)
+			t.Fatalf("lease.Open(%s): %v", name, err)
 		}
-		store, assigner = ds, ds
+		store, assigner, leases = checkpoint.NewDynamo(ls), ls, ls
 	}
 	inst := fmt.Sprintf("%s-%d", name, gen)
 	fsink, err := sinks.NewFileSink(filepath.Join(env.dir, "archive", inst), sinks.Options{Logger: log})
@@ -149,7 +152,7 @@ func (env *faultEnv) startWorker(name string) {
 		t.Fatalf("consumer.New(%s): %v", name, err)
 	}
 	ctx, cancel := context.WithCancel(env.ctx)
-	w := &faultWorker{name: name, cancel: cancel, done: make(chan struct{}), store: store}
+	w := &faultWorker{name: name, cancel: cancel, done: make(chan struct{}), store: store, leases: leases}
 	go func() {
 		w.err = c.Run(ctx)
 		close(w.done)
@@ -166,6 +169,9 @@ func (env *faultEnv) startWorker(name string) {
 			t.Errorf("worker %s did not stop", name)
 		}
 		store.Close()
+		if leases != nil {
+			leases.Close()
+		}
 	})
 }
 
@@ -189,9 +195,12 @@ func (env *faultEnv) stopAll() {
 		if w.err != nil {
 			t.Errorf("worker %s: Run: %v", w.name, w.err)
 		}
-		if ra, ok := w.store.(interface{ ReleaseAll(context.Context) error }); ok {
-			if err := ra.ReleaseAll(env.ctx); err != nil {
+		if w.leases != nil {
+			if err := w.leases.ReleaseAll(env.ctx); err != nil {
 				t.Errorf("worker %s: ReleaseAll: %v", w.name, err)
+			}
+			if err := w.leases.Close(); err != nil {
+				t.Errorf("worker %s: closing its leases: %v", w.name, err)
 			}
 		}
 		if err := w.store.Close(); err != nil {

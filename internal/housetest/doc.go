@@ -4,8 +4,13 @@
 //   - TestInternalImportsOnlyInternal: the packages under internal/ are
 //     leaves; their non-test files import no top-level package of this
 //     module (commands such as cmd/bench live under cmd/).
+//   - TestImportRules: the import direction of docs/DESIGN.md holds where
+//     a package could easily break it: checkpoint imports no lease (nor
+//     sweep), lease no checkpoint, sweep, consumer or sinks, sweep/state
+//     not sweep (importRules).
 //   - TestLongFunctions: the delivery core and the tools over it (shard,
-//     consumer, sinks, checkpoint, event, sweep, archive, restore) hold at
+//     consumer, sinks, checkpoint, lease, internal/leasetable, event,
+//     sweep, archive, restore) hold at
 //     most maxLongFuncs functions over maxFuncLines lines in their non-test
 //     files; the test lists them when there are more.
 //

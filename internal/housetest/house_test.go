@@ -52,9 +52,11 @@ func goFiles(t *testing.T, dir string, mode parser.Mode, visit func(rel string, 
 	}
 }
 
-func TestInternalImportsOnlyInternal(t *testing.T) {
-	files := 0
-	goFiles(t, "internal", parser.ImportsOnly, func(rel string, _ *token.FileSet, f *ast.File) {
+// eachImport calls visit with every import path of the non-test files
+// under dir (see goFiles) and returns how many files it read.
+func eachImport(t *testing.T, dir string, visit func(rel, path string)) (files int) {
+	t.Helper()
+	goFiles(t, dir, parser.ImportsOnly, func(rel string, _ *token.FileSet, f *ast.File) {
 		files++
 		for _, imp := range f.Imports {
 			path, err := strconv.Unquote(imp.Path.Value)
@@ -62,13 +64,50 @@ func TestInternalImportsOnlyInternal(t *testing.T) {
 				t.Errorf("%s: import %s: %v", rel, imp.Path.Value, err)
 				continue
 			}
-			if path == module || strings.HasPrefix(path, module+"/") && !strings.HasPrefix(path, module+"/internal/") {
-				t.Errorf("%s imports %s: packages under internal/ import only internal/ packages of this module", rel, path)
-			}
+			visit(rel, path)
+		}
+	})
+	return files
+}
+
+func TestInternalImportsOnlyInternal(t *testing.T) {
+	files := eachImport(t, "internal", func(rel, path string) {
+		if path == module || strings.HasPrefix(path, module+"/") && !strings.HasPrefix(path, module+"/internal/") {
+			t.Errorf("%s imports %s: packages under internal/ import only internal/ packages of this module", rel, path)
 		}
 	})
 	if files < 10 {
 		t.Fatalf("read %d non-test files under internal/; the walk is broken", files)
+	}
+}
+
+// importRules are the imports a package's non-test files must not have
+// (a forbidden path also forbids the packages under it): they keep the
+// layout of docs/DESIGN.md ("Layout and dependency direction").
+var importRules = []struct {
+	dir, why  string
+	forbidden []string
+}{
+	{"checkpoint", "checkpoint keeps checkpoints and holds no lease code; the leases fence its DynamoDB store through internal/leasetable, and sweep's state sits above it",
+		[]string{"lease", "sweep", "consumer", "sinks"}},
+	{"lease", "lease keeps leases: it knows no checkpoint, sweeper, consumer or sink; the table it shares with them is internal/leasetable",
+		[]string{"checkpoint", "sweep", "consumer", "sinks"}},
+	{"sweep/state", "sweep/state sits below sweep, which adapts it",
+		[]string{"sweep", "consumer", "sinks"}},
+}
+
+func TestImportRules(t *testing.T) {
+	for _, rule := range importRules {
+		files := eachImport(t, rule.dir, func(rel, path string) {
+			for _, no := range rule.forbidden {
+				if bad := module + "/" + no; path == bad || strings.HasPrefix(path, bad+"/") {
+					t.Errorf("%s imports %s: %s", rel, path, rule.why)
+				}
+			}
+		})
+		if files == 0 {
+			t.Errorf("no non-test files under %s; the rule checks nothing (moved? update importRules)", rule.dir)
+		}
 	}
 }
 
@@ -83,7 +122,7 @@ const (
 	maxLongFuncs = 0
 )
 
-var longFuncPackages = []string{"shard", "consumer", "sinks", "checkpoint", "event", "sweep", "archive", "restore"}
+var longFuncPackages = []string{"shard", "consumer", "sinks", "checkpoint", "lease", "internal/leasetable", "event", "sweep", "archive", "restore"}
 
 func TestLongFunctions(t *testing.T) {
 	var long []string

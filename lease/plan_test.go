@@ -1,4 +1,4 @@
-package checkpoint
+package lease
 
 import (
 	"reflect"
@@ -17,13 +17,13 @@ const planLease = 10 * time.Second
 // ago).
 func leased(id, owner string, counter int64, d time.Duration) row {
 	exp := planClock.Add(d).UnixMilli()
-	return row{shard: id, owner: owner, counter: counter, expiryMS: exp, exists: true,
-		observed: true, seenAt: planClock, localExpiryMS: exp}
+	return row{Shard: id, Owner: owner, Counter: counter, ExpiryMS: exp, Exists: true,
+		Observed: true, SeenAt: planClock, LocalExpiryMS: exp}
 }
 
 // freed is a row nobody owns, first seen seen ago.
 func freed(id string, seen time.Duration) row {
-	return row{shard: id, counter: 1, exists: true, observed: true, seenAt: planClock.Add(-seen)}
+	return row{Shard: id, Counter: 1, Exists: true, Observed: true, SeenAt: planClock.Add(-seen)}
 }
 
 func readyOf(ids ...string) []readyShard {
@@ -37,14 +37,14 @@ func readyOf(ids ...string) []readyShard {
 func rowsOf(rs ...row) map[string]row {
 	m := map[string]row{}
 	for _, r := range rs {
-		m[r.shard] = r
+		m[r.Shard] = r
 	}
 	return m
 }
 
 // beat is a heartbeat of a worker, current for d past planClock.
 func beat(worker string, d time.Duration) row {
-	return row{shard: worker, expiryMS: planClock.Add(d).UnixMilli(), exists: true}
+	return row{Shard: worker, ExpiryMS: planClock.Add(d).UnixMilli(), Exists: true}
 }
 
 func TestPlanLeases(t *testing.T) {
@@ -116,7 +116,7 @@ func TestPlanLeases(t *testing.T) {
 		{
 			name:  "finished shards are never taken",
 			ready: readyOf("s1"),
-			rows:  rowsOf(row{shard: "s1", counter: 2, finished: true, exists: true}),
+			rows:  rowsOf(row{Shard: "s1", Counter: 2, Finished: true, Exists: true}),
 			want:  want{target: 1, counts: map[string]int{}},
 		},
 		{
@@ -128,19 +128,19 @@ func TestPlanLeases(t *testing.T) {
 		{
 			name:  "a parent recorded in the child's row holds it back too",
 			ready: readyOf("child"),
-			rows:  rowsOf(leased("parent", "b", 2, planLease), row{shard: "child", parents: []string{"parent"}, exists: true}),
+			rows:  rowsOf(leased("parent", "b", 2, planLease), row{Shard: "child", Parents: []string{"parent"}, Exists: true}),
 			want:  want{target: 1, counts: map[string]int{}},
 		},
 		{
 			name:  "a finished or unleased parent lets the child go",
 			ready: []readyShard{{id: "c1", parents: []string{"p1"}}, {id: "c2", parents: []string{"p2"}}},
-			rows:  rowsOf(row{shard: "p1", finished: true, exists: true}, row{shard: "p2", exists: true}),
+			rows:  rowsOf(row{Shard: "p1", Finished: true, Exists: true}, row{Shard: "p2", Exists: true}),
 			want:  want{target: 2, free: []string{"c1", "c2"}, counts: map[string]int{}},
 		},
 		{
 			name:  "a hand-off this worker asked for is pending",
 			ready: readyOf("s1", "s2"),
-			rows:  rowsOf(row{shard: "s1", owner: "b", counter: 2, expiryMS: planClock.Add(planLease).UnixMilli(), handoff: "a", exists: true}),
+			rows:  rowsOf(row{Shard: "s1", Owner: "b", Counter: 2, ExpiryMS: planClock.Add(planLease).UnixMilli(), Handoff: "a", Exists: true}),
 			want:  want{target: 1, free: []string{"s2"}, pending: true, counts: map[string]int{"b": 1}},
 		},
 		{
@@ -160,7 +160,7 @@ func TestPlanLeases(t *testing.T) {
 			p := planLeases(v)
 			got := want{target: p.target, mine: p.mine, pending: p.pending, counts: p.counts}
 			for _, r := range p.adopt {
-				got.adopt = append(got.adopt, r.shard)
+				got.adopt = append(got.adopt, r.Shard)
 			}
 			for _, f := range p.free {
 				got.free = append(got.free, f.shard.id)
@@ -218,24 +218,24 @@ func TestPlanHandoff(t *testing.T) {
 		{"not at the share", loaded("b", "s1", "s2", "s3", "s4", "s5"), 3, false, "", ""},
 		{"not while a request is pending", loaded("b", "s1", "s2", "s3"), 0, true, "", ""},
 		{"not a shard already asked for", []row{
-			{shard: "s1", owner: "b", counter: 1, expiryMS: planClock.Add(planLease).UnixMilli(), handoff: "c", exists: true},
-			{shard: "s2", owner: "b", counter: 1, expiryMS: planClock.Add(planLease).UnixMilli(), handoff: "c", exists: true},
+			{Shard: "s1", Owner: "b", Counter: 1, ExpiryMS: planClock.Add(planLease).UnixMilli(), Handoff: "c", Exists: true},
+			{Shard: "s2", Owner: "b", Counter: 1, ExpiryMS: planClock.Add(planLease).UnixMilli(), Handoff: "c", Exists: true},
 		}, 0, false, "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var ids []string
 			for _, r := range tc.rows {
-				ids = append(ids, r.shard)
+				ids = append(ids, r.Shard)
 			}
 			sort.Strings(ids)
 			p := planLeases(leaseView{me: "a", now: planClock, leaseD: planLease,
 				ready: readyOf(ids...), rows: rowsOf(tc.rows...)})
 			p.pending = p.pending || tc.pending
 			victim, r, ok := p.handoff(tc.mine)
-			if victim != tc.wantVictim || r.shard != tc.wantShard || ok != (tc.wantVictim != "") {
+			if victim != tc.wantVictim || r.Shard != tc.wantShard || ok != (tc.wantVictim != "") {
 				t.Errorf("handoff(%d) = %q %q %v, want %q %q (target %d, counts %v)",
-					tc.mine, victim, r.shard, ok, tc.wantVictim, tc.wantShard, p.target, p.counts)
+					tc.mine, victim, r.Shard, ok, tc.wantVictim, tc.wantShard, p.target, p.counts)
 			}
 		})
 	}

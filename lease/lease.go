@@ -1,4 +1,4 @@
-package checkpoint
+package lease
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/internal/awserr"
+	"github.com/ttl-archiver/archiver/internal/leasetable"
 )
 
 // Causes of an assignment context's cancellation (context.Cause).
@@ -26,18 +27,26 @@ var (
 	errReleased    = errors.New("checkpoint: lease released")
 )
 
+// ErrLeaseLost is matched (errors.Is) when a lease was found owned by
+// another worker: the cause of its assignment context's cancellation, and
+// the error of a write it fenced (the same error as
+// checkpoint.ErrLeaseLost).
+var ErrLeaseLost = leasetable.ErrLeaseLost
+
 // leases keeps the leases this worker holds, of shards and of swept
 // tables: it takes them (assignment rounds, the sweeper's acquire), renews
 // them on their own timer, stops a lease's reader by its watchdog before
 // the lease can expire, hands them off, releases them, and writes this
-// worker's heartbeats, all through the shared leaseTable. The checkpoints (DynamoStore.Save)
-// and the sweeper's locks (sweepLocks) reach its state only through its
-// methods: fence, holding, current, lost and noteHandoff.
+// worker's heartbeats, all through the shared leasetable.Table. The
+// checkpoints (checkpoint.DynamoStore.Save, through Store.Fence) and the
+// sweeper's locks (sweep/state, through Store.TryLock) reach its state
+// only through its methods: fence, holding, current, lost and noteHandoff.
 type leases struct {
-	*leaseTable
-	renewD time.Duration // the renewal period
-	margin time.Duration // a lease's reader stops this long before its expiry
-	pruneD time.Duration // finished shards' items are kept this long (<0: forever)
+	*leasetable.Table
+	metrics *leaseMetrics
+	renewD  time.Duration // the renewal period
+	margin  time.Duration // a lease's reader stops this long before its expiry
+	pruneD  time.Duration // finished shards' items are kept this long (<0: forever)
 
 	base       context.Context // parent of every lease's ctx; cancelled by close
 	baseCancel context.CancelFunc
@@ -46,22 +55,23 @@ type leases struct {
 
 	// mu guards held, history, streams, closed, lastErr and every field of
 	// each *lease in held. It is held for bookkeeping only: never across a
-	// call to the table, and leaseTable.seenMu is never taken under it.
+	// call to the table, and the table's own lock (seenMu) is never taken
+	// under it.
 	mu      sync.Mutex
-	held    map[leaseKey]*lease
-	history map[leaseKey]int64 // last counter held per shard, until released: never re-adopted
-	streams map[string]bool    // streams this worker takes part in (heartbeats)
+	held    map[leasetable.Key]*lease
+	history map[leasetable.Key]int64 // last counter held per shard, until released: never re-adopted
+	streams map[string]bool          // streams this worker takes part in (heartbeats)
 	closed  bool
 	lastErr error // latest renewal's outcome, for Ready's message
 }
 
 // newLeases starts keeping leases on t: the renewal timer runs until close.
-func newLeases(t *leaseTable, renewD, margin, pruneD time.Duration) *leases {
+func newLeases(t *leasetable.Table, m *leaseMetrics, renewD, margin, pruneD time.Duration) *leases {
 	ls := &leases{
-		leaseTable: t, renewD: renewD, margin: margin, pruneD: pruneD,
+		Table: t, metrics: m, renewD: renewD, margin: margin, pruneD: pruneD,
 		renewSem: make(chan struct{}, 16),
-		held:     map[leaseKey]*lease{},
-		history:  map[leaseKey]int64{},
+		held:     map[leasetable.Key]*lease{},
+		history:  map[leasetable.Key]int64{},
 		streams:  map[string]bool{},
 	}
 	ls.base, ls.baseCancel = context.WithCancel(context.Background())
@@ -72,7 +82,7 @@ func newLeases(t *leaseTable, renewD, margin, pruneD time.Duration) *leases {
 
 // fence returns the lease held on k and its counter, the fencing token of
 // a write to k's item; nil when this worker holds none.
-func (ls *leases) fence(k leaseKey) (*lease, int64) {
+func (ls *leases) fence(k leasetable.Key) (*lease, int64) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	l := ls.held[k]
@@ -84,7 +94,7 @@ func (ls *leases) fence(k leaseKey) (*lease, int64) {
 
 // holding reports whether the leases were closed, the lease held on k (nil
 // when none) and the last counter this worker held on k.
-func (ls *leases) holding(k leaseKey) (closed bool, l *lease, last int64) {
+func (ls *leases) holding(k leasetable.Key) (closed bool, l *lease, last int64) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	return ls.closed, ls.held[k], ls.history[k]
@@ -118,7 +128,7 @@ func (ls *leases) close() {
 // lease is one lease this worker holds (a shard's or a sweeper's). Every
 // field is guarded by leases.mu; key, ctx and cancel never change.
 type lease struct {
-	key        leaseKey
+	key        leasetable.Key
 	counter    int64
 	ctx        context.Context
 	cancel     context.CancelCauseFunc
@@ -138,7 +148,7 @@ func (l *lease) stopTimers() {
 }
 
 // hold records a freshly taken lease. Caller holds ls.mu.
-func (ls *leases) hold(k leaseKey, counter int64, validUntil time.Time) *lease {
+func (ls *leases) hold(k leasetable.Key, counter int64, validUntil time.Time) *lease {
 	ctx, cancel := context.WithCancelCause(ls.base)
 	l := &lease{key: k, counter: counter, ctx: ctx, cancel: cancel, validUntil: validUntil}
 	l.watchdog = time.AfterFunc(ls.untilStop(l), func() { ls.watch(l) })
@@ -151,7 +161,7 @@ func (ls *leases) hold(k leaseKey, counter int64, validUntil time.Time) *lease {
 // untilStop is how long l may still be read: until the safety margin before
 // its expiry. Caller holds ls.mu.
 func (ls *leases) untilStop(l *lease) time.Duration {
-	return max(l.validUntil.Add(-ls.margin).Sub(ls.now()), 0)
+	return max(l.validUntil.Add(-ls.margin).Sub(ls.Now()), 0)
 }
 
 // watch runs on l's watchdog timer, independent of every network call: if
@@ -168,8 +178,8 @@ func (ls *leases) watch(l *lease) {
 		return
 	}
 	if !l.stopping {
-		ls.log.Warn("lease not renewed in time; stopping the shard's reader before it expires",
-			zap.String("stream", l.key.stream), zap.String("shard", l.key.shard), zap.Time("valid_until", l.validUntil))
+		ls.Log.Warn("lease not renewed in time; stopping the shard's reader before it expires",
+			zap.String("stream", l.key.Stream), zap.String("shard", l.key.Shard), zap.Time("valid_until", l.validUntil))
 	}
 	ls.stop(l, ErrRenewFailed)
 }
@@ -181,7 +191,7 @@ func (ls *leases) stop(l *lease, cause error) {
 		return
 	}
 	l.stopping = true
-	l.stoppedAt = ls.now()
+	l.stoppedAt = ls.Now()
 	l.cancel(cause)
 }
 
@@ -203,14 +213,14 @@ func (ls *leases) lost(l *lease, why string) {
 	if ls.held[l.key] != l || l.releasing {
 		return
 	}
-	ls.log.Warn("lease lost", zap.String("stream", l.key.stream), zap.String("shard", l.key.shard), zap.String("why", why))
+	ls.Log.Warn("lease lost", zap.String("stream", l.key.Stream), zap.String("shard", l.key.Shard), zap.String("why", why))
 	ls.metrics.losses.Inc()
 	ls.drop(l, ErrLeaseLost)
 }
 
 // noteHandoff acts on a hand-off request seen in l's item.
 func (ls *leases) noteHandoff(l *lease, to string) {
-	if to == "" || to == ls.worker {
+	if to == "" || to == ls.Worker {
 		return
 	}
 	ls.mu.Lock()
@@ -219,8 +229,8 @@ func (ls *leases) noteHandoff(l *lease, to string) {
 		return
 	}
 	l.handoffTo = to
-	ls.log.Info("hand-off requested; stopping the shard's reader",
-		zap.String("stream", l.key.stream), zap.String("shard", l.key.shard), zap.String("to", to))
+	ls.Log.Info("hand-off requested; stopping the shard's reader",
+		zap.String("stream", l.key.Stream), zap.String("shard", l.key.Shard), zap.String("to", to))
 	ls.stop(l, ErrHandOff)
 }
 
@@ -242,13 +252,13 @@ func (ls *leases) renewLoop() {
 		case <-t.C:
 		}
 		ls.mu.Lock()
-		now := ls.now()
+		now := ls.Now()
 		var due []*lease
 		for _, l := range ls.held {
-			if l.stopping && now.Sub(l.stoppedAt) > ls.leaseD {
+			if l.stopping && now.Sub(l.stoppedAt) > ls.LeaseD {
 				// Never released: let it expire rather than hold it forever.
-				ls.log.Warn("stopped lease never released; letting it expire",
-					zap.String("stream", l.key.stream), zap.String("shard", l.key.shard))
+				ls.Log.Warn("stopped lease never released; letting it expire",
+					zap.String("stream", l.key.Stream), zap.String("shard", l.key.Shard))
 				ls.drop(l, ErrRenewFailed)
 				continue
 			}
@@ -308,9 +318,9 @@ func (ls *leases) renew(l *lease) {
 	}
 	ctx, cancel := context.WithTimeout(ls.base, budget)
 	defer cancel()
-	start := ls.now()
-	out, err := ls.fencedUpdate(ctx, l.key, counter, "SET "+attrExpiry+" = :exp", "",
-		map[string]types.AttributeValue{":exp": num(start.Add(ls.leaseD).UnixMilli())})
+	start := ls.Now()
+	out, err := ls.FencedUpdate(ctx, l.key, counter, "SET "+leasetable.AttrExpiry+" = :exp", "",
+		map[string]types.AttributeValue{":exp": leasetable.Num(start.Add(ls.LeaseD).UnixMilli())})
 	switch {
 	case awserr.IsConditionFailed(err):
 		ls.lost(l, "renewal found the lease owned by another worker")
@@ -318,19 +328,19 @@ func (ls *leases) renew(l *lease) {
 	case err != nil:
 		ls.noteTableWrite(err)
 		ls.metrics.renewFailures.Inc()
-		ls.log.Warn("lease renewal failed", zap.String("stream", l.key.stream), zap.String("shard", l.key.shard), zap.Error(err))
+		ls.Log.Warn("lease renewal failed", zap.String("stream", l.key.Stream), zap.String("shard", l.key.Shard), zap.Error(err))
 		return
 	}
 	ls.metrics.renewals.Inc()
 	ls.noteTableWrite(nil)
 	ls.mu.Lock()
 	if ls.held[l.key] == l && l.counter == counter {
-		l.validUntil = start.Add(ls.leaseD)
+		l.validUntil = start.Add(ls.LeaseD)
 		l.watchdog.Reset(ls.untilStop(l))
 	}
 	ls.mu.Unlock()
-	if r, err := decodeRow(out.Attributes); err == nil {
-		ls.noteHandoff(l, r.handoff)
+	if r, err := leasetable.DecodeRow(out.Attributes); err == nil {
+		ls.noteHandoff(l, r.Handoff)
 	}
 }
 
@@ -339,16 +349,16 @@ func (ls *leases) renew(l *lease) {
 func (ls *leases) heartbeat(stream string) {
 	ctx, cancel := context.WithTimeout(ls.base, ls.renewD)
 	defer cancel()
-	_, err := ls.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(ls.table),
+	_, err := ls.Client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(ls.Name),
 		Item: map[string]types.AttributeValue{
-			attrStream: &types.AttributeValueMemberS{Value: workersPrefix + stream},
-			attrShard:  &types.AttributeValueMemberS{Value: ls.worker},
-			attrExpiry: num(ls.now().Add(ls.leaseD).UnixMilli()),
+			leasetable.AttrStream: &types.AttributeValueMemberS{Value: leasetable.WorkersPrefix + stream},
+			leasetable.AttrShard:  &types.AttributeValueMemberS{Value: ls.Worker},
+			leasetable.AttrExpiry: leasetable.Num(ls.Now().Add(ls.LeaseD).UnixMilli()),
 		},
 	})
 	if err != nil && ctx.Err() == nil {
-		ls.log.Debug("heartbeat failed", zap.String("stream", stream), zap.Error(err))
+		ls.Log.Debug("heartbeat failed", zap.String("stream", stream), zap.Error(err))
 	}
 	ls.noteProbe(err)
 }
@@ -379,7 +389,7 @@ func (ls *leases) noteTableWrite(err error) {
 // while the latest write to the lease table gave up (after the store's own
 // retries), and when a held lease has gone unrenewed into its safety margin,
 // so /readyz turns unready before leases are lost.
-func (s *DynamoStore) Ready() error { return s.leases.ready() }
+func (s *Store) Ready() error { return s.leases.ready() }
 
 // ready is Ready.
 func (ls *leases) ready() error {
@@ -391,7 +401,7 @@ func (ls *leases) ready() error {
 	if ls.lastErr != nil {
 		return fmt.Errorf("checkpoint: lease renewals failing: %w", ls.lastErr)
 	}
-	now := ls.now()
+	now := ls.Now()
 	for _, l := range ls.held {
 		if !l.stopping && now.After(l.validUntil.Add(-ls.margin)) {
 			return fmt.Errorf("checkpoint: %s not renewed (valid until %s)",

@@ -1,14 +1,16 @@
-package checkpoint
+package lease
 
 import (
 	"sort"
 	"time"
+
+	"github.com/ttl-archiver/archiver/internal/leasetable"
 )
 
 // Lease planning: which leases of a stream this worker takes, adopts or
 // asks for, decided from what it read of the lease table. These are pure
 // functions of their inputs; the I/O (reading the table, the conditional
-// writes) is in lease_assign.go.
+// writes) is in assign.go.
 
 // readyShard is a shard the walker may start: not finished, parents done.
 type readyShard struct {
@@ -17,17 +19,17 @@ type readyShard struct {
 }
 
 // leaseView is what one planning round reads: a stream's shard items and
-// heartbeats as this worker observed them (see leaseTable.observe), and
+// heartbeats as this worker observed them (see leasetable.Row.Expired), and
 // this worker's own leases.
 type leaseView struct {
 	me      string        // this worker
 	now     time.Time     // this worker's clock
 	leaseD  time.Duration // the lease duration
 	ready   []readyShard  // the walker's ready shards, in lineage order
-	rows    map[string]row
-	beats   map[string]row   // heartbeat items, by worker
-	held    map[string]bool  // shards this worker holds: true while read, false while stopping
-	history map[string]int64 // the last counter this worker held per shard
+	rows    map[string]leasetable.Row
+	beats   map[string]leasetable.Row // heartbeat items, by worker
+	held    map[string]bool           // shards this worker holds: true while read, false while stopping
+	history map[string]int64          // the last counter this worker held per shard
 }
 
 // leasePlan is the outcome of a planning round.
@@ -40,7 +42,7 @@ type leasePlan struct {
 	mine int
 	// adopt are leases that name this worker at a counter it never held:
 	// handed over to it, or held under its ID before a restart.
-	adopt []row
+	adopt []leasetable.Row
 	// free are leases nobody holds (free, expired or not yet written),
 	// in ready order, to take while mine is below target.
 	free []freeLease
@@ -51,14 +53,14 @@ type leasePlan struct {
 	counts map[string]int
 
 	now      time.Time
-	rows     map[string]row
+	rows     map[string]leasetable.Row
 	readySet map[string]bool
 }
 
 // freeLease is a lease planLeases found free.
 type freeLease struct {
 	shard readyShard
-	row   row
+	row   leasetable.Row
 	// stale: nobody took it for a whole lease duration (a worker that
 	// counts as live but cannot read it, e.g. at its concurrency limit).
 	// It is taken beyond the fair share, so no shard stays unread.
@@ -76,18 +78,18 @@ func planLeases(v leaseView) leasePlan {
 	}
 	live := map[string]bool{v.me: true}
 	for w, b := range v.beats {
-		if !b.expired(v.now) {
+		if !b.Expired(v.now) {
 			live[w] = true
 		}
 	}
 	for id, r := range v.rows {
-		if !p.readySet[id] || r.finished || !r.live(v.now) {
+		if !p.readySet[id] || r.Finished || !r.Live(v.now) {
 			continue
 		}
-		live[r.owner] = true
-		if r.owner != v.me {
-			p.counts[r.owner]++
-			if r.handoff == v.me {
+		live[r.Owner] = true
+		if r.Owner != v.me {
+			p.counts[r.Owner]++
+			if r.Handoff == v.me {
 				p.pending = true
 			}
 		}
@@ -103,14 +105,14 @@ func planLeases(v leaseView) leasePlan {
 			continue
 		}
 		r := v.rows[rs.id]
-		if r.finished || parentBusy(v.rows, rs, r, v.now) {
+		if r.Finished || parentBusy(v.rows, rs, r, v.now) {
 			continue
 		}
 		switch {
-		case r.owner == v.me && r.live(v.now) && v.history[rs.id] != r.counter:
+		case r.Owner == v.me && r.Live(v.now) && v.history[rs.id] != r.Counter:
 			p.adopt = append(p.adopt, r)
-		case !r.live(v.now):
-			stale := r.exists && v.now.Sub(r.seenAt) > v.leaseD
+		case !r.Live(v.now):
+			stale := r.Exists && v.now.Sub(r.SeenAt) > v.leaseD
 			p.free = append(p.free, freeLease{shard: rs, row: r, stale: stale})
 		}
 	}
@@ -128,9 +130,9 @@ func (p leasePlan) takeFree(f freeLease, mine int) bool {
 // (its lineage is least likely to end soon) of the most loaded worker
 // (ties: the lowest name), if that worker holds at least two more than
 // this one and the shard has no hand-off request yet.
-func (p leasePlan) handoff(mine int) (victim string, r row, ok bool) {
+func (p leasePlan) handoff(mine int) (victim string, r leasetable.Row, ok bool) {
 	if mine >= p.target || p.pending {
-		return "", row{}, false
+		return "", leasetable.Row{}, false
 	}
 	for w, n := range p.counts {
 		if n > mine+1 && (victim == "" || n > p.counts[victim] || (n == p.counts[victim] && w < victim)) {
@@ -138,16 +140,16 @@ func (p leasePlan) handoff(mine int) (victim string, r row, ok bool) {
 		}
 	}
 	if victim == "" {
-		return "", row{}, false
+		return "", leasetable.Row{}, false
 	}
 	var ids []string
 	for id, r := range p.rows {
-		if p.readySet[id] && r.owner == victim && r.live(p.now) && r.handoff == "" && !r.finished {
+		if p.readySet[id] && r.Owner == victim && r.Live(p.now) && r.Handoff == "" && !r.Finished {
 			ids = append(ids, id)
 		}
 	}
 	if len(ids) == 0 {
-		return "", row{}, false
+		return "", leasetable.Row{}, false
 	}
 	sort.Strings(ids)
 	return victim, p.rows[ids[len(ids)-1]], true
@@ -157,10 +159,10 @@ func (p leasePlan) handoff(mine int) (victim string, r row, ok bool) {
 // and is being read by someone: then the child must wait. A parent row that
 // is unfinished and unleased belongs to a shard the walker no longer sees in
 // the stream (trimmed), which does not block its children.
-func parentBusy(rows map[string]row, rs readyShard, r row, now time.Time) bool {
-	for _, list := range [][]string{rs.parents, r.parents} {
+func parentBusy(rows map[string]leasetable.Row, rs readyShard, r leasetable.Row, now time.Time) bool {
+	for _, list := range [][]string{rs.parents, r.Parents} {
 		for _, p := range list {
-			if pr, ok := rows[p]; ok && !pr.finished && pr.live(now) {
+			if pr, ok := rows[p]; ok && !pr.Finished && pr.Live(now) {
 				return true
 			}
 		}

@@ -1,4 +1,4 @@
-package checkpoint
+package lease
 
 import (
 	"context"
@@ -18,9 +18,12 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/internal/leasetable"
+	"github.com/ttl-archiver/archiver/lease/leasetest"
 )
 
 type storeOpts struct {
@@ -30,7 +33,40 @@ type storeOpts struct {
 	reg          prometheus.Registerer
 }
 
-func openStore(t *testing.T, te *enginetest.Bed, table, worker string, so storeOpts) *DynamoStore {
+// Checkpoint is what the tests save through the leases: a shard's
+// checkpoint in its lease's item (checkpoint.DynamoStore).
+type Checkpoint = checkpoint.Checkpoint
+
+// row is an item of the lease table, decoded.
+type row = leasetable.Row
+
+// testStore is one worker of a test: its leases, the checkpoint store
+// they fence, and the client a Crash cuts.
+type testStore struct {
+	*Store
+	cps    *checkpoint.DynamoStore
+	client *leasetest.Client
+}
+
+// Save saves a checkpoint through the leases, as the consumer does.
+func (s *testStore) Save(ctx context.Context, stream, shard string, cp Checkpoint) error {
+	return s.cps.Save(ctx, stream, shard, cp)
+}
+
+// Load loads the stream's checkpoints.
+func (s *testStore) Load(ctx context.Context, stream string) (map[string]Checkpoint, error) {
+	return s.cps.Load(ctx, stream)
+}
+
+// Crash simulates a killed process: renewals and heartbeats stop, nothing
+// more is written (Save and Release fail), and every assignment's context
+// is cancelled.
+func (s *testStore) Crash() {
+	s.client.Kill()
+	s.Close()
+}
+
+func openStore(t *testing.T, te *enginetest.Bed, table, worker string, so storeOpts) *testStore {
 	t.Helper()
 	if so.lease == 0 {
 		so.lease = 2 * time.Second
@@ -40,16 +76,17 @@ func openStore(t *testing.T, te *enginetest.Bed, table, worker string, so storeO
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := OpenDynamo(ctx, DynamoOptions{
-		Client: Killable(te.Client(worker)), Table: table, Create: true, WorkerID: worker,
+	client := leasetest.Killable(te.Client(worker))
+	s, err := Open(ctx, Options{
+		Client: client, Table: table, Create: true, WorkerID: worker,
 		LeaseDuration: so.lease, RenewEvery: so.renew, Now: so.now, PruneFinishedAfter: so.prune,
 		Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named(worker), Registerer: so.reg,
 	})
 	if err != nil {
-		t.Fatalf("OpenDynamo(%s): %v", worker, err)
+		t.Fatalf("Open(%s): %v", worker, err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s
+	return &testStore{Store: s, cps: checkpoint.NewDynamo(s), client: client}
 }
 
 // metricValue reads a metric of the store from its test registry.
@@ -89,32 +126,22 @@ func ids(as []assigned) []string {
 	return out
 }
 
-func getRow(t *testing.T, s *DynamoStore, stream, shard string) row {
+func getRow(t *testing.T, s *testStore, stream, shard string) row {
 	t.Helper()
-	out, err := s.client.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String(s.table), Key: itemKey(stream, shard), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		t.Fatalf("GetItem: %v", err)
-	}
-	r, err := decodeRow(out.Item)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return leasetest.Row(t, s.table.Client, s.table.Name, stream, shard)
 }
 
 const testStream = "arn:aws:dynamodb:us-east-1:000000000000:table/T/stream/2026-01-01T00:00:00.000"
 
-func TestOpenDynamoTable(t *testing.T) {
+func TestOpenTable(t *testing.T) {
 	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	ctx := context.Background()
-	_, err := OpenDynamo(ctx, DynamoOptions{Client: te.Client("a"), Table: "leases", WorkerID: "a"})
+	_, err := Open(ctx, Options{Client: te.Client("a"), Table: "leases", WorkerID: "a"})
 	if err == nil || !strings.Contains(err.Error(), "create=true") {
 		t.Fatalf("missing table without Create: err = %v, want one suggesting create=true", err)
 	}
 	s := openStore(t, te, "leases", "a", storeOpts{})
-	desc, err := s.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("leases")})
+	desc, err := s.table.Client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("leases")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +153,11 @@ func TestOpenDynamoTable(t *testing.T) {
 	}
 	// A second worker opens the existing table, with or without Create.
 	openStore(t, te, "leases", "b", storeOpts{})
-	if _, err := OpenDynamo(ctx, DynamoOptions{Client: te.Client("c"), Table: "leases", WorkerID: "c"}); err != nil {
+	if _, err := Open(ctx, Options{Client: te.Client("c"), Table: "leases", WorkerID: "c"}); err != nil {
 		t.Fatalf("existing table without Create: %v", err)
 	}
 	// A table with another key schema is refused.
-	_, err = s.client.CreateTable(ctx, &dynamodb.CreateTableInput{
+	_, err = s.table.Client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName: aws.String("other"), BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
@@ -138,28 +165,28 @@ func TestOpenDynamoTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenDynamo(ctx, DynamoOptions{Client: te.Client("c"), Table: "other", WorkerID: "c"}); err == nil || !strings.Contains(err.Error(), "not a lease table") {
+	if _, err := Open(ctx, Options{Client: te.Client("c"), Table: "other", WorkerID: "c"}); err == nil || !strings.Contains(err.Error(), "not a lease table") {
 		t.Fatalf("foreign table: err = %v", err)
 	}
 }
 
-func TestOpenDynamoOptionErrors(t *testing.T) {
+func TestOpenOptionErrors(t *testing.T) {
 	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
 	c := te.Client("x")
 	for _, tc := range []struct {
 		name string
-		o    DynamoOptions
+		o    Options
 		want string
 	}{
-		{"no client", DynamoOptions{Table: "t12", WorkerID: "w"}, "Client"},
-		{"no table", DynamoOptions{Client: c, WorkerID: "w"}, "Table"},
-		{"no worker", DynamoOptions{Client: c, Table: "t12"}, "WorkerID"},
-		{"renew too slow", DynamoOptions{Client: c, Table: "t12", WorkerID: "w", LeaseDuration: time.Second, RenewEvery: time.Second}, "RenewEvery"},
-		{"negative", DynamoOptions{Client: c, Table: "t12", WorkerID: "w", LeaseDuration: -time.Second}, "LeaseDuration"},
-		{"margin", DynamoOptions{Client: c, Table: "t12", WorkerID: "w", LeaseDuration: time.Second, RenewEvery: 100 * time.Millisecond, SafetyMargin: time.Second}, "SafetyMargin"},
+		{"no client", Options{Table: "t12", WorkerID: "w"}, "Client"},
+		{"no table", Options{Client: c, WorkerID: "w"}, "Table"},
+		{"no worker", Options{Client: c, Table: "t12"}, "WorkerID"},
+		{"renew too slow", Options{Client: c, Table: "t12", WorkerID: "w", LeaseDuration: time.Second, RenewEvery: time.Second}, "RenewEvery"},
+		{"negative", Options{Client: c, Table: "t12", WorkerID: "w", LeaseDuration: -time.Second}, "LeaseDuration"},
+		{"margin", Options{Client: c, Table: "t12", WorkerID: "w", LeaseDuration: time.Second, RenewEvery: 100 * time.Millisecond, SafetyMargin: time.Second}, "SafetyMargin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := OpenDynamo(context.Background(), tc.o)
+			_, err := Open(context.Background(), tc.o)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one naming %s", err, tc.want)
 			}
@@ -209,10 +236,10 @@ func TestSaveLoadRelease(t *testing.T) {
 		t.Fatalf("Load = %v, want %v", cps, want)
 	}
 	r := getRow(t, s, testStream, "s1")
-	if r.owner != "" || !r.finished || r.counter != 2 {
+	if r.Owner != "" || !r.Finished || r.Counter != 2 {
 		t.Errorf("released finished row = %+v, want no owner, finished, counter 2", r)
 	}
-	if r := getRow(t, s, testStream, "s2"); fmt.Sprint(r.parents) != "[s0]" || r.owner != "a" {
+	if r := getRow(t, s, testStream, "s2"); fmt.Sprint(r.Parents) != "[s0]" || r.Owner != "a" {
 		t.Errorf("row s2 = %+v, want parents [s0], owner a", r)
 	}
 	// Other streams are not mixed in, and heartbeats are not checkpoints.
@@ -227,7 +254,7 @@ func TestSaveLoadRelease(t *testing.T) {
 	if err := s.ReleaseAll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r := getRow(t, s, testStream, "s2"); r.owner != "" || r.checkpoint != "7" {
+	if r := getRow(t, s, testStream, "s2"); r.Owner != "" || r.Checkpoint != "7" {
 		t.Errorf("after ReleaseAll: %+v", r)
 	}
 }
@@ -272,7 +299,7 @@ func TestFencingStaleOwner(t *testing.T) {
 		t.Errorf("stale owner's Release: %v", err)
 	}
 	r := getRow(t, b, testStream, "s1")
-	if r.owner != "b" || r.checkpoint != "20" {
+	if r.Owner != "b" || r.Checkpoint != "20" {
 		t.Fatalf("row = %+v, want owner b, checkpoint 20", r)
 	}
 	// b keeps its lease and checkpoints.
@@ -323,7 +350,7 @@ func TestExpiryTakeover(t *testing.T) {
 		if err := a.Save(ctx, testStream, sh, Checkpoint{SequenceNumber: "1"}); err == nil {
 			t.Errorf("crashed store wrote %s", sh)
 		}
-		if r := getRow(t, b, testStream, sh); r.owner != "b" || r.counter != 2 {
+		if r := getRow(t, b, testStream, sh); r.Owner != "b" || r.Counter != 2 {
 			t.Errorf("%s: %+v", sh, r)
 		}
 	}
@@ -377,7 +404,7 @@ func TestHandOff(t *testing.T) {
 		t.Fatalf("a after hand-off: %v %v", ids(ga), err)
 	}
 	for _, as := range gb {
-		if r := getRow(t, b, testStream, as.shard); r.owner != "b" || r.checkpoint != "42" || r.handoff != "" {
+		if r := getRow(t, b, testStream, as.shard); r.Owner != "b" || r.Checkpoint != "42" || r.Handoff != "" {
 			t.Errorf("handed-over %s: %+v", as.shard, r)
 		}
 		if _, ok := released.Load(as.shard); !ok {
@@ -420,7 +447,7 @@ func TestRenewWhileConsumerBlocked(t *testing.T) {
 			t.Fatal(err)
 		}
 		taken = len(gb) != 0
-		expiries[getRow(t, a, testStream, "s1").expiryMS] = true
+		expiries[getRow(t, a, testStream, "s1").ExpiryMS] = true
 		time.Sleep(100 * time.Millisecond)
 	}
 	if taken || ga[0].ctx.Err() != nil {
@@ -467,7 +494,7 @@ func TestThrottledTable(t *testing.T) {
 	if err := a.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: "9"}); err != nil {
 		t.Fatalf("Save through brief throttling: %v", err)
 	}
-	if getRow(t, b, testStream, "s1").checkpoint != "9" {
+	if getRow(t, b, testStream, "s1").Checkpoint != "9" {
 		t.Fatal("checkpoint not written")
 	}
 
@@ -495,7 +522,7 @@ func TestThrottledTable(t *testing.T) {
 	if c := context.Cause(ga[0].ctx); !errors.Is(c, ErrRenewFailed) {
 		t.Errorf("cause %v, want ErrRenewFailed", c)
 	}
-	expiry := getRow(t, b, testStream, "s1").expiryMS
+	expiry := getRow(t, b, testStream, "s1").ExpiryMS
 	if stop := stoppedAt.Load(); stop == 0 || stop >= expiry {
 		t.Errorf("a stopped reading at %d, not before its lease expiry %d", stop, expiry)
 	}
@@ -573,9 +600,9 @@ func TestPrune(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := a.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("leases"), Item: map[string]types.AttributeValue{
-		attrStream: &types.AttributeValueMemberS{Value: workersPrefix + testStream},
-		attrShard:  &types.AttributeValueMemberS{Value: "gone-worker"},
-		attrExpiry: num(time.Now().Add(-time.Hour).UnixMilli()),
+		leasetable.AttrStream: &types.AttributeValueMemberS{Value: leasetable.WorkersPrefix + testStream},
+		leasetable.AttrShard:  &types.AttributeValueMemberS{Value: "gone-worker"},
+		leasetable.AttrExpiry: leasetable.Num(time.Now().Add(-time.Hour).UnixMilli()),
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -583,25 +610,25 @@ func TestPrune(t *testing.T) {
 	if _, err := a.leases.assign(ctx, testStream, shards("s2")); err != nil {
 		t.Fatal(err)
 	}
-	if r := getRow(t, a, testStream, "s1"); !r.exists || !r.finished {
+	if r := getRow(t, a, testStream, "s1"); !r.Exists || !r.Finished {
 		t.Fatalf("finished shard pruned too early: %+v", r)
 	}
 	eventually.Wait(t, 30*time.Second, "finished shard and dead heartbeat pruned", func() error {
 		if _, err := a.leases.assign(ctx, testStream, shards("s2")); err != nil {
 			return err
 		}
-		if r := getRow(t, a, testStream, "s1"); r.exists {
+		if r := getRow(t, a, testStream, "s1"); r.Exists {
 			return fmt.Errorf("s1 still there: %+v", r)
 		}
-		if r := getRow(t, a, workersPrefix+testStream, "gone-worker"); r.exists {
+		if r := getRow(t, a, leasetable.WorkersPrefix+testStream, "gone-worker"); r.Exists {
 			return errors.New("dead heartbeat still there")
 		}
 		return nil
 	})
-	if r := getRow(t, a, testStream, "s2"); r.owner != "a" {
+	if r := getRow(t, a, testStream, "s2"); r.Owner != "a" {
 		t.Fatalf("held shard touched: %+v", r)
 	}
-	if r := getRow(t, a, workersPrefix+testStream, "a"); !r.exists {
+	if r := getRow(t, a, leasetable.WorkersPrefix+testStream, "a"); !r.Exists {
 		t.Fatal("own heartbeat missing")
 	}
 }
@@ -617,8 +644,8 @@ func TestHandOffToGoneWorker(t *testing.T) {
 		t.Fatal(ids(g), err)
 	}
 	_, err = a.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String("leases"), Key: itemKey(testStream, "s1"),
-		UpdateExpression:          aws.String("SET " + attrHandoff + " = :g"),
+		TableName: aws.String("leases"), Key: leasetable.ItemKey(testStream, "s1"),
+		UpdateExpression:          aws.String("SET " + leasetable.AttrHandoff + " = :g"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":g": &types.AttributeValueMemberS{Value: "ghost"}},
 	})
 	if err != nil {
@@ -636,7 +663,7 @@ func TestHandOffToGoneWorker(t *testing.T) {
 	if err := a.Release(ctx, testStream, "s1", false); err != nil {
 		t.Fatal(err)
 	}
-	if r := getRow(t, a, testStream, "s1"); r.owner != "" || r.handoff != "" {
+	if r := getRow(t, a, testStream, "s1"); r.Owner != "" || r.Handoff != "" {
 		t.Fatalf("row = %+v, want free", r)
 	}
 }

@@ -1,4 +1,4 @@
-package checkpoint
+package leasetable
 
 import (
 	"context"
@@ -12,10 +12,11 @@ import (
 	"github.com/ttl-archiver/archiver/internal/backoff"
 )
 
-// ownRetries turns off the SDK's retries for the store's calls: its backoff
+// ownRetries turns off the SDK's retries for the table's calls: its backoff
 // (seconds, growing to 20 s) and retry quota do not fit leases that must be
-// renewed within a few seconds. The store retries throttling and transient
-// errors itself with short backoff, bounded by each lease's deadline.
+// renewed within a few seconds. The table's users retry throttling and
+// transient errors themselves (Retry) with short backoff, bounded by each
+// lease's deadline.
 type ownRetries struct{ c DynamoAPI }
 
 func noSDKRetry(fns []func(*dynamodb.Options)) []func(*dynamodb.Options) {
@@ -50,17 +51,17 @@ func (r ownRetries) Query(ctx context.Context, in *dynamodb.QueryInput, fns ...f
 	return r.c.Query(ctx, in, noSDKRetry(fns)...)
 }
 
-// retry runs op until it succeeds, fails for good, or ctx ends; what
+// Retry runs op until it succeeds, fails for good, or ctx ends; what
 // [awserr.IsRetryable] retries (throttling, faults of the service, no
 // answer) is retried with capped, jittered exponential backoff.
-func (t *leaseTable) retry(ctx context.Context, op func(context.Context) error) error {
+func (t *Table) Retry(ctx context.Context, op func(context.Context) error) error {
 	wait := backoff.Policy{Min: 25 * time.Millisecond, Max: time.Second}
 	for n := 0; ; n++ {
 		err := op(ctx)
 		if err == nil || !awserr.IsRetryable(err) {
 			return err
 		}
-		t.metrics.throttles.Inc()
+		t.retries.Inc()
 		if !backoff.Sleep(ctx, wait.Delay(n)) {
 			return fmt.Errorf("%w (gave up: %w)", err, ctx.Err())
 		}

@@ -1,4 +1,4 @@
-package checkpoint
+package state
 
 import (
 	"context"
@@ -13,9 +13,16 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/internal/leasetable"
+	"github.com/ttl-archiver/archiver/lease"
+	"github.com/ttl-archiver/archiver/lease/leasetest"
 )
 
 var (
@@ -24,8 +31,63 @@ var (
 	win2 = win1.Add(time.Minute)
 )
 
+// openFile opens a checkpoint file store at path and its sweeper's store;
+// the file store closes with the test.
+func openFile(t *testing.T, path string) (*checkpoint.FileStore, *File) {
+	t.Helper()
+	fs, err := checkpoint.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Close() })
+	return fs, NewFile(fs)
+}
+
+// worker is one worker of a test on the lease table: its lease store, the
+// sweeper's store in it, and the client a Crash cuts.
+type worker struct {
+	*Dynamo
+	leases *lease.Store
+	client *leasetest.Client
+}
+
+// openWorker opens worker name's lease store on the lease table "leases"
+// with lease duration d; it closes with the test.
+func openWorker(t *testing.T, te *enginetest.Bed, name string, d time.Duration) *worker {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := leasetest.Killable(te.Client(name))
+	ls, err := lease.Open(ctx, lease.Options{
+		Client: client, Table: "leases", Create: true, WorkerID: name,
+		LeaseDuration: d, RenewEvery: d / 10, // many chances to renew on a loaded machine
+		Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named(name),
+	})
+	if err != nil {
+		t.Fatalf("lease.Open(%s): %v", name, err)
+	}
+	t.Cleanup(func() { ls.Close() })
+	return &worker{Dynamo: NewDynamo(ls), leases: ls, client: client}
+}
+
+// Ready is the lease store's readiness.
+func (w *worker) Ready() error { return w.leases.Ready() }
+
+// Crash simulates a killed process: renewals stop, nothing more is
+// written, and every hold is cancelled.
+func (w *worker) Crash() {
+	w.client.Kill()
+	w.leases.Close()
+}
+
+// getRow reads an item of the lease table as it is stored.
+func getRow(t *testing.T, w *worker, stream, shard string) leasetable.Row {
+	t.Helper()
+	return leasetest.Row(t, w.table.Client, w.table.Name, stream, shard)
+}
+
 // checkCursor fails unless the store's cursor of table is want.
-func checkCursor(t *testing.T, s SweepStore, table string, want time.Time) {
+func checkCursor(t *testing.T, s Store, table string, want time.Time) {
 	t.Helper()
 	got, err := s.LoadSweepCursor(context.Background(), table)
 	if err != nil || !got.Equal(want) {
@@ -33,8 +95,8 @@ func checkCursor(t *testing.T, s SweepStore, table string, want time.Time) {
 	}
 }
 
-// sweepCursorContract runs what every SweepStore must do with one holder.
-func sweepCursorContract(t *testing.T, s SweepStore) {
+// sweepCursorContract runs what every Store must do with one holder.
+func sweepCursorContract(t *testing.T, s Store) {
 	ctx := context.Background()
 	checkCursor(t, s, "Sessions", time.Time{})
 	if err := s.SaveSweepCursor(ctx, "Sessions", win1); !errors.Is(err, ErrLeaseLost) {
@@ -85,7 +147,7 @@ func sweepCursorContract(t *testing.T, s SweepStore) {
 
 // secondAcquireWaits checks that a second AcquireSweep of the table waits
 // until the first holder releases, and then gets it at once.
-func secondAcquireWaits(t *testing.T, first, second SweepStore) {
+func secondAcquireWaits(t *testing.T, first, second Store) {
 	ctx := context.Background()
 	_, release, err := first.AcquireSweep(ctx, "Sessions")
 	if err != nil {
@@ -125,13 +187,13 @@ func secondAcquireWaits(t *testing.T, first, second SweepStore) {
 
 func TestFileSweepCursor(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cp.json")
-	s := openT(t, path)
+	fs, s := openFile(t, path)
 	sweepCursorContract(t, s)
 	secondAcquireWaits(t, s, s)
-	if err := s.Save(context.Background(), "arn", "shard-1", Checkpoint{SequenceNumber: "5"}); err != nil {
+	if err := fs.Save(context.Background(), "arn", "shard-1", checkpoint.Checkpoint{SequenceNumber: "5"}); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	fs.Close()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -139,87 +201,42 @@ func TestFileSweepCursor(t *testing.T) {
 	if !strings.Contains(string(b), `"version": 3`) || !strings.Contains(string(b), `"window": "2026-11-22T09:02:00.001Z"`) {
 		t.Errorf("file with a sweep cursor:\n%s", b)
 	}
-	s2 := openT(t, path)
-	defer s2.Close()
+	fs2, s2 := openFile(t, path)
 	checkCursor(t, s2, "Sessions", win2.Add(time.Millisecond))
-	if cps, _ := s2.Load(context.Background(), "arn"); cps["shard-1"].SequenceNumber != "5" {
+	if cps, _ := fs2.Load(context.Background(), "arn"); cps["shard-1"].SequenceNumber != "5" {
 		t.Errorf("shard checkpoints beside the cursor: %v", cps)
 	}
 }
 
-// Files written before sweep cursors existed load, and gain the section
-// (and version 3) with the first cursor; files without one stay version 2.
-func TestFileSweepOldVersions(t *testing.T) {
-	ctx := context.Background()
-	for _, old := range []string{
-		`{"version":1,"streams":{"arn":{"a":{"sequenceNumber":"5","finished":true}}}}`,
-		`{"version":2,"streams":{"arn":{"a":{"sequenceNumber":"5","finished":true,"finishedAt":"2026-11-22T09:00:00Z"}}}}`,
-	} {
-		path := filepath.Join(t.TempDir(), "cp.json")
-		if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s := openT(t, path)
-		checkCursor(t, s, "Sessions", time.Time{})
-		if err := s.Save(ctx, "arn", "b", Checkpoint{SequenceNumber: "7"}); err != nil {
-			t.Fatal(err)
-		}
-		if b, _ := os.ReadFile(path); !strings.Contains(string(b), `"version": 2`) {
-			t.Errorf("file without a sweep cursor written as:\n%s", b)
-		}
-		_, release, err := s.AcquireSweep(ctx, "Sessions")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.SaveSweepCursor(ctx, "Sessions", win1); err != nil {
-			t.Fatal(err)
-		}
-		release(ctx)
-		s.Close()
-		s2 := openT(t, path)
-		checkCursor(t, s2, "Sessions", win1)
-		if cps, _ := s2.Load(ctx, "arn"); !cps["a"].Finished || cps["b"].SequenceNumber != "7" {
-			t.Errorf("checkpoints after the cursor was added: %v", cps)
-		}
-		s2.Close()
-	}
-}
-
-func TestFileSweepBadFiles(t *testing.T) {
-	for _, tc := range []struct{ body, want string }{
-		{`{"version":2,"streams":{},"sweep":{"Sessions":{"window":"2026-11-22T09:00:00Z"}}}`, "needs version 3"},
-		{`{"version":3,"streams":{},"sweep":{"Sessions":{"window":"yesterday"}}}`, `sweep["Sessions"].window`},
-		{`{"version":3,"streams":{},"sweep":{"Sessions":{"window":"0001-01-01T00:00:00Z"}}}`, `sweep["Sessions"].window`},
-		{`{"version":3,"streams":{},"sweep":{"a b":{"window":"2026-11-22T09:00:00Z"}}}`, "field sweep: table"},
-		{`{"version":3,"streams":{},"sweep":{"Sessions":{"window":"2026-11-22T09:00:00Z","x":1}}}`, "unknown field"},
-		{`{"version":4,"streams":{}}`, "unsupported value 4"},
-	} {
-		path := filepath.Join(t.TempDir(), "cp.json")
-		if err := os.WriteFile(path, []byte(tc.body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s, err := OpenFile(path)
-		if err == nil {
-			s.Close()
-			t.Errorf("%s: opened, want an error naming %s", tc.body, tc.want)
-			continue
-		}
-		if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
-			t.Errorf("%s: %v, want it to name %s and the file", tc.body, err, tc.want)
-		}
-	}
-}
-
-// Closing the file store ends every hold.
+// Closing the file store ends every hold, and the wait of a second caller
+// for the table.
 func TestFileSweepClose(t *testing.T) {
-	s := openT(t, filepath.Join(t.TempDir(), "cp.json"))
+	fs, s := openFile(t, filepath.Join(t.TempDir(), "cp.json"))
 	held, _, err := s.AcquireSweep(context.Background(), "Sessions")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
-	if !errors.Is(context.Cause(held), errFileStoreClosed) {
-		t.Fatalf("held after Close: cause %v", context.Cause(held))
+	waiter := make(chan error, 1)
+	go func() {
+		_, _, err := s.AcquireSweep(context.Background(), "Sessions")
+		waiter <- err
+	}()
+	fs.Close()
+	select {
+	case <-held.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("hold not ended within 10s of Close")
+	}
+	if c := context.Cause(held); c == nil || c.Error() != "checkpoint: file store closed" {
+		t.Fatalf("held after Close: cause %v", c)
+	}
+	select {
+	case err := <-waiter:
+		if err == nil || !strings.Contains(err.Error(), "closed") {
+			t.Fatalf("waiting AcquireSweep after Close: %v, want the store closed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiting AcquireSweep still waits 10s after Close")
 	}
 	if _, _, err := s.AcquireSweep(context.Background(), "Sessions"); err == nil {
 		t.Fatal("AcquireSweep on a closed store succeeded")
@@ -228,12 +245,12 @@ func TestFileSweepClose(t *testing.T) {
 
 func TestDynamoSweepCursor(t *testing.T) {
 	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
-	a := openStore(t, te, "leases", "a", storeOpts{lease: 2 * time.Second})
-	b := openStore(t, te, "leases", "b", storeOpts{lease: 2 * time.Second})
+	a := openWorker(t, te, "a", 2*time.Second)
+	b := openWorker(t, te, "b", 2*time.Second)
 	sweepCursorContract(t, a)
 	checkCursor(t, b, "Sessions", win2.Add(time.Millisecond))
 	r := getRow(t, a, "sweep#Sessions", "cursor")
-	if r.owner != "" || r.counter != 2 || r.sweepMS != win2.Add(time.Millisecond).UnixMilli() {
+	if r.Owner != "" || r.Counter != 2 || r.SweepMS != win2.Add(time.Millisecond).UnixMilli() {
 		t.Errorf("released sweeper item = %+v, want no owner, counter 2, the cursor", r)
 	}
 	secondAcquireWaits(t, a, b)
@@ -244,8 +261,8 @@ func TestDynamoSweepCursor(t *testing.T) {
 // store's timer while the sweeper is busy.
 func TestDynamoSweepHoldIsRenewed(t *testing.T) {
 	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
-	a := openStore(t, te, "leases", "a", storeOpts{lease: time.Second})
-	b := openStore(t, te, "leases", "b", storeOpts{lease: time.Second})
+	a := openWorker(t, te, "a", time.Second)
+	b := openWorker(t, te, "b", time.Second)
 	held, release, err := a.AcquireSweep(context.Background(), "Sessions")
 	if err != nil {
 		t.Fatal(err)
@@ -266,11 +283,11 @@ func TestDynamoSweepHoldIsRenewed(t *testing.T) {
 
 // sweepPair opens workers a and b on one lease table (2 s leases); a holds
 // the table "Sessions" with its cursor at win1.
-func sweepPair(t *testing.T) (te *enginetest.Bed, a, b *DynamoStore, held context.Context, release func(context.Context) error) {
+func sweepPair(t *testing.T) (te *enginetest.Bed, a, b *worker, held context.Context, release func(context.Context) error) {
 	t.Helper()
 	te = enginetest.Start(t, engine.Options{TTLInterval: -1})
-	a = openStore(t, te, "leases", "a", storeOpts{lease: 2 * time.Second})
-	b = openStore(t, te, "leases", "b", storeOpts{lease: 2 * time.Second})
+	a = openWorker(t, te, "a", 2*time.Second)
+	b = openWorker(t, te, "b", 2*time.Second)
 	ctx := context.Background()
 	held, release, err := a.AcquireSweep(ctx, "Sessions")
 	if err != nil {
@@ -286,7 +303,7 @@ func sweepPair(t *testing.T) (te *enginetest.Bed, a, b *DynamoStore, held contex
 func TestDynamoSweepKilledHolder(t *testing.T) {
 	_, a, b, held, _ := sweepPair(t)
 	ctx := context.Background()
-	expiry := time.UnixMilli(getRow(t, b, "sweep#Sessions", "cursor").expiryMS)
+	expiry := time.UnixMilli(getRow(t, b, "sweep#Sessions", "cursor").ExpiryMS)
 	a.Crash()
 	select {
 	case <-held.Done():
@@ -312,7 +329,7 @@ func TestDynamoSweepKilledHolder(t *testing.T) {
 	}
 }
 
-// A holder whose renewals fail stops (held cancelled with ErrRenewFailed)
+// A holder whose renewals fail stops (held cancelled with lease.ErrRenewFailed)
 // before its lease expires; once another worker took the table, the stale
 // holder's cursor writes fail with ErrLeaseLost and its release frees
 // nothing.
@@ -334,8 +351,8 @@ func TestDynamoSweepStaleHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	took := time.Now().UnixMilli()
-	if c := context.Cause(held); !errors.Is(c, ErrRenewFailed) {
-		t.Fatalf("a's hold when b took the table: cause %v, want ErrRenewFailed", c)
+	if c := context.Cause(held); !errors.Is(c, lease.ErrRenewFailed) {
+		t.Fatalf("a's hold when b took the table: cause %v, want lease.ErrRenewFailed", c)
 	}
 	if stop := stoppedAt.Load(); stop == 0 || stop >= took {
 		t.Errorf("a stopped at %d, not before b took the table at %d", stop, took)
@@ -350,7 +367,7 @@ func TestDynamoSweepStaleHolder(t *testing.T) {
 	if err := releaseA(ctx); err != nil {
 		t.Errorf("stale holder's release: %v", err)
 	}
-	if r := getRow(t, b, "sweep#Sessions", "cursor"); r.owner != "b" || r.sweepMS != win2.UnixMilli() {
+	if r := getRow(t, b, "sweep#Sessions", "cursor"); r.Owner != "b" || r.SweepMS != win2.UnixMilli() {
 		t.Fatalf("after the stale holder's writes: %+v, want owner b, cursor %v", r, win2)
 	}
 	if err := releaseB(ctx); err != nil {
@@ -376,7 +393,7 @@ func TestDynamoSweepExclusive(t *testing.T) {
 	holds := map[string]int{}
 	var wg sync.WaitGroup
 	for _, w := range []string{"a", "b", "c"} {
-		s := openStore(t, te, "leases", w, storeOpts{lease: time.Second})
+		s := openWorker(t, te, w, time.Second)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -1,23 +1,36 @@
-package checkpoint
+// Package state keeps what `archiver sweep` must find again after a
+// restart and share with no second sweeper: the durable cursor of each
+// swept table (the start of the oldest expiration window that may still
+// hold an item that is or will become due) and the lock that lets one
+// sweeper at a time sweep a table. It keeps them where the --checkpoint
+// store is:
+//
+//   - [Dynamo], in the lease table of `archiver run` (dynamodb://): one
+//     item per swept table (stream_arn = "sweep#" + TABLE, shard_id =
+//     "cursor"), whose lease, kept by package lease like a shard's, is
+//     the lock, and whose sweep_cursor_ms, written fenced by that lease,
+//     is the cursor;
+//   - [File], in the checkpoint file (file://): its sweep section, kept by
+//     checkpoint.FileStore (format version 3, written only once a cursor
+//     exists); the file's flock already makes one process the only
+//     sweeper, so File's lock only orders the callers inside it.
+//
+// The sweep package defines the contract (sweep.CursorStore and
+// sweep.Locker) and sits above this package, which never imports it;
+// sweep.CheckpointStore adapts a [Store] to those interfaces.
+package state
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
+
+	"github.com/ttl-archiver/archiver/internal/leasetable"
 )
 
-// SweepStore keeps the durable cursor of `archiver sweep` (the start of the
-// oldest expiration window that may still hold an item that is or will
-// become due) per swept table, and makes sure one sweeper at a time sweeps
-// a table. Both stores implement it: the file store through its file lock
-// (one process per file), the DynamoDB store with a fenced lease in the
-// lease table.
-//
-// The sweep package defines the contract (sweep.CursorStore and
-// sweep.Locker) and sits above this package, which never imports it;
-// sweep.CheckpointStore adapts a SweepStore to those interfaces.
-type SweepStore interface {
+// Store keeps the sweeper's cursor per swept table and makes sure one
+// sweeper at a time sweeps a table.
+type Store interface {
 	// LoadSweepCursor returns the table's cursor; the zero time when there
 	// is none yet.
 	LoadSweepCursor(ctx context.Context, table string) (time.Time, error)
@@ -36,32 +49,20 @@ type SweepStore interface {
 }
 
 var (
-	_ SweepStore = (*FileStore)(nil)
-	_ SweepStore = (*DynamoStore)(nil)
+	_ Store = (*File)(nil)
+	_ Store = (*Dynamo)(nil)
 )
 
 // ErrCursorBackwards is matched (errors.Is) by SaveSweepCursor errors when
 // the window is older than the stored cursor: a cursor never moves back.
 var ErrCursorBackwards = errors.New("checkpoint: sweep cursor would move backwards")
 
+// ErrLeaseLost is matched (errors.Is) by SaveSweepCursor errors when this
+// process does not hold the table (the same error as lease.ErrLeaseLost).
+var ErrLeaseLost = leasetable.ErrLeaseLost
+
 // errSweepReleased is the cause of a held context after release.
 var errSweepReleased = errors.New("checkpoint: sweep hold released")
-
-// checkSweepArgs validates SaveSweepCursor's arguments.
-func checkSweepArgs(table string, window time.Time) error {
-	if err := validTableName(table); err != nil {
-		return fmt.Errorf("checkpoint: sweep cursor of table: %w", err)
-	}
-	if window.IsZero() || window.Year() < 1970 || window.Year() > 9999 {
-		return fmt.Errorf("checkpoint: sweep cursor of %s: window %v is not a time from 1970 to 9999", table, window)
-	}
-	return nil
-}
-
-// sweepWindow is window as stored: UTC, truncated to the millisecond.
-func sweepWindow(window time.Time) time.Time {
-	return time.UnixMilli(window.UnixMilli()).UTC()
-}
 
 // holdContext returns a context derived from ctx that is also cancelled,
 // with the same cause, when lost ends. stop detaches it from lost and
