@@ -71,7 +71,7 @@
 // SetHook) to fail or observe any request.
 //
 // The same sweep, clock and faults are served over HTTP under /_engine/ on
-// the engine's port (control.go), JSON in and out, for test suites in any
+// the engine's port (control_api.go), JSON in and out, for test suites in any
 // language: POST /_engine/ttl/sweep, GET and POST /_engine/clock (moving
 // it needs a ManualClock), POST /_engine/tables/{table}/rollover,
 // .../trim, .../shards/{shard}/split, .../omit and .../records (a record of

@@ -85,7 +85,7 @@ type Options struct {
 	Hooks  Hooks
 
 	// ControlFrom lists the non-loopback client networks allowed to use
-	// the HTTP control API under /_engine/ (see control.go); loopback
+	// the HTTP control API under /_engine/ (see control_api.go); loopback
 	// clients are always allowed, everyone else gets 403.
 	ControlFrom []netip.Prefix
 
@@ -194,9 +194,9 @@ type Engine struct {
 
 	hook atomic.Pointer[func(op string, r *http.Request) error] // Hooks.OnRequest, replaced by SetHook
 
-	txTokens txTokens // TransactWriteItems ClientRequestTokens (txtokens.go)
+	txTokens txTokens // TransactWriteItems ClientRequestTokens (api_transact_tokens.go)
 
-	repl           *replicator // global tables' replication (replicate.go)
+	repl           *replicator // global tables' replication (global_replicate.go)
 	ttlIndependent atomic.Bool // every Region's TTL deletes every expired item (SetTTLIndependent)
 
 	listenHost   string                    // the host Listen was given: a Host the engine answers to

@@ -55,7 +55,7 @@ var ops = map[string]opFunc{
 	"DescribeEndpoints":  (*Engine).opDescribeEndpoints,
 	"DescribeLimits":     (*Engine).opDescribeLimits,
 
-	// PartiQL (partiql.go).
+	// PartiQL (api_partiql.go).
 	"ExecuteStatement":      (*Engine).opExecuteStatement,
 	"BatchExecuteStatement": (*Engine).opBatchExecuteStatement,
 	"ExecuteTransaction":    (*Engine).opExecuteTransaction,
@@ -66,7 +66,7 @@ var streamOps = map[string]bool{"ListStreams": true, "DescribeStream": true, "Ge
 // ServeHTTP serves the DynamoDB JSON 1.0 protocol (X-Amz-Target
 // DynamoDB_20120810.<Op>) and the DynamoDB Streams protocol
 // (DynamoDBStreams_20120810.<Op>). Any credentials are accepted. Paths
-// under /_engine/ are the control API (see control.go).
+// under /_engine/ are the control API (see control_api.go).
 func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.boundBody(w, r)
 	if err := e.checkHost(r); err != nil {

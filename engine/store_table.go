@@ -76,7 +76,7 @@ type table struct {
 	// and only then applied (txWrites.commit).
 	tx *txWrites
 	// repl is the replication state of a global table's replica, nil for
-	// any other table (replica.go); mu guards it.
+	// any other table (global_replica.go); mu guards it.
 	repl *replState
 }
 
