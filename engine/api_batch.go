@@ -58,7 +58,7 @@ func (e *Engine) opBatchGetItem(ctx context.Context, body []byte) (any, error) {
 		total += len(tr.Keys)
 		names = append(names, name)
 	}
-	// checkShape holds each table's Keys to 100; DynamoDB words more than
+	// apimodel.Check holds each table's Keys to 100; DynamoDB words more than
 	// 100 over all tables (each within that) as below.
 	if total > maxBatchGet {
 		return nil, awserr.Validation("Too many items requested for the BatchGetItem call")

@@ -177,7 +177,7 @@ func mixed(legacyName, exprName string) error {
 	return awserr.Validation("Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {%s} Expression parameters: {%s}", legacyName, exprName)
 }
 
-// condOp is the ConditionalOperator ("" when absent); checkShape has
+// condOp is the ConditionalOperator ("" when absent); apimodel.Check has
 // already held it to AND or OR.
 func (l *legacy) condOp() string {
 	if l.ConditionalOperator == nil {

@@ -76,7 +76,7 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 		return nil, err
 	}
 	pl := &readPlan{forward: true, rcc: req.ReturnConsumedCapacity, consist: req.ConsistentRead}
-	// checkShape has held Limit, IndexName, Segment and TotalSegments (all
+	// apimodel.Check has held Limit, IndexName, Segment and TotalSegments (all
 	// pointers, so a later null cannot leave an unchecked value behind) to
 	// the model's ranges and pattern.
 	if req.Limit != nil {

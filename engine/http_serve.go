@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/ttl-archiver/archiver/engine/internal/apimodel"
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
 	"github.com/ttl-archiver/archiver/engine/internal/awserr"
 )
@@ -170,7 +171,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := checkShape(streamsAPI, op, body); err != nil {
+	if err := apimodel.Check(streamsAPI, op, body); err != nil {
 		e.writeError(w, err, 0)
 		return
 	}

@@ -201,7 +201,7 @@ func epochSeconds(t time.Time) float64 {
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
 
 // checkTableRef is checkTableName for a reference to an existing table,
-// which DynamoDB also takes as the table's ARN (checkShape holds an ARN to
+// which DynamoDB also takes as the table's ARN (apimodel.Check holds an ARN to
 // its length; lookup resolves it).
 func checkTableRef(name, field string) error {
 	if strings.HasPrefix(name, "arn:") {
@@ -671,7 +671,7 @@ func (e *Engine) opListTables(ctx context.Context, body []byte) (any, error) {
 		return nil, err
 	}
 	limit := 100
-	if req.Limit != nil { // held to 1..100 by checkShape
+	if req.Limit != nil { // held to 1..100 by apimodel.Check
 		limit = *req.Limit
 	}
 	if req.ExclusiveStartTableName != "" {
@@ -780,7 +780,7 @@ func (e *Engine) opUpdateTable(ctx context.Context, body []byte) (any, error) {
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	// checkShape has checked TableName, BillingMode's values and the
+	// apimodel.Check has checked TableName, BillingMode's values and the
 	// StreamSpecification's members.
 	t, err := e.lookup(ctx, req.TableName)
 	if err != nil {
