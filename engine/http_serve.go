@@ -388,34 +388,6 @@ func (e *Engine) requestID() string {
 	return string(b[:])
 }
 
-// decode parses a request body into req. An empty body counts as {}.
-func decode(body []byte, req any) error {
-	if len(strings.TrimSpace(string(body))) == 0 {
-		body = []byte("{}")
-	}
-	if err := json.Unmarshal(body, req); err != nil {
-		var ae *awserr.Error
-		if errors.As(err, &ae) {
-			return ae
-		}
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			field := te.Field
-			if field == "" {
-				field = "request"
-			}
-			return awserr.Newf(awserr.CodeSerialization, "Unexpected value type in payload for field %s: expected %s", field, te.Type)
-		}
-		return awserr.Newf(awserr.CodeSerialization, "Malformed request body: %v", err)
-	}
-	return nil
-}
-
-// nullErr is AWS's wording for a required parameter that is missing.
-func nullErr(field string) error {
-	return awserr.Validation("1 validation error detected: Value null at '%s' failed to satisfy constraint: Member must not be null", field)
-}
-
 func (e *Engine) opDescribeEndpoints(ctx context.Context, body []byte) (any, error) {
 	region, _ := e.regionFor(ctx)
 	return map[string]any{"Endpoints": []map[string]any{{"Address": "dynamodb." + region + ".amazonaws.com", "CachePeriodInMinutes": 1440}}}, nil
