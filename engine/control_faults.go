@@ -1,13 +1,15 @@
 package engine
 
 import (
+	"net/http"
 	"sync/atomic"
 	"time"
 )
 
-// Faults for tests, the Go side: throttles, shard rollover and split,
-// trimming, expired iterators and shards left out of DescribeStream. The
-// control API (control_api.go) serves the same over HTTP.
+// Faults for tests: throttles, shard rollover and split, trimming, expired
+// iterators and shards left out of DescribeStream, first as Go methods,
+// then as the control API's endpoints that serve them over HTTP (routed by
+// Engine.control, control_api.go).
 //
 // The fault methods name a table as the Go API does everywhere: by
 // name, a table of Options.Region; by table ARN, the table of the ARN's
@@ -95,4 +97,99 @@ func (e *Engine) OmitShardFromDescribe(table, shardID string, times int) error {
 		return public(err)
 	}
 	return public(e.streams.OmitFromDescribe(arn, shardID, times))
+}
+
+// controlThrottle serves POST /_engine/throttle: ThrottleGetRecords,
+// ThrottleBatchWrites or ThrottleBatchGets.
+func (e *Engine) controlThrottle(r *http.Request) (any, error) {
+	if err := requirePost(r); err != nil {
+		return nil, err
+	}
+	var in struct {
+		Operation *string `json:"operation"`
+		Count     *int    `json:"count"`
+	}
+	if err := decodeControl(r, &in); err != nil {
+		return nil, err
+	}
+	if in.Operation == nil {
+		return nil, controlErrf(http.StatusBadRequest, `"operation" is required: GetRecords, BatchWriteItem or BatchGetItem`)
+	}
+	if in.Count == nil {
+		return nil, controlErrf(http.StatusBadRequest, `"count" is required: how many calls to throttle (0 cancels)`)
+	}
+	if *in.Count < 0 {
+		return nil, controlErrf(http.StatusBadRequest, `"count" must not be negative, got %d`, *in.Count)
+	}
+	switch *in.Operation {
+	case "GetRecords":
+		e.ThrottleGetRecords(*in.Count)
+	case "BatchWriteItem":
+		e.ThrottleBatchWrites(*in.Count)
+	case "BatchGetItem":
+		e.ThrottleBatchGets(*in.Count)
+	default:
+		return nil, controlErrf(http.StatusBadRequest, `"operation": %q cannot be throttled; the engine throttles GetRecords, BatchWriteItem and BatchGetItem`, *in.Operation)
+	}
+	return nil, e.keepControl()
+}
+
+// controlRollover serves POST /_engine/tables/{table}/rollover.
+func (e *Engine) controlRollover(r *http.Request, table string) (any, error) {
+	if err := requireEmptyPost(r); err != nil {
+		return nil, err
+	}
+	return nil, e.ForceRollover(table)
+}
+
+// controlTrim serves POST /_engine/tables/{table}/trim.
+func (e *Engine) controlTrim(r *http.Request, table string) (any, error) {
+	if err := requirePost(r); err != nil {
+		return nil, err
+	}
+	var in struct {
+		Before *string `json:"before"`
+	}
+	if err := decodeControl(r, &in); err != nil {
+		return nil, err
+	}
+	if in.Before == nil {
+		return nil, controlErrf(http.StatusBadRequest, `"before" is required: an RFC 3339 time; records created before it are dropped`)
+	}
+	before, err := time.Parse(time.RFC3339Nano, *in.Before)
+	if err != nil {
+		return nil, controlErrf(http.StatusBadRequest, `"before": %q is not an RFC 3339 time like 2026-11-01T12:00:00Z`, *in.Before)
+	}
+	return nil, e.TrimStream(table, before)
+}
+
+// controlSplit serves POST /_engine/tables/{table}/shards/{shard}/split.
+func (e *Engine) controlSplit(r *http.Request, table, shardID string) (any, error) {
+	if err := requireEmptyPost(r); err != nil {
+		return nil, err
+	}
+	return nil, e.SplitShard(table, shardID)
+}
+
+// controlOmit serves POST /_engine/tables/{table}/shards/{shard}/omit.
+func (e *Engine) controlOmit(r *http.Request, table, shardID string) (any, error) {
+	if err := requirePost(r); err != nil {
+		return nil, err
+	}
+	var in struct {
+		Times *int `json:"times"`
+	}
+	if err := decodeControl(r, &in); err != nil {
+		return nil, err
+	}
+	if in.Times == nil {
+		return nil, controlErrf(http.StatusBadRequest, `"times" is required: how many DescribeStream responses leave the shard out (0 cancels)`)
+	}
+	if *in.Times < 0 {
+		return nil, controlErrf(http.StatusBadRequest, `"times" must not be negative, got %d`, *in.Times)
+	}
+	if err := e.OmitShardFromDescribe(table, shardID, *in.Times); err != nil {
+		return nil, err
+	}
+	return nil, e.keepControl()
 }
