@@ -321,6 +321,23 @@ func (e *Engine) opCreateTable(ctx context.Context, body []byte) (any, error) {
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
+	t, err := e.newTable(ctx, &req)
+	if err != nil {
+		return nil, err
+	}
+	enabled, view, err := checkStreamSpec(req.StreamSpecification, true)
+	if err != nil {
+		return nil, err
+	}
+	if t.tags, err = createTags(req.Tags); err != nil {
+		return nil, err
+	}
+	return e.addTable(t, enabled, view)
+}
+
+// newTable checks a CreateTable request and returns the table it
+// describes, in the request's Region, not yet known to the engine.
+func (e *Engine) newTable(ctx context.Context, req *createTableRequest) (*table, error) {
 	if err := checkTableName(req.TableName, "tableName"); err != nil {
 		return nil, err
 	}
@@ -343,25 +360,8 @@ func (e *Engine) opCreateTable(ctx context.Context, body []byte) (any, error) {
 	seed := e.seedSeq.Add(1)
 	t.id = newTableID(now, seed)
 	t.items = newSkiplist(uint64(now.UnixNano()) + seed)
-	for _, d := range req.AttributeDefinitions {
-		if d.AttributeName == "" {
-			return nil, awserr.Validation("1 validation error detected: Value null at 'attributeDefinitions.member.attributeName' failed to satisfy constraint: Member must not be null")
-		}
-		var typ attr.Type
-		switch d.AttributeType {
-		case "S":
-			typ = attr.S
-		case "N":
-			typ = attr.N
-		case "B":
-			typ = attr.B
-		default:
-			return nil, awserr.Validation("1 validation error detected: Value '%s' at 'attributeDefinitions.member.attributeType' failed to satisfy constraint: Member must satisfy enum value set: [B, N, S]", d.AttributeType)
-		}
-		if _, dup := t.attrDefs[d.AttributeName]; dup {
-			return nil, awserr.Validation("Cannot have two attributes with the same name: Invalid attribute name %s", d.AttributeName)
-		}
-		t.attrDefs[d.AttributeName] = typ
+	if err := t.defineAttrs(req.AttributeDefinitions); err != nil {
+		return nil, err
 	}
 	// DynamoDB's first key schema check: more key elements than
 	// definitions (one attribute twice, or a key left undefined).
@@ -374,43 +374,87 @@ func (e *Engine) opCreateTable(ctx context.Context, body []byte) (any, error) {
 	}
 	t.key = k
 	t.ktoks = t.keyToks()
-	switch req.BillingMode {
+	if err := t.setBilling(req.BillingMode, req.ProvisionedThroughput); err != nil {
+		return nil, err
+	}
+	if err := t.createIndexes(req, now); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// defineAttrs sets the table's attribute definitions, refusing an unnamed
+// or twice-named attribute and a type other than S, N and B.
+func (t *table) defineAttrs(defs []attributeDefinition) error {
+	for _, d := range defs {
+		if d.AttributeName == "" {
+			return awserr.Validation("1 validation error detected: Value null at 'attributeDefinitions.member.attributeName' failed to satisfy constraint: Member must not be null")
+		}
+		var typ attr.Type
+		switch d.AttributeType {
+		case "S":
+			typ = attr.S
+		case "N":
+			typ = attr.N
+		case "B":
+			typ = attr.B
+		default:
+			return awserr.Validation("1 validation error detected: Value '%s' at 'attributeDefinitions.member.attributeType' failed to satisfy constraint: Member must satisfy enum value set: [B, N, S]", d.AttributeType)
+		}
+		if _, dup := t.attrDefs[d.AttributeName]; dup {
+			return awserr.Validation("Cannot have two attributes with the same name: Invalid attribute name %s", d.AttributeName)
+		}
+		t.attrDefs[d.AttributeName] = typ
+	}
+	return nil
+}
+
+// setBilling sets a new table's billing mode and provisioned throughput.
+func (t *table) setBilling(mode string, tp *throughput) error {
+	switch mode {
 	case "", "PROVISIONED":
 		t.billing = "PROVISIONED"
-		r, w, err := checkThroughput(req.ProvisionedThroughput, "")
+		r, w, err := checkThroughput(tp, "")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		t.rcu, t.wcu = r, w
 	case "PAY_PER_REQUEST":
 		t.billing = "PAY_PER_REQUEST"
-		if req.ProvisionedThroughput != nil {
-			return nil, awserr.Validation("One or more parameter values were invalid: Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST")
+		if tp != nil {
+			return awserr.Validation("One or more parameter values were invalid: Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST")
 		}
 	default:
-		return nil, awserr.Validation("1 validation error detected: Value '%s' at 'billingMode' failed to satisfy constraint: Member must satisfy enum value set: [PROVISIONED, PAY_PER_REQUEST]", req.BillingMode)
+		return awserr.Validation("1 validation error detected: Value '%s' at 'billingMode' failed to satisfy constraint: Member must satisfy enum value set: [PROVISIONED, PAY_PER_REQUEST]", mode)
 	}
+	return nil
+}
+
+// createIndexes builds a new table's local and global secondary indexes,
+// refusing too many, an empty list, a name used twice, and attribute
+// definitions that no key of the table or its indexes uses.
+func (t *table) createIndexes(req *createTableRequest, now time.Time) error {
 	if len(req.GlobalSecondaryIndexes) > 20 {
-		return nil, awserr.New(awserr.CodeLimitExceeded, "One or more parameter values were invalid: GlobalSecondaryIndex count exceeds the per-table limit of 20")
+		return awserr.New(awserr.CodeLimitExceeded, "One or more parameter values were invalid: GlobalSecondaryIndex count exceeds the per-table limit of 20")
 	}
 	if len(req.LocalSecondaryIndexes) > 5 {
-		return nil, awserr.Validation("One or more parameter values were invalid: Number of LocalSecondaryIndexes exceeds per-table limit of 5")
+		return awserr.Validation("One or more parameter values were invalid: Number of LocalSecondaryIndexes exceeds per-table limit of 5")
 	}
 	if req.GlobalSecondaryIndexes != nil && len(req.GlobalSecondaryIndexes) == 0 {
-		return nil, awserr.Validation("One or more parameter values were invalid: List of GlobalSecondaryIndexes is empty")
+		return awserr.Validation("One or more parameter values were invalid: List of GlobalSecondaryIndexes is empty")
 	}
 	if req.LocalSecondaryIndexes != nil && len(req.LocalSecondaryIndexes) == 0 {
-		return nil, awserr.Validation("One or more parameter values were invalid: List of LocalSecondaryIndexes is empty")
+		return awserr.Validation("One or more parameter values were invalid: List of LocalSecondaryIndexes is empty")
 	}
-	used := map[string]bool{k.Hash: true, k.Range: true}
+	used := map[string]bool{t.key.Hash: true, t.key.Range: true}
 	names := map[string]bool{}
 	for _, spec := range req.LocalSecondaryIndexes {
 		ix, err := buildIndex(spec, false, t, false, t.arn, now)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if names[ix.name] {
-			return nil, awserr.Validation("One or more parameter values were invalid: Duplicate index name: %s", ix.name)
+			return awserr.Validation("One or more parameter values were invalid: Duplicate index name: %s", ix.name)
 		}
 		names[ix.name] = true
 		used[ix.key.Hash], used[ix.key.Range] = true, true
@@ -419,10 +463,10 @@ func (e *Engine) opCreateTable(ctx context.Context, body []byte) (any, error) {
 	for _, spec := range req.GlobalSecondaryIndexes {
 		ix, err := buildIndex(spec, true, t, t.billing == "PROVISIONED", t.arn, now)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if names[ix.name] {
-			return nil, awserr.Validation("One or more parameter values were invalid: Duplicate index name: %s", ix.name)
+			return awserr.Validation("One or more parameter values were invalid: Duplicate index name: %s", ix.name)
 		}
 		names[ix.name] = true
 		used[ix.key.Hash], used[ix.key.Range] = true, true
@@ -430,16 +474,15 @@ func (e *Engine) opCreateTable(ctx context.Context, body []byte) (any, error) {
 	}
 	delete(used, "")
 	if len(used) != len(t.attrDefs) {
-		return nil, awserr.Validation("One or more parameter values were invalid: Number of attributes in KeySchema does not exactly match number of attributes defined in AttributeDefinitions")
+		return awserr.Validation("One or more parameter values were invalid: Number of attributes in KeySchema does not exactly match number of attributes defined in AttributeDefinitions")
 	}
-	enabled, view, err := checkStreamSpec(req.StreamSpecification, true)
-	if err != nil {
-		return nil, err
-	}
-	if t.tags, err = createTags(req.Tags); err != nil {
-		return nil, err
-	}
+	return nil
+}
 
+// addTable makes a new table known to the engine, with a stream of the
+// given view when enabled, and logs it; a table of its name in its Region
+// is ResourceInUseException.
+func (e *Engine) addTable(t *table, enabled bool, view string) (any, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.tables[t.tkey()] != nil {
