@@ -5,7 +5,8 @@
 //     leaves; their non-test files import no top-level package of this
 //     module (commands such as cmd/bench live under cmd/).
 //   - TestLongFunctions: the delivery core and the tools over it (shard,
-//     consumer, sinks, checkpoint, event, sweep, archive, restore) hold at
+//     consumer, sinks, checkpoint, event, sweep, archive, restore) and the
+//     engine (engine/ with its internal packages and enginetest) hold at
 //     most maxLongFuncs functions over maxFuncLines lines in their non-test
 //     files; the test lists them when there are more.
 //
