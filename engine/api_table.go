@@ -448,29 +448,23 @@ func (t *table) createIndexes(req *createTableRequest, now time.Time) error {
 	}
 	used := map[string]bool{t.key.Hash: true, t.key.Range: true}
 	names := map[string]bool{}
-	for _, spec := range req.LocalSecondaryIndexes {
-		ix, err := buildIndex(spec, false, t, false, t.arn, now)
-		if err != nil {
-			return err
+	for _, kind := range []struct {
+		specs  []indexSpec
+		global bool
+		into   *[]*index
+	}{{req.LocalSecondaryIndexes, false, &t.lsis}, {req.GlobalSecondaryIndexes, true, &t.gsis}} {
+		for _, spec := range kind.specs {
+			ix, err := buildIndex(spec, kind.global, t, kind.global && t.billing == "PROVISIONED", t.arn, now)
+			if err != nil {
+				return err
+			}
+			if names[ix.name] {
+				return awserr.Validation("One or more parameter values were invalid: Duplicate index name: %s", ix.name)
+			}
+			names[ix.name] = true
+			used[ix.key.Hash], used[ix.key.Range] = true, true
+			*kind.into = append(*kind.into, ix)
 		}
-		if names[ix.name] {
-			return awserr.Validation("One or more parameter values were invalid: Duplicate index name: %s", ix.name)
-		}
-		names[ix.name] = true
-		used[ix.key.Hash], used[ix.key.Range] = true, true
-		t.lsis = append(t.lsis, ix)
-	}
-	for _, spec := range req.GlobalSecondaryIndexes {
-		ix, err := buildIndex(spec, true, t, t.billing == "PROVISIONED", t.arn, now)
-		if err != nil {
-			return err
-		}
-		if names[ix.name] {
-			return awserr.Validation("One or more parameter values were invalid: Duplicate index name: %s", ix.name)
-		}
-		names[ix.name] = true
-		used[ix.key.Hash], used[ix.key.Range] = true, true
-		t.gsis = append(t.gsis, ix)
 	}
 	delete(used, "")
 	if len(used) != len(t.attrDefs) {
