@@ -371,3 +371,6 @@ func decode(body []byte, req any) error {
 func nullErr(field string) error {
 	return awserr.Validation("1 validation error detected: Value null at '%s' failed to satisfy constraint: Member must not be null", field)
 }
+
+// rawResponse is a response body already encoded as JSON.
+type rawResponse []byte

@@ -18,7 +18,6 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/ttl-archiver/archiver/engine/internal/apimodel"
-	"github.com/ttl-archiver/archiver/engine/internal/attr"
 	"github.com/ttl-archiver/archiver/engine/internal/awserr"
 )
 
@@ -271,9 +270,6 @@ func (e *Engine) writeResponse(w http.ResponseWriter, op string, resp any) {
 	e.write(w, 200, out)
 }
 
-// rawResponse is a response body already encoded as JSON.
-type rawResponse []byte
-
 // codeRequestTimeout is the error code of a body not received within
 // Options.BodyTimeout (408; the SDKs retry it).
 const codeRequestTimeout = "RequestTimeoutException"
@@ -351,37 +347,6 @@ func (e *Engine) write(w http.ResponseWriter, status int, body []byte) {
 	w.Write(body)
 }
 
-// condFailed is a ConditionalCheckFailedException that carries the item
-// (ReturnValuesOnConditionCheckFailure ALL_OLD).
-type condFailed struct {
-	item attr.Item
-}
-
-func (c *condFailed) Error() string {
-	return "ConditionalCheckFailedException: The conditional request failed"
-}
-
-// txCanceled is a TransactionCanceledException with its reasons.
-type txCanceled struct {
-	reasons []cancelReason
-}
-
-type cancelReason struct {
-	Code    string    `json:"Code"`
-	Message string    `json:"Message,omitempty"`
-	Item    attr.Item `json:"Item,omitempty"`
-}
-
-func (t *txCanceled) Error() string { return "TransactionCanceledException: " + t.message() }
-
-func (t *txCanceled) message() string {
-	codes := make([]string, len(t.reasons))
-	for i, r := range t.reasons {
-		codes[i] = r.Code
-	}
-	return "Transaction cancelled, please refer cancellation reasons for specific reasons [" + strings.Join(codes, ", ") + "]"
-}
-
 // writeError sends err as an AWS error document. Errors that are not
 // *awserr.Error are bugs: they are logged and sent as a bare 500.
 func (e *Engine) writeError(w http.ResponseWriter, err error, status int) {
@@ -439,14 +404,4 @@ func (e *Engine) requestID() string {
 		}
 	}
 	return string(b[:])
-}
-
-func (e *Engine) opDescribeEndpoints(ctx context.Context, body []byte) (any, error) {
-	region, _ := e.regionFor(ctx)
-	return map[string]any{"Endpoints": []map[string]any{{"Address": "dynamodb." + region + ".amazonaws.com", "CachePeriodInMinutes": 1440}}}, nil
-}
-
-func (e *Engine) opDescribeLimits(ctx context.Context, body []byte) (any, error) {
-	return map[string]any{"AccountMaxReadCapacityUnits": 80000, "AccountMaxWriteCapacityUnits": 80000,
-		"TableMaxReadCapacityUnits": 40000, "TableMaxWriteCapacityUnits": 40000}, nil
 }
