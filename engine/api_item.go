@@ -216,50 +216,20 @@ func (e *Engine) opDeleteItem(ctx context.Context, body []byte) (any, error) {
 	return resp, nil
 }
 
+// updateItemRequest is an UpdateItem request.
+type updateItemRequest struct {
+	writeCommon
+	Key              jitem   `json:"Key"`
+	UpdateExpression *string `json:"UpdateExpression"`
+}
+
 func (e *Engine) opUpdateItem(ctx context.Context, body []byte) (any, error) {
-	var req struct {
-		writeCommon
-		Key              jitem   `json:"Key"`
-		UpdateExpression *string `json:"UpdateExpression"`
-	}
+	var req updateItemRequest
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	if err := req.validate("ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"); err != nil {
-		return nil, err
-	}
-	if req.Key == nil {
-		return nil, nullErr("key")
-	}
-	p, err := req.params(expression{"UpdateExpression", req.UpdateExpression}, expression{"ConditionExpression", req.ConditionExpression})
+	upd, cond, err := req.check()
 	if err != nil {
-		return nil, err
-	}
-	if err := checkMix(map[string]bool{"Expected": present(req.Expected), "AttributeUpdates": present(req.AttributeUpdates)},
-		map[string]bool{"ConditionExpression": req.ConditionExpression != nil, "UpdateExpression": req.UpdateExpression != nil}); err != nil {
-		return nil, err
-	}
-	var upd *expr.Update
-	if present(req.AttributeUpdates) {
-		if req.UpdateExpression != nil {
-			return nil, mixed("AttributeUpdates", "UpdateExpression")
-		}
-		if upd, err = expr.LegacyAttributeUpdates(req.AttributeUpdates); err != nil {
-			return nil, err
-		}
-	} else if req.UpdateExpression != nil {
-		if *req.UpdateExpression == "" {
-			return nil, awserr.Validation("Invalid UpdateExpression: The expression can not be empty;")
-		}
-		if upd, err = expr.ParseUpdate(*req.UpdateExpression, p); err != nil {
-			return nil, err
-		}
-	}
-	cond, err := req.condition(p)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.CheckUnused(); err != nil {
 		return nil, err
 	}
 	t, err := e.itemTable(ctx, req.TableName)
@@ -271,26 +241,75 @@ func (e *Engine) opUpdateItem(ctx context.Context, body []byte) (any, error) {
 		return nil, err
 	}
 	resp := writeResponse{ConsumedCapacity: consumed(req.ReturnConsumedCapacity, t.name, writeUnits(res.size), true, t.gsiWriteUnitsSafe(req.ReturnConsumedCapacity, res.old, res.new, res.size))}
+	resp.Attributes = req.returned(upd, res)
+	if resp.ItemCollectionMetrics, err = t.collectionMetrics(req.ReturnItemCollectionMetrics, attr.Item(req.Key)); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// check checks an UpdateItem request on its own and returns its update
+// (nil when it has none) and condition, expression or legacy.
+func (req *updateItemRequest) check() (*expr.Update, *expr.Condition, error) {
+	if err := req.validate("ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"); err != nil {
+		return nil, nil, err
+	}
+	if req.Key == nil {
+		return nil, nil, nullErr("key")
+	}
+	p, err := req.params(expression{"UpdateExpression", req.UpdateExpression}, expression{"ConditionExpression", req.ConditionExpression})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkMix(map[string]bool{"Expected": present(req.Expected), "AttributeUpdates": present(req.AttributeUpdates)},
+		map[string]bool{"ConditionExpression": req.ConditionExpression != nil, "UpdateExpression": req.UpdateExpression != nil}); err != nil {
+		return nil, nil, err
+	}
+	var upd *expr.Update
+	if present(req.AttributeUpdates) {
+		if req.UpdateExpression != nil {
+			return nil, nil, mixed("AttributeUpdates", "UpdateExpression")
+		}
+		if upd, err = expr.LegacyAttributeUpdates(req.AttributeUpdates); err != nil {
+			return nil, nil, err
+		}
+	} else if req.UpdateExpression != nil {
+		if *req.UpdateExpression == "" {
+			return nil, nil, awserr.Validation("Invalid UpdateExpression: The expression can not be empty;")
+		}
+		if upd, err = expr.ParseUpdate(*req.UpdateExpression, p); err != nil {
+			return nil, nil, err
+		}
+	}
+	cond, err := req.condition(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.CheckUnused(); err != nil {
+		return nil, nil, err
+	}
+	return upd, cond, nil
+}
+
+// returned is what an UpdateItem returns by its ReturnValues: the whole
+// old or new item, or (UPDATED_*) only the paths the update wrote or
+// removed: SET a.b = :v returns {"a":{"M":{"b":...}}}, not all of a.
+func (req *updateItemRequest) returned(upd *expr.Update, res updateResult) attr.Item {
 	switch req.ReturnValues {
 	case "ALL_OLD":
-		resp.Attributes = res.old
+		return res.old
 	case "ALL_NEW":
-		resp.Attributes = res.new
+		return res.new
 	case "UPDATED_OLD", "UPDATED_NEW":
 		src := res.old
 		if req.ReturnValues == "UPDATED_NEW" {
 			src = res.new
 		}
-		// Only the paths the update wrote or removed: SET a.b = :v
-		// returns {"a":{"M":{"b":...}}}, not all of a.
 		if upd != nil && src != nil {
 			if out := upd.UpdatedPaths().Apply(src); len(out) > 0 {
-				resp.Attributes = out
+				return out
 			}
 		}
 	}
-	if resp.ItemCollectionMetrics, err = t.collectionMetrics(req.ReturnItemCollectionMetrics, attr.Item(req.Key)); err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return nil
 }
