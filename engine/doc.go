@@ -71,7 +71,7 @@
 // SetHook) to fail or observe any request.
 //
 // The same sweep, clock and faults are served over HTTP under /_engine/ on
-// the engine's port (control.go), JSON in and out, for test suites in any
+// the engine's port (control_api.go), JSON in and out, for test suites in any
 // language: POST /_engine/ttl/sweep, GET and POST /_engine/clock (moving
 // it needs a ManualClock), POST /_engine/tables/{table}/rollover,
 // .../trim, .../shards/{shard}/split, .../omit and .../records (a record of
@@ -98,4 +98,17 @@
 // requests share one fsync); snapshots keep start-up short; one engine at a
 // time may use a directory. Shard iterators and sequence numbers stay
 // valid across a restart.
+//
+// The source is grouped by part, each a prefix of its files: http_* (the
+// HTTP layer: ServeHTTP, Server, connection bounds, the Host guard, a
+// request's Region), api_* (the DynamoDB API's handlers, each validating a
+// request before applying it), store_* (the table store: tables, items,
+// indexes, the one write path, the TTL sweeper), global_* (global tables'
+// replication), persist_* (the data directory: write-ahead log, snapshots,
+// start-up) and control_* (the /_engine/ control API and the fault hooks);
+// engine.go holds Engine and Options. Below them, engine/internal holds
+// the parts with a boundary of their own: apimodel (the API model's
+// constraints), attr (attribute values), expr (the expression language),
+// partiql, stream (DynamoDB Streams) and wal (the write-ahead log).
+// docs/DESIGN.md ("The engine") names every file.
 package engine

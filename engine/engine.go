@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -85,7 +84,7 @@ type Options struct {
 	Hooks  Hooks
 
 	// ControlFrom lists the non-loopback client networks allowed to use
-	// the HTTP control API under /_engine/ (see control.go); loopback
+	// the HTTP control API under /_engine/ (see control_api.go); loopback
 	// clients are always allowed, everyone else gets 403.
 	ControlFrom []netip.Prefix
 
@@ -194,9 +193,9 @@ type Engine struct {
 
 	hook atomic.Pointer[func(op string, r *http.Request) error] // Hooks.OnRequest, replaced by SetHook
 
-	txTokens txTokens // TransactWriteItems ClientRequestTokens (txtokens.go)
+	txTokens txTokens // TransactWriteItems ClientRequestTokens (api_transact_tokens.go)
 
-	repl           *replicator // global tables' replication (replicate.go)
+	repl           *replicator // global tables' replication (global_replicate.go)
 	ttlIndependent atomic.Bool // every Region's TTL deletes every expired item (SetTTLIndependent)
 
 	listenHost   string                    // the host Listen was given: a Host the engine answers to
@@ -405,164 +404,11 @@ func (e *Engine) streamARN(tableName string) (string, error) {
 	return t.latest.ARN(), nil
 }
 
-// ThrottleGetRecords makes the next n GetRecords calls (any stream) fail
-// with LimitExceededException.
-func (e *Engine) ThrottleGetRecords(n int) { e.streams.ThrottleGetRecords(n) }
-
-// ThrottleBatchWrites makes the next n BatchWriteItem calls (any table)
-// process only the first half of their requests, rounded down (tables in
-// name order, each table's requests in request order), and return the rest
-// in UnprocessedItems in the request's shape, as DynamoDB does when
-// throughput runs out. A call with one request, of which half is nothing,
-// fails with ProvisionedThroughputExceededException instead, as DynamoDB
-// answers a batch it could not process any of (SDKs retry it).
-// n <= 0 cancels throttling still pending.
-func (e *Engine) ThrottleBatchWrites(n int) { e.throttleBatchWrites.Store(int64(max(n, 0))) }
-
-// ThrottleBatchGets makes the next n BatchGetItem calls (any table) read
-// only the first half of their keys, rounded down (tables in name order),
-// and return the rest in UnprocessedKeys with the table's
-// ProjectionExpression, ExpressionAttributeNames and ConsistentRead. A
-// call with one key fails with ProvisionedThroughputExceededException.
-// n <= 0 cancels throttling still pending.
-func (e *Engine) ThrottleBatchGets(n int) { e.throttleBatchGets.Store(int64(max(n, 0))) }
-
-// takeFault consumes one pending fault from c and reports whether there was
-// one.
-func takeFault(c *atomic.Int64) bool {
-	for {
-		n := c.Load()
-		if n <= 0 {
-			return false
-		}
-		if c.CompareAndSwap(n, n-1) {
-			return true
-		}
-	}
-}
-
-// The fault methods below name a table as the Go API does everywhere: by
-// name, a table of Options.Region; by table ARN, the table of the ARN's
-// Region.
-
-// ForceRollover closes every open shard of the table's latest stream and
-// opens one child for each.
-func (e *Engine) ForceRollover(table string) error {
-	arn, err := e.streamARN(table)
-	if err != nil {
-		return public(err)
-	}
-	return public(e.streams.Rollover(arn))
-}
-
-// SplitShard closes one open shard of the table's latest stream and opens
-// two children that share its key range.
-func (e *Engine) SplitShard(table, shardID string) error {
-	arn, err := e.streamARN(table)
-	if err != nil {
-		return public(err)
-	}
-	return public(e.streams.Split(arn, shardID))
-}
-
-// TrimStream drops the records of the table's latest stream created before
-// the given time; reading them then fails with TrimmedDataAccessException.
-func (e *Engine) TrimStream(table string, before time.Time) error {
-	arn, err := e.streamARN(table)
-	if err != nil {
-		return public(err)
-	}
-	return public(e.streams.Trim(arn, before))
-}
-
-// ExpireIterators expires every shard iterator handed out so far.
-func (e *Engine) ExpireIterators() { e.streams.ExpireIterators() }
-
-// OmitShardFromDescribe makes the next times DescribeStream responses that
-// would list the shard (of the table's latest stream) leave it out, as the
-// real service's eventually consistent descriptions sometimes do; times <= 0
-// cancels an omission still pending. A response counts only when the shard
-// would have been on it: pages and ShardFilter responses that would not
-// list the shard leave the count alone. GetShardIterator and GetRecords
-// serve the shard as before.
-func (e *Engine) OmitShardFromDescribe(table, shardID string, times int) error {
-	arn, err := e.streamARN(table)
-	if err != nil {
-		return public(err)
-	}
-	return public(e.streams.OmitFromDescribe(arn, shardID, times))
-}
-
 // StreamARN returns the ARN of the table's latest stream (enabled or
 // disabled).
 func (e *Engine) StreamARN(table string) (string, error) {
 	arn, err := e.streamARN(table)
 	return arn, public(err)
-}
-
-// Server is an Engine listening on a TCP address.
-type Server struct {
-	e     *Engine
-	ln    net.Listener
-	srv   *http.Server
-	done  chan struct{}
-	conns *conns
-}
-
-// Listen starts an engine with options o serving on addr (use
-// "127.0.0.1:0" for a free port) and logs one line with its endpoint.
-func Listen(addr string, o Options) (*Server, error) {
-	e, err := New(o)
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		e.Close()
-		return nil, fmt.Errorf("engine: listen on %s: %w", addr, err)
-	}
-	if host, _, err := net.SplitHostPort(addr); err == nil {
-		e.listenHost = strings.Trim(host, "[]")
-	}
-	s := &Server{e: e, ln: ln, done: make(chan struct{}), conns: newConns(e.o.MaxConns)}
-	// No ReadTimeout or WriteTimeout: ServeHTTP bounds each body's read
-	// (BodyTimeout), and a response may take as long as its request does.
-	s.srv = &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: e.o.IdleTimeout,
-		MaxHeaderBytes: 64 << 10, ErrorLog: zap.NewStdLog(e.log), ConnState: s.conns.track}
-	s.srv.RegisterOnShutdown(s.conns.closeNew) // runs once the listener is closed
-	go func() {
-		defer close(s.done)
-		if err := s.srv.Serve(&capListener{Listener: ln, c: s.conns}); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			e.log.Error("engine server stopped", zap.Error(err))
-		}
-	}()
-	e.log.Info("engine listening", zap.String("endpoint", s.Endpoint()), zap.String("region", e.o.Region))
-	return s, nil
-}
-
-// Endpoint is the server's base URL, e.g. "http://127.0.0.1:8000".
-func (s *Server) Endpoint() string { return "http://" + s.ln.Addr().String() }
-
-// Engine returns the server's engine (for SweepTTL and fault injection).
-func (s *Server) Engine() *Engine { return s.e }
-
-// Shutdown stops accepting connections, waits for requests in flight (until
-// ctx is done) and stops the engine's background work.
-func (s *Server) Shutdown(ctx context.Context) error {
-	err := s.srv.Shutdown(ctx)
-	if err != nil {
-		s.srv.Close()
-	}
-	<-s.done
-	return errors.Join(err, s.e.Close())
-}
-
-// Close shuts the server down gracefully, waiting at most 10 s for requests
-// in flight.
-func (s *Server) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return s.Shutdown(ctx)
 }
 
 // ParseRollover parses the --shard-rollover flag: a Go duration ("4h",

@@ -10,7 +10,8 @@
 //     not sweep (importRules).
 //   - TestLongFunctions: the delivery core and the tools over it (shard,
 //     consumer, sinks, checkpoint, lease, internal/leasetable, event,
-//     sweep, archive, restore) hold at
+//     sweep, archive, restore) and the engine (engine/ with its internal
+//     packages and enginetest) hold at
 //     most maxLongFuncs functions over maxFuncLines lines in their non-test
 //     files; the test lists them when there are more.
 //

@@ -114,15 +114,16 @@ func TestImportRules(t *testing.T) {
 // maxFuncLines is the longest a function may be, in lines from `func` to
 // its closing brace, before it counts as long; maxLongFuncs is how many
 // long functions the packages of longFuncPackages may hold together. None
-// is long today. Issue 21 allows at most 3, each named with why in
-// docs/DESIGN.md ("Layout and dependency direction"), for code that a
-// split would measurably slow; such an exception raises this bound.
+// is long today. Issues 21 and 28 (the engine, its internal packages
+// included) allow at most 3, each named with why in docs/DESIGN.md
+// ("Layout and dependency direction"), for code that a split would
+// measurably slow; such an exception raises this bound.
 const (
 	maxFuncLines = 80
 	maxLongFuncs = 0
 )
 
-var longFuncPackages = []string{"shard", "consumer", "sinks", "checkpoint", "lease", "internal/leasetable", "event", "sweep", "archive", "restore"}
+var longFuncPackages = []string{"shard", "consumer", "sinks", "checkpoint", "lease", "internal/leasetable", "event", "sweep", "archive", "restore", "engine"}
 
 func TestLongFunctions(t *testing.T) {
 	var long []string

@@ -238,58 +238,11 @@ func Equal(a, b Value) bool {
 	case NULL:
 		return true
 	case SS:
-		if len(a.SS) != len(b.SS) {
-			return false
-		}
-		if len(a.SS) <= 16 {
-			for _, x := range a.SS {
-				if !slices.Contains(b.SS, x) {
-					return false
-				}
-			}
-			return true
-		}
-		set := make(map[string]struct{}, len(a.SS))
-		for _, s := range a.SS {
-			set[s] = struct{}{}
-		}
-		for _, s := range b.SS {
-			if _, ok := set[s]; !ok {
-				return false
-			}
-		}
-		return true
+		return stringSetEqual(a.SS, b.SS)
 	case NS:
-		if len(a.SS) != len(b.SS) {
-			return false
-		}
-		for _, x := range a.SS {
-			found := false
-			for _, y := range b.SS {
-				if numEqual(x, y) {
-					found = true
-					break
-				}
-			}
-			if !found {
-				return false
-			}
-		}
-		return true
+		return numberSetEqual(a.SS, b.SS)
 	case BS:
-		if len(a.BS) != len(b.BS) {
-			return false
-		}
-		set := make(map[string]struct{}, len(a.BS))
-		for _, s := range a.BS {
-			set[string(s)] = struct{}{}
-		}
-		for _, s := range b.BS {
-			if _, ok := set[string(s)]; !ok {
-				return false
-			}
-		}
-		return true
+		return binarySetEqual(a.BS, b.BS)
 	case M:
 		if len(a.M) != len(b.M) {
 			return false
@@ -313,6 +266,69 @@ func Equal(a, b Value) bool {
 		return true
 	}
 	return false
+}
+
+// stringSetEqual reports whether two string sets hold the same members.
+func stringSetEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) <= 16 {
+		for _, x := range a {
+			if !slices.Contains(b, x) {
+				return false
+			}
+		}
+		return true
+	}
+	set := make(map[string]struct{}, len(a))
+	for _, s := range a {
+		set[s] = struct{}{}
+	}
+	for _, s := range b {
+		if _, ok := set[s]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// numberSetEqual reports whether two number sets hold the same members,
+// compared as numbers.
+func numberSetEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		found := false
+		for _, y := range b {
+			if numEqual(x, y) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// binarySetEqual reports whether two binary sets hold the same members.
+func binarySetEqual(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	set := make(map[string]struct{}, len(a))
+	for _, s := range a {
+		set[string(s)] = struct{}{}
+	}
+	for _, s := range b {
+		if _, ok := set[string(s)]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // EqualItems reports whether two items hold the same attributes with Equal values.

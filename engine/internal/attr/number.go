@@ -123,29 +123,9 @@ func parseNumber(s string) (Number, string) {
 	}
 	e := 0
 	if i < len(s) {
-		if s[i] != 'e' && s[i] != 'E' {
+		var ok bool
+		if e, ok = parseExponent(s[i:]); !ok {
 			return Number{}, msgNotNumber
-		}
-		i++
-		eneg := false
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			eneg = s[i] == '-'
-			i++
-		}
-		if i >= len(s) {
-			return Number{}, msgNotNumber
-		}
-		for ; i < len(s); i++ {
-			c := s[i]
-			if c < '0' || c > '9' {
-				return Number{}, msgNotNumber
-			}
-			if e < 1_000_000 { // saturate: far beyond any valid range
-				e = e*10 + int(c-'0')
-			}
-		}
-		if eneg {
-			e = -e
 		}
 	}
 	if firstNZ < 0 {
@@ -165,6 +145,38 @@ func parseNumber(s string) (Number, string) {
 		return Number{}, msgUnderflow
 	}
 	return n, ""
+}
+
+// parseExponent parses what follows a number's mantissa: e or E, an
+// optional sign, at least one digit. It saturates far beyond any valid
+// exponent.
+func parseExponent(s string) (int, bool) {
+	if s[0] != 'e' && s[0] != 'E' {
+		return 0, false
+	}
+	i := 1
+	neg := false
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		neg = s[i] == '-'
+		i++
+	}
+	if i >= len(s) {
+		return 0, false
+	}
+	e := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if e < 1_000_000 { // saturate: far beyond any valid range
+			e = e*10 + int(c-'0')
+		}
+	}
+	if neg {
+		e = -e
+	}
+	return e, true
 }
 
 // IsZero reports whether n is 0.

@@ -427,6 +427,7 @@ func sizeOf(v attr.Value) (int, bool) {
 	return 0, false
 }
 
+// eval reports whether the condition holds for item.
 func (c *cond) eval(item attr.Item) bool {
 	switch c.kind {
 	case cAnd:
@@ -436,51 +437,11 @@ func (c *cond) eval(item attr.Item) bool {
 	case cNot:
 		return !c.l.eval(item)
 	case cCmp:
-		a, oka := c.args[0].value(item)
-		b, okb := c.args[1].value(item)
-		if !oka || !okb {
-			return c.op == opNe
-		}
-		switch c.op {
-		case opEq:
-			return attr.Equal(a, b)
-		case opNe:
-			return !attr.Equal(a, b)
-		}
-		r, ok := attr.Compare(a, b)
-		if !ok {
-			return false
-		}
-		switch c.op {
-		case opLt:
-			return r < 0
-		case opLe:
-			return r <= 0
-		case opGt:
-			return r > 0
-		}
-		return r >= 0
+		return c.evalCompare(item)
 	case cBetween:
-		a, ok1 := c.args[0].value(item)
-		lo, ok2 := c.args[1].value(item)
-		hi, ok3 := c.args[2].value(item)
-		if !ok1 || !ok2 || !ok3 {
-			return false
-		}
-		r1, ok1 := attr.Compare(a, lo)
-		r2, ok2 := attr.Compare(a, hi)
-		return ok1 && ok2 && r1 >= 0 && r2 <= 0
+		return c.evalBetween(item)
 	case cIn:
-		a, ok := c.args[0].value(item)
-		if !ok {
-			return false
-		}
-		for i := 1; i < len(c.args); i++ {
-			if b, ok := c.args[i].value(item); ok && attr.Equal(a, b) {
-				return true
-			}
-		}
-		return false
+		return c.evalIn(item)
 	case cExists:
 		_, ok := c.args[0].path.resolve(item)
 		return ok
@@ -491,18 +452,7 @@ func (c *cond) eval(item attr.Item) bool {
 		v, ok := c.args[0].path.resolve(item)
 		return ok && v.T == c.typ
 	case cBeginsWith:
-		a, ok1 := c.args[0].value(item)
-		b, ok2 := c.args[1].value(item)
-		if !ok1 || !ok2 || a.T != b.T {
-			return false
-		}
-		switch a.T {
-		case attr.S:
-			return strings.HasPrefix(a.S, b.S)
-		case attr.B:
-			return bytes.HasPrefix(a.B, b.B)
-		}
-		return false
+		return c.evalBeginsWith(item)
 	case cContains:
 		a, ok1 := c.args[0].value(item)
 		b, ok2 := c.args[1].value(item)
@@ -510,6 +460,80 @@ func (c *cond) eval(item attr.Item) bool {
 			return false
 		}
 		return contains(a, b)
+	}
+	return false
+}
+
+// evalCompare evaluates a comparison (=, <>, <, <=, >, >=): an operand
+// that is missing makes only <> true; values of types that do not order
+// compare false.
+func (c *cond) evalCompare(item attr.Item) bool {
+	a, oka := c.args[0].value(item)
+	b, okb := c.args[1].value(item)
+	if !oka || !okb {
+		return c.op == opNe
+	}
+	switch c.op {
+	case opEq:
+		return attr.Equal(a, b)
+	case opNe:
+		return !attr.Equal(a, b)
+	}
+	r, ok := attr.Compare(a, b)
+	if !ok {
+		return false
+	}
+	switch c.op {
+	case opLt:
+		return r < 0
+	case opLe:
+		return r <= 0
+	case opGt:
+		return r > 0
+	}
+	return r >= 0
+}
+
+// evalBetween evaluates a BETWEEN lo AND hi, bounds included.
+func (c *cond) evalBetween(item attr.Item) bool {
+	a, ok1 := c.args[0].value(item)
+	lo, ok2 := c.args[1].value(item)
+	hi, ok3 := c.args[2].value(item)
+	if !ok1 || !ok2 || !ok3 {
+		return false
+	}
+	r1, ok1 := attr.Compare(a, lo)
+	r2, ok2 := attr.Compare(a, hi)
+	return ok1 && ok2 && r1 >= 0 && r2 <= 0
+}
+
+// evalIn evaluates a IN (b, ...): a equals one of the operands.
+func (c *cond) evalIn(item attr.Item) bool {
+	a, ok := c.args[0].value(item)
+	if !ok {
+		return false
+	}
+	for i := 1; i < len(c.args); i++ {
+		if b, ok := c.args[i].value(item); ok && attr.Equal(a, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// evalBeginsWith evaluates begins_with(a, b) on two strings or two
+// binaries.
+func (c *cond) evalBeginsWith(item attr.Item) bool {
+	a, ok1 := c.args[0].value(item)
+	b, ok2 := c.args[1].value(item)
+	if !ok1 || !ok2 || a.T != b.T {
+		return false
+	}
+	switch a.T {
+	case attr.S:
+		return strings.HasPrefix(a.S, b.S)
+	case attr.B:
+		return bytes.HasPrefix(a.B, b.B)
 	}
 	return false
 }

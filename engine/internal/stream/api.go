@@ -397,6 +397,35 @@ func (s *Stream) startAfterLocked(id string) uint32 {
 // --- GetShardIterator ---
 
 func (r *Registry) getShardIterator(region string, in getShardIteratorIn) (any, error) {
+	typ, err := in.check()
+	if err != nil {
+		return nil, err
+	}
+	s, err := r.lookupStream(region, *in.StreamArn)
+	if err != nil {
+		return nil, err
+	}
+	now := r.opts.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maintainLocked(now)
+	ord, ok := s.ordByID[*in.ShardId]
+	sh := s.byOrd[ord]
+	if !ok || sh == nil {
+		return nil, shardNotFound(*in.ShardId, s.arn)
+	}
+	pos, err := s.positionLocked(sh, typ, in)
+	if err != nil {
+		return nil, err
+	}
+	it := iterator{arn: s.arn, streamID: s.ord, shardID: sh.ord, pos: pos, issued: now.UnixNano(), epoch: r.epoch.Load()}
+	return &getShardIteratorOut{ShardIterator: r.encodeIterator(it)}, nil
+}
+
+// check checks a GetShardIterator request on its own: the model's
+// constraints, then the members its iterator type needs and refuses. It
+// returns the iterator type.
+func (in *getShardIteratorIn) check() (string, error) {
 	var v verrs
 	v.required("streamArn", in.StreamArn)
 	v.length("streamArn", in.StreamArn, 37, 1024)
@@ -414,79 +443,75 @@ func (r *Registry) getShardIterator(region string, in getShardIteratorIn) (any, 
 	}
 	v.length("sequenceNumber", in.SequenceNumber, 21, 40)
 	if err := v.err(); err != nil {
-		return nil, err
+		return "", err
 	}
 	bySeq := typ == "AT_SEQUENCE_NUMBER" || typ == "AFTER_SEQUENCE_NUMBER"
 	if bySeq && in.SequenceNumber == nil {
-		return nil, awserr.Validation("SequenceNumber is required when ShardIteratorType is %s", typ)
+		return "", awserr.Validation("SequenceNumber is required when ShardIteratorType is %s", typ)
 	}
 	if bySeq && !validSeqSyntax(*in.SequenceNumber) {
-		return nil, awserr.Validation("Invalid SequenceNumber: %s is not a decimal sequence number", *in.SequenceNumber)
+		return "", awserr.Validation("Invalid SequenceNumber: %s is not a decimal sequence number", *in.SequenceNumber)
 	}
 	if !bySeq && in.SequenceNumber != nil {
-		return nil, awserr.Validation("SequenceNumber must not be set when ShardIteratorType is %s", typ)
+		return "", awserr.Validation("SequenceNumber must not be set when ShardIteratorType is %s", typ)
 	}
 	if typ == "AT_TIMESTAMP" && in.Timestamp == nil {
-		return nil, awserr.Validation("Timestamp is required when ShardIteratorType is AT_TIMESTAMP")
+		return "", awserr.Validation("Timestamp is required when ShardIteratorType is AT_TIMESTAMP")
 	}
 	if typ != "AT_TIMESTAMP" && in.Timestamp != nil {
-		return nil, awserr.Validation("Timestamp must not be set when ShardIteratorType is %s", typ)
+		return "", awserr.Validation("Timestamp must not be set when ShardIteratorType is %s", typ)
 	}
-	s, err := r.lookupStream(region, *in.StreamArn)
-	if err != nil {
-		return nil, err
-	}
-	now := r.opts.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.maintainLocked(now)
-	ord, ok := s.ordByID[*in.ShardId]
-	sh := s.byOrd[ord]
-	if !ok || sh == nil {
-		return nil, shardNotFound(*in.ShardId, s.arn)
-	}
-	var pos uint64
+	return typ, nil
+}
+
+// positionLocked returns the position in sh that an iterator of type typ
+// starts at. s.mu is held.
+func (s *Stream) positionLocked(sh *shard, typ string, in getShardIteratorIn) (uint64, error) {
 	switch typ {
 	case "TRIM_HORIZON":
-		pos = 0
+		return 0, nil
 	case "LATEST":
-		pos = sh.afterLast(s.lastSeq)
+		return sh.afterLast(s.lastSeq), nil
 	case "AT_TIMESTAMP":
-		// The first record created at or after the time; past the last
-		// record when there is none (like LATEST).
-		// The wire carries epoch seconds with milliseconds; round to the
-		// millisecond so float error cannot skip a record.
-		ms := math.Round(*in.Timestamp * 1e3)
-		pos = sh.afterLast(s.lastSeq)
-		switch {
-		case ms <= float64(math.MinInt64/1e6) || ms != ms:
-			pos = 0
-		case ms < float64(math.MaxInt64/1e6):
-			at := int64(ms) * 1e6
-			if i := sort.Search(len(sh.recs), func(i int) bool { return sh.recs[i].at >= at }); i < len(sh.recs) {
-				pos = sh.recs[i].seq
-			}
-		}
-	default:
-		// The shard's own StartingSequenceNumber is in range even before
-		// the shard holds a record (a fresh shard's is above the stream's
-		// last number); DynamoDB accepts it, and reading from it returns
-		// the shard's first record on.
-		n := seqValue(*in.SequenceNumber)
-		if n < sh.start || (sh.closed() && n > sh.end) || (n > s.lastSeq && n != sh.start) {
-			return nil, awserr.Validation("Invalid SequenceNumber: %s is outside the range of shard %s", *in.SequenceNumber, sh.id)
-		}
-		pos = n
-		if typ == "AFTER_SEQUENCE_NUMBER" {
-			pos = n + 1
-		}
-		if pos <= sh.trimmed {
-			return nil, awserr.Newf(awserr.CodeTrimmedDataAccess,
-				"Attempted to access trimmed data: sequence number %s of shard %s is older than its trim horizon", *in.SequenceNumber, sh.id)
+		return s.atTimestampLocked(sh, *in.Timestamp), nil
+	}
+	// The shard's own StartingSequenceNumber is in range even before
+	// the shard holds a record (a fresh shard's is above the stream's
+	// last number); DynamoDB accepts it, and reading from it returns
+	// the shard's first record on.
+	n := seqValue(*in.SequenceNumber)
+	if n < sh.start || (sh.closed() && n > sh.end) || (n > s.lastSeq && n != sh.start) {
+		return 0, awserr.Validation("Invalid SequenceNumber: %s is outside the range of shard %s", *in.SequenceNumber, sh.id)
+	}
+	pos := n
+	if typ == "AFTER_SEQUENCE_NUMBER" {
+		pos = n + 1
+	}
+	if pos <= sh.trimmed {
+		return 0, awserr.Newf(awserr.CodeTrimmedDataAccess,
+			"Attempted to access trimmed data: sequence number %s of shard %s is older than its trim horizon", *in.SequenceNumber, sh.id)
+	}
+	return pos, nil
+}
+
+// atTimestampLocked returns the position of the first record of sh
+// created at or after ts (epoch seconds); past the last record when there
+// is none (like LATEST). s.mu is held.
+func (s *Stream) atTimestampLocked(sh *shard, ts float64) uint64 {
+	// The wire carries epoch seconds with milliseconds; round to the
+	// millisecond so float error cannot skip a record.
+	ms := math.Round(ts * 1e3)
+	pos := sh.afterLast(s.lastSeq)
+	switch {
+	case ms <= float64(math.MinInt64/1e6) || ms != ms:
+		pos = 0
+	case ms < float64(math.MaxInt64/1e6):
+		at := int64(ms) * 1e6
+		if i := sort.Search(len(sh.recs), func(i int) bool { return sh.recs[i].at >= at }); i < len(sh.recs) {
+			pos = sh.recs[i].seq
 		}
 	}
-	it := iterator{arn: s.arn, streamID: s.ord, shardID: sh.ord, pos: pos, issued: now.UnixNano(), epoch: r.epoch.Load()}
-	return &getShardIteratorOut{ShardIterator: r.encodeIterator(it)}, nil
+	return pos
 }
 
 // --- GetRecords ---

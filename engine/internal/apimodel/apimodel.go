@@ -1,6 +1,4 @@
-package engine
-
-// shape.go is DynamoDB's first line of request validation. Before any
+// Package apimodel is DynamoDB's first line of request validation. Before any
 // operation runs, DynamoDB checks each request's members against the API
 // model's constraints (required members, string lengths and patterns,
 // integer ranges, enum value sets, list and map sizes) and reports every
@@ -16,7 +14,7 @@ package engine
 // DynamoDB reports them (where that order is known from captures of the
 // real service it is kept even where it differs from the model's member
 // order, e.g. CreateTable reports attributeDefinitions before tableName);
-// checkShape walks a request body against them. Nested members are named
+// Check walks a request body against them. Nested members are named
 // by dotted paths with 1-based list indexes and map keys, each followed by
 // "member": 'keySchema.1.member.keyType',
 // 'transactItems.1.member.put.tableName', 'requestItems.T.member.keys'.
@@ -24,6 +22,7 @@ package engine
 // The walk reads the raw JSON without decoding it into Go values: items,
 // keys and other AttributeValue maps are skipped over (checked only for
 // presence), so PutItem of a large item costs one byte scan of the body.
+package apimodel
 
 import (
 	"bytes"
@@ -340,13 +339,13 @@ var shapes = map[string]*shape{
 		must("ShardIterator", strLen(1, 2048)), mem("Limit", intRange(1, 1000))),
 }
 
-// checkShape checks body, the request of operation op (of the Streams API
+// Check checks body, the request of operation op (of the Streams API
 // when streamsAPI), against the model's constraints and returns
 // every violation as one ValidationException, or nil. A body that is not
 // JSON, or has a member of the wrong JSON type, is left to the handler's
 // decoder, which reports it as the SerializationException DynamoDB sends
 // before any constraint is checked.
-func checkShape(streamsAPI bool, op string, body []byte) error {
+func Check(streamsAPI bool, op string, body []byte) error {
 	if streamsAPI {
 		op = "streams:" + op
 	}
@@ -932,7 +931,7 @@ func scanStringSlow(b []byte, i int) int {
 
 // scanValue returns the index just past the JSON value starting at b[i],
 // or -1. It checks nesting and strings, not the full grammar: the
-// handler's decoder (and checkShape's json.Valid before it reports
+// handler's decoder (and Check's json.Valid before it reports
 // anything) does that.
 func scanValue(b []byte, i int) int {
 	if i >= len(b) {

@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/ttl-archiver/archiver/engine/internal/attr"
+	"github.com/ttl-archiver/archiver/engine/internal/apimodel"
 	"github.com/ttl-archiver/archiver/engine/internal/awserr"
 )
 
@@ -55,7 +55,7 @@ var ops = map[string]opFunc{
 	"DescribeEndpoints":  (*Engine).opDescribeEndpoints,
 	"DescribeLimits":     (*Engine).opDescribeLimits,
 
-	// PartiQL (partiql.go).
+	// PartiQL (api_partiql.go).
 	"ExecuteStatement":      (*Engine).opExecuteStatement,
 	"BatchExecuteStatement": (*Engine).opBatchExecuteStatement,
 	"ExecuteTransaction":    (*Engine).opExecuteTransaction,
@@ -66,7 +66,7 @@ var streamOps = map[string]bool{"ListStreams": true, "DescribeStream": true, "Ge
 // ServeHTTP serves the DynamoDB JSON 1.0 protocol (X-Amz-Target
 // DynamoDB_20120810.<Op>) and the DynamoDB Streams protocol
 // (DynamoDBStreams_20120810.<Op>). Any credentials are accepted. Paths
-// under /_engine/ are the control API (see control.go).
+// under /_engine/ are the control API (see control_api.go).
 func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.boundBody(w, r)
 	if err := e.checkHost(r); err != nil {
@@ -87,15 +87,15 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.serveControl(w, r)
 		return
 	}
-	reqID := e.requestID()
-	h := w.Header()
-	h["X-Amzn-Requestid"] = []string{reqID} // x-amzn-RequestId, canonical: Set would canonicalize it per request
-	if _, real := e.clock.(realClock); !real {
-		// DynamoDB's Date is its own clock, and clients check theirs
-		// against it (archiver sweep pauses on skew); net/http's default
-		// would be the machine's, whatever the engine's clock says.
-		h["Date"] = []string{e.clock.Now().UTC().Format(http.TimeFormat)}
-	}
+	e.serveAPI(w, r)
+}
+
+// serveAPI serves one request of the DynamoDB or Streams API: routed by
+// its X-Amz-Target, its body read, its Region taken, the hook run, the
+// body held to the API model, the handler run, and the answer sent once
+// what it changed is durable.
+func (e *Engine) serveAPI(w http.ResponseWriter, r *http.Request) {
+	reqID := e.answerHeaders(w)
 	op := ""
 	start := time.Now()
 	defer func() {
@@ -112,45 +112,21 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	if r.Method != http.MethodPost {
 		if r.Method == http.MethodGet && r.URL.Path == "/" {
-			h.Set("Content-Type", "text/plain")
+			w.Header().Set("Content-Type", "text/plain")
 			io.WriteString(w, "healthy: dynamodb."+e.o.Region+".amazonaws.com ")
 			return
 		}
 		e.writeError(w, awserr.New(awserr.CodeUnknownOperation, "Only POST requests are supported"), 0)
 		return
 	}
-	target := r.Header.Get("X-Amz-Target")
-	var streamsAPI bool
-	switch {
-	case strings.HasPrefix(target, targetDynamoDB):
-		op = target[len(targetDynamoDB):]
-	case strings.HasPrefix(target, targetStreams):
-		op = target[len(targetStreams):]
-		streamsAPI = true
-	default:
-		e.writeError(w, awserr.New(awserr.CodeUnknownOperation, "Missing or unknown X-Amz-Target header"), 0)
-		return
-	}
-	var fn opFunc
-	if streamsAPI {
-		if !streamOps[op] {
-			e.writeError(w, awserr.Newf(awserr.CodeUnknownOperation, "Unknown operation: %s", op), 0)
-			return
-		}
-	} else if fn = ops[op]; fn == nil {
-		e.writeError(w, awserr.Newf(awserr.CodeUnknownOperation, "Unknown operation: %s", op), 0)
+	op, streamsAPI, fn, err := route(r.Header.Get("X-Amz-Target"))
+	if err != nil {
+		e.writeError(w, err, 0)
 		return
 	}
 	body, err := e.readBody(w, r, maxBody)
 	if err != nil {
-		switch {
-		case errors.Is(err, errBodyTooLarge):
-			e.writeError(w, awserr.Validation("Request body exceeds the maximum allowed size of %d bytes", maxBody), 413)
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			e.writeError(w, awserr.Newf(codeRequestTimeout, "%v", err), http.StatusRequestTimeout)
-		default:
-			e.writeError(w, awserr.Newf(awserr.CodeSerialization, "could not read request body: %v", err), 0)
-		}
+		e.writeBodyError(w, err)
 		return
 	}
 	region, err := requestRegion(r, e.o.Region)
@@ -159,18 +135,10 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := withRegion(r.Context(), region)
-	if hook := e.hook.Load(); hook != nil {
-		if err := (*hook)(op, r); err != nil {
-			var he *Error
-			if errors.As(err, &he) {
-				e.writeError(w, &awserr.Error{Code: he.Code, Message: he.Message, Status: he.Status}, 0)
-			} else {
-				e.writeError(w, awserr.New(awserr.CodeInternalServerError, err.Error()), 500)
-			}
-			return
-		}
+	if e.hookRefused(w, op, r) {
+		return
 	}
-	if err := checkShape(streamsAPI, op, body); err != nil {
+	if err := apimodel.Check(streamsAPI, op, body); err != nil {
 		e.writeError(w, err, 0)
 		return
 	}
@@ -180,20 +148,110 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		resp, err = fn(e, ctx, body)
 	}
-	if e.p != nil {
-		// Answer only once what this request changed (and saw) is durable.
-		// A read, or a write the log refused (it changed nothing), is
-		// answered even when the log cannot be written.
-		if serr := e.p.sync(); serr != nil && !readOnly(op, streamsAPI) && !isRefused(err) {
-			e.writeError(w, e.p.notDurable(serr), 0)
-			return
-		}
+	if e.notSynced(w, op, streamsAPI, err) {
+		return
 	}
 	if err != nil {
 		e.writeError(w, err, 0)
 		return
 	}
+	e.writeResponse(w, op, resp)
+}
+
+// answerHeaders sets the headers every API answer carries, a new request
+// ID and, on an engine clock other than the machine's, the Date, and
+// returns the request ID.
+func (e *Engine) answerHeaders(w http.ResponseWriter) string {
+	reqID := e.requestID()
+	h := w.Header()
+	h["X-Amzn-Requestid"] = []string{reqID} // x-amzn-RequestId, canonical: Set would canonicalize it per request
+	if _, real := e.clock.(realClock); !real {
+		// DynamoDB's Date is its own clock, and clients check theirs
+		// against it (archiver sweep pauses on skew); net/http's default
+		// would be the machine's, whatever the engine's clock says.
+		h["Date"] = []string{e.clock.Now().UTC().Format(http.TimeFormat)}
+	}
+	return reqID
+}
+
+// route returns the operation an X-Amz-Target names, whether it is of the
+// Streams API, and its handler (nil for the Streams API, whose registry
+// serves it); an unknown target or operation is UnknownOperationException,
+// with op set when the prefix was known.
+func route(target string) (op string, streamsAPI bool, fn opFunc, err error) {
+	switch {
+	case strings.HasPrefix(target, targetDynamoDB):
+		op = target[len(targetDynamoDB):]
+	case strings.HasPrefix(target, targetStreams):
+		op = target[len(targetStreams):]
+		streamsAPI = true
+	default:
+		return "", false, nil, awserr.New(awserr.CodeUnknownOperation, "Missing or unknown X-Amz-Target header")
+	}
+	if streamsAPI {
+		if !streamOps[op] {
+			return op, true, nil, awserr.Newf(awserr.CodeUnknownOperation, "Unknown operation: %s", op)
+		}
+	} else if fn = ops[op]; fn == nil {
+		return op, false, nil, awserr.Newf(awserr.CodeUnknownOperation, "Unknown operation: %s", op)
+	}
+	return op, streamsAPI, fn, nil
+}
+
+// writeBodyError answers a request whose body could not be read: too
+// large (413), not in time (408), or cut off.
+func (e *Engine) writeBodyError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		e.writeError(w, awserr.Validation("Request body exceeds the maximum allowed size of %d bytes", maxBody), 413)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		e.writeError(w, awserr.Newf(codeRequestTimeout, "%v", err), http.StatusRequestTimeout)
+	default:
+		e.writeError(w, awserr.Newf(awserr.CodeSerialization, "could not read request body: %v", err), 0)
+	}
+}
+
+// hookRefused runs the request hook (Hooks.OnRequest, SetHook) on a
+// request and, when it returns an error, answers with it and reports
+// true: an *Error as it is, any other as a 500.
+func (e *Engine) hookRefused(w http.ResponseWriter, op string, r *http.Request) bool {
+	hook := e.hook.Load()
+	if hook == nil {
+		return false
+	}
+	err := (*hook)(op, r)
+	if err == nil {
+		return false
+	}
+	var he *Error
+	if errors.As(err, &he) {
+		e.writeError(w, &awserr.Error{Code: he.Code, Message: he.Message, Status: he.Status}, 0)
+	} else {
+		e.writeError(w, awserr.New(awserr.CodeInternalServerError, err.Error()), 500)
+	}
+	return true
+}
+
+// notSynced waits, with a data directory, until what a request changed
+// (and saw) is durable; when the log cannot be synced and the request
+// was a write it did not refuse (err), it answers that the outcome is
+// unknown and reports true. A read, or a write the log refused (it
+// changed nothing), is answered even when the log cannot be written.
+func (e *Engine) notSynced(w http.ResponseWriter, op string, streamsAPI bool, err error) bool {
+	if e.p == nil {
+		return false
+	}
+	if serr := e.p.sync(); serr != nil && !readOnly(op, streamsAPI) && !isRefused(err) {
+		e.writeError(w, e.p.notDurable(serr), 0)
+		return true
+	}
+	return false
+}
+
+// writeResponse encodes a handler's response and answers 200 with it.
+func (e *Engine) writeResponse(w http.ResponseWriter, op string, resp any) {
 	var out []byte
+	var err error
 	switch v := resp.(type) {
 	case rawResponse:
 		out = v
@@ -201,24 +259,16 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The engine's own encoders produce valid JSON; skip
 		// encoding/json's re-validation of their output.
 		out, err = v.MarshalJSON()
-		if err != nil {
-			e.log.Error("engine: encoding response", zap.String("op", op), zap.Error(err))
-			e.writeError(w, awserr.New(awserr.CodeInternalServerError, "Internal server error"), 500)
-			return
-		}
 	default:
 		out, err = json.Marshal(resp)
-		if err != nil {
-			e.log.Error("engine: encoding response", zap.String("op", op), zap.Error(err))
-			e.writeError(w, awserr.New(awserr.CodeInternalServerError, "Internal server error"), 500)
-			return
-		}
+	}
+	if err != nil {
+		e.log.Error("engine: encoding response", zap.String("op", op), zap.Error(err))
+		e.writeError(w, awserr.New(awserr.CodeInternalServerError, "Internal server error"), 500)
+		return
 	}
 	e.write(w, 200, out)
 }
-
-// rawResponse is a response body already encoded as JSON.
-type rawResponse []byte
 
 // codeRequestTimeout is the error code of a body not received within
 // Options.BodyTimeout (408; the SDKs retry it).
@@ -297,37 +347,6 @@ func (e *Engine) write(w http.ResponseWriter, status int, body []byte) {
 	w.Write(body)
 }
 
-// condFailed is a ConditionalCheckFailedException that carries the item
-// (ReturnValuesOnConditionCheckFailure ALL_OLD).
-type condFailed struct {
-	item attr.Item
-}
-
-func (c *condFailed) Error() string {
-	return "ConditionalCheckFailedException: The conditional request failed"
-}
-
-// txCanceled is a TransactionCanceledException with its reasons.
-type txCanceled struct {
-	reasons []cancelReason
-}
-
-type cancelReason struct {
-	Code    string    `json:"Code"`
-	Message string    `json:"Message,omitempty"`
-	Item    attr.Item `json:"Item,omitempty"`
-}
-
-func (t *txCanceled) Error() string { return "TransactionCanceledException: " + t.message() }
-
-func (t *txCanceled) message() string {
-	codes := make([]string, len(t.reasons))
-	for i, r := range t.reasons {
-		codes[i] = r.Code
-	}
-	return "Transaction cancelled, please refer cancellation reasons for specific reasons [" + strings.Join(codes, ", ") + "]"
-}
-
 // writeError sends err as an AWS error document. Errors that are not
 // *awserr.Error are bugs: they are logged and sent as a bare 500.
 func (e *Engine) writeError(w http.ResponseWriter, err error, status int) {
@@ -385,42 +404,4 @@ func (e *Engine) requestID() string {
 		}
 	}
 	return string(b[:])
-}
-
-// decode parses a request body into req. An empty body counts as {}.
-func decode(body []byte, req any) error {
-	if len(strings.TrimSpace(string(body))) == 0 {
-		body = []byte("{}")
-	}
-	if err := json.Unmarshal(body, req); err != nil {
-		var ae *awserr.Error
-		if errors.As(err, &ae) {
-			return ae
-		}
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			field := te.Field
-			if field == "" {
-				field = "request"
-			}
-			return awserr.Newf(awserr.CodeSerialization, "Unexpected value type in payload for field %s: expected %s", field, te.Type)
-		}
-		return awserr.Newf(awserr.CodeSerialization, "Malformed request body: %v", err)
-	}
-	return nil
-}
-
-// nullErr is AWS's wording for a required parameter that is missing.
-func nullErr(field string) error {
-	return awserr.Validation("1 validation error detected: Value null at '%s' failed to satisfy constraint: Member must not be null", field)
-}
-
-func (e *Engine) opDescribeEndpoints(ctx context.Context, body []byte) (any, error) {
-	region, _ := e.regionFor(ctx)
-	return map[string]any{"Endpoints": []map[string]any{{"Address": "dynamodb." + region + ".amazonaws.com", "CachePeriodInMinutes": 1440}}}, nil
-}
-
-func (e *Engine) opDescribeLimits(ctx context.Context, body []byte) (any, error) {
-	return map[string]any{"AccountMaxReadCapacityUnits": 80000, "AccountMaxWriteCapacityUnits": 80000,
-		"TableMaxReadCapacityUnits": 40000, "TableMaxWriteCapacityUnits": 40000}, nil
 }

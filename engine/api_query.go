@@ -64,11 +64,34 @@ func (e *Engine) opScan(ctx context.Context, body []byte) (any, error) {
 	return e.read(ctx, body, false)
 }
 
+// read serves Query (query) and Scan: the request is checked on its own
+// (readRequest.plan), then against the table under its read lock
+// (readPlan.bind), and only then run.
 func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error) {
 	var req readRequest
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
+	pl, err := req.plan(query)
+	if err != nil {
+		return nil, err
+	}
+	t, err := e.itemTable(ctx, req.TableName)
+	if err != nil {
+		return nil, err
+	}
+	pl.t = t
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if err := pl.bind(&req); err != nil {
+		return nil, err
+	}
+	return pl.run()
+}
+
+// plan checks what a Query (query) or Scan request says on its own, in
+// DynamoDB's order, and returns its plan, not yet bound to a table.
+func (req *readRequest) plan(query bool) (*readPlan, error) {
 	if err := checkTableRef(req.TableName, "tableName"); err != nil {
 		return nil, err
 	}
@@ -76,7 +99,7 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 		return nil, err
 	}
 	pl := &readPlan{forward: true, rcc: req.ReturnConsumedCapacity, consist: req.ConsistentRead}
-	// checkShape has held Limit, IndexName, Segment and TotalSegments (all
+	// apimodel.Check has held Limit, IndexName, Segment and TotalSegments (all
 	// pointers, so a later null cannot leave an unchecked value behind) to
 	// the model's ranges and pattern.
 	if req.Limit != nil {
@@ -87,42 +110,73 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 	default:
 		return nil, awserr.Validation("1 validation error detected: Value '%s' at 'select' failed to satisfy constraint: Member must satisfy enum value set: [SPECIFIC_ATTRIBUTES, COUNT, ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES]", req.Select)
 	}
+	var err error
 	if query {
-		if req.Segment != nil || req.TotalSegments != nil {
-			return nil, awserr.Validation("Segment and TotalSegments are not valid parameters for Query")
-		}
-		if req.ScanIndexForward != nil {
-			pl.forward = *req.ScanIndexForward
-		}
-		if req.KeyConditionExpression == nil && !present(req.KeyConditions) {
-			return nil, awserr.Validation("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
-		}
+		err = req.checkQuery(pl)
 	} else {
-		if req.KeyConditionExpression != nil {
-			return nil, awserr.Validation("KeyConditionExpression is not a valid parameter for Scan")
-		}
-		if req.ScanIndexForward != nil {
-			return nil, awserr.Validation("ScanIndexForward is not a valid parameter for Scan")
-		}
-		if (req.Segment == nil) != (req.TotalSegments == nil) {
-			if req.Segment != nil {
-				return nil, awserr.Validation("The TotalSegments parameter is required but was not present in the request when Segment parameter is present")
-			}
-			return nil, awserr.Validation("The Segment parameter is required but was not present in the request when parameter TotalSegments is present")
-		}
-		if req.TotalSegments != nil {
-			ts, sg := *req.TotalSegments, *req.Segment
-			if sg >= ts {
-				return nil, awserr.Validation("The Segment parameter is zero-based and must be less than parameter TotalSegments: Segment: %d is not less than TotalSegments: %d", sg, ts)
-			}
-			pl.segment, pl.total = sg, ts
-		}
+		err = req.checkScan(pl)
 	}
+	if err != nil {
+		return nil, err
+	}
+	if err := req.parseExpressions(pl, query); err != nil {
+		return nil, err
+	}
+	if pl.sel, err = checkSelect(req.Select, pl.proj, req.IndexName != nil, query); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// checkQuery checks the members only a Query has (and refuses Scan's),
+// setting the plan's direction.
+func (req *readRequest) checkQuery(pl *readPlan) error {
+	if req.Segment != nil || req.TotalSegments != nil {
+		return awserr.Validation("Segment and TotalSegments are not valid parameters for Query")
+	}
+	if req.ScanIndexForward != nil {
+		pl.forward = *req.ScanIndexForward
+	}
+	if req.KeyConditionExpression == nil && !present(req.KeyConditions) {
+		return awserr.Validation("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
+	}
+	return nil
+}
+
+// checkScan checks the members only a Scan has (and refuses Query's),
+// setting the plan's segment.
+func (req *readRequest) checkScan(pl *readPlan) error {
+	if req.KeyConditionExpression != nil {
+		return awserr.Validation("KeyConditionExpression is not a valid parameter for Scan")
+	}
+	if req.ScanIndexForward != nil {
+		return awserr.Validation("ScanIndexForward is not a valid parameter for Scan")
+	}
+	if (req.Segment == nil) != (req.TotalSegments == nil) {
+		if req.Segment != nil {
+			return awserr.Validation("The TotalSegments parameter is required but was not present in the request when Segment parameter is present")
+		}
+		return awserr.Validation("The Segment parameter is required but was not present in the request when parameter TotalSegments is present")
+	}
+	if req.TotalSegments != nil {
+		ts, sg := *req.TotalSegments, *req.Segment
+		if sg >= ts {
+			return awserr.Validation("The Segment parameter is zero-based and must be less than parameter TotalSegments: Segment: %d is not less than TotalSegments: %d", sg, ts)
+		}
+		pl.segment, pl.total = sg, ts
+	}
+	return nil
+}
+
+// parseExpressions parses a read's key condition (Query), filter and
+// projection, expression or legacy (never both), into the plan, and
+// refuses expression names and values that none of them uses.
+func (req *readRequest) parseExpressions(pl *readPlan, query bool) error {
 	if err := checkMix(map[string]bool{"KeyConditions": present(req.KeyConditions), "QueryFilter": present(req.QueryFilter),
 		"ScanFilter": present(req.ScanFilter), "AttributesToGet": req.AttributesToGet != nil},
 		map[string]bool{"KeyConditionExpression": req.KeyConditionExpression != nil, "FilterExpression": req.FilterExpression != nil,
 			"ProjectionExpression": req.ProjectionExpression != nil}); err != nil {
-		return nil, err
+		return err
 	}
 	exprs := []expression{{"FilterExpression", req.FilterExpression}, {"KeyConditionExpression", req.KeyConditionExpression},
 		{"ProjectionExpression", req.ProjectionExpression}}
@@ -131,25 +185,42 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 	}
 	p, err := req.params(exprs...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if query {
-		switch {
-		case present(req.KeyConditions) && req.KeyConditionExpression != nil:
-			return nil, mixed("KeyConditions", "KeyConditionExpression")
-		case present(req.KeyConditions):
-			pl.kc, err = expr.LegacyKeyConditions(req.KeyConditions)
-		case *req.KeyConditionExpression == "":
-			err = awserr.Validation("Invalid KeyConditionExpression: The expression can not be empty;")
-		default:
-			pl.kc, err = expr.ParseKeyCondition(*req.KeyConditionExpression, p)
-		}
-		if err != nil {
-			return nil, err
+		if pl.kc, err = req.keyCondition(p); err != nil {
+			return err
 		}
 	} else if present(req.QueryFilter) || present(req.KeyConditions) {
-		return nil, awserr.Validation("QueryFilter and KeyConditions are not valid parameters for Scan")
+		return awserr.Validation("QueryFilter and KeyConditions are not valid parameters for Scan")
 	}
+	if pl.filter, err = req.filter(p, query); err != nil {
+		return err
+	}
+	if pl.proj, err = parseProjection(req.ProjectionExpression, req.AttributesToGet, p); err != nil {
+		return err
+	}
+	return p.CheckUnused()
+}
+
+// keyCondition parses a Query's KeyConditionExpression or legacy
+// KeyConditions.
+func (req *readRequest) keyCondition(p *expr.Params) (*expr.KeyCondition, error) {
+	switch {
+	case present(req.KeyConditions) && req.KeyConditionExpression != nil:
+		return nil, mixed("KeyConditions", "KeyConditionExpression")
+	case present(req.KeyConditions):
+		return expr.LegacyKeyConditions(req.KeyConditions)
+	case *req.KeyConditionExpression == "":
+		return nil, awserr.Validation("Invalid KeyConditionExpression: The expression can not be empty;")
+	default:
+		return expr.ParseKeyCondition(*req.KeyConditionExpression, p)
+	}
+}
+
+// filter parses a read's FilterExpression or its legacy QueryFilter
+// (query) or ScanFilter; nil when it has none.
+func (req *readRequest) filter(p *expr.Params, query bool) (*expr.Condition, error) {
 	legacyFilter, legacyName := req.ScanFilter, "ScanFilter"
 	if query {
 		legacyFilter, legacyName = req.QueryFilter, "QueryFilter"
@@ -161,87 +232,86 @@ func (e *Engine) read(ctx context.Context, body []byte, query bool) (any, error)
 	case present(legacyFilter) && req.FilterExpression != nil:
 		return nil, mixed(legacyName, "FilterExpression")
 	case present(legacyFilter):
-		if pl.filter, err = expr.LegacyFilter(legacyFilter, req.condOp()); err != nil {
-			return nil, err
-		}
+		return expr.LegacyFilter(legacyFilter, req.condOp())
 	case req.FilterExpression != nil:
 		if *req.FilterExpression == "" {
 			return nil, awserr.Validation("Invalid FilterExpression: The expression can not be empty;")
 		}
-		if pl.filter, err = expr.ParseFilter(*req.FilterExpression, p); err != nil {
-			return nil, err
-		}
+		return expr.ParseFilter(*req.FilterExpression, p)
 	}
-	if pl.proj, err = parseProjection(req.ProjectionExpression, req.AttributesToGet, p); err != nil {
-		return nil, err
-	}
-	if err := p.CheckUnused(); err != nil {
-		return nil, err
-	}
-	if pl.sel, err = checkSelect(req.Select, pl.proj, req.IndexName != nil, query); err != nil {
-		return nil, err
-	}
-	t, err := e.itemTable(ctx, req.TableName)
-	if err != nil {
-		return nil, err
-	}
-	pl.t = t
-	t.mu.RLock()
-	defer t.mu.RUnlock()
+	return nil, nil
+}
+
+// bind checks the plan against its table (pl.t, whose read lock is held):
+// the index, the Select and projection it allows, the key condition's
+// attributes and types, and the ExclusiveStartKey.
+func (pl *readPlan) bind(req *readRequest) error {
+	t := pl.t
 	if req.IndexName != nil {
 		pl.ix = t.indexByName(*req.IndexName)
 		if pl.ix == nil {
-			return nil, awserr.Validation("The table does not have the specified index: %s", *req.IndexName)
+			return awserr.Validation("The table does not have the specified index: %s", *req.IndexName)
 		}
 		if pl.ix.global && req.ConsistentRead {
-			return nil, awserr.Validation("Consistent reads are not supported on global secondary indexes")
+			return awserr.Validation("Consistent reads are not supported on global secondary indexes")
 		}
 	}
 	if pl.sel == "ALL_ATTRIBUTES" && pl.ix != nil && pl.ix.global && pl.ix.projType != "ALL" {
-		return nil, awserr.Validation("One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not supported for global secondary index %s because its projection type is not ALL", pl.ix.name)
+		return awserr.Validation("One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not supported for global secondary index %s because its projection type is not ALL", pl.ix.name)
 	}
 	if err := pl.checkProjected(); err != nil {
-		return nil, err
+		return err
 	}
 	keys := t.key
 	if pl.ix != nil {
 		keys = pl.ix.key
 	}
 	if pl.kc != nil {
-		if err := pl.kc.Validate(keys.Hash, keys.Range); err != nil {
-			return nil, err
-		}
-		if pl.filter != nil {
-			for _, n := range pl.filter.TopLevel() {
-				if keys.has(n) {
-					return nil, awserr.Validation("Filter Expression can only contain non-primary key attributes: Primary key attribute: %s", n)
-				}
-			}
-		}
-		if pl.kc.HashValue.T != keys.HashType {
-			return nil, awserr.Validation("One or more parameter values were invalid: Condition parameter type does not match schema type")
-		}
-		for _, v := range pl.kc.RangeValues {
-			if v.T != keys.RangeType {
-				return nil, awserr.Validation("One or more parameter values were invalid: Condition parameter type does not match schema type")
-			}
-		}
-		if pl.kc.RangeOp == "BETWEEN" && len(pl.kc.RangeValues) == 2 {
-			if c, ok := attr.Compare(pl.kc.RangeValues[0], pl.kc.RangeValues[1]); ok && c > 0 {
-				return nil, awserr.Validation("Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: {%s:%s}, upper bound operand: AttributeValue: {%s:%s}",
-					pl.kc.RangeValues[0].T, rawScalar(pl.kc.RangeValues[0]), pl.kc.RangeValues[1].T, rawScalar(pl.kc.RangeValues[1]))
-			}
-		}
-		if pl.kc.RangeOp == "begins_with" && len(pl.kc.RangeValues) == 1 && pl.kc.RangeValues[0].T == attr.N {
-			return nil, awserr.Validation("Invalid KeyConditionExpression: Incorrect operand type for operator or function; operator or function: begins_with, operand type: N")
+		if err := pl.checkKeyCondition(keys); err != nil {
+			return err
 		}
 	}
 	if req.ExclusiveStartKey != nil {
+		var err error
 		if pl.start, err = pl.startKey(attr.Item(req.ExclusiveStartKey)); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return pl.run()
+	return nil
+}
+
+// checkKeyCondition checks a Query's key condition against the keys it
+// reads (the table's or the index's): their names, a filter that names
+// none of them, value types and the bounds of BETWEEN and begins_with.
+func (pl *readPlan) checkKeyCondition(keys keyDef) error {
+	if err := pl.kc.Validate(keys.Hash, keys.Range); err != nil {
+		return err
+	}
+	if pl.filter != nil {
+		for _, n := range pl.filter.TopLevel() {
+			if keys.has(n) {
+				return awserr.Validation("Filter Expression can only contain non-primary key attributes: Primary key attribute: %s", n)
+			}
+		}
+	}
+	if pl.kc.HashValue.T != keys.HashType {
+		return awserr.Validation("One or more parameter values were invalid: Condition parameter type does not match schema type")
+	}
+	for _, v := range pl.kc.RangeValues {
+		if v.T != keys.RangeType {
+			return awserr.Validation("One or more parameter values were invalid: Condition parameter type does not match schema type")
+		}
+	}
+	if pl.kc.RangeOp == "BETWEEN" && len(pl.kc.RangeValues) == 2 {
+		if c, ok := attr.Compare(pl.kc.RangeValues[0], pl.kc.RangeValues[1]); ok && c > 0 {
+			return awserr.Validation("Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: {%s:%s}, upper bound operand: AttributeValue: {%s:%s}",
+				pl.kc.RangeValues[0].T, rawScalar(pl.kc.RangeValues[0]), pl.kc.RangeValues[1].T, rawScalar(pl.kc.RangeValues[1]))
+		}
+	}
+	if pl.kc.RangeOp == "begins_with" && len(pl.kc.RangeValues) == 1 && pl.kc.RangeValues[0].T == attr.N {
+		return awserr.Validation("Invalid KeyConditionExpression: Incorrect operand type for operator or function; operator or function: begins_with, operand type: N")
+	}
+	return nil
 }
 
 // checkSelect returns the Select a read runs with: as given, or by default
@@ -457,35 +527,7 @@ func (r readResponse) MarshalJSON() ([]byte, error) {
 
 // run reads one page. t.mu is held for reading.
 func (pl *readPlan) run() (any, error) {
-	t := pl.t
-	list := t.items
-	if pl.ix != nil {
-		list = pl.ix.list
-	}
-	lo, hi := pl.bounds()
-	if pl.start != nil {
-		if pl.forward {
-			if lo == nil || bytes.Compare(pl.start, lo) >= 0 {
-				lo = append(append([]byte(nil), pl.start...), 0) // just after start
-			}
-		} else if hi == nil || bytes.Compare(pl.start, hi) < 0 {
-			hi = pl.start
-		}
-	}
-	var n *slNode
-	if pl.forward {
-		if lo == nil {
-			n = list.First()
-		} else {
-			n = list.SeekGE(lo)
-		}
-	} else {
-		if hi == nil {
-			n = list.Last()
-		} else {
-			n = list.SeekLT(hi)
-		}
-	}
+	n, lo, hi := pl.seek()
 	resp := readResponse{Items: []json.RawMessage{}}
 	read := 0
 	var lastItem attr.Item
@@ -544,14 +586,51 @@ func (pl *readPlan) run() (any, error) {
 	if pl.sel == "COUNT" {
 		resp.Items = nil
 	}
+	resp.ConsumedCapacity = pl.consumed(read)
+	return resp, nil
+}
+
+// seek returns the node a page starts at, nil when there is none, and the
+// storage-key bounds of the read (nil for none), narrowed by the
+// ExclusiveStartKey: lo inclusive, hi exclusive.
+func (pl *readPlan) seek() (n *slNode, lo, hi []byte) {
+	list := pl.t.items
+	if pl.ix != nil {
+		list = pl.ix.list
+	}
+	lo, hi = pl.bounds()
+	if pl.start != nil {
+		if pl.forward {
+			if lo == nil || bytes.Compare(pl.start, lo) >= 0 {
+				lo = append(append([]byte(nil), pl.start...), 0) // just after start
+			}
+		} else if hi == nil || bytes.Compare(pl.start, hi) < 0 {
+			hi = pl.start
+		}
+	}
+	switch {
+	case pl.forward && lo == nil:
+		n = list.First()
+	case pl.forward:
+		n = list.SeekGE(lo)
+	case hi == nil:
+		n = list.Last()
+	default:
+		n = list.SeekLT(hi)
+	}
+	return n, lo, hi
+}
+
+// consumed is the capacity a page that read the given bytes consumed, on
+// the table or, read through a GSI, on the index.
+func (pl *readPlan) consumed(read int) *capacity {
 	units := readUnits(read, pl.consist)
 	var gsi map[string]float64
 	if pl.ix != nil && pl.ix.global {
 		gsi = map[string]float64{pl.ix.name: units}
 		units = 0
 	}
-	resp.ConsumedCapacity = consumed(pl.rcc, t.name, units, false, gsi)
-	return resp, nil
+	return consumed(pl.rcc, pl.t.name, units, false, gsi)
 }
 
 func step(n *slNode, forward bool) *slNode {

@@ -177,29 +177,11 @@ func (e *Engine) control(r *http.Request) (any, error) {
 		}
 		parts[1] = ref
 	}
-	post := func() error {
-		if r.Method != http.MethodPost {
-			return controlErrf(http.StatusMethodNotAllowed, "%s %s: method not allowed (use POST)", r.Method, r.URL.Path)
-		}
-		return nil
-	}
+	table := len(parts) >= 3 && parts[0] == "tables" && parts[1] != ""
+	shard := table && len(parts) == 5 && parts[2] == "shards" && parts[3] != ""
 	switch {
 	case len(parts) == 2 && parts[0] == "ttl" && parts[1] == "sweep":
-		if err := post(); err != nil {
-			return nil, err
-		}
-		if err := decodeControl(r, &struct{}{}); err != nil {
-			return nil, err
-		}
-		n, err := e.SweepTTL(r.Context())
-		if isRefused(err) { // a full disk: retryable, and the items left are still there
-			return nil, controlErrf(http.StatusServiceUnavailable, "ttl sweep: deleted %d items, then: %v", n, err)
-		}
-		if err != nil {
-			return nil, controlErrf(http.StatusConflict, "ttl sweep: %v", err)
-		}
-		return map[string]int{"deleted": n}, nil
-
+		return e.controlSweep(r)
 	case len(parts) == 1 && parts[0] == "clock":
 		resp, err := e.controlClock(r)
 		if err == nil && r.Method == http.MethodPost {
@@ -208,142 +190,96 @@ func (e *Engine) control(r *http.Request) (any, error) {
 			err = e.keepControl()
 		}
 		return resp, err
-
 	case len(parts) == 1 && parts[0] == "state":
 		if r.Method != http.MethodGet {
 			return nil, controlErrf(http.StatusMethodNotAllowed, "%s %s: method not allowed (use GET)", r.Method, r.URL.Path)
 		}
 		return e.stateView(), nil
-
 	case len(parts) == 2 && parts[0] == "iterators" && parts[1] == "expire":
-		if err := post(); err != nil {
-			return nil, err
-		}
-		if err := decodeControl(r, &struct{}{}); err != nil {
-			return nil, err
-		}
-		e.ExpireIterators()
-		return nil, e.keepControl()
-
+		return e.controlExpireIterators(r)
 	case len(parts) >= 1 && parts[0] == "replication":
-		if err := post(); err != nil {
+		if err := requirePost(r); err != nil {
 			return nil, err
 		}
 		return e.controlReplication(r, parts[1:])
-
 	case len(parts) == 2 && parts[0] == "ttl" && parts[1] == "independent":
-		if err := post(); err != nil {
-			return nil, err
-		}
-		var in struct {
-			Enabled *bool `json:"enabled"`
-		}
-		if err := decodeControl(r, &in); err != nil {
-			return nil, err
-		}
-		if in.Enabled == nil {
-			return nil, controlErrf(http.StatusBadRequest, `"enabled" is required: true makes every Region's TTL delete every expired item of a global table`)
-		}
-		e.SetTTLIndependent(*in.Enabled)
-		return nil, e.keepControl()
-
+		return e.controlTTLIndependent(r)
 	case len(parts) == 1 && parts[0] == "throttle":
-		if err := post(); err != nil {
-			return nil, err
-		}
-		var in struct {
-			Operation *string `json:"operation"`
-			Count     *int    `json:"count"`
-		}
-		if err := decodeControl(r, &in); err != nil {
-			return nil, err
-		}
-		if in.Operation == nil {
-			return nil, controlErrf(http.StatusBadRequest, `"operation" is required: GetRecords, BatchWriteItem or BatchGetItem`)
-		}
-		if in.Count == nil {
-			return nil, controlErrf(http.StatusBadRequest, `"count" is required: how many calls to throttle (0 cancels)`)
-		}
-		if *in.Count < 0 {
-			return nil, controlErrf(http.StatusBadRequest, `"count" must not be negative, got %d`, *in.Count)
-		}
-		switch *in.Operation {
-		case "GetRecords":
-			e.ThrottleGetRecords(*in.Count)
-		case "BatchWriteItem":
-			e.ThrottleBatchWrites(*in.Count)
-		case "BatchGetItem":
-			e.ThrottleBatchGets(*in.Count)
-		default:
-			return nil, controlErrf(http.StatusBadRequest, `"operation": %q cannot be throttled; the engine throttles GetRecords, BatchWriteItem and BatchGetItem`, *in.Operation)
-		}
-		return nil, e.keepControl()
-
-	case len(parts) == 3 && parts[0] == "tables" && parts[1] != "" && parts[2] == "rollover":
-		if err := post(); err != nil {
-			return nil, err
-		}
-		if err := decodeControl(r, &struct{}{}); err != nil {
-			return nil, err
-		}
-		return nil, e.ForceRollover(parts[1])
-
-	case len(parts) == 3 && parts[0] == "tables" && parts[1] != "" && parts[2] == "trim":
-		if err := post(); err != nil {
-			return nil, err
-		}
-		var in struct {
-			Before *string `json:"before"`
-		}
-		if err := decodeControl(r, &in); err != nil {
-			return nil, err
-		}
-		if in.Before == nil {
-			return nil, controlErrf(http.StatusBadRequest, `"before" is required: an RFC 3339 time; records created before it are dropped`)
-		}
-		before, err := time.Parse(time.RFC3339Nano, *in.Before)
-		if err != nil {
-			return nil, controlErrf(http.StatusBadRequest, `"before": %q is not an RFC 3339 time like 2026-11-01T12:00:00Z`, *in.Before)
-		}
-		return nil, e.TrimStream(parts[1], before)
-
-	case len(parts) == 5 && parts[0] == "tables" && parts[1] != "" && parts[2] == "shards" && parts[3] != "" && parts[4] == "split":
-		if err := post(); err != nil {
-			return nil, err
-		}
-		if err := decodeControl(r, &struct{}{}); err != nil {
-			return nil, err
-		}
-		return nil, e.SplitShard(parts[1], parts[3])
-
-	case len(parts) == 5 && parts[0] == "tables" && parts[1] != "" && parts[2] == "shards" && parts[3] != "" && parts[4] == "omit":
-		if err := post(); err != nil {
-			return nil, err
-		}
-		var in struct {
-			Times *int `json:"times"`
-		}
-		if err := decodeControl(r, &in); err != nil {
-			return nil, err
-		}
-		if in.Times == nil {
-			return nil, controlErrf(http.StatusBadRequest, `"times" is required: how many DescribeStream responses leave the shard out (0 cancels)`)
-		}
-		if *in.Times < 0 {
-			return nil, controlErrf(http.StatusBadRequest, `"times" must not be negative, got %d`, *in.Times)
-		}
-		if err := e.OmitShardFromDescribe(parts[1], parts[3], *in.Times); err != nil {
-			return nil, err
-		}
-		return nil, e.keepControl()
-
-	case len(parts) == 5 && parts[0] == "tables" && parts[1] != "" && parts[2] == "shards" && parts[3] != "" && parts[4] == "records":
-		if err := post(); err != nil {
+		return e.controlThrottle(r)
+	case table && len(parts) == 3 && parts[2] == "rollover":
+		return e.controlRollover(r, parts[1])
+	case table && len(parts) == 3 && parts[2] == "trim":
+		return e.controlTrim(r, parts[1])
+	case shard && parts[4] == "split":
+		return e.controlSplit(r, parts[1], parts[3])
+	case shard && parts[4] == "omit":
+		return e.controlOmit(r, parts[1], parts[3])
+	case shard && parts[4] == "records":
+		if err := requirePost(r); err != nil {
 			return nil, err
 		}
 		return e.controlRecord(r, parts[1], parts[3])
 	}
 	return nil, controlErrf(http.StatusNotFound, "no control endpoint %s %s", r.Method, r.URL.Path)
+}
+
+// requirePost refuses a control request that is not a POST (405).
+func requirePost(r *http.Request) error {
+	if r.Method != http.MethodPost {
+		return controlErrf(http.StatusMethodNotAllowed, "%s %s: method not allowed (use POST)", r.Method, r.URL.Path)
+	}
+	return nil
+}
+
+// requireEmptyPost refuses a control request that is not a POST of an
+// empty JSON object, for endpoints that take no parameters.
+func requireEmptyPost(r *http.Request) error {
+	if err := requirePost(r); err != nil {
+		return err
+	}
+	return decodeControl(r, &struct{}{})
+}
+
+// controlSweep serves POST /_engine/ttl/sweep: one TTL sweep now.
+func (e *Engine) controlSweep(r *http.Request) (any, error) {
+	if err := requireEmptyPost(r); err != nil {
+		return nil, err
+	}
+	n, err := e.SweepTTL(r.Context())
+	if isRefused(err) { // a full disk: retryable, and the items left are still there
+		return nil, controlErrf(http.StatusServiceUnavailable, "ttl sweep: deleted %d items, then: %v", n, err)
+	}
+	if err != nil {
+		return nil, controlErrf(http.StatusConflict, "ttl sweep: %v", err)
+	}
+	return map[string]int{"deleted": n}, nil
+}
+
+// controlExpireIterators serves POST /_engine/iterators/expire.
+func (e *Engine) controlExpireIterators(r *http.Request) (any, error) {
+	if err := requireEmptyPost(r); err != nil {
+		return nil, err
+	}
+	e.ExpireIterators()
+	return nil, e.keepControl()
+}
+
+// controlTTLIndependent serves POST /_engine/ttl/independent.
+func (e *Engine) controlTTLIndependent(r *http.Request) (any, error) {
+	if err := requirePost(r); err != nil {
+		return nil, err
+	}
+	var in struct {
+		Enabled *bool `json:"enabled"`
+	}
+	if err := decodeControl(r, &in); err != nil {
+		return nil, err
+	}
+	if in.Enabled == nil {
+		return nil, controlErrf(http.StatusBadRequest, `"enabled" is required: true makes every Region's TTL delete every expired item of a global table`)
+	}
+	e.SetTTLIndependent(*in.Enabled)
+	return nil, e.keepControl()
 }
 
 // controlTable returns how the Go API names the table of a control path

@@ -69,7 +69,7 @@ func (r *txWriteRequest) validate() error {
 	if r.TransactItems == nil {
 		return nullErr("transactItems")
 	}
-	// checkShape has held TransactItems to 1..100 members and
+	// apimodel.Check has held TransactItems to 1..100 members and
 	// ClientRequestToken to 1..36 characters.
 	return nil
 }
