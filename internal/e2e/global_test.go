@@ -166,13 +166,28 @@ func TestGlobalTableBothRegionsExpire(t *testing.T) {
 		t.Fatalf("archiver verify: %v\n%s\n%s", err, out, stderr.String())
 	}
 	var rep struct {
-		Events int `json:"distinctEvents"`
+		Events   int `json:"distinctEvents"`
+		Coverage struct {
+			Verdict string `json:"verdict"`
+			Shards  []struct {
+				Region string `json:"region"`
+			} `json:"shards"`
+		} `json:"coverage"`
 	}
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("verify --json: %v\n%s", err, out)
 	}
 	if rep.Events != n {
 		t.Errorf("verify counts %d distinct events in the two Regions' archive, want %d (each expiry once)", rep.Events, n)
+	}
+	// Coverage manifests per Region (issue 27): each Region's archiver
+	// proves its own stream's shards, and together they are complete.
+	regions := map[string]int{}
+	for _, s := range rep.Coverage.Shards {
+		regions[s.Region]++
+	}
+	if rep.Coverage.Verdict != "complete" || regions["us-east-1"] == 0 || regions["eu-west-1"] == 0 || len(regions) != 2 {
+		t.Errorf("coverage %q with shards by Region %v, want complete with both Regions' shards", rep.Coverage.Verdict, regions)
 	}
 }
 
