@@ -83,7 +83,7 @@ const (
 	maxLongFuncs = 0
 )
 
-var longFuncPackages = []string{"shard", "consumer", "sinks", "checkpoint", "event", "sweep", "archive", "restore"}
+var longFuncPackages = []string{"shard", "consumer", "sinks", "checkpoint", "event", "sweep", "archive", "restore", "conformance"}
 
 func TestLongFunctions(t *testing.T) {
 	var long []string
