@@ -58,7 +58,7 @@ func skipf(format string, a ...any) Outcome {
 
 // failed is the outcome of a call the check could not do without: what
 // it was doing and the error.
-func failed(what string, err error) Outcome { return failf("%s: %v", what, err) }
+func failed(what string, err error) Outcome { return failf("%s: %v", what, short(err)) }
 
 // Check is one assertion about the endpoint: a name, what it asserts (one
 // sentence, shown by --list and in the docs), and Run, which measures it.
@@ -159,7 +159,7 @@ func (e *Env) one(ctx context.Context, c Check) (r Result) {
 			r.Status, r.Detail = Fail, fmt.Sprintf("panic: %v (at %s)", p, panicSite(debug.Stack()))
 		}
 		if err := ce.cleanup(); err != nil {
-			r.Detail += fmt.Sprintf(" (cleanup: %v)", err)
+			r.Detail += fmt.Sprintf(" (cleanup: %v)", short(err))
 		}
 		r.Took = time.Since(start)
 	}()

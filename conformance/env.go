@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
@@ -150,4 +151,16 @@ func (e *Env) waitFor(ctx context.Context, limit time.Duration, sweep bool, f fu
 			return time.Since(start), errNotYet
 		}
 	}
+}
+
+// Ping asks the endpoint for one table name, so that an endpoint that
+// does not answer as DynamoDB (or refuses the credentials) is one error
+// before the run rather than a failure of every check.
+func (e *Env) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := e.DynamoDB.ListTables(ctx, &dynamodb.ListTablesInput{Limit: aws.Int32(1)}); err != nil {
+		return fmt.Errorf("ListTables: %w", short(err))
+	}
+	return nil
 }

@@ -126,7 +126,7 @@ func shardProblem(s stypes.Shard, ids map[string]stypes.Shard, all []stypes.Shar
 		}
 	}
 	if closed(s) && !slices.ContainsFunc(all, func(c stypes.Shard) bool { return aws.ToString(c.ParentShardId) == id }) {
-		return fmt.Sprintf("shard %s is closed, but no shard names it as its parent", id)
+		return fmt.Sprintf("shard %s has an EndingSequenceNumber (%s), so it is closed, yet no shard names it as its parent (an open shard has none)", id, *r.EndingSequenceNumber)
 	}
 	return ""
 }
@@ -221,7 +221,7 @@ func checkShardFilter(ctx context.Context, e *Env) Outcome {
 		}
 	}
 	if none != "" {
-		return passf("an open shard's CHILD_SHARDS are none; no shard closed to ask about a parent's (%s)", none)
+		return passf("an open shard's CHILD_SHARDS are none; no shard closed after %d writes, so no parent's were asked", rolloverWrites)
 	}
 	return passf("CHILD_SHARDS of each of %d shards lists exactly its children (%s)", len(l.shards), l.how)
 }

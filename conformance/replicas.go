@@ -82,12 +82,12 @@ func (e *Env) newReplica(ctx context.Context) (*replica, Outcome) {
 	_, err = e.DynamoDB.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: &r.table,
 		ReplicaUpdates: []types.ReplicationGroupUpdate{{Create: &types.CreateReplicationGroupMemberAction{RegionName: &e.OtherRegion}}}})
 	if err != nil {
-		return nil, skipf("the endpoint has no global tables: UpdateTable ReplicaUpdates Create: %v", err)
+		return nil, skipf("the endpoint has no global tables: UpdateTable ReplicaUpdates Create: %v", short(err))
 	}
 	e.defer_(func(ctx context.Context) error { return deleteTable(ctx, db2, r.table) })
 	desc, err := waitActive(ctx, db2, r.table, e.Bound)
 	if err != nil {
-		return nil, failf("UpdateTable accepted a replica in %s, but: %v", e.OtherRegion, err)
+		return nil, failf("UpdateTable accepted a replica in %s, but: %v", e.OtherRegion, short(err))
 	}
 	if _, err := waitActive(ctx, e.DynamoDB, r.table, tableWait); err != nil {
 		return nil, failed("after adding the replica", err)
@@ -115,7 +115,7 @@ func (r *replica) arrives(ctx context.Context, e *Env, i int, id string, there b
 	if !there {
 		verb = "deleted by TTL in " + r.region[1-i] + " was not deleted"
 	}
-	o := failf("the item %s %s in %s within the bound (%v): %v", id, verb, r.region[i], e.Bound, err)
+	o := failf("the item %s %s in %s within the bound (%v): %v", id, verb, r.region[i], e.Bound, short(err))
 	return &o
 }
 

@@ -71,7 +71,7 @@ func noOps() []noOp {
 				if awserr.IsConditionFailed(err) {
 					return nil
 				}
-				return fmt.Errorf("PutItem with a condition that must fail: %v, want ConditionalCheckFailedException", err)
+				return fmt.Errorf("PutItem with a condition that must fail: %v, want ConditionalCheckFailedException", orNone(err))
 			}, want: "INSERT"},
 		{id: "real", what: "UpdateItem SET a = 2, a real change (the control)", first: it("real", num(1), "p"), again: setA("real", "2"), want: "INSERT MODIFY"},
 	}
@@ -129,13 +129,13 @@ func checkIteratorExpiry(ctx context.Context, e *Env) Outcome {
 	}
 	list, err := shards(ctx, e.Streams, arn, nil)
 	if err != nil || len(list) == 0 {
-		return failf("no shard to read: %v", err)
+		return failf("no shard to read: %v", orNone(err))
 	}
 	shard := aws.ToString(list[0].ShardId)
 	var its [2]string
 	for i := range its {
 		if its[i], err = iterator(ctx, e.Streams, arn, shard, stypes.ShardIteratorTypeTrimHorizon, ""); err != nil {
-			return failed("", err)
+			return failed("the iterators", err)
 		}
 	}
 	return iteratorLifetime(ctx, e, its)
@@ -160,7 +160,7 @@ func iteratorLifetime(ctx context.Context, e *Env, its [2]string) Outcome {
 		return failed("waiting", err)
 	}
 	if _, err := e.Streams.GetRecords(ctx, getRecords(its[0])); err != nil {
-		return failf("GetRecords with an iterator 14 minutes old: %v, want records (an iterator lives 15 minutes)", err)
+		return failf("GetRecords with an iterator 14 minutes old: %v, want records (an iterator lives 15 minutes)", short(err))
 	}
 	later := 2 * time.Minute
 	if e.Control == nil {
@@ -207,5 +207,5 @@ func orNone(err error) string {
 	if err == nil {
 		return "no error"
 	}
-	return err.Error()
+	return short(err).Error()
 }

@@ -46,7 +46,8 @@ func (e *Env) table(ctx context.Context, db *dynamodb.Client, spec tableSpec) (n
 	if err != nil {
 		return "", "", fmt.Errorf("CreateTable %s: %w", name, err)
 	}
-	e.defer_(func(ctx context.Context) error { return deleteTable(ctx, db, name) })
+	made := name // name, a result, is "" when this returns an error
+	e.defer_(func(ctx context.Context) error { return deleteTable(ctx, db, made) })
 	if out.TableDescription != nil {
 		streamARN = aws.ToString(out.TableDescription.LatestStreamArn)
 	}
@@ -100,6 +101,7 @@ func createInput(name string, spec tableSpec) *dynamodb.CreateTableInput {
 func waitActive(ctx context.Context, db *dynamodb.Client, name string, limit time.Duration) (*types.TableDescription, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
+	state := "does not exist"
 	for n := 0; ; n++ {
 		out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &name})
 		if err != nil && ctx.Err() == nil && awserr.Code(err) != "ResourceNotFoundException" {
@@ -108,9 +110,12 @@ func waitActive(ctx context.Context, db *dynamodb.Client, name string, limit tim
 		if err == nil && active(out.Table) {
 			return out.Table, nil
 		}
+		if err == nil {
+			state = "is not ACTIVE"
+		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("table %s not ACTIVE within %v", name, limit)
+			return nil, fmt.Errorf("table %s %s after %v", name, state, limit)
 		case <-time.After(min(50*time.Millisecond<<min(n, 6), 2*time.Second)):
 		}
 	}

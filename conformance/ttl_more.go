@@ -30,10 +30,10 @@ func ttlRecordChecks() []Check {
 	}
 }
 
-// expireWithRecord writes the items of ids, first of which has expired, into a
-// new table with a NEW_AND_OLD_IMAGES stream and TTL, runs then (may be
-// nil) and waits for the TTL deletion. It returns the table, its stream
-// and the deletion's delay.
+// expireWithStream writes its, the first of which has expired, into a new
+// table with a NEW_AND_OLD_IMAGES stream and TTL, runs then (may be nil)
+// and waits for the TTL deletion of the first. It returns the table, its
+// stream and the deletion's delay.
 func (e *Env) expireWithStream(ctx context.Context, its []item, then func(table string) error) (string, string, time.Duration, *Outcome) {
 	table, arn, err := e.table(ctx, e.DynamoDB, tableSpec{ttl: true, stream: types.StreamViewTypeNewAndOldImages})
 	if err != nil {

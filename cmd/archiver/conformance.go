@@ -95,6 +95,9 @@ func conformanceCmd(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	if err := cenv.Ping(ctx); err != nil {
+		return fmt.Errorf("%s does not answer as DynamoDB: %w", orAWS(f.endpoint), err)
+	}
 	each := func(r conformance.Result) { fmt.Fprintln(e.stdout, r.Line()) }
 	if f.json {
 		each = nil
