@@ -165,6 +165,9 @@ func (e *Env) one(ctx context.Context, c Check) (r Result) {
 	}()
 	out := c.Run(ctx, ce)
 	r.Status, r.Detail, r.Delay = out.Status, out.Detail, out.Delay
+	if ctx.Err() != nil && r.Status == Fail { // it failed because the run was stopped
+		r.Status, r.Detail = Skip, "interrupted: "+r.Detail
+	}
 	return r
 }
 

@@ -184,6 +184,24 @@ func TestInterrupted(t *testing.T) {
 	}
 }
 
+// TestInterruptedMidCheck: a check that fails because the run was
+// stopped under it is not counted a failure of the endpoint.
+func TestInterruptedMidCheck(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	checks := []conformance.Check{
+		{Name: "stopped", Run: func(ctx context.Context, _ *conformance.Env) conformance.Outcome {
+			cancel()
+			return conformance.Outcome{Status: conformance.Fail, Detail: ctx.Err().Error()}
+		}},
+		{Name: "never", Run: func(context.Context, *conformance.Env) conformance.Outcome { panic("must not run") }},
+	}
+	rep := conformance.Run(ctx, &conformance.Env{Bound: time.Second}, checks, nil)
+	if len(rep.Results) != 1 || rep.Results[0].Status != conformance.Skip || rep.Results[0].Detail != "interrupted: context canceled" || rep.NotRun != 1 {
+		t.Errorf("report %+v; want the stopped check skipped as interrupted and one not run", rep)
+	}
+}
+
 func TestGrade(t *testing.T) {
 	for _, c := range []struct {
 		passed, applicable int
