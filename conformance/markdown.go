@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -66,16 +67,27 @@ func verdict(c Column, name string) string {
 }
 
 // notes is an endpoint's paragraph: why it was not measured, or what its
-// checks that did not pass said.
+// checks that did not pass said, one line for the checks that said the
+// same.
 func notes(c Column) string {
 	if c.Report == nil {
 		return fmt.Sprintf("\n**%s** was not measured: %s\n", c.Name, cell(c.Missing))
 	}
 	var lines []string
+	var names [][]string // the checks of each line: those that said the same
 	for _, r := range c.Report.Results {
-		if r.Status != Pass {
-			lines = append(lines, fmt.Sprintf("- `%s` %s: %s", r.Name, r.Status, cell(clip(r.Detail, 400))))
+		if r.Status == Pass {
+			continue
 		}
+		line := fmt.Sprintf("%s: %s", r.Status, cell(clip(r.Detail, 400)))
+		if i := slices.Index(lines, line); i >= 0 {
+			names[i] = append(names[i], r.Name)
+			continue
+		}
+		lines, names = append(lines, line), append(names, []string{r.Name})
+	}
+	for i := range lines {
+		lines[i] = "- `" + strings.Join(names[i], "`, `") + "` " + lines[i]
 	}
 	if len(lines) == 0 {
 		return fmt.Sprintf("\n**%s** passed every check (expiry bound %v).\n", c.Name, c.Report.ExpiryBound)

@@ -16,6 +16,7 @@ func TestMarkdown(t *testing.T) {
 		{Name: "ttl-expiry", Status: conformance.Pass, Delay: 1234 * time.Millisecond}}}
 	bad := &conformance.Report{ExpiryBound: time.Minute, Passed: 0, Failed: 1, Skipped: 1, Grade: "F", Results: []conformance.Result{
 		{Name: "ttl-expiry", Status: conformance.Fail, Detail: "deleted nothing | at all"},
+		{Name: "stream-lineage", Status: conformance.Skip, Detail: "no global tables"},
 		{Name: "global-replicas", Status: conformance.Skip, Detail: "no global tables"}}}
 	md := conformance.Markdown([]conformance.Column{{Name: "engine", Report: good}, {Name: "peer", Report: bad}, {Name: "gone", Missing: "npm install failed"}})
 	for _, w := range []string{
@@ -24,7 +25,7 @@ func TestMarkdown(t *testing.T) {
 		"| `global-replicas` | not run | SKIP | – |\n",
 		"| **grade** | **A** (1 of 1) | **F** (0 of 1) | not measured |\n",
 		"**engine** passed every check (expiry bound 2m0s).",
-		"**peer** (expiry bound 1m0s):\n\n- `ttl-expiry` FAIL: deleted nothing \\| at all\n- `global-replicas` SKIP: no global tables\n",
+		"**peer** (expiry bound 1m0s):\n\n- `ttl-expiry` FAIL: deleted nothing \\| at all\n- `stream-lineage`, `global-replicas` SKIP: no global tables\n",
 		"**gone** was not measured: npm install failed\n",
 	} {
 		if !strings.Contains(md, w) {

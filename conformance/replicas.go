@@ -87,7 +87,7 @@ func (e *Env) newReplica(ctx context.Context) (*replica, Outcome) {
 	e.defer_(func(ctx context.Context) error { return deleteTable(ctx, db2, r.table) })
 	desc, err := waitActive(ctx, db2, r.table, e.Bound)
 	if err != nil {
-		return nil, failf("UpdateTable accepted a replica in %s, but: %v", e.OtherRegion, short(err))
+		return nil, failf("UpdateTable accepted a replica in %s, but there: %v", e.OtherRegion, short(err))
 	}
 	if _, err := waitActive(ctx, e.DynamoDB, r.table, tableWait); err != nil {
 		return nil, failed("after adding the replica", err)

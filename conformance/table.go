@@ -39,12 +39,14 @@ type tableSpec struct {
 
 // table creates a table for the check with db, waits for it to be ACTIVE,
 // enables TTL when spec asks, and registers its deletion. It returns the
-// table's name and its stream's ARN ("" without a stream).
+// table's name and its stream's ARN ("" without a stream). Its errors do
+// not name the table (the check's name does, and the lines of two
+// endpoints that fail alike then read alike); its deletion's do.
 func (e *Env) table(ctx context.Context, db *dynamodb.Client, spec tableSpec) (name, streamARN string, err error) {
 	name = e.tableName()
 	out, err := db.CreateTable(ctx, createInput(name, spec))
 	if err != nil {
-		return "", "", fmt.Errorf("CreateTable %s: %w", name, err)
+		return "", "", fmt.Errorf("CreateTable: %w", err)
 	}
 	made := name // name, a result, is "" when this returns an error
 	e.defer_(func(ctx context.Context) error { return deleteTable(ctx, db, made) })
@@ -59,13 +61,13 @@ func (e *Env) table(ctx context.Context, db *dynamodb.Client, spec tableSpec) (n
 		streamARN = aws.ToString(desc.LatestStreamArn)
 	}
 	if spec.stream != "" && streamARN == "" {
-		return "", "", fmt.Errorf("table %s was created with a stream, but neither CreateTable nor DescribeTable names its LatestStreamArn", name)
+		return "", "", errors.New("the table was created with a stream, but neither CreateTable nor DescribeTable names its LatestStreamArn")
 	}
 	if spec.ttl {
 		_, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: &name,
 			TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(ttlAttr), Enabled: aws.Bool(true)}})
 		if err != nil {
-			return "", "", fmt.Errorf("UpdateTimeToLive %s: %w", name, err)
+			return "", "", fmt.Errorf("UpdateTimeToLive: %w", err)
 		}
 	}
 	return name, streamARN, nil
@@ -105,7 +107,7 @@ func waitActive(ctx context.Context, db *dynamodb.Client, name string, limit tim
 	for n := 0; ; n++ {
 		out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &name})
 		if err != nil && ctx.Err() == nil && awserr.Code(err) != "ResourceNotFoundException" {
-			return nil, fmt.Errorf("DescribeTable %s: %w", name, err)
+			return nil, fmt.Errorf("DescribeTable: %w", err)
 		}
 		if err == nil && active(out.Table) {
 			return out.Table, nil
@@ -115,7 +117,7 @@ func waitActive(ctx context.Context, db *dynamodb.Client, name string, limit tim
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("table %s %s after %v", name, state, limit)
+			return nil, fmt.Errorf("the table %s after %v", state, limit)
 		case <-time.After(min(50*time.Millisecond<<min(n, 6), 2*time.Second)):
 		}
 	}
@@ -167,7 +169,7 @@ func expiring(id string, at int64) item { return item{"pk": str(id), "sk": str("
 func put(ctx context.Context, db *dynamodb.Client, table string, it item) error {
 	_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: it})
 	if err != nil {
-		return fmt.Errorf("PutItem %s into %s: %w", describeKey(it), table, err)
+		return fmt.Errorf("PutItem %s: %w", describeKey(it), err)
 	}
 	return nil
 }
@@ -176,7 +178,7 @@ func put(ctx context.Context, db *dynamodb.Client, table string, it item) error 
 func get(ctx context.Context, db *dynamodb.Client, table, id string) (item, error) {
 	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: key(id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return nil, fmt.Errorf("GetItem %s from %s: %w", id, table, err)
+		return nil, fmt.Errorf("GetItem %s: %w", id, err)
 	}
 	if len(out.Item) == 0 {
 		return nil, nil
