@@ -10,7 +10,7 @@ FUZZTIME  ?= 5s
 # large) and gets its own -race pass over the concurrency tests.
 export PATH := $(TOOLS_BIN):$(PATH)
 
-.PHONY: run test vet fmt-check unit e2e-full fuzz tools bench build image crashloop clean test-timeshift
+.PHONY: run test vet fmt-check unit e2e-full fuzz tools bench build image crashloop clean test-timeshift conformance-peers
 
 # The demo runs the built binary, not `go run` (which exits 1 when its
 # child is interrupted). On a terminal it runs as a foreground job of its
@@ -76,6 +76,14 @@ tools:
 # go run ./cmd/bench -h lists them).
 bench: tools
 	$(GO) run ./cmd/bench $(if $(ONLY),-only $(ONLY))
+
+# The conformance suite (docs/CONFORMANCE.md) against this engine, moto,
+# dynalite and Dynoxide, installed from pip and npm under .tools/; rewrites
+# the table in docs/CONFORMANCE.md. Not in `make test` (the engine's own
+# runs are, in ./conformance): about 20 minutes, or 5 with
+# CONFORMANCE_SLOW=0 (no real-time iterator expiry).
+conformance-peers:
+	@bash tools/conformance-peers.sh
 
 # The crash loop of issue 5 at full length: `archiver run` as a real process,
 # killed with SIGKILL 20 times while items keep expiring; every expired key

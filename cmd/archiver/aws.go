@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/internal/redact"
@@ -64,4 +66,21 @@ func loadAWSConfig(ctx context.Context, command, region, endpoint string, log *z
 		}
 	}
 	return cfg, nil
+}
+
+// endpointClients are a DynamoDB and a DynamoDB Streams client of awsCfg
+// sending to endpoint (AWS's own for its Region when empty); streamOpts
+// adjust the Streams client.
+func endpointClients(awsCfg aws.Config, endpoint string, streamOpts ...func(*dynamodbstreams.Options)) (*dynamodb.Client, *dynamodbstreams.Client) {
+	ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
+	streams := dynamodbstreams.NewFromConfig(awsCfg, append([]func(*dynamodbstreams.Options){func(o *dynamodbstreams.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	}}, streamOpts...)...)
+	return ddb, streams
 }

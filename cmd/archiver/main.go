@@ -1,16 +1,17 @@
 // Command archiver archives DynamoDB items that TTL expired, from the table's
 // stream to S3 and NATS.
 //
-//	archiver run      the long-lived consumer (an ECS task, or several)
-//	archiver sweep    deletes a table's expired items within seconds of their TTL
-//	archiver engine   a local DynamoDB + Streams server whose TTL really deletes
-//	archiver demo     everything in one process: engine, NATS, archive folder
-//	archiver restore  write archived items back into a DynamoDB table
-//	archiver replay   send archived events to a sink under their original IDs
-//	archiver verify   read an archive and report what is in it and what is wrong
-//	archiver tail     print the expiries arriving on a NATS JetStream stream
-//	archiver health   the container health check: exit 0 when /readyz says ready
-//	archiver version  print the version
+//	archiver run          the long-lived consumer (an ECS task, or several)
+//	archiver sweep        deletes a table's expired items within seconds of their TTL
+//	archiver engine       a local DynamoDB + Streams server whose TTL really deletes
+//	archiver demo         everything in one process: engine, NATS, archive folder
+//	archiver restore      write archived items back into a DynamoDB table
+//	archiver replay       send archived events to a sink under their original IDs
+//	archiver verify       read an archive and report what is in it and what is wrong
+//	archiver tail         print the expiries arriving on a NATS JetStream stream
+//	archiver conformance  measure a DynamoDB-compatible endpoint's TTL and Streams
+//	archiver health       the container health check: exit 0 when /readyz says ready
+//	archiver version      print the version
 //
 // Exit codes: 0 success (also after SIGINT/SIGTERM), 1 runtime failure,
 // 2 bad flags, environment variables or configuration file.
@@ -50,16 +51,17 @@ func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf
 const topUsage = `usage: archiver <command> [flags]
 
 commands:
-  run       archive TTL-expired items from DynamoDB streams to sinks
-  sweep     delete a table's expired items within seconds of their TTL (one sweeper per table)
-  engine    serve a local DynamoDB + DynamoDB Streams engine with a real TTL sweeper
-  demo      run engine, NATS and archiver in one process and show expiries live
-  restore   write archived items back into a DynamoDB table (never clobbering, TTL extended)
-  replay    send archived events to a sink (nats://, s3://, ...) under their original IDs
-  verify    read an archive (s3:// or file://) and report its contents, duplicates, unreadable lines and gaps
-  tail      print the expiries arriving on a NATS JetStream stream, or from --since back
-  health    exit 0 when the archiver's /readyz endpoint reports ready
-  version   print the version
+  run          archive TTL-expired items from DynamoDB streams to sinks
+  sweep        delete a table's expired items within seconds of their TTL (one sweeper per table)
+  engine       serve a local DynamoDB + DynamoDB Streams engine with a real TTL sweeper
+  demo         run engine, NATS and archiver in one process and show expiries live
+  restore      write archived items back into a DynamoDB table (never clobbering, TTL extended)
+  replay       send archived events to a sink (nats://, s3://, ...) under their original IDs
+  verify       read an archive (s3:// or file://) and report its contents, duplicates, unreadable lines and gaps
+  tail         print the expiries arriving on a NATS JetStream stream, or from --since back
+  conformance  measure how closely a DynamoDB-compatible endpoint follows DynamoDB's TTL and Streams: checks, a grade
+  health       exit 0 when the archiver's /readyz endpoint reports ready
+  version      print the version
 
 Run 'archiver <command> -h' for a command's flags.
 `
@@ -95,6 +97,8 @@ func dispatch(ctx context.Context, args []string, e env) int {
 		err = replayCmd(ctx, rest, e)
 	case "tail":
 		err = tailCmd(ctx, rest, e)
+	case "conformance":
+		err = conformanceCmd(ctx, rest, e)
 	case "health":
 		err = healthCmd(ctx, rest, e)
 	case "version", "--version", "-version":

@@ -142,24 +142,14 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 }
 
 // sourceClients are the DynamoDB and Streams clients of cfg's endpoint.
+// FastGetRecords on the client, not only on the readers' calls: the
+// SDK's decoder panics on some malformed responses, and the wrapper turns
+// that into an error for every Streams operation.
 func sourceClients(awsCfg aws.Config, cfg *runConfig) (*dynamodb.Client, *dynamodbstreams.Client) {
-	ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-	})
-	// FastGetRecords on the client, not only on the readers' calls: the
-	// SDK's decoder panics on some malformed responses, and the wrapper
-	// turns that into an error for every Streams operation.
-	streams := dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) {
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-		if !cfg.SDKDecoding {
-			shard.FastGetRecords(o)
-		}
-	})
-	return ddb, streams
+	if cfg.SDKDecoding {
+		return endpointClients(awsCfg, cfg.Endpoint)
+	}
+	return endpointClients(awsCfg, cfg.Endpoint, shard.FastGetRecords)
 }
 
 // runSinks are the sinks of --sink and --dead-letter, once opened.

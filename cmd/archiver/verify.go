@@ -12,9 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/archive"
@@ -299,16 +296,7 @@ func readStream(ctx context.Context, cfg *verifyConfig, log *zap.Logger) (map[st
 	if err != nil {
 		return nil, err
 	}
-	ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-		if cfg.shared.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.shared.Endpoint)
-		}
-	})
-	st := dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) {
-		if cfg.shared.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.shared.Endpoint)
-		}
-	})
+	ddb, st := endpointClients(awsCfg, cfg.shared.Endpoint)
 	_, err = shard.CheckTables(ctx, shard.SourceCheck{Tables: ddb, TableNames: []string{cfg.Table}, Endpoint: cfg.shared.Endpoint, Region: awsCfg.Region,
 		RequireStream: true, Logger: log})
 	if err != nil {
