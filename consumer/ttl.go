@@ -112,6 +112,13 @@ func (c *ttlCache) lookup(ctx context.Context, table string) (string, error) {
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	out, err := c.api.DescribeTimeToLive(cctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+	if err != nil && ctx.Err() != nil {
+		// The caller was canceled (a stop, a lease handed off): no answer
+		// about the table, so nothing is cached; the next caller asks.
+		// Caching it made every other shard's events of the next retry
+		// interval go without TTL metadata (TestFaults, trimmed data).
+		return e.attr, fmt.Errorf("describe time to live of %s: %w", table, ctx.Err())
+	}
 	e.fetched, e.valid = now, true
 	if err != nil {
 		c.m.ttlLookupFailures.WithLabelValues(table).Inc()

@@ -79,3 +79,28 @@ func TestTTLCache(t *testing.T) {
 		t.Errorf("attribute without an API = %q", got)
 	}
 }
+
+// TestTTLCacheCanceledCaller: a lookup whose caller was canceled (a stop,
+// a lease handed off) caches nothing: the next caller asks at once and
+// gets the attribute, instead of ten seconds of events without TTL
+// metadata.
+func TestTTLCacheCanceledCaller(t *testing.T) {
+	api := &ttlAPI{attr: "expires", err: context.Canceled}
+	now := time.Unix(1000, 0)
+	reg := prometheus.NewRegistry()
+	c := newTTLCache(api, 5*time.Minute, func() time.Time { return now }, zap.NewNop(), newMetrics(reg))
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got := c.attribute(canceled, "tbl"); got != "" {
+		t.Fatalf("canceled lookup = %q, want unknown", got)
+	}
+	api.mu.Lock()
+	api.err = nil
+	api.mu.Unlock()
+	if got := c.attribute(context.Background(), "tbl"); got != "expires" || api.calls != 2 {
+		t.Fatalf("next lookup = %q after %d calls, want expires asked again", got, api.calls)
+	}
+	if v := counterSum(t, reg, "archiver_ttl_lookup_failures_total"); v != 0 {
+		t.Errorf("lookup failures counted %v, want 0 (a canceled caller is no failure)", v)
+	}
+}
