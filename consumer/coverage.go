@@ -265,11 +265,30 @@ func (s *shardDelivery) recordRange(ctx context.Context, t *tally, seq string, e
 		if errs[i] != nil {
 			s.c.m.rangeRecordFailures.WithLabelValues(s.table, rc.name).Inc()
 			errs[i] = fmt.Errorf("consumer: shard %s: record the range (%s, %s] in %s: %w", s.id, from, to, rc.name, errs[i])
+			if sinks.IsPermanent(errs[i]) {
+				s.unrecordable(rc, from, to, errs[i])
+				errs[i] = nil
+			}
 		} else {
 			s.c.m.rangesRecorded.WithLabelValues(s.table, rc.name).Inc()
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unrecordable says, at ERROR, that a sink cannot record a range and will
+// never be able to (its bucket is gone, access is denied): the checkpoint
+// goes on without that sink's manifest, as delivery goes on when its
+// writes fail for good and their events are dead-lettered. Nothing is
+// hidden: that sink's archive shows a gap over the range, which verify
+// reports, and the events are wherever the sink's failed writes put them
+// (the dead-letter sink). Waiting instead would hold every shard's
+// checkpoint, and so the dead-letter sink's, for as long as the fault
+// lasts.
+func (s *shardDelivery) unrecordable(rc *recorder, from, to string, err error) {
+	s.c.log.Error("coverage manifest cannot be recorded: the checkpoint goes on, and this sink's archive shows a gap over the range (archiver verify reports it)",
+		zap.String("stream", s.arn), zap.String("shard", s.id), zap.String("sink", rc.name),
+		zap.String("from", from), zap.String("to", to), zap.Error(err))
 }
 
 // rangeEnd is where the range of t from from ends: seq, where the

@@ -378,6 +378,34 @@ func TestCheckpointWaitsForRecord(t *testing.T) {
 	}
 }
 
+// TestPermanentRecordFailureGoesOn: a sink that can never record (its
+// bucket is gone: a permanent error) does not hold the checkpoint: the
+// shard's checkpoint moves on, the other recording sink records its
+// ranges, and the failure is counted (that sink's archive shows the gap,
+// which verify reports).
+func TestPermanentRecordFailureGoesOn(t *testing.T) {
+	gone, ok := sinktest.New("gone"), sinktest.New("ok")
+	gone.FailRecordsWith(func(manifest.Range) error { return sinks.Permanent(errors.New("NoSuchBucket (test)")) })
+	store := newMemStore()
+	reg := prometheus.NewRegistry()
+	c := newUnitConsumer(t, store, func(cfg *Config) { cfg.Registerer = reg },
+		Route{Sink: gone, Kinds: event.Kinds}, Route{Sink: ok, Kinds: event.Kinds})
+	ctx := context.Background()
+	if err := c.process(ctx, mkBatch("s", 1, event.Expired, event.Inserted)); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, time.Minute, "checkpoint at 2", func() bool { return store.get(testARN, "s").SequenceNumber == seqOf(2) })
+	if got := ok.Ranges(); len(got) != 1 || got[0].To != seqOf(2) {
+		t.Errorf("ok's ranges %+v, want one to 2", got)
+	}
+	if len(gone.Ranges()) != 0 {
+		t.Errorf("gone recorded %+v", gone.Ranges())
+	}
+	if v := counterSum(t, reg, "archiver_range_record_failures_total"); v < 1 {
+		t.Errorf("archiver_range_record_failures_total = %v, want >= 1", v)
+	}
+}
+
 // TestIdleShardRecordedWhenDue: a shard whose recording sink does not want
 // its range yet keeps its checkpoint; the saver asks again at every
 // interval, so once the sink wants it the range is recorded and saved,

@@ -132,17 +132,21 @@ func (s *FileSink) readManifest(_ context.Context, key string) ([]byte, error) {
 }
 
 // putManifest writes data at the first of manifestKeys, or at the second
-// when the first holds other bytes (see [fileRoot.writeNew]).
-func (s *FileSink) putManifest(_ context.Context, m manifest.Manifest, data []byte) (string, error) {
+// when the first holds other bytes (see [fileRoot.writeNew]) that are not
+// the same proof (see [sameProof]). It returns the stored bytes' digest.
+func (s *FileSink) putManifest(_ context.Context, m manifest.Manifest, data []byte) (string, string, error) {
 	key, alt := manifestKeys(m, data)
 	for _, k := range []string{key, alt} {
 		existing, found, err := s.root.writeNew(k, data, maxManifestBytes+1)
 		if err != nil {
-			return "", classifyFileError(err)
+			return "", "", classifyFileError(err)
 		}
 		if !found || bytes.Equal(existing, data) {
-			return k, nil
+			return k, manifest.Digest(data), nil
+		}
+		if sameProof(existing, data) {
+			return k, manifest.Digest(existing), nil
 		}
 	}
-	return "", Permanent(fmt.Errorf("%s holds another manifest, and so does %s: %w", filepath.Join(s.dir, key), filepath.Join(s.dir, alt), errConflict))
+	return "", "", Permanent(fmt.Errorf("%s holds another manifest, and so does %s: %w", filepath.Join(s.dir, key), filepath.Join(s.dir, alt), errConflict))
 }

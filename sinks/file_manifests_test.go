@@ -229,25 +229,32 @@ func TestFileManifestConflicts(t *testing.T) {
 	m := manifest.New(rangeOf(testEvents("t", "s", 1, 1)[0], "", "", seq(7)), nil, "", "", testStart)
 	data := manifest.Encode(m)
 	for i := 0; i < 2; i++ {
-		if key, err := s.putManifest(ctx, m, data); err != nil || key != manifest.Key(m) {
-			t.Fatalf("put %d: %s, %v; want %s", i, key, err, manifest.Key(m))
+		if key, digest, err := s.putManifest(ctx, m, data); err != nil || key != manifest.Key(m) || digest != manifest.Digest(data) {
+			t.Fatalf("put %d: %s %s, %v; want %s", i, key, digest, err, manifest.Key(m))
 		}
 	}
+	// Recorded again later (after a crash): the same proof but for when
+	// and by whom; the stored manifest stands, and its digest is chained.
+	again := m
+	again.Written, again.Writer = testStart.Add(time.Minute), "w2"
+	if key, digest, err := s.putManifest(ctx, again, manifest.Encode(again)); err != nil || key != manifest.Key(m) || digest != manifest.Digest(data) {
+		t.Fatalf("the same proof again: %s %s, %v; want %s and the stored digest", key, digest, err, manifest.Key(m))
+	}
 	other := m
-	other.Written = testStart.Add(time.Second)
+	other.Records = m.Records + 1
 	otherData := manifest.Encode(other)
 	alt := manifest.ConflictKey(other, manifest.Digest(otherData))
-	if key, err := s.putManifest(ctx, other, otherData); err != nil || key != alt {
+	if key, _, err := s.putManifest(ctx, other, otherData); err != nil || key != alt {
 		t.Fatalf("other bytes: %s, %v; want %s", key, err, alt)
 	}
 	third := m
-	third.Written = testStart.Add(2 * time.Second)
+	third.Records = m.Records + 2
 	thirdData := manifest.Encode(third)
 	thirdAlt := manifest.ConflictKey(third, manifest.Digest(thirdData))
 	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(thirdAlt)), []byte("x"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.putManifest(ctx, third, thirdData); !IsPermanent(err) || !errors.Is(err, errConflict) {
+	if _, _, err := s.putManifest(ctx, third, thirdData); !IsPermanent(err) || !errors.Is(err, errConflict) {
 		t.Fatalf("both keys taken: %v, want a permanent conflict", err)
 	}
 	if !bytes.Equal(a.bytes(t, manifest.Key(m)), data) || !bytes.Equal(a.bytes(t, alt), otherData) {

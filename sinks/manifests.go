@@ -129,7 +129,7 @@ type manifestStore interface {
 	// manifestKeys, never over other bytes: when other bytes are there,
 	// at the second; when that too holds other bytes, it fails
 	// (permanently). It returns the key written (or found holding data).
-	putManifest(ctx context.Context, m manifest.Manifest, data []byte) (string, error)
+	putManifest(ctx context.Context, m manifest.Manifest, data []byte) (key, digest string, err error)
 }
 
 // manifestKeys are where a manifest of m (data, encoded) is put: its key
@@ -148,6 +148,25 @@ func manifestKeys(m manifest.Manifest, data []byte) (key, alt string) {
 
 // maxManifestBytes bounds a manifest read back (as manifest.Decode does).
 const maxManifestBytes = 16 << 20
+
+// sameProof reports whether the manifest stored (as read back) proves
+// what data does: the two are equal but for when and by whom they were
+// written. A range recorded again after a crash between its manifest and
+// its checkpoint is such a proof, and keeps the manifest already there
+// (the next manifest chains to the stored bytes' digest), so recording
+// stays idempotent.
+func sameProof(stored, data []byte) bool {
+	a, err := manifest.Decode(bytes.NewReader(stored))
+	if err != nil {
+		return false
+	}
+	b, err := manifest.Decode(bytes.NewReader(data))
+	if err != nil {
+		return false
+	}
+	a.Written, b.Written, a.Writer, b.Writer = time.Time{}, time.Time{}, "", ""
+	return bytes.Equal(manifest.Encode(a), manifest.Encode(b))
+}
 
 // recorder keeps, per shard, the objects its sink made durable since the
 // shard's last manifest, decides when a shard's range is due, and writes
@@ -265,11 +284,11 @@ func (r *recorder) recordRange(ctx context.Context, rg manifest.Range) error {
 		return Permanent(fmt.Errorf("%s: range of shard %s: %w", r.sink, rg.ShardID, err))
 	}
 	data := manifest.Encode(m)
-	key, err := r.store.putManifest(ctx, m, data)
+	key, digest, err := r.store.putManifest(ctx, m, data)
 	if err != nil {
 		return fmt.Errorf("%s: recording shard %s after %q to %s: %w", r.sink, rg.ShardID, rg.From, rg.To, err)
 	}
-	r.finish(ref, rg, manifest.Digest(data))
+	r.finish(ref, rg, digest)
 	r.written.Inc()
 	r.log.Debug("coverage manifest recorded", zap.String("sink", r.sink), zap.String("key", key),
 		zap.String("shard", rg.ShardID), zap.String("from", rg.From), zap.String("to", rg.To), zap.Int("objects", len(objects)))

@@ -831,7 +831,10 @@ type s3Put struct {
 	sum   [sha256.Size]byte
 	alt   string
 	lines func() []byte
-	dirty bool
+	// sameProof, for a manifest, accepts other bytes at the key as
+	// written (see [sameProof]).
+	sameProof func(stored, data []byte) bool
+	dirty     bool
 }
 
 // s3Stored is where an object's bytes are once it is written: its key

@@ -89,6 +89,11 @@ func (s *S3Sink) resolveConflict(ctx context.Context, p *s3Put) (string, s3Store
 		s.log.Info("s3 object already there with the same events in other bytes; counted as written", zap.String("key", key))
 		return ConflictSameEvents, ex.stored, nil
 	}
+	if p.sameProof != nil {
+		if st, ok, err := s.storedProof(ctx, key, p); err != nil || ok {
+			return ConflictSameEvents, st, err
+		}
+	}
 	again := *p.in
 	again.Key = aws.String(p.alt)
 	again.Body = bytes.NewReader(p.body)
@@ -108,6 +113,26 @@ func (s *S3Sink) resolveConflict(ctx context.Context, p *s3Put) (string, s3Store
 	}
 	s.log.Warn("s3 object key holds other content; written under a distinct key", zap.String("key", key), zap.String("written", p.alt))
 	return ConflictDistinctKey, own, nil
+}
+
+// storedProof reads the manifest at key and reports whether it is the
+// same proof as p's (see [sameProof]), and then where it is stored.
+func (s *S3Sink) storedProof(ctx context.Context, key string, p *s3Put) (s3Stored, bool, error) {
+	get, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.c.Bucket), Key: aws.String(key)})
+	if err != nil {
+		return s3Stored{}, false, fmt.Errorf("reading existing manifest %s: %w", key, err)
+	}
+	defer get.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(get.Body, maxManifestBytes+1))
+	if err != nil {
+		return s3Stored{}, false, fmt.Errorf("reading existing manifest %s: %w", key, err)
+	}
+	if !p.sameProof(data, p.body) {
+		return s3Stored{}, false, nil
+	}
+	sum := sha256.Sum256(data)
+	s.log.Info("s3 manifest already there proving the same range; counted as written", zap.String("key", key))
+	return s3Stored{key: key, size: int64(len(data)), sha256: hex.EncodeToString(sum[:])}, true, nil
 }
 
 // distinctKey is key with the first 12 hex digits of the object's SHA-256

@@ -92,7 +92,11 @@ func (s *S3Sink) listManifests(ctx context.Context, prefix string) ([]string, er
 	for {
 		out, err := l.ListObjectsV2(ctx, in)
 		if err != nil {
-			return nil, fmt.Errorf("listing s3://%s/%s: %w", s.c.Bucket, aws.ToString(in.Prefix), err)
+			err = fmt.Errorf("listing s3://%s/%s: %w", s.c.Bucket, aws.ToString(in.Prefix), err)
+			if permanentS3(err) { // no such bucket, access denied: as for a put
+				err = Permanent(err)
+			}
+			return nil, err
 		}
 		for _, o := range out.Contents {
 			keys = append(keys, s.relKey(aws.ToString(o.Key)))
@@ -115,9 +119,10 @@ func (s *S3Sink) readManifest(ctx context.Context, key string) ([]byte, error) {
 
 // putManifest writes a manifest as the sink writes an object (If-None-Match,
 // its encryption, the same retries and conflict resolution, compared by
-// bytes), in the bucket's default storage class: a manifest is read back
+// bytes, or as the same proof: see [sameProof]; the digest returned is the
+// stored bytes'), in the bucket's default storage class: a manifest is read back
 // by the next process, which an archive storage class would refuse.
-func (s *S3Sink) putManifest(ctx context.Context, m manifest.Manifest, data []byte) (string, error) {
+func (s *S3Sink) putManifest(ctx context.Context, m manifest.Manifest, data []byte) (string, string, error) {
 	sum := sha256.Sum256(data)
 	key, alt := manifestKeys(m, data)
 	in := &s3.PutObjectInput{
@@ -129,9 +134,9 @@ func (s *S3Sink) putManifest(ctx context.Context, m manifest.Manifest, data []by
 		ChecksumSHA256: aws.String(base64.StdEncoding.EncodeToString(sum[:])),
 	}
 	s.encrypt(in)
-	stored, err := s.send(ctx, &s3Put{in: in, body: data, sum: sum, alt: s.rootKey(alt)})
+	stored, err := s.send(ctx, &s3Put{in: in, body: data, sum: sum, alt: s.rootKey(alt), sameProof: sameProof})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return s.relKey(stored.key), nil
+	return s.relKey(stored.key), stored.sha256, nil
 }

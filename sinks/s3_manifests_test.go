@@ -238,11 +238,27 @@ func TestS3RecordManifestConflicts(t *testing.T) {
 		t.Fatalf("%d manifests, want the one", n)
 	}
 
-	// Later: other bytes (another written time) go to the conflict key.
+	// Later, by another sink: other bytes (another written time), the
+	// same proof; the manifest there stands, counted as same_events.
 	clock.add(time.Minute)
+	later, reg := newRecordingS3(t, v, a.prefix, "gzip", clock, zap.NewNop())
+	writeObject(t, later, evs)
+	if err := later.Record(ctx, rg); err != nil {
+		t.Fatal(err)
+	}
+	if got := conflictCounts(t, reg); got[ConflictSameEvents] != 1 || got[ConflictDistinctKey] != 0 {
+		t.Fatalf("conflicts %v, want the manifest's same_events", got)
+	}
+	if n := len(storedManifests(t, a)); n != 1 {
+		t.Fatalf("%d manifests, want the one", n)
+	}
+
+	// Another proof of the range (other counts) goes to the conflict key.
 	other, reg := newRecordingS3(t, v, a.prefix, "gzip", clock, zap.NewNop())
 	writeObject(t, other, evs)
-	if err := other.Record(ctx, rg); err != nil {
+	rg2 := rg
+	rg2.Records++
+	if err := other.Record(ctx, rg2); err != nil {
 		t.Fatal(err)
 	}
 	all := storedManifests(t, a)
@@ -261,9 +277,11 @@ func TestS3RecordManifestConflicts(t *testing.T) {
 	clock.add(time.Minute)
 	third, reg := newRecordingS3(t, v, a.prefix, "gzip", clock, zap.NewNop())
 	objs := checkListed(t, a, m1.M, writeObject(t, third, evs))
-	would := manifest.New(rg, objs, "", "w1", clock.now())
+	rg3 := rg
+	rg3.Records += 2
+	would := manifest.New(rg3, objs, "", "w1", clock.now())
 	a.put(t, manifest.ConflictKey(would, manifest.Digest(manifest.Encode(would))), []byte("someone else's\n"))
-	err := third.Record(ctx, rg)
+	err := third.Record(ctx, rg3)
 	if !IsPermanent(err) || !errors.Is(err, errConflict) {
 		t.Fatalf("Record: %v, want a permanent conflict", err)
 	}
