@@ -521,7 +521,10 @@ func (p *tcpProxy) forward(client net.Conn) {
 // s3SinkURL is the URL of an S3 sink writing to bucket/prefix on a
 // versitygw at endpoint, with more URL parameters as name, value pairs.
 func s3SinkURL(bucket, prefix, endpoint string, params ...string) string {
-	q := url.Values{"endpoint": {endpoint}, "path-style": {"true"}, "region": {"us-east-1"}}
+	// Manifests every second: a shard's checkpoint waits for its range's
+	// manifest (issue 27), and the default 10 minutes would hold every
+	// checkpoint for the whole test.
+	q := url.Values{"endpoint": {endpoint}, "path-style": {"true"}, "region": {"us-east-1"}, "manifest-interval": {"1s"}}
 	for i := 0; i+1 < len(params); i += 2 {
 		q.Set(params[i], params[i+1])
 	}
@@ -594,6 +597,26 @@ func TestChaosS3Outage(t *testing.T) {
 	t.Logf("S3: %d lines in %d objects for %d items, %d duplicates", s3r.tally.lines, s3r.objects, len(env.written.all()), s3r.tally.duplicates())
 }
 
+// skippedKeys lists the bucket's keys the reader skips (coverage manifests,
+// the archiver's markers): deleteBucket deletes those unread, and data
+// objects only once r has read them.
+func skippedKeys(ctx context.Context, c *s3.Client) ([]string, error) {
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(s3Bucket)})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", s3Bucket, err)
+		}
+		for _, o := range out.Contents {
+			if k := aws.ToString(o.Key); strings.Contains(k, "_manifests/") || strings.Contains(k, "_archiver/") {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys, nil
+}
+
 // deleteBucket deletes the bucket while a sink writes to it: every object
 // is read into r first (what the bucket held still counts at the far
 // end), then deleted, until DeleteBucket finds the bucket empty.
@@ -604,7 +627,11 @@ func deleteBucket(t *testing.T, ctx context.Context, r *s3Reader) {
 		if err := r.poll(t, ctx); err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range r.keys {
+		skipped, err := skippedKeys(ctx, r.client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range append(skipped, r.keys...) {
 			if deleted[k] {
 				continue
 			}
@@ -613,7 +640,7 @@ func deleteBucket(t *testing.T, ctx context.Context, r *s3Reader) {
 			}
 			deleted[k] = true
 		}
-		_, err := r.client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(s3Bucket)})
+		_, err = r.client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(s3Bucket)})
 		if err == nil {
 			t.Logf("bucket deleted with the %d objects it held", len(deleted))
 			return
@@ -834,8 +861,13 @@ func TestChaos412AfterCrash(t *testing.T) {
 		t.Errorf("second run added objects %v, want exactly one: the foreign object's events under a distinct key", added)
 	}
 	same, distinct := env.metric("archiver_sink_conflicts_total", "outcome", sinks.ConflictSameEvents), env.metric("archiver_sink_conflicts_total", "outcome", sinks.ConflictDistinctKey)
-	if int(same) != len(first.keys)-1 || distinct != 1 {
-		t.Errorf("archiver_sink_conflicts_total: %v same_events, %v distinct_key; want %d and 1", same, distinct, len(first.keys)-1)
+	// The counter also counts the coverage manifests the second run
+	// recorded again (issue 27): same_events where it is the same proof as
+	// the first run's, distinct_key for the range whose object moved to
+	// the distinct key (its proof lists that key). The data objects'
+	// outcomes are exact above: one added, none overwritten.
+	if int(same) < len(first.keys)-1 || distinct < 1 {
+		t.Errorf("archiver_sink_conflicts_total: %v same_events, %v distinct_key; want at least %d and 1 (and the manifests')", same, distinct, len(first.keys)-1)
 	}
 	t.Logf("first run: %d objects; second run: %v conflicts resolved by the same events, %v by the distinct key %v (%d lines)",
 		len(first.keys), same, distinct, added, moved.tally.lines)
