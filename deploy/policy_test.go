@@ -30,6 +30,11 @@ var localOnly = []string{
 	"deploy/",
 	"cmd/archiver/demo", // demo*.go: runs the demo
 	"demo/",             // creates and fills the demo table in the local engine
+	// archiver conformance measures a DynamoDB-compatible endpoint (a
+	// local engine, a test account) with tables of its own; it is never
+	// run by the archiver's task and needs its own permissions.
+	"conformance/",
+	"cmd/archiver/conformance", // conformance*.go
 	// Helpers for other packages' tests: they create buckets and tables
 	// in versitygw and the engine.
 	"internal/s3test/",
