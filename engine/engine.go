@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -352,6 +353,20 @@ func (e *Engine) lookup(ctx context.Context, name string) (*table, error) {
 		return nil, awserr.NotFound("Requested resource not found: Table: %s not found", name)
 	}
 	return t, nil
+}
+
+// sortedTables returns every table of every Region, by Region, then name.
+func (e *Engine) sortedTables() []*table {
+	e.mu.RLock()
+	tables := make([]*table, 0, len(e.tables))
+	for _, t := range e.tables {
+		tables = append(tables, t)
+	}
+	e.mu.RUnlock()
+	sort.Slice(tables, func(i, j int) bool {
+		return tables[i].region < tables[j].region || tables[i].region == tables[j].region && tables[i].name < tables[j].name
+	})
+	return tables
 }
 
 // tableLocked returns the table of region named name or whose ARN is
