@@ -99,6 +99,10 @@ type Options struct {
 	// set (see checkHost).
 	AllowHosts []string
 
+	// UI serves the web console at /_engine/ui/ (ui_serve.go) to the
+	// clients the control API admits, behind its guards. Off: 404.
+	UI bool
+
 	// BodyTimeout bounds the time to receive one request body, from the
 	// end of its headers (default 1 minute: 20 MiB at 350 KB/s), whatever
 	// length it announces, chunked too; a body not complete by then is
