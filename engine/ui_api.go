@@ -25,8 +25,11 @@ import (
 // injected faults are neither met nor used up by the console.
 
 // uiStreamRecords is how many of each shard's latest records the stream
-// endpoint returns.
-const uiStreamRecords = 100
+// endpoint returns, and uiStreamBytes how many bytes of them at most.
+const (
+	uiStreamRecords = 100
+	uiStreamBytes   = 2 << 20
+)
 
 // uiOps are the operations the call endpoint runs.
 var uiOps = map[string]bool{"Scan": true, "Query": true, "GetItem": true, "PutItem": true, "UpdateItem": true, "DeleteItem": true}
@@ -119,7 +122,7 @@ func (e *Engine) uiStream(r *http.Request) (*uiStreamView, *controlError) {
 	if latest == nil {
 		return nil, controlErrf(http.StatusNotFound, "table %.300q in %s has no stream", name, region)
 	}
-	return &uiStreamView{Region: region, Table: name, Enabled: enabled, Stream: latest.View(uiStreamRecords)}, nil
+	return &uiStreamView{Region: region, Table: name, Enabled: enabled, Stream: latest.View(uiStreamRecords, uiStreamBytes)}, nil
 }
 
 // uiRegion returns ctx acting in region (Options.Region when ""), or a

@@ -10,6 +10,7 @@ const CONTROL = '/_engine/';
 const POLL_MS = 1000;
 const PAGE = 25;
 const FIVE_YEARS_MS = 5 * 365 * 24 * 3600 * 1000;
+const ATTRS_SHOWN = 300; // characters of an item's other attributes in the list
 
 const state = {
   overview: null,
@@ -95,6 +96,9 @@ function show(v) {
     default: return JSON.stringify(x);
   }
 }
+
+// clip shortens a long text for a table cell (the editor shows it whole).
+const clip = (text) => (text.length > ATTRS_SHOWN ? text.slice(0, ATTRS_SHOWN) + '…' : text);
 
 // duration renders milliseconds as 3d4h5m6s, 1m0s, 30s.
 function duration(ms) {
@@ -284,7 +288,7 @@ function renderItems(node, items, desc, ttlAttr, keys) {
     const tr = h('tr', { class: 'item-row', 'data-key': JSON.stringify(key) },
       cols.map((c) => h('td', { class: 'key', 'data-attr': c }, it[c] === undefined ? '' : show(it[c]))),
       ttlAttr ? h('td', { class: 'ttl', 'data-ttl': JSON.stringify(it[ttlAttr] === undefined ? null : it[ttlAttr]) }) : null,
-      h('td', { class: 'attrs' }, rest.map((k) => k + ': ' + show(it[k])).join(', ')),
+      h('td', { class: 'attrs' }, clip(rest.map((k) => k + ': ' + show(it[k])).join(', '))),
       h('td', {}, edit));
     return tr;
   });

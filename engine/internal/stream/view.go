@@ -2,6 +2,7 @@ package stream
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -32,15 +33,19 @@ type ShardView struct {
 }
 
 // View returns the stream's live shards in creation order, each with at
-// most maxRecords of its latest records. Like DescribeStream it first
-// applies age-based rollover and retention.
-func (s *Stream) View(maxRecords int) View {
+// most maxRecords of its latest records, and all of them together at most
+// maxBytes of record JSON: the newest shards take theirs first, so an old
+// shard may show fewer or none (Kept still counts them). Like
+// DescribeStream it first applies age-based rollover and retention.
+func (s *Stream) View(maxRecords, maxBytes int) View {
 	now := s.reg.opts.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.maintainLocked(now)
-	v := View{StreamARN: s.arn, Label: s.label, Status: s.status, ViewType: s.viewType, Shards: make([]ShardView, 0, len(s.shards))}
-	for _, sh := range s.shards {
+	v := View{StreamARN: s.arn, Label: s.label, Status: s.status, ViewType: s.viewType, Shards: make([]ShardView, len(s.shards))}
+	budget := maxBytes
+	for i := len(s.shards) - 1; i >= 0; i-- {
+		sh := s.shards[i]
 		sv := ShardView{ShardID: sh.id, Parent: sh.parent, Start: formatSeq(sh.start), Created: sh.created.UTC(),
 			Count: sh.count, Kept: len(sh.recs), Records: []json.RawMessage{}}
 		if sh.closed() {
@@ -49,10 +54,15 @@ func (s *Stream) View(maxRecords int) View {
 			sv.Closed = &c
 		}
 		recs := sh.recs[max(0, len(sh.recs)-maxRecords):]
-		for i := range recs {
-			sv.Records = append(sv.Records, s.appendRecord(nil, &recs[i], s.events))
+		for j := len(recs) - 1; j >= 0; j-- { // newest first, while the budget lasts
+			b := s.appendRecord(nil, &recs[j], s.events)
+			if budget -= len(b); budget < 0 {
+				break
+			}
+			sv.Records = append(sv.Records, b)
 		}
-		v.Shards = append(v.Shards, sv)
+		slices.Reverse(sv.Records)
+		v.Shards[i] = sv
 	}
 	return v
 }
