@@ -209,7 +209,7 @@ func TestUIBrowserExpiry(t *testing.T) {
 	b.waitFor("the replica's REMOVE, a replicated one", jsRecord("REMOVE", "pk: alice", false)+` !== undefined`, jsStreamText)
 
 	browserEdit(t, b, bed)
-	browserQuery(b)
+	browserQuery(b, bed)
 
 }
 
@@ -236,9 +236,11 @@ func browserEdit(t *testing.T, b *browser, bed *enginetest.Bed) {
 	b.waitFor("the edit in the list", jsRow("items", "bob")+`?.querySelector('td.attrs').textContent === 'note: edited in the console'`, jsItemsText)
 }
 
-// browserQuery queries one partition key in the console.
-func browserQuery(b *browser) {
-	b.open("us-east-1", "Sessions", "query")
+// browserQuery queries one partition key in the console, reached first
+// by a link straight to the tab.
+func browserQuery(b *browser, bed *enginetest.Bed) {
+	b.do("a link to the query tab", chromedp.Navigate("about:blank"), chromedp.Navigate(bed.Endpoint+"/_engine/ui/#/us-east-1/Sessions/query"))
+	b.waitFor("the query form, for the table's key", `document.getElementById('q-pk-name')?.textContent === 'pk ='`, `document.body.innerText`)
 	b.do("querying bob",
 		chromedp.SetValue(chromedp.ID("q-pk"), "bob"), chromedp.Click(chromedp.ID("q-run")))
 	b.waitFor("bob alone in the results", jsRow("query-results", "bob")+` !== undefined && document.querySelectorAll('#query-results tr.item-row').length === 1`,

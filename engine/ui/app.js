@@ -402,7 +402,7 @@ function buildQueryTab(body) {
   };
   index.addEventListener('change', labels);
   labels();
-  const form = h('form', { class: 'query', id: 'query-form' },
+  const form = h('form', { class: 'query', id: 'query-form', 'data-known': t ? '1' : '0' },
     h('label', {}, 'index', index), h('label', {}, pkLabel, pk), h('label', {}, skLabel, op), h('label', {}, 'value', sk),
     h('label', {}, 'and', sk2), h('label', {}, 'newest first', back), h('button', { type: 'submit', id: 'q-run' }, 'Query'));
   form.addEventListener('submit', (ev) => {
@@ -571,6 +571,10 @@ async function refresh() {
   const t = currentTable();
   if (state.route.table) {
     $('table-meta').textContent = t ? tableMeta(t) : 'no such table in ' + state.route.region;
+  }
+  if (t && state.route.tab === 'query' && $('query-form').getAttribute('data-known') !== '1') {
+    $('tab-body').replaceChildren(); // built before the table was known (a link straight to the tab)
+    buildQueryTab($('tab-body'));
   }
   let apply = null;
   if (t && state.route.tab === 'items') apply = await refreshItems(t);
