@@ -32,3 +32,17 @@ if [ -f tools/duckq/go.mod ]; then
     cat "${duckq_src[@]}" >"$stamp"
   fi
 fi
+# Chromium for the engine console's browser tests (engine/ui_browser_test.go,
+# driven from Go by chromedp): Debian's package, where apt has it. Without
+# one the tests skip, saying why; a failed install is not a failed build.
+if [ -z "${CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null \
+  && ! command -v google-chrome >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing chromium for the engine console's browser tests"
+    if ! (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); then
+      echo "installing chromium failed: the engine console's browser tests will skip" >&2
+    fi
+  else
+    echo "no Chromium (apt-get install chromium, or set CHROMIUM): the engine console's browser tests will skip" >&2
+  fi
+fi

@@ -65,39 +65,9 @@ func (e *Engine) controlAllowed(remoteAddr string) bool {
 // serveControl serves the control API under /_engine/: JSON in and out,
 // errors as {"error": "..."} with 400, 403, 404, 405, 408, 409 or 415.
 func (e *Engine) serveControl(w http.ResponseWriter, r *http.Request) {
-	defer func() {
-		if p := recover(); p != nil {
-			e.log.Error("engine: panic serving control request", zap.String("path", r.URL.Path),
-				zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
-			writeControl(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
-		}
-	}()
-	if !e.controlAllowed(r.RemoteAddr) {
-		e.logRefusal(&e.guardLog.controlFrom, "control request refused for its client address", zap.String("remote", r.RemoteAddr), zap.String("path", r.URL.Path))
-		writeControl(w, http.StatusForbidden, map[string]string{
-			"error": "control API refused for client " + r.RemoteAddr + ": only loopback clients, or those allowed by --control-from CIDR",
-		})
+	defer e.controlPanic(w, r)
+	if !e.admitControl(w, r) {
 		return
-	}
-	if r.Method == http.MethodPost {
-		if ce := checkControlPost(r); ce != nil {
-			e.logRefusal(&e.guardLog.controlPost, "control request refused as one a web page could send", zap.String("remote", r.RemoteAddr), zap.String("path", r.URL.Path), zap.Error(ce))
-			writeControl(w, ce.status, map[string]string{"error": ce.msg})
-			return
-		}
-		body, err := e.readBody(w, r, maxControlBody)
-		if err != nil {
-			ce := controlErrf(http.StatusBadRequest, "reading the request body: %v", err)
-			switch {
-			case errors.Is(err, errBodyTooLarge):
-				ce.msg = fmt.Sprintf("request body exceeds %d bytes", maxControlBody)
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				ce.status = http.StatusRequestTimeout
-			}
-			writeControl(w, ce.status, map[string]string{"error": ce.msg})
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	w = e.durableWriter(w, r)
 	resp, err := e.control(r)
@@ -116,6 +86,53 @@ func (e *Engine) serveControl(w http.ResponseWriter, r *http.Request) {
 		resp = struct{}{}
 	}
 	writeControl(w, http.StatusOK, resp)
+}
+
+// controlPanic, deferred by a handler under /_engine/, answers a panic
+// with a 500 and logs it with its stack.
+func (e *Engine) controlPanic(w http.ResponseWriter, r *http.Request) {
+	if p := recover(); p != nil {
+		e.log.Error("engine: panic serving control request", zap.String("path", r.URL.Path),
+			zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+		writeControl(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
+	}
+}
+
+// admitControl applies the guards of a request under /_engine/ (the
+// control API and the console) and reports whether it may go on: a client
+// that is loopback or of Options.ControlFrom, and for a POST one no web
+// page of another site could send (checkControlPost), whose body arrives
+// whole and in time (it is then in r.Body). A refused request is answered.
+func (e *Engine) admitControl(w http.ResponseWriter, r *http.Request) bool {
+	if !e.controlAllowed(r.RemoteAddr) {
+		e.logRefusal(&e.guardLog.controlFrom, "control request refused for its client address", zap.String("remote", r.RemoteAddr), zap.String("path", r.URL.Path))
+		writeControl(w, http.StatusForbidden, map[string]string{
+			"error": "control API refused for client " + r.RemoteAddr + ": only loopback clients, or those allowed by --control-from CIDR",
+		})
+		return false
+	}
+	if r.Method != http.MethodPost {
+		return true
+	}
+	if ce := checkControlPost(r); ce != nil {
+		e.logRefusal(&e.guardLog.controlPost, "control request refused as one a web page could send", zap.String("remote", r.RemoteAddr), zap.String("path", r.URL.Path), zap.Error(ce))
+		writeControl(w, ce.status, map[string]string{"error": ce.msg})
+		return false
+	}
+	body, err := e.readBody(w, r, maxControlBody)
+	if err != nil {
+		ce := controlErrf(http.StatusBadRequest, "reading the request body: %v", err)
+		switch {
+		case errors.Is(err, errBodyTooLarge):
+			ce.msg = fmt.Sprintf("request body exceeds %d bytes", maxControlBody)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			ce.status = http.StatusRequestTimeout
+		}
+		writeControl(w, ce.status, map[string]string{"error": ce.msg})
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
 }
 
 // controlFault maps an error of a fault-injection method to a status:

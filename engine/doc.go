@@ -82,6 +82,11 @@
 // 408, 409 or 415. Only loopback clients may use it, and those in
 // Options.ControlFrom.
 //
+// With Options.UI (archiver engine's default on loopback), a web console
+// at /_engine/ui/ shows the tables, items with their TTL countdown, the
+// streams' shards and records, and moves the clock, behind the control
+// API's guards and a Content-Security-Policy (ui_serve.go, ui_api.go).
+//
 // A request that arrives on a loopback address must name localhost, a
 // loopback address or the engine's own address in its Host header, or a
 // name of Options.AllowHosts (DNS rebinding would otherwise give a web page
@@ -105,7 +110,8 @@
 // request before applying it), store_* (the table store: tables, items,
 // indexes, the one write path, the TTL sweeper), global_* (global tables'
 // replication), persist_* (the data directory: write-ahead log, snapshots,
-// start-up) and control_* (the /_engine/ control API and the fault hooks);
+// start-up), control_* (the /_engine/ control API and the fault hooks)
+// and ui_* (the web console, its files in engine/ui/);
 // engine.go holds Engine and Options. Below them, engine/internal holds
 // the parts with a boundary of their own: apimodel (the API model's
 // constraints), attr (attribute values), expr (the expression language),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,6 +98,10 @@ type Options struct {
 	// that arrives on another address is checked only when AllowHosts is
 	// set (see checkHost).
 	AllowHosts []string
+
+	// UI serves the web console at /_engine/ui/ (ui_serve.go) to the
+	// clients the control API admits, behind its guards. Off: 404.
+	UI bool
 
 	// BodyTimeout bounds the time to receive one request body, from the
 	// end of its headers (default 1 minute: 20 MiB at 350 KB/s), whatever
@@ -352,6 +357,20 @@ func (e *Engine) lookup(ctx context.Context, name string) (*table, error) {
 		return nil, awserr.NotFound("Requested resource not found: Table: %s not found", name)
 	}
 	return t, nil
+}
+
+// sortedTables returns every table of every Region, by Region, then name.
+func (e *Engine) sortedTables() []*table {
+	e.mu.RLock()
+	tables := make([]*table, 0, len(e.tables))
+	for _, t := range e.tables {
+		tables = append(tables, t)
+	}
+	e.mu.RUnlock()
+	sort.Slice(tables, func(i, j int) bool {
+		return tables[i].region < tables[j].region || tables[i].region == tables[j].region && tables[i].name < tables[j].name
+	})
+	return tables
 }
 
 // tableLocked returns the table of region named name or whose ARN is

@@ -242,15 +242,25 @@ func checkAllowHost(h string) error {
 // application/json (an HTML form or a fetch without preflight cannot send
 // that). curl and the SDKs send no Origin or Sec-Fetch-Site.
 func checkControlPost(r *http.Request) *controlError {
+	if ce := checkSameOrigin(r); ce != nil {
+		return ce
+	}
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		return controlErrf(http.StatusUnsupportedMediaType, "control request refused: Content-Type %.100q; control POSTs take Content-Type: application/json (curl -H 'Content-Type: application/json')", ct)
+	}
+	return nil
+}
+
+// checkSameOrigin refuses a request a browser sent for a page of another
+// origin: a Sec-Fetch-Site other than same-origin or none, or an Origin
+// other than the engine itself. Clients outside a browser send neither.
+func checkSameOrigin(r *http.Request) *controlError {
 	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
 		return controlErrf(http.StatusForbidden, "control request refused: Sec-Fetch-Site %.40q; the control API takes requests only from its own origin or from clients outside a browser", s)
 	}
 	if o := r.Header.Get("Origin"); o != "" && !originNamesRequest(o, r) {
 		return controlErrf(http.StatusForbidden, "control request refused: Origin %.100q is not this engine (%.100s); the control API takes requests only from its own origin or from clients outside a browser", o, requestAuthority(r))
-	}
-	ct := r.Header.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return controlErrf(http.StatusUnsupportedMediaType, "control request refused: Content-Type %.100q; control POSTs take Content-Type: application/json (curl -H 'Content-Type: application/json')", ct)
 	}
 	return nil
 }

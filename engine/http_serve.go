@@ -84,6 +84,10 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if strings.HasPrefix(r.URL.Path, controlPrefix) {
+		if isUIPath(r.URL.Path) {
+			e.serveUI(w, r)
+			return
+		}
 		e.serveControl(w, r)
 		return
 	}

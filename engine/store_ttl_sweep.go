@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
@@ -30,15 +29,7 @@ const fiveYears = 5 * 365 * 24 * time.Hour
 // past. Each deletion is a system delete: it leaves the table and its
 // indexes and enters the stream as a REMOVE from dynamodb.amazonaws.com.
 func (e *Engine) SweepTTL(ctx context.Context) (int, error) {
-	e.mu.RLock()
-	tables := make([]*table, 0, len(e.tables))
-	for _, t := range e.tables {
-		tables = append(tables, t)
-	}
-	e.mu.RUnlock()
-	sort.Slice(tables, func(i, j int) bool {
-		return tables[i].region < tables[j].region || tables[i].region == tables[j].region && tables[i].name < tables[j].name
-	})
+	tables := e.sortedTables()
 	total := 0
 	for _, t := range tables {
 		n, err := t.sweep(ctx, e.clock, e.ttlIndependent.Load())

@@ -44,6 +44,7 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	maxConns := fs.Int("max-conns", 1024, "open connections at most; beyond it the one waiting longest for a request is closed, or the new one waits if all are busy")
 	bodyTimeout := fs.Duration("body-timeout", time.Minute, "time to receive one request body from the end of its headers, whatever length it announces; slower ones are answered 408 and their connection closed")
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "close a keep-alive connection idle this long")
+	uiFlag := fs.Bool("ui", true, "serve the web console at /_engine/ui/ (tables, items, streams, the clock) to the clients the control API admits; on by default only when --listen is loopback: --ui=false turns it off, --ui=true turns it on beyond loopback")
 	if err := parseFlags(fs, args, e.stdout, "usage: archiver engine [flags]\n\nflags:"+"\n"); err != nil {
 		return err
 	}
@@ -128,9 +129,13 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 		MaxConns:             *maxConns,
 		BodyTimeout:          *bodyTimeout,
 		IdleTimeout:          *idleTimeout,
+		UI:                   consoleOn(fs, *uiFlag, *listen),
 	})
 	if err != nil {
 		return err // names the address, or the data directory and what is wrong with it
+	}
+	if consoleOn(fs, *uiFlag, *listen) {
+		log.Info("web console", zap.String("url", srv.Endpoint()+"/_engine/ui/"))
 	}
 	if host, _, _ := net.SplitHostPort(*listen); !isLoopbackHost(host) {
 		log.Warn("engine listening beyond loopback: it accepts any credentials, and checks a request's Host only with --allow-host", zap.String("listen", *listen))
@@ -212,4 +217,13 @@ func isLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// consoleOn is whether the engine serves its web console: --ui as given,
+// or by default (flag not given) only when it listens on loopback.
+func consoleOn(fs *flag.FlagSet, ui bool, listen string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "ui" })
+	host, _, _ := net.SplitHostPort(listen)
+	return ui && (given || isLoopbackHost(host))
 }

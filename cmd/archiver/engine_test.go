@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"io"
 	"net"
 	"net/http"
@@ -104,29 +105,14 @@ func TestTTLIntervalFlag(t *testing.T) {
 // refuses to move.
 func TestEngineCmdManualClock(t *testing.T) {
 	for _, manual := range []bool{true, false} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		args := []string{"--listen", addr, "--ttl-interval", "-1", "--log-level", "error"}
+		args := []string{"--ttl-interval", "-1", "--log-level", "error"}
 		if manual {
 			args = append(args, "--manual-clock", "--control-from", "10.0.0.0/8")
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- engineCmd(ctx, args, env{stdout: io.Discard, stderr: io.Discard, getenv: envMap(nil)}) }()
-		var resp *http.Response
-		for deadline := time.Now().Add(10 * time.Second); ; {
-			resp, err = http.Post("http://"+addr+"/_engine/clock", "application/json", strings.NewReader(`{"advance": "1h"}`))
-			if err == nil || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		addr, stop := startEngineCmd(t, args)
+		resp, err := http.Post("http://"+addr+"/_engine/clock", "application/json", strings.NewReader(`{"advance": "1h"}`))
 		if err != nil {
-			cancel()
+			stop()
 			t.Fatal(err)
 		}
 		var out map[string]string
@@ -140,9 +126,41 @@ func TestEngineCmdManualClock(t *testing.T) {
 		} else if resp.StatusCode != 409 || !strings.Contains(out["error"], "--manual-clock") {
 			t.Errorf("without --manual-clock: %d %v, want 409 naming --manual-clock", resp.StatusCode, out)
 		}
+		stop()
+	}
+}
+
+// startEngineCmd runs `archiver engine` with args on a free loopback
+// port and returns its address once it accepts connections, and stop,
+// which ends it and fails the test if it ended with an error.
+func startEngineCmd(t *testing.T, args []string) (addr string, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	args = append([]string{"--listen", addr}, args...)
+	go func() { done <- engineCmd(ctx, args, env{stdout: io.Discard, stderr: io.Discard, getenv: envMap(nil)}) }()
+	stop = func() {
+		t.Helper()
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatalf("engine: %v", err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return addr, stop
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatalf("archiver engine %v: not listening after 10s: %v", args, err)
 		}
 	}
 }
@@ -264,5 +282,54 @@ func TestEngineCmdAllowHost(t *testing.T) {
 		if c.code == 403 && !strings.Contains(body, "--allow-host") {
 			t.Errorf("Host %s refused without naming --allow-host: %s", c.host, body)
 		}
+	}
+}
+
+// TestConsoleOn: the console is on by default only on a loopback
+// --listen; --ui=true turns it on elsewhere, --ui=false off anywhere.
+func TestConsoleOn(t *testing.T) {
+	for _, c := range []struct {
+		listen string
+		args   []string
+		want   bool
+	}{
+		{"127.0.0.1:8000", nil, true},
+		{"localhost:8000", nil, true},
+		{"[::1]:8000", nil, true},
+		{"0.0.0.0:8000", nil, false},
+		{":8000", nil, false},
+		{"10.1.2.3:8000", []string{"--ui"}, true},
+		{"0.0.0.0:8000", []string{"--ui=true"}, true},
+		{"127.0.0.1:8000", []string{"--ui=false"}, false},
+	} {
+		fs := flag.NewFlagSet("engine", flag.ContinueOnError)
+		ui := fs.Bool("ui", true, "")
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := consoleOn(fs, *ui, c.listen); got != c.want {
+			t.Errorf("--listen %s %v: console %v, want %v", c.listen, c.args, got, c.want)
+		}
+	}
+}
+
+// TestEngineCmdUI starts `archiver engine`: the console answers at
+// /_engine/ui/, and with --ui=false is 404.
+func TestEngineCmdUI(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{{nil, http.StatusOK}, {[]string{"--ui=false"}, http.StatusNotFound}} {
+		addr, stop := startEngineCmd(t, append([]string{"--ttl-interval", "-1", "--log-level", "error"}, c.args...))
+		resp, err := http.Get("http://" + addr + "/_engine/ui/")
+		if err != nil {
+			stop()
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("archiver engine %v: GET /_engine/ui/: %d, want %d", c.args, resp.StatusCode, c.want)
+		}
+		stop()
 	}
 }
