@@ -118,12 +118,7 @@ func (s *S3Sink) resolveConflict(ctx context.Context, p *s3Put) (string, s3Store
 // storedProof reads the manifest at key and reports whether it is the
 // same proof as p's (see [sameProof]), and then where it is stored.
 func (s *S3Sink) storedProof(ctx context.Context, key string, p *s3Put) (s3Stored, bool, error) {
-	get, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.c.Bucket), Key: aws.String(key)})
-	if err != nil {
-		return s3Stored{}, false, fmt.Errorf("reading existing manifest %s: %w", key, err)
-	}
-	defer get.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(get.Body, maxManifestBytes+1))
+	data, err := s.readManifest(ctx, s.relKey(key))
 	if err != nil {
 		return s3Stored{}, false, fmt.Errorf("reading existing manifest %s: %w", key, err)
 	}
