@@ -9,37 +9,34 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/cmd/bench/internal/benchkit"
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
-const (
-	consumerBenchItems  = 200_000
-	consumerBenchShards = 4
-	consumerBenchRounds = 9
-)
+const consumerBenchShards = 4
 
-// best returns the shorter of two durations, treating 0 as unset.
-func best(a, b time.Duration) time.Duration {
-	if a == 0 || b < a {
-		return b
+// consumerSizes are the expired items and the rounds.
+type consumerSizes struct{ items, rounds int }
+
+func consumerSizesFor(tiny bool) consumerSizes {
+	if tiny {
+		return consumerSizes{items: 1000, rounds: 1}
 	}
-	return a
+	return consumerSizes{items: 200_000, rounds: 9}
 }
 
 // runConsumerBench measures the consumer against the source's limit: the
@@ -48,115 +45,121 @@ func best(a, b time.Duration) time.Duration {
 // GetRecords drain of every shard in parallel, the figure is the consumer
 // archiving the same stream into the file sink (fsynced NDJSON). Both read
 // the same engine over HTTP with the real SDK in the same run.
-func runConsumerBench(ctx context.Context, w io.Writer) error {
+func runConsumerBench(ctx context.Context, w io.Writer, tiny bool) error {
+	sz := consumerSizesFor(tiny)
 	srv, err := engine.Listen("127.0.0.1:0", engine.Options{TTLInterval: -1, StreamShards: consumerBenchShards})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("bench", "bench", "")}
-	ep := aws.String(srv.Endpoint())
-	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = ep })
-	st := dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) { o.BaseEndpoint = ep })
+	db, st := benchkit.Clients(srv.Endpoint())
 	const table = "bench"
-
-	t0 := time.Now()
-	if err := benchTable(ctx, db, table); err != nil {
-		return err
-	}
-	if err := benchPut(ctx, db, table, consumerBenchItems); err != nil {
-		return err
-	}
-	// Enable the stream only now, so that it holds the expiries alone.
-	if _, err := db.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(table),
-		StreamSpecification: &dtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: dtypes.StreamViewTypeNewAndOldImages}}); err != nil {
-		return fmt.Errorf("enable stream: %w", err)
-	}
-	n, err := srv.Engine().SweepTTL(ctx)
+	arn, err := consumerBacklog(ctx, w, srv, db, table, sz.items)
 	if err != nil {
 		return err
 	}
-	if n != consumerBenchItems {
-		return fmt.Errorf("sweep deleted %d items, want %d", n, consumerBenchItems)
-	}
-	arn, err := srv.Engine().StreamARN(table)
+	r, err := consumerRounds(ctx, st, db, table, arn, sz)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "setup: %d expired items in %d shards (%.1fs)\n", consumerBenchItems, consumerBenchShards, time.Since(t0).Seconds())
-
-	// Rounds interleave the runs so that each sees the same machine. Two
-	// raw drains: through the SDK as it comes (the baseline: what a
-	// plain GetRecords loop reaches), and through the SDK with the decoder
-	// the archiver's readers use (shard.FastGetRecords), which is faster
-	// than the plain loop; the consumer is printed against both. Ratios
-	// are the median of the rounds' own ratios: a round pairs drain and
-	// consumer on the same machine state, so load from elsewhere cancels
-	// out, and the median is not moved by the odd round whose fsyncs
-	// stalled on the disk. Best against best (each run's least disturbed
-	// round) is printed beside it; it pairs rounds that did not run
-	// together, and a single fast drain round sets its bar.
-	var rawSDK, rawFast, file, discard time.Duration
-	var pairedFast, pairedSDK []float64 // per round: drain time / consumer time
-	for i := 0; i < consumerBenchRounds; i++ {
-		settle()
-		ds, err := benchRawDrain(ctx, st, arn, consumerBenchItems, false)
-		if err != nil {
-			return fmt.Errorf("raw drain: %w", err)
-		}
-		rawSDK = best(rawSDK, ds)
-		settle()
-		df, err := benchRawDrain(ctx, st, arn, consumerBenchItems, true)
-		if err != nil {
-			return fmt.Errorf("raw drain: %w", err)
-		}
-		rawFast = best(rawFast, df)
-		settle()
-		d, err := benchConsume(ctx, st, db, table, consumerBenchItems, false)
-		if err != nil {
-			return fmt.Errorf("consumer: %w", err)
-		}
-		file = best(file, d)
-		pairedFast = append(pairedFast, df.Seconds()/d.Seconds())
-		pairedSDK = append(pairedSDK, ds.Seconds()/d.Seconds())
-		settle()
-		if d, err = benchConsume(ctx, st, db, table, consumerBenchItems, true); err != nil {
-			return fmt.Errorf("consumer (discard): %w", err)
-		}
-		discard = best(discard, d)
-	}
-	rate := func(d time.Duration) float64 { return float64(consumerBenchItems) / d.Seconds() }
-	limit := min(rawFast, rawSDK)
-	fmt.Fprintf(w, "raw GetRecords drain, SDK decoder:      %8.0f records/s (%.2fs, best of %d)\n", rate(rawSDK), rawSDK.Seconds(), consumerBenchRounds)
-	fmt.Fprintf(w, "raw GetRecords drain, archiver decoder: %8.0f records/s (%.2fs, best of %d)\n", rate(rawFast), rawFast.Seconds(), consumerBenchRounds)
-	fmt.Fprintf(w, "consumer -> file sink:                  %8.0f expired records/s (%.2fs, best of %d)\n", rate(file), file.Seconds(), consumerBenchRounds)
-	fmt.Fprintf(w, "ratio consumer / plain SDK drain: median of the %d rounds' own ratios %.0f%% (target >= 70%%); best against best %.0f%% (rounds: %s)\n",
-		consumerBenchRounds, 100*median(slices.Clone(pairedSDK)), 100*rate(file)/rate(rawSDK), percents(pairedSDK))
-	fmt.Fprintf(w, "ratio consumer / drain with the archiver's decoder (stricter, info): median %.0f%%, best against best %.0f%% (rounds: %s)\n",
-		100*median(slices.Clone(pairedFast)), 100*rate(file)/rate(rawFast), percents(pairedFast))
-	// The consumer alone (a sink that acknowledges at once) separates the
-	// consumer's own cost from the file sink's (fsync-bound).
-	fmt.Fprintf(w, "consumer -> discard (info):             %8.0f expired records/s (%.2fs), %.0f%% of the faster drain\n", rate(discard), discard.Seconds(), 100*rate(discard)/rate(limit))
+	r.print(w, sz)
 	return nil
 }
 
-// median returns the median of xs (xs is reordered).
-func median(xs []float64) float64 {
-	slices.Sort(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
+// consumerBacklog writes n items whose TTL passed, enables the stream only
+// then (so that it holds the expiries alone), sweeps them and returns the
+// stream's ARN.
+func consumerBacklog(ctx context.Context, w io.Writer, srv *engine.Server, db *dynamodb.Client, table string, n int) (string, error) {
+	t0 := time.Now()
+	if err := benchTable(ctx, db, table); err != nil {
+		return "", err
 	}
-	return (xs[n/2-1] + xs[n/2]) / 2
+	if err := benchPut(ctx, db, table, n); err != nil {
+		return "", err
+	}
+	if _, err := db.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(table),
+		StreamSpecification: &dtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: dtypes.StreamViewTypeNewAndOldImages}}); err != nil {
+		return "", fmt.Errorf("enable stream: %w", err)
+	}
+	swept, err := srv.Engine().SweepTTL(ctx)
+	if err != nil {
+		return "", err
+	}
+	if swept != n {
+		return "", fmt.Errorf("sweep deleted %d items, want %d", swept, n)
+	}
+	arn, err := srv.Engine().StreamARN(table)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(w, "setup: %d expired items in %d shards (%.1fs)\n", n, consumerBenchShards, time.Since(t0).Seconds())
+	return arn, nil
 }
 
-// percents renders xs as whole percents, in their order.
-func percents(xs []float64) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = fmt.Sprintf("%.0f%%", 100*x)
+// consumerResult is the best run of each side over the rounds, and the
+// rounds' own ratios drain time / consumer time.
+type consumerResult struct {
+	rawSDK, rawFast, file, discard time.Duration
+	pairedFast, pairedSDK          []float64
+}
+
+// consumerRounds interleaves the runs so that each sees the same machine.
+// Two raw drains: through the SDK as it comes (the baseline: what
+// a plain GetRecords loop reaches), and through the SDK with the decoder
+// the archiver's readers use (shard.FastGetRecords), which is faster than
+// the plain loop; the consumer is printed against both. Ratios are the
+// median of the rounds' own ratios: a round pairs drain and consumer on
+// the same machine state, so load from elsewhere cancels out, and the
+// median is not moved by the odd round whose fsyncs stalled on the disk.
+// Best against best (each run's least disturbed round) is printed beside
+// it; it pairs rounds that did not run together, and a single fast drain
+// round sets its bar.
+func consumerRounds(ctx context.Context, st *dynamodbstreams.Client, db *dynamodb.Client, table, arn string, sz consumerSizes) (consumerResult, error) {
+	var r consumerResult
+	for i := 0; i < sz.rounds; i++ {
+		benchkit.Settle()
+		ds, err := benchRawDrain(ctx, st, arn, sz.items, false)
+		if err != nil {
+			return r, fmt.Errorf("raw drain: %w", err)
+		}
+		r.rawSDK = benchkit.Best(r.rawSDK, ds)
+		benchkit.Settle()
+		df, err := benchRawDrain(ctx, st, arn, sz.items, true)
+		if err != nil {
+			return r, fmt.Errorf("raw drain: %w", err)
+		}
+		r.rawFast = benchkit.Best(r.rawFast, df)
+		benchkit.Settle()
+		d, err := benchConsume(ctx, st, db, table, sz.items, false)
+		if err != nil {
+			return r, fmt.Errorf("consumer: %w", err)
+		}
+		r.file = benchkit.Best(r.file, d)
+		r.pairedFast = append(r.pairedFast, df.Seconds()/d.Seconds())
+		r.pairedSDK = append(r.pairedSDK, ds.Seconds()/d.Seconds())
+		benchkit.Settle()
+		if d, err = benchConsume(ctx, st, db, table, sz.items, true); err != nil {
+			return r, fmt.Errorf("consumer (discard): %w", err)
+		}
+		r.discard = benchkit.Best(r.discard, d)
 	}
-	return strings.Join(parts, " ")
+	return r, nil
+}
+
+// print prints the rates and the consumer's ratios to each drain.
+func (r consumerResult) print(w io.Writer, sz consumerSizes) {
+	rate := func(d time.Duration) float64 { return float64(sz.items) / d.Seconds() }
+	limit := min(r.rawFast, r.rawSDK)
+	fmt.Fprintf(w, "raw GetRecords drain, SDK decoder:      %8.0f records/s (%.2fs, best of %d)\n", rate(r.rawSDK), r.rawSDK.Seconds(), sz.rounds)
+	fmt.Fprintf(w, "raw GetRecords drain, archiver decoder: %8.0f records/s (%.2fs, best of %d)\n", rate(r.rawFast), r.rawFast.Seconds(), sz.rounds)
+	fmt.Fprintf(w, "consumer -> file sink:                  %8.0f expired records/s (%.2fs, best of %d)\n", rate(r.file), r.file.Seconds(), sz.rounds)
+	fmt.Fprintf(w, "ratio consumer / plain SDK drain: median of the %d rounds' own ratios %.0f%% (target >= 70%%); best against best %.0f%% (rounds: %s)\n",
+		sz.rounds, 100*benchkit.Median(slices.Clone(r.pairedSDK)), 100*rate(r.file)/rate(r.rawSDK), benchkit.Percents(r.pairedSDK))
+	fmt.Fprintf(w, "ratio consumer / drain with the archiver's decoder (stricter, info): median %.0f%%, best against best %.0f%% (rounds: %s)\n",
+		100*benchkit.Median(slices.Clone(r.pairedFast)), 100*rate(r.file)/rate(r.rawFast), benchkit.Percents(r.pairedFast))
+	// The consumer alone (a sink that acknowledges at once) separates the
+	// consumer's own cost from the file sink's (fsync-bound).
+	fmt.Fprintf(w, "consumer -> discard (info):             %8.0f expired records/s (%.2fs), %.0f%% of the faster drain\n", rate(r.discard), r.discard.Seconds(), 100*rate(r.discard)/rate(limit))
 }
 
 func benchTable(ctx context.Context, db *dynamodb.Client, table string) error {

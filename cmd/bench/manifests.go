@@ -20,13 +20,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ttl-archiver/archiver/cmd/bench/internal/benchkit"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/sinks"
 )
@@ -46,32 +44,42 @@ import (
 // sink's default flush settings. Beside it, the file sink in this
 // process, manifests on and off, paired the same way.
 
-// mfRounds and mfFileRounds are the numbers of paired rounds of the
-// pipeline and of the file sink (even: each order equally often).
-const (
-	mfRounds     = 10
-	mfFileRounds = 10
-)
+// mfSizes are the manifests bench's sizes.
+type mfSizes struct {
+	// rounds and fileRounds are the numbers of paired rounds of the
+	// pipeline and of the file sink (even: each order equally often).
+	rounds, fileRounds int
+	// fileEvents is the events each file sink round appends.
+	fileEvents int
+	// items and itemBytes are the pipeline bench's backlog.
+	items, itemBytes int
+}
 
-// mfFileEvents is the events each file sink round appends.
-const mfFileEvents = 100_000
+func mfSizesFor(tiny bool) mfSizes {
+	pl := plSizesFor(tiny)
+	if tiny {
+		return mfSizes{rounds: 1, fileRounds: 1, fileEvents: 1000, items: pl.items, itemBytes: pl.itemBytes}
+	}
+	return mfSizes{rounds: 10, fileRounds: 10, fileEvents: 100_000, items: pl.items, itemBytes: pl.itemBytes}
+}
 
 // mfPipelineFlush is the pipeline bench's S3 flush setting (objects cut
 // every second, for its latency figures).
 const mfPipelineFlush = "&flush-interval=1s"
 
-func runManifestsBench(ctx context.Context, w io.Writer) error {
+func runManifestsBench(ctx context.Context, w io.Writer, tiny bool) error {
+	sz := mfSizesFor(tiny)
 	// The file sink first, while this process runs nothing else.
-	if err := mfFileSink(ctx, w); err != nil {
+	if err := mfFileSink(ctx, w, sz); err != nil {
 		return err
 	}
-	b, err := newMFBed(ctx)
+	b, err := newMFBed(ctx, sz)
 	if err != nil {
 		return err
 	}
 	defer b.close()
 	fmt.Fprintf(w, "  backlog: %s expired items (%d shards) archived by `archiver run` into JetStream and S3 (versitygw), as the pipeline bench does; %d rounds, each running the archiver with manifests on and with manifests=false at the same time (the machine's load hits both alike)\n",
-		plFmtInt(float64(pipelineItems)), pipelineShards, mfRounds)
+		benchkit.FmtInt(float64(sz.items)), pipelineShards, sz.rounds)
 	if err := b.cpuRounds(ctx, w); err != nil {
 		return err
 	}
@@ -80,6 +88,7 @@ func runManifestsBench(ctx context.Context, w io.Writer) error {
 
 // mfBed holds the parts every run of the manifests bench uses.
 type mfBed struct {
+	sz        mfSizes
 	work, bin string
 	eng       *engine.Server
 	ns        *natsserver.Server
@@ -98,22 +107,18 @@ func (b *mfBed) close() {
 
 // newMFBed builds the archiver, starts the engine, NATS and versitygw
 // behind a counting proxy, and loads and sweeps the backlog.
-func newMFBed(ctx context.Context) (b *mfBed, err error) {
-	b = &mfBed{}
+func newMFBed(ctx context.Context, sz mfSizes) (b *mfBed, err error) {
+	b = &mfBed{sz: sz}
 	defer func() {
 		if err != nil {
 			b.close()
 		}
 	}()
-	root, err := plModuleRoot()
-	if err != nil {
-		return nil, err
-	}
 	if b.work, err = os.MkdirTemp("", "archiver-manifests-bench-"); err != nil {
 		return nil, err
 	}
 	b.closers = append(b.closers, func() { os.RemoveAll(b.work) })
-	if b.bin, err = plBuildArchiver(ctx, root, b.work); err != nil {
+	if b.bin, err = benchkit.BuildArchiver(ctx, b.work); err != nil {
 		return nil, err
 	}
 	if b.eng, err = engine.Listen("127.0.0.1:0", engine.Options{TTLInterval: -1, StreamShards: pipelineShards}); err != nil {
@@ -123,31 +128,26 @@ func newMFBed(ctx context.Context) (b *mfBed, err error) {
 	if err := b.startNATS(); err != nil {
 		return nil, err
 	}
-	if err := b.startS3(ctx, root); err != nil {
+	if err := b.startS3(ctx); err != nil {
 		return nil, err
 	}
-	ddb, _ := benchClients2(b.eng.Endpoint())
-	if err := plLoadExpiredTable(ctx, ddb, plBenchTable, pipelineItems); err != nil {
+	ddb, _ := benchkit.PooledClients(b.eng.Endpoint())
+	if err := plLoadExpiredTable(ctx, ddb, plBenchTable, sz.items, sz.itemBytes); err != nil {
 		return nil, err
 	}
-	if n, err := b.eng.Engine().SweepTTL(ctx); err != nil || n != pipelineItems {
-		return nil, fmt.Errorf("sweep deleted %d items (want %d): %v", n, pipelineItems, err)
+	if n, err := b.eng.Engine().SweepTTL(ctx); err != nil || n != sz.items {
+		return nil, fmt.Errorf("sweep deleted %d items (want %d): %v", n, sz.items, err)
 	}
 	return b, nil
 }
 
 func (b *mfBed) startNATS() error {
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
-		StoreDir: filepath.Join(b.work, "nats"), NoLog: true, NoSigs: true, JetStreamMaxStore: 8 << 30})
+	ns, err := benchkit.StartNATS(filepath.Join(b.work, "nats"))
 	if err != nil {
 		return err
 	}
-	ns.Start()
 	b.ns = ns
 	b.closers = append(b.closers, ns.Shutdown)
-	if !ns.ReadyForConnections(10 * time.Second) {
-		return errors.New("nats-server not ready")
-	}
 	nc, err := nats.Connect(ns.ClientURL())
 	if err != nil {
 		return err
@@ -159,14 +159,14 @@ func (b *mfBed) startNATS() error {
 
 // startS3 starts versitygw and the counting proxy in front of it, and
 // creates the bucket.
-func (b *mfBed) startS3(ctx context.Context, root string) error {
+func (b *mfBed) startS3(ctx context.Context) error {
 	dir := filepath.Join(b.work, "s3")
-	endpoint, stop, err := plStartVersitygw(ctx, root, dir)
+	endpoint, stop, err := benchkit.StartVersitygw(ctx, dir)
 	if err != nil {
 		return err
 	}
 	b.closers = append(b.closers, stop)
-	b.s3Dir = filepath.Join(dir, plBenchBucket)
+	b.s3Dir = filepath.Join(dir, benchkit.Bucket)
 	target, err := url.Parse(endpoint)
 	if err != nil {
 		return err
@@ -180,13 +180,7 @@ func (b *mfBed) startS3(ctx context.Context, root string) error {
 	go srv.Serve(l)
 	b.closers = append(b.closers, func() { srv.Close() })
 	b.s3 = "http://" + l.Addr().String()
-	c := s3.NewFromConfig(aws.Config{Region: "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider(plVersityKey, plVersitySecret, "")},
-		func(o *s3.Options) { o.BaseEndpoint = aws.String(endpoint); o.UsePathStyle = true })
-	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(plBenchBucket)}); err != nil {
-		return fmt.Errorf("create bucket: %w", err)
-	}
-	return nil
+	return benchkit.CreateBucket(ctx, endpoint)
 }
 
 // mfCounts are the S3 requests of one run, by kind of key.
@@ -213,7 +207,7 @@ func (c *s3Counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // add counts request r, answered with code.
 func (c *s3Counter) add(r *http.Request, code int) {
-	key := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/"+plBenchBucket), "/")
+	key := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/"+benchkit.Bucket), "/")
 	if key == "" {
 		key = r.URL.Query().Get("prefix")
 	}
@@ -285,11 +279,11 @@ type mfResult struct {
 // run archives the backlog once and returns what it measured, once it
 // checked that every record reached both sinks.
 func (b *mfBed) run(ctx context.Context, r mfRun) (mfResult, error) {
-	metricsAddr, err := plFreeAddr()
+	metricsAddr, err := benchkit.FreeAddr()
 	if err != nil {
 		return mfResult{}, err
 	}
-	s3URL := "s3://" + plBenchBucket + "/" + r.name + "?endpoint=" + b.s3 + "&path-style=true&region=us-east-1" + r.flush
+	s3URL := "s3://" + benchkit.Bucket + "/" + r.name + "?endpoint=" + b.s3 + "&path-style=true&region=us-east-1" + r.flush
 	if !r.manifests {
 		s3URL += "&manifests=false"
 	}
@@ -303,22 +297,22 @@ func (b *mfBed) run(ctx context.Context, r mfRun) (mfResult, error) {
 		args = append(args, "--pprof")
 	}
 	cmd := exec.Command(b.bin, args...)
-	cmd.Env = plArchiverEnv()
+	cmd.Env = benchkit.ArchiverEnv()
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		return mfResult{}, err
 	}
-	exited, kill := plWatch(cmd)
+	exited, kill := benchkit.Watch(cmd)
 	defer kill()
 	if r.profile != "" {
 		go func() {
-			if err := plProfile(ctx, metricsAddr, "profile?seconds=20", r.profile); err != nil {
+			if err := benchkit.Profile(ctx, metricsAddr, "profile?seconds=20", r.profile); err != nil {
 				fmt.Fprintf(os.Stderr, "  archiver CPU profile: %v\n", err)
 			}
 		}()
 	}
-	res, err := mfStopWhenRead(ctx, cmd, exited, &logs, metricsAddr)
+	res, err := mfStopWhenRead(ctx, cmd, exited, &logs, metricsAddr, b.sz.items)
 	if err != nil {
 		return mfResult{}, fmt.Errorf("run %s: %w", r.name, err)
 	}
@@ -327,14 +321,14 @@ func (b *mfBed) run(ctx context.Context, r mfRun) (mfResult, error) {
 }
 
 // mfStopWhenRead waits until the archiver decoded every record of the
-// backlog, stops it (SIGTERM: it flushes, records and saves) and returns
+// backlog of items, stops it (SIGTERM: it flushes, records and saves) and returns
 // its CPU time, start to exit and after the SIGTERM.
-func mfStopWhenRead(ctx context.Context, cmd *exec.Cmd, exited <-chan struct{}, logs *bytes.Buffer, metricsAddr string) (mfResult, error) {
+func mfStopWhenRead(ctx context.Context, cmd *exec.Cmd, exited <-chan struct{}, logs *bytes.Buffer, metricsAddr string, items int) (mfResult, error) {
 	deadline := time.Now().Add(10 * time.Minute)
-	for plMetricSum(metricsAddr, "archiver_events_total") < float64(pipelineItems) {
+	for benchkit.MetricSum(metricsAddr, "archiver_events_total") < float64(items) {
 		select {
 		case <-exited:
-			return mfResult{}, fmt.Errorf("archiver exited early\n%s", plTail(logs.String(), 2000))
+			return mfResult{}, fmt.Errorf("archiver exited early\n%s", benchkit.Tail(logs.String(), 2000))
 		case <-ctx.Done():
 			return mfResult{}, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
@@ -343,7 +337,8 @@ func mfStopWhenRead(ctx context.Context, cmd *exec.Cmd, exited <-chan struct{}, 
 			return mfResult{}, errors.New("the archiver did not read the backlog within 10 minutes")
 		}
 	}
-	atTerm, termAt := procCPU(cmd.Process.Pid), time.Now()
+	atTerm, _ := benchkit.ProcCPU(cmd.Process.Pid)
+	termAt := time.Now()
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-exited:
@@ -352,7 +347,7 @@ func mfStopWhenRead(ctx context.Context, cmd *exec.Cmd, exited <-chan struct{}, 
 	}
 	stop := time.Since(termAt)
 	if !cmd.ProcessState.Success() {
-		return mfResult{}, fmt.Errorf("archiver: %s\n%s", cmd.ProcessState, plTail(logs.String(), 2000))
+		return mfResult{}, fmt.Errorf("archiver: %s\n%s", cmd.ProcessState, benchkit.Tail(logs.String(), 2000))
 	}
 	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	if !ok {
@@ -380,69 +375,22 @@ func (b *mfBed) check(ctx context.Context, name string, counts mfCounts) error {
 	if err := os.RemoveAll(filepath.Join(b.s3Dir, name)); err != nil {
 		return err
 	}
-	if counts.records != int64(pipelineItems) || info.State.Msgs != uint64(pipelineItems) {
+	if counts.records != int64(b.sz.items) || info.State.Msgs != uint64(b.sz.items) {
 		return fmt.Errorf("run %s: %d records in S3 objects, %d messages on JetStream; want %d each",
-			name, counts.records, info.State.Msgs, pipelineItems)
+			name, counts.records, info.State.Msgs, b.sz.items)
 	}
 	return nil
 }
 
-// plMetricSum is the sum of the archiver's samples of metric name (0 when
-// it cannot be read).
-func plMetricSum(addr, name string) float64 {
-	sum := 0.0
-	for _, line := range strings.Split(plScrape(addr, name), "; ") {
-		f := strings.Fields(line)
-		if len(f) < 2 || !(strings.HasPrefix(f[0], name+"{") || f[0] == name) {
-			continue
-		}
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			sum += v
-		}
-	}
-	return sum
+// mfPaired is benchkit.Paired, telling on stderr which run of what starts.
+func mfPaired(what string, rounds int, together bool, measure func(round int, manifests bool) (float64, error)) (on, off []float64, err error) {
+	return benchkit.Paired(rounds, together, func(round int, m bool) {
+		mfProgress("%s, round %d/%d, manifests %s", what, round+1, rounds, onOff(m))
+	}, measure)
 }
 
 // mfProgress tells on stderr what the manifests bench is doing.
-func mfProgress(format string, a ...any) {
-	fmt.Fprintf(os.Stderr, "  [manifests %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
-}
-
-// mfPaired runs one measure with manifests on and off in each of rounds
-// rounds, the order alternating (round 0 on first), one after the other
-// or, together, both at once (the machine's load then hits both alike),
-// and returns each side's figure by round.
-func mfPaired(what string, rounds int, together bool, measure func(round int, manifests bool) (float64, error)) (on, off []float64, err error) {
-	for round := range rounds {
-		order := [2]bool{round%2 == 0, round%2 == 1}
-		var v [2]float64
-		var errs [2]error
-		var wg sync.WaitGroup
-		for i, m := range order {
-			mfProgress("%s, round %d/%d, manifests %s", what, round+1, rounds, onOff(m))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				v[i], errs[i] = measure(round, m)
-			}()
-			if !together {
-				wg.Wait()
-			}
-		}
-		wg.Wait()
-		if err := errors.Join(errs[:]...); err != nil {
-			return nil, nil, err
-		}
-		for i, m := range order {
-			if m {
-				on = append(on, v[i])
-			} else {
-				off = append(off, v[i])
-			}
-		}
-	}
-	return on, off, nil
-}
+var mfProgress = benchkit.Progress("manifests")
 
 func onOff(m bool) string { return map[bool]string{true: "on", false: "off"}[m] }
 
@@ -458,14 +406,14 @@ func mfPrintPaired(w io.Writer, unit, target string, on, off []float64) {
 		v    []float64
 	}{{"on ", on}, {"off", off}} {
 		fmt.Fprintf(w, "    manifests %s: %.2f %s (median of %d rounds; %.2f to %.2f)\n",
-			side.name, median(slices.Clone(side.v)), unit, len(side.v), slices.Min(side.v), slices.Max(side.v))
+			side.name, benchkit.Median(slices.Clone(side.v)), unit, len(side.v), slices.Min(side.v), slices.Max(side.v))
 	}
 	parts := make([]string, len(ratios))
 	for i, r := range ratios {
 		parts[i] = fmt.Sprintf("%+.1f%%", 100*r)
 	}
 	fmt.Fprintf(w, "    on/off: %+.1f%% (median of the rounds' own ratios; range %+.1f%% to %+.1f%%; %s) (rounds: %s)\n",
-		100*median(slices.Clone(ratios)), 100*slices.Min(ratios), 100*slices.Max(ratios), target, strings.Join(parts, " "))
+		100*benchkit.Median(slices.Clone(ratios)), 100*slices.Min(ratios), 100*slices.Max(ratios), target, strings.Join(parts, " "))
 }
 
 // cpuRounds measures the archiver's CPU per record with manifests on and
@@ -474,7 +422,7 @@ func (b *mfBed) cpuRounds(ctx context.Context, w io.Writer) error {
 	profile := os.Getenv("ARCHIVER_BENCH_PROFILE")
 	var mu sync.Mutex
 	results := map[bool][]mfResult{}
-	on, off, err := mfPaired("pipeline", mfRounds, true, func(round int, m bool) (float64, error) {
+	on, off, err := mfPaired("pipeline", b.sz.rounds, true, func(round int, m bool) (float64, error) {
 		r := mfRun{name: fmt.Sprintf("r%d%s", round, onOff(m)), manifests: m, flush: mfPipelineFlush}
 		if round == 0 && profile != "" {
 			r.profile = profile + "." + onOff(m)
@@ -483,7 +431,7 @@ func (b *mfBed) cpuRounds(ctx context.Context, w io.Writer) error {
 		mu.Lock()
 		results[m] = append(results[m], res)
 		mu.Unlock()
-		return res.cpu.Seconds() * 1e6 / float64(pipelineItems), err
+		return res.cpu.Seconds() * 1e6 / float64(b.sz.items), err
 	})
 	if err != nil {
 		return err
@@ -495,7 +443,7 @@ func (b *mfBed) cpuRounds(ctx context.Context, w io.Writer) error {
 		for _, r := range results[m] {
 			c, d = append(c, float64(r.stopCPU)), append(d, float64(r.stop))
 		}
-		return time.Duration(median(c)), time.Duration(median(d))
+		return time.Duration(benchkit.Median(c)), time.Duration(benchkit.Median(d))
 	}
 	onCPU, onWall := stopOf(true)
 	offCPU, offWall := stopOf(false)
@@ -533,9 +481,9 @@ func (b *mfBed) defaultFlushPuts(ctx context.Context, w io.Writer) error {
 // mfFileSink measures the file sink's CPU per event in this process with
 // manifests on and off: the append path, fsync included (no Record: no
 // consumer asks for one).
-func mfFileSink(ctx context.Context, w io.Writer) error {
+func mfFileSink(ctx context.Context, w io.Writer, sz mfSizes) error {
 	var lineBytes int64
-	on, off, err := mfPaired("file sink", mfFileRounds, false, func(round int, m bool) (float64, error) {
+	on, off, err := mfPaired("file sink", sz.fileRounds, false, func(round int, m bool) (float64, error) {
 		dir, err := os.MkdirTemp("", "manifests-bench-file-")
 		if err != nil {
 			return 0, err
@@ -550,21 +498,21 @@ func mfFileSink(ctx context.Context, w io.Writer) error {
 			return 0, err
 		}
 		defer s.Close(ctx)
-		evs := sinksBenchEvents(fmt.Sprintf("f%d%s", round, onOff(m)), mfFileEvents)
-		settle()
-		before := floorCPU()
+		evs := sinksBenchEvents(fmt.Sprintf("f%d%s", round, onOff(m)), sz.fileEvents)
+		benchkit.Settle()
+		before := benchkit.SelfCPU()
 		if err := sinksBenchWrite(ctx, s, evs); err != nil {
 			return 0, err
 		}
-		cpu := floorCPU() - before
+		cpu := benchkit.SelfCPU() - before
 		lineBytes = mfDirBytes(dir)
-		return cpu.Seconds() * 1e6 / mfFileEvents, nil
+		return cpu.Seconds() * 1e6 / float64(sz.fileEvents), nil
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "  file sink CPU per event (this process, %s events of %d bytes in %d shards, batches of %d, fsync included; on and off one after the other, order alternating):\n",
-		plFmtInt(mfFileEvents), lineBytes/mfFileEvents, sinksBenchShards, sinksBenchBatch)
+		benchkit.FmtInt(float64(sz.fileEvents)), lineBytes/int64(sz.fileEvents), sinksBenchShards, sinksBenchBatch)
 	mfPrintPaired(w, "µs", "the running SHA-256 of each file", on, off)
 	return nil
 }

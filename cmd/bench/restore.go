@@ -17,43 +17,51 @@ import (
 	st "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ttl-archiver/archiver/archive"
+	"github.com/ttl-archiver/archiver/cmd/bench/internal/benchkit"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/restore"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
-const (
-	restoreItems    = 20_000
-	restoreRounds   = 5
-	restoreParallel = 8
-)
+const restoreParallel = 8
+
+// restoreSizes are the items restored and the rounds.
+type restoreSizes struct{ items, rounds int }
+
+func restoreSizesFor(tiny bool) restoreSizes {
+	if tiny {
+		return restoreSizes{items: 200, rounds: 1}
+	}
+	return restoreSizes{items: 20_000, rounds: 5}
+}
 
 // runRestoreBench measures `archiver restore` into the engine: items/s
 // restored from a file:// archive (read, selected, TTL extended, written
 // with attribute_not_exists by 8 writers), against a plain PutItem loop of
 // the same items by 8 goroutines of the same process, each into a new
 // table.
-func runRestoreBench(ctx context.Context, w io.Writer) error {
+func runRestoreBench(ctx context.Context, w io.Writer, tiny bool) error {
+	sz := restoreSizesFor(tiny)
 	srv, err := engine.Listen("127.0.0.1:0", engine.Options{TTLInterval: -1})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	db, _ := benchClients2(srv.Endpoint())
+	db, _ := benchkit.PooledClients(srv.Endpoint())
 	dir, err := os.MkdirTemp("", "restorebench")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	evs := restoreBenchEvents(restoreItems)
+	evs := restoreBenchEvents(sz.items)
 	if err := writeRestoreArchive(ctx, dir, evs); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "restore: %d expired items (~%d B each) from a file:// archive, %d writers, engine over loopback HTTP\n",
-		restoreItems, benchPayload+60, restoreParallel)
+		sz.items, benchPayload+60, restoreParallel)
 	var loopR, restR, ratios []float64
-	for round := range restoreRounds {
+	for round := range sz.rounds {
 		// Alternate which runs first, and drop each table after its
 		// phase, so neither side inherits the other's heap.
 		var l, r float64
@@ -61,13 +69,13 @@ func runRestoreBench(ctx context.Context, w io.Writer) error {
 			if round%2 == 1 {
 				phase = []string{"restore", "loop"}[i]
 			}
-			settle()
+			benchkit.Settle()
 			table := fmt.Sprintf("%s%d", phase, round)
 			var err error
 			if phase == "loop" {
 				l, err = putLoop(ctx, db, table, evs)
 			} else {
-				r, err = restoreOnce(ctx, db, table, dir)
+				r, err = restoreOnce(ctx, db, table, dir, len(evs))
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", phase, err)
@@ -78,10 +86,10 @@ func runRestoreBench(ctx context.Context, w io.Writer) error {
 		}
 		loopR, restR, ratios = append(loopR, l), append(restR, r), append(ratios, r/l)
 	}
-	fmt.Fprintf(w, "  PutItem loop, %d goroutines: %8.0f items/s (median of %d)\n", restoreParallel, median(loopR), restoreRounds)
-	fmt.Fprintf(w, "  archiver restore:           %8.0f items/s (median of %d)\n", median(restR), restoreRounds)
+	fmt.Fprintf(w, "  PutItem loop, %d goroutines: %8.0f items/s (median of %d)\n", restoreParallel, benchkit.Median(loopR), sz.rounds)
+	fmt.Fprintf(w, "  archiver restore:           %8.0f items/s (median of %d)\n", benchkit.Median(restR), sz.rounds)
 	lo, hi := slices.Min(ratios), slices.Max(ratios)
-	fmt.Fprintf(w, "  restore / loop, median of the rounds' ratios: %.0f%% (target >= 70%%; rounds %.0f-%.0f%%)\n", 100*median(ratios), 100*lo, 100*hi)
+	fmt.Fprintf(w, "  restore / loop, median of the rounds' ratios: %.0f%% (target >= 70%%; rounds %.0f-%.0f%%)\n", 100*benchkit.Median(ratios), 100*lo, 100*hi)
 	return nil
 }
 
@@ -167,9 +175,9 @@ func putLoop(ctx context.Context, db *dynamodb.Client, table string, evs []event
 	return float64(len(items)) / time.Since(start).Seconds(), nil
 }
 
-// restoreOnce restores the archive under dir into a new table and
-// returns items/s.
-func restoreOnce(ctx context.Context, db *dynamodb.Client, table, dir string) (float64, error) {
+// restoreOnce restores the archive under dir (want items) into a new table
+// and returns items/s.
+func restoreOnce(ctx context.Context, db *dynamodb.Client, table, dir string, want int) (float64, error) {
 	if err := createRestoreTable(ctx, db, table); err != nil {
 		return 0, err
 	}
@@ -183,8 +191,8 @@ func restoreOnce(ctx context.Context, db *dynamodb.Client, table, dir string) (f
 	if err != nil {
 		return 0, err
 	}
-	if res.Written != restoreItems {
-		return 0, fmt.Errorf("restored %d items, want %d (%+v)", res.Written, restoreItems, res)
+	if res.Written != int64(want) {
+		return 0, fmt.Errorf("restored %d items, want %d (%+v)", res.Written, want, res)
 	}
 	return float64(res.Written) / time.Since(start).Seconds(), nil
 }

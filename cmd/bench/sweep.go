@@ -15,30 +15,43 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/ttl-archiver/archiver/cmd/bench/internal/benchkit"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/sweep"
 )
 
-const (
-	sweepPrecisionItems = 100_000 // TTLs within one minute
-	sweepRateItems      = 30_000  // already due, per round of the rate bench
-	sweepRateRounds     = 3
-	sweepCatchUpItems   = 60_000 // 100 expiries/s over 10 minutes of downtime
-	sweepConcurrency    = sweep.DefaultConcurrency
-)
+const sweepConcurrency = sweep.DefaultConcurrency
+
+// sweepSizes are the sweep bench's sizes.
+type sweepSizes struct {
+	precisionItems int // TTLs within precisionSpan seconds
+	precisionSpan  int
+	precisionLead  time.Duration // from the load's start to the first TTL
+	rateItems      int           // already due, per round of the rate bench
+	rateRounds     int
+	catchUpItems   int // 100 expiries/s over up to 10 minutes of downtime
+}
+
+func sweepSizesFor(tiny bool) sweepSizes {
+	if tiny {
+		return sweepSizes{precisionItems: 100, precisionSpan: 2, precisionLead: 2 * time.Second, rateItems: 200, rateRounds: 1, catchUpItems: 1000}
+	}
+	return sweepSizes{precisionItems: 100_000, precisionSpan: 60, precisionLead: 20 * time.Second, rateItems: 30_000, rateRounds: 3, catchUpItems: 60_000}
+}
 
 // runSweepBench measures `archiver sweep` on the engine with its own TTL
 // off: how soon after their TTL items are deleted, how fast the sweeper
 // deletes against plain DeleteItem loops on the same engine, and how long
 // it takes to catch up after ten minutes of downtime.
-func runSweepBench(ctx context.Context, w io.Writer) error {
-	if err := sweepPrecision(ctx, w); err != nil {
+func runSweepBench(ctx context.Context, w io.Writer, tiny bool) error {
+	sz := sweepSizesFor(tiny)
+	if err := sweepPrecision(ctx, w, sz); err != nil {
 		return fmt.Errorf("precision: %w", err)
 	}
-	if err := sweepRate(ctx, w); err != nil {
+	if err := sweepRate(ctx, w, sz); err != nil {
 		return fmt.Errorf("rate: %w", err)
 	}
-	if err := sweepCatchUp(ctx, w); err != nil {
+	if err := sweepCatchUp(ctx, w, sz); err != nil {
 		return fmt.Errorf("catch-up: %w", err)
 	}
 	return nil
@@ -58,7 +71,7 @@ func newSweepBed(ctx context.Context) (*sweepBed, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, _ := benchClients2(srv.Endpoint())
+	db, _ := benchkit.PooledClients(srv.Endpoint())
 	b := &sweepBed{srv: srv, db: db, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	_, err = db.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName: aws.String(sweepTable), BillingMode: types.BillingModePayPerRequest,
@@ -181,24 +194,28 @@ func runSweeper(ctx context.Context, cfg sweep.Config, deadline time.Duration, d
 
 // sweepPrecision: 100,000 items whose TTLs fall within one minute, the
 // sweeper running at its default 1 s interval; deletion time minus TTL.
-func sweepPrecision(ctx context.Context, w io.Writer) error {
+func sweepPrecision(ctx context.Context, w io.Writer, sz sweepSizes) error {
 	b, err := newSweepBed(ctx)
 	if err != nil {
 		return err
 	}
 	defer b.srv.Close()
-	first := time.Now().Add(20 * time.Second).Truncate(time.Second) // after the load
+	first := time.Now().Add(sz.precisionLead).Truncate(time.Second) // after the load
 	t0 := time.Now()
-	if err := b.load(ctx, 0, sweepPrecisionItems, func(k int) int64 { return first.Unix() + int64(k%60) }); err != nil {
+	if err := b.load(ctx, 0, sz.precisionItems, func(k int) int64 { return first.Unix() + int64(k%sz.precisionSpan) }); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "precision: %d items with TTLs from %s over one minute, loaded in %s; engine TTL off\n",
-		sweepPrecisionItems, first.Format(time.TimeOnly), time.Since(t0).Round(time.Millisecond))
+	span := "one minute"
+	if sz.precisionSpan != 60 {
+		span = fmt.Sprintf("%d seconds", sz.precisionSpan)
+	}
+	fmt.Fprintf(w, "precision: %d items with TTLs from %s over %s, loaded in %s; engine TTL off\n",
+		sz.precisionItems, first.Format(time.TimeOnly), span, time.Since(t0).Round(time.Millisecond))
 	rec := &lagRecorder{Client: b.db}
 	cur := &sweep.MemoryCursor{}
 	_ = cur.SaveCursor(ctx, sweepTable, sweep.Cursor{Window: sweep.WindowStart(first, sweep.DefaultWindow)})
 	took, err := runSweeper(ctx, sweep.Config{Client: rec, Table: sweepTable, Cursor: cur}, 3*time.Minute,
-		func() bool { return rec.count() >= sweepPrecisionItems })
+		func() bool { return rec.count() >= sz.precisionItems })
 	if err != nil {
 		return err
 	}
@@ -214,7 +231,7 @@ func sweepPrecision(ctx context.Context, w io.Writer) error {
 // sweepRate: the sweeper deleting items already due, against DeleteItem
 // loops over the same number of items on the same engine, one goroutine
 // and as many as the sweeper's concurrency, in paired rounds.
-func sweepRate(ctx context.Context, w io.Writer) error {
+func sweepRate(ctx context.Context, w io.Writer, sz sweepSizes) error {
 	b, err := newSweepBed(ctx)
 	if err != nil {
 		return err
@@ -223,30 +240,30 @@ func sweepRate(ctx context.Context, w io.Writer) error {
 	due := time.Now().Add(-5 * time.Minute).Unix()
 	ttl := func(k int) int64 { return due + int64(k%240) } // four windows, all due
 	var sweepR, loop1R, loopNR []float64
-	for round := 0; round < sweepRateRounds; round++ {
+	for round := 0; round < sz.rateRounds; round++ {
 		for _, run := range []struct {
 			out *[]float64
 			fn  func(from int) (time.Duration, error)
 		}{
-			{&loopNR, func(from int) (time.Duration, error) { return b.deleteLoop(ctx, from, sweepConcurrency) }},
+			{&loopNR, func(from int) (time.Duration, error) { return b.deleteLoop(ctx, from, sz.rateItems, sweepConcurrency) }},
 			{&sweepR, func(from int) (time.Duration, error) {
 				rec := &lagRecorder{Client: b.db}
 				cur := &sweep.MemoryCursor{}
 				_ = cur.SaveCursor(ctx, sweepTable, sweep.Cursor{Window: sweep.WindowStart(time.Unix(due, 0), sweep.DefaultWindow)})
 				return runSweeper(ctx, sweep.Config{Client: rec, Table: sweepTable, Cursor: cur, Interval: 10 * time.Millisecond},
-					5*time.Minute, func() bool { return rec.count() >= sweepRateItems })
+					5*time.Minute, func() bool { return rec.count() >= sz.rateItems })
 			}},
-			{&loop1R, func(from int) (time.Duration, error) { return b.deleteLoop(ctx, from, 1) }},
+			{&loop1R, func(from int) (time.Duration, error) { return b.deleteLoop(ctx, from, sz.rateItems, 1) }},
 		} {
 			from := round*1_000_000 + len(*run.out)*100_000
-			if err := b.load(ctx, from, from+sweepRateItems, ttl); err != nil {
+			if err := b.load(ctx, from, from+sz.rateItems, ttl); err != nil {
 				return err
 			}
 			d, err := run.fn(from)
 			if err != nil {
 				return err
 			}
-			*run.out = append(*run.out, float64(sweepRateItems)/d.Seconds())
+			*run.out = append(*run.out, float64(sz.rateItems)/d.Seconds())
 		}
 	}
 	med := func(xs []float64) float64 { s := slices.Clone(xs); slices.Sort(s); return s[len(s)/2] }
@@ -254,29 +271,18 @@ func sweepRate(ctx context.Context, w io.Writer) error {
 	for i := range sweepR {
 		ratios = append(ratios, sweepR[i]/loopNR[i])
 	}
-	fmt.Fprintf(w, "rate: %d due items a round, %d rounds\n", sweepRateItems, sweepRateRounds)
+	fmt.Fprintf(w, "rate: %d due items a round, %d rounds\n", sz.rateItems, sz.rateRounds)
 	fmt.Fprintf(w, "  DeleteItem loop, 1 goroutine:   %8.0f deletes/s (median)\n", med(loop1R))
 	fmt.Fprintf(w, "  DeleteItem loop, %d goroutines: %8.0f deletes/s (median)\n", sweepConcurrency, med(loopNR))
 	fmt.Fprintf(w, "  sweeper (Query + conditional DeleteItem, concurrency %d): %8.0f deletes/s (median)\n", sweepConcurrency, med(sweepR))
 	fmt.Fprintf(w, "  ratio sweeper / loop at the same concurrency: median %.0f%% (target >= 70%%; rounds: %s); against the 1-goroutine loop %.0f%%\n",
-		100*med(ratios), pct(ratios), 100*med(sweepR)/med(loop1R))
+		100*med(ratios), benchkit.Percents(ratios), 100*med(sweepR)/med(loop1R))
 	return nil
 }
 
-func pct(xs []float64) string {
-	s := ""
-	for i, x := range xs {
-		if i > 0 {
-			s += " "
-		}
-		s += fmt.Sprintf("%.0f%%", 100*x)
-	}
-	return s
-}
-
-// deleteLoop deletes items from..from+sweepRateItems-1 by key with plain
+// deleteLoop deletes items from..from+items-1 by key with plain
 // DeleteItem calls from n goroutines.
-func (b *sweepBed) deleteLoop(ctx context.Context, from, n int) (time.Duration, error) {
+func (b *sweepBed) deleteLoop(ctx context.Context, from, items, n int) (time.Duration, error) {
 	var next atomic.Int64
 	next.Store(int64(from))
 	var wg sync.WaitGroup
@@ -288,7 +294,7 @@ func (b *sweepBed) deleteLoop(ctx context.Context, from, n int) (time.Duration, 
 			defer wg.Done()
 			for {
 				k := int(next.Add(1) - 1)
-				if k >= from+sweepRateItems || ctx.Err() != nil {
+				if k >= from+items || ctx.Err() != nil {
 					return
 				}
 				_, err := b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(sweepTable),
@@ -311,14 +317,14 @@ func (b *sweepBed) deleteLoop(ctx context.Context, from, n int) (time.Duration, 
 // second expired (60,000 items over ten one-minute windows) starts from
 // its cursor; the time until every item is deleted and the cursor is
 // back at the current window.
-func sweepCatchUp(ctx context.Context, w io.Writer) error {
+func sweepCatchUp(ctx context.Context, w io.Writer, sz sweepSizes) error {
 	b, err := newSweepBed(ctx)
 	if err != nil {
 		return err
 	}
 	defer b.srv.Close()
 	down := time.Now().Add(-10 * time.Minute)
-	if err := b.load(ctx, 0, sweepCatchUpItems, func(k int) int64 { return down.Unix() + int64(k/100) }); err != nil {
+	if err := b.load(ctx, 0, sz.catchUpItems, func(k int) int64 { return down.Unix() + int64(k/100) }); err != nil {
 		return err
 	}
 	rec := &lagRecorder{Client: b.db}
@@ -326,13 +332,13 @@ func sweepCatchUp(ctx context.Context, w io.Writer) error {
 	_ = cur.SaveCursor(ctx, sweepTable, sweep.Cursor{Window: sweep.WindowStart(down, sweep.DefaultWindow)})
 	caughtUp := func() bool {
 		c, _ := cur.LoadCursor(ctx, sweepTable)
-		return rec.count() >= sweepCatchUpItems && time.Since(c.Window) < 3*sweep.DefaultWindow
+		return rec.count() >= sz.catchUpItems && time.Since(c.Window) < 3*sweep.DefaultWindow
 	}
 	took, err := runSweeper(ctx, sweep.Config{Client: rec, Table: sweepTable, Cursor: cur}, 5*time.Minute, caughtUp)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "catch-up after 10 minutes of downtime (%d items in 10 windows): every item deleted and the cursor back within two windows of now in %s\n",
-		sweepCatchUpItems, took.Round(time.Millisecond))
+		sz.catchUpItems, took.Round(time.Millisecond))
 	return nil
 }

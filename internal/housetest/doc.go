@@ -10,8 +10,9 @@
 //     not sweep (importRules).
 //   - TestLongFunctions: the delivery core and the tools over it (shard,
 //     consumer, sinks, checkpoint, lease, internal/leasetable, event,
-//     sweep, archive, restore) and the engine (engine/ with its internal
-//     packages and enginetest) hold at
+//     sweep, archive, restore), the engine (engine/ with its internal
+//     packages and enginetest), conformance and the bench (cmd/bench with
+//     internal/benchkit) hold at
 //     most maxLongFuncs functions over maxFuncLines lines in their non-test
 //     files; the test lists them when there are more.
 //

@@ -9,15 +9,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -25,7 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/cmd/bench/internal/benchkit"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/shard"
 )
@@ -114,47 +110,13 @@ func runFloor(ctx context.Context, spec floorSpec) (floorResult, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return floorResult{}, fmt.Errorf("floor child (%s): %v\n%s", spec.Mode, err, plTail(stderr.String(), 2000))
+		return floorResult{}, fmt.Errorf("floor child (%s): %v\n%s", spec.Mode, err, benchkit.Tail(stderr.String(), 2000))
 	}
 	var res floorResult
 	if err := json.Unmarshal(out, &res); err != nil {
 		return floorResult{}, fmt.Errorf("floor child (%s) answered %q: %w", spec.Mode, out, err)
 	}
 	return res, nil
-}
-
-// floorCPU is this process's CPU time so far (user + system, all threads).
-func floorCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// procCPU is a live process's CPU time so far (user + system) from
-// /proc/PID/stat, or -1 when /proc cannot tell.
-func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return -1
-	}
-	// The command name may hold spaces; the fields after it are fixed.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return -1
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return -1
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return -1
-	}
-	const clkTck = 100 // USER_HZ, 100 on every Linux the bench runs on
-	return time.Duration(utime+stime) * time.Second / clkTck
 }
 
 // floorRun holds the child's clients and reused buffers.
@@ -206,11 +168,11 @@ func floorChild(specJSON string) (floorResult, error) {
 		}
 	}
 	if fr.objRecs > 0 {
-		t0 := floorCPU()
+		t0 := benchkit.SelfCPU()
 		if err := fr.putObject(ctx); err != nil {
 			return floorResult{}, err
 		}
-		fr.res.Upload += floorCPU() - t0
+		fr.res.Upload += benchkit.SelfCPU() - t0
 	}
 	fr.res.Wall = time.Since(began)
 	return fr.res, nil
@@ -230,9 +192,7 @@ func (fr *floorRun) connect(ctx context.Context) error {
 		Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute}); err != nil {
 		return err
 	}
-	fr.s3 = s3.NewFromConfig(aws.Config{Region: "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider(plVersityKey, plVersitySecret, "")},
-		func(o *s3.Options) { o.BaseEndpoint = aws.String(fr.spec.S3Endpoint); o.UsePathStyle = true })
+	fr.s3 = benchkit.S3(fr.spec.S3Endpoint)
 	fr.gz, err = gzip.NewWriterLevel(io.Discard, gzip.DefaultCompression)
 	return err
 }
@@ -267,9 +227,9 @@ func (fr *floorRun) readShard(ctx context.Context, arn *string, sh streamtypes.S
 		return err
 	}
 	for iter := it.ShardIterator; iter != nil; {
-		t0 := floorCPU()
+		t0 := benchkit.SelfCPU()
 		out, err := fr.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1000)})
-		fr.res.Decode += floorCPU() - t0
+		fr.res.Decode += benchkit.SelfCPU() - t0
 		if err != nil {
 			return err
 		}
@@ -289,7 +249,7 @@ func (fr *floorRun) readShard(ctx context.Context, arn *string, sh streamtypes.S
 
 // batch renders, publishes and uploads one GetRecords batch's expiries.
 func (fr *floorRun) batch(ctx context.Context, arn, shardID string, recs []streamtypes.Record) error {
-	t0 := floorCPU()
+	t0 := benchkit.SelfCPU()
 	fr.natsBuf, fr.natsEnd, fr.ids = fr.natsBuf[:0], fr.natsEnd[:0], fr.ids[:0]
 	for _, r := range recs {
 		ev, err := event.Decode(fr.spec.Table, arn, shardID, r, "ExpirationTime")
@@ -305,7 +265,7 @@ func (fr *floorRun) batch(ctx context.Context, arn, shardID string, recs []strea
 		fr.object = event.AppendLine(fr.object, &ev)
 		fr.objRecs++
 	}
-	t1 := floorCPU()
+	t1 := benchkit.SelfCPU()
 	fr.res.Render += t1 - t0
 	subject := "floor." + fr.spec.Table + ".expired"
 	start := 0
@@ -321,14 +281,14 @@ func (fr *floorRun) batch(ctx context.Context, arn, shardID string, recs []strea
 	case <-time.After(time.Minute):
 		return errors.New("floor: publishes not acknowledged within a minute")
 	}
-	t2 := floorCPU()
+	t2 := benchkit.SelfCPU()
 	fr.res.Publish += t2 - t1
 	fr.res.Events += len(fr.natsEnd)
 	if fr.objRecs >= fr.spec.RecordsPerObject {
 		if err := fr.putObject(ctx); err != nil {
 			return err
 		}
-		fr.res.Upload += floorCPU() - t2
+		fr.res.Upload += benchkit.SelfCPU() - t2
 	}
 	return nil
 }
@@ -370,116 +330,4 @@ func printFloor(w io.Writer, archiverCPU time.Duration, archived int, f floorRes
 	a := per(archiverCPU, archived)
 	fmt.Fprintf(w, "  archiver CPU over the backlog: %.1f µs/record (%s for %d) = %.2fx the floor (target <= 1.5x)\n",
 		a, archiverCPU.Round(time.Millisecond), archived, a/floor)
-}
-
-// plMixed is what the second view needs of the pipeline bench's setup.
-type plMixed struct {
-	bin, work  string
-	eng        *engine.Server
-	ddb        *dynamodb.Client
-	nc         *nats.Conn
-	natsURL    string
-	s3Endpoint string
-	s3Dir      string // the bucket's folder in versitygw's posix backend
-}
-
-const plMixedTable = "BenchMixed"
-
-// plMixedBench is the second view: a table whose stream was on while it
-// was loaded, so it holds an INSERT and an expiry per item (60,000 expiries
-// = 120,000 records at the default size). A fresh archiver archives the
-// expiries to JetStream and S3; its CPU per stream record is set against a
-// plain aws-sdk-go-v2 drain of the same stream.
-func plMixedBench(ctx context.Context, w io.Writer, m plMixed) error {
-	n := max(pipelineItems*3/10, 100)
-	if err := plCreateStreamTable(ctx, m.ddb, plMixedTable); err != nil {
-		return err
-	}
-	hourAgo := time.Now().Add(-time.Hour).Unix()
-	if err := plPutItems(ctx, m.ddb, plMixedTable, 0, n, func(int) int64 { return hourAgo }); err != nil {
-		return err
-	}
-	lat := plNewLatencies(nil)
-	sub, err := m.nc.Subscribe("bench2.>", func(msg *nats.Msg) {
-		if id, created, ok := plLineTimes(msg.Data); ok {
-			lat.add(id, time.Since(created), time.Now())
-		}
-	})
-	if err != nil {
-		return err
-	}
-	defer sub.Unsubscribe()
-	_ = sub.SetPendingLimits(-1, -1)
-	if swept, err := m.eng.Engine().SweepTTL(ctx); err != nil || swept != n {
-		return fmt.Errorf("mixed sweep: deleted %d items (want %d): %v", swept, n, err)
-	}
-	metricsAddr, err := plFreeAddr()
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(m.bin, "run", "--endpoint", m.eng.Endpoint(), "--table", plMixedTable,
-		"--checkpoint", "file://"+m.work+"/checkpoints-mixed.json", "--metrics-addr", metricsAddr, "--log-level", "warn",
-		"--max-in-flight-bytes", fmt.Sprintf("%dMiB", plBudgetMiB),
-		"--sink", m.natsURL+"?subject=bench2.{table}.{kind}&create-stream=BENCH2",
-		"--sink", "s3://"+plBenchBucket+"/archive2?endpoint="+m.s3Endpoint+"&path-style=true&region=us-east-1&flush-interval=1s")
-	cmd.Env = plArchiverEnv()
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	scan := &plS3Scanner{dir: m.s3Dir + "/archive2", seen: map[string]bool{}, lat: plNewLatencies(nil)}
-	if err := plWaitArrivals(ctx, exited, &logs, scan, 100*time.Millisecond,
-		func() bool { return lat.count() >= n && scan.lat.count() >= n },
-		func() string { return fmt.Sprintf("%d on NATS, %d in S3 of %d", lat.count(), scan.lat.count(), n) }); err != nil {
-		return fmt.Errorf("mixed: %w", err)
-	}
-	cpu := procCPU(cmd.Process.Pid)
-	drain, err := runFloor(ctx, floorSpec{Mode: "drain", Endpoint: m.eng.Endpoint(), Table: plMixedTable})
-	if err != nil {
-		return err
-	}
-	a := cpu.Seconds() * 1e6 / float64(2*n)
-	d := drain.Decode.Seconds() * 1e6 / float64(max(drain.Records, 1))
-	fmt.Fprintf(w, "  second view: archiver %.1f µs of CPU per stream record (%s for %d INSERTs + %d expiries, to JetStream and S3)\n",
-		a, cpu.Round(time.Millisecond), n, n)
-	fmt.Fprintf(w, "    vs a plain aws-sdk-go-v2 drain of the same stream %.1f µs/record (%d records): %.2fx (at the floor target about 0.5x)\n",
-		d, drain.Records, a/d)
-	return nil
-}
-
-// plCreateStreamTable creates a table with its stream on from the start
-// and TTL on ExpirationTime.
-func plCreateStreamTable(ctx context.Context, ddb *dynamodb.Client, table string) error {
-	_, err := ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:   aws.String(table),
-		BillingMode: ddbtypes.BillingModePayPerRequest,
-		AttributeDefinitions: []ddbtypes.AttributeDefinition{
-			{AttributeName: aws.String("UserName"), AttributeType: ddbtypes.ScalarAttributeTypeS},
-			{AttributeName: aws.String("SessionId"), AttributeType: ddbtypes.ScalarAttributeTypeS},
-		},
-		KeySchema: []ddbtypes.KeySchemaElement{
-			{AttributeName: aws.String("UserName"), KeyType: ddbtypes.KeyTypeHash},
-			{AttributeName: aws.String("SessionId"), KeyType: ddbtypes.KeyTypeRange},
-		},
-		StreamSpecification: &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(true),
-			StreamViewType: ddbtypes.StreamViewTypeNewAndOldImages},
-	})
-	if err != nil {
-		return fmt.Errorf("create table %s: %w", table, err)
-	}
-	_, err = ddb.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(table),
-		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String("ExpirationTime"), Enabled: aws.Bool(true)}})
-	return err
 }

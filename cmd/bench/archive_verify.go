@@ -22,29 +22,39 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/ttl-archiver/archiver/archive"
+	"github.com/ttl-archiver/archiver/cmd/bench/internal/benchkit"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/manifest"
 	"github.com/ttl-archiver/archiver/sinks"
 )
 
 const (
-	archiveBenchEvents = 100_000
 	archiveBenchShards = 4
 	archiveBenchHours  = 6
-	archiveBenchRounds = 3
 )
+
+// archiveSizes are the events of the bench archive and the rounds.
+type archiveSizes struct{ events, rounds int }
+
+func archiveSizesFor(tiny bool) archiveSizes {
+	if tiny {
+		return archiveSizes{events: 400, rounds: 1}
+	}
+	return archiveSizes{events: 100_000, rounds: 3}
+}
 
 // runArchiveBench measures the read `archiver verify` makes (archive.Events
 // with verify's archive.Verifier) over a file:// archive
 // of gzip objects the S3 sink rendered, against a plain loop that reads
 // and gunzips the same files, in MB/s of compressed bytes.
-func runArchiveBench(ctx context.Context, w io.Writer) error {
+func runArchiveBench(ctx context.Context, w io.Writer, tiny bool) error {
+	sz := archiveSizesFor(tiny)
 	dir, err := os.MkdirTemp("", "archive-bench")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	files, size, err := writeBenchArchive(ctx, dir)
+	files, size, err := writeBenchArchive(ctx, dir, sz.events)
 	if err != nil {
 		return fmt.Errorf("writing the archive: %w", err)
 	}
@@ -53,11 +63,11 @@ func runArchiveBench(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "archive: %d events in %d gzip objects, %.1f MB compressed, %.1f MB of lines (S3 sink layout in a directory)\n",
-		archiveBenchEvents, len(files), float64(size)/1e6, float64(lines)/1e6)
+		sz.events, len(files), float64(size)/1e6, float64(lines)/1e6)
 	mb := float64(size) / 1e6
-	loop, ceil, read, cov := &rates{mb: mb}, &rates{mb: mb}, &rates{mb: mb}, &rates{mb: mb}
-	for range archiveBenchRounds {
-		if err := loop.time(func() (int64, error) { _, err := gunzipLoop(files); return archiveBenchEvents, err }); err != nil {
+	loop, ceil, read, cov := &rates{mb: mb, events: sz.events}, &rates{mb: mb, events: sz.events}, &rates{mb: mb, events: sz.events}, &rates{mb: mb, events: sz.events}
+	for range sz.rounds {
+		if err := loop.time(func() (int64, error) { _, err := gunzipLoop(files); return int64(sz.events), err }); err != nil {
 			return err
 		}
 		if err := ceil.time(func() (int64, error) { return verifyCeiling(files) }); err != nil {
@@ -74,10 +84,10 @@ func runArchiveBench(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "  ceiling (loop + lines, JSON, IDs):    %s\n", ceil)
 	fmt.Fprintf(w, "  verify (archive.Events + Verifier):   %s, decoding on every core\n", read)
 	fmt.Fprintf(w, "  verify + Coverage (as archiver verify: manifests, SHA-256, lines): %s\n", cov)
-	fmt.Fprintf(w, "  coverage: %+.0f%% CPU per event, %+.0f%% wall (medians)\n", 100*(median(cov.usEv)/median(read.usEv)-1), 100*(read.wall()/cov.wall()-1))
+	fmt.Fprintf(w, "  coverage: %+.0f%% CPU per event, %+.0f%% wall (medians)\n", 100*(benchkit.Median(cov.usEv)/benchkit.Median(read.usEv)-1), 100*(read.wall()/cov.wall()-1))
 	fmt.Fprintf(w, "  ratio verify / loop: %.0f%% (target >= 70%%); per CPU second %.0f%%\n", 100*read.wall()/loop.wall(), 100*read.cpu()/loop.cpu())
 	fmt.Fprintf(w, "  per CPU second: verify / ceiling %.0f%%, ceiling / loop %.0f%%; load average %s\n",
-		100*read.cpu()/ceil.cpu(), 100*ceil.cpu()/loop.cpu(), loadAvg())
+		100*read.cpu()/ceil.cpu(), 100*ceil.cpu()/loop.cpu(), benchkit.LoadAvg())
 	return nil
 }
 
@@ -85,32 +95,33 @@ func runArchiveBench(ctx context.Context, w io.Writer) error {
 // the bench archive, and its CPU microseconds per event.
 type rates struct {
 	mb                 float64
+	events             int // every round must read them all
 	perS, perCPU, usEv []float64
 }
 
 // time runs one round of fn (which returns the events it read) after a
 // GC, and records it.
 func (r *rates) time(fn func() (int64, error)) error {
-	settle()
-	start, cpu := time.Now(), cpuSeconds()
+	benchkit.Settle()
+	start, cpu := time.Now(), benchkit.SelfCPU()
 	n, err := fn()
 	if err != nil {
 		return err
 	}
-	if n != archiveBenchEvents {
-		return fmt.Errorf("read %d events, want %d", n, archiveBenchEvents)
+	if n != int64(r.events) {
+		return fmt.Errorf("read %d events, want %d", n, r.events)
 	}
-	wall, used := time.Since(start).Seconds(), cpuSeconds()-cpu
+	wall, used := time.Since(start).Seconds(), (benchkit.SelfCPU() - cpu).Seconds()
 	r.perS, r.perCPU, r.usEv = append(r.perS, r.mb/wall), append(r.perCPU, r.mb/used), append(r.usEv, used*1e6/float64(n))
 	return nil
 }
 
-func (r *rates) wall() float64 { return median(r.perS) }
-func (r *rates) cpu() float64  { return median(r.perCPU) }
+func (r *rates) wall() float64 { return benchkit.Median(r.perS) }
+func (r *rates) cpu() float64  { return benchkit.Median(r.perCPU) }
 
 func (r *rates) String() string {
 	return fmt.Sprintf("%6.1f MB/s, %6.1f MB per CPU second (%.2f us CPU per event; medians of %d)",
-		r.wall(), r.cpu(), median(r.usEv), len(r.perS))
+		r.wall(), r.cpu(), benchkit.Median(r.usEv), len(r.perS))
 }
 
 // gunzipLoop reads and decompresses every file, one after the other, and
@@ -180,16 +191,16 @@ func verifyRead(ctx context.Context, dir string, coverage bool) (int64, error) {
 	return st.Events, nil
 }
 
-// writeBenchArchive renders the events with the real S3 sink (gzip) into
+// writeBenchArchive renders n events with the real S3 sink (gzip) into
 // dir, with a coverage manifest per object as a recording sink writes
 // them, and returns the data files and their total size.
-func writeBenchArchive(ctx context.Context, dir string) ([]string, int64, error) {
+func writeBenchArchive(ctx context.Context, dir string, n int) ([]string, int64, error) {
 	c := sinks.S3Config{Bucket: "bench", FlushInterval: time.Hour}
 	sk, err := sinks.NewS3WithClient(c, dirS3{dir}, sinks.Options{NoManifests: true})
 	if err != nil {
 		return nil, 0, err
 	}
-	per := archiveBenchEvents / archiveBenchShards
+	per := n / archiveBenchShards
 	for s := range archiveBenchShards {
 		shard := "shardId-0000000" + strconv.Itoa(s)
 		evs := benchArchiveEvents(shard, s*per, per)
