@@ -73,9 +73,11 @@ tools:
 	@bash .ci/tools.sh $(TOOLS_BIN)
 
 # One section alone: make bench ONLY=manifests (or pipeline, sinks, ...:
-# go run ./cmd/bench -h lists them).
+# go run ./cmd/bench -h lists them). TINY=1 runs each section once at a tiny
+# size (-tiny: the figures mean nothing; it checks that the bench runs, as
+# cmd/bench's TestSectionsTiny does in make test).
 bench: tools
-	$(GO) run ./cmd/bench $(if $(ONLY),-only $(ONLY))
+	$(GO) run ./cmd/bench $(if $(ONLY),-only $(ONLY)) $(if $(TINY),-tiny)
 
 # The conformance suite (docs/CONFORMANCE.md) against this engine, moto,
 # dynalite and Dynoxide, installed from pip and npm under .tools/; rewrites
