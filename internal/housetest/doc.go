@@ -14,6 +14,8 @@
 //     packages and enginetest) hold at
 //     most maxLongFuncs functions over maxFuncLines lines in their non-test
 //     files; the test lists them when there are more.
+//   - TestE2EIsTestOnly: e2e, the end-to-end tests, holds only doc.go and
+//     _test.go files, and no package imports it.
 //
 // and of its documentation, read as text:
 //
