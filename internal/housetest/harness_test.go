@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,5 +73,53 @@ func TestE2EIsTestOnly(t *testing.T) {
 	})
 	if tests < 5 {
 		t.Fatalf("found %d test files in e2e/; moved? update the rule", tests)
+	}
+}
+
+// natsStarters are the files that may start a nats-server. Tests start
+// one only through internal/natstest (at most maxTestNATSStarters files of
+// test code do); the programs below run one for a user.
+var natsStarters = map[string]string{
+	"internal/natstest/natstest.go": "the tests' one nats-server starter",
+	"demo/demo.go":                  "a program: `archiver demo` runs NATS for its subscriber",
+	"cmd/bench/":                    "a program: `make bench` measures the NATS sink against its own server",
+}
+
+// maxTestNATSStarters is how many files of test code (_test.go files and
+// test-support packages) may start a nats-server: issue 28's bound.
+const maxTestNATSStarters = 2
+
+// startsNATS matches what starts a nats-server: the server package's
+// NewServer or its test package's Run…Server (under any import name), or
+// running the nats-server binary.
+var startsNATS = regexp.MustCompile(`\b(server|natsserver|natstest|test)\.(NewServer|Run\w*Server)\(|exec\.Command(Context)?\([^)]*"nats-server"`)
+
+// TestNATSServerStarters: a test that needs a nats-server asks
+// internal/natstest for one, so how a test's server is configured
+// (JetStream, its store, its port, restarts) is written once.
+func TestNATSServerStarters(t *testing.T) {
+	var starters []string
+	eachGoFile(t, func(rel string, src []byte) {
+		if !strings.Contains(string(src), "nats-server") || !startsNATS.Match(src) {
+			return
+		}
+		starters = append(starters, rel)
+		_, file := natsStarters[rel]
+		_, dir := natsStarters[filepath.Dir(rel)+"/"]
+		if !file && !dir {
+			t.Errorf("%s starts a nats-server: use internal/natstest.Start", rel)
+		}
+	})
+	tests := 0
+	for _, rel := range starters {
+		if strings.HasSuffix(rel, "_test.go") || strings.HasSuffix(filepath.Base(filepath.Dir(rel)), "test") {
+			tests++
+		}
+	}
+	if tests > maxTestNATSStarters {
+		t.Errorf("%d files of test code start a nats-server, at most %d: %s", tests, maxTestNATSStarters, strings.Join(starters, ", "))
+	}
+	if len(starters) == 0 {
+		t.Fatal("no file starts a nats-server; the match is broken")
 	}
 }
