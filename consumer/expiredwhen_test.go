@@ -15,6 +15,7 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/shard"
+	"github.com/ttl-archiver/archiver/sinks/sinktest"
 )
 
 // ident is a userIdentity of the given type and principal.
@@ -63,7 +64,7 @@ func withTTL(av types.AttributeValue) func(*types.Record) {
 func num(s string) types.AttributeValue { return &types.AttributeValueMemberN{Value: s} }
 
 func TestNewValidatesExpiredWhen(t *testing.T) {
-	good := Config{Options: shard.Options{Streams: nopStreams{}, StreamARNs: []string{testARN}}, Store: newMemStore(), Routes: []Route{{Sink: newFakeSink("a")}}}
+	good := Config{Options: shard.Options{Streams: nopStreams{}, StreamARNs: []string{testARN}}, Store: newMemStore(), Routes: []Route{{Sink: sinktest.New("a")}}}
 	for name, mod := range map[string]func(*Config){
 		"out of range":           func(c *Config) { c.ExpiredWhen = 2 },
 		"negative":               func(c *Config) { c.ExpiredWhen = -1 },
@@ -149,7 +150,7 @@ func TestPastTTLWaitsForTheTTLAttribute(t *testing.T) {
 func TestProcessPastTTL(t *testing.T) {
 	ctx := context.Background()
 	api := &ttlAPI{attr: "expires"}
-	sink := newFakeSink("expired-only")
+	sink := sinktest.New("expired-only")
 	reg := prometheus.NewRegistry()
 	c := newUnitConsumer(t, newMemStore(), func(c *Config) {
 		c.ExpiredWhen, c.Tables, c.Registerer = event.ExpiredWhenPastTTL, tablesAPI{TTLAPI: api}, reg
@@ -163,8 +164,8 @@ func TestProcessPastTTL(t *testing.T) {
 	if err := c.process(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	eventually.True(t, 2*time.Minute, "two expiries", func() bool { return len(sink.events()) == 2 })
-	evs := sink.events()
+	eventually.True(t, 2*time.Minute, "two expiries", func() bool { return len(sink.Events()) == 2 })
+	evs := sink.Events()
 	if evs[0].DeletedBy != event.DeletedByOther || evs[1].DeletedBy != event.DeletedByTTL || evs[0].TTLLag != 245*time.Second {
 		t.Fatalf("events %+v", evs)
 	}
