@@ -16,6 +16,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/event/eventtest"
 	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
@@ -76,7 +77,7 @@ func mkBatch(shardID string, first int, kinds ...event.Kind) shard.Batch {
 		switch k {
 		case event.Expired:
 			r.EventName = types.OperationTypeRemove
-			r.UserIdentity = ident("Service", "dynamodb.amazonaws.com")
+			r.UserIdentity = eventtest.TTLService()
 		case event.Deleted:
 			r.EventName = types.OperationTypeRemove
 		case event.Inserted:
