@@ -58,16 +58,7 @@ func (ns *natsServer) stop() { ns.Stop() }
 // client connects a plain client (for test set-up and checks).
 func (ns *natsServer) client(t testing.TB, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect("nats://"+ns.url, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nc, js
+	return natstest.Connect(t, ns.url, opts...)
 }
 
 func createStream(t testing.TB, js jetstream.JetStream, name string, subjects ...string) jetstream.Stream {

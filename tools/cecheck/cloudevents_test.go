@@ -25,7 +25,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/binding/spec"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ttl-archiver/archiver/event"
@@ -199,15 +198,7 @@ func TestSDKReadsTheMessages(t *testing.T) {
 
 // readStream reads n messages of stream name in order.
 func readStream(ctx context.Context, t *testing.T, addr, name string, n int) []jetstream.Msg {
-	nc, err := nats.Connect("nats://" + addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := natstest.Connect(t, addr)
 	st, err := js.Stream(ctx, name)
 	if err != nil {
 		t.Fatal(err)
