@@ -29,7 +29,8 @@ const testARN = "arn:aws:dynamodb:us-east-1:000000000000:table/tbl/stream/2026-0
 type nopStreams struct{ shard.StreamsAPI }
 
 // newUnitConsumer builds a consumer whose Processor methods tests call
-// directly (no walker running), with its checkpoint saver running.
+// directly (no walker running), with its lag reporter running (each
+// shard runs its own checkpoint saver).
 func newUnitConsumer(t testing.TB, store checkpoint.Store, mod func(*Config), routes ...Route) *Consumer {
 	t.Helper()
 	cfg := Config{
@@ -47,7 +48,7 @@ func newUnitConsumer(t testing.TB, store checkpoint.Store, mod func(*Config), ro
 	ctx, cancel := context.WithCancel(context.Background())
 	c.base = ctx
 	done := make(chan struct{})
-	go func() { defer close(done); c.saver(ctx) }()
+	go func() { defer close(done); c.reportLag(ctx) }()
 	t.Cleanup(func() {
 		for _, s := range c.snapshot() {
 			c.remove(s)
