@@ -60,7 +60,7 @@ unit:
 # The race detector makes the end-to-end pipeline test scale down to 5,000
 # items; this runs it at the issue's full 50,000 without -race.
 e2e-full:
-	$(GO) test -count=1 -run 'TestPipelineS3AndJetStream' ./internal/e2e/
+	$(GO) test -count=1 -run 'TestPipelineS3AndJetStream' ./e2e/
 
 # Every Fuzz target in the module, briefly: finds regressions in the parsers
 # without making CI slow. Longer runs: make fuzz FUZZTIME=10m
@@ -91,7 +91,7 @@ conformance-peers:
 # killed with SIGKILL 20 times while items keep expiring; every expired key
 # must reach the sink. `make test` runs it with fewer rounds.
 crashloop:
-	CRASHLOOP_ROUNDS=20 $(GO) test -run TestCrashLoop -count=1 -v -timeout 20m ./internal/e2e/
+	CRASHLOOP_ROUNDS=20 $(GO) test -run TestCrashLoop -count=1 -v -timeout 20m ./e2e/
 
 # The suite with every clock DAYS days ahead (time.Now overlaid in the tests,
 # the binaries they build and versitygw): finds tests whose outcome depends

@@ -23,7 +23,7 @@ func BenchmarkProcess(b *testing.B) {
 		name string
 		sink func() sinks.Sink
 	}{
-		{"plain", func() sinks.Sink { return newFakeSink("plain") }},
+		{"plain", func() sinks.Sink { return sinktest.New("plain").Plain() }},
 		{"recorder", func() sinks.Sink { return sinktest.New("recorder") }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

@@ -36,6 +36,31 @@
 // failed Record is retried like a failed save. Without a recording sink
 // nothing waits: checkpoints are saved every CheckpointInterval as ever.
 //
+// # Path of a batch
+//
+// A batch the walker read goes, top to bottom, through:
+//
+//  1. Consumer.process (consumer.go): decode and classify its records
+//     (ttl.go looks up the table's TTL attribute; undecodable.go sets the
+//     undecodable aside), split the events by route and make the batch an
+//     entry (entry.go);
+//  2. shardDelivery.add (sharddelivery.go): admit the entry under the
+//     shard's and the consumer's in-flight budgets, queued in stream order;
+//  3. lane.enqueue, lane.run, lane.ack, lane.popAcked (lane.go): each
+//     route's lane writes its item (item.go) to the sink, retries a failed
+//     one and every later one in order, and hands the undeliverable to the
+//     dead-letter lane (deadletter.go);
+//  4. item.finish, shardDelivery.entryDone and advance (item.go,
+//     sharddelivery.go): once every sink acknowledged the entry, and every
+//     entry before it, the acknowledged prefix advances and wakes the
+//     shard's saver;
+//  5. shardDelivery.runSaver, saveIfAdvanced, saveCheckpoint and take
+//     (sharddelivery.go): the saver has the recording sinks record the
+//     range (coverage.go) and calls the store's Save.
+//
+// Beside the path, Consumer.reportLag sets the lag gauges and watches for
+// stuck shards (stuck.go); it saves nothing.
+//
 // # Memory
 //
 // Each shard holds at most Config.MaxInFlightBytes of records that are not
@@ -425,11 +450,11 @@ func (c *Consumer) Run(ctx context.Context) error {
 	c.mu.Unlock()
 	defer cancelBase()
 
-	saverDone := make(chan struct{})
-	saverCtx, stopSaver := context.WithCancel(base)
+	lagDone := make(chan struct{})
+	lagCtx, stopLag := context.WithCancel(base)
 	go func() {
-		defer close(saverDone)
-		c.saver(saverCtx)
+		defer close(lagDone)
+		c.reportLag(lagCtx)
 	}()
 
 	c.log.Info("consumer started", zap.Int("sinks", len(c.routes)))
@@ -464,8 +489,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 		c.remove(s)
 	}
-	stopSaver()
-	<-saverDone
+	stopLag()
+	<-lagDone
 	for _, r := range sinkList {
 		if err := r.sink.Close(sctx); err != nil {
 			c.log.Warn("sink close failed", zap.String("sink", r.name), zap.Error(err))
@@ -498,10 +523,10 @@ next:
 	return out
 }
 
-// saver keeps the lag gauges current and watches for stuck shards, every
-// CheckpointInterval. (Each shard saves its own checkpoint: see
-// shardDelivery.runSaver.)
-func (c *Consumer) saver(ctx context.Context) {
+// reportLag keeps the lag gauges current and watches for stuck shards,
+// every CheckpointInterval. It saves nothing: each shard saves its own
+// checkpoint (shardDelivery.runSaver).
+func (c *Consumer) reportLag(ctx context.Context) {
 	t := time.NewTicker(c.cfg.CheckpointInterval)
 	defer t.Stop()
 	for {
@@ -554,7 +579,8 @@ func (c *Consumer) snapshot() []*shardDelivery {
 	return out
 }
 
-// remove tears the shard's state down. A save in flight (the saver's:
+// remove tears the shard's state down. A save in flight (the shard's
+// runSaver's:
 // the final saves were made) is cancelled and waited for before
 // Consumer.mu is taken: a save may be waiting on a sink's Record.
 func (c *Consumer) remove(s *shardDelivery) {

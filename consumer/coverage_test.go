@@ -538,7 +538,7 @@ func TestWithoutRecorderNothingWaits(t *testing.T) {
 	b.put(table, "x", 0, 10, past)
 	b.sweep(10)
 	store := newMemStore()
-	cfg := b.config(t, table, store, Route{Sink: newFakeSink("s")})
+	cfg := b.config(t, table, store, Route{Sink: sinktest.New("s").Plain()})
 	reg := cfg.Registerer.(*prometheus.Registry)
 	r := start(t, cfg)
 	shardID := b.openShards(table)[0]

@@ -18,6 +18,7 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/sinks"
+	"github.com/ttl-archiver/archiver/sinks/sinktest"
 )
 
 // pkIs reports whether the batch holds the event whose key pk is v.
@@ -68,8 +69,8 @@ func TestDeadLetterRoutes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			good, bad, dlq := newFakeSink("good"), newFakeSink("bad"), newFakeSink("dlq")
-			bad.fail = tc.fail
+			good, bad, dlq := sinktest.New("good"), sinktest.New("bad"), sinktest.New("dlq")
+			bad.FailWith(tc.fail)
 			store := newMemStore()
 			c := newUnitConsumer(t, store, func(c *Config) { c.DeadLetter, c.RetryFor = dlq, tc.retryFor },
 				Route{Sink: good}, Route{Sink: bad})
@@ -85,7 +86,7 @@ func TestDeadLetterRoutes(t *testing.T) {
 				t.Fatalf("checkpoint %+v, want finished at %s", cp, seqOf(30))
 			}
 			var dead []string
-			for _, e := range dlq.events() {
+			for _, e := range dlq.Events() {
 				dead = append(dead, pkOf(e))
 				d := e.DeadLetter
 				if d == nil || d.Sink != "bad" || d.Reason != tc.wantReason || d.Attempts < 1 || d.FirstFailure.IsZero() || d.Error == "" {
@@ -95,17 +96,17 @@ func TestDeadLetterRoutes(t *testing.T) {
 			if strings.Join(dead, ",") != strings.Join(tc.wantDead, ",") {
 				t.Errorf("dead-letter sink holds %v, want %v", dead, tc.wantDead)
 			}
-			if n := len(good.events()); n != 30 {
+			if n := len(good.Events()); n != 30 {
 				t.Errorf("good sink got %d events, want 30", n)
 			}
 			want := tc.badDurable
 			if want == 0 {
 				want = 30 - len(tc.wantDead)
 			}
-			if got := len(bad.durableSet()); got != want {
+			if got := len(durableSet(bad.Events())); got != want {
 				t.Errorf("bad sink made %d events durable, want %d", got, want)
 			}
-			checkLastCopyOrder(t, "bad", bad.events())
+			checkLastCopyOrder(t, "bad", bad.Events())
 		})
 	}
 }
@@ -115,29 +116,29 @@ func TestDeadLetterRoutes(t *testing.T) {
 // failing dead-letter sink is retried until it does.
 func TestDeadLetterAckGatesCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	bad, dlq := newFakeSink("bad"), newFakeSink("dlq")
-	bad.fail = func(sinks.Batch) error { return sinks.Permanent(errors.New("access denied")) }
+	bad, dlq := sinktest.New("bad"), sinktest.New("dlq")
+	bad.FailWith(func(sinks.Batch) error { return sinks.Permanent(errors.New("access denied")) })
 	var dlqFails atomic.Int32
-	dlq.fail = func(sinks.Batch) error {
+	dlq.FailWith(func(sinks.Batch) error {
 		if dlqFails.Add(1) <= 3 {
 			return errors.New("dead-letter destination down")
 		}
 		return nil
-	}
-	dlq.hold = true
+	})
+	dlq.Hold()
 	store := newMemStore()
 	c := newUnitConsumer(t, store, func(c *Config) { c.DeadLetter = dlq }, Route{Sink: bad})
 	if err := c.process(ctx, mkBatch("s", 1, event.Expired, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
-	eventually.True(t, 2*time.Minute, "the dead-letter sink is written", func() bool { dlq.mu.Lock(); defer dlq.mu.Unlock(); return dlq.writes > 0 })
+	eventually.True(t, 2*time.Minute, "the dead-letter sink is written", func() bool { w, _ := dlq.Writes(); return w > 0 })
 	time.Sleep(20 * time.Millisecond) // several checkpoint intervals
 	if cp := store.get(testARN, "s"); cp.SequenceNumber != "" {
 		t.Fatalf("checkpoint %+v passed records the dead-letter sink has not acknowledged", cp)
 	}
-	dlq.release()
+	dlq.Release()
 	eventually.True(t, 2*time.Minute, "the checkpoint passes the dead letters", func() bool { return store.get(testARN, "s").SequenceNumber == seqOf(2) })
-	if n := len(dlq.durableSet()); n != 2 {
+	if n := len(durableSet(dlq.Events())); n != 2 {
 		t.Fatalf("dead-letter sink holds %d events, want 2", n)
 	}
 	if dlqFails.Load() < 4 {
@@ -150,7 +151,7 @@ func TestDeadLetterAckGatesCheckpoint(t *testing.T) {
 // goes on.
 func TestUndecodableRecordsGoToDeadLetter(t *testing.T) {
 	ctx := context.Background()
-	a, dlq := newFakeSink("a"), newFakeSink("dlq")
+	a, dlq := sinktest.New("a"), sinktest.New("dlq")
 	store := newMemStore()
 	reg := prometheus.NewRegistry()
 	c := newUnitConsumer(t, store, func(c *Config) { c.DeadLetter, c.Registerer = dlq, reg }, Route{Sink: a})
@@ -170,13 +171,13 @@ func TestUndecodableRecordsGoToDeadLetter(t *testing.T) {
 		t.Fatalf("checkpoint %+v", cp)
 	}
 	var got []string
-	for _, e := range a.events() {
+	for _, e := range a.Events() {
 		got = append(got, pkOf(e))
 	}
 	if strings.Join(got, ",") != "1,3,5" {
 		t.Errorf("sink got %v, want 1,3,5", got)
 	}
-	dead := dlq.events()
+	dead := dlq.Events()
 	if len(dead) != 2 {
 		t.Fatalf("dead-letter sink holds %d events, want 2", len(dead))
 	}
@@ -207,17 +208,17 @@ func TestUndecodableRecordsGoToDeadLetter(t *testing.T) {
 // are within the trim warning, a log and gauge of their own.
 func TestStuckShardIsNeverSilent(t *testing.T) {
 	ctx := context.Background()
-	bad := newFakeSink("s3://bucket/x")
+	bad := sinktest.New("s3://bucket/x")
 	var mu sync.Mutex
 	failing := true
-	bad.fail = func(sinks.Batch) error {
+	bad.FailWith(func(sinks.Batch) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if failing {
 			return sinks.Permanent(errors.New("NoSuchBucket"))
 		}
 		return nil
-	}
+	})
 	core, logs := observer.New(zapcore.ErrorLevel)
 	store := newMemStore()
 	c := newUnitConsumer(t, store, func(c *Config) {

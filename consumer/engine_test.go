@@ -19,6 +19,7 @@ import (
 	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
+	"github.com/ttl-archiver/archiver/sinks/sinktest"
 )
 
 func openStore(t *testing.T, path string) *checkpoint.FileStore {
@@ -33,14 +34,14 @@ func openStore(t *testing.T, path string) *checkpoint.FileStore {
 // backlog is a stream of the given shards holding items expired records of
 // table, a file checkpoint store and a fake sink that acknowledges after
 // up to delay.
-func backlog(t *testing.T, shards int, table string, items int, delay time.Duration) (*bed, *checkpoint.FileStore, *fakeSink) {
+func backlog(t *testing.T, shards int, table string, items int, delay time.Duration) (*bed, *checkpoint.FileStore, *sinktest.Recorder) {
 	t.Helper()
 	b := newBed(t, engine.Options{StreamShards: shards})
 	b.createTable(table)
 	store := openStore(t, filepath.Join(t.TempDir(), "cp.json"))
 	t.Cleanup(func() { store.Close() })
-	sink := newFakeSink(table)
-	sink.maxDelay = delay
+	sink := sinktest.New(table)
+	sink.AckLate(delay)
 	b.put(table, "x", 0, items, past)
 	b.sweep(items)
 	return b, store, sink
@@ -78,7 +79,7 @@ func TestScenarioEndToEnd(t *testing.T) {
 	cpPath := filepath.Join(dir, "checkpoints.json")
 	store := openStore(t, cpPath)
 	archive := filepath.Join(dir, "archive")
-	all := newFakeSink("all-kinds")
+	all := sinktest.New("all-kinds")
 	cfg := b.config(t, table, store,
 		Route{Sink: newFileSink(t, archive)},
 		Route{Sink: all, Kinds: event.Kinds})
@@ -109,7 +110,7 @@ func TestScenarioEndToEnd(t *testing.T) {
 	b.sweep(5000)
 
 	eventually.True(t, 2*time.Minute, "10,000 expired items archived", func() bool {
-		return len(countKeys(all.events(), event.Expired)) == 10000
+		return len(countKeys(all.Events(), event.Expired)) == 10000
 	})
 	r.stop(t)
 	if err := store.Close(); err != nil {
@@ -137,7 +138,7 @@ func TestScenarioEndToEnd(t *testing.T) {
 	// The all-kinds sink: classification and per-key order.
 	kinds := map[event.Kind]int{}
 	perKey := map[string][]event.Kind{}
-	for _, e := range all.events() {
+	for _, e := range all.Events() {
 		kinds[e.Kind]++
 		perKey[pkOf(e)] = append(perKey[pkOf(e)], e.Kind)
 	}
@@ -199,14 +200,16 @@ func TestScenarioCrashRestart(t *testing.T) {
 	cpPath := filepath.Join(dir, "cp.json")
 	file := openStore(t, cpPath)
 	store := &crashStore{Store: file}
-	first := newFakeSink("first")
+	first := sinktest.New("first")
 	var once sync.Once
-	first.onWrite = func(sinks.Batch) {
+	written := 0 // OnWrite's calls do not overlap
+	first.OnWrite(func(b sinks.Batch) {
 		// Crash once half the items reached the sink.
-		if len(first.log) > 0 && countWritten(first) >= 1500 {
+		if written >= 1500 {
 			once.Do(func() { store.crashed.Store(true) })
 		}
-	}
+		written += len(b.Events)
+	})
 	r := start(t, b.config(t, table, store, Route{Sink: first}))
 	b.put(table, "exp", 0, 3000, past)
 	b.sweep(3000)
@@ -221,11 +224,11 @@ func TestScenarioCrashRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := newFakeSink("second")
+	second := sinktest.New("second")
 	r2 := start(t, b.config(t, table, file2, Route{Sink: second}))
-	firstKeys := countKeys(first.events(), event.Expired)
+	firstKeys := countKeys(first.Events(), event.Expired)
 	eventually.True(t, 2*time.Minute, "every item delivered by one run or the other", func() bool {
-		got := countKeys(second.events(), event.Expired)
+		got := countKeys(second.Events(), event.Expired)
 		for k := range firstKeys {
 			got[k]++
 		}
@@ -233,7 +236,7 @@ func TestScenarioCrashRestart(t *testing.T) {
 	})
 	r2.stop(t)
 	redelivered := 0
-	for _, e := range second.events() {
+	for _, e := range second.Events() {
 		if firstKeys[pkOf(e)] == 0 {
 			continue
 		}
@@ -244,14 +247,6 @@ func TestScenarioCrashRestart(t *testing.T) {
 		}
 	}
 	t.Logf("crash after %d items: %d re-delivered (the un-checkpointed tail)", len(firstKeys), redelivered)
-}
-
-func countWritten(f *fakeSink) int {
-	n := 0
-	for _, r := range f.log {
-		n += len(r.events)
-	}
-	return n
 }
 
 // TestScenarioFaults: each stream fault the walker must survive, with every
@@ -271,7 +266,7 @@ func TestScenarioFaults(t *testing.T) {
 			b.createTable(table)
 			store := openStore(t, filepath.Join(t.TempDir(), "cp.json"))
 			defer store.Close()
-			sink := newFakeSink("s")
+			sink := sinktest.New("s")
 			r := start(t, b.config(t, table, store, Route{Sink: sink}))
 			for round := 0; round < 5; round++ {
 				b.put(table, fmt.Sprintf("r%d", round), 0, 200, past)
@@ -280,9 +275,9 @@ func TestScenarioFaults(t *testing.T) {
 				c.during(b, table)
 				time.Sleep(20 * time.Millisecond)
 			}
-			eventually.True(t, 2*time.Minute, "all 1,000 expired items", func() bool { return len(countKeys(sink.events(), event.Expired)) == 1000 })
+			eventually.True(t, 2*time.Minute, "all 1,000 expired items", func() bool { return len(countKeys(sink.Events(), event.Expired)) == 1000 })
 			r.stop(t)
-			for k, n := range countKeys(sink.events(), event.Expired) {
+			for k, n := range countKeys(sink.Events(), event.Expired) {
 				if n != 1 {
 					t.Errorf("%s delivered %d times", k, n)
 				}
@@ -300,11 +295,11 @@ func TestScenarioTrimmedData(t *testing.T) {
 	b.createTable(table)
 	cpPath := filepath.Join(t.TempDir(), "cp.json")
 	store := openStore(t, cpPath)
-	sink := newFakeSink("s")
+	sink := sinktest.New("s")
 	r := start(t, b.config(t, table, store, Route{Sink: sink}))
 	b.put(table, "a", 0, 100, past)
 	b.sweep(100)
-	eventually.True(t, 2*time.Minute, "batch a", func() bool { return len(countKeys(sink.events(), event.Expired)) == 100 })
+	eventually.True(t, 2*time.Minute, "batch a", func() bool { return len(countKeys(sink.Events(), event.Expired)) == 100 })
 	r.stop(t)
 	store.Close()
 
@@ -321,14 +316,14 @@ func TestScenarioTrimmedData(t *testing.T) {
 
 	store = openStore(t, cpPath)
 	defer store.Close()
-	sink2 := newFakeSink("s2")
+	sink2 := sinktest.New("s2")
 	reg := prometheus.NewRegistry()
 	cfg := b.config(t, table, store, Route{Sink: sink2})
 	cfg.Registerer = reg
 	r2 := start(t, cfg)
 	eventually.True(t, 2*time.Minute, "batch c", func() bool {
 		n := 0
-		for k := range countKeys(sink2.events(), event.Expired) {
+		for k := range countKeys(sink2.Events(), event.Expired) {
 			if k[0] == 'c' {
 				n++
 			}
@@ -336,7 +331,7 @@ func TestScenarioTrimmedData(t *testing.T) {
 		return n == 100
 	})
 	r2.stop(t)
-	for k := range countKeys(sink2.events(), event.Expired) {
+	for k := range countKeys(sink2.Events(), event.Expired) {
 		if k[0] == 'a' {
 			t.Fatalf("%s re-delivered after the trim", k)
 		}
@@ -423,15 +418,15 @@ func TestScenarioSinkOutage(t *testing.T) {
 	b.createTable(table)
 	store := openStore(t, filepath.Join(t.TempDir(), "cp.json"))
 	defer store.Close()
-	sink := newFakeSink("flaky")
+	sink := sinktest.New("flaky")
 	var down atomic.Bool
 	down.Store(true)
-	sink.fail = func(sinks.Batch) error {
+	sink.FailWith(func(sinks.Batch) error {
 		if down.Load() {
 			return errors.New("destination unavailable")
 		}
 		return nil
-	}
+	})
 	cfg := b.config(t, table, store, Route{Sink: sink})
 	reg := prometheus.NewRegistry()
 	cfg.Registerer = reg
@@ -443,20 +438,17 @@ func TestScenarioSinkOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(sink.events()); n != 0 {
+	if n := len(sink.Events()); n != 0 {
 		t.Fatalf("a failing sink made %d events durable", n)
 	}
 	down.Store(false)
-	eventually.True(t, 2*time.Minute, "all 500 after recovery", func() bool { return len(countKeys(sink.events(), event.Expired)) == 500 })
+	eventually.True(t, 2*time.Minute, "all 500 after recovery", func() bool { return len(countKeys(sink.Events(), event.Expired)) == 500 })
 	r.stop(t)
-	sink.mu.Lock()
-	closed := sink.closed
-	sink.mu.Unlock()
-	if !closed {
+	if !sink.Closed() {
 		t.Error("Run returned without closing its sink")
 	}
 	// No checkpoint taken during the outage passed an expired record.
-	for _, e := range sink.events() {
+	for _, e := range sink.Events() {
 		if cp := cps[e.ShardID]; cp.Finished || event.CompareSequence(e.SequenceNumber, cp.SequenceNumber) <= 0 {
 			t.Fatalf("shard %s was checkpointed at %+v during the outage, past expired record %s", e.ShardID, cp, e.SequenceNumber)
 		}
@@ -473,10 +465,10 @@ func TestScenario200Shards(t *testing.T) {
 	cfg.IdleBackoff = 250 * time.Millisecond
 	cfg.DiscoveryInterval = time.Second
 	r := start(t, cfg)
-	eventually.True(t, 2*time.Minute, "4,000 expired items", func() bool { return len(countKeys(sink.events(), event.Expired)) == 4000 })
+	eventually.True(t, 2*time.Minute, "4,000 expired items", func() bool { return len(countKeys(sink.Events(), event.Expired)) == 4000 })
 	r.stop(t)
 	shards := map[string]bool{}
-	for _, e := range sink.events() {
+	for _, e := range sink.Events() {
 		shards[e.ShardID] = true
 	}
 	if len(shards) < 100 {
@@ -502,9 +494,9 @@ func TestScenarioSharedBudgetManyShards(t *testing.T) {
 	go func() { done <- c.Run(ctx) }()
 	peak := 0
 	deadline := time.Now().Add(2 * time.Minute)
-	for len(countKeys(sink.events(), event.Expired)) < 6000 {
+	for len(countKeys(sink.Events(), event.Expired)) < 6000 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of 6000 expired items after 2 min", len(countKeys(sink.events(), event.Expired)))
+			t.Fatalf("%d of 6000 expired items after 2 min", len(countKeys(sink.Events(), event.Expired)))
 		}
 		peak = max(peak, int(c.inflight.Used()))
 		time.Sleep(200 * time.Microsecond)
@@ -573,15 +565,15 @@ func TestScenarioHandOff(t *testing.T) {
 	b.sweep(3000)
 	store := openStore(t, filepath.Join(t.TempDir(), "cp.json"))
 	defer store.Close()
-	sink := newFakeSink("s")
-	sink.maxDelay = 2 * time.Millisecond
+	sink := sinktest.New("s")
+	sink.AckLate(2 * time.Millisecond)
 	as := &withdrawingAssigner{granted: map[string]int{}, cancels: map[string]context.CancelFunc{}}
-	sink.onWrite = func(b sinks.Batch) { as.withdraw(b.ShardID) }
+	sink.OnWrite(func(b sinks.Batch) { as.withdraw(b.ShardID) })
 	cfg := b.config(t, table, store, Route{Sink: sink})
 	cfg.Assigner = as
 	cfg.GetRecordsLimit = 100 // many batches per shard: the withdrawal comes mid-shard
 	r := start(t, cfg)
-	eventually.True(t, 2*time.Minute, "all 3,000 expired items", func() bool { return len(countKeys(sink.events(), event.Expired)) == 3000 })
+	eventually.True(t, 2*time.Minute, "all 3,000 expired items", func() bool { return len(countKeys(sink.Events(), event.Expired)) == 3000 })
 	r.stop(t)
 	as.mu.Lock()
 	withdrawn := as.withdrawn
@@ -590,7 +582,7 @@ func TestScenarioHandOff(t *testing.T) {
 		t.Fatalf("%d assignments withdrawn, want one per shard (4)", withdrawn)
 	}
 	dups := 0
-	for _, n := range countKeys(sink.events(), event.Expired) {
+	for _, n := range countKeys(sink.Events(), event.Expired) {
 		dups += n - 1
 	}
 	if dups != 0 {

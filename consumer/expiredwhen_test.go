@@ -7,63 +7,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/event/eventtest"
 	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/shard"
+	"github.com/ttl-archiver/archiver/sinks/sinktest"
 )
 
-// ident is a userIdentity of the given type and principal.
-func ident(typ, principal string) *types.Identity {
-	return &types.Identity{Type: aws.String(typ), PrincipalId: aws.String(principal)}
-}
-
-// rec is a record of the given event name, userIdentity and sequence
-// number, created 2026-01-02T03:04:05Z, whose old image's "expires" is
-// 2026-01-02T03:00:00Z.
-func rec(name types.OperationType, id *types.Identity, seq string) types.Record {
-	t := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	return types.Record{
-		EventID:      aws.String("ev-" + seq),
-		EventName:    name,
-		UserIdentity: id,
-		Dynamodb: &types.StreamRecord{
-			SequenceNumber:              aws.String(seq),
-			ApproximateCreationDateTime: &t,
-			SizeBytes:                   aws.Int64(42),
-			Keys:                        map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k1"}},
-			OldImage: map[string]types.AttributeValue{
-				"pk":      &types.AttributeValueMemberS{Value: "k1"},
-				"expires": &types.AttributeValueMemberN{Value: "1767322800"}, // 2026-01-02T03:00:00Z
-				"blob":    &types.AttributeValueMemberB{Value: []byte{0, 1, 2}},
-				"set":     &types.AttributeValueMemberNS{Value: []string{"1", "2.50"}},
-			},
-		},
-	}
-}
-
-// created is the creation second of rec's records (2026-01-02T03:04:05Z).
-const created = 1767323045
-
-// withTTL sets the "expires" attribute of r's old image (nil: removes it).
-func withTTL(av types.AttributeValue) func(*types.Record) {
-	return func(r *types.Record) {
-		if av == nil {
-			delete(r.Dynamodb.OldImage, "expires")
-			return
-		}
-		r.Dynamodb.OldImage["expires"] = av
-	}
-}
-
-func num(s string) types.AttributeValue { return &types.AttributeValueMemberN{Value: s} }
-
 func TestNewValidatesExpiredWhen(t *testing.T) {
-	good := Config{Options: shard.Options{Streams: nopStreams{}, StreamARNs: []string{testARN}}, Store: newMemStore(), Routes: []Route{{Sink: newFakeSink("a")}}}
+	good := Config{Options: shard.Options{Streams: nopStreams{}, StreamARNs: []string{testARN}}, Store: newMemStore(), Routes: []Route{{Sink: sinktest.New("a")}}}
 	for name, mod := range map[string]func(*Config){
 		"out of range":           func(c *Config) { c.ExpiredWhen = 2 },
 		"negative":               func(c *Config) { c.ExpiredWhen = -1 },
@@ -96,8 +52,8 @@ type tablesAPI struct {
 // KEYS_ONLY one does not.
 func TestPastTTLWaitsForTheTTLAttribute(t *testing.T) {
 	ctx := context.Background()
-	remove := []types.Record{rec(types.OperationTypeInsert, nil, "1"), rec(types.OperationTypeRemove, nil, "2")}
-	inserts := []types.Record{rec(types.OperationTypeInsert, nil, "1")}
+	remove := []types.Record{eventtest.Record(types.OperationTypeInsert, nil, "1"), eventtest.Record(types.OperationTypeRemove, nil, "2")}
+	inserts := []types.Record{eventtest.Record(types.OperationTypeInsert, nil, "1")}
 	for _, when := range []event.ExpiredWhen{event.ExpiredWhenService, event.ExpiredWhenPastTTL} {
 		api := &ttlAPI{err: errors.New("throttled")}
 		now := time.Unix(1000, 0)
@@ -112,7 +68,7 @@ func TestPastTTLWaitsForTheTTLAttribute(t *testing.T) {
 			if attr != "" || err != nil || api.calls != 1 {
 				t.Fatalf("service: a user delete with the lookup failing: %q, %v after %d calls; want \"\", nil after 1", attr, err, api.calls)
 			}
-			keysOnly := rec(types.OperationTypeRemove, nil, "3")
+			keysOnly := eventtest.Record(types.OperationTypeRemove, nil, "3")
 			keysOnly.Dynamodb.OldImage = nil
 			now = now.Add(time.Minute) // past the retry: a lookup would call again
 			if attr, err := c.ttlAttribute(ctx, "tbl", []types.Record{keysOnly}); attr != "" || err != nil || api.calls != 1 {
@@ -149,27 +105,57 @@ func TestPastTTLWaitsForTheTTLAttribute(t *testing.T) {
 func TestProcessPastTTL(t *testing.T) {
 	ctx := context.Background()
 	api := &ttlAPI{attr: "expires"}
-	sink := newFakeSink("expired-only")
+	sink := sinktest.New("expired-only")
 	reg := prometheus.NewRegistry()
 	c := newUnitConsumer(t, newMemStore(), func(c *Config) {
 		c.ExpiredWhen, c.Tables, c.Registerer = event.ExpiredWhenPastTTL, tablesAPI{TTLAPI: api}, reg
 	}, Route{Sink: sink})
-	live := rec(types.OperationTypeRemove, nil, seqOf(2))
-	withTTL(num("1767326400"))(&live)
+	live := eventtest.Record(types.OperationTypeRemove, nil, seqOf(2))
+	eventtest.WithTTL(eventtest.Num("1767326400"))(&live)
 	b := shard.Batch{Table: "tbl", StreamARN: testARN, ShardID: "s", Records: []types.Record{
-		rec(types.OperationTypeRemove, nil, seqOf(1)), live,
-		rec(types.OperationTypeRemove, ident("Service", "dynamodb.amazonaws.com"), seqOf(3)),
+		eventtest.Record(types.OperationTypeRemove, nil, seqOf(1)), live,
+		eventtest.Record(types.OperationTypeRemove, eventtest.TTLService(), seqOf(3)),
 	}}
 	if err := c.process(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	eventually.True(t, 2*time.Minute, "two expiries", func() bool { return len(sink.events()) == 2 })
-	evs := sink.events()
+	eventually.True(t, 2*time.Minute, "two expiries", func() bool { return len(sink.Events()) == 2 })
+	evs := sink.Events()
 	if evs[0].DeletedBy != event.DeletedByOther || evs[1].DeletedBy != event.DeletedByTTL || evs[0].TTLLag != 245*time.Second {
 		t.Fatalf("events %+v", evs)
 	}
 	if n := histogramCount(t, reg, "tbl"); n != 2 {
 		t.Errorf("TTL lag observations: %d, want 2", n)
+	}
+}
+
+// TestProcessClassifiesAsTheTable: under each --expired-when, process
+// hands every record of the classification table (eventtest.ClassifyCases)
+// to the sinks with the kind the table gives it. Records that do not
+// decode are the dead-letter tests' matter.
+func TestProcessClassifiesAsTheTable(t *testing.T) {
+	all := []event.Kind{event.Expired, event.Deleted, event.Inserted, event.Modified}
+	for _, when := range []event.ExpiredWhen{event.ExpiredWhenService, event.ExpiredWhenPastTTL} {
+		for _, tc := range eventtest.ClassifyCases() {
+			r := tc.Record(seqOf(1))
+			if _, err := event.DecodeWith("tbl", testARN, "s", 0, r, tc.Attr, when); err != nil {
+				continue
+			}
+			t.Run(when.String()+"/"+tc.Name, func(t *testing.T) {
+				sink := sinktest.New("all")
+				c := newUnitConsumer(t, newMemStore(), func(c *Config) {
+					c.ExpiredWhen, c.Tables = when, tablesAPI{TTLAPI: &ttlAPI{attr: tc.Attr}}
+				}, Route{Sink: sink, Kinds: all})
+				b := shard.Batch{Table: "tbl", StreamARN: testARN, ShardID: "s", Records: []types.Record{r}}
+				if err := c.process(context.Background(), b); err != nil {
+					t.Fatal(err)
+				}
+				eventually.True(t, 2*time.Minute, "the event at the sink", func() bool { return len(sink.Events()) == 1 })
+				if got, want := sink.Events()[0].Kind, event.Kind(tc.Want(when == event.ExpiredWhenPastTTL)); got != want {
+					t.Errorf("kind %q, want %q", got, want)
+				}
+			})
+		}
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/sinks/sinktest"
 )
 
 // sweepDelete deletes pk the way a sweeper does: a plain DeleteItem (no
@@ -78,12 +79,12 @@ func TestScenarioPastTTL(t *testing.T) {
 	}
 
 	type run struct {
-		sink *fakeSink
+		sink *sinktest.Recorder
 		reg  *prometheus.Registry
 	}
 	runs := map[event.ExpiredWhen]run{}
 	for _, when := range []event.ExpiredWhen{event.ExpiredWhenService, event.ExpiredWhenPastTTL} {
-		r := run{sink: newFakeSink("all-" + when.String()), reg: prometheus.NewRegistry()}
+		r := run{sink: sinktest.New("all-" + when.String()), reg: prometheus.NewRegistry()}
 		cfg := b.config(t, table, newMemStore(), Route{Sink: r.sink, Kinds: event.Kinds})
 		cfg.ExpiredWhen, cfg.Registerer = when, r.reg
 		start(t, cfg)
@@ -92,9 +93,9 @@ func TestScenarioPastTTL(t *testing.T) {
 	const removes = 40 + 20 + 5 + 10 + 5
 	for when, r := range runs {
 		eventually.True(t, 2*time.Minute, when.String()+": every REMOVE", func() bool {
-			return len(countKeys(r.sink.events(), event.Expired))+len(countKeys(r.sink.events(), event.Deleted)) == removes
+			return len(countKeys(r.sink.Events(), event.Expired))+len(countKeys(r.sink.Events(), event.Deleted)) == removes
 		})
-		checkPastTTLRun(t, when, r.sink.events(), edge)
+		checkPastTTLRun(t, when, r.sink.Events(), edge)
 	}
 	if n := histogramCount(t, runs[event.ExpiredWhenPastTTL].reg, table); n != 40+10+5 {
 		t.Errorf("past-ttl: %d TTL lag observations, want %d", n, 40+10+5)
@@ -172,15 +173,15 @@ func TestScenarioPastTTLWithTTLOff(t *testing.T) {
 		{"", event.Deleted, 1},
 	} {
 		t.Run("ttl attribute "+tc.attr, func(t *testing.T) {
-			sink := newFakeSink("all")
+			sink := sinktest.New("all")
 			cfg := b.config(t, table, newMemStore(), Route{Sink: sink, Kinds: event.Kinds})
 			core, logs := observer.New(zapcore.WarnLevel)
 			cfg.ExpiredWhen, cfg.TTLAttribute, cfg.Logger = event.ExpiredWhenPastTTL, tc.attr, zap.New(core)
 			start(t, cfg)
 			eventually.True(t, 2*time.Minute, "every REMOVE", func() bool {
-				return len(countKeys(sink.events(), tc.want)) == 10
+				return len(countKeys(sink.Events(), tc.want)) == 10
 			})
-			for _, e := range sink.events() {
+			for _, e := range sink.Events() {
 				if e.EventName == "REMOVE" && tc.want == event.Expired && (e.TTLAttribute != "expires" || e.TTLTime.IsZero()) {
 					t.Errorf("expired %s without its TTL values: %+v", pkOf(e), e)
 				}
@@ -210,7 +211,7 @@ func TestServiceWarnsOfPastTTLDeletes(t *testing.T) {
 	b.sweep(5)
 
 	type run struct {
-		sink  *fakeSink
+		sink  *sinktest.Recorder
 		reg   *prometheus.Registry
 		logs  *observer.ObservedLogs
 		clock *engine.ManualClock
@@ -218,7 +219,7 @@ func TestServiceWarnsOfPastTTLDeletes(t *testing.T) {
 	runs := map[event.ExpiredWhen]*run{}
 	for _, when := range []event.ExpiredWhen{event.ExpiredWhenService, event.ExpiredWhenPastTTL} {
 		core, logs := observer.New(zapcore.WarnLevel)
-		r := &run{sink: newFakeSink("all-" + when.String()), reg: prometheus.NewRegistry(), logs: logs,
+		r := &run{sink: sinktest.New("all-" + when.String()), reg: prometheus.NewRegistry(), logs: logs,
 			clock: engine.NewManualClock(time.Unix(1_000_000, 0))}
 		cfg := b.config(t, table, newMemStore(), Route{Sink: r.sink, Kinds: event.Kinds})
 		cfg.ExpiredWhen, cfg.Registerer, cfg.Logger, cfg.Now = when, r.reg, zap.New(core), r.clock.Now
@@ -226,7 +227,7 @@ func TestServiceWarnsOfPastTTLDeletes(t *testing.T) {
 		runs[when] = r
 	}
 	removes := func(r *run) int {
-		return len(countKeys(r.sink.events(), event.Expired)) + len(countKeys(r.sink.events(), event.Deleted))
+		return len(countKeys(r.sink.Events(), event.Expired)) + len(countKeys(r.sink.Events(), event.Deleted))
 	}
 	for when, r := range runs {
 		eventually.True(t, 2*time.Minute, when.String()+": every REMOVE", func() bool { return removes(r) == 45 })
@@ -234,7 +235,7 @@ func TestServiceWarnsOfPastTTLDeletes(t *testing.T) {
 		if when == event.ExpiredWhenPastTTL {
 			passed = event.Expired
 		}
-		checkKinds(t, when, r.sink.events(), map[string]event.Kind{"passed": passed, "live": event.Deleted, "native": event.Expired})
+		checkKinds(t, when, r.sink.Events(), map[string]event.Kind{"passed": passed, "live": event.Deleted, "native": event.Expired})
 	}
 	svc := runs[event.ExpiredWhenService]
 	if n := counterSum(t, svc.reg, "archiver_ttl_passed_user_deletes_total"); n != 30 {

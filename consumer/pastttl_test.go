@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/ttl-archiver/archiver/event/eventtest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -15,11 +16,11 @@ import (
 // that past-ttl would not call expiries (DynamoDB's TTL deletes, a live
 // item's delete, inserts) and an unknown attribute count nothing.
 func TestPastTTLWarnerPerTable(t *testing.T) {
-	passed := rec(types.OperationTypeRemove, nil, "1") // TTL 03:00, deleted 03:04:05
-	live := rec(types.OperationTypeRemove, nil, "2")
-	withTTL(num("1767326400"))(&live) // 04:00
-	ttlDelete := rec(types.OperationTypeRemove, ident("Service", "dynamodb.amazonaws.com"), "3")
-	insert := rec(types.OperationTypeInsert, nil, "4")
+	passed := eventtest.Record(types.OperationTypeRemove, nil, "1") // TTL 03:00, deleted 03:04:05
+	live := eventtest.Record(types.OperationTypeRemove, nil, "2")
+	eventtest.WithTTL(eventtest.Num("1767326400"))(&live) // 04:00
+	ttlDelete := eventtest.Record(types.OperationTypeRemove, eventtest.TTLService(), "3")
+	insert := eventtest.Record(types.OperationTypeInsert, nil, "4")
 
 	now := time.Unix(1000, 0)
 	core, logs := observer.New(zapcore.WarnLevel)
@@ -61,7 +62,7 @@ func TestPastTTLWarnerPerTable(t *testing.T) {
 // said at INFO, never a WARN or the user-delete counter (whose alarm means
 // a sweeper beside a service archiver).
 func TestPastTTLWarnerGlobalTable(t *testing.T) {
-	passed := rec(types.OperationTypeRemove, nil, "1")
+	passed := eventtest.Record(types.OperationTypeRemove, nil, "1")
 	now := time.Unix(1000, 0)
 	core, logs := observer.New(zapcore.InfoLevel)
 	m := newMetrics(nil)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/sinks/sinktest"
 )
 
 // TestEntryDoesNotPinTheResponse: the fast decoder's strings point into
@@ -19,8 +20,8 @@ import (
 // last second alive, beyond the budget (a backlog of 100 KB items peaked
 // at 3.1x the budget, 1.8x without).
 func TestEntryDoesNotPinTheResponse(t *testing.T) {
-	a := newFakeSink("a")
-	a.hold = true
+	a := sinktest.New("a")
+	a.Hold()
 	c := newUnitConsumer(t, newMemStore(), func(cfg *Config) { cfg.CheckpointInterval = time.Hour }, Route{Sink: a})
 	b := mkBatch("s", 1, event.Expired, event.Expired)
 	// The records' sequence numbers as substrings of one large "response".
@@ -43,7 +44,7 @@ func TestEntryDoesNotPinTheResponse(t *testing.T) {
 	if len(lasts) == 0 {
 		t.Fatal("no entry held")
 	}
-	a.release()
+	a.Release()
 	eventually.True(t, time.Minute, "the batch acknowledged", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/sinks/sinktest"
 )
 
 // TestCheckpointLeadingEdge shows the save schedule: with an hour-long
@@ -17,7 +18,7 @@ import (
 // interval is held back, and stopping the shard saves it.
 func TestCheckpointLeadingEdge(t *testing.T) {
 	ctx := context.Background()
-	a := newFakeSink("a")
+	a := sinktest.New("a")
 	store := newMemStore()
 	c := newUnitConsumer(t, store, func(c *Config) { c.CheckpointInterval = time.Hour }, Route{Sink: a})
 	if err := c.process(ctx, mkBatch("s", 1, event.Expired, event.Expired)); err != nil {
@@ -62,7 +63,7 @@ func TestCheckpointLeadingEdge(t *testing.T) {
 // retried without a further advance, and the shard keeps going.
 func TestCheckpointSaveRetried(t *testing.T) {
 	ctx := context.Background()
-	a := newFakeSink("a")
+	a := sinktest.New("a")
 	store := newMemStore()
 	failures := 0
 	store.failFn = func(string, string, checkpoint.Checkpoint) error {

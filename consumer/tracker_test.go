@@ -16,9 +16,11 @@ import (
 
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/event/eventtest"
 	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
+	"github.com/ttl-archiver/archiver/sinks/sinktest"
 )
 
 const testARN = "arn:aws:dynamodb:us-east-1:000000000000:table/tbl/stream/2026-01-01T00:00:00.000"
@@ -27,7 +29,8 @@ const testARN = "arn:aws:dynamodb:us-east-1:000000000000:table/tbl/stream/2026-0
 type nopStreams struct{ shard.StreamsAPI }
 
 // newUnitConsumer builds a consumer whose Processor methods tests call
-// directly (no walker running), with its checkpoint saver running.
+// directly (no walker running), with its lag reporter running (each
+// shard runs its own checkpoint saver).
 func newUnitConsumer(t testing.TB, store checkpoint.Store, mod func(*Config), routes ...Route) *Consumer {
 	t.Helper()
 	cfg := Config{
@@ -45,7 +48,7 @@ func newUnitConsumer(t testing.TB, store checkpoint.Store, mod func(*Config), ro
 	ctx, cancel := context.WithCancel(context.Background())
 	c.base = ctx
 	done := make(chan struct{})
-	go func() { defer close(done); c.saver(ctx) }()
+	go func() { defer close(done); c.reportLag(ctx) }()
 	t.Cleanup(func() {
 		for _, s := range c.snapshot() {
 			c.remove(s)
@@ -75,7 +78,7 @@ func mkBatch(shardID string, first int, kinds ...event.Kind) shard.Batch {
 		switch k {
 		case event.Expired:
 			r.EventName = types.OperationTypeRemove
-			r.UserIdentity = ident("Service", "dynamodb.amazonaws.com")
+			r.UserIdentity = eventtest.TTLService()
 		case event.Deleted:
 			r.EventName = types.OperationTypeRemove
 		case event.Inserted:
@@ -106,22 +109,22 @@ func TestTrackerRandom(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(round), 7))
 			var rngMu sync.Mutex
 			chance := func(p float64) bool { rngMu.Lock(); defer rngMu.Unlock(); return rng.Float64() < p }
-			a := newFakeSink("a")
-			a.maxDelay = 2 * time.Millisecond
-			b := newFakeSink("b")
-			b.maxDelay = 2 * time.Millisecond
-			b.fail = func(sinks.Batch) error {
+			a := sinktest.New("a")
+			a.AckLate(2 * time.Millisecond)
+			b := sinktest.New("b")
+			b.AckLate(2 * time.Millisecond)
+			b.FailWith(func(sinks.Batch) error {
 				if chance(0.2) {
 					return errors.New("injected")
 				}
 				return nil
-			}
+			})
 			store := newMemStore()
 			// wanted[sink][shard/seq] is filled before Process hands a batch on.
 			var wantMu sync.Mutex
 			wantA, wantB := map[string]bool{}, map[string]bool{}
 			store.check = func(arn, sh string, cp checkpoint.Checkpoint) error {
-				da, db := a.durableSet(), b.durableSet()
+				da, db := durableSet(a.Events()), durableSet(b.Events())
 				wantMu.Lock()
 				defer wantMu.Unlock()
 				for k := range wantA {
@@ -191,10 +194,10 @@ func TestTrackerRandom(t *testing.T) {
 				}
 			}
 			for name, pair := range map[string]struct {
-				s    *fakeSink
+				s    *sinktest.Recorder
 				want map[string]bool
 			}{"a": {a, wantA}, "b": {b, wantB}} {
-				got := pair.s.durableSet()
+				got := durableSet(pair.s.Events())
 				for k := range pair.want {
 					if !got[k] {
 						t.Errorf("sink %s never made %s durable", name, k)
@@ -205,10 +208,10 @@ func TestTrackerRandom(t *testing.T) {
 						t.Errorf("sink %s got unwanted %s", name, k)
 					}
 				}
-				checkLastCopyOrder(t, name, pair.s.events())
+				checkLastCopyOrder(t, name, pair.s.Events())
 			}
 			// Sink a never fails: exactly once.
-			if n, want := len(a.events()), len(wantA); n != want {
+			if n, want := len(a.Events()), len(wantA); n != want {
 				t.Errorf("sink a got %d events, want exactly %d", n, want)
 			}
 		})
@@ -248,8 +251,8 @@ func checkLastCopyOrder(t *testing.T, name string, evs []event.Event) {
 
 func TestUnwantedRecordsAdvanceAfterEarlierAcks(t *testing.T) {
 	ctx := context.Background()
-	a := newFakeSink("a")
-	a.hold = true
+	a := sinktest.New("a")
+	a.Hold()
 	store := newMemStore()
 	c := newUnitConsumer(t, store, nil, Route{Sink: a})
 	if err := c.process(ctx, mkBatch("s", 1, event.Expired, event.Inserted)); err != nil {
@@ -258,13 +261,13 @@ func TestUnwantedRecordsAdvanceAfterEarlierAcks(t *testing.T) {
 	if err := c.process(ctx, mkBatch("s", 3, event.Inserted, event.Modified, event.Deleted)); err != nil {
 		t.Fatal(err)
 	}
-	eventually.True(t, 2*time.Minute, "batch written", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return len(a.held) == 1 })
+	eventually.True(t, 2*time.Minute, "batch written", func() bool { return a.Held() == 1 })
 	// Give the saver many intervals: nothing may be saved past record 1.
 	time.Sleep(50 * time.Millisecond)
 	if cp := store.get(testARN, "s"); cp.SequenceNumber != "" {
 		t.Fatalf("checkpoint %+v saved before the sink acknowledged", cp)
 	}
-	a.release()
+	a.Release()
 	eventually.True(t, 2*time.Minute, "checkpoint at 5", func() bool { return store.get(testARN, "s").SequenceNumber == seqOf(5) })
 	// Records no sink wants, with nothing before them pending, advance alone.
 	if err := c.process(ctx, mkBatch("s", 6, event.Inserted)); err != nil {
@@ -276,7 +279,7 @@ func TestUnwantedRecordsAdvanceAfterEarlierAcks(t *testing.T) {
 // processWaitsForRelease checks that Process of b waits while a holds its
 // acknowledgements (why says what should hold it back), and returns once
 // they are released.
-func processWaitsForRelease(t *testing.T, c *Consumer, b shard.Batch, a *fakeSink, why string) {
+func processWaitsForRelease(t *testing.T, c *Consumer, b shard.Batch, a *sinktest.Recorder, why string) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- c.process(context.Background(), b) }()
@@ -285,7 +288,7 @@ func processWaitsForRelease(t *testing.T, c *Consumer, b shard.Batch, a *fakeSin
 		t.Fatalf("Process of %s returned (%v) while %s", b.ShardID, err, why)
 	case <-time.After(50 * time.Millisecond):
 	}
-	a.release()
+	a.Release()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -293,8 +296,8 @@ func processWaitsForRelease(t *testing.T, c *Consumer, b shard.Batch, a *fakeSin
 
 func TestBackpressure(t *testing.T) {
 	ctx := context.Background()
-	a := newFakeSink("a")
-	a.hold = true
+	a := sinktest.New("a")
+	a.Hold()
 	store := newMemStore()
 	c := newUnitConsumer(t, store, func(c *Config) { c.MaxInFlightBytes = 2*recCost + recCost/2 }, Route{Sink: a})
 	// Two records: fit.
@@ -307,10 +310,8 @@ func TestBackpressure(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A blocked Process honours its context.
-	eventually.True(t, 2*time.Minute, "all acknowledged", func() bool { return len(a.events()) == 7 })
-	a.mu.Lock()
-	a.hold = true
-	a.mu.Unlock()
+	eventually.True(t, 2*time.Minute, "all acknowledged", func() bool { return len(a.Events()) == 7 })
+	a.Hold()
 	if err := c.process(ctx, mkBatch("s", 8, event.Expired, event.Expired, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +320,7 @@ func TestBackpressure(t *testing.T) {
 	if err := c.process(cctx, mkBatch("s", 11, event.Expired)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("blocked Process error %v, want deadline exceeded", err)
 	}
-	a.release()
+	a.Release()
 }
 
 // TestSharedBudget: every shard's in-flight records count against one
@@ -327,8 +328,8 @@ func TestBackpressure(t *testing.T) {
 // empty, and goes on when they are acknowledged.
 func TestSharedBudget(t *testing.T) {
 	ctx := context.Background()
-	a := newFakeSink("a")
-	a.hold = true
+	a := sinktest.New("a")
+	a.Hold()
 	store := newMemStore()
 	c := newUnitConsumer(t, store, func(c *Config) {
 		c.MaxInFlightBytes = 10 * recCost
@@ -341,7 +342,7 @@ func TestSharedBudget(t *testing.T) {
 		}
 	}
 	processWaitsForRelease(t, c, mkBatch("s4", 1, event.Expired), a, "the shared budget was full")
-	eventually.True(t, 2*time.Minute, "every batch acknowledged", func() bool { return len(a.events()) == 4 })
+	eventually.True(t, 2*time.Minute, "every batch acknowledged", func() bool { return len(a.Events()) == 4 })
 	eventually.True(t, 2*time.Minute, "budget released", func() bool { return c.inflight.Used() == 0 })
 }
 
@@ -351,9 +352,8 @@ func TestSharedBudget(t *testing.T) {
 // consumer flushes the sinks and reading goes on.
 func TestStarvedFlush(t *testing.T) {
 	ctx := context.Background()
-	a := newFakeSink("a")
-	a.hold = true
-	a.ackOnFlush = true
+	a := sinktest.New("a")
+	a.HoldUntilFlush()
 	store := newMemStore()
 	c := newUnitConsumer(t, store, func(c *Config) {
 		c.MaxInFlightBytes = 2*recCost + recCost/2
@@ -367,33 +367,31 @@ func TestStarvedFlush(t *testing.T) {
 	// Each batch after the first was admitted only because a flush had the
 	// one before acknowledged; the last one waits for the sink's own
 	// interval, which release stands for.
-	if got := len(a.events()); got < 8 {
+	if got := len(a.Events()); got < 8 {
 		t.Fatalf("%d events acknowledged before the last batch, want 8", got)
 	}
-	a.mu.Lock()
-	flushes := a.flushes
-	a.mu.Unlock()
+	flushes := a.Flushes()
 	if flushes < 4 {
 		t.Fatalf("the sink was flushed %d times, want at least 4", flushes)
 	}
-	a.release()
-	eventually.True(t, 2*time.Minute, "every batch acknowledged", func() bool { return len(a.events()) == 10 })
+	a.Release()
+	eventually.True(t, 2*time.Minute, "every batch acknowledged", func() bool { return len(a.Events()) == 10 })
 }
 
 func TestFailingSinkHoldsCheckpointAndOnlyThatSinkRetries(t *testing.T) {
 	ctx := context.Background()
-	good := newFakeSink("good")
-	bad := newFakeSink("bad")
+	good := sinktest.New("good")
+	bad := sinktest.New("bad")
 	var failing = true
 	var mu sync.Mutex
-	bad.fail = func(sinks.Batch) error {
+	bad.FailWith(func(sinks.Batch) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if failing {
 			return errors.New("destination down")
 		}
 		return nil
-	}
+	})
 	store := newMemStore()
 	c := newUnitConsumer(t, store, nil, Route{Sink: good}, Route{Sink: bad})
 	for i := 0; i < 10; i++ {
@@ -401,8 +399,8 @@ func TestFailingSinkHoldsCheckpointAndOnlyThatSinkRetries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually.True(t, 2*time.Minute, "good sink has everything", func() bool { return len(good.events()) == 30 })
-	eventually.True(t, 2*time.Minute, "several failed attempts", func() bool { bad.mu.Lock(); defer bad.mu.Unlock(); return bad.failures >= 5 })
+	eventually.True(t, 2*time.Minute, "good sink has everything", func() bool { return len(good.Events()) == 30 })
+	eventually.True(t, 2*time.Minute, "several failed attempts", func() bool { _, f := bad.Writes(); return f >= 5 })
 	if cp := store.get(testARN, "s"); cp.SequenceNumber != "" {
 		t.Fatalf("checkpoint %+v advanced past batches the bad sink failed", cp)
 	}
@@ -415,21 +413,21 @@ func TestFailingSinkHoldsCheckpointAndOnlyThatSinkRetries(t *testing.T) {
 	if cp := store.get(testARN, "s"); !cp.Finished || cp.SequenceNumber != seqOf(30) {
 		t.Fatalf("checkpoint %+v", cp)
 	}
-	if n := len(good.events()); n != 30 {
+	if n := len(good.Events()); n != 30 {
 		t.Errorf("good sink got %d events, want exactly 30 (no retries to it)", n)
 	}
-	if got := bad.durableSet(); len(got) != 30 {
+	if got := durableSet(bad.Events()); len(got) != 30 {
 		t.Errorf("bad sink made %d distinct events durable, want 30", len(got))
 	}
-	checkLastCopyOrder(t, "bad", bad.events())
+	checkLastCopyOrder(t, "bad", bad.Events())
 }
 
 func TestRefusedWriteIsRetried(t *testing.T) {
 	ctx := context.Background()
-	a := newFakeSink("a")
+	a := sinktest.New("a")
 	var n int
 	var mu sync.Mutex
-	a.refuseOn = func(sinks.Batch) error {
+	a.RefuseWith(func(sinks.Batch) error {
 		mu.Lock()
 		defer mu.Unlock()
 		n++
@@ -437,7 +435,7 @@ func TestRefusedWriteIsRetried(t *testing.T) {
 			return errors.New("at capacity")
 		}
 		return nil
-	}
+	})
 	store := newMemStore()
 	c := newUnitConsumer(t, store, nil, Route{Sink: a})
 	if err := c.process(ctx, mkBatch("s", 1, event.Expired)); err != nil {
@@ -446,14 +444,14 @@ func TestRefusedWriteIsRetried(t *testing.T) {
 	if err := c.shardEnded(ctx, testARN, "s"); err != nil {
 		t.Fatal(err)
 	}
-	if got := a.events(); len(got) != 1 {
+	if got := a.Events(); len(got) != 1 {
 		t.Fatalf("got %d events", len(got))
 	}
 }
 
 func TestLeaseLostStopsShard(t *testing.T) {
 	ctx := context.Background()
-	a := newFakeSink("a")
+	a := sinktest.New("a")
 	store := newMemStore()
 	store.failFn = func(string, string, checkpoint.Checkpoint) error {
 		return fmt.Errorf("conditional check failed: %w", checkpoint.ErrLeaseLost)
@@ -484,16 +482,14 @@ func TestLeaseLostStopsShard(t *testing.T) {
 
 func TestShardStoppedSavesAckedPrefix(t *testing.T) {
 	ctx := context.Background()
-	a := newFakeSink("a")
+	a := sinktest.New("a")
 	store := newMemStore()
 	c := newUnitConsumer(t, store, func(c *Config) { c.CheckpointInterval = time.Hour }, Route{Sink: a})
 	if err := c.process(ctx, mkBatch("s", 1, event.Expired, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
-	eventually.True(t, 2*time.Minute, "first ack", func() bool { return len(a.events()) == 2 })
-	a.mu.Lock()
-	a.hold = true
-	a.mu.Unlock()
+	eventually.True(t, 2*time.Minute, "first ack", func() bool { return len(a.Events()) == 2 })
+	a.Hold()
 	if err := c.process(ctx, mkBatch("s", 3, event.Expired)); err != nil {
 		t.Fatal(err)
 	}
@@ -505,13 +501,13 @@ func TestShardStoppedSavesAckedPrefix(t *testing.T) {
 	if cp := store.get(testARN, "s"); cp.SequenceNumber != seqOf(2) || cp.Finished {
 		t.Fatalf("checkpoint %+v, want 2 (the acknowledged prefix)", cp)
 	}
-	a.release()
+	a.Release()
 }
 
 func TestShardEndedWithoutRecords(t *testing.T) {
 	store := newMemStore()
 	store.cps[testARN] = map[string]checkpoint.Checkpoint{"s": {SequenceNumber: "77"}}
-	c := newUnitConsumer(t, store, nil, Route{Sink: newFakeSink("a")})
+	c := newUnitConsumer(t, store, nil, Route{Sink: sinktest.New("a")})
 	if _, err := (positions{c}).Positions(context.Background(), testARN); err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +520,7 @@ func TestShardEndedWithoutRecords(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	good := Config{Options: shard.Options{Streams: nopStreams{}, StreamARNs: []string{testARN}}, Store: newMemStore(), Routes: []Route{{Sink: newFakeSink("a")}}}
+	good := Config{Options: shard.Options{Streams: nopStreams{}, StreamARNs: []string{testARN}}, Store: newMemStore(), Routes: []Route{{Sink: sinktest.New("a")}}}
 	cases := []struct {
 		name string
 		mod  func(*Config)
@@ -533,7 +529,7 @@ func TestNewValidates(t *testing.T) {
 		{"no store", func(c *Config) { c.Store = nil }},
 		{"no routes", func(c *Config) { c.Routes = nil }},
 		{"nil sink", func(c *Config) { c.Routes = []Route{{}} }},
-		{"bad kind", func(c *Config) { c.Routes = []Route{{Sink: newFakeSink("a"), Kinds: []event.Kind{"purged"}}} }},
+		{"bad kind", func(c *Config) { c.Routes = []Route{{Sink: sinktest.New("a"), Kinds: []event.Kind{"purged"}}} }},
 		{"negative", func(c *Config) { c.MaxInFlightBytes = -1 }},
 		{"nothing to read", func(c *Config) { c.StreamARNs = nil }},
 	}
@@ -554,15 +550,15 @@ func TestNewValidates(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
-	a := newFakeSink("a")
+	a := sinktest.New("a")
 	n := 0
-	a.fail = func(sinks.Batch) error {
+	a.FailWith(func(sinks.Batch) error {
 		n++
 		if n == 1 {
 			return errors.New("once")
 		}
 		return nil
-	}
+	})
 	store := newMemStore()
 	c := newUnitConsumer(t, store, func(c *Config) { c.Registerer = reg }, Route{Sink: a})
 	if err := c.process(ctx, mkBatch("s", 1, event.Expired, event.Expired, event.Deleted, event.Inserted)); err != nil {
@@ -585,12 +581,12 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	// A second consumer on the same registry shares the collectors.
-	newUnitConsumer(t, newMemStore(), func(c *Config) { c.Registerer = reg }, Route{Sink: newFakeSink("b")})
+	newUnitConsumer(t, newMemStore(), func(c *Config) { c.Registerer = reg }, Route{Sink: sinktest.New("b")})
 }
 
 func TestMalformedRecordFailsTheBatch(t *testing.T) {
 	ctx := context.Background()
-	a := newFakeSink("a")
+	a := sinktest.New("a")
 	store := newMemStore()
 	c := newUnitConsumer(t, store, nil, Route{Sink: a})
 	b := mkBatch("s", 1, event.Expired, event.Expired, event.Expired)
@@ -603,7 +599,7 @@ func TestMalformedRecordFailsTheBatch(t *testing.T) {
 	if err := c.shardStopped(ctx, testARN, "s"); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(a.events()); n != 0 {
+	if n := len(a.Events()); n != 0 {
 		t.Errorf("%d events of a malformed batch reached the sink", n)
 	}
 	if cp := store.get(testARN, "s"); cp.SequenceNumber != "" {

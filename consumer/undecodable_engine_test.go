@@ -15,6 +15,7 @@ import (
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/sinks/sinktest"
 )
 
 // gaugeSum is the sum of a gauge's values over all label sets.
@@ -73,19 +74,19 @@ func TestUnparseableRecordGoesToDeadLetter(t *testing.T) {
 			b.createTable(table)
 			seq := plantUnparseable(t, b, table, tc.keys)
 			store := newMemStore()
-			sink, dlq := newFakeSink("s"), newFakeSink("dlq")
+			sink, dlq := sinktest.New("s"), sinktest.New("dlq")
 			cfg := b.config(t, table, store, Route{Sink: sink, Kinds: event.Kinds})
 			cfg.DeadLetter = dlq
 			r := start(t, cfg)
-			eventually.True(t, 2*time.Minute, "6 items and a dead letter", func() bool { return len(sink.events()) >= 6 && len(dlq.events()) >= 1 })
+			eventually.True(t, 2*time.Minute, "6 items and a dead letter", func() bool { return len(sink.Events()) >= 6 && len(dlq.Events()) >= 1 })
 			var got []string
-			for _, e := range sink.events() {
+			for _, e := range sink.Events() {
 				got = append(got, pkOf(e))
 			}
 			if strings.Join(got, ",") != "before-0,before-1,before-2,after-0,after-1,after-2" {
 				t.Errorf("sink got %v", got)
 			}
-			dead := dlq.events()
+			dead := dlq.Events()
 			if len(dead) != 1 {
 				t.Fatalf("%d dead letters, want 1", len(dead))
 			}
@@ -97,7 +98,7 @@ func TestUnparseableRecordGoesToDeadLetter(t *testing.T) {
 			if _, err := event.DecodeLine(event.AppendLine(nil, &d)); err != nil {
 				t.Errorf("the dead letter does not read back: %v", err)
 			}
-			last := sink.events()[5].SequenceNumber
+			last := sink.Events()[5].SequenceNumber
 			eventually.True(t, 2*time.Minute, "the checkpoint past every record", func() bool {
 				return store.get(b.streamARN(table), b.openShards(table)[0]).SequenceNumber == last
 			})
@@ -118,7 +119,7 @@ func TestUnparseableRecordWithoutDeadLetterIsStuck(t *testing.T) {
 			b.createTable(table)
 			plantUnparseable(t, b, table, tc.keys)
 			store := newMemStore()
-			sink := newFakeSink("s")
+			sink := sinktest.New("s")
 			cfg := b.config(t, table, store, Route{Sink: sink, Kinds: event.Kinds})
 			core, logs := observer.New(zapcore.ErrorLevel)
 			reg := prometheus.NewRegistry()
@@ -141,7 +142,7 @@ func TestUnparseableRecordWithoutDeadLetterIsStuck(t *testing.T) {
 			// Re-reads after each failure may deliver the records before it
 			// again (duplicates); nothing after it is ever delivered.
 			distinct, last := map[string]bool{}, ""
-			for _, e := range sink.events() {
+			for _, e := range sink.Events() {
 				if !strings.HasPrefix(pkOf(e), "before-") {
 					t.Errorf("the sink got %s, which follows the planted record", pkOf(e))
 				}

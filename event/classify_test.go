@@ -8,31 +8,16 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/ttl-archiver/archiver/event/eventtest"
 )
 
-func ident(typ, principal string) *types.Identity {
-	return &types.Identity{Type: aws.String(typ), PrincipalId: aws.String(principal)}
-}
+// ident and rec are eventtest's Ident and Record (region_test.go uses
+// them too).
+func ident(typ, principal string) *types.Identity { return eventtest.Ident(typ, principal) }
 
 func rec(name types.OperationType, id *types.Identity, seq string) types.Record {
-	t := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	return types.Record{
-		EventID:      aws.String("ev-" + seq),
-		EventName:    name,
-		UserIdentity: id,
-		Dynamodb: &types.StreamRecord{
-			SequenceNumber:              aws.String(seq),
-			ApproximateCreationDateTime: &t,
-			SizeBytes:                   aws.Int64(42),
-			Keys:                        map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k1"}},
-			OldImage: map[string]types.AttributeValue{
-				"pk":      &types.AttributeValueMemberS{Value: "k1"},
-				"expires": &types.AttributeValueMemberN{Value: "1767322800"}, // 2026-01-02T03:00:00Z
-				"blob":    &types.AttributeValueMemberB{Value: []byte{0, 1, 2}},
-				"set":     &types.AttributeValueMemberNS{Value: []string{"1", "2.50"}},
-			},
-		},
-	}
+	return eventtest.Record(name, id, seq)
 }
 
 func TestClassify(t *testing.T) {
@@ -242,76 +227,20 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// created is the creation second of rec's records (2026-01-02T03:04:05Z).
-const created = 1767323045
-
-// withTTL sets the "expires" attribute of r's old image (nil: removes it).
-func withTTL(av types.AttributeValue) func(*types.Record) {
-	return func(r *types.Record) {
-		if av == nil {
-			delete(r.Dynamodb.OldImage, "expires")
-			return
-		}
-		r.Dynamodb.OldImage["expires"] = av
-	}
-}
-
-func num(s string) types.AttributeValue { return &types.AttributeValueMemberN{Value: s} }
-
-// TestClassifyWith: each case's kind under service and under past-ttl.
+// TestClassifyWith: each case of the classification table
+// (eventtest.ClassifyCases) has its kind under service and under past-ttl.
 func TestClassifyWith(t *testing.T) {
-	ttlSvc := ident("Service", "dynamodb.amazonaws.com")
-	cases := []struct {
-		name            string
-		op              types.OperationType
-		id              *types.Identity
-		attr            string
-		mutate          func(*types.Record)
-		service, pastTT Kind
-	}{
-		{"service delete", types.OperationTypeRemove, ttlSvc, "expires", nil, Expired, Expired},
-		{"service delete, attribute unknown", types.OperationTypeRemove, ttlSvc, "", nil, Expired, Expired},
-		{"sweeper delete, TTL 245 s before", types.OperationTypeRemove, nil, "expires", nil, Deleted, Expired},
-		{"user delete of a live item", types.OperationTypeRemove, nil, "expires", withTTL(num("1767326400")), Deleted, Deleted},
-		{"TTL is the creation second", types.OperationTypeRemove, nil, "expires", withTTL(num("1767323045")), Deleted, Expired},
-		{"TTL the second after creation", types.OperationTypeRemove, nil, "expires", withTTL(num("1767323046")), Deleted, Deleted},
-		{"TTL one second before creation", types.OperationTypeRemove, nil, "expires", withTTL(num("1767323044")), Deleted, Expired},
-		{"fractional TTL before the creation second", types.OperationTypeRemove, nil, "expires", withTTL(num("1767323044.75")), Deleted, Expired},
-		{"fractional TTL inside the creation second", types.OperationTypeRemove, nil, "expires", withTTL(num("1767323045.999999999")), Deleted, Expired},
-		{"fractional TTL just after the creation second", types.OperationTypeRemove, nil, "expires", withTTL(num("1767323046.0000000001")), Deleted, Deleted},
-		{"exponent TTL", types.OperationTypeRemove, nil, "expires", withTTL(num("1.767323e9")), Deleted, Expired},
-		{"sub-second creation time read to the second", types.OperationTypeRemove, nil, "expires", func(r *types.Record) {
-			r.Dynamodb.OldImage["expires"] = num("1767323045.5")
-			at := time.Unix(created, 400_000_000).UTC()
-			r.Dynamodb.ApproximateCreationDateTime = &at
-		}, Deleted, Expired},
-		{"TTL five years before", types.OperationTypeRemove, nil, "expires", withTTL(num("1609643045")), Deleted, Expired},
-		{"TTL more than five years before", types.OperationTypeRemove, nil, "expires", withTTL(num("1609643044")), Deleted, Deleted},
-		{"TTL zero", types.OperationTypeRemove, nil, "expires", withTTL(num("0")), Deleted, Deleted},
-		{"missing TTL", types.OperationTypeRemove, nil, "expires", withTTL(nil), Deleted, Deleted},
-		{"TTL attribute unknown", types.OperationTypeRemove, nil, "", nil, Deleted, Deleted},
-		{"non-Number TTL", types.OperationTypeRemove, nil, "expires", withTTL(&types.AttributeValueMemberS{Value: "1767322800"}), Deleted, Deleted},
-		{"Number that is not epoch seconds", types.OperationTypeRemove, nil, "expires", withTTL(num("-1")), Deleted, Deleted},
-		{"KEYS_ONLY", types.OperationTypeRemove, nil, "expires", func(r *types.Record) { r.Dynamodb.OldImage = nil }, Deleted, Deleted},
-		{"no creation time", types.OperationTypeRemove, nil, "expires", func(r *types.Record) { r.Dynamodb.ApproximateCreationDateTime = nil }, Deleted, Deleted},
-		{"no stream record", types.OperationTypeRemove, nil, "expires", func(r *types.Record) { r.Dynamodb = nil }, Deleted, Deleted},
-		{"insert with a past TTL", types.OperationTypeInsert, nil, "expires", nil, Inserted, Inserted},
-		{"modify with a past TTL", types.OperationTypeModify, nil, "expires", nil, Modified, Modified},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			r := rec(c.op, c.id, "1")
-			if c.mutate != nil {
-				c.mutate(&r)
-			}
-			for when, want := range map[ExpiredWhen]Kind{ExpiredWhenService: c.service, ExpiredWhenPastTTL: c.pastTT} {
-				got, err := ClassifyWith(r, when, c.attr)
-				if err != nil || got != want {
+	for _, c := range eventtest.ClassifyCases() {
+		t.Run(c.Name, func(t *testing.T) {
+			r := c.Record("1")
+			for _, when := range []ExpiredWhen{ExpiredWhenService, ExpiredWhenPastTTL} {
+				got, err := ClassifyWith(r, when, c.Attr)
+				if want := Kind(c.Want(when == ExpiredWhenPastTTL)); err != nil || got != want {
 					t.Errorf("%v: ClassifyWith = %q, %v; want %q", when, got, err, want)
 				}
 			}
-			if got, _ := Classify(r); got != c.service {
-				t.Errorf("Classify = %q, want %q (service)", got, c.service)
+			if got, _ := Classify(r); got != Kind(c.Service) {
+				t.Errorf("Classify = %q, want %q (service)", got, c.Service)
 			}
 		})
 	}

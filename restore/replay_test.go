@@ -12,6 +12,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/archive"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/natstest"
 	"github.com/ttl-archiver/archiver/restore"
 	"github.com/ttl-archiver/archiver/restore/restoretest"
 	"github.com/ttl-archiver/archiver/sinks"
@@ -49,7 +50,7 @@ func (f *fixture) replayInto(t *testing.T, url string, cfg restore.ReplayConfig)
 // copies.
 func TestReplayOlderThanTheDuplicateWindow(t *testing.T) {
 	f := newFixture(t, 15, st.StreamViewTypeNewAndOldImages)
-	addr := restoretest.StartNATS(t)
+	addr := natstest.Start(t).Addr()
 	nc, err := nats.Connect("nats://" + addr)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +140,7 @@ func forgetDuplicates(t *testing.T, ctx context.Context, js jetstream.JetStream)
 // sent again.
 func TestReplaySkipsAnotherRegionsCopies(t *testing.T) {
 	f := newFixture(t, 15, st.StreamViewTypeNewAndOldImages)
-	addr := restoretest.StartNATS(t)
+	addr := natstest.Start(t).Addr()
 	sinkURL := "nats://" + addr + "?subject=archive.{table}.{kind}&create-stream=GLOBAL"
 	a, err := archive.Open(f.Ctx, "file://"+f.dir, archive.Options{})
 	if err != nil {

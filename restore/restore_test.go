@@ -23,6 +23,7 @@ import (
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/backoff"
+	"github.com/ttl-archiver/archiver/internal/natstest"
 	"github.com/ttl-archiver/archiver/internal/s3test"
 	"github.com/ttl-archiver/archiver/restore"
 	"github.com/ttl-archiver/archiver/restore/restoretest"
@@ -359,7 +360,7 @@ func TestRestoreResumeSkipsRecordedEvents(t *testing.T) {
 // of each.
 func TestReplayIntoJetStreamTwiceIsDeduplicated(t *testing.T) {
 	f := newFixture(t, 15, st.StreamViewTypeNewAndOldImages)
-	addr := restoretest.StartNATS(t)
+	addr := natstest.Start(t).Addr()
 	for round := 1; round <= 2; round++ {
 		sk, kinds, err := sinks.Open(f.Ctx, "nats://"+addr+"?subject=archive.{table}.{kind}&create-stream=REPLAY", sinks.Options{})
 		if err != nil {
@@ -384,7 +385,7 @@ func TestReplayIntoJetStreamTwiceIsDeduplicated(t *testing.T) {
 		if res.Events != 30 || res.NotWanted != 15 || res.Sent != sent || res.Acked != sent || res.InStream != held || res.Failed != 0 {
 			t.Errorf("round %d: %+v", round, res)
 		}
-		if n := restoretest.StreamMessages(t, addr, "REPLAY"); n != 15 {
+		if n := natstest.StreamMessages(t, addr, "REPLAY"); n != 15 {
 			t.Errorf("round %d: the stream holds %d messages, want 15", round, n)
 		}
 	}

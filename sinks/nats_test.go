@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,80 +27,38 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/internal/natstest"
 	"github.com/ttl-archiver/archiver/natsmsg"
 )
 
-// natsServer is an embedded nats-server with JetStream on a free loopback
-// port, storing into a temporary directory.
+// natsServer is the test's nats-server (internal/natstest) under the
+// names these tests use.
 type natsServer struct {
-	t     testing.TB
-	srv   *server.Server
-	opts  server.Options
-	url   string
-	mutex sync.Mutex
+	*natstest.Server
+	url string // host:port
 }
 
+// startNATS starts a nats-server with JetStream, tweak (when not nil)
+// applied to its options.
 func startNATS(t testing.TB, tweak func(*server.Options)) *natsServer {
 	t.Helper()
-	opts := server.Options{
-		Host:      "127.0.0.1",
-		Port:      -1,
-		JetStream: true,
-		StoreDir:  t.TempDir(),
-		NoLog:     true,
-		NoSigs:    true,
-	}
+	var tweaks []func(*server.Options)
 	if tweak != nil {
-		tweak(&opts)
+		tweaks = append(tweaks, tweak)
 	}
-	ns := &natsServer{t: t, opts: opts}
-	ns.start()
-	ns.opts.Port = ns.srv.Addr().(*net.TCPAddr).Port
-	ns.url = fmt.Sprintf("127.0.0.1:%d", ns.opts.Port)
-	t.Cleanup(ns.stop)
-	return ns
+	ns := natstest.Start(t, tweaks...)
+	return &natsServer{Server: ns, url: ns.Addr()}
 }
 
-func (ns *natsServer) start() {
-	ns.t.Helper()
-	opts := ns.opts
-	srv, err := server.NewServer(&opts)
-	if err != nil {
-		ns.t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
-		ns.t.Fatal("nats-server not ready within 30s")
-	}
-	ns.mutex.Lock()
-	ns.srv = srv
-	ns.mutex.Unlock()
-}
+// start starts the stopped server again on its port and store.
+func (ns *natsServer) start() { ns.Restart() }
 
-func (ns *natsServer) stop() {
-	ns.mutex.Lock()
-	srv := ns.srv
-	ns.srv = nil
-	ns.mutex.Unlock()
-	if srv != nil {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	}
-}
+func (ns *natsServer) stop() { ns.Stop() }
 
 // client connects a plain client (for test set-up and checks).
 func (ns *natsServer) client(t testing.TB, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect("nats://"+ns.url, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nc, js
+	return natstest.Connect(t, ns.url, opts...)
 }
 
 func createStream(t testing.TB, js jetstream.JetStream, name string, subjects ...string) jetstream.Stream {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/natstest"
 	"github.com/ttl-archiver/archiver/natsmsg"
 	"github.com/ttl-archiver/archiver/restore/restoretest"
 	"github.com/ttl-archiver/archiver/sinks"
@@ -46,7 +47,7 @@ func archiveToNATS(t *testing.T) (string, map[string]event.Event) {
 	if n := bed.ExpireAll(); n != expiries {
 		t.Fatalf("the engine expired %d items, want %d", n, expiries)
 	}
-	addr := restoretest.StartNATS(t)
+	addr := natstest.Start(t).Addr()
 	for _, s := range streams {
 		u := fmt.Sprintf("nats://%s?subject=%s.{table}.{kind}&create-stream=%s", addr, s.name, s.name)
 		if s.format != "" {

@@ -8,31 +8,15 @@ import (
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/demo"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/internal/natstest"
 	"github.com/ttl-archiver/archiver/internal/ops"
 )
-
-func startNATS(t *testing.T) *natsserver.Server {
-	t.Helper()
-	ns, err := natsserver.NewServer(&natsserver.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(ns.Shutdown)
-	if !ns.ReadyForConnections(20 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	return ns
-}
 
 // TestReadyzUnreadyWhenNATSDown runs the pipeline with a NATS sink and
 // checks that /readyz is 200 while NATS is up and 503 naming the sinks once
@@ -45,12 +29,12 @@ func TestReadyzUnreadyWhenNATSDown(t *testing.T) {
 	if _, err := demo.CreateSessionTable(ctx, bed.DynamoDB, "SessionData"); err != nil {
 		t.Fatal(err)
 	}
-	ns := startNATS(t)
+	ns := natstest.Start(t)
 	dir := t.TempDir()
 	cfg, err := loadRunConfig([]string{
 		"--endpoint", srv.Endpoint(), "--table", "SessionData",
 		"--checkpoint", "file://" + filepath.Join(dir, "cp.json"),
-		"--sink", ns.ClientURL() + "?subject=t.{table}.{kind}&create-stream=T",
+		"--sink", ns.URL() + "?subject=t.{table}.{kind}&create-stream=T",
 		"--metrics-addr", "127.0.0.1:0",
 	}, envMap(nil), io.Discard)
 	if err != nil {
@@ -87,8 +71,7 @@ func TestReadyzUnreadyWhenNATSDown(t *testing.T) {
 	if code := health(); code != 0 {
 		t.Fatalf("archiver health = %d with NATS up, want 0", code)
 	}
-	ns.Shutdown()
-	ns.WaitForShutdown()
+	ns.Stop()
 	// The stream check is cached for a few seconds; the sinks check is not.
 	eventually.True(t, 30*time.Second, "/readyz 503 with NATS down", func() bool { return status("/readyz") == http.StatusServiceUnavailable })
 	if code := status("/healthz"); code != 200 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/internal/natstest"
 	"github.com/ttl-archiver/archiver/restore/restoretest"
 )
 
@@ -217,7 +218,7 @@ func killAndResume(t *testing.T, extra []string) {
 
 func TestReplayCommandIntoJetStreamTwice(t *testing.T) {
 	_, dir := restoreBed(t, 6)
-	addr := restoretest.StartNATS(t)
+	addr := natstest.Start(t).Addr()
 	for round := 1; round <= 2; round++ {
 		out, err := execCmd(t, replayCmd, "--from", "file://"+dir, "--sink", "nats://"+addr+"?create-stream=R&subject=r.{table}.{kind}")
 		if err != nil {
@@ -232,7 +233,7 @@ func TestReplayCommandIntoJetStreamTwice(t *testing.T) {
 			!summaryHas(out, "already in the stream, not sent", held) || !summaryHas(out, "sent unchecked, may be duplicates", 0) {
 			t.Errorf("round %d summary:\n%s", round, out)
 		}
-		if got := restoretest.StreamMessages(t, addr, "R"); got != 6 {
+		if got := natstest.StreamMessages(t, addr, "R"); got != 6 {
 			t.Errorf("round %d: stream holds %d messages, want 6", round, got)
 		}
 	}

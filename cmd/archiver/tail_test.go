@@ -21,6 +21,7 @@ import (
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/internal/natstest"
 	"github.com/ttl-archiver/archiver/natsmsg"
 	"github.com/ttl-archiver/archiver/restore/restoretest"
 	"github.com/ttl-archiver/archiver/sinks"
@@ -88,7 +89,7 @@ func tailStream(t *testing.T) string {
 	bed.CreateTable("orders", "expires", st.StreamViewTypeNewAndOldImages)
 	bed.PutExpiring("orders", tailExpiries)
 	bed.ExpireAll()
-	addr := restoretest.StartNATS(t)
+	addr := natstest.Start(t).Addr()
 	sk, _, err := sinks.Open(bed.Ctx, "nats://"+addr+"?subject=TAIL.{table}.{kind}&create-stream=TAIL", sinks.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -289,7 +290,7 @@ func publishExpiry(t *testing.T, addr, stream, id string) {
 // with its stream sequence and subject, and tail goes on to the next; a
 // stream that does not exist is an error naming --stream.
 func TestTailUnreadable(t *testing.T) {
-	addr := restoretest.StartNATS(t)
+	addr := natstest.Start(t).Addr()
 	publishExpiry(t, addr, "T", "first")
 	nc, err := nats.Connect("nats://" + addr)
 	if err != nil {
@@ -337,7 +338,7 @@ func TestTailUnreadable(t *testing.T) {
 // Archiver- headers as sent), on a terminal indented under its line, a
 // hostile value quoted so it cannot forge a line.
 func TestTailHeaders(t *testing.T) {
-	addr := restoretest.StartNATS(t)
+	addr := natstest.Start(t).Addr()
 	publishExpiry(t, addr, "H", "with-headers")
 	var out, stderr syncBuffer
 	ctx, stop := context.WithCancel(context.Background())

@@ -15,6 +15,12 @@
 //     internal/benchkit) hold at
 //     most maxLongFuncs functions over maxFuncLines lines in their non-test
 //     files; the test lists them when there are more.
+//   - TestE2EIsTestOnly: e2e, the end-to-end tests, holds only doc.go and
+//     _test.go files, and no package imports it.
+//   - TestNATSServerStarters: tests start a nats-server only through
+//     internal/natstest (at most maxTestNATSStarters files of test code
+//     start one); the programs that run one for a user (demo, cmd/bench)
+//     are named in natsStarters.
 //
 // and of its documentation, read as text:
 //

@@ -16,9 +16,6 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	st "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/engine/enginetest"
@@ -265,46 +262,4 @@ func (b *Bed) Scan(table string) []map[string]ddb.AttributeValue {
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-}
-
-// StartNATS starts an embedded JetStream server on a loopback port for
-// the test and returns its host:port.
-func StartNATS(t testing.TB) string {
-	t.Helper()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
-		t.Fatal("nats-server not ready within 30s")
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	return srv.Addr().String()
-}
-
-// StreamMessages returns how many messages the JetStream stream holds.
-func StreamMessages(t testing.TB, addr, stream string) uint64 {
-	t.Helper()
-	nc, err := nats.Connect("nats://" + addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
 }

@@ -3,7 +3,9 @@ package sinktest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/manifest"
@@ -146,5 +148,78 @@ func TestRecorderRanges(t *testing.T) {
 	}
 	if calls, failed := r.RecordCalls(); calls != 2 || failed != 1 {
 		t.Errorf("RecordCalls = %d, %d; want 2, 1", calls, failed)
+	}
+}
+
+// TestRecorderFaults: a refused batch is not taken, a partial rejection
+// keeps the events it does not name, HoldUntilFlush acknowledges at the
+// next Flush, late acknowledgements are awaited by Flush, and what is
+// durable stays in write order.
+func TestRecorderFaults(t *testing.T) {
+	ctx := context.Background()
+	errNo := errors.New("no")
+	r := New("rec")
+	var seen []string
+	r.OnWrite(func(b sinks.Batch) { seen = append(seen, b.Events[0].SequenceNumber) })
+	r.RefuseWith(func(b sinks.Batch) error {
+		if b.Events[0].SequenceNumber == "0" {
+			return errNo
+		}
+		return nil
+	})
+	if err := r.Write(ctx, batch("0"), func(error) { t.Error("a refused batch is acknowledged") }); !errors.Is(err, errNo) {
+		t.Fatalf("refused Write = %v", err)
+	}
+	r.FailWith(func(b sinks.Batch) error {
+		if len(b.Events) == 3 {
+			return &sinks.RejectedError{Indexes: []int{1}, Err: errNo}
+		}
+		return nil
+	})
+	var acks []error
+	ack := func(err error) { acks = append(acks, err) }
+	if err := r.Write(ctx, batch("1", "2", "3"), ack); err != nil {
+		t.Fatal(err)
+	}
+	r.HoldUntilFlush()
+	if err := r.Write(ctx, batch("4"), ack); err != nil {
+		t.Fatal(err)
+	}
+	if r.Held() != 1 || len(acks) != 1 {
+		t.Fatalf("before Flush: %d held, %d acks", r.Held(), len(acks))
+	}
+	r.Release()
+	r.AckLate(time.Millisecond)
+	lateAcks := make(chan error, 2)
+	for _, s := range []string{"5", "6"} {
+		if err := r.Write(ctx, batch(s), func(err error) { lateAcks <- err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(lateAcks) != 2 || r.Flushes() != 1 {
+		t.Fatalf("after Flush: %d late acks, %d flushes", len(lateAcks), r.Flushes())
+	}
+	if got := fmt.Sprint(seqs(r.Events())); got != "[1 3 4 5 6]" {
+		t.Errorf("Events = %s, want [1 3 4 5 6] (2 rejected, in write order)", got)
+	}
+	if w, f := r.Writes(); w != 4 || f != 1 || r.Written() != 6 || fmt.Sprint(seen) != "[1 4 5 6]" {
+		t.Errorf("Writes = %d, %d; Written = %d; OnWrite saw %v", w, f, r.Written(), seen)
+	}
+}
+
+// TestRecorderPlain: Plain hides the recorder's Record.
+func TestRecorderPlain(t *testing.T) {
+	type recorder interface {
+		Record(context.Context, manifest.Range) error
+	}
+	r := New("rec")
+	if _, ok := sinks.Sink(r).(recorder); !ok {
+		t.Fatal("the recorder records no ranges")
+	}
+	if _, ok := r.Plain().(recorder); ok {
+		t.Fatal("Plain records ranges")
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -26,11 +25,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/binding/spec"
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/natstest"
 	"github.com/ttl-archiver/archiver/natsmsg"
 	"github.com/ttl-archiver/archiver/sinks"
 )
@@ -109,20 +107,6 @@ func (m natsMessage) GetExtension(name string) interface{} {
 
 func (m natsMessage) Finish(error) error { return nil }
 
-func startNATS(t *testing.T) string {
-	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true}
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
-		t.Fatal("nats-server not ready within 30s")
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	return srv.Addr().(*net.TCPAddr).String()
-}
-
 // testEvents are an expired item with every attribute type and a key that
 // needs percent-encoding, a swept expiry, a user delete and an insert.
 func testEvents() []event.Event {
@@ -155,7 +139,7 @@ func testEvents() []event.Event {
 func TestSDKReadsTheMessages(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	addr := startNATS(t)
+	addr := natstest.Start(t).Addr()
 	sink, _, err := sinks.Open(ctx, "nats://"+addr+"?subject=ce.{table}.{kind}&create-stream=CE&events=all&format=cloudevents", sinks.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -214,15 +198,7 @@ func TestSDKReadsTheMessages(t *testing.T) {
 
 // readStream reads n messages of stream name in order.
 func readStream(ctx context.Context, t *testing.T, addr, name string, n int) []jetstream.Msg {
-	nc, err := nats.Connect("nats://" + addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := natstest.Connect(t, addr)
 	st, err := js.Stream(ctx, name)
 	if err != nil {
 		t.Fatal(err)

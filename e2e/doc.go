@@ -4,7 +4,9 @@
 // (versitygw), an embedded NATS server with JetStream, and the real
 // `archiver` binary killed with SIGKILL in a loop.
 //
-// The package has no code of its own; everything is in its tests:
+// The package has no code of its own; everything is in its tests (doc.go
+// and _test.go files only, imported by nothing: TestE2EIsTestOnly in
+// internal/housetest):
 //
 //   - crashloop_test.go: `archiver run` as a process against `archiver
 //     engine` as a process, killed at random moments CRASHLOOP_ROUNDS times

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,10 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/klauspost/compress/gzip"
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/natstest"
 	"github.com/ttl-archiver/archiver/internal/s3test"
 	"github.com/ttl-archiver/archiver/manifest"
 )
@@ -119,42 +118,24 @@ func (r *s3Reader) read(t testing.TB, ctx context.Context, key string) error {
 
 // ---- NATS: an embedded server with JetStream ----
 
-// startNATS starts an embedded nats-server with JetStream (storing in a
-// temporary directory) on a free loopback port and returns its URL.
+// startNATS starts a nats-server with JetStream (internal/natstest) and
+// returns its host:port.
 func startNATS(t testing.TB) string {
 	t.Helper()
-	return startNATSMaxPayload(t, 0)
+	return natstest.Start(t).Addr()
 }
 
 // startNATSMaxPayload is startNATS with the server's max_payload set to
-// maxPayload bytes (0: the server's default, 1 MiB).
+// maxPayload bytes.
 func startNATSMaxPayload(t testing.TB, maxPayload int32) string {
 	t.Helper()
-	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true, MaxPayload: maxPayload}
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
-		t.Fatal("nats-server not ready within 30s")
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	return fmt.Sprintf("127.0.0.1:%d", srv.Addr().(*net.TCPAddr).Port)
+	return natstest.Start(t, func(o *server.Options) { o.MaxPayload = maxPayload }).Addr()
 }
 
 // natsClient connects a plain client for set-up and checks.
 func natsClient(t testing.TB, url string) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect("nats://" + url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := natstest.Connect(t, url)
 	return js
 }
 

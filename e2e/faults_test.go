@@ -342,6 +342,9 @@ func (env *faultEnv) finish() *tally {
 // faultSink wraps a real sink; while the env's sinkDown is set it fails
 // every batch: half of them after the inner sink made them durable (so the
 // retry writes them twice), half without writing anything.
+// It is its own fake rather than a sinktest.Recorder: the failure strikes
+// a real sink (after or instead of its write), whose archive is the far
+// end.
 type faultSink struct {
 	sinks.Sink
 	env *faultEnv

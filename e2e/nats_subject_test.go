@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,6 +24,7 @@ import (
 	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/internal/natstest"
 )
 
 // Issue 19, point 1: one message never breaks the NATS connection. The
@@ -155,61 +155,22 @@ func deadLetters(t testing.TB, dir string) []event.Event {
 // natsUser and natsPassword are the user the archiver connects as.
 const natsUser, natsPassword = "archiver", "right"
 
-// natsProc is an embedded nats-server with JetStream and one user, which
-// a test can replace by another on the same port and store (a restart
-// with other settings).
-type natsProc struct {
-	t    testing.TB
-	srv  *server.Server
-	opts server.Options
-	url  string
-}
-
-func startNATSServer(t testing.TB) *natsProc {
+// natsWithUser starts a nats-server with JetStream whose one user is
+// natsUser with natsPassword; a test restarts it on the same port and
+// store with another password (natstest.Server.Restart, withPassword).
+func natsWithUser(t testing.TB) *natstest.Server {
 	t.Helper()
-	n := &natsProc{t: t, opts: server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-		Users: []*server.User{{Username: natsUser, Password: natsPassword}}}}
-	n.start(natsPassword)
-	n.opts.Port = n.srv.Addr().(*net.TCPAddr).Port
-	n.url = fmt.Sprintf("127.0.0.1:%d", n.opts.Port)
-	t.Cleanup(n.stop)
-	return n
+	return natstest.Start(t, withPassword(natsPassword))
 }
 
-// start starts the server with the user's password set to password.
-func (n *natsProc) start(password string) {
-	n.t.Helper()
-	opts := n.opts
-	opts.Users = []*server.User{{Username: natsUser, Password: password}}
-	srv, err := server.NewServer(&opts)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
-		n.t.Fatal("nats-server not ready within 30s")
-	}
-	n.srv = srv
+// withPassword sets natsUser's password to password.
+func withPassword(password string) func(*server.Options) {
+	return func(o *server.Options) { o.Users = []*server.User{{Username: natsUser, Password: password}} }
 }
 
-func (n *natsProc) stop() {
-	if n.srv != nil {
-		n.srv.Shutdown()
-		n.srv.WaitForShutdown()
-		n.srv = nil
-	}
-}
-
-// restart stops the server and starts it again on the same port and store
-// with the user's password set to password.
-func (n *natsProc) restart(password string) {
-	n.stop()
-	n.start(password)
-}
-
-// client connects a plain client as the user.
-func (n *natsProc) client(t testing.TB) jetstream.JetStream {
-	return natsClient(t, natsUser+":"+natsPassword+"@"+n.url)
+// natsUserClient connects a plain client as natsUser.
+func natsUserClient(t testing.TB, ns *natstest.Server) jetstream.JetStream {
+	return natsClient(t, natsUser+":"+natsPassword+"@"+ns.Addr())
 }
 
 // closedForControlLine counts the connections the server closed for a
@@ -234,7 +195,7 @@ func closedForControlLine(t testing.TB, srv *server.Server) int {
 // --dead-letter file://DIR --retry-for 5s.
 type bkBed struct {
 	*procBed
-	nats    *natsProc
+	nats    *natstest.Server
 	st      jetstream.Stream
 	dlq     string
 	archive *proc
@@ -245,15 +206,15 @@ func newBKBed(t *testing.T) *bkBed {
 	for _, table := range bkTables {
 		createBinaryKeyTable(t, b.db, table)
 	}
-	b.nats = startNATSServer(t)
+	b.nats = natsWithUser(t)
 	var err error
-	b.st, err = b.nats.client(t).CreateStream(b.ctx, jetstream.StreamConfig{Name: "BK", Subjects: []string{"bk.>"}, Duplicates: 10 * time.Minute})
+	b.st, err = natsUserClient(t, b.nats).CreateStream(b.ctx, jetstream.StreamConfig{Name: "BK", Subjects: []string{"bk.>"}, Duplicates: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.dlq = filepath.Join(b.work, "dead")
 	b.archive = b.run("--table", bkTables[0], "--table", bkTables[1],
-		"--sink", "nats://"+natsUser+":"+natsPassword+"@"+b.nats.url+"?subject="+bkSubject,
+		"--sink", "nats://"+natsUser+":"+natsPassword+"@"+b.nats.Addr()+"?subject="+bkSubject,
 		"--dead-letter", "file://"+b.dlq, "--retry-for", "5s")
 	return b
 }
@@ -345,7 +306,7 @@ func TestNATSLongKeysNeverBreakTheConnection(t *testing.T) {
 			t.Errorf("%s dead-lettered (%+v); only the long item may be", id, ev.DeadLetter)
 		}
 	}
-	if n := closedForControlLine(t, b.nats.srv); n != 0 {
+	if n := closedForControlLine(t, b.nats.Running()); n != 0 {
 		t.Errorf("the server closed %d connections for a control line over its limit", n)
 	}
 }
@@ -364,7 +325,7 @@ func TestNATSConnectionClosedByTheServerIsRebuilt(t *testing.T) {
 	before := smallBinaryKeys(t, b.ctx, b.db, 0, 10)
 	b.waitOnStream("the first items on JetStream", before)
 
-	b.nats.restart("changed")
+	b.nats.Restart(withPassword("changed"))
 	around := smallBinaryKeys(t, b.ctx, b.db, 10, 25)
 	eventually.Wait(t, 120*time.Second, "the archiver's connection closed for good", func() error {
 		alive(t, b.archive)
@@ -376,10 +337,10 @@ func TestNATSConnectionClosedByTheServerIsRebuilt(t *testing.T) {
 	if code, err := b.readyz(); err != nil || code == http.StatusOK {
 		t.Errorf("/readyz %d (%v) while the server refuses the archiver, want unready", code, err)
 	}
-	b.nats.restart(natsPassword)
+	b.nats.Restart(withPassword(natsPassword))
 	after := smallBinaryKeys(t, b.ctx, b.db, 35, 10)
 	all := append(append(append([]string{}, before...), around...), after...)
-	b.st = streamOf(t, b.ctx, b.nats.client(t), "BK")
+	b.st = streamOf(t, b.ctx, natsUserClient(t, b.nats), "BK")
 	b.waitOnStream("every item on JetStream after the new connection", all)
 	eventually.Wait(t, 60*time.Second, "/readyz ready again", func() error {
 		if code, err := b.readyz(); err != nil || code != http.StatusOK {

@@ -32,7 +32,7 @@ import (
 // pipelineItems is E2E_ITEMS, by default 50,000, but 5,000 with -short or
 // under the race detector (which makes the engine about ten times slower:
 // 50,000 items would take minutes on 2 cores; `go test -run
-// TestPipelineS3AndJetStream ./internal/e2e/` without -race runs the full
+// TestPipelineS3AndJetStream ./e2e/` without -race runs the full
 // 50,000 in about a minute).
 func pipelineItems(t *testing.T) int {
 	if s := os.Getenv("E2E_ITEMS"); s != "" {

@@ -918,6 +918,8 @@ func (o *orderLog) ack(b sinks.Batch) {
 // an orderLog and, while its holder holds, keeps the acknowledgements back
 // (the events are durable; the consumer does not know yet), so that no
 // shard can finish.
+// It is its own fake rather than a sinktest.Recorder: it wraps the
+// worker's real file sink, whose archive the test reads.
 type holdSink struct {
 	sinks.Sink
 	h *holder
