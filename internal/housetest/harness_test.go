@@ -82,7 +82,7 @@ func TestE2EIsTestOnly(t *testing.T) {
 var natsStarters = map[string]string{
 	"internal/natstest/natstest.go": "the tests' one nats-server starter",
 	"demo/demo.go":                  "a program: `archiver demo` runs NATS for its subscriber",
-	"cmd/bench/":                    "a program: `make bench` measures the NATS sink against its own server",
+	"cmd/bench/internal/benchkit/":  "a program: `make bench` measures the NATS sink against its own server",
 }
 
 // maxTestNATSStarters is how many files of test code (_test.go files and
