@@ -92,9 +92,9 @@ type lineParser struct {
 // interner hands out one string for repeated attribute names and
 // metadata values (table, shard, stream ARN, ...), which every line of an
 // object repeats, so that they are allocated once per object rather than
-// once per line. It stops growing at maxInterned strings.
-// The attribute names and their map are ddbjson's Interner, which also
-// holds the scratch buffer that checks base64 without building.
+// once per line. Its map is ddbjson's Interner (which stops growing at
+// 4096 strings and holds the scratch buffer that checks base64 without
+// building), shared by the line's attribute names and metadata values.
 // last holds, per metadata member (see slot), the value of the line
 // before, which the next line most likely repeats: checked first, it
 // spares a map lookup.
@@ -248,7 +248,7 @@ func checkMeta(e *event.Event) bool {
 }
 
 // fieldTo reads the value of metadata member s. The previous line's
-// value is tried first, by its bytes: as raw returned it, it holds no
+// value is tried first, by its bytes: as Plain returned it, it holds no
 // quote, backslash or control byte, so the same bytes between quotes are
 // the same string.
 func (p *lineParser) fieldTo(s slot, dst *string) bool {
