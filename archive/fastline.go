@@ -1,17 +1,11 @@
 package archive
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/binary"
-	"math/bits"
 	"strconv"
 	"time"
-	"unicode/utf8"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/ddbjson"
 )
 
 // fastDecodeLine decodes an archive line written exactly as
@@ -38,26 +32,26 @@ import (
 // It fills *e, which must be zero, and may leave it half filled when it
 // declines. Every string in *e is its own copy: none refers to b.
 func fastDecodeLine(e *event.Event, b []byte, names *interner, skipImages bool) (head int, ok bool) {
-	p := &lineParser{b: b, names: names, skip: skipImages}
-	if !p.lit(`{"Item":`) {
+	p := &lineParser{Canonical: ddbjson.Canonical{Scanner: ddbjson.NewScanner(b), Names: names.strs(), Skip: skipImages}, names: names}
+	if !p.Lit(`{"Item":`) {
 		return 0, false
 	}
-	item, ok := p.item()
-	if !ok || !p.lit(`,"Keys":`) {
+	item, ok := p.Item()
+	if !ok || !p.Lit(`,"Keys":`) {
 		return 0, false
 	}
-	if e.Keys, ok = p.item(); !ok {
+	if e.Keys, ok = p.Item(); !ok {
 		return 0, false
 	}
-	head = p.i
+	head = p.Pos()
 	var old event.Item
-	hasOld := p.lit(`,"OldImage":`)
+	hasOld := p.Lit(`,"OldImage":`)
 	if hasOld {
-		if old, ok = p.item(); !ok {
+		if old, ok = p.Item(); !ok {
 			return 0, false
 		}
 	}
-	if !p.lit(`,"Metadata":`) || !p.metadata(e) || !p.char('}') || p.i != len(p.b) {
+	if !p.Lit(`,"Metadata":`) || !p.metadata(e) || !p.Char('}') || len(p.Rest()) != 0 {
 		return 0, false
 	}
 	remove := e.EventName == "REMOVE" || (e.EventName == "" && (e.Kind == event.Expired || e.Kind == event.Deleted))
@@ -86,12 +80,11 @@ func fastDecodeLine(e *event.Event, b []byte, names *interner, skipImages bool) 
 	return head, true
 }
 
-// lineParser is a cursor over one line.
+// lineParser is a cursor over one line: its images are read by
+// ddbjson's canonical reader, its Metadata here.
 type lineParser struct {
-	b     []byte
-	i     int
+	ddbjson.Canonical
 	names *interner // nil: none
-	skip  bool      // check images, do not build them
 	// keysOnly: Metadata said "image":"keys-only".
 	keysOnly bool
 }
@@ -99,16 +92,25 @@ type lineParser struct {
 // interner hands out one string for repeated attribute names and
 // metadata values (table, shard, stream ARN, ...), which every line of an
 // object repeats, so that they are allocated once per object rather than
-// once per line. It stops growing at maxInterned strings.
-// It also holds the scratch buffer that checks base64 without building.
+// once per line. Its map is ddbjson's Interner (which stops growing at
+// 4096 strings and holds the scratch buffer that checks base64 without
+// building), shared by the line's attribute names and metadata values.
 // last holds, per metadata member (see slot), the value of the line
 // before, which the next line most likely repeats: checked first, it
 // spares a map lookup.
 type interner struct {
-	m       map[string]string
-	scratch []byte
+	ddbjson.Interner
+	scratch []byte // strings' buffer
 	last    [slots]string
 	ids     *event.IDHasher
+}
+
+// strs is the interner of the line's attribute names (nil when in is).
+func (in *interner) strs() *ddbjson.Interner {
+	if in == nil {
+		return nil
+	}
+	return &in.Interner
 }
 
 // hasher is the object's IDHasher, for its lines' identities (a new one
@@ -138,26 +140,8 @@ const (
 	slots
 )
 
-const maxInterned = 4096
-
-func (in *interner) get(b []byte) string {
-	if in == nil {
-		return string(b)
-	}
-	if s, ok := in.m[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	if in.m == nil {
-		in.m = map[string]string{}
-	}
-	if len(in.m) < maxInterned {
-		in.m[s] = s
-	}
-	return s
-}
-
-// field is get for the values of one metadata member.
+// field interns the values of one metadata member, the line before's
+// tried first.
 func (in *interner) field(s slot, b []byte) string {
 	if in == nil {
 		return string(b)
@@ -165,7 +149,7 @@ func (in *interner) field(s slot, b []byte) string {
 	if last := in.last[s]; last == string(b) {
 		return last
 	}
-	v := in.get(b)
+	v := in.Intern(b)
 	in.last[s] = v
 	return v
 }
@@ -181,412 +165,57 @@ func (in *interner) strings(a, b, c []byte) (sa, sb, sc string) {
 	return all[:len(a)], all[len(a) : len(a)+len(b)], all[len(a)+len(b):]
 }
 
-// lit consumes s if the input continues with it.
-func (p *lineParser) lit(s string) bool {
-	if len(p.b)-p.i < len(s) || string(p.b[p.i:p.i+len(s)]) != s {
-		return false
-	}
-	p.i += len(s)
-	return true
-}
-
-// str reads a JSON string without escapes, of valid UTF-8.
-func (p *lineParser) str() (string, bool) {
-	b, ok := p.raw()
-	if !ok {
-		return "", false
-	}
-	return string(b), true
-}
-
-// name is str for strings that repeat from line to line (interned).
-func (p *lineParser) name() (string, bool) {
-	b, ok := p.raw()
-	if !ok {
-		return "", false
-	}
-	return p.names.get(b), true
-}
-
-// raw reads a JSON string without escapes, of valid UTF-8, and returns its
-// bytes (part of the line).
-func (p *lineParser) raw() ([]byte, bool) {
-	if p.i >= len(p.b) || p.b[p.i] != '"' {
-		return nil, false
-	}
-	start := p.i + 1
-	if n, ok := plainString(p.b[start:]); ok {
-		p.i = start + n + 1
-		return p.b[start : start+n], true
-	}
-	ascii := true
-	for i := start; i < len(p.b); i++ {
-		switch c := p.b[i]; {
-		case c == '"':
-			s := p.b[start:i]
-			if !ascii && (!utf8.Valid(s) || bytes.Contains(s, []byte(lineSep)) || bytes.Contains(s, []byte(paraSep))) {
-				return nil, false // AppendLine escapes U+2028 and U+2029
-			}
-			p.i = i + 1
-			return s, true
-		case c == '\\' || c < 0x20:
-			return nil, false
-		case c >= 0x80:
-			ascii = false
-		}
-	}
-	return nil, false
-}
-
-// lineSep and paraSep are U+2028 and U+2029, which AppendLine writes
-// escaped.
-const lineSep, paraSep = "\u2028", "\u2029"
-
-// strictBase64 is the standard encoding that takes only the canonical
-// form of a value (padding bits zero), the one AppendLine writes.
-var strictBase64 = base64.StdEncoding.Strict()
-
-// plainString finds the closing quote of a JSON string whose content b
-// starts with, eight bytes at a time, and returns the content's length;
-// ok is false when the content is not plain (a byte below 0x20, above
-// 0x7f or a backslash comes first: raw then looks byte by byte) or has no
-// end.
-//
-// Per word, the masks below have the high bit of a byte set where that
-// byte matches; the lowest set bit of each is exact (a false match can
-// only come after a true one), which is all that is read.
-func plainString(b []byte) (n int, ok bool) {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for ; n+8 <= len(b); n += 8 {
-		v := binary.LittleEndian.Uint64(b[n:])
-		q := v ^ '"'*ones
-		quote := (q - ones) &^ q & highs
-		x := v ^ '\\'*ones
-		special := (v | (v-0x20*ones)&^v | (x-ones)&^x) & highs
-		if quote != 0 {
-			at := bits.TrailingZeros64(quote)
-			if special != 0 && bits.TrailingZeros64(special) < at {
-				return 0, false
-			}
-			return n + at/8, true
-		}
-		if special != 0 {
-			return 0, false
-		}
-	}
-	for ; n < len(b); n++ {
-		switch c := b[n]; {
-		case c == '"':
-			return n, true
-		case c < 0x20 || c >= 0x80 || c == '\\':
-			return 0, false
-		}
-	}
-	return 0, false
-}
-
-// char consumes c if the input continues with it.
-func (p *lineParser) char(c byte) bool {
-	if p.i < len(p.b) && p.b[p.i] == c {
-		p.i++
-		return true
-	}
-	return false
-}
-
-// item reads a DynamoDB JSON object of attribute values (nil when
-// skipping images), its names in strictly ascending order, as AppendItem
-// writes them.
-func (p *lineParser) item() (event.Item, bool) {
-	if !p.char('{') {
-		return nil, false
-	}
-	var m event.Item
-	if !p.skip {
-		m = event.Item{}
-	}
-	if p.char('}') {
-		return m, true
-	}
-	var prev []byte
-	for {
-		name, ok := p.raw()
-		if !ok || (prev != nil && string(prev) >= string(name)) || !p.char(':') {
-			return nil, false
-		}
-		prev = name
-		if p.skip {
-			if !p.skipValue() {
-				return nil, false
-			}
-		} else if m[p.names.get(name)], ok = p.value(); !ok {
-			return nil, false
-		}
-		if p.char('}') {
-			return m, true
-		}
-		if !p.char(',') {
-			return nil, false
-		}
-	}
-}
-
-// skipValue checks one attribute value as value reads it, building
-// nothing.
-func (p *lineParser) skipValue() bool {
-	tb, ok := p.typeTag()
-	if !ok {
-		return false
-	}
-	switch string(tb) {
-	case "S":
-		_, ok = p.raw()
-	case "N":
-		var b []byte
-		b, ok = p.raw()
-		ok = ok && event.ValidNumber(string(b))
-	case "B":
-		var b []byte
-		b, ok = p.raw()
-		ok = ok && p.base64OK(b)
-	case "BOOL":
-		ok = p.lit("true") || p.lit("false")
-	case "NULL":
-		ok = p.lit("true")
-	case "SS", "NS", "BS":
-		ok = p.skipArray(func() bool {
-			b, ok := p.raw()
-			return ok && (tb[0] == 'S' || (tb[0] == 'N' && event.ValidNumber(string(b))) || (tb[0] == 'B' && p.base64OK(b)))
-		})
-	case "M":
-		_, ok = p.item()
-	case "L":
-		ok = p.skipArray(p.skipValue)
-	default:
-		return false
-	}
-	return ok && p.char('}')
-}
-
-// typeTag reads the start of an attribute value, {"T":, and returns T.
-// A one-letter T (S, N, B, M, L) is matched in place.
-func (p *lineParser) typeTag() ([]byte, bool) {
-	if i := p.i; i+5 <= len(p.b) && p.b[i] == '{' && p.b[i+1] == '"' && p.b[i+3] == '"' && p.b[i+4] == ':' {
-		p.i += 5
-		return p.b[i+2 : i+3], true
-	}
-	if !p.lit(`{"`) {
-		return nil, false
-	}
-	p.i-- // back to the type key's quote
-	tb, ok := p.raw()
-	return tb, ok && p.char(':')
-}
-
-// skipArray checks a JSON array whose elements elem checks.
-func (p *lineParser) skipArray(elem func() bool) bool {
-	if !p.char('[') {
-		return false
-	}
-	for n := 0; !p.char(']'); n++ {
-		if (n > 0 && !p.char(',')) || !elem() {
-			return false
-		}
-	}
-	return true
-}
-
-// base64OK reports whether b is standard base64, as
-// the strict base64.StdEncoding would take it (the one form AppendLine
-// writes).
-func (p *lineParser) base64OK(b []byte) bool {
-	var scratch []byte
-	if p.names != nil {
-		scratch = p.names.scratch
-	}
-	n := base64.StdEncoding.DecodedLen(len(b))
-	if cap(scratch) < n {
-		scratch = make([]byte, n)
-		if p.names != nil {
-			p.names.scratch = scratch
-		}
-	}
-	_, err := strictBase64.Decode(scratch[:n], b)
-	return err == nil
-}
-
-// value reads one attribute value, {"T":V}.
-func (p *lineParser) value() (types.AttributeValue, bool) {
-	tb, ok := p.typeTag()
-	if !ok {
-		return nil, false
-	}
-	var av types.AttributeValue
-	switch string(tb) { // compared only: no allocation
-	case "S":
-		s, ok := p.str()
-		av = &types.AttributeValueMemberS{Value: s}
-		if !ok {
-			return nil, false
-		}
-	case "N":
-		s, ok := p.str()
-		if !ok || !event.ValidNumber(s) {
-			return nil, false
-		}
-		av = &types.AttributeValueMemberN{Value: s}
-	case "B":
-		s, ok := p.str()
-		if !ok {
-			return nil, false
-		}
-		v, err := strictBase64.DecodeString(s)
-		if err != nil {
-			return nil, false
-		}
-		av = &types.AttributeValueMemberB{Value: v}
-	case "BOOL":
-		switch {
-		case p.lit("true"):
-			av = &types.AttributeValueMemberBOOL{Value: true}
-		case p.lit("false"):
-			av = &types.AttributeValueMemberBOOL{Value: false}
-		default:
-			return nil, false
-		}
-	case "NULL":
-		if !p.lit("true") {
-			return nil, false
-		}
-		av = &types.AttributeValueMemberNULL{Value: true}
-	case "SS", "NS", "BS":
-		if av, ok = p.set(tb[0]); !ok {
-			return nil, false
-		}
-	case "M":
-		m, ok := p.item()
-		if !ok {
-			return nil, false
-		}
-		av = &types.AttributeValueMemberM{Value: m}
-	case "L":
-		if av, ok = p.list(); !ok {
-			return nil, false
-		}
-	default:
-		return nil, false
-	}
-	return av, p.char('}')
-}
-
-// set reads the array of an SS, NS or BS (typ 'S', 'N' or 'B').
-func (p *lineParser) set(typ byte) (types.AttributeValue, bool) {
-	if !p.char('[') {
-		return nil, false
-	}
-	ss := []string{}
-	for !p.char(']') {
-		if len(ss) > 0 && !p.char(',') {
-			return nil, false
-		}
-		s, ok := p.str()
-		if !ok {
-			return nil, false
-		}
-		ss = append(ss, s)
-	}
-	switch typ {
-	case 'S':
-		return &types.AttributeValueMemberSS{Value: ss}, true
-	case 'N':
-		for _, n := range ss {
-			if !event.ValidNumber(n) {
-				return nil, false
-			}
-		}
-		return &types.AttributeValueMemberNS{Value: ss}, true
-	}
-	bs := make([][]byte, len(ss))
-	for i, s := range ss {
-		v, err := strictBase64.DecodeString(s)
-		if err != nil {
-			return nil, false
-		}
-		bs[i] = v
-	}
-	return &types.AttributeValueMemberBS{Value: bs}, true
-}
-
-// list reads the array of an L.
-func (p *lineParser) list() (types.AttributeValue, bool) {
-	if !p.char('[') {
-		return nil, false
-	}
-	l := []types.AttributeValue{}
-	for !p.char(']') {
-		if len(l) > 0 && !p.char(',') {
-			return nil, false
-		}
-		av, ok := p.value()
-		if !ok {
-			return nil, false
-		}
-		l = append(l, av)
-	}
-	return &types.AttributeValueMemberL{Value: l}, true
-}
-
 // metadata reads the Metadata object in AppendLine's member order and
 // checks what DecodeLine checks.
 func (p *lineParser) metadata(e *event.Event) bool {
 	var kind string
 	var id, seq, ttlValue []byte
-	ok := p.lit(`{"kind":`) && p.fieldTo(slotKind, &kind) &&
-		p.lit(`,"table":`) && p.fieldTo(slotTable, &e.Table) &&
-		p.lit(`,"eventID":`) && p.rawTo(&id) &&
-		p.lit(`,"eventName":`) && p.fieldTo(slotEventName, &e.EventName) &&
-		p.lit(`,"sequenceNumber":`) && p.rawTo(&seq) &&
-		p.lit(`,"shardId":`) && p.fieldTo(slotShard, &e.ShardID) &&
-		p.lit(`,"streamArn":`) && p.fieldTo(slotARN, &e.StreamARN)
+	ok := p.Lit(`{"kind":`) && p.fieldTo(slotKind, &kind) &&
+		p.Lit(`,"table":`) && p.fieldTo(slotTable, &e.Table) &&
+		p.Lit(`,"eventID":`) && p.rawTo(&id) &&
+		p.Lit(`,"eventName":`) && p.fieldTo(slotEventName, &e.EventName) &&
+		p.Lit(`,"sequenceNumber":`) && p.rawTo(&seq) &&
+		p.Lit(`,"shardId":`) && p.fieldTo(slotShard, &e.ShardID) &&
+		p.Lit(`,"streamArn":`) && p.fieldTo(slotARN, &e.StreamARN)
 	if !ok {
 		return false
 	}
 	e.Kind = event.Kind(kind)
-	if p.lit(`,"region":`) {
+	if p.Lit(`,"region":`) {
 		if !p.fieldTo(slotRegion, &e.Region) || !event.ValidRegion(e.Region) {
 			return false
 		}
 	} else {
 		e.Region = event.RegionOf(e.StreamARN) // a line written before lines named it
 	}
-	if p.lit(`,"approximateCreationDateTime":`) && !p.timeTo(&e.ApproximateCreationTime) {
+	if p.Lit(`,"approximateCreationDateTime":`) && !p.timeTo(&e.ApproximateCreationTime) {
 		return false
 	}
-	if p.lit(`,"deletionTime":`) {
-		if _, ok := p.raw(); !ok {
+	if p.Lit(`,"deletionTime":`) {
+		if _, ok := p.Plain(); !ok {
 			return false
 		}
 	}
-	if p.lit(`,"sizeBytes":`) && !p.intTo(&e.SizeBytes) {
+	if p.Lit(`,"sizeBytes":`) && !p.intTo(&e.SizeBytes) {
 		return false
 	}
-	if p.lit(`,"ttlAttribute":`) && !p.fieldTo(slotTTLAttribute, &e.TTLAttribute) {
+	if p.Lit(`,"ttlAttribute":`) && !p.fieldTo(slotTTLAttribute, &e.TTLAttribute) {
 		return false
 	}
-	if p.lit(`,"ttlValue":`) && (!p.rawTo(&ttlValue) || (len(ttlValue) > 0 && !event.ValidNumber(string(ttlValue)))) {
+	if p.Lit(`,"ttlValue":`) && (!p.rawTo(&ttlValue) || (len(ttlValue) > 0 && !ddbjson.ValidNumber(string(ttlValue)))) {
 		return false
 	}
-	if p.lit(`,"ttlTime":`) && !p.timeTo(&e.TTLTime) {
+	if p.Lit(`,"ttlTime":`) && !p.timeTo(&e.TTLTime) {
 		return false
 	}
-	if p.lit(`,"ttlLagSeconds":`) && !p.secondsTo(&e.TTLLag) {
+	if p.Lit(`,"ttlLagSeconds":`) && !p.secondsTo(&e.TTLLag) {
 		return false
 	}
-	if p.lit(`,"deletedBy":`) && !p.fieldTo(slotDeletedBy, &e.DeletedBy) {
+	if p.Lit(`,"deletedBy":`) && !p.fieldTo(slotDeletedBy, &e.DeletedBy) {
 		return false
 	}
-	p.keysOnly = p.lit(`,"image":"` + event.ImageKeysOnly + `"`)
-	if !p.char('}') {
+	p.keysOnly = p.Lit(`,"image":"` + event.ImageKeysOnly + `"`)
+	if !p.Char('}') {
 		return false
 	}
 	e.EventID, e.SequenceNumber, e.TTLValue = p.names.strings(id, seq, ttlValue)
@@ -619,18 +248,19 @@ func checkMeta(e *event.Event) bool {
 }
 
 // fieldTo reads the value of metadata member s. The previous line's
-// value is tried first, by its bytes: as raw returned it, it holds no
+// value is tried first, by its bytes: as Plain returned it, it holds no
 // quote, backslash or control byte, so the same bytes between quotes are
 // the same string.
 func (p *lineParser) fieldTo(s slot, dst *string) bool {
 	if p.names != nil {
-		last := p.names.last[s]
-		if end := p.i + 1 + len(last); end < len(p.b) && p.b[p.i] == '"' && p.b[end] == '"' && string(p.b[p.i+1:end]) == last {
-			*dst, p.i = last, end+1
+		last, rest := p.names.last[s], p.Rest()
+		if end := 1 + len(last); end < len(rest) && rest[0] == '"' && rest[end] == '"' && string(rest[1:end]) == last {
+			*dst = last
+			p.Advance(end + 1)
 			return true
 		}
 	}
-	b, ok := p.raw()
+	b, ok := p.Plain()
 	if ok {
 		*dst = p.names.field(s, b)
 	}
@@ -638,13 +268,13 @@ func (p *lineParser) fieldTo(s slot, dst *string) bool {
 }
 
 func (p *lineParser) rawTo(dst *[]byte) bool {
-	b, ok := p.raw()
+	b, ok := p.Plain()
 	*dst = b
 	return ok
 }
 
 func (p *lineParser) timeTo(dst *time.Time) bool {
-	b, ok := p.raw()
+	b, ok := p.Plain()
 	if !ok {
 		return false
 	}
@@ -726,32 +356,34 @@ func daysSinceEpoch(y, mo, d int) int64 {
 // number returns the JSON number at the cursor: -?(0|[1-9][0-9]*), then
 // an optional fraction; exponents are declined.
 func (p *lineParser) number(fraction bool) (intPart, frac []byte, ok bool) {
-	start := p.i
-	if p.i < len(p.b) && p.b[p.i] == '-' {
-		p.i++
+	b := p.Rest()
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
 	}
-	d := p.i
-	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
-		p.i++
+	d := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
 	}
-	if p.i == d || (p.b[d] == '0' && p.i-d > 1) {
+	if i == d || (b[d] == '0' && i-d > 1) {
 		return nil, nil, false
 	}
-	intPart = p.b[start:p.i]
-	if fraction && p.i < len(p.b) && p.b[p.i] == '.' {
-		p.i++
-		f := p.i
-		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
-			p.i++
+	intPart = b[:i]
+	if fraction && i < len(b) && b[i] == '.' {
+		i++
+		f := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
 		}
-		if p.i == f {
+		if i == f {
 			return nil, nil, false
 		}
-		frac = p.b[f:p.i]
+		frac = b[f:i]
 	}
-	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E' || p.b[p.i] == '.') {
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E' || b[i] == '.') {
 		return nil, nil, false
 	}
+	p.Advance(i)
 	return intPart, frac, true
 }
 

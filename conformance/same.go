@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ttl-archiver/archiver/internal/ddbjson"
 )
 
 // sameItem reports whether two items hold the same attributes with the
@@ -110,7 +112,7 @@ func showValue(v types.AttributeValue) string {
 	case *types.AttributeValueMemberBOOL:
 		return fmt.Sprintf("BOOL %v", x.Value)
 	case *types.AttributeValueMemberNULL:
-		return "NULL"
+		return ddbjson.TypeNULL
 	case *types.AttributeValueMemberSS:
 		return fmt.Sprintf("SS%q", x.Value)
 	case *types.AttributeValueMemberNS:

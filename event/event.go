@@ -1,7 +1,7 @@
 // Package event is the record model shared by the consumer and the sinks:
 // one decoded DynamoDB Streams record, classified by what happened to the
 // item. It sits below its users (consumer, sinks) and imports nothing else of
-// ours.
+// ours but internal/ddbjson, the one reader and writer of DynamoDB JSON.
 //
 // It also holds what is known about a single stream record, for every
 // package that reads records: [Decode] and [Classify] (which REMOVE is an

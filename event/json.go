@@ -3,22 +3,21 @@ package event
 import (
 	"bytes"
 	"cmp"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/ttl-archiver/archiver/internal/ddbjson"
 )
 
-// This file is the one place that renders items and events as JSON.
+// This file renders items and events as JSON; DynamoDB JSON itself is
+// read and written by internal/ddbjson, which the functions here call.
 //
 // DynamoDB JSON ([MarshalItem]) is the attribute-value form of DynamoDB's own
 // APIs and S3 exports: {"name":{"S":"x"},"n":{"N":"12.50"}}. It is lossless:
@@ -40,238 +39,37 @@ import (
 
 // MarshalItem renders item as DynamoDB JSON. A nil item renders as null.
 func MarshalItem(item Item) []byte {
-	return AppendItem(nil, item)
+	return ddbjson.AppendItem(nil, item)
 }
 
 // AppendItem appends the DynamoDB JSON of item to dst and returns the
 // extended buffer.
 func AppendItem(dst []byte, item Item) []byte {
-	return appendObject(dst, item, appendAV)
-}
-
-// appendObject appends item as a JSON object with its attributes in name
-// order (so an event always renders to the same bytes), each value
-// rendered by value. A nil item renders as null.
-func appendObject(dst []byte, item Item, value func([]byte, types.AttributeValue) []byte) []byte {
-	if item == nil {
-		return append(dst, "null"...)
-	}
-	dst = append(dst, '{')
-	var arr [16]attr
-	for i, a := range sortedAttrs(item, arr[:0]) {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendString(dst, a.name)
-		dst = append(dst, ':')
-		dst = value(dst, a.value)
-	}
-	return append(dst, '}')
+	return ddbjson.AppendItem(dst, item)
 }
 
 // MarshalAttributeValue renders one attribute value as DynamoDB JSON, e.g.
 // {"N":"42"}.
 func MarshalAttributeValue(av types.AttributeValue) []byte {
-	return appendAV(nil, av)
-}
-
-func appendAV(dst []byte, av types.AttributeValue) []byte {
-	switch v := av.(type) {
-	case *types.AttributeValueMemberS:
-		dst = append(dst, `{"S":`...)
-		dst = appendString(dst, v.Value)
-	case *types.AttributeValueMemberN:
-		dst = append(dst, `{"N":`...)
-		dst = appendString(dst, v.Value)
-	case *types.AttributeValueMemberB:
-		dst = append(dst, `{"B":`...)
-		dst = appendBase64(dst, v.Value)
-	case *types.AttributeValueMemberBOOL:
-		if v.Value {
-			return append(dst, `{"BOOL":true}`...)
-		}
-		return append(dst, `{"BOOL":false}`...)
-	case *types.AttributeValueMemberNULL:
-		return append(dst, `{"NULL":true}`...)
-	case *types.AttributeValueMemberSS:
-		dst = append(dst, `{"SS":`...)
-		dst = appendStrings(dst, v.Value)
-	case *types.AttributeValueMemberNS:
-		dst = append(dst, `{"NS":`...)
-		dst = appendStrings(dst, v.Value)
-	case *types.AttributeValueMemberBS:
-		dst = append(dst, `{"BS":[`...)
-		for i, b := range v.Value {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendBase64(dst, b)
-		}
-		dst = append(dst, ']')
-	case *types.AttributeValueMemberM:
-		dst = append(dst, `{"M":`...)
-		dst = AppendItem(dst, nonNil(v.Value))
-	case *types.AttributeValueMemberL:
-		dst = append(dst, `{"L":[`...)
-		for i, e := range v.Value {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendAV(dst, e)
-		}
-		dst = append(dst, ']')
-	default:
-		// An unknown member (a future SDK type) or nil: keep the output
-		// valid JSON and visibly marked rather than dropping the attribute.
-		return append(dst, `{"NULL":true}`...)
-	}
-	return append(dst, '}')
-}
-
-func nonNil(m Item) Item {
-	if m == nil {
-		return Item{}
-	}
-	return m
+	return ddbjson.AppendAV(nil, av)
 }
 
 // PlainJSON renders item as ordinary JSON: N as a JSON number literal with
 // DynamoDB's exact digits, B as a base64 string, sets as arrays, NULL as
 // null. A nil item renders as null.
 func PlainJSON(item Item) []byte {
-	return AppendPlainJSON(nil, item)
+	return ddbjson.AppendPlain(nil, item)
 }
 
 // AppendPlainJSON appends the plain JSON of item to dst.
 func AppendPlainJSON(dst []byte, item Item) []byte {
-	return appendObject(dst, item, appendPlain)
-}
-
-func appendPlain(dst []byte, av types.AttributeValue) []byte {
-	switch v := av.(type) {
-	case *types.AttributeValueMemberS:
-		return appendString(dst, v.Value)
-	case *types.AttributeValueMemberN:
-		return appendNumber(dst, v.Value)
-	case *types.AttributeValueMemberB:
-		return appendBase64(dst, v.Value)
-	case *types.AttributeValueMemberBOOL:
-		return strconv.AppendBool(dst, v.Value)
-	case *types.AttributeValueMemberNULL:
-		return append(dst, "null"...)
-	case *types.AttributeValueMemberSS:
-		return appendStrings(dst, v.Value)
-	case *types.AttributeValueMemberNS:
-		dst = append(dst, '[')
-		for i, n := range v.Value {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendNumber(dst, n)
-		}
-		return append(dst, ']')
-	case *types.AttributeValueMemberBS:
-		dst = append(dst, '[')
-		for i, b := range v.Value {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendBase64(dst, b)
-		}
-		return append(dst, ']')
-	case *types.AttributeValueMemberM:
-		return AppendPlainJSON(dst, nonNil(v.Value))
-	case *types.AttributeValueMemberL:
-		dst = append(dst, '[')
-		for i, e := range v.Value {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendPlain(dst, e)
-		}
-		return append(dst, ']')
-	}
-	return append(dst, "null"...)
-}
-
-// appendNumber writes a DynamoDB number as a JSON number literal with the
-// same digits. DynamoDB's own spellings that JSON does not allow (a leading
-// "+", ".5", "5.", leading zeros) are repaired without changing the value;
-// anything that is not a number at all is written as a string so the output
-// stays valid JSON.
-func appendNumber(dst []byte, n string) []byte {
-	if IsJSONNumber(n) {
-		return append(dst, n...)
-	}
-	if fixed, ok := jsonNumber(n); ok {
-		return append(dst, fixed...)
-	}
-	return appendString(dst, n)
+	return ddbjson.AppendPlain(dst, item)
 }
 
 // IsJSONNumber reports whether s matches JSON's number grammar (RFC 8259:
 // no leading zeros, no '+', digits after '.' and after the exponent).
 func IsJSONNumber(s string) bool {
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	if i >= len(s) {
-		return false
-	}
-	if s[i] == '0' {
-		i++
-	} else if s[i] >= '1' && s[i] <= '9' {
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-	} else {
-		return false
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		d := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return false
-		}
-	}
-	return exponentRest(s, i)
-}
-
-// jsonNumber rewrites a valid DynamoDB number into JSON's grammar.
-func jsonNumber(s string) (string, bool) {
-	if !ValidNumber(s) {
-		return "", false
-	}
-	neg := false
-	switch s[0] {
-	case '-':
-		neg = true
-		s = s[1:]
-	case '+':
-		s = s[1:]
-	}
-	mant, exp := s, ""
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		mant, exp = s[:i], s[i:]
-	}
-	intPart, frac, hasDot := strings.Cut(mant, ".")
-	intPart = strings.TrimLeft(intPart, "0")
-	if intPart == "" {
-		intPart = "0"
-	}
-	out := intPart
-	if hasDot && frac != "" {
-		out += "." + frac
-	}
-	if neg {
-		out = "-" + out
-	}
-	out += exp
-	return out, IsJSONNumber(out)
+	return ddbjson.IsJSONNumber(s)
 }
 
 // ValidNumber reports whether s is a decimal number as DynamoDB accepts it
@@ -279,207 +77,7 @@ func jsonNumber(s string) (string, bool) {
 // optional exponent. It checks the spelling only, not DynamoDB's range and
 // precision limits.
 func ValidNumber(s string) bool {
-	i := 0
-	if i < len(s) && (s[i] == '-' || s[i] == '+') {
-		i++
-	}
-	digits := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-		digits++
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-			digits++
-		}
-	}
-	if digits == 0 {
-		return false
-	}
-	return exponentRest(s, i)
-}
-
-type attr struct {
-	name  string
-	value types.AttributeValue
-}
-
-// sortedAttrs returns m's attributes sorted by name, in buf when it is
-// large enough (callers pass a stack array, so small items allocate
-// nothing and no attribute is looked up twice).
-func sortedAttrs(m Item, buf []attr) []attr {
-	attrs := buf[:0]
-	for k, v := range m {
-		attrs = append(attrs, attr{k, v})
-	}
-	switch {
-	case len(attrs) <= 1:
-	case len(attrs) <= 16:
-		// Insertion sort: items are small, and comparing in place beats
-		// the generic sort's calls through a comparison function.
-		for i := 1; i < len(attrs); i++ {
-			for j := i; j > 0 && attrs[j].name < attrs[j-1].name; j-- {
-				attrs[j], attrs[j-1] = attrs[j-1], attrs[j]
-			}
-		}
-	default:
-		slices.SortFunc(attrs, func(a, b attr) int { return strings.Compare(a.name, b.name) })
-	}
-	return attrs
-}
-
-func appendStrings(dst []byte, ss []string) []byte {
-	dst = append(dst, '[')
-	for i, s := range ss {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendString(dst, s)
-	}
-	return append(dst, ']')
-}
-
-// appendBase64 writes b as a quoted standard base64 string, the bytes
-// base64.StdEncoding writes. Binary attributes are often the bulk of an
-// item, so it encodes six bytes per step from one 8-byte load (about a
-// third of the standard encoder's instructions); the standard encoder
-// writes the last bytes and the padding.
-func appendBase64(dst []byte, b []byte) []byte {
-	n := base64.StdEncoding.EncodedLen(len(b))
-	dst = slices.Grow(dst, n+2)
-	dst = append(dst, '"')
-	start := len(dst)
-	dst = dst[:start+n]
-	out := dst[start:]
-	i, o := 0, 0
-	for ; i+8 <= len(b) && o+8 <= len(out); i, o = i+6, o+8 {
-		x := binary.BigEndian.Uint64(b[i:])
-		w := out[o : o+8 : o+8]
-		w[0] = base64Std[x>>58]
-		w[1] = base64Std[x>>52&63]
-		w[2] = base64Std[x>>46&63]
-		w[3] = base64Std[x>>40&63]
-		w[4] = base64Std[x>>34&63]
-		w[5] = base64Std[x>>28&63]
-		w[6] = base64Std[x>>22&63]
-		w[7] = base64Std[x>>16&63]
-	}
-	base64.StdEncoding.Encode(out[o:], b[i:])
-	return append(dst, '"')
-}
-
-// base64Std is the alphabet of base64.StdEncoding.
-const base64Std = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-
-const hexDigits = "0123456789abcdef"
-
-// jsonSafe[c] reports whether appendString copies byte c as it is: ASCII
-// from 0x20 up except '"' and '\\'. It is a constant table.
-var jsonSafe = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// appendString writes s as a JSON string. Invalid UTF-8 (which DynamoDB
-// never stores) becomes U+FFFD, as encoding/json does.
-func appendString(dst []byte, s string) []byte {
-	// Most strings (names, keys, ARNs, numbers) need no escaping: find out
-	// in one pass, then copy them whole.
-	i := 0
-	for i+8 <= len(s) && !needsEscape8(load8(s[i:i+8])) {
-		i += 8
-	}
-	for i < len(s) && jsonSafe[s[i]] {
-		i++
-	}
-	if i == len(s) {
-		dst = append(dst, '"')
-		dst = append(dst, s...)
-		return append(dst, '"')
-	}
-	return appendStringEscaped(dst, s, i)
-}
-
-// appendStringEscaped is appendString for a string whose bytes before i
-// need no escaping and whose byte i may.
-func appendStringEscaped(dst []byte, s string, i int) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i < len(s) {
-		// Fast path: skip 8 bytes at a time while none of them needs
-		// escaping or UTF-8 checking (control, '"', '\\', non-ASCII).
-		for i+8 <= len(s) && !needsEscape8(load8(s[i:i+8])) {
-			i += 8
-		}
-		if i >= len(s) {
-			break
-		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if jsonSafe[c] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// load8 packs the 8 bytes of w (little-endian): one load, since w's length
-// is known to the compiler.
-func load8(w string) uint64 {
-	_ = w[7]
-	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-}
-
-// needsEscape8 reports whether any of the 8 bytes packed in x is below
-// 0x20, '"', '\\' or 0x80 and above. It may not say which; the caller then
-// looks at the bytes one by one.
-func needsEscape8(x uint64) bool {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	less := (x - lo*0x20) & ^x // a byte below 0x20
-	q := x ^ (lo * '"')        // a zero byte where x has '"'
-	bs := x ^ (lo * '\\')      // a zero byte where x has '\\'
-	zero := (q-lo) & ^q | (bs-lo)&^bs
-	return (less|zero|x)&hi != 0
+	return ddbjson.ValidNumber(s)
 }
 
 // UnmarshalItem parses DynamoDB JSON (as [MarshalItem] writes it) back into
@@ -487,151 +85,13 @@ func needsEscape8(x uint64) bool {
 // type keys S, N, B, SS, NS, BS, M, L, NULL, BOOL; numbers must be decimal
 // numbers, binary must be standard base64. Errors name the attribute path.
 func UnmarshalItem(data []byte) (Item, error) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("item: %w", err)
-	}
-	if raw == nil {
-		return nil, errors.New("item: null, want an object")
-	}
-	return decodeMap(raw, "")
-}
-
-func decodeMap(raw map[string]json.RawMessage, path string) (Item, error) {
-	item := make(Item, len(raw))
-	for k, v := range raw {
-		p := k
-		if path != "" {
-			p = path + "." + k
-		}
-		av, err := decodeAV(v, p)
-		if err != nil {
-			return nil, err
-		}
-		item[k] = av
-	}
-	return item, nil
+	return ddbjson.UnmarshalItem(data)
 }
 
 // UnmarshalAttributeValue parses one DynamoDB JSON attribute value such as
 // {"N":"42"}.
 func UnmarshalAttributeValue(data []byte) (types.AttributeValue, error) {
-	return decodeAV(data, "value")
-}
-
-func decodeAV(data json.RawMessage, path string) (types.AttributeValue, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
-		return nil, fmt.Errorf("attribute %q: want an object like {\"S\":\"...\"}", path)
-	}
-	if len(obj) != 1 {
-		return nil, fmt.Errorf("attribute %q: want exactly one type key, got %d", path, len(obj))
-	}
-	for typ, v := range obj {
-		bad := func(want string) error {
-			return fmt.Errorf("attribute %q: %s: want %s", path, typ, want)
-		}
-		switch typ {
-		case "S":
-			var s string
-			if json.Unmarshal(v, &s) != nil {
-				return nil, bad("a string")
-			}
-			return &types.AttributeValueMemberS{Value: s}, nil
-		case "N":
-			var s string
-			if json.Unmarshal(v, &s) != nil || !ValidNumber(s) {
-				return nil, bad("a decimal number in a string")
-			}
-			return &types.AttributeValueMemberN{Value: s}, nil
-		case "B":
-			var s string
-			if json.Unmarshal(v, &s) != nil {
-				return nil, bad("a base64 string")
-			}
-			b, err := base64.StdEncoding.DecodeString(s)
-			if err != nil {
-				return nil, bad("a base64 string")
-			}
-			return &types.AttributeValueMemberB{Value: b}, nil
-		case "BOOL":
-			var b bool
-			if json.Unmarshal(v, &b) != nil {
-				return nil, bad("true or false")
-			}
-			return &types.AttributeValueMemberBOOL{Value: b}, nil
-		case "NULL":
-			var b bool
-			if json.Unmarshal(v, &b) != nil || !b {
-				return nil, bad("true")
-			}
-			return &types.AttributeValueMemberNULL{Value: true}, nil
-		case "SS", "NS", "BS":
-			return decodeSet(typ, v, bad)
-		case "M":
-			var m map[string]json.RawMessage
-			if json.Unmarshal(v, &m) != nil || m == nil {
-				return nil, bad("an object")
-			}
-			item, err := decodeMap(m, path)
-			if err != nil {
-				return nil, err
-			}
-			return &types.AttributeValueMemberM{Value: item}, nil
-		case "L":
-			return decodeList(v, path, bad)
-		default:
-			return nil, fmt.Errorf("attribute %q: unknown type key %q (want S, N, B, SS, NS, BS, M, L, NULL or BOOL)", path, typ)
-		}
-	}
-	return nil, fmt.Errorf("attribute %q: want exactly one type key", path)
-}
-
-// decodeSet decodes the value v of a set attribute of type typ (SS, NS or
-// BS); bad makes the error naming the attribute and what it wants.
-func decodeSet(typ string, v json.RawMessage, bad func(want string) error) (types.AttributeValue, error) {
-	var ss []string
-	if json.Unmarshal(v, &ss) != nil || ss == nil {
-		return nil, bad("an array of strings")
-	}
-	switch typ {
-	case "SS":
-		return &types.AttributeValueMemberSS{Value: ss}, nil
-	case "NS":
-		for _, n := range ss {
-			if !ValidNumber(n) {
-				return nil, bad("an array of decimal numbers in strings")
-			}
-		}
-		return &types.AttributeValueMemberNS{Value: ss}, nil
-	}
-	bs := make([][]byte, len(ss))
-	for i, s := range ss {
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			return nil, bad("an array of base64 strings")
-		}
-		bs[i] = b
-	}
-	return &types.AttributeValueMemberBS{Value: bs}, nil
-}
-
-// decodeList decodes the value v of the list attribute at path; bad makes
-// the error naming the attribute and what it wants.
-func decodeList(v json.RawMessage, path string, bad func(want string) error) (types.AttributeValue, error) {
-	var l []json.RawMessage
-	if json.Unmarshal(v, &l) != nil || l == nil {
-		return nil, bad("an array")
-	}
-	out := make([]types.AttributeValue, len(l))
-	for i, e := range l {
-		av, err := decodeAV(e, path+"["+strconv.Itoa(i)+"]")
-		if err != nil {
-			return nil, err
-		}
-		out[i] = av
-	}
-	return &types.AttributeValueMemberL{Value: out}, nil
+	return ddbjson.UnmarshalAV(data)
 }
 
 // AppendLine appends the archive line of e, followed by '\n', to dst. The
@@ -685,9 +145,9 @@ func AppendLine(dst []byte, e *Event) []byte {
 // [IDHasher]).
 func appendLineHead(dst []byte, e *Event) []byte {
 	dst = append(dst, `{"Item":`...)
-	dst = AppendItem(dst, nonNil(e.Image()))
+	dst = ddbjson.AppendMap(dst, e.Image())
 	dst = append(dst, `,"Keys":`...)
-	return AppendItem(dst, nonNil(e.Keys))
+	return ddbjson.AppendMap(dst, e.Keys)
 }
 
 // appendLineRest appends the rest of e's line after appendLineHead's
@@ -698,22 +158,22 @@ func appendLineRest(dst []byte, e *Event) []byte {
 		dst = AppendItem(dst, e.OldImage)
 	}
 	dst = append(dst, `,"Metadata":{"kind":`...)
-	dst = appendString(dst, string(e.Kind))
+	dst = ddbjson.AppendString(dst, string(e.Kind))
 	dst = append(dst, `,"table":`...)
-	dst = appendString(dst, e.Table)
+	dst = ddbjson.AppendString(dst, e.Table)
 	dst = append(dst, `,"eventID":`...)
-	dst = appendString(dst, e.EventID)
+	dst = ddbjson.AppendString(dst, e.EventID)
 	dst = append(dst, `,"eventName":`...)
-	dst = appendString(dst, e.EventName)
+	dst = ddbjson.AppendString(dst, e.EventName)
 	dst = append(dst, `,"sequenceNumber":`...)
-	dst = appendString(dst, e.SequenceNumber)
+	dst = ddbjson.AppendString(dst, e.SequenceNumber)
 	dst = append(dst, `,"shardId":`...)
-	dst = appendString(dst, e.ShardID)
+	dst = ddbjson.AppendString(dst, e.ShardID)
 	dst = append(dst, `,"streamArn":`...)
-	dst = appendString(dst, e.StreamARN)
+	dst = ddbjson.AppendString(dst, e.StreamARN)
 	if e.Region != "" {
 		dst = append(dst, `,"region":`...)
-		dst = appendString(dst, e.Region)
+		dst = ddbjson.AppendString(dst, e.Region)
 	}
 	if !e.ApproximateCreationTime.IsZero() {
 		dst = append(dst, `,"approximateCreationDateTime":`...)
@@ -731,11 +191,11 @@ func appendLineRest(dst []byte, e *Event) []byte {
 	}
 	if e.TTLAttribute != "" {
 		dst = append(dst, `,"ttlAttribute":`...)
-		dst = appendString(dst, e.TTLAttribute)
+		dst = ddbjson.AppendString(dst, e.TTLAttribute)
 	}
 	if e.TTLValue != "" {
 		dst = append(dst, `,"ttlValue":`...)
-		dst = appendString(dst, e.TTLValue)
+		dst = ddbjson.AppendString(dst, e.TTLValue)
 	}
 	if !e.TTLTime.IsZero() {
 		dst = append(dst, `,"ttlTime":`...)
@@ -748,7 +208,7 @@ func appendLineRest(dst []byte, e *Event) []byte {
 	}
 	if e.DeletedBy != "" {
 		dst = append(dst, `,"deletedBy":`...)
-		dst = appendString(dst, e.DeletedBy)
+		dst = ddbjson.AppendString(dst, e.DeletedBy)
 	}
 	if e.KeysOnly() {
 		dst = append(dst, `,"image":"`+ImageKeysOnly+`"`...)
@@ -767,23 +227,23 @@ func appendDeadLetter(dst []byte, d *DeadLetter) []byte {
 	dst = append(dst, `,"DeadLetter":{"attempts":`...)
 	dst = strconv.AppendInt(dst, int64(d.Attempts), 10)
 	dst = append(dst, `,"error":`...)
-	dst = appendString(dst, d.Error)
+	dst = ddbjson.AppendString(dst, d.Error)
 	if !d.FirstFailure.IsZero() {
 		dst = append(dst, `,"firstFailure":`...)
 		dst = appendTime(dst, d.FirstFailure)
 	}
 	dst = append(dst, `,"reason":`...)
-	dst = appendString(dst, d.Reason)
+	dst = ddbjson.AppendString(dst, d.Reason)
 	if d.Record != nil {
 		dst = append(dst, `,"record":`...)
 		if json.Valid(d.Record) {
 			dst = append(dst, d.Record...)
 		} else {
-			dst = appendString(dst, string(d.Record))
+			dst = ddbjson.AppendString(dst, string(d.Record))
 		}
 	}
 	dst = append(dst, `,"sink":`...)
-	dst = appendString(dst, d.Sink)
+	dst = ddbjson.AppendString(dst, d.Sink)
 	return append(dst, '}')
 }
 
@@ -1069,23 +529,4 @@ func decodeDeadLetter(d *lineDeadLetter) (*DeadLetter, error) {
 
 func isNull(r json.RawMessage) bool {
 	return len(r) == 0 || string(bytes.TrimSpace(r)) == "null"
-}
-
-// exponentRest reports whether s[i:] is empty or an exponent (e or E, an
-// optional sign, at least one digit) that ends the string.
-func exponentRest(s string, i int) bool {
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		d := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return false
-		}
-	}
-	return i == len(s)
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"hash"
+
+	"github.com/ttl-archiver/archiver/internal/ddbjson"
 )
 
 // ExpiryIDPrefix begins the message ID of an expiry that carries the
@@ -72,7 +74,7 @@ func MessageID(e *Event) string {
 // start of its archive line, {"Item":OLDIMAGE,"Keys":KEYS, exactly as
 // [AppendLine] renders it, and table its table's name.
 func (x *IDHasher) ExpiryDigest(head []byte, table string) [ExpiryDigestSize]byte {
-	x.buf = append(appendString(append(x.buf[:0], `,"Table":`...), table), '}')
+	x.buf = append(ddbjson.AppendString(append(x.buf[:0], `,"Table":`...), table), '}')
 	x.h.Reset()
 	x.h.Write(head)
 	x.h.Write(x.buf)

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/ttl-archiver/archiver/internal/ddbjson"
 )
 
 // AppendStreamRecord appends r as JSON in the shape GetRecords returns it
@@ -20,13 +22,13 @@ func AppendStreamRecord(dst []byte, r *types.Record) []byte {
 			dst = append(dst, ',')
 		}
 		sep = true
-		dst = appendString(dst, name)
+		dst = ddbjson.AppendString(dst, name)
 		dst = append(dst, ':')
 	}
 	str := func(name string, v *string) {
 		if v != nil {
 			field(name)
-			dst = appendString(dst, *v)
+			dst = ddbjson.AppendString(dst, *v)
 		}
 	}
 	str("awsRegion", r.AwsRegion)
@@ -37,7 +39,7 @@ func AppendStreamRecord(dst []byte, r *types.Record) []byte {
 	str("eventID", r.EventID)
 	if r.EventName != "" {
 		field("eventName")
-		dst = appendString(dst, string(r.EventName))
+		dst = ddbjson.AppendString(dst, string(r.EventName))
 	}
 	str("eventSource", r.EventSource)
 	str("eventVersion", r.EventVersion)
@@ -56,9 +58,9 @@ func AppendStreamRecord(dst []byte, r *types.Record) []byte {
 				dst = append(dst, ',')
 			}
 			inner = true
-			dst = appendString(dst, kv.k)
+			dst = ddbjson.AppendString(dst, kv.k)
 			dst = append(dst, ':')
-			dst = appendString(dst, *kv.v)
+			dst = ddbjson.AppendString(dst, *kv.v)
 		}
 		dst = append(dst, '}')
 	}
@@ -74,7 +76,7 @@ func appendStreamRecordBody(dst []byte, d *types.StreamRecord) []byte {
 			dst = append(dst, ',')
 		}
 		sep = true
-		dst = appendString(dst, name)
+		dst = ddbjson.AppendString(dst, name)
 		dst = append(dst, ':')
 	}
 	if t := d.ApproximateCreationDateTime; t != nil {
@@ -95,7 +97,7 @@ func appendStreamRecordBody(dst []byte, d *types.StreamRecord) []byte {
 	}
 	if d.SequenceNumber != nil {
 		field("SequenceNumber")
-		dst = appendString(dst, *d.SequenceNumber)
+		dst = ddbjson.AppendString(dst, *d.SequenceNumber)
 	}
 	if d.SizeBytes != nil {
 		field("SizeBytes")
@@ -103,7 +105,7 @@ func appendStreamRecordBody(dst []byte, d *types.StreamRecord) []byte {
 	}
 	if d.StreamViewType != "" {
 		field("StreamViewType")
-		dst = appendString(dst, string(d.StreamViewType))
+		dst = ddbjson.AppendString(dst, string(d.StreamViewType))
 	}
 	return append(dst, '}')
 }

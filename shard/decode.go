@@ -3,16 +3,11 @@ package shard
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
-	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
@@ -20,7 +15,7 @@ import (
 	smithytime "github.com/aws/smithy-go/time"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/ddbjson"
 )
 
 // FastGetRecords is a dynamodbstreams option (for the client or one call)
@@ -117,38 +112,22 @@ func (p fastProtocol) sdkDecode(ctx context.Context, schema *smithy.OperationSch
 	return p.ClientProtocol.DeserializeResponse(ctx, schema, reg, resp, out)
 }
 
-// recordDecoder reads one GetRecords response body. Every method reports
-// false for anything it does not recognise; the caller then leaves the body
-// to the SDK.
+// recordDecoder reads one GetRecords response body: the response's shape
+// here, its attribute values and tokens by ddbjson's wire reader (whose
+// strings are slices of the body, so the strings of a whole response share
+// the response's one allocation, as the SDK's arena does). Every method
+// reports false for anything it does not recognise; the caller then leaves
+// the body to the SDK.
 type recordDecoder struct {
-	b []byte
-	// s is b as one string (the same bytes, not a copy): unescaped
-	// strings are slices of it, so the strings of a whole response share
-	// the response's one allocation (as the SDK's arena does).
-	s string
-	i int
+	ddbjson.Wire
 
 	// Slabs for the small values a record points to: a response's
 	// thousands of them cost a few allocations instead of one each.
-	strs  slab[string]
-	times slab[time.Time]
-	ints  slab[int64]
-	srs   slab[types.StreamRecord]
-	ids   slab[types.Identity]
-	avS   slab[types.AttributeValueMemberS]
-	avN   slab[types.AttributeValueMemberN]
-}
-
-// slab hands out pointers into chunks of T.
-type slab[T any] struct{ chunk []T }
-
-func (s *slab[T]) new() *T {
-	if len(s.chunk) == 0 {
-		s.chunk = make([]T, 64)
-	}
-	p := &s.chunk[0]
-	s.chunk = s.chunk[1:]
-	return p
+	strs  ddbjson.Slab[string]
+	times ddbjson.Slab[time.Time]
+	ints  ddbjson.Slab[int64]
+	srs   ddbjson.Slab[types.StreamRecord]
+	ids   ddbjson.Slab[types.Identity]
 }
 
 // decodeGetRecords fills out from body and reports whether it could. The
@@ -159,8 +138,8 @@ func decodeGetRecords(body []byte, out *dynamodbstreams.GetRecordsOutput) bool {
 	if len(body) == 0 {
 		return false // the SDK's rule for an empty body applies
 	}
-	d := &recordDecoder{b: body, s: unsafe.String(unsafe.SliceData(body), len(body))}
-	ok := d.object(func(key string) bool {
+	d := &recordDecoder{Wire: ddbjson.NewWire(body)}
+	ok := d.Object(func(key string) bool {
 		switch key {
 		case "NextShardIterator":
 			var ok bool
@@ -168,7 +147,7 @@ func decodeGetRecords(body []byte, out *dynamodbstreams.GetRecordsOutput) bool {
 			return ok
 		case "Records":
 			out.Records = make([]types.Record, 0)
-			return d.array(func() bool {
+			return d.Array(func() bool {
 				var r types.Record
 				if !d.record(&r) {
 					return false
@@ -179,12 +158,11 @@ func decodeGetRecords(body []byte, out *dynamodbstreams.GetRecordsOutput) bool {
 		}
 		return false
 	})
-	d.ws()
-	return ok && d.i == len(d.b)
+	return ok && d.AtEnd()
 }
 
 func (d *recordDecoder) record(r *types.Record) bool {
-	return d.object(func(key string) bool {
+	return d.Object(func(key string) bool {
 		var ok bool
 		switch key {
 		case "awsRegion":
@@ -197,12 +175,12 @@ func (d *recordDecoder) record(r *types.Record) bool {
 			r.EventVersion, ok = d.strPtr()
 		case "eventName":
 			var s string
-			s, ok = d.str()
+			s, ok = d.Str()
 			r.EventName = types.OperationType(s)
 		case "userIdentity":
-			id := d.ids.new()
+			id := d.ids.New()
 			r.UserIdentity = id
-			ok = d.object(func(key string) bool {
+			ok = d.Object(func(key string) bool {
 				var ok bool
 				switch key {
 				case "PrincipalId":
@@ -213,7 +191,7 @@ func (d *recordDecoder) record(r *types.Record) bool {
 				return ok
 			})
 		case "dynamodb":
-			sr := d.srs.new()
+			sr := d.srs.New()
 			r.Dynamodb = sr
 			ok = d.streamRecord(sr)
 		}
@@ -222,298 +200,44 @@ func (d *recordDecoder) record(r *types.Record) bool {
 }
 
 func (d *recordDecoder) streamRecord(sr *types.StreamRecord) bool {
-	return d.object(func(key string) bool {
+	return d.Object(func(key string) bool {
 		var ok bool
 		switch key {
 		case "ApproximateCreationDateTime":
-			t := d.times.new()
+			t := d.times.New()
 			*t, ok = d.epochSeconds()
 			sr.ApproximateCreationDateTime = t
 		case "Keys":
-			sr.Keys, ok = d.item()
+			sr.Keys, ok = d.Item()
 		case "NewImage":
-			sr.NewImage, ok = d.item()
+			sr.NewImage, ok = d.Item()
 		case "OldImage":
-			sr.OldImage, ok = d.item()
+			sr.OldImage, ok = d.Item()
 		case "SequenceNumber":
 			sr.SequenceNumber, ok = d.strPtr()
 		case "SizeBytes":
-			n := d.ints.new()
+			n := d.ints.New()
 			*n, ok = d.int64()
 			sr.SizeBytes = n
 		case "StreamViewType":
 			var s string
-			s, ok = d.str()
+			s, ok = d.Str()
 			sr.StreamViewType = types.StreamViewType(s)
 		}
 		return ok
 	})
 }
 
-func (d *recordDecoder) item() (map[string]types.AttributeValue, bool) {
-	m := make(map[string]types.AttributeValue)
-	ok := d.object(func(key string) bool {
-		av, ok := d.value()
-		m[key] = av
-		return ok
-	})
-	return m, ok
-}
-
-// value reads one attribute value: an object with exactly one member.
-func (d *recordDecoder) value() (types.AttributeValue, bool) {
-	var av types.AttributeValue
-	members := 0
-	ok := d.object(func(key string) bool {
-		members++
-		var ok bool
-		switch key {
-		case "S":
-			v := d.avS.new()
-			v.Value, ok = d.str()
-			av = v
-		case "N":
-			v := d.avN.new()
-			v.Value, ok = d.str()
-			av = v
-		case "B":
-			var b []byte
-			b, ok = d.blob()
-			av = &types.AttributeValueMemberB{Value: b}
-		case "BOOL":
-			var b bool
-			b, ok = d.boolean()
-			av = &types.AttributeValueMemberBOOL{Value: b}
-		case "NULL":
-			var b bool
-			b, ok = d.boolean()
-			av = &types.AttributeValueMemberNULL{Value: b}
-		case "SS", "NS":
-			ss := make([]string, 0)
-			ok = d.array(func() bool {
-				s, ok := d.str()
-				ss = append(ss, s)
-				return ok
-			})
-			if key == "SS" {
-				av = &types.AttributeValueMemberSS{Value: ss}
-			} else {
-				av = &types.AttributeValueMemberNS{Value: ss}
-			}
-		case "BS":
-			bs := make([][]byte, 0)
-			ok = d.array(func() bool {
-				b, ok := d.blob()
-				bs = append(bs, b)
-				return ok
-			})
-			av = &types.AttributeValueMemberBS{Value: bs}
-		case "L":
-			l := make([]types.AttributeValue, 0)
-			ok = d.array(func() bool {
-				v, ok := d.value()
-				l = append(l, v)
-				return ok
-			})
-			av = &types.AttributeValueMemberL{Value: l}
-		case "M":
-			var m map[string]types.AttributeValue
-			m, ok = d.item()
-			av = &types.AttributeValueMemberM{Value: m}
-		}
-		return ok
-	})
-	return av, ok && members == 1
-}
-
-// ws skips JSON whitespace.
-func (d *recordDecoder) ws() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
-
-// object reads {"key": value, ...}, calling member for each key with the
-// decoder at the value.
-func (d *recordDecoder) object(member func(key string) bool) bool {
-	return d.seq('{', '}', func() bool {
-		key, ok := d.str()
-		if !ok {
-			return false
-		}
-		d.ws()
-		if d.i >= len(d.b) || d.b[d.i] != ':' {
-			return false
-		}
-		d.i++
-		d.ws()
-		return member(key)
-	})
-}
-
-// array reads [value, ...], calling elem with the decoder at each value.
-func (d *recordDecoder) array(elem func() bool) bool {
-	return d.seq('[', ']', elem)
-}
-
-// seq reads open, elements separated by commas, and close.
-func (d *recordDecoder) seq(open, close byte, elem func() bool) bool {
-	d.ws()
-	if d.i >= len(d.b) || d.b[d.i] != open {
-		return false
-	}
-	d.i++
-	d.ws()
-	if d.i < len(d.b) && d.b[d.i] == close {
-		d.i++
-		return true
-	}
-	for {
-		d.ws()
-		if !elem() {
-			return false
-		}
-		d.ws()
-		if d.i >= len(d.b) {
-			return false
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-		case close:
-			d.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// str reads a JSON string. One without escapes is a slice of the body, as
-// the SDK takes it (bytes as they are); one with escapes is unquoted by
-// encoding/json, whose rules the SDK's unquoting copies.
-func (d *recordDecoder) str() (string, bool) {
-	if d.i >= len(d.b) || d.b[d.i] != '"' {
-		return "", false
-	}
-	start := d.i + 1
-	j := start
-	// Eight bytes per step while none is '"', '\\' or a control byte.
-	for j+8 <= len(d.b) {
-		v := binary.LittleEndian.Uint64(d.b[j:])
-		if hasLess(v, 0x20)|hasByte(v, '"')|hasByte(v, '\\') != 0 {
-			break
-		}
-		j += 8
-	}
-	escaped := false
-	for ; j < len(d.b); j++ {
-		switch c := d.b[j]; {
-		case c == '"':
-			d.i = j + 1
-			if !escaped {
-				return d.s[start:j], true
-			}
-			var s string
-			if err := json.Unmarshal(d.b[start-1:j+1], &s); err != nil {
-				return "", false
-			}
-			return s, true
-		case c == '\\':
-			escaped = true
-			j++ // the escaped byte cannot end the string
-		case c < 0x20:
-			return "", false // invalid JSON: the SDK reports it
-		}
-	}
-	return "", false
-}
-
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// hasLess reports (non-zero) whether a byte of v is below n (n <= 128).
-func hasLess(v uint64, n byte) uint64 { return (v - ones*uint64(n)) &^ v & highs }
-
-// hasByte reports (non-zero) whether a byte of v is c.
-func hasByte(v uint64, c byte) uint64 {
-	x := v ^ (ones * uint64(c))
-	return (x - ones) &^ x & highs
-}
-
 func (d *recordDecoder) strPtr() (*string, bool) {
-	p := d.strs.new()
+	p := d.strs.New()
 	var ok bool
-	*p, ok = d.str()
+	*p, ok = d.Str()
 	return p, ok
-}
-
-// blob reads a base64 string, decoded as the SDK does.
-func (d *recordDecoder) blob() ([]byte, bool) {
-	s, ok := d.str()
-	if !ok {
-		return nil, false
-	}
-	b, err := base64.StdEncoding.DecodeString(s)
-	return b, err == nil
-}
-
-// boolean reads true or false.
-func (d *recordDecoder) boolean() (bool, bool) {
-	rest := d.b[d.i:]
-	switch {
-	case bytes.HasPrefix(rest, []byte("true")):
-		d.i += 4
-		return true, d.delimited()
-	case bytes.HasPrefix(rest, []byte("false")):
-		d.i += 5
-		return false, d.delimited()
-	}
-	return false, false
-}
-
-// delimited reports whether the token just read ends where it should.
-func (d *recordDecoder) delimited() bool {
-	if d.i == len(d.b) {
-		return true
-	}
-	switch d.b[d.i] {
-	case ' ', '\t', '\n', '\r', ',', '}', ']':
-		return true
-	}
-	return false
-}
-
-// number reads a JSON number token (grammar checked by
-// event.IsJSONNumber) and reports whether it is a plain integer.
-func (d *recordDecoder) number() (tok string, integer bool, ok bool) {
-	start, j := d.i, d.i
-	for j < len(d.b) && isNumberByte(d.b[j]) {
-		j++
-	}
-	tok = d.s[start:j]
-	if !event.IsJSONNumber(tok) {
-		return "", false, false
-	}
-	d.i = j
-	return tok, !strings.ContainsAny(tok, ".eE"), d.delimited()
-}
-
-// isNumberByte reports whether c may appear in a JSON number.
-func isNumberByte(c byte) bool {
-	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
 
 // int64 reads an integer as the SDK's ReadInt64 does (integers only).
 func (d *recordDecoder) int64() (int64, bool) {
-	tok, integer, ok := d.number()
+	tok, integer, ok := d.Number()
 	if !ok || !integer {
 		return 0, false
 	}
@@ -524,7 +248,7 @@ func (d *recordDecoder) int64() (int64, bool) {
 // epochSeconds reads a timestamp in epoch seconds as the SDK's ReadTime
 // does: the number as a float64, then smithy's millisecond conversion.
 func (d *recordDecoder) epochSeconds() (time.Time, bool) {
-	tok, integer, ok := d.number()
+	tok, integer, ok := d.Number()
 	if !ok {
 		return time.Time{}, false
 	}

@@ -12,6 +12,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/ddbjson"
 )
 
 // Undecodable is a record of a GetRecords response that neither decoder
@@ -101,11 +102,11 @@ func (p fastProtocol) salvageGetRecords(ctx context.Context, schema *smithy.Oper
 // Repeated members: the last one counts, as for the SDK. An empty body is
 // an empty response.
 func splitGetRecords(body []byte) (next *string, recs [][]byte, ok bool) {
-	w := &jsonWalk{b: body}
-	if w.end() {
+	w := ddbjson.NewScanner(body)
+	if w.AtEnd() {
 		return nil, nil, true // an empty body is an empty response, as for the SDK
 	}
-	ok = w.members(func(key string, start, end int) bool {
+	ok = w.Members(func(key string, start, end int) bool {
 		val := body[start:end]
 		switch key {
 		case "NextShardIterator":
@@ -118,7 +119,8 @@ func splitGetRecords(body []byte) (next *string, recs [][]byte, ok bool) {
 			return ok
 		case "Records":
 			recs = [][]byte{}
-			return (&jsonWalk{b: val}).elements(func(start, end int) {
+			vals := ddbjson.NewScanner(val)
+			return vals.Elements(func(start, end int) {
 				recs = append(recs, val[start:end])
 			})
 		}
@@ -132,7 +134,8 @@ func splitGetRecords(body []byte) (next *string, recs [][]byte, ok bool) {
 // is left out.
 func placeholder(raw []byte) types.Record {
 	var r types.Record
-	(&jsonWalk{b: raw}).members(func(key string, start, end int) bool {
+	w := ddbjson.NewScanner(raw)
+	w.Members(func(key string, start, end int) bool {
 		val := raw[start:end]
 		switch key {
 		case "eventID":
@@ -153,23 +156,24 @@ func placeholder(raw []byte) types.Record {
 
 func placeholderStream(raw []byte) *types.StreamRecord {
 	sr := &types.StreamRecord{}
-	(&jsonWalk{b: raw}).members(func(key string, start, end int) bool {
-		d := &recordDecoder{b: raw[start:end], s: string(raw[start:end])}
+	w := ddbjson.NewScanner(raw)
+	w.Members(func(key string, start, end int) bool {
+		d := &recordDecoder{Wire: ddbjson.NewWire(bytes.Clone(raw[start:end]))}
 		switch key {
 		case "SequenceNumber":
-			if s, ok := d.str(); ok && d.i == len(d.b) && event.ValidSequence(s) {
+			if s, ok := d.Str(); ok && d.AtEnd() && event.ValidSequence(s) {
 				sr.SequenceNumber = &s
 			}
 		case "ApproximateCreationDateTime":
-			if t, ok := d.epochSeconds(); ok && d.i == len(d.b) {
+			if t, ok := d.epochSeconds(); ok && d.AtEnd() {
 				sr.ApproximateCreationDateTime = &t
 			}
 		case "SizeBytes":
-			if n, ok := d.int64(); ok && d.i == len(d.b) && n >= 0 {
+			if n, ok := d.int64(); ok && d.AtEnd() && n >= 0 {
 				sr.SizeBytes = &n
 			}
 		case "Keys":
-			if m, ok := d.item(); ok && d.i == len(d.b) {
+			if m, ok := d.Item(); ok && d.AtEnd() {
 				sr.Keys = m // the fast decoder's reading is the SDK's
 			}
 		}
@@ -180,164 +184,7 @@ func placeholderStream(raw []byte) *types.StreamRecord {
 
 // decodeString decodes val, a whole JSON string token.
 func decodeString(val []byte) (string, bool) {
-	d := &recordDecoder{b: val, s: string(val)}
-	s, ok := d.str()
-	return s, ok && d.i == len(val)
-}
-
-// jsonWalk finds the bounds of JSON values without decoding them.
-type jsonWalk struct {
-	b []byte
-	i int
-}
-
-// members walks an object, calling fn with each key (decoded) and the
-// bounds of its value; it stops when fn returns false.
-func (w *jsonWalk) members(fn func(key string, start, end int) bool) bool {
-	return w.seq('{', '}', func() bool {
-		start := w.i
-		if !w.skip() || w.b[start] != '"' {
-			return false
-		}
-		key, ok := decodeString(w.b[start:w.i])
-		if !ok {
-			return false
-		}
-		w.ws()
-		if w.i >= len(w.b) || w.b[w.i] != ':' {
-			return false
-		}
-		w.i++
-		w.ws()
-		vstart := w.i
-		return w.skip() && fn(key, vstart, w.i)
-	})
-}
-
-// elements walks an array, calling fn with the bounds of each element.
-func (w *jsonWalk) elements(fn func(start, end int)) bool {
-	ok := w.seq('[', ']', func() bool {
-		start := w.i
-		if !w.skip() {
-			return false
-		}
-		fn(start, w.i)
-		return true
-	})
-	return ok && w.end()
-}
-
-// seq reads open, elements separated by commas, and close.
-func (w *jsonWalk) seq(open, close byte, elem func() bool) bool {
-	w.ws()
-	if w.i >= len(w.b) || w.b[w.i] != open {
-		return false
-	}
-	w.i++
-	w.ws()
-	if w.i < len(w.b) && w.b[w.i] == close {
-		w.i++
-		return true
-	}
-	for {
-		w.ws()
-		if !elem() {
-			return false
-		}
-		w.ws()
-		if w.i >= len(w.b) {
-			return false
-		}
-		switch w.b[w.i] {
-		case ',':
-			w.i++
-		case close:
-			w.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// end reports whether only whitespace is left.
-func (w *jsonWalk) end() bool {
-	w.ws()
-	return w.i == len(w.b)
-}
-
-func (w *jsonWalk) ws() {
-	for w.i < len(w.b) {
-		switch w.b[w.i] {
-		case ' ', '\t', '\n', '\r':
-			w.i++
-		default:
-			return
-		}
-	}
-}
-
-// skip moves past one value: a string, an object or array with matching
-// brackets (nesting is counted, not recursed into, so no depth can
-// exhaust the stack), or a scalar (any bytes up to a delimiter).
-func (w *jsonWalk) skip() bool {
-	var stack []byte
-	for {
-		if w.i >= len(w.b) {
-			return false
-		}
-		switch c := w.b[w.i]; c {
-		case '"':
-			if !w.skipString() {
-				return false
-			}
-		case '{', '[':
-			stack = append(stack, c+2) // '{'+2 is '}', '['+2 is ']'
-			w.i++
-		case '}', ']':
-			if len(stack) == 0 || stack[len(stack)-1] != c {
-				return false
-			}
-			stack = stack[:len(stack)-1]
-			w.i++
-		case ',', ':', ' ', '\t', '\n', '\r':
-			if len(stack) == 0 {
-				return false
-			}
-			w.i++
-		default:
-			start := w.i
-			for w.i < len(w.b) && !isDelimiter(w.b[w.i]) {
-				w.i++
-			}
-			if w.i == start {
-				return false
-			}
-		}
-		if len(stack) == 0 {
-			return true
-		}
-	}
-}
-
-// skipString moves past a string token, escapes included.
-func (w *jsonWalk) skipString() bool {
-	for j := w.i + 1; j < len(w.b); j++ {
-		switch w.b[j] {
-		case '\\':
-			j++
-		case '"':
-			w.i = j + 1
-			return true
-		}
-	}
-	return false
-}
-
-func isDelimiter(c byte) bool {
-	switch c {
-	case '"', '{', '}', '[', ']', ',', ':', ' ', '\t', '\n', '\r':
-		return true
-	}
-	return false
+	d := ddbjson.NewScanner(bytes.Clone(val))
+	s, ok := d.Str()
+	return s, ok && d.Pos() == len(val)
 }

@@ -7,18 +7,20 @@ import (
 )
 
 // TestDependencies holds the package to what a subscriber should pull in:
-// of this module, the leaf packages natsmsg and event only (event imports
-// nothing of ours: the SDK's attribute-value types); no AWS client, no
-// nats-server, no sink, engine or S3 code.
+// of this module, the leaf packages natsmsg and event only, and
+// internal/ddbjson, event's one leaf (the SDK's attribute-value types and
+// nothing of ours); no AWS client, no nats-server, no sink, engine or S3
+// code.
 func TestDependencies(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)
 	}
 	allowedOurs := map[string]bool{
-		"github.com/ttl-archiver/archiver/subscribe": true,
-		"github.com/ttl-archiver/archiver/natsmsg":   true,
-		"github.com/ttl-archiver/archiver/event":     true,
+		"github.com/ttl-archiver/archiver/subscribe":        true,
+		"github.com/ttl-archiver/archiver/natsmsg":          true,
+		"github.com/ttl-archiver/archiver/event":            true,
+		"github.com/ttl-archiver/archiver/internal/ddbjson": true,
 	}
 	forbidden := []string{
 		"github.com/aws/aws-sdk-go-v2/aws",                       // any AWS client

@@ -42,7 +42,8 @@
 //
 // A build compiles only what the package imports: of the archiver, the
 // leaf packages natsmsg (the header names) and event (the event and its
-// kinds); the AWS SDK's DynamoDB and DynamoDB Streams types, attribute
+// kinds, with internal/ddbjson, its reader and writer of DynamoDB JSON);
+// the AWS SDK's DynamoDB and DynamoDB Streams types, attribute
 // values without a client (modules aws-sdk-go-v2/service/dynamodb and
 // service/dynamodbstreams, with aws/smithy-go); and nats.go with its
 // jetstream package and what it needs (nats-io/nkeys, nats-io/nuid,

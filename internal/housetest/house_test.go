@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -123,7 +124,7 @@ const (
 	maxLongFuncs = 0
 )
 
-var longFuncPackages = []string{"shard", "consumer", "sinks", "checkpoint", "lease", "internal/leasetable", "event", "sweep", "archive", "restore", "engine", "conformance", "cmd/bench"}
+var longFuncPackages = []string{"shard", "internal/ddbjson", "consumer", "sinks", "checkpoint", "lease", "internal/leasetable", "event", "sweep", "archive", "restore", "engine", "conformance", "cmd/bench"}
 
 func TestLongFunctions(t *testing.T) {
 	var long []string
@@ -171,4 +172,45 @@ func funcName(fn *ast.FuncDecl) string {
 		return id.Name + "." + fn.Name.Name
 	}
 	return fn.Name.Name
+}
+
+// TestDynamoDBJSONInOnePackage holds DynamoDB JSON to one reader and
+// writer: outside the engine (which stands alone and keeps its own, see
+// docs/DESIGN.md), no non-test file but internal/ddbjson's has a string
+// literal naming the "NULL" type key, alone or inside JSON such as
+// {"NULL":true}. A package that reads or writes attribute values as JSON
+// calls internal/ddbjson; one that names the type uses ddbjson.TypeNULL.
+func TestDynamoDBJSONInOnePackage(t *testing.T) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || e.Name() == "engine" {
+			continue
+		}
+		goFiles(t, e.Name(), 0, func(rel string, fset *token.FileSet, f *ast.File) {
+			if strings.HasPrefix(rel, "internal/ddbjson/") {
+				return
+			}
+			files++
+			ast.Inspect(f, func(n ast.Node) bool {
+				if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING && namesNULL(lit.Value) {
+					t.Errorf("%s: %s names DynamoDB's NULL type; read and write DynamoDB JSON through internal/ddbjson (ddbjson.TypeNULL)", fset.Position(lit.Pos()), lit.Value)
+				}
+				return true
+			})
+		})
+	}
+	if files < 100 {
+		t.Fatalf("read %d non-test files; the walk is broken", files)
+	}
+}
+
+// namesNULL reports whether the Go string literal lit is "NULL" or holds
+// "NULL" in quotes (DynamoDB JSON's type key).
+func namesNULL(lit string) bool {
+	s, err := strconv.Unquote(lit)
+	return err == nil && (s == "NULL" || strings.Contains(s, `"NULL"`))
 }

@@ -1,0 +1,85 @@
+package ddbjson
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+)
+
+// readCanonical reads data whole with the canonical reader, building the
+// item or (skip) only checking it.
+func readCanonical(data []byte, names *Interner, skip bool) (Item, bool) {
+	c := Canonical{Scanner: NewScanner(data), Names: names, Skip: skip}
+	item, ok := c.Item()
+	return item, ok && len(c.Rest()) == 0
+}
+
+// checkCanonical fails t unless the canonical reader either declines data
+// or reads what the checked reader reads, from bytes that are then the
+// canonical JSON of that item; checking alone (Skip) agrees.
+func checkCanonical(t *testing.T, data []byte) (read bool) {
+	t.Helper()
+	got, ok := readCanonical(data, &Interner{}, false)
+	if _, skipOK := readCanonical(data, nil, true); skipOK != ok {
+		t.Fatalf("checking %s says %v, reading says %v", data, skipOK, ok)
+	}
+	if !ok {
+		return false
+	}
+	want, err := UnmarshalItem(data)
+	if err != nil {
+		t.Fatalf("canonical reader accepted %s, UnmarshalItem refused it: %v", data, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("canonical reader differs from UnmarshalItem for %s\ncanonical: %s", data, AppendItem(nil, got))
+	}
+	if again := AppendItem(nil, got); string(again) != string(data) {
+		t.Fatalf("canonical reader accepted %s, which AppendItem writes as %s", data, again)
+	}
+	return true
+}
+
+// canonicalSeeds are items as AppendItem writes them, and near misses.
+var canonicalSeeds = []string{
+	`{"a":{"N":"1.50"},"b":{"B":"aGk="},"m":{"M":{"y":{"BOOL":false},"z":{"NULL":true}}},"ss":{"SS":["x"]}}`,
+	`{"bs":{"BS":["AQ==","AgM="]},"l":{"L":[{"S":"x"},{"N":"0"},{"NULL":true},{"M":{}}]},"ns":{"NS":["1","2.50"]},"u":{"S":"ünï"}}`,
+	`{}`,
+	`{"b":{"S":"x"},"a":{"S":"y"}}`,     // out of order
+	`{"a":{"S":"x"},"a":{"S":"y"}}`,     // twice
+	`{"a":{"S":"x\"y"}}`,                // an escape
+	`{"a":{"B":"aGl="}}`,                // not canonical base64
+	`{"a":{"NULL":false}}`,              // refused by UnmarshalItem
+	`{"a":{"N":"1e"}}`,                  // not a number
+	`{"a": {"S":"x"}}`,                  // whitespace
+	"{\"a\":{\"S\":\"\u2028\"}}",        // escaped by AppendString
+	`{"a":{"L":[{"SS":[]},{"BS":[]}]}}`, // empty sets
+}
+
+func TestCanonicalReadsWhatAppendItemWrites(t *testing.T) {
+	for _, s := range canonicalSeeds[:3] {
+		if !checkCanonical(t, []byte(s)) {
+			t.Errorf("canonical reader declined %s", s)
+		}
+	}
+	for _, s := range canonicalSeeds[3:11] {
+		if checkCanonical(t, []byte(s)) {
+			t.Errorf("canonical reader read %s, which AppendItem never writes", s)
+		}
+	}
+	item := Item{"s": &types.AttributeValueMemberS{Value: "plain"}, "e": &types.AttributeValueMemberBOOL{}}
+	if !checkCanonical(t, AppendItem(nil, item)) {
+		t.Errorf("canonical reader declined %s", AppendItem(nil, item))
+	}
+}
+
+// FuzzCanonicalItem: on any input the canonical reader either declines or
+// reads what UnmarshalItem reads, from the bytes AppendItem writes for it.
+func FuzzCanonicalItem(f *testing.F) {
+	for _, s := range canonicalSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkCanonical(t, data)
+	})
+}
