@@ -17,9 +17,16 @@ type skiplist struct {
 	rnd    *rand.Rand
 	update [slMaxLevel]*slNode // scratch for insert/delete
 	hint   []byte              // key whose predecessors update holds (see GetForWrite)
+	// Nodes come from chunks of slChunk (newNode): the collector then
+	// scans a chunk's nodes in one go instead of chasing the level-0 chain
+	// one node at a time. free lists deleted nodes (linked through prev)
+	// for reuse, so a chunk is never left mostly empty.
+	chunk []slNode
+	free  *slNode
 }
 
 const (
+	slChunk    = 128 // nodes per allocation
 	slMaxLevel = 24
 	slP        = 4 // one in slP nodes is promoted to the next level
 )
@@ -128,7 +135,8 @@ func (s *skiplist) Put(key []byte, val *entry) *entry {
 		}
 		s.level = lvl
 	}
-	nn := &slNode{key: key, val: val, pfx: prefix64(key)}
+	nn := s.newNode()
+	nn.key, nn.val, nn.pfx = key, val, prefix64(key)
 	if lvl == 1 {
 		nn.next = nn.inline[:]
 	} else {
@@ -157,8 +165,9 @@ func (s *skiplist) Delete(key []byte) *entry {
 	if n == nil || !bytes.Equal(n.key, key) {
 		return nil
 	}
-	s.unlink(n)
-	return n.val
+	val := n.val
+	s.unlink(n) // clears n
+	return val
 }
 
 // DeleteSorted removes keys given in ascending order. Each search resumes
@@ -193,7 +202,8 @@ func (s *skiplist) DeleteSorted(keys [][]byte) {
 	}
 }
 
-// unlink removes n; s.update holds its predecessors.
+// unlink removes n, clears it and lists it for reuse; s.update holds its
+// predecessors.
 func (s *skiplist) unlink(n *slNode) {
 	for i := 0; i < len(n.next); i++ {
 		if s.update[i].next[i] == n {
@@ -209,6 +219,22 @@ func (s *skiplist) unlink(n *slNode) {
 		s.level--
 	}
 	s.length--
+	*n = slNode{prev: s.free} // no caller holds n past a delete: reuse it
+	s.free = n
+}
+
+// newNode returns a zeroed node from the free list or the current chunk.
+func (s *skiplist) newNode() *slNode {
+	if n := s.free; n != nil {
+		s.free, n.prev = n.prev, nil
+		return n
+	}
+	if len(s.chunk) == 0 {
+		s.chunk = make([]slNode, slChunk)
+	}
+	n := &s.chunk[0]
+	s.chunk = s.chunk[1:]
+	return n
 }
 
 // First returns the first node, or nil.
