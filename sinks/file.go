@@ -113,7 +113,7 @@ func NewFileSink(dir string, o Options) (*FileSink, error) {
 // out is an error naming it.
 func NewFileSinkWith(c FileConfig, o Options) (*FileSink, error) {
 	c.Manifests.Off = c.Manifests.Off || o.NoManifests
-	c, err := c.withDefaults()
+	c, err := c.WithDefaults()
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
 // TestFileSinkURLModes: file-mode= and dir-mode= take octal permission
@@ -43,11 +44,11 @@ func TestFileSinkURLModes(t *testing.T) {
 	} {
 		t.Run(tc.query, func(t *testing.T) {
 			url := "file:///srv/archive?" + tc.query
-			p, err := parseParams(url)
+			p, err := sinkurl.Parse(url)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := parseFile(p)
+			c, err := sinkurl.ParseFile(p)
 			_, parseErr := ParseFileURL(url)
 			if tc.badParam == "" {
 				if err != nil || parseErr != nil {

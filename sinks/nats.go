@@ -19,6 +19,7 @@ import (
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/internal/budget"
 	"github.com/ttl-archiver/archiver/natsmsg"
+	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
 // Headers the NATS sink sets on every message besides Nats-Msg-Id (the
@@ -259,7 +260,7 @@ func checkNATSConfig(c NATSConfig) (NATSConfig, subjectTemplate, error) {
 		c.Format = natsmsg.DefaultFormat
 	case natsmsg.FormatCloudEvents, natsmsg.FormatEnvelope, natsmsg.FormatItem:
 	default:
-		return c, tmpl, &ConfigError{URL: name, Param: "format", Problem: "must be " + orList(natsmsg.Formats)}
+		return c, tmpl, &ConfigError{URL: name, Param: "format", Problem: "must be " + sinkurl.OrList(natsmsg.Formats)}
 	}
 	if c.Name == "" {
 		c.Name = "ttl-archiver"

@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+
+	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
 // envVarName is what creds-env=, nkey-env= and token-env= accept: a
@@ -19,17 +21,17 @@ var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // content, an nkey seed, a token), as an ECS task's secrets block sets
 // it, so that a container with a read-only root file system needs no
 // file and the URL carries no secret.
-func parseNATSAuthEnv(p *params, c *NATSConfig) error {
+func parseNATSAuthEnv(p *sinkurl.Params, c *NATSConfig) error {
 	for _, f := range []struct {
 		name string
 		dst  *string
 	}{{"creds-env", &c.CredsEnv}, {"nkey-env", &c.NKeyEnv}, {"token-env", &c.TokenEnv}} {
-		v, err := p.str(f.name, "")
+		v, err := p.Str(f.name, "")
 		if err != nil {
 			return err
 		}
 		if v != "" && !envVarName.MatchString(v) {
-			return p.fail(f.name, fmt.Sprintf("%q is not an environment variable name (letters, digits and _, not starting with a digit)", v))
+			return p.Fail(f.name, fmt.Sprintf("%q is not an environment variable name (letters, digits and _, not starting with a digit)", v))
 		}
 		*f.dst = v
 	}

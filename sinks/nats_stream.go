@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
 // The defaults of the stream create-stream makes.
@@ -63,40 +64,40 @@ var streamOptions = []string{"stream-max-age", "stream-max-bytes", "stream-max-m
 
 // parseStreamSettings reads the stream-* and duplicate-window parameters,
 // which only create-stream takes.
-func parseStreamSettings(p *params, create bool) (StreamSettings, error) {
+func parseStreamSettings(p *sinkurl.Params, create bool) (StreamSettings, error) {
 	st := StreamSettings{}
 	for _, name := range streamOptions {
-		if _, ok := p.q[name]; ok {
+		if p.Given(name) {
 			if !create {
-				return st, p.fail(name, "needs create-stream=NAME (it sets the limits of the stream the sink creates)")
+				return st, p.Fail(name, "needs create-stream=NAME (it sets the limits of the stream the sink creates)")
 			}
 			st.Given = append(st.Given, name)
 		}
 	}
 	var err error
-	if st.MaxAge, err = p.duration("stream-max-age", DefaultStreamMaxAge, 0, 10*365*24*time.Hour); err != nil {
+	if st.MaxAge, err = p.Duration("stream-max-age", DefaultStreamMaxAge, 0, 10*365*24*time.Hour); err != nil {
 		return st, err
 	}
 	if st.MaxAge > 0 && st.MaxAge < time.Minute {
-		return st, p.fail("stream-max-age", fmt.Sprintf("%s is below 1m (0 keeps messages without an age limit)", st.MaxAge))
+		return st, p.Fail("stream-max-age", fmt.Sprintf("%s is below 1m (0 keeps messages without an age limit)", st.MaxAge))
 	}
-	if st.MaxBytes, err = p.size("stream-max-bytes", 0, 0, 1<<50); err != nil {
+	if st.MaxBytes, err = p.Size("stream-max-bytes", 0, 0, 1<<50); err != nil {
 		return st, err
 	}
-	if st.MaxMsgs, err = p.integer("stream-max-msgs", 0, 0, 1<<50); err != nil {
+	if st.MaxMsgs, err = p.Int("stream-max-msgs", 0, 0, 1<<50); err != nil {
 		return st, err
 	}
 	window := DefaultDuplicateWindow
 	if st.MaxAge > 0 && st.MaxAge < window {
 		window = st.MaxAge // JetStream refuses a window longer than the age limit
 	}
-	if st.DuplicateWindow, err = p.duration("duplicate-window", window, time.Second, 7*24*time.Hour); err != nil {
+	if st.DuplicateWindow, err = p.Duration("duplicate-window", window, time.Second, 7*24*time.Hour); err != nil {
 		return st, err
 	}
 	if st.MaxAge > 0 && st.DuplicateWindow > st.MaxAge {
-		return st, p.fail("duplicate-window", fmt.Sprintf("%s is longer than stream-max-age %s", st.DuplicateWindow, st.MaxAge))
+		return st, p.Fail("duplicate-window", fmt.Sprintf("%s is longer than stream-max-age %s", st.DuplicateWindow, st.MaxAge))
 	}
-	n, err := p.integer("stream-replicas", 1, 1, 5)
+	n, err := p.Int("stream-replicas", 1, 1, 5)
 	st.Replicas = int(n)
 	return st, err
 }

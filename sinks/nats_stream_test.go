@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
 // TestNATSStreamSettingsFromURL: the stream-* and duplicate-window
@@ -29,7 +31,7 @@ func TestNATSStreamSettingsFromURL(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.query, func(t *testing.T) {
-			p, err := parseParams("nats://127.0.0.1:4222?create-stream=S" + tc.query)
+			p, err := sinkurl.Parse("nats://127.0.0.1:4222?create-stream=S" + tc.query)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/natsmsg"
+	"github.com/ttl-archiver/archiver/objstore"
+	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
 func TestOpenErrors(t *testing.T) {
@@ -143,11 +145,11 @@ func TestOpenKinds(t *testing.T) {
 }
 
 func TestParseS3Defaults(t *testing.T) {
-	p, err := parseParams("s3://my-bucket/archive/ttl/?endpoint=http://127.0.0.1:7070&path-style=true&sse=aws:kms&kms-key-id=alias/x&storage-class=STANDARD_IA&flush-bytes=1MiB&flush-interval=5s&compression=zstd")
+	p, err := sinkurl.Parse("s3://my-bucket/archive/ttl/?endpoint=http://127.0.0.1:7070&path-style=true&sse=aws:kms&kms-key-id=alias/x&storage-class=STANDARD_IA&flush-bytes=1MiB&flush-interval=5s&compression=zstd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := parseS3(p)
+	c, err := objstore.ParseS3(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,20 +164,20 @@ func TestParseS3Defaults(t *testing.T) {
 		"?manifest-objects=7&manifest-interval=90s": {Objects: 7, Interval: 90 * time.Second},
 		"?manifests=false":                          {Off: true},
 	} {
-		p, _ = parseParams("s3://bucket" + q)
-		if c, err = parseS3(p); err != nil || c.Manifests != want {
+		p, _ = sinkurl.Parse("s3://bucket" + q)
+		if c, err = objstore.ParseS3(p); err != nil || c.Manifests != want {
 			t.Errorf("%s: manifests %+v, %v; want %+v", q, c.Manifests, err, want)
 		}
 	}
-	p, _ = parseParams("s3://bucket")
-	c, err = parseS3(p)
+	p, _ = sinkurl.Parse("s3://bucket")
+	c, err = objstore.ParseS3(p)
 	if err != nil || c.FlushBytes != 8<<20 || c.FlushInterval != time.Minute || c.Compression != "gzip" || c.Prefix != "" {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 }
 
 func TestParseNATS(t *testing.T) {
-	p, err := parseParams("nats://alice:pw@h1:4222,h2:4223?subject=ttl.{table}.{pk}&jetstream=false&format=item&max-pending-bytes=1MiB")
+	p, err := sinkurl.Parse("nats://alice:pw@h1:4222,h2:4223?subject=ttl.{table}.{pk}&jetstream=false&format=item&max-pending-bytes=1MiB")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +191,7 @@ func TestParseNATS(t *testing.T) {
 	}
 	// cloudevents is the default; envelope is one parameter away.
 	for q, want := range map[string]string{"": natsmsg.FormatCloudEvents, "?format=envelope": natsmsg.FormatEnvelope} {
-		p, _ := parseParams("nats://h1:4222" + q)
+		p, _ := sinkurl.Parse("nats://h1:4222" + q)
 		if c, err := parseNATS(p); err != nil || c.Format != want {
 			t.Errorf("%q: format %q, %v; want %q", q, c.Format, err, want)
 		}
@@ -217,23 +219,23 @@ func FuzzOpenURL(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string) {
 		// A token given as a query parameter must never be echoed.
 		secret := strings.Contains(raw, "token=s3cret")
-		p, err := parseParams(raw)
+		p, err := sinkurl.Parse(raw)
 		if err != nil {
 			if secret && strings.Contains(err.Error(), "token=s3cret") {
 				t.Fatalf("error leaks token: %v", err)
 			}
 			return
 		}
-		if _, err := p.kinds(); err != nil {
+		if _, err := p.Kinds(); err != nil {
 			return
 		}
-		switch p.u.Scheme {
+		switch p.URL.Scheme {
 		case "s3":
-			_, err = parseS3(p)
+			_, err = objstore.ParseS3(p)
 		case "nats":
 			_, err = parseNATS(p)
 		case "stdout":
-			_, err = p.oneOf("format", "envelope", "envelope", "item")
+			_, err = p.OneOf("format", "envelope", "envelope", "item")
 		}
 		if err != nil && secret && strings.Contains(err.Error(), "token=s3cret") {
 			t.Fatalf("error leaks token: %v", err)

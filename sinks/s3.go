@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -30,7 +29,7 @@ import (
 	"github.com/ttl-archiver/archiver/internal/awserr"
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/internal/budget"
-	"github.com/ttl-archiver/archiver/internal/sdkhttp"
+	"github.com/ttl-archiver/archiver/objstore"
 )
 
 // S3API is the part of *s3.Client the S3 sink uses. HeadBucket and
@@ -255,55 +254,16 @@ func NewS3(ctx context.Context, c S3Config, o Options) (*S3Sink, error) {
 	return NewS3WithClient(c, client, o)
 }
 
-// NewS3Client builds the S3 client an S3 sink of c uses: region (c's, else
-// the AWS configuration's, else us-east-1 with an Endpoint), endpoint,
-// path-style addressing, and no SDK retries (callers retry whole requests
-// themselves). Credentials and the HTTP client come from o.AWSConfig
-// (default: the AWS default chain). The archive reader uses it too.
+// NewS3Client builds the S3 client an S3 sink of c uses
+// ([objstore.NewClient]), with o.AWSConfig.
 func NewS3Client(ctx context.Context, c S3Config, o Options) (*s3.Client, error) {
-	region := c.Region
-	if region == "" && c.Endpoint != "" {
-		region = "us-east-1"
-	}
-	load := o.AWSConfig
-	if load == nil {
-		load = func(ctx context.Context, region string) (aws.Config, error) {
-			var opts []func(*config.LoadOptions) error
-			if region != "" {
-				opts = append(opts, config.WithRegion(region))
-			}
-			return config.LoadDefaultConfig(ctx, opts...)
-		}
-	}
-	cfg, err := load(ctx, region)
-	if err != nil {
-		return nil, fmt.Errorf("s3 sink: loading AWS configuration: %w", err)
-	}
-	if region == "" {
-		region = cfg.Region
-	}
-	if region == "" {
-		return nil, &ConfigError{URL: "s3://" + c.Bucket + "/" + c.Prefix, Param: "region", Problem: "not set and the AWS configuration has none"}
-	}
-	return s3.NewFromConfig(cfg, func(so *s3.Options) {
-		so.Region = region
-		if c.Endpoint != "" {
-			so.BaseEndpoint = aws.String(c.Endpoint)
-		}
-		so.UsePathStyle = c.PathStyle
-		so.HTTPClient = sdkhttp.Client(so.HTTPClient)
-		// The sink retries whole uploads itself (with the same key and
-		// bytes), so the SDK's own retries would only multiply attempts.
-		so.RetryMaxAttempts = 1
-	}), nil
+	return objstore.NewClient(ctx, c, o.AWSConfig)
 }
 
-// Decompress returns a reader of body decoded by its Content-Encoding (the
-// last coding named, aws-chunked aside: gzip, zstd or identity) or, when
-// that names none of them, by key's extension (.gz, .zst, else none), as
-// the sink reads an object back; call the returned func when done.
+// Decompress is [objstore.Decompress]: body decoded by its
+// Content-Encoding or key's extension.
 func Decompress(body io.Reader, encoding, key string) (io.Reader, func(), error) {
-	return decompressor(body, encoding, key)
+	return objstore.Decompress(body, encoding, key)
 }
 
 // NewS3WithClient opens an S3 sink on a given client (tests, benchmarks,

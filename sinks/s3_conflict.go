@@ -17,12 +17,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/internal/promreg"
+	"github.com/ttl-archiver/archiver/objstore"
 )
 
 // Outcomes of a key conflict (a 412 answer to a conditional write), the
@@ -221,7 +220,7 @@ func (r *recordingReader) Read(p []byte) (int, error) {
 // reports whether their identities are exactly want; if not, it says why.
 // It stops at the first identity that is not in want.
 func sameIdentities(body io.Reader, encoding, key string, want map[string]bool) (bool, string) {
-	r, closeFn, err := decompressor(body, encoding, key)
+	r, closeFn, err := objstore.Decompress(body, encoding, key)
 	if err != nil {
 		return false, err.Error()
 	}
@@ -249,41 +248,6 @@ func sameIdentities(body io.Reader, encoding, key string, want map[string]bool) 
 		return false, fmt.Sprintf("holds %d of the upload's %d events", len(seen), len(want))
 	}
 	return true, ""
-}
-
-// decompressor decodes body by its Content-Encoding (the last coding
-// named, aws-chunked aside) or, when that names none it knows, by key's
-// extension.
-func decompressor(body io.Reader, encoding, key string) (io.Reader, func(), error) {
-	coding := ""
-	for _, c := range strings.Split(encoding, ",") {
-		if c = strings.TrimSpace(c); c != "" && c != "aws-chunked" {
-			coding = c
-		}
-	}
-	if coding != "gzip" && coding != "zstd" && coding != "identity" {
-		switch {
-		case strings.HasSuffix(key, ".gz"):
-			coding = "gzip"
-		case strings.HasSuffix(key, ".zst"):
-			coding = "zstd"
-		}
-	}
-	switch coding {
-	case "gzip":
-		zr, err := gzip.NewReader(body)
-		if err != nil {
-			return nil, nil, fmt.Errorf("gzip: %w", err)
-		}
-		return zr, func() { zr.Close() }, nil
-	case "zstd":
-		zr, err := zstd.NewReader(body, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(64<<20))
-		if err != nil {
-			return nil, nil, fmt.Errorf("zstd: %w", err)
-		}
-		return zr, zr.Close, nil
-	}
-	return body, func() {}, nil
 }
 
 // lineIdentities returns the identities of the lines in data.

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
 // TestSubjectTokens: the escape keeps plain names and keys as they were
@@ -157,7 +158,7 @@ func TestMaxSubjectParam(t *testing.T) {
 			}
 		})
 	}
-	p, err := parseParams("nats://h:1?max-subject=300")
+	p, err := sinkurl.Parse("nats://h:1?max-subject=300")
 	if err != nil {
 		t.Fatal(err)
 	}

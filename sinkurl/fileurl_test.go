@@ -1,4 +1,4 @@
-package sinks
+package sinkurl
 
 import (
 	"net/url"
