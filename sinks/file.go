@@ -15,7 +15,13 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/sinks/internal/serial"
+	"github.com/ttl-archiver/archiver/sinks/internal/sinkmetrics"
 )
+
+// queue is the serial worker the file and writer sinks embed: their
+// Write, Flush and Close.
+type queue = serial.Queue
 
 // FileSink appends archive lines (see [event.AppendLine]) to one file per
 // table and hour of the event's creation time (UTC):
@@ -63,11 +69,11 @@ import (
 // prefix. With manifests=false it hashes nothing and [Open] returns it
 // without Record and RecordDue.
 type FileSink struct {
-	*serial
+	*queue
 	dir   string
 	root  *fileRoot
 	log   *zap.Logger
-	m     sinkMetrics
+	m     sinkmetrics.Sink
 	files map[string]*os.File
 	// segs collects, per file, the rendered runs one worker round
 	// appends (kept between rounds for its capacity).
@@ -124,8 +130,8 @@ func NewFileSinkWith(c FileConfig, o Options) (*FileSink, error) {
 	s := &FileSink{
 		dir:   c.Dir,
 		root:  root,
-		log:   o.logger(),
-		m:     newSinkMetrics(o.Registerer, "file://"+c.Dir),
+		log:   o.Log(),
+		m:     sinkmetrics.New(o.Registerer, "file://"+c.Dir),
 		files: map[string]*os.File{},
 		segs:  map[string][][]byte{},
 		// Room for a full queue plus the batches being rendered.
@@ -137,8 +143,8 @@ func NewFileSinkWith(c FileConfig, o Options) (*FileSink, error) {
 		s.rec = newRecorder(s.Name(), c.Manifests, s, s.log, o.Registerer, func() time.Time { return s.now() })
 		s.digests = map[string]*fileDigest{}
 	}
-	s.serial = newSerial(64, s.write, s.closeFiles)
-	s.serial.prepare = s.render
+	s.queue = serial.New(64, s.write, s.closeFiles)
+	s.queue.Prepare = s.render
 	return s, nil
 }
 
@@ -236,15 +242,15 @@ func (s *FileSink) putLines(fl *fileLines) {
 	}
 }
 
-func (s *FileSink) write(reqs []serialReq) []error {
+func (s *FileSink) write(reqs []serial.Req) []error {
 	errs := make([]error, len(reqs))
 	touched := make([][]string, len(reqs))
 	var order []string
 	rendered := make([]*fileLines, 0, len(reqs))
 	for i, r := range reqs {
-		fl, _ := r.prep.(*fileLines)
+		fl, _ := r.Prep.(*fileLines)
 		if fl == nil {
-			fl = s.render(r.b).(*fileLines)
+			fl = s.render(r.Batch).(*fileLines)
 		}
 		rendered = append(rendered, fl)
 		errs[i] = fl.rej
@@ -303,8 +309,8 @@ func (s *FileSink) appendAll(order []string) (map[string]error, map[string]manif
 			failed[path] = err
 			s.log.Error("file sink append failed", zap.String("path", path), zap.Error(err))
 		} else {
-			s.m.bytes.Add(float64(n))
-			s.m.objects.Inc()
+			s.m.Bytes.Add(float64(n))
+			s.m.Objects.Inc()
 			if d != nil {
 				durable[path] = d.object()
 			}
@@ -462,12 +468,12 @@ func (s *FileSink) closeFiles() error {
 // Sync method that works, synced them). stdout:// is a WriterSink on
 // os.Stdout.
 type WriterSink struct {
-	*serial
+	*queue
 	name string
 	w    io.Writer
 	item bool
 	buf  []byte
-	m    sinkMetrics
+	m    sinkmetrics.Sink
 }
 
 // NewWriterSink returns a sink writing lines to w (os.Stdout when nil).
@@ -475,20 +481,20 @@ func NewWriterSink(name string, w io.Writer, item bool, o Options) *WriterSink {
 	if w == nil {
 		w = os.Stdout
 	}
-	s := &WriterSink{name: name, w: w, item: item, m: newSinkMetrics(o.Registerer, name)}
-	s.serial = newSerial(64, s.write, nil)
+	s := &WriterSink{name: name, w: w, item: item, m: sinkmetrics.New(o.Registerer, name)}
+	s.queue = serial.New(64, s.write, nil)
 	return s
 }
 
 // Name is the name given to NewWriterSink ("stdout://" from Open).
 func (s *WriterSink) Name() string { return s.name }
 
-func (s *WriterSink) write(reqs []serialReq) []error {
+func (s *WriterSink) write(reqs []serial.Req) []error {
 	errs := make([]error, len(reqs))
 	s.buf = s.buf[:0]
 	for _, r := range reqs {
-		for j := range r.b.Events {
-			e := &r.b.Events[j]
+		for j := range r.Batch.Events {
+			e := &r.Batch.Events[j]
 			if s.item {
 				s.buf = event.AppendPlainJSON(s.buf, e.Image())
 				s.buf = append(s.buf, '\n')
@@ -513,8 +519,8 @@ func (s *WriterSink) write(reqs []serialReq) []error {
 		}
 		return errs
 	}
-	s.m.bytes.Add(float64(len(s.buf)))
-	s.m.objects.Add(float64(len(reqs)))
+	s.m.Bytes.Add(float64(len(s.buf)))
+	s.m.Objects.Add(float64(len(reqs)))
 	if cap(s.buf) > 16<<20 {
 		s.buf = nil
 	}
@@ -522,4 +528,4 @@ func (s *WriterSink) write(reqs []serialReq) []error {
 }
 
 // Flush returns once every batch written before it was acknowledged.
-func (s *WriterSink) Flush(ctx context.Context) error { return s.serial.Flush(ctx) }
+func (s *WriterSink) Flush(ctx context.Context) error { return s.queue.Flush(ctx) }

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/sinks/internal/serial"
 )
 
 // Record makes a manifest of r durable in DIR/_manifests/ (see
@@ -31,13 +32,8 @@ func (s *FileSink) Record(ctx context.Context, r manifest.Range) error {
 	if s.rec == nil {
 		return ErrNotRecording
 	}
-	// Holding the serial's read lock keeps Close from releasing DIR.
-	s.serial.mu.RLock()
-	defer s.serial.mu.RUnlock()
-	if s.serial.closed {
-		return ErrClosed
-	}
-	return s.rec.record(ctx, r)
+	// WhileOpen keeps Close from releasing DIR.
+	return s.queue.WhileOpen(func() error { return s.rec.record(ctx, r) })
 }
 
 // RecordDue reports whether the shard's range is due to be recorded (see
@@ -92,18 +88,18 @@ func (s *FileSink) digestTo(path string, f *os.File, start int64) error {
 
 // trackRuns books, for each batch's shard, the files its runs were
 // appended to (those in durable) with their durable size and digest.
-func (s *FileSink) trackRuns(reqs []serialReq, rendered []*fileLines, durable map[string]manifest.Object) {
+func (s *FileSink) trackRuns(reqs []serial.Req, rendered []*fileLines, durable map[string]manifest.Object) {
 	for i, r := range reqs {
 		if len(rendered[i].runs) == 0 {
 			continue
 		}
-		ref := shardRef{cmp.Or(r.b.StreamARN, r.b.Events[0].StreamARN), cmp.Or(r.b.ShardID, r.b.Events[0].ShardID)}
+		ref := shardRef{cmp.Or(r.Batch.StreamARN, r.Batch.Events[0].StreamARN), cmp.Or(r.Batch.ShardID, r.Batch.Events[0].ShardID)}
 		for _, run := range rendered[i].runs {
 			o, ok := durable[run.path]
 			if !ok {
 				continue
 			}
-			o.First, o.Last = r.b.Events[run.first].SequenceNumber, r.b.Events[run.last].SequenceNumber
+			o.First, o.Last = r.Batch.Events[run.first].SequenceNumber, r.Batch.Events[run.last].SequenceNumber
 			s.rec.track(ref, o)
 		}
 	}

@@ -19,6 +19,8 @@ import (
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/internal/budget"
 	"github.com/ttl-archiver/archiver/natsmsg"
+	"github.com/ttl-archiver/archiver/sinks/internal/serial"
+	"github.com/ttl-archiver/archiver/sinks/internal/sinkmetrics"
 	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
@@ -103,7 +105,7 @@ type NATSSink struct {
 	c      NATSConfig
 	name   string
 	log    *zap.Logger
-	m      sinkMetrics
+	m      sinkmetrics.Sink
 	tmpl   subjectTemplate
 	budget *budget.Budget
 
@@ -135,7 +137,7 @@ type NATSSink struct {
 	perEvent atomic.Int64
 
 	// Core mode.
-	core *serial
+	core *serial.Queue
 }
 
 // natsConn is one NATS connection and, in JetStream mode, its JetStream
@@ -210,11 +212,11 @@ func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
 	s := &NATSSink{
 		c:      c,
 		name:   "nats://" + strings.Join(serverHosts(c.Servers), ","),
-		log:    o.logger(),
+		log:    o.Log(),
 		tmpl:   tmpl,
 		budget: budget.New(c.MaxPendingBytes),
 	}
-	s.m = newSinkMetrics(o.Registerer, s.name)
+	s.m = sinkmetrics.New(o.Registerer, s.name)
 	if s.opts, err = s.connOptions(); err != nil {
 		return nil, err
 	}
@@ -226,7 +228,7 @@ func NewNATS(ctx context.Context, c NATSConfig, o Options) (*NATSSink, error) {
 	}
 	s.conn.Store(conn)
 	if !c.JetStream {
-		s.core = newSerial(64, s.writeCore, func() error { return s.drain() })
+		s.core = serial.New(64, s.writeCore, func() error { return s.drain() })
 		return s, nil
 	}
 	if s.stream, err = s.checkStream(ctx); err != nil {
@@ -635,7 +637,7 @@ func (s *NATSSink) Write(ctx context.Context, b Batch, ack Ack) (err error) {
 	if err := s.budget.Acquire(ctx, total, nil); err != nil {
 		return err
 	}
-	s.m.buffered.Add(float64(total))
+	s.m.Buffered.Add(float64(total))
 	if len(msgs) == 0 {
 		select {
 		case s.queue <- &natsInflight{batch: &natsBatch{ack: ack, remaining: 1}}:
@@ -672,7 +674,7 @@ func (s *NATSSink) Write(ctx context.Context, b Batch, ack Ack) (err error) {
 			rest += sz
 		}
 		s.budget.Release(rest)
-		s.m.buffered.Sub(float64(rest))
+		s.m.Buffered.Sub(float64(rest))
 		for range msgs[i:] {
 			nb.done(err)
 		}
@@ -732,11 +734,11 @@ func (s *NATSSink) publish(ctx context.Context, m *nats.Msg, size int64) (jetstr
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			s.m.stalls.Inc()
+			s.m.Stalls.Inc()
 			n = -1
 			continue
 		}
-		s.m.retries.Inc()
+		s.m.Retries.Inc()
 		if !backoff.Sleep(ctx, retry.Delay(n)) {
 			return nil, ctx.Err()
 		}
@@ -786,17 +788,17 @@ func (s *NATSSink) acker() {
 			close(inf.flush)
 		case inf.reject != nil:
 			s.budget.Release(inf.size)
-			s.m.buffered.Sub(float64(inf.size))
+			s.m.Buffered.Sub(float64(inf.size))
 			inf.batch.reject(inf.index, inf.reject)
 		case inf.msg == nil:
 			inf.batch.done(nil)
 		default:
 			err := s.await(inf)
 			s.budget.Release(inf.size)
-			s.m.buffered.Sub(float64(inf.size))
+			s.m.Buffered.Sub(float64(inf.size))
 			if err == nil {
-				s.m.objects.Inc()
-				s.m.bytes.Add(float64(len(inf.msg.Data)))
+				s.m.Objects.Inc()
+				s.m.Bytes.Add(float64(len(inf.msg.Data)))
 			}
 			if rejection(err) {
 				inf.batch.reject(inf.index, err)
@@ -834,7 +836,7 @@ func (s *NATSSink) await(inf *natsInflight) error {
 		}
 		s.log.Debug("nats publish failed; publishing again", zap.String("subject", inf.msg.Subject), zap.Error(err))
 		for {
-			s.m.retries.Inc()
+			s.m.Retries.Inc()
 			if !backoff.Sleep(s.killCtx, retry.Delay(attempt)) {
 				return fmt.Errorf("nats sink closed before JetStream acknowledged %q", inf.msg.Subject)
 			}
@@ -932,7 +934,7 @@ func (s *NATSSink) Close(ctx context.Context) error {
 // server confirmed receipt with a flush round-trip. Messages the server
 // would never take are left out, and their batches acknowledged with a
 // [RejectedError] listing them.
-func (s *NATSSink) writeCore(reqs []serialReq) []error {
+func (s *NATSSink) writeCore(reqs []serial.Req) []error {
 	errs := make([]error, len(reqs))
 	var n int
 	var bytes int64
@@ -940,9 +942,9 @@ func (s *NATSSink) writeCore(reqs []serialReq) []error {
 	c := s.cur() // a connection closed for good fails these batches; they come again on the next
 publish:
 	for ri, r := range reqs {
-		render := s.newRender(r.b.Events)
-		for i := range r.b.Events {
-			m, size := render.message(&r.b.Events[i])
+		render := s.newRender(r.Batch.Events)
+		for i := range r.Batch.Events {
+			m, size := render.message(&r.Batch.Events[i])
 			if err = s.checkMessage(m, size); err == nil {
 				err = c.nc.PublishMsg(m)
 			}
@@ -957,7 +959,7 @@ publish:
 			n++
 			bytes += int64(len(m.Data))
 		}
-		render.done(r.b.Events)
+		render.done(r.Batch.Events)
 	}
 	if err == nil {
 		err = c.nc.FlushTimeout(10 * time.Second)
@@ -969,8 +971,8 @@ publish:
 		}
 		return errs
 	}
-	s.m.objects.Add(float64(n))
-	s.m.bytes.Add(float64(bytes))
+	s.m.Objects.Add(float64(n))
+	s.m.Bytes.Add(float64(bytes))
 	return errs
 }
 

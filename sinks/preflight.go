@@ -7,68 +7,14 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/internal/awserr"
-	"github.com/ttl-archiver/archiver/internal/redact"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
-
-// Preflighter is a sink that can prove, before any event is read, that it
-// will be able to write: its destination exists and takes writes from this
-// process. [S3Sink], [NATSSink] and [FileSink] implement it; stdout://
-// needs no check. Run it through [Preflight].
-type Preflighter interface {
-	// Preflight runs the sink's checks and returns a *PreflightError
-	// naming the first that failed, or nil.
-	Preflight(ctx context.Context) error
-}
-
-// The checks a preflight runs, as [PreflightError.Check] names them.
-const (
-	CheckCredentials       = "credentials accepted"     // S3: HeadBucket (and a GET to learn why it failed)
-	CheckBucketExists      = "bucket exists"            // S3: HeadBucket
-	CheckBucketWritable    = "bucket writable"          // S3: PutObject of a marker under the prefix
-	CheckKMSKeyUsable      = "kms key usable"           // S3 with sse=aws:kms: that PutObject, refused over the key
-	CheckConnected         = "connected"                // NATS: a round trip to the server
-	CheckStreamCaptures    = "stream captures subjects" // NATS JetStream: a stream captures the subject template
-	CheckDirectoryWritable = "directory writable"       // file: a file created, synced and removed
-)
-
-// What an S3 preflight finds wrong, matched with errors.Is through a
-// *PreflightError. Skipping the checks cures neither: every upload would
-// fail the same way.
-var (
-	// ErrNoSuchBucket: the sink's bucket does not exist.
-	ErrNoSuchBucket = errors.New("no such bucket")
-	// ErrCredentials: S3 refused the credentials themselves (an unknown
-	// access key, a wrong secret, an expired session token).
-	ErrCredentials = errors.New("credentials refused")
-)
-
-// PreflightTimeout bounds one sink's preflight: a destination that does
-// not answer fails the check rather than hold the start-up.
-const PreflightTimeout = 5 * time.Second
-
-// PreflightError says which sink failed which check, and why.
-type PreflightError struct {
-	Sink  string // the sink's Name (never holds secrets)
-	Check string // one of the Check* constants
-	Err   error  // the cause
-}
-
-// Error is one line: the sink, the check and the cause, with anything that
-// looks like a secret masked.
-func (e *PreflightError) Error() string {
-	msg := fmt.Sprintf("sink %s: preflight check %q failed: %v", e.Sink, e.Check, e.Err)
-	msg = strings.Join(strings.Fields(msg), " ")
-	return redact.Text(msg)
-}
-
-func (e *PreflightError) Unwrap() error { return e.Err }
 
 // Preflight runs s's checks when s is a [Preflighter] and returns nil for
 // other sinks. Every failure is a *PreflightError. Each check is bounded
@@ -92,14 +38,6 @@ func Preflight(ctx context.Context, s Sink) error {
 	return err
 }
 
-// preflightContext bounds a preflight by PreflightTimeout.
-func preflightContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, PreflightTimeout)
-}
-
-// preflightBody is what the S3 preflight marker holds.
-const preflightBody = "written by ttl-archiver's start-up check; safe to delete\n"
-
 // PreflightKey is the marker object [S3Sink.Preflight] writes and deletes:
 // PREFIX/_archiver/preflight (outside every table=... partition).
 func (s *S3Sink) PreflightKey() string {
@@ -121,7 +59,7 @@ func (s *S3Sink) PreflightKey() string {
 // it, which is no failure. The SDK makes no retries of its own (see
 // [NewS3]), so a missing bucket fails at the first answer.
 func (s *S3Sink) Preflight(ctx context.Context) error {
-	ctx, cancel := preflightContext(ctx)
+	ctx, cancel := sinkapi.PreflightContext(ctx)
 	defer cancel()
 	if _, err := s.api.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.c.Bucket)}); err != nil {
 		check, cause := s.headBucketCause(ctx, err)
@@ -129,7 +67,7 @@ func (s *S3Sink) Preflight(ctx context.Context) error {
 	}
 	key := s.PreflightKey()
 	in := &s3.PutObjectInput{Bucket: aws.String(s.c.Bucket), Key: aws.String(key),
-		Body: strings.NewReader(preflightBody), ContentType: aws.String("text/plain")}
+		Body: strings.NewReader(sinkapi.PreflightBody), ContentType: aws.String("text/plain")}
 	s.encrypt(in)
 	if _, err := s.api.PutObject(ctx, in); err != nil {
 		check := CheckBucketWritable
@@ -199,7 +137,7 @@ func mentionsKMS(err error) bool {
 // [NewNATS] checked already; the check runs again so a stream deleted
 // since shows before reading starts.
 func (s *NATSSink) Preflight(ctx context.Context) error {
-	ctx, cancel := preflightContext(ctx)
+	ctx, cancel := sinkapi.PreflightContext(ctx)
 	defer cancel()
 	c := s.cur()
 	if err := c.nc.FlushWithContext(ctx); err != nil {
@@ -223,7 +161,7 @@ func (s *FileSink) Preflight(ctx context.Context) error {
 	}
 	f, err := os.CreateTemp(s.dir, ".archiver-preflight-*")
 	if err == nil {
-		_, err = f.WriteString(preflightBody)
+		_, err = f.WriteString(sinkapi.PreflightBody)
 		if err == nil {
 			err = s.fsync(f)
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/internal/budget"
 	"github.com/ttl-archiver/archiver/objstore"
+	"github.com/ttl-archiver/archiver/sinks/internal/sinkmetrics"
 )
 
 // S3API is the part of *s3.Client the S3 sink uses. HeadBucket and
@@ -119,7 +120,7 @@ type S3Sink struct {
 	api       S3API
 	name      string
 	log       *zap.Logger
-	m         sinkMetrics
+	m         sinkmetrics.Sink
 	conflicts conflictCounter
 	budget    *budget.Budget
 	sem       chan struct{}
@@ -289,7 +290,7 @@ func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
 		c:        c,
 		api:      api,
 		name:     "s3://" + path.Join(c.Bucket, c.Prefix),
-		log:      o.logger(),
+		log:      o.Log(),
 		sem:      make(chan struct{}, uploadConcurrency),
 		shards:   map[string]*s3Shard{},
 		inflight: map[*s3Upload]struct{}{},
@@ -301,7 +302,7 @@ func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
 	if !c.Manifests.Off {
 		s.rec = newRecorder(s.name, c.Manifests, s, s.log, o.Registerer, func() time.Time { return s.now() })
 	}
-	s.m = newSinkMetrics(o.Registerer, s.name)
+	s.m = sinkmetrics.New(o.Registerer, s.name)
 	s.conflicts = newConflictCounter(o.Registerer, s.name)
 	// The free lists stay short: what they hold is live heap that no
 	// budget counts, and the collector's headroom doubles it (eight
@@ -413,7 +414,7 @@ func (s *S3Sink) Write(ctx context.Context, b Batch, ack Ack) error {
 	if err != nil {
 		return err
 	}
-	s.m.buffered.Add(float64(total))
+	s.m.Buffered.Add(float64(total))
 	sb := &s3Batch{ack: ack, remaining: 1, rejected: rej} // 1: held until the loop is done
 	now := s.now()
 	sh.mu.Lock()
@@ -654,7 +655,7 @@ func (s *S3Sink) upload(bf *s3Buffer, up *s3Upload) {
 	cut := s.pending == 0 && s.starved > 0
 	s.mu.Unlock()
 	s.budget.Release(int64(bf.size))
-	s.m.buffered.Sub(float64(bf.size))
+	s.m.Buffered.Sub(float64(bf.size))
 	if cut {
 		// Writers still wait for budget and no upload will free it: the
 		// open buffers hold it.
@@ -772,8 +773,8 @@ func (s *S3Sink) put(bf *s3Buffer) error {
 	if err != nil {
 		return err
 	}
-	s.m.objects.Inc()
-	s.m.bytes.Add(float64(len(body)))
+	s.m.Objects.Inc()
+	s.m.Bytes.Add(float64(len(body)))
 	s.uploads.uploaded(key, bf.records, len(body), time.Since(began))
 	s.track(bf, stored)
 	return nil
@@ -827,7 +828,7 @@ func (s *S3Sink) send(ctx context.Context, p *s3Put) (s3Stored, error) {
 			}
 			return s3Stored{}, err
 		}
-		s.m.retries.Inc()
+		s.m.Retries.Inc()
 		s.log.Warn("s3 upload failed; retrying", zap.String("key", key), zap.Int("attempt", attempt), zap.Error(err))
 		backoff.Sleep(ctx, retry.Delay(attempt-1))
 	}

@@ -98,6 +98,8 @@ var importRules = []struct {
 		[]string{"sinks", "consumer"}},
 	{"sweep", "the sweeper deletes expired items; the archiving is the consumer's, and it needs no sink",
 		[]string{"sinks", "consumer"}},
+	{"sinks/sinkapi", "sinkapi is the sink contract, the leaf under every destination and package sinks, which opens them",
+		[]string{"sinks", "consumer", "archive"}},
 	{"objstore", "objstore is the leaf the S3 sink and the archive reader share",
 		[]string{"sinks", "archive"}},
 	{"sinkurl", "sinkurl is the sink URL grammar, a leaf the sinks and the archive reader share",

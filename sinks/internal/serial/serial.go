@@ -1,50 +1,57 @@
-package sinks
+// Package serial runs a sink's writes on one goroutine ([Queue]): the file
+// sink, stdout:// and the NATS sink on core NATS share it.
+package serial
 
 import (
 	"context"
 	"sync"
+
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
-// serial runs a sink's writes on one goroutine: Write queues a batch (and
+// Queue runs a sink's writes on one goroutine: Write queues a batch (and
 // blocks while the queue is full: backpressure), the goroutine takes every
 // queued batch at once, makes them durable in one go (one fsync for many
 // batches) and acknowledges them, in order. Acknowledgements therefore never
 // run on the caller's goroutine, so a caller may hold its own locks across
 // Write.
-type serial struct {
+type Queue struct {
 	mu     sync.RWMutex
 	closed bool
-	reqs   chan serialReq
+	reqs   chan Req
 	done   chan struct{}
 	// write makes the batches durable and returns one error per batch
 	// (nil: durable).
-	write func(reqs []serialReq) []error
+	write func(reqs []Req) []error
 	// finish runs once after the last write, on the worker goroutine.
 	finish func() error
 	finErr error
-	// prepare, when set, runs in Write on the caller's goroutine before the
-	// batch is queued; its result travels with the batch (serialReq.prep).
+	// Prepare, when set, runs in Write on the caller's goroutine before the
+	// batch is queued; its result travels with the batch (Req.Prep).
 	// Work done there (rendering lines) runs in parallel across callers
 	// instead of on the single worker goroutine.
-	prepare func(Batch) any
+	Prepare func(sinkapi.Batch) any
 }
 
-type serialReq struct {
-	b     Batch
-	ack   Ack
-	prep  any           // what prepare returned for b
+// Req is one queued batch as the write function gets it.
+type Req struct {
+	Batch sinkapi.Batch
+	Ack   sinkapi.Ack
+	Prep  any           // what Prepare returned for Batch
 	flush chan struct{} // non-nil: a flush marker, closed once everything before it is acknowledged
 }
 
-func newSerial(queue int, write func([]serialReq) []error, finish func() error) *serial {
-	s := &serial{reqs: make(chan serialReq, queue), done: make(chan struct{}), write: write, finish: finish}
+// New starts a queue of queue batches; write makes batches durable (one
+// error per batch, nil: durable), finish runs once after the last write.
+func New(queue int, write func([]Req) []error, finish func() error) *Queue {
+	s := &Queue{reqs: make(chan Req, queue), done: make(chan struct{}), write: write, finish: finish}
 	go s.run()
 	return s
 }
 
-func (s *serial) run() {
+func (s *Queue) run() {
 	defer close(s.done)
-	var pending []serialReq
+	var pending []Req
 	for {
 		r, ok := <-s.reqs
 		if !ok {
@@ -63,7 +70,7 @@ func (s *serial) run() {
 				break drain
 			}
 		}
-		var batches []serialReq
+		var batches []Req
 		for _, r := range pending {
 			if r.flush == nil {
 				batches = append(batches, r)
@@ -72,7 +79,7 @@ func (s *serial) run() {
 		if len(batches) > 0 {
 			errs := s.write(batches)
 			for i, r := range batches {
-				r.ack(errs[i])
+				r.Ack(errs[i])
 			}
 		}
 		for _, r := range pending {
@@ -87,7 +94,9 @@ func (s *serial) run() {
 	}
 }
 
-func (s *serial) Write(ctx context.Context, b Batch, ack Ack) error {
+// Write queues b (blocking while the queue is full) for the worker to
+// write and acknowledge with ack.
+func (s *Queue) Write(ctx context.Context, b sinkapi.Batch, ack sinkapi.Ack) error {
 	if ack == nil {
 		ack = func(error) {}
 	}
@@ -95,34 +104,35 @@ func (s *serial) Write(ctx context.Context, b Batch, ack Ack) error {
 		return err
 	}
 	var prep any
-	if s.prepare != nil {
-		prep = s.prepare(b)
+	if s.Prepare != nil {
+		prep = s.Prepare(b)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return ErrClosed
+		return sinkapi.ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	select {
-	case s.reqs <- serialReq{b: b, ack: ack, prep: prep}:
+	case s.reqs <- Req{Batch: b, Ack: ack, Prep: prep}:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-func (s *serial) Flush(ctx context.Context) error {
+// Flush returns once every batch queued before it is acknowledged.
+func (s *Queue) Flush(ctx context.Context) error {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
-		return ErrClosed
+		return sinkapi.ErrClosed
 	}
 	ch := make(chan struct{})
 	select {
-	case s.reqs <- serialReq{flush: ch}:
+	case s.reqs <- Req{flush: ch}:
 	case <-ctx.Done():
 		s.mu.RUnlock()
 		return ctx.Err()
@@ -138,7 +148,7 @@ func (s *serial) Flush(ctx context.Context) error {
 
 // Close stops taking batches, lets the worker write and acknowledge what is
 // queued, then runs finish. A second Close returns nil.
-func (s *serial) Close(ctx context.Context) error {
+func (s *Queue) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -153,4 +163,15 @@ func (s *serial) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// WhileOpen runs fn while the queue is open, keeping Close from running
+// until fn returns; after Close it returns [sinkapi.ErrClosed].
+func (s *Queue) WhileOpen(fn func() error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return sinkapi.ErrClosed
+	}
+	return fn()
 }

@@ -1,4 +1,6 @@
-package sinks
+// Package sinkmetrics holds the sinks' own metrics, labelled by sink name:
+// bytes and objects written, retries, stalls, what is buffered.
+package sinkmetrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,12 +19,15 @@ type metrics struct {
 	buffered *prometheus.GaugeVec
 }
 
-type sinkMetrics struct {
-	bytes, objects, retries, stalls prometheus.Counter
-	buffered                        prometheus.Gauge
+// Sink is one sink's series of the sinks' metrics.
+type Sink struct {
+	Bytes, Objects, Retries, Stalls prometheus.Counter
+	Buffered                        prometheus.Gauge
 }
 
-func newSinkMetrics(reg prometheus.Registerer, sink string) sinkMetrics {
+// New returns sink's series, registering the metrics with reg (none when
+// reg is nil; several sinks may share one reg).
+func New(reg prometheus.Registerer, sink string) Sink {
 	m := metrics{
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "archiver_sink_bytes_total", Help: "Bytes a sink wrote to its destination (after compression).",
@@ -47,11 +52,11 @@ func newSinkMetrics(reg prometheus.Registerer, sink string) sinkMetrics {
 		m.stalls = promreg.Register(reg, m.stalls)
 		m.buffered = promreg.Register(reg, m.buffered)
 	}
-	return sinkMetrics{
-		bytes:    m.bytes.WithLabelValues(sink),
-		objects:  m.objects.WithLabelValues(sink),
-		retries:  m.retries.WithLabelValues(sink),
-		stalls:   m.stalls.WithLabelValues(sink),
-		buffered: m.buffered.WithLabelValues(sink),
+	return Sink{
+		Bytes:    m.bytes.WithLabelValues(sink),
+		Objects:  m.objects.WithLabelValues(sink),
+		Retries:  m.retries.WithLabelValues(sink),
+		Stalls:   m.stalls.WithLabelValues(sink),
+		Buffered: m.buffered.WithLabelValues(sink),
 	}
 }
