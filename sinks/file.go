@@ -15,6 +15,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 	"github.com/ttl-archiver/archiver/sinks/internal/serial"
 	"github.com/ttl-archiver/archiver/sinks/internal/sinkmetrics"
 )
@@ -86,7 +87,7 @@ type FileSink struct {
 	// last manifest and records manifests (nil with manifests=false);
 	// digests holds the running SHA-256 of the files appended to (the
 	// worker's alone).
-	rec     *recorder
+	rec     *recorder.Recorder
 	digests map[string]*fileDigest
 	now     func() time.Time
 }
@@ -140,7 +141,7 @@ func NewFileSinkWith(c FileConfig, o Options) (*FileSink, error) {
 		now:       time.Now,
 	}
 	if !c.Manifests.Off {
-		s.rec = newRecorder(s.Name(), c.Manifests, s, s.log, o.Registerer, func() time.Time { return s.now() })
+		s.rec = recorder.New(s.Name(), c.Manifests, recorder.Store{List: s.listManifests, Read: s.readManifest, Put: s.putManifest}, s.log, o.Registerer, func() time.Time { return s.now() })
 		s.digests = map[string]*fileDigest{}
 	}
 	s.queue = serial.New(64, s.write, s.closeFiles)

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 	"github.com/ttl-archiver/archiver/sinks/internal/serial"
 )
 
@@ -33,14 +34,14 @@ func (s *FileSink) Record(ctx context.Context, r manifest.Range) error {
 		return ErrNotRecording
 	}
 	// WhileOpen keeps Close from releasing DIR.
-	return s.queue.WhileOpen(func() error { return s.rec.record(ctx, r) })
+	return s.queue.WhileOpen(func() error { return s.rec.Record(ctx, r) })
 }
 
 // RecordDue reports whether the shard's range is due to be recorded (see
 // [S3Sink.RecordDue]; a file sink's objects are the files a shard
 // appended to, so its manifests mostly follow manifest-interval).
 func (s *FileSink) RecordDue(streamARN, shardID string) bool {
-	return s.rec != nil && s.rec.due(streamARN, shardID)
+	return s.rec != nil && s.rec.Due(streamARN, shardID)
 }
 
 // fileDigest is the running SHA-256 of the first size bytes of a file the
@@ -93,14 +94,14 @@ func (s *FileSink) trackRuns(reqs []serial.Req, rendered []*fileLines, durable m
 		if len(rendered[i].runs) == 0 {
 			continue
 		}
-		ref := shardRef{cmp.Or(r.Batch.StreamARN, r.Batch.Events[0].StreamARN), cmp.Or(r.Batch.ShardID, r.Batch.Events[0].ShardID)}
+		ref := recorder.ShardRef{Stream: cmp.Or(r.Batch.StreamARN, r.Batch.Events[0].StreamARN), Shard: cmp.Or(r.Batch.ShardID, r.Batch.Events[0].ShardID)}
 		for _, run := range rendered[i].runs {
 			o, ok := durable[run.path]
 			if !ok {
 				continue
 			}
 			o.First, o.Last = r.Batch.Events[run.first].SequenceNumber, r.Batch.Events[run.last].SequenceNumber
-			s.rec.track(ref, o)
+			s.rec.Track(ref, o)
 		}
 	}
 }
@@ -124,23 +125,24 @@ func (s *FileSink) listManifests(_ context.Context, prefix string) ([]string, er
 }
 
 func (s *FileSink) readManifest(_ context.Context, key string) ([]byte, error) {
-	return s.root.readFile(key, maxManifestBytes+1)
+	return s.root.readFile(key, recorder.MaxBytes+1)
 }
 
-// putManifest writes data at the first of manifestKeys, or at the second
-// when the first holds other bytes (see [fileRoot.writeNew]) that are not
-// the same proof (see [sameProof]). It returns the stored bytes' digest.
+// putManifest writes data at the first of [recorder.Keys], or at the
+// second when the first holds other bytes (see [fileRoot.writeNew]) that
+// are not the same proof (see [recorder.SameProof]). It returns the stored
+// bytes' digest.
 func (s *FileSink) putManifest(_ context.Context, m manifest.Manifest, data []byte) (string, string, error) {
-	key, alt := manifestKeys(m, data)
+	key, alt := recorder.Keys(m, data)
 	for _, k := range []string{key, alt} {
-		existing, found, err := s.root.writeNew(k, data, maxManifestBytes+1)
+		existing, found, err := s.root.writeNew(k, data, recorder.MaxBytes+1)
 		if err != nil {
 			return "", "", classifyFileError(err)
 		}
 		if !found || bytes.Equal(existing, data) {
 			return k, manifest.Digest(data), nil
 		}
-		if sameProof(existing, data) {
+		if recorder.SameProof(existing, data) {
 			return k, manifest.Digest(existing), nil
 		}
 	}

@@ -56,7 +56,7 @@ func newRecordingFile(t testing.TB, dir string, clock *testClock, log *zap.Logge
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.rec.now = clock.now
+	s.rec.SetClock(clock.now)
 	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
 }
@@ -299,7 +299,7 @@ func TestFileManifestsOffAndDue(t *testing.T) {
 	defer on.Close(ctx)
 	s := on.(*FileSink)
 	clock := newTestClock()
-	s.rec.now = clock.now
+	s.rec.SetClock(clock.now)
 	if s.RecordDue(evs[0].StreamARN, evs[0].ShardID) {
 		t.Fatal("due at once")
 	}

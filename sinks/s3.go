@@ -30,6 +30,7 @@ import (
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/internal/budget"
 	"github.com/ttl-archiver/archiver/objstore"
+	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 	"github.com/ttl-archiver/archiver/sinks/internal/sinkmetrics"
 )
 
@@ -128,7 +129,7 @@ type S3Sink struct {
 	ext       string
 	// rec tracks the objects of each shard since its last manifest and
 	// records manifests (nil with manifests=false).
-	rec *recorder
+	rec *recorder.Recorder
 
 	// mu guards closed, shards and inflight; it is held only briefly.
 	// Buffers live in per-shard states with locks of their own, so writers
@@ -300,7 +301,7 @@ func NewS3WithClient(c S3Config, api S3API, o Options) (*S3Sink, error) {
 	}
 	s.uploads = newUploadLog(s.log, func() time.Time { return s.now() })
 	if !c.Manifests.Off {
-		s.rec = newRecorder(s.name, c.Manifests, s, s.log, o.Registerer, func() time.Time { return s.now() })
+		s.rec = recorder.New(s.name, c.Manifests, recorder.Store{List: s.listManifests, Read: s.readManifest, Put: s.putManifest}, s.log, o.Registerer, func() time.Time { return s.now() })
 	}
 	s.m = sinkmetrics.New(o.Registerer, s.name)
 	s.conflicts = newConflictCounter(o.Registerer, s.name)
@@ -793,7 +794,7 @@ type s3Put struct {
 	alt   string
 	lines func() []byte
 	// sameProof, for a manifest, accepts other bytes at the key as
-	// written (see [sameProof]).
+	// written (see [recorder.SameProof]).
 	sameProof func(stored, data []byte) bool
 	dirty     bool
 }

@@ -115,7 +115,7 @@ func (s *S3Sink) resolveConflict(ctx context.Context, p *s3Put) (string, s3Store
 }
 
 // storedProof reads the manifest at key and reports whether it is the
-// same proof as p's (see [sameProof]), and then where it is stored.
+// same proof as p's (see [recorder.SameProof]), and then where it is stored.
 func (s *S3Sink) storedProof(ctx context.Context, key string, p *s3Put) (s3Stored, bool, error) {
 	data, err := s.readManifest(ctx, s.relKey(key))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 )
 
 // S3Lister is the listing an S3 sink's client needs to find, on a shard's
@@ -46,7 +47,7 @@ func (s *S3Sink) Record(ctx context.Context, r manifest.Range) error {
 	if s.rec == nil {
 		return ErrNotRecording
 	}
-	return s.rec.record(ctx, r)
+	return s.rec.Record(ctx, r)
 }
 
 // RecordDue reports whether the shard's range is due to be recorded: the
@@ -54,7 +55,7 @@ func (s *S3Sink) Record(ctx context.Context, r manifest.Range) error {
 // manifest, or manifest-interval passed since that manifest (or since the
 // sink first heard of the shard). It never blocks on I/O.
 func (s *S3Sink) RecordDue(streamARN, shardID string) bool {
-	return s.rec != nil && s.rec.due(streamARN, shardID)
+	return s.rec != nil && s.rec.Due(streamARN, shardID)
 }
 
 // track books an uploaded object for its shard's next manifest.
@@ -62,7 +63,7 @@ func (s *S3Sink) track(bf *s3Buffer, stored s3Stored) {
 	if s.rec == nil {
 		return
 	}
-	s.rec.track(shardRef{bf.stream, bf.key.shard}, manifest.Object{Key: s.relKey(stored.key), Bytes: stored.size,
+	s.rec.Track(recorder.ShardRef{Stream: bf.stream, Shard: bf.key.shard}, manifest.Object{Key: s.relKey(stored.key), Bytes: stored.size,
 		SHA256: stored.sha256, First: bf.first, Last: bf.last})
 }
 
@@ -114,17 +115,18 @@ func (s *S3Sink) readManifest(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	defer out.Body.Close()
-	return io.ReadAll(io.LimitReader(out.Body, maxManifestBytes+1))
+	return io.ReadAll(io.LimitReader(out.Body, recorder.MaxBytes+1))
 }
 
-// putManifest writes a manifest as the sink writes an object (If-None-Match,
-// its encryption, the same retries and conflict resolution, compared by
-// bytes, or as the same proof: see [sameProof]; the digest returned is the
-// stored bytes'), in the bucket's default storage class: a manifest is read back
-// by the next process, which an archive storage class would refuse.
+// putManifest writes a manifest as the sink writes an object
+// (If-None-Match, its encryption, the same retries and conflict
+// resolution, compared by bytes, or as the same proof: see
+// [recorder.SameProof]; the digest returned is the stored bytes'), in the
+// bucket's default storage class: a manifest is read back by the next
+// process, which an archive storage class would refuse.
 func (s *S3Sink) putManifest(ctx context.Context, m manifest.Manifest, data []byte) (string, string, error) {
 	sum := sha256.Sum256(data)
-	key, alt := manifestKeys(m, data)
+	key, alt := recorder.Keys(m, data)
 	in := &s3.PutObjectInput{
 		Bucket:         aws.String(s.c.Bucket),
 		Key:            aws.String(s.rootKey(key)),
@@ -134,7 +136,7 @@ func (s *S3Sink) putManifest(ctx context.Context, m manifest.Manifest, data []by
 		ChecksumSHA256: aws.String(base64.StdEncoding.EncodeToString(sum[:])),
 	}
 	s.encrypt(in)
-	stored, err := s.send(ctx, &s3Put{in: in, body: data, sum: sum, alt: s.rootKey(alt), sameProof: sameProof})
+	stored, err := s.send(ctx, &s3Put{in: in, body: data, sum: sum, alt: s.rootKey(alt), sameProof: recorder.SameProof})
 	if err != nil {
 		return "", "", err
 	}

@@ -64,7 +64,7 @@ func newRecordingS3(t testing.TB, v *versity, prefix, compression string, clock 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.rec.now = clock.now
+	s.rec.SetClock(clock.now)
 	t.Cleanup(func() { s.Close(context.Background()) })
 	return s, reg
 }
@@ -125,7 +125,7 @@ func TestS3RecordListsTheRangesObjects(t *testing.T) {
 				}
 				prev = m.Digest
 			}
-			if n := len(s.rec.shards); n != 0 {
+			if n := s.rec.Shards(); n != 0 {
 				t.Errorf("%d shards still tracked after the last range was recorded", n)
 			}
 			res := checkProof(t, a, 1)
@@ -301,7 +301,7 @@ func TestS3RecordDue(t *testing.T) {
 	s := openS3(t, v.endpoint, "manifest-objects=2&manifest-interval=30m&flush-interval=1h")
 	s.c.Prefix = "due"
 	clock := newTestClock()
-	s.rec.now = clock.now
+	s.rec.SetClock(clock.now)
 	evs := testEvents("sessions", "shardId-0001", 1, 4)
 	stream, shard := evs[0].StreamARN, evs[0].ShardID
 	if s.RecordDue(stream, shard) {

@@ -1,4 +1,9 @@
-package sinks
+// Package recorder records coverage manifests for the sinks that keep an
+// archive (S3 and file): it tracks, per shard, the objects a sink made
+// durable since the shard's last manifest, decides when a shard's range is
+// due, finds the manifest a range follows and writes the next one through
+// the sink's [Store]. The manifest format is package manifest's.
+package recorder
 
 import (
 	"bytes"
@@ -14,66 +19,36 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/promreg"
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
+	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
 // ErrNotRecording is returned by Record of a sink opened with
 // manifests=false.
 var ErrNotRecording = errors.New("the sink records no manifests (manifests=false)")
 
-// manifestRecorder is what the consumer asks of a sink that records
-// coverage manifests; the consumer's interface is its own, and this one
-// holds the sinks to the same two methods.
-type manifestRecorder interface {
-	Record(ctx context.Context, r manifest.Range) error
-	RecordDue(streamARN, shardID string) bool
+// Store is where a sink keeps its manifests: its archive, keys relative
+// to the archive's root. Its sink fills it with its own methods.
+type Store struct {
+	// List returns the keys beginning with prefix, in order; a folder
+	// that does not exist holds none.
+	List func(ctx context.Context, prefix string) ([]string, error)
+	// Read returns the bytes at key, at most MaxBytes+1.
+	Read func(ctx context.Context, key string) ([]byte, error)
+	// Put makes data (m encoded) durable at the first of [Keys], never
+	// over other bytes: when other bytes are there, at the second; when
+	// that too holds other bytes, it fails (permanently). It returns the
+	// key written (or found holding data) and the stored bytes' digest.
+	Put func(ctx context.Context, m manifest.Manifest, data []byte) (key, digest string, err error)
 }
 
-var (
-	_ manifestRecorder = (*S3Sink)(nil)
-	_ manifestRecorder = (*FileSink)(nil)
-)
-
-// unrecorded is a sink opened with manifests=false as Open returns it:
-// its methods without Record and RecordDue, so that the consumer finds
-// nothing to record with and waits for no manifest of it.
-type unrecorded struct{ preflightSink }
-
-type preflightSink interface {
-	Sink
-	Preflighter
-}
-
-// recording returns s as Open does: wrapped in unrecorded when c or
-// o.NoManifests turns recording off.
-func recording(s preflightSink, c ManifestConfig, o Options) Sink {
-	if c.Off || o.NoManifests {
-		return unrecorded{s}
-	}
-	return s
-}
-
-// manifestStore is where a sink keeps its manifests: its archive, keys
-// relative to the archive's root.
-type manifestStore interface {
-	// listManifests returns the keys beginning with prefix, in order; a
-	// folder that does not exist holds none.
-	listManifests(ctx context.Context, prefix string) ([]string, error)
-	// readManifest returns the bytes at key, at most maxManifestBytes+1.
-	readManifest(ctx context.Context, key string) ([]byte, error)
-	// putManifest makes data (m encoded) durable at the first of
-	// manifestKeys, never over other bytes: when other bytes are there,
-	// at the second; when that too holds other bytes, it fails
-	// (permanently). It returns the key written (or found holding data).
-	putManifest(ctx context.Context, m manifest.Manifest, data []byte) (key, digest string, err error)
-}
-
-// manifestKeys are where a manifest of m (data, encoded) is put: its key
+// Keys are where a manifest of m (data, encoded) is put: its key
 // first, its conflict key when the key holds other bytes. A shard's
 // last, empty range (To, To] ends where the range before it does, whose
 // manifest holds its key: it goes to its conflict key first, one PUT
 // instead of a refused one, a read and a second, and its key is the
 // fallback.
-func manifestKeys(m manifest.Manifest, data []byte) (key, alt string) {
+func Keys(m manifest.Manifest, data []byte) (key, alt string) {
 	key, alt = manifest.Key(m), manifest.ConflictKey(m, manifest.Digest(data))
 	if m.From != "" && m.From == m.To {
 		return alt, key
@@ -81,16 +56,16 @@ func manifestKeys(m manifest.Manifest, data []byte) (key, alt string) {
 	return key, alt
 }
 
-// maxManifestBytes bounds a manifest read back (as manifest.Decode does).
-const maxManifestBytes = 16 << 20
+// MaxBytes bounds a manifest read back (as manifest.Decode does).
+const MaxBytes = 16 << 20
 
-// sameProof reports whether the manifest stored (as read back) proves
+// SameProof reports whether the manifest stored (as read back) proves
 // what data does: the two are equal but for when and by whom they were
 // written. A range recorded again after a crash between its manifest and
 // its checkpoint is such a proof, and keeps the manifest already there
 // (the next manifest chains to the stored bytes' digest), so recording
 // stays idempotent.
-func sameProof(stored, data []byte) bool {
+func SameProof(stored, data []byte) bool {
 	a, err := manifest.Decode(bytes.NewReader(stored))
 	if err != nil {
 		return false
@@ -103,26 +78,26 @@ func sameProof(stored, data []byte) bool {
 	return bytes.Equal(manifest.Encode(a), manifest.Encode(b))
 }
 
-// recorder keeps, per shard, the objects its sink made durable since the
+// Recorder keeps, per shard, the objects its sink made durable since the
 // shard's last manifest, decides when a shard's range is due, and writes
 // the manifests. Its lock is a leaf: held for bookkeeping only, never
 // across I/O.
-type recorder struct {
+type Recorder struct {
 	sink    string
-	c       ManifestConfig
-	store   manifestStore
+	c       sinkurl.ManifestConfig
+	store   Store
 	log     *zap.Logger
 	now     func() time.Time
 	written prometheus.Counter
 	failed  prometheus.Counter
 
 	mu     sync.Mutex
-	shards map[shardRef]*shardRecord
+	shards map[ShardRef]*shardRecord
 	swept  time.Time
 }
 
-// shardRef names a shard: its stream's ARN and its ID.
-type shardRef struct{ stream, shard string }
+// ShardRef names a shard: its stream's ARN and its ID.
+type ShardRef struct{ Stream, Shard string }
 
 // shardRecord is what a recorder knows of one shard: the objects holding
 // its events since its last manifest (by key), when that manifest was
@@ -136,7 +111,10 @@ type shardRecord struct {
 	hasPrev bool
 }
 
-func newRecorder(sink string, c ManifestConfig, store manifestStore, log *zap.Logger, reg prometheus.Registerer, now func() time.Time) *recorder {
+// New returns the recorder of the sink named sink, which keeps its
+// manifests in store, with its counters registered with reg (none when
+// reg is nil) and now its clock.
+func New(sink string, c sinkurl.ManifestConfig, store Store, log *zap.Logger, reg prometheus.Registerer, now func() time.Time) *Recorder {
 	written := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "archiver_manifests_written_total", Help: "Coverage manifests a sink made durable in its archive.",
 	}, []string{"sink"})
@@ -147,12 +125,12 @@ func newRecorder(sink string, c ManifestConfig, store manifestStore, log *zap.Lo
 		written = promreg.Register(reg, written)
 		failed = promreg.Register(reg, failed)
 	}
-	return &recorder{sink: sink, c: c.WithDefaults(), store: store, log: log, now: now,
-		written: written.WithLabelValues(sink), failed: failed.WithLabelValues(sink), shards: map[shardRef]*shardRecord{}}
+	return &Recorder{sink: sink, c: c.WithDefaults(), store: store, log: log, now: now,
+		written: written.WithLabelValues(sink), failed: failed.WithLabelValues(sink), shards: map[ShardRef]*shardRecord{}}
 }
 
 // shardLocked returns ref's record, creating it. r.mu is held.
-func (r *recorder) shardLocked(ref shardRef) *shardRecord {
+func (r *Recorder) shardLocked(ref ShardRef) *shardRecord {
 	sr := r.shards[ref]
 	if sr == nil {
 		sr = &shardRecord{objects: map[string]manifest.Object{}, since: r.now()}
@@ -161,12 +139,12 @@ func (r *recorder) shardLocked(ref shardRef) *shardRecord {
 	return sr
 }
 
-// track books an object made durable holding events of ref, before their
+// Track books an object made durable holding events of ref, before their
 // batches are acknowledged. An object already tracked under the same key
 // (a file that grew; an upload found already there) is updated: its size
 // and digest are the new ones, its First the earlier and its Last the
 // later.
-func (r *recorder) track(ref shardRef, o manifest.Object) {
+func (r *Recorder) Track(ref ShardRef, o manifest.Object) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sr := r.shardLocked(ref)
@@ -181,21 +159,21 @@ func (r *recorder) track(ref shardRef, o manifest.Object) {
 	sr.objects[o.Key] = o
 }
 
-// due reports whether the shard's range should be recorded now: it has
+// Due reports whether the shard's range should be recorded now: it has
 // Objects objects tracked, or Interval passed since its last manifest
 // (since the sink first heard of it, before one).
-func (r *recorder) due(stream, shard string) bool {
+func (r *Recorder) Due(stream, shard string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	sr := r.shardLocked(shardRef{stream, shard})
+	sr := r.shardLocked(ShardRef{Stream: stream, Shard: shard})
 	return len(sr.objects) >= r.c.Objects || r.now().Sub(sr.since) >= r.c.Interval
 }
 
-// record makes a manifest of rg durable: the objects tracked with events
+// Record makes a manifest of rg durable: the objects tracked with events
 // in (From, To], the digest of the manifest before it, stored at its key.
 // Once it is durable, the objects whose last event is at or before To are
 // no longer tracked.
-func (r *recorder) record(ctx context.Context, rg manifest.Range) error {
+func (r *Recorder) Record(ctx context.Context, rg manifest.Range) error {
 	err := r.recordRange(ctx, rg)
 	if err != nil {
 		r.failed.Inc()
@@ -205,8 +183,8 @@ func (r *recorder) record(ctx context.Context, rg manifest.Range) error {
 	return err
 }
 
-func (r *recorder) recordRange(ctx context.Context, rg manifest.Range) error {
-	ref := shardRef{rg.StreamARN, rg.ShardID}
+func (r *Recorder) recordRange(ctx context.Context, rg manifest.Range) error {
+	ref := ShardRef{Stream: rg.StreamARN, Shard: rg.ShardID}
 	objects, prev, known := r.begin(ref, rg)
 	if !known {
 		var err error
@@ -216,10 +194,10 @@ func (r *recorder) recordRange(ctx context.Context, rg manifest.Range) error {
 	}
 	m := manifest.New(rg, objects, prev, r.c.Writer, r.now())
 	if err := m.Validate(); err != nil {
-		return Permanent(fmt.Errorf("%s: range of shard %s: %w", r.sink, rg.ShardID, err))
+		return sinkapi.Permanent(fmt.Errorf("%s: range of shard %s: %w", r.sink, rg.ShardID, err))
 	}
 	data := manifest.Encode(m)
-	key, digest, err := r.store.putManifest(ctx, m, data)
+	key, digest, err := r.store.Put(ctx, m, data)
 	if err != nil {
 		return fmt.Errorf("%s: recording shard %s after %q to %s: %w", r.sink, rg.ShardID, rg.From, rg.To, err)
 	}
@@ -233,7 +211,7 @@ func (r *recorder) recordRange(ctx context.Context, rg manifest.Range) error {
 // begin returns the tracked objects with events in rg's range, and the
 // digest of the shard's last manifest when this recorder wrote it and it
 // ends at rg.From (known).
-func (r *recorder) begin(ref shardRef, rg manifest.Range) (objects []manifest.Object, prev string, known bool) {
+func (r *Recorder) begin(ref ShardRef, rg manifest.Range) (objects []manifest.Object, prev string, known bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sr := r.shardLocked(ref)
@@ -261,7 +239,7 @@ func inRange(o manifest.Object, from, to string) bool {
 // before To) and remembers the manifest as the shard's last. A shard
 // recorded to its end with nothing left is forgotten, as are, once a
 // minute, shards idle with nothing tracked.
-func (r *recorder) finish(ref shardRef, rg manifest.Range, digest string) {
+func (r *Recorder) finish(ref ShardRef, rg manifest.Range, digest string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
@@ -291,7 +269,7 @@ func (r *recorder) finish(ref shardRef, rg manifest.Range, digest string) {
 // manifest ending at rg.From, or for a range at the shard's start its
 // parent's last (ended) one. It returns "" when there is none (a shard
 // without a parent, an archive recorded only from here on).
-func (r *recorder) findPrev(ctx context.Context, rg manifest.Range) (string, error) {
+func (r *Recorder) findPrev(ctx context.Context, rg manifest.Range) (string, error) {
 	if rg.From == "" {
 		if rg.ParentShardID == "" {
 			return "", nil
@@ -299,7 +277,7 @@ func (r *recorder) findPrev(ctx context.Context, rg manifest.Range) (string, err
 		return r.parentsLast(ctx, rg)
 	}
 	prefix := manifest.EndingAt(rg.Table, rg.Region, rg.StreamARN, rg.ShardID, rg.From)
-	keys, err := r.store.listManifests(ctx, prefix)
+	keys, err := r.store.List(ctx, prefix)
 	if err != nil {
 		return "", fmt.Errorf("listing the manifests ending at %s: %w", rg.From, err)
 	}
@@ -324,8 +302,8 @@ func (r *recorder) findPrev(ctx context.Context, rg manifest.Range) (string, err
 
 // parentsLast is the digest of the last manifest of rg's parent when it
 // says the parent was read to its end, else "".
-func (r *recorder) parentsLast(ctx context.Context, rg manifest.Range) (string, error) {
-	keys, err := r.store.listManifests(ctx, manifest.ShardDir(rg.Table, rg.Region, rg.StreamARN, rg.ParentShardID))
+func (r *Recorder) parentsLast(ctx context.Context, rg manifest.Range) (string, error) {
+	keys, err := r.store.List(ctx, manifest.ShardDir(rg.Table, rg.Region, rg.StreamARN, rg.ParentShardID))
 	if err != nil {
 		return "", fmt.Errorf("listing the manifests of parent shard %s: %w", rg.ParentShardID, err)
 	}
@@ -352,8 +330,8 @@ func (r *recorder) parentsLast(ctx context.Context, rg manifest.Range) (string, 
 // load reads and decodes the manifest at key and returns it with its
 // digest; one that does not decode is logged and skipped (digest "": the
 // verifier reports it), never an error. Only a failed read is.
-func (r *recorder) load(ctx context.Context, key string) (manifest.Manifest, string, error) {
-	data, err := r.store.readManifest(ctx, key)
+func (r *Recorder) load(ctx context.Context, key string) (manifest.Manifest, string, error) {
+	data, err := r.store.Read(ctx, key)
 	if err != nil {
 		return manifest.Manifest{}, "", fmt.Errorf("reading manifest %s: %w", key, err)
 	}
@@ -364,4 +342,18 @@ func (r *recorder) load(ctx context.Context, key string) (manifest.Manifest, str
 		return manifest.Manifest{}, "", nil
 	}
 	return m, manifest.Digest(data), nil
+}
+
+// SetClock makes now the recorder's clock (tests move it by hand).
+func (r *Recorder) SetClock(now func() time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.now = now
+}
+
+// Shards is how many shards the recorder keeps a record of.
+func (r *Recorder) Shards() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.shards)
 }
