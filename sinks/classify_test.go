@@ -16,15 +16,17 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // s3ErrorAnswer answers every PUT with an S3 error document.
-func s3ErrorAnswer(status int, code, msg string, puts *atomic.Int32) faultFunc {
+func s3ErrorAnswer(status int, code, msg string, puts *atomic.Int32) testkit.FaultFunc {
 	return func(w http.ResponseWriter, r *http.Request, _ func(http.ResponseWriter)) bool {
 		if r.Method != http.MethodPut {
 			return false
@@ -43,10 +45,10 @@ func s3ErrorAnswer(status int, code, msg string, puts *atomic.Int32) faultFunc {
 // permanent. versitygw answers where it can; the proxy stands in for what
 // it cannot produce (KMS, throttling, expired tokens).
 func TestS3ErrorClassification(t *testing.T) {
-	v := startVersity(t)
-	px := startProxy(t, v.endpoint)
+	v := testkit.StartVersity(t)
+	px := testkit.StartProxy(t, v.Endpoint)
 	wrongSecret := func(ctx context.Context, region string) (aws.Config, error) {
-		return aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider(testAccessKey, "not-the-secret", "")}, nil
+		return aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider(testkit.AccessKey, "not-the-secret", "")}, nil
 	}
 	const maxAttempts = 3
 	for _, tc := range []struct {
@@ -75,23 +77,23 @@ func TestS3ErrorClassification(t *testing.T) {
 		{name: "KMS throttled", status: 400, code: "KMS.ThrottlingException", msg: "rate exceeded", attempts: maxAttempts},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Ctx(t)
 			var puts atomic.Int32
 			if tc.status != 0 {
-				px.setFault(s3ErrorAnswer(tc.status, tc.code, tc.msg, &puts))
+				px.SetFault(s3ErrorAnswer(tc.status, tc.code, tc.msg, &puts))
 			} else {
-				px.setFault(func(_ http.ResponseWriter, r *http.Request, _ func(http.ResponseWriter)) bool {
+				px.SetFault(func(_ http.ResponseWriter, r *http.Request, _ func(http.ResponseWriter)) bool {
 					if r.Method == http.MethodPut {
 						puts.Add(1)
 					}
 					return false
 				})
 			}
-			c := S3Config{Bucket: "archive", Endpoint: px.url, PathStyle: true, MaxAttempts: maxAttempts, RetryBase: time.Millisecond}
+			c := S3Config{Bucket: "archive", Endpoint: px.URL, PathStyle: true, MaxAttempts: maxAttempts, RetryBase: time.Millisecond}
 			if tc.bucket != "" {
 				c.Bucket = tc.bucket
 			}
-			o := Options{AWSConfig: testAWSConfig}
+			o := Options{AWSConfig: testkit.AWSConfig}
 			if tc.awsConfig != nil {
 				o.AWSConfig = tc.awsConfig
 			}
@@ -99,14 +101,14 @@ func TestS3ErrorClassification(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := newAcks()
-			if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 2)}, a.ack("b")); err != nil {
+			a := testkit.NewAcks()
+			if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 2)}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
-			n, err := a.get("b")
+			n, err := a.Get("b")
 			if n != 1 || err == nil {
 				t.Fatalf("%d acks, err %v; want one ack with an error", n, err)
 			}
@@ -129,54 +131,38 @@ func TestS3ErrorClassification(t *testing.T) {
 // TestS3RejectsBadTableNames: an event whose table name cannot be part of a
 // key is rejected alone; the others of its batch are stored.
 func TestS3RejectsBadTableNames(t *testing.T) {
-	v := startVersity(t)
-	ctx := testCtx(t)
-	s := openS3(t, v.endpoint, "flush-interval=1h")
+	v := testkit.StartVersity(t)
+	ctx := testkit.Ctx(t)
+	s := openS3(t, v.Endpoint, "flush-interval=1h")
 	s.c.Prefix = "badtable"
-	evs := testEvents("t", "s", 1, 4)
+	evs := testkit.Events("t", "s", 1, 4)
 	evs[1].Table = "../escape"
 	evs[3].Table = ""
-	a := newAcks()
-	if err := s.Write(ctx, Batch{Events: evs}, a.ack("mixed")); err != nil {
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{Events: evs}, a.Ack("mixed")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Write(ctx, Batch{Events: evs[1:2]}, a.ack("all bad")); err != nil {
+	if err := s.Write(ctx, Batch{Events: evs[1:2]}, a.Ack("all bad")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	assertRejected(t, a.waitAck(t, "mixed"), []int{1, 3}, "table name")
-	assertRejected(t, a.waitAck(t, "all bad"), []int{0}, "table name")
-	ids := v.allEventIDs(t, "badtable/")
+	testkit.AssertRejected(t, a.WaitAck(t, "mixed"), []int{1, 3}, "table name")
+	testkit.AssertRejected(t, a.WaitAck(t, "all bad"), []int{0}, "table name")
+	ids := v.AllEventIDs(t, "badtable/")
 	if len(ids) != 2 || ids[evs[0].EventID] != 1 || ids[evs[2].EventID] != 1 {
 		t.Fatalf("stored %v, want the two good events once each", ids)
-	}
-}
-
-// assertRejected checks that err is a *RejectedError listing exactly
-// indexes, permanent, and mentioning cause.
-func assertRejected(t testing.TB, err error, indexes []int, cause string) {
-	t.Helper()
-	var rej *RejectedError
-	if !errors.As(err, &rej) {
-		t.Fatalf("ack error %v, want a *RejectedError", err)
-	}
-	if !reflect.DeepEqual(rej.Indexes, indexes) {
-		t.Fatalf("rejected %v, want %v", rej.Indexes, indexes)
-	}
-	if !IsPermanent(err) || !strings.Contains(err.Error(), cause) {
-		t.Fatalf("rejection %v: want it permanent and naming %q", err, cause)
 	}
 }
 
 // padded returns events whose items carry a "pad" attribute of n[i] bytes
 // (none for 0).
 func padded(table string, n ...int) []event.Event {
-	evs := testEvents(table, "shard-1", 1, len(n))
+	evs := testkit.Events(table, "shard-1", 1, len(n))
 	for i, size := range n {
 		if size > 0 {
-			evs[i].OldImage["pad"] = &typesS{Value: strings.Repeat("x", size)}
+			evs[i].OldImage["pad"] = &types.AttributeValueMemberS{Value: strings.Repeat("x", size)}
 		}
 	}
 	return evs
@@ -197,14 +183,14 @@ func TestNATSRejectsOversizeMessages(t *testing.T) {
 	const maxPayload = 4096
 	for _, mode := range []string{"jetstream", "core"} {
 		t.Run(mode, func(t *testing.T) {
-			ctx := testCtx(t)
-			ns := startNATS(t, func(o *server.Options) { o.MaxPayload = maxPayload })
-			nc, js := ns.client(t)
+			ctx := testkit.Ctx(t)
+			ns := testkit.StartNATS(t, func(o *server.Options) { o.MaxPayload = maxPayload })
+			nc, js := ns.Client(t)
 			query := "?subject=big.{table}"
 			var st jetstream.Stream
 			var sub *nats.Subscription
 			if mode == "jetstream" {
-				st = createStream(t, js, "BIG", "big.>")
+				st = testkit.CreateStream(t, js, "BIG", "big.>")
 			} else {
 				query += "&jetstream=false"
 				var err error
@@ -213,7 +199,7 @@ func TestNATSRejectsOversizeMessages(t *testing.T) {
 				}
 				nc.Flush()
 			}
-			sk, _, err := Open(ctx, "nats://"+ns.url+query, Options{})
+			sk, _, err := Open(ctx, "nats://"+ns.URL+query, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,28 +213,28 @@ func TestNATSRejectsOversizeMessages(t *testing.T) {
 			if got := payloadSize(s, &evs[3]); got != maxPayload {
 				t.Fatalf("test set-up: event 3 is %d bytes, want %d", got, maxPayload)
 			}
-			a := newAcks()
-			if err := s.Write(ctx, Batch{Events: evs}, a.ack("mixed")); err != nil {
+			a := testkit.NewAcks()
+			if err := s.Write(ctx, Batch{Events: evs}, a.Ack("mixed")); err != nil {
 				t.Fatal(err)
 			}
-			err = a.waitAck(t, "mixed")
-			assertRejected(t, err, []int{1, 4}, "max_payload")
+			err = a.WaitAck(t, "mixed")
+			testkit.AssertRejected(t, err, []int{1, 4}, "max_payload")
 			if !errors.Is(err, nats.ErrMaxPayload) {
 				t.Fatalf("%v does not match nats.ErrMaxPayload", err)
 			}
-			if err := s.Write(ctx, Batch{Events: testEvents("t", "shard-1", 100, 2)}, a.ack("after")); err != nil {
+			if err := s.Write(ctx, Batch{Events: testkit.Events("t", "shard-1", 100, 2)}, a.Ack("after")); err != nil {
 				t.Fatal(err)
 			}
-			if err := a.waitAck(t, "after"); err != nil {
+			if err := a.WaitAck(t, "after"); err != nil {
 				t.Fatalf("a batch after the rejection: %v", err)
 			}
 			var want []string
-			for _, e := range append([]event.Event{evs[0], evs[2], evs[3]}, testEvents("t", "shard-1", 100, 2)...) {
+			for _, e := range append([]event.Event{evs[0], evs[2], evs[3]}, testkit.Events("t", "shard-1", 100, 2)...) {
 				want = append(want, event.MessageID(&e))
 			}
 			var got []string
 			if st != nil {
-				for _, m := range streamMsgs(t, st) {
+				for _, m := range testkit.StreamMsgs(t, st) {
 					got = append(got, m.Headers().Get("Nats-Msg-Id"))
 				}
 			} else {
@@ -270,25 +256,25 @@ func TestNATSRejectsOversizeMessages(t *testing.T) {
 // TestNATSRejectsOverStreamMaxMsgSize: a message within max_payload that
 // the stream refuses as larger than its max_msg_size is rejected alone.
 func TestNATSRejectsOverStreamMaxMsgSize(t *testing.T) {
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
 	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "SMALL", Subjects: []string{"small.>"}, MaxMsgSize: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, _, err := Open(ctx, "nats://"+ns.url+"?subject=small.{table}", Options{})
+	s, _, err := Open(ctx, "nats://"+ns.URL+"?subject=small.{table}", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx)
 	evs := padded("t", 0, 8192, 0)
-	a := newAcks()
-	if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
-	assertRejected(t, a.waitAck(t, "b"), []int{1}, "maximum")
-	if n := streamCount(t, st); n != 2 {
+	testkit.AssertRejected(t, a.WaitAck(t, "b"), []int{1}, "maximum")
+	if n := testkit.StreamCount(t, st); n != 2 {
 		t.Fatalf("stream holds %d messages, want 2", n)
 	}
 }
@@ -297,23 +283,23 @@ func TestNATSRejectsOverStreamMaxMsgSize(t *testing.T) {
 // Templates are checked and placeholder values cleaned, so a bad subject
 // cannot be rendered; the test sets one directly.
 func TestNATSRejectsBadSubjects(t *testing.T) {
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
-	createStream(t, js, "TTL", "archiver.>")
-	sk, _, err := Open(ctx, "nats://"+ns.url, Options{})
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
+	testkit.CreateStream(t, js, "TTL", "archiver.>")
+	sk, _, err := Open(ctx, "nats://"+ns.URL, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sk.Close(ctx)
 	s := sk.(*NATSSink)
 	s.tmpl = subjectTemplate{{{lit: "archiver"}}, {{lit: "bad subject"}}}
-	a := newAcks()
-	if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 2)}, a.ack("b")); err != nil {
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 2)}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
-	err = a.waitAck(t, "b")
-	assertRejected(t, err, []int{0, 1}, "invalid subject")
+	err = a.WaitAck(t, "b")
+	testkit.AssertRejected(t, err, []int{0, 1}, "invalid subject")
 	if !errors.Is(err, nats.ErrBadSubject) {
 		t.Fatalf("%v does not match nats.ErrBadSubject", err)
 	}
@@ -323,13 +309,13 @@ func TestNATSRejectsBadSubjects(t *testing.T) {
 // subjects (the stream was deleted under the running sink), batches fail
 // with a permanent error rather than after two minutes of retries.
 func TestNATSUncapturedSubjectIsPermanent(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	s, _ := openNATSWithoutStream(t, ctx)
-	a := newAcks()
-	if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 2)}, a.ack("b")); err != nil {
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 2)}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
-	err := a.waitAck(t, "b")
+	err := a.WaitAck(t, "b")
 	var rej *RejectedError
 	if !IsPermanent(err) || errors.As(err, &rej) || !strings.Contains(err.Error(), "no JetStream stream captures") {
 		t.Fatalf("ack error %v, want a permanent no-stream error for the whole batch", err)
@@ -413,14 +399,14 @@ func TestFileSinkFailureClasses(t *testing.T) {
 		}, true, syscall.EACCES},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Ctx(t)
 			s, dir := newTestFileSink(t)
 			tc.setup(t, s, dir)
-			a := newAcks()
-			if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 2)}, a.ack("b")); err != nil {
+			a := testkit.NewAcks()
+			if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 2)}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
-			err := a.waitAck(t, "b")
+			err := a.WaitAck(t, "b")
 			if !errors.Is(err, tc.errno) || IsPermanent(err) != tc.permanent {
 				t.Fatalf("ack error %v: want %v, permanent %v", err, tc.errno, tc.permanent)
 			}
@@ -440,10 +426,10 @@ func mkdir(t testing.TB, dir string) {
 // (closed when the test ends) and its URL.
 func openNATSWithoutStream(t *testing.T, ctx context.Context) (Sink, string) {
 	t.Helper()
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
-	createStream(t, js, "TTL", "archiver.>")
-	url := "nats://" + ns.url
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
+	testkit.CreateStream(t, js, "TTL", "archiver.>")
+	url := "nats://" + ns.URL
 	s, _, err := Open(ctx, url, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -10,10 +10,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/nats-io/nats.go"
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/natsmsg"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // TestPercentEncode holds percentEncode to the NATS protocol binding's
@@ -148,31 +150,31 @@ func ceAttributes(t testing.TB, h nats.Header) map[string]string {
 // nats-server, the archive line as the body with the Archiver- headers and
 // the event's CloudEvents attributes as the binding's binary mode has them.
 func TestNATSCloudEvents(t *testing.T) {
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
-	st := createStream(t, js, "TTL", "ttl.>")
-	s, _, err := Open(ctx, "nats://"+ns.url+"?subject=ttl.{table}.{kind}&events=all&format=cloudevents", Options{})
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
+	st := testkit.CreateStream(t, js, "TTL", "ttl.>")
+	s, _, err := Open(ctx, "nats://"+ns.URL+"?subject=ttl.{table}.{kind}&events=all&format=cloudevents", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx)
-	evs := testEvents("sessions", "shard-1", 1, 4)
+	evs := testkit.Events("sessions", "shard-1", 1, 4)
 	evs[0].DeletedBy = event.DeletedByTTL
 	evs[1].Kind, evs[1].DeletedBy = event.Deleted, event.DeletedByOther
 	evs[2].Kind, evs[2].EventName, evs[2].NewImage, evs[2].OldImage = event.Inserted, "INSERT", evs[2].OldImage, nil
 	evs[2].TTLValue, evs[2].TTLTime, evs[2].TTLLag = "", time.Time{}, 0
 	evs[3].DeletedBy = event.DeletedByOther
-	evs[3].Keys = event.Item{"pk": &typesS{Value: "Euro € \"quoted\" 100%"}}
+	evs[3].Keys = event.Item{"pk": &types.AttributeValueMemberS{Value: "Euro € \"quoted\" 100%"}}
 	evs[3].DeadLetter = &event.DeadLetter{Sink: "s3://b", Reason: event.ReasonPermanent, Error: "no", Attempts: 1}
-	a := newAcks()
-	if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs}, a.ack("b")); err != nil {
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.waitAck(t, "b"); err != nil {
+	if err := a.WaitAck(t, "b"); err != nil {
 		t.Fatal(err)
 	}
-	msgs := streamMsgs(t, st)
+	msgs := testkit.StreamMsgs(t, st)
 	if len(msgs) != len(evs) {
 		t.Fatalf("%d messages, want %d", len(msgs), len(evs))
 	}
@@ -235,7 +237,7 @@ func TestNATSFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := testEvents("sessions", "shard-1", 7, 1)[0]
+	e := testkit.Events("sessions", "shard-1", 7, 1)[0]
 	e.DeletedBy = event.DeletedByTTL
 	for _, f := range natsmsg.Formats {
 		t.Run(f, func(t *testing.T) {
@@ -324,7 +326,7 @@ func TestCEValuesReusedWithinABatch(t *testing.T) {
 	arnA := "arn:aws:dynamodb:eu-west-1:123456789012:table/A/stream/2026-01-02T03:04:05.678"
 	arnB := "arn:aws:dynamodb:eu-west-1:123456789012:table/B b/stream/2026-01-02T03:04:05.678"
 	t0 := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
-	evs := testEvents("A", "shard-1", 1, 7)
+	evs := testkit.Events("A", "shard-1", 1, 7)
 	for i, c := range []struct {
 		arn string
 		at  time.Time

@@ -17,12 +17,13 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // dirArchive is a file sink's archive: DIR.
 type dirArchive string
 
-func (a dirArchive) keys(t testing.TB, prefix string) []string {
+func (a dirArchive) Keys(t testing.TB, prefix string) []string {
 	t.Helper()
 	var out []string
 	err := filepath.WalkDir(filepath.Join(string(a), prefix), func(p string, d fs.DirEntry, err error) error {
@@ -40,7 +41,7 @@ func (a dirArchive) keys(t testing.TB, prefix string) []string {
 	return out
 }
 
-func (a dirArchive) bytes(t testing.TB, key string) []byte {
+func (a dirArchive) Bytes(t testing.TB, key string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(string(a), filepath.FromSlash(key)))
 	if err != nil {
@@ -50,13 +51,13 @@ func (a dirArchive) bytes(t testing.TB, key string) []byte {
 }
 
 // newRecordingFile opens a file sink on dir with a controlled clock.
-func newRecordingFile(t testing.TB, dir string, clock *testClock, log *zap.Logger) *FileSink {
+func newRecordingFile(t testing.TB, dir string, clock *testkit.Clock, log *zap.Logger) *FileSink {
 	t.Helper()
 	s, err := NewFileSinkWith(FileConfig{Dir: dir}, Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.rec.SetClock(clock.now)
+	s.rec.SetClock(clock.Now)
 	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
 }
@@ -64,11 +65,11 @@ func newRecordingFile(t testing.TB, dir string, clock *testClock, log *zap.Logge
 // appendBatch writes evs as one batch and waits for its acknowledgement.
 func appendBatch(t testing.TB, s Sink, evs []event.Event) error {
 	t.Helper()
-	a := newAcks()
-	if err := s.Write(testCtx(t), Batch{StreamARN: evs[0].StreamARN, ShardID: evs[0].ShardID, Events: evs}, a.ack("b")); err != nil {
+	a := testkit.NewAcks()
+	if err := s.Write(testkit.Ctx(t), Batch{StreamARN: evs[0].StreamARN, ShardID: evs[0].ShardID, Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
-	return a.waitAck(t, "b")
+	return a.WaitAck(t, "b")
 }
 
 // TestFileRecordPrefixDigests: a file sink's manifest lists each hour
@@ -81,18 +82,18 @@ func appendBatch(t testing.TB, s Sink, evs []event.Event) error {
 // not decode is passed over with a warning; manifest.Check over all of it
 // finds nothing.
 func TestFileRecordPrefixDigests(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	dir := t.TempDir()
 	a := dirArchive(dir)
-	clock := newTestClock()
+	clock := testkit.NewClock()
 	const h05, h06 = "sessions/2026-03-04/05.jsonl", "sessions/2026-03-04/06.jsonl"
-	sh := testEvents("sessions", "shardId-a", 1, 14)
+	sh := testkit.Events("sessions", "shardId-a", 1, 14)
 	for i := 8; i < len(sh); i++ {
-		sh[i].ApproximateCreationTime = testStart.Add(time.Hour) // 9.. in the next hour
+		sh[i].ApproximateCreationTime = testkit.Start.Add(time.Hour) // 9.. in the next hour
 	}
-	neighbour := testEvents("sessions", "shardId-b", 1, 9)
-	child := testEvents("sessions", "shardId-c", 100, 2)
-	child[0].ApproximateCreationTime, child[1].ApproximateCreationTime = testStart.Add(time.Hour), testStart.Add(time.Hour)
+	neighbour := testkit.Events("sessions", "shardId-b", 1, 9)
+	child := testkit.Events("sessions", "shardId-c", 100, 2)
+	child[0].ApproximateCreationTime, child[1].ApproximateCreationTime = testkit.Start.Add(time.Hour), testkit.Start.Add(time.Hour)
 
 	first := newRecordingFile(t, dir, clock, zap.NewNop())
 	for _, b := range [][]event.Event{sh[0:3], neighbour[0:3], sh[3:5]} {
@@ -100,53 +101,53 @@ func TestFileRecordPrefixDigests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r1 := rangeOf(sh[0], "", "", seq(5))
+	r1 := testkit.RangeOf(sh[0], "", "", testkit.Seq(5))
 	if err := first.Record(ctx, r1); err != nil {
 		t.Fatal(err)
 	}
-	checkListed(t, a, lastManifest(t, a, r1).M, h05)
+	testkit.CheckListed(t, a, testkit.LastManifest(t, a, r1).M, h05)
 	for _, b := range [][]event.Event{neighbour[3:6], sh[5:10]} { // 6..8 to 05, 9..10 to 06
 		if err := appendBatch(t, first, b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r2 := rangeOf(sh[0], "", seq(5), seq(10))
+	r2 := testkit.RangeOf(sh[0], "", testkit.Seq(5), testkit.Seq(10))
 	if err := first.Record(ctx, r2); err != nil {
 		t.Fatal(err)
 	}
-	checkListed(t, a, lastManifest(t, a, r2).M, h05, h06)
+	testkit.CheckListed(t, a, testkit.LastManifest(t, a, r2).M, h05, h06)
 	if err := first.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 
 	// A restart: the next sink resumes 06.jsonl, and finds r2's manifest
 	// in DIR.
-	log, logs := observed()
+	log, logs := testkit.Observed()
 	second := newRecordingFile(t, dir, clock, log)
 	for _, b := range [][]event.Event{sh[10:12], neighbour[6:9], sh[12:14], child} {
 		if err := appendBatch(t, second, b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r3 := rangeOf(sh[0], "", seq(10), seq(14))
+	r3 := testkit.RangeOf(sh[0], "", testkit.Seq(10), testkit.Seq(14))
 	r3.Ended = true
 	if err := second.Record(ctx, r3); err != nil {
 		t.Fatal(err)
 	}
-	m3 := lastManifest(t, a, r3)
-	checkListed(t, a, m3.M, h06)
-	if m2 := lastManifest(t, a, r2); m3.M.Prev != m2.Digest {
+	m3 := testkit.LastManifest(t, a, r3)
+	testkit.CheckListed(t, a, m3.M, h06)
+	if m2 := testkit.LastManifest(t, a, r2); m3.M.Prev != m2.Digest {
 		t.Fatalf("after a restart the range names %q, want %q", m3.M.Prev, m2.Digest)
 	}
 	junk := manifest.ShardDir("sessions", "us-east-1", sh[0].StreamARN, "shardId-a") + strings.Repeat("9", 64) + ".json"
 	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(junk)), []byte("[]"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	rc := rangeOf(child[0], "shardId-a", "", seq(101))
+	rc := testkit.RangeOf(child[0], "shardId-a", "", testkit.Seq(101))
 	if err := second.Record(ctx, rc); err != nil {
 		t.Fatal(err)
 	}
-	if mc := lastManifest(t, a, rc); mc.M.Prev != m3.Digest {
+	if mc := testkit.LastManifest(t, a, rc); mc.M.Prev != m3.Digest {
 		t.Fatalf("the child names %q, want its parent's last manifest %q", mc.M.Prev, m3.Digest)
 	}
 	if n := logs.FilterMessageSnippet("does not decode").FilterField(zap.String("key", junk)).Len(); n != 1 {
@@ -156,14 +157,14 @@ func TestFileRecordPrefixDigests(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every manifest's prefixes still match the grown files.
-	for _, st := range storedManifests(t, a) {
+	for _, st := range testkit.StoredManifests(t, a) {
 		var keys []string
 		for _, o := range st.M.Objects {
 			keys = append(keys, o.Key)
 		}
-		checkListed(t, a, st.M, keys...)
+		testkit.CheckListed(t, a, st.M, keys...)
 	}
-	checkProof(t, a, 2)
+	testkit.CheckProof(t, a, 2)
 }
 
 // TestFileRecordAfterFailures: the size a manifest lists is a durable
@@ -171,17 +172,17 @@ func TestFileRecordPrefixDigests(t *testing.T) {
 // closed with a '\n' by the next sink is in the digest as it is in the
 // file.
 func TestFileRecordAfterFailures(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	dir := t.TempDir()
 	a := dirArchive(dir)
 	const hour = "t/2026-03-04/05.jsonl"
-	evs := testEvents("t", "s", 1, 9)
+	evs := testkit.Events("t", "s", 1, 9)
 	torn := event.MarshalLine(&evs[0])
 	mkdir(t, filepath.Join(dir, "t", "2026-03-04"))
 	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(hour)), torn[:len(torn)/2], 0o640); err != nil {
 		t.Fatal(err)
 	}
-	s := newRecordingFile(t, dir, newTestClock(), zap.NewNop())
+	s := newRecordingFile(t, dir, testkit.NewClock(), zap.NewNop())
 	var fail atomic.Bool
 	s.fsync = func(f *os.File) error {
 		if fail.Load() {
@@ -196,7 +197,7 @@ func TestFileRecordAfterFailures(t *testing.T) {
 	if err := appendBatch(t, s, evs[3:6]); err == nil {
 		t.Fatal("the failed fsync was acknowledged")
 	}
-	rg := rangeOf(evs[0], "", "", seq(3))
+	rg := testkit.RangeOf(evs[0], "", "", testkit.Seq(3))
 	if err := s.Record(ctx, rg); err != nil {
 		t.Fatal(err)
 	}
@@ -204,16 +205,16 @@ func TestFileRecordAfterFailures(t *testing.T) {
 	if err := appendBatch(t, s, evs[3:9]); err != nil {
 		t.Fatal(err)
 	}
-	o := checkListed(t, a, lastManifest(t, a, rg).M, hour)[0]
+	o := testkit.CheckListed(t, a, testkit.LastManifest(t, a, rg).M, hour)[0]
 	if want := int64(len(torn)/2 + 1 + len(renderLines(evs[0:3], nil))); o.Bytes != want {
 		t.Fatalf("listed with %d bytes, want the torn line, its newline and 3 lines: %d", o.Bytes, want)
 	}
-	rg2 := rangeOf(evs[0], "", seq(3), seq(9))
+	rg2 := testkit.RangeOf(evs[0], "", testkit.Seq(3), testkit.Seq(9))
 	if err := s.Record(ctx, rg2); err != nil {
 		t.Fatal(err)
 	}
-	if o := checkListed(t, a, lastManifest(t, a, rg2).M, hour)[0]; o.Bytes != int64(len(a.bytes(t, hour))) || o.First != seq(4) {
-		t.Fatalf("listed as %+v, want the whole file, from %s", o, seq(4))
+	if o := testkit.CheckListed(t, a, testkit.LastManifest(t, a, rg2).M, hour)[0]; o.Bytes != int64(len(a.Bytes(t, hour))) || o.First != testkit.Seq(4) {
+		t.Fatalf("listed as %+v, want the whole file, from %s", o, testkit.Seq(4))
 	}
 }
 
@@ -222,11 +223,11 @@ func TestFileRecordAfterFailures(t *testing.T) {
 // there too are a permanent error; nothing is overwritten and no
 // temporary file is left.
 func TestFileManifestConflicts(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	dir := t.TempDir()
 	a := dirArchive(dir)
-	s := newRecordingFile(t, dir, newTestClock(), zap.NewNop())
-	m := manifest.New(rangeOf(testEvents("t", "s", 1, 1)[0], "", "", seq(7)), nil, "", "", testStart)
+	s := newRecordingFile(t, dir, testkit.NewClock(), zap.NewNop())
+	m := manifest.New(testkit.RangeOf(testkit.Events("t", "s", 1, 1)[0], "", "", testkit.Seq(7)), nil, "", "", testkit.Start)
 	data := manifest.Encode(m)
 	for i := 0; i < 2; i++ {
 		if key, digest, err := s.putManifest(ctx, m, data); err != nil || key != manifest.Key(m) || digest != manifest.Digest(data) {
@@ -236,7 +237,7 @@ func TestFileManifestConflicts(t *testing.T) {
 	// Recorded again later (after a crash): the same proof but for when
 	// and by whom; the stored manifest stands, and its digest is chained.
 	again := m
-	again.Written, again.Writer = testStart.Add(time.Minute), "w2"
+	again.Written, again.Writer = testkit.Start.Add(time.Minute), "w2"
 	if key, digest, err := s.putManifest(ctx, again, manifest.Encode(again)); err != nil || key != manifest.Key(m) || digest != manifest.Digest(data) {
 		t.Fatalf("the same proof again: %s %s, %v; want %s and the stored digest", key, digest, err, manifest.Key(m))
 	}
@@ -257,10 +258,10 @@ func TestFileManifestConflicts(t *testing.T) {
 	if _, _, err := s.putManifest(ctx, third, thirdData); !IsPermanent(err) || !errors.Is(err, errConflict) {
 		t.Fatalf("both keys taken: %v, want a permanent conflict", err)
 	}
-	if !bytes.Equal(a.bytes(t, manifest.Key(m)), data) || !bytes.Equal(a.bytes(t, alt), otherData) {
+	if !bytes.Equal(a.Bytes(t, manifest.Key(m)), data) || !bytes.Equal(a.Bytes(t, alt), otherData) {
 		t.Fatal("a manifest was overwritten")
 	}
-	if keys := a.keys(t, manifest.Dir); len(keys) != 3 {
+	if keys := a.Keys(t, manifest.Dir); len(keys) != 3 {
 		t.Fatalf("files %v, want the two manifests and the other bytes", keys)
 	}
 	if fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(manifest.Key(m)))); err != nil || fi.Mode().Perm() != DefaultFileMode {
@@ -271,8 +272,8 @@ func TestFileManifestConflicts(t *testing.T) {
 // TestFileManifestsOffAndDue: manifests=false opens a sink without Record
 // and RecordDue that hashes nothing; manifest-interval sets the cadence.
 func TestFileManifestsOffAndDue(t *testing.T) {
-	ctx := testCtx(t)
-	evs := testEvents("t", "s", 1, 2)
+	ctx := testkit.Ctx(t)
+	evs := testkit.Events("t", "s", 1, 2)
 	sk, _, err := Open(ctx, "file://"+t.TempDir()+"?manifests=false", Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -288,7 +289,7 @@ func TestFileManifestsOffAndDue(t *testing.T) {
 		t.Fatal(err)
 	}
 	off := sk.(unrecorded).preflightSink.(*FileSink)
-	if off.digests != nil || !errors.Is(off.Record(ctx, rangeOf(evs[0], "", "", seq(2))), ErrNotRecording) {
+	if off.digests != nil || !errors.Is(off.Record(ctx, testkit.RangeOf(evs[0], "", "", testkit.Seq(2))), ErrNotRecording) {
 		t.Fatal("a sink with manifests=false hashes or records")
 	}
 
@@ -298,22 +299,22 @@ func TestFileManifestsOffAndDue(t *testing.T) {
 	}
 	defer on.Close(ctx)
 	s := on.(*FileSink)
-	clock := newTestClock()
-	s.rec.SetClock(clock.now)
+	clock := testkit.NewClock()
+	s.rec.SetClock(clock.Now)
 	if s.RecordDue(evs[0].StreamARN, evs[0].ShardID) {
 		t.Fatal("due at once")
 	}
 	if err := appendBatch(t, s, evs); err != nil {
 		t.Fatal(err)
 	}
-	clock.add(time.Minute)
+	clock.Add(time.Minute)
 	if !s.RecordDue(evs[0].StreamARN, evs[0].ShardID) {
 		t.Fatal("not due manifest-interval after the sink first heard of the shard")
 	}
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Record(ctx, rangeOf(evs[0], "", "", seq(2))); !errors.Is(err, ErrClosed) {
+	if err := s.Record(ctx, testkit.RangeOf(evs[0], "", "", testkit.Seq(2))); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Record after Close: %v, want ErrClosed", err)
 	}
 }

@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // newTestFileSink opens a file sink on a fresh directory, closed when the
@@ -50,37 +50,29 @@ func readLines(t testing.TB, path string) []event.Event {
 	return out
 }
 
-func sameEvent(a, b event.Event) bool {
-	if !a.ApproximateCreationTime.Equal(b.ApproximateCreationTime) || !a.TTLTime.Equal(b.TTLTime) {
-		return false
-	}
-	a.ApproximateCreationTime, a.TTLTime = b.ApproximateCreationTime, b.TTLTime
-	return reflect.DeepEqual(a, b)
-}
-
 func TestFileSinkLayoutAndContent(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	dir := t.TempDir()
 	s, _, err := Open(ctx, "file://"+dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := newAcks()
-	evs := testEvents("sessions", "shard-1", 1, 10)
+	a := testkit.NewAcks()
+	evs := testkit.Events("sessions", "shard-1", 1, 10)
 	// The last event falls in the next hour.
 	evs[9].ApproximateCreationTime = time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)
-	other := testEvents("carts", "shard-2", 1, 3)
-	if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs[:5]}, a.ack("b1")); err != nil {
+	other := testkit.Events("carts", "shard-2", 1, 3)
+	if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs[:5]}, a.Ack("b1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Write(ctx, Batch{ShardID: "shard-2", Events: other}, a.ack("b2")); err != nil {
+	if err := s.Write(ctx, Batch{ShardID: "shard-2", Events: other}, a.Ack("b2")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs[5:]}, a.ack("b3")); err != nil {
+	if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs[5:]}, a.Ack("b3")); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"b1", "b2", "b3"} {
-		if err := a.waitAck(t, id); err != nil {
+		if err := a.WaitAck(t, id); err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
 	}
@@ -91,41 +83,41 @@ func TestFileSinkLayoutAndContent(t *testing.T) {
 		t.Fatalf("lines per file: %d %d %d", len(h05), len(h06), len(carts))
 	}
 	for i := range h05 {
-		if !sameEvent(h05[i], evs[i]) {
+		if !testkit.SameEvent(h05[i], evs[i]) {
 			t.Fatalf("line %d differs:\n%+v\n%+v", i, h05[i], evs[i])
 		}
 	}
-	if !sameEvent(h06[0], evs[9]) {
+	if !testkit.SameEvent(h06[0], evs[9]) {
 		t.Fatal("06.jsonl differs")
 	}
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Write(ctx, Batch{Events: evs[:1]}, a.ack("late")); !errors.Is(err, ErrClosed) {
+	if err := s.Write(ctx, Batch{Events: evs[:1]}, a.Ack("late")); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Write after Close: %v, want ErrClosed", err)
 	}
-	if n, _ := a.get("late"); n != 0 {
+	if n, _ := a.Get("late"); n != 0 {
 		t.Fatal("a refused batch was acknowledged")
 	}
 }
 
 func TestFileSinkAppendsAcrossOpens(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	dir := t.TempDir()
-	evs := testEvents("t1", "s", 1, 4)
+	evs := testkit.Events("t1", "s", 1, 4)
 	for i := 0; i < 2; i++ {
 		s, err := NewFileSink(dir, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := newAcks()
-		if err := s.Write(ctx, Batch{Events: evs[i*2 : i*2+2]}, a.ack("b")); err != nil {
+		a := testkit.NewAcks()
+		if err := s.Write(ctx, Batch{Events: evs[i*2 : i*2+2]}, a.Ack("b")); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := a.get("b"); n != 1 || err != nil {
+		if n, err := a.Get("b"); n != 1 || err != nil {
 			t.Fatalf("Close did not flush: %d %v", n, err)
 		}
 	}
@@ -137,16 +129,16 @@ func TestFileSinkAppendsAcrossOpens(t *testing.T) {
 // TestFileSinkRejectsBadTableNames: an event whose table name would escape
 // the directory is rejected alone; the rest of its batch is written.
 func TestFileSinkRejectsBadTableNames(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	s, dir := newTestFileSink(t)
-	a := newAcks()
-	evs := testEvents("t", "s", 1, 4)
+	a := testkit.NewAcks()
+	evs := testkit.Events("t", "s", 1, 4)
 	evs[0].Table = "../escape"
 	evs[2].Table = "a/b"
-	if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
+	if err := s.Write(ctx, Batch{Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
-	assertRejected(t, a.waitAck(t, "b"), []int{0, 2}, "table name")
+	testkit.AssertRejected(t, a.WaitAck(t, "b"), []int{0, 2}, "table name")
 	lines := readLines(t, filepath.Join(dir, "t", "2026-03-04", "05.jsonl"))
 	if len(lines) != 2 || lines[0].EventID != evs[1].EventID || lines[1].EventID != evs[3].EventID {
 		t.Fatalf("file holds %d lines, want events 1 and 3", len(lines))
@@ -154,38 +146,38 @@ func TestFileSinkRejectsBadTableNames(t *testing.T) {
 }
 
 func TestFileSinkUnwritableDirectory(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	s, dir := newTestFileSink(t)
 	// A regular file where the table directory should be.
 	if err := os.WriteFile(filepath.Join(dir, "blocked"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := newAcks()
-	if err := s.Write(ctx, Batch{Events: testEvents("blocked", "s", 1, 1)}, a.ack("b")); err != nil {
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{Events: testkit.Events("blocked", "s", 1, 1)}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.waitAck(t, "b"); err == nil {
+	if err := a.WaitAck(t, "b"); err == nil {
 		t.Fatal("append under a file was acknowledged without error")
 	}
 }
 
 func TestStdoutSink(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	for _, format := range []string{"envelope", "item"} {
 		var buf bytes.Buffer
 		s, _, err := Open(ctx, "stdout://?format="+format, Options{Stdout: &buf})
 		if err != nil {
 			t.Fatal(err)
 		}
-		evs := testEvents("t", "s", 1, 3)
-		a := newAcks()
-		if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
+		evs := testkit.Events("t", "s", 1, 3)
+		a := testkit.NewAcks()
+		if err := s.Write(ctx, Batch{Events: evs}, a.Ack("b")); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := a.get("b"); n != 1 || err != nil {
+		if n, err := a.Get("b"); n != 1 || err != nil {
 			t.Fatalf("after Flush: %d acks, err %v", n, err)
 		}
 		s.Close(ctx)
@@ -210,14 +202,14 @@ type failingWriter struct{}
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk on fire") }
 
 func TestWriterSinkErrorSurfaces(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	s := NewWriterSink("test://", failingWriter{}, false, Options{})
 	defer s.Close(ctx)
-	a := newAcks()
-	if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 1)}, a.ack("b")); err != nil {
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 1)}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.waitAck(t, "b"); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+	if err := a.WaitAck(t, "b"); err == nil || !strings.Contains(err.Error(), "disk on fire") {
 		t.Fatalf("ack error %v", err)
 	}
 }
@@ -225,14 +217,14 @@ func TestWriterSinkErrorSurfaces(t *testing.T) {
 // TestFileSinkSamePathAcrossRounds: batches written one after another to the
 // same file each land (a regression: the second round's lines were skipped).
 func TestFileSinkSamePathAcrossRounds(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	s, dir := newTestFileSink(t)
-	a := newAcks()
+	a := testkit.NewAcks()
 	for i := 0; i < 3; i++ {
-		if err := s.Write(ctx, Batch{Events: testEvents("t", "s", i*2, 2)}, a.ack(fmt.Sprint(i))); err != nil {
+		if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", i*2, 2)}, a.Ack(fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.waitAck(t, fmt.Sprint(i)); err != nil {
+		if err := a.WaitAck(t, fmt.Sprint(i)); err != nil {
 			t.Fatal(err)
 		}
 		if got := len(readLines(t, filepath.Join(dir, "t", "2026-03-04", "05.jsonl"))); got != (i+1)*2 {
@@ -246,7 +238,7 @@ func TestFileSinkSamePathAcrossRounds(t *testing.T) {
 // (The disk cannot be made to fail an fsync on demand, so the fsync is
 // replaced.)
 func TestFileSinkFsyncFailure(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	s, dir := newTestFileSink(t)
 	errDisk := errors.New("injected: I/O error")
 	var fail atomic.Bool
@@ -264,13 +256,13 @@ func TestFileSinkFsyncFailure(t *testing.T) {
 		}
 		return fi.Size()
 	}
-	a := newAcks()
+	a := testkit.NewAcks()
 	write := func(id string, first int) error {
 		t.Helper()
-		if err := s.Write(ctx, Batch{Events: testEvents("t", "s", first, 5)}, a.ack(id)); err != nil {
+		if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", first, 5)}, a.Ack(id)); err != nil {
 			t.Fatal(err)
 		}
-		return a.waitAck(t, id)
+		return a.WaitAck(t, id)
 	}
 	if err := write("A", 0); err != nil {
 		t.Fatal(err)
@@ -293,12 +285,12 @@ func TestFileSinkFsyncFailure(t *testing.T) {
 		}
 	}
 	lines := readLines(t, path)
-	want := testEvents("t", "s", 0, 15)
+	want := testkit.Events("t", "s", 0, 15)
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines, want %d", len(lines), len(want))
 	}
 	for i := range lines {
-		if !sameEvent(lines[i], want[i]) {
+		if !testkit.SameEvent(lines[i], want[i]) {
 			t.Fatalf("line %d is %s, want %s", i, lines[i].EventID, want[i].EventID)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
@@ -82,17 +83,17 @@ func TestFileSinkModes(t *testing.T) {
 		{"?file-mode=0600&dir-mode=0700", 0o600, 0o700},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Ctx(t)
 			dir := t.TempDir()
 			s, _, err := Open(ctx, "file://"+dir+tc.query, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := newAcks()
-			if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 2)}, a.ack("b")); err != nil {
+			a := testkit.NewAcks()
+			if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 2)}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
-			if err := a.waitAck(t, "b"); err != nil {
+			if err := a.WaitAck(t, "b"); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Close(ctx); err != nil {
@@ -121,7 +122,7 @@ func TestFileSinkModes(t *testing.T) {
 // sink holds is refused with an error naming the directory, through
 // NewFileSink and through Open; once the first is closed, it opens.
 func TestFileSinkOneWriterPerDirectory(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	first, dir := newTestFileSink(t)
 	if _, err := NewFileSink(dir, Options{}); !errors.Is(err, ErrDirectoryInUse) || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("second NewFileSink: %v, want ErrDirectoryInUse naming %s", err, dir)
@@ -142,11 +143,11 @@ func TestFileSinkOneWriterPerDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatalf("after the first closed: %v", err)
 	}
-	a := newAcks()
-	if err := second.Write(ctx, Batch{Events: testEvents("t", "s", 1, 2)}, a.ack("b")); err != nil {
+	a := testkit.NewAcks()
+	if err := second.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 2)}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.waitAck(t, "b"); err != nil {
+	if err := a.WaitAck(t, "b"); err != nil {
 		t.Fatalf("a sink on DIR through a link: %v", err)
 	}
 	second.Close(ctx)
@@ -157,7 +158,7 @@ func TestFileSinkOneWriterPerDirectory(t *testing.T) {
 // folders and files belong are refused per append (see
 // TestFileSinkFailureClasses), and so is a FIFO where a file belongs.
 func TestFileSinkRefusesLinksBelowDir(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	t.Run("lock folder", func(t *testing.T) {
 		dir := t.TempDir()
 		if err := os.Symlink(t.TempDir(), filepath.Join(dir, "_archiver")); err != nil {
@@ -175,11 +176,11 @@ func TestFileSinkRefusesLinksBelowDir(t *testing.T) {
 		if err := syscall.Mkfifo(hour, 0o600); err != nil {
 			t.Skipf("mkfifo: %v", err)
 		}
-		a := newAcks()
-		if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 1)}, a.ack("b")); err != nil {
+		a := testkit.NewAcks()
+		if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 1)}, a.Ack("b")); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.waitAck(t, "b"); !errors.Is(err, errNotRegular) || !IsPermanent(err) || !strings.Contains(err.Error(), hour) {
+		if err := a.WaitAck(t, "b"); !errors.Is(err, errNotRegular) || !IsPermanent(err) || !strings.Contains(err.Error(), hour) {
 			t.Fatalf("%v, want a permanent not-a-regular-file error naming %s", err, hour)
 		}
 	})
@@ -189,13 +190,13 @@ func TestFileSinkRefusesLinksBelowDir(t *testing.T) {
 // with O_APPEND, so every write lands at the end of the file as it is then,
 // never over bytes another writer put there after a seek.
 func TestFileSinkAppendsWithOAppend(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	s, dir := newTestFileSink(t)
-	a := newAcks()
-	if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 2)}, a.ack("b")); err != nil {
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 2)}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.waitAck(t, "b"); err != nil {
+	if err := a.WaitAck(t, "b"); err != nil {
 		t.Fatal(err)
 	}
 	// Flush waits for the worker, which is idle afterwards: its open files
@@ -221,11 +222,11 @@ func TestFileSinkAppendsWithOAppend(t *testing.T) {
 // stays alone on its line (readers report it as undecodable) and every new
 // line is whole.
 func TestFileSinkClosesTornTail(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	dir := t.TempDir()
 	hour := filepath.Join(dir, "t", "2026-03-04", "05.jsonl")
 	mkdir(t, filepath.Dir(hour))
-	evs := testEvents("t", "s", 0, 4)
+	evs := testkit.Events("t", "s", 0, 4)
 	whole := event.AppendLine(nil, &evs[0])
 	torn := event.MarshalLine(&evs[1])
 	torn = torn[:len(torn)/2]
@@ -236,11 +237,11 @@ func TestFileSinkClosesTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := newAcks()
-	if err := s.Write(ctx, Batch{Events: evs[2:]}, a.ack("b")); err != nil {
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{Events: evs[2:]}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.waitAck(t, "b"); err != nil {
+	if err := a.WaitAck(t, "b"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(ctx); err != nil {
@@ -256,7 +257,7 @@ func TestFileSinkClosesTornTail(t *testing.T) {
 	}
 	for _, i := range []int{0, 2, 3} {
 		got, err := event.DecodeLine(lines[i])
-		if err != nil || !sameEvent(got, evs[i]) {
+		if err != nil || !testkit.SameEvent(got, evs[i]) {
 			t.Fatalf("line %d %q: %v, want event %s", i, lines[i], err, evs[i].EventID)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/natsmsg"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // messagesDoc is the message contract.
@@ -23,7 +24,7 @@ var messagesDoc = filepath.Join("..", "docs", "MESSAGES.md")
 // modify with both images, a keys-only expiry, a dead letter and an
 // undecodable record (as a dead-letter sink gets them).
 func contractEvents() []event.Event {
-	evs := testEvents("sessions", "shard-1", 1, 8)
+	evs := testkit.Events("sessions", "shard-1", 1, 8)
 	noTTL := func(e *event.Event) { e.TTLValue, e.TTLTime, e.TTLLag = "", time.Time{}, 0 }
 	evs[0].DeletedBy = event.DeletedByTTL
 	evs[1].DeletedBy = event.DeletedByOther
@@ -35,9 +36,9 @@ func contractEvents() []event.Event {
 	evs[5].DeletedBy, evs[5].OldImage = event.DeletedByTTL, nil // keys-only
 	noTTL(&evs[5])
 	evs[6].DeletedBy = event.DeletedByTTL
-	evs[6].DeadLetter = &event.DeadLetter{Sink: "s3://b/p", Reason: event.ReasonPermanent, Error: "AccessDenied", Attempts: 3, FirstFailure: testStart}
+	evs[6].DeadLetter = &event.DeadLetter{Sink: "s3://b/p", Reason: event.ReasonPermanent, Error: "AccessDenied", Attempts: 3, FirstFailure: testkit.Start}
 	evs[7] = event.Event{Kind: event.Undecodable, Table: "sessions", StreamARN: evs[7].StreamARN, Region: evs[7].Region, ShardID: "shard-1", EventID: "bad-8",
-		ApproximateCreationTime: testStart, DeadLetter: &event.DeadLetter{Reason: event.ReasonUndecodable, Error: "unknown eventName", Record: []byte(`{"eventID":"bad-8","eventName":"BOGUS"}`)}}
+		ApproximateCreationTime: testkit.Start, DeadLetter: &event.DeadLetter{Reason: event.ReasonUndecodable, Error: "unknown eventName", Record: []byte(`{"eventID":"bad-8","eventName":"BOGUS"}`)}}
 	return evs
 }
 
@@ -52,30 +53,30 @@ func TestMessagesContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	schemas := newJSONSchemas(schemaDir)
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
 	evs := contractEvents()
 	var msgs []jetstream.Msg
 	for _, f := range natsmsg.Formats {
 		// A stream per format: one stream would drop the second format's
 		// messages as duplicates (the same Nats-Msg-Ids).
-		st := createStream(t, js, "CONTRACT_"+f, "c."+f+".>")
-		s, _, err := Open(ctx, "nats://"+ns.url+"?subject=c."+f+".{table}.{kind}.{pk}&events=all&format="+f, Options{})
+		st := testkit.CreateStream(t, js, "CONTRACT_"+f, "c."+f+".>")
+		s, _, err := Open(ctx, "nats://"+ns.URL+"?subject=c."+f+".{table}.{kind}.{pk}&events=all&format="+f, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := newAcks()
-		if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs}, a.ack(f)); err != nil {
+		a := testkit.NewAcks()
+		if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs}, a.Ack(f)); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.waitAck(t, f); err != nil {
+		if err := a.WaitAck(t, f); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		got := streamMsgs(t, st)
+		got := testkit.StreamMsgs(t, st)
 		if len(got) != len(evs) {
 			t.Fatalf("format %s: %d messages, want %d", f, len(got), len(evs))
 		}

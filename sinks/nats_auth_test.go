@@ -8,6 +8,8 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
+
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // newUserCreds makes an operator, a system account and an account with
@@ -83,19 +85,19 @@ func TestNATSAuthFromEnv(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
-			ns := startNATS(t, tc.tweak)
-			u := "nats://" + ns.url + "?subject=auth.{table}&create-stream=AUTH&" + tc.param + "=ARCHIVER_TEST_NATS_SECRET"
+			ctx := testkit.Ctx(t)
+			ns := testkit.StartNATS(t, tc.tweak)
+			u := "nats://" + ns.URL + "?subject=auth.{table}&create-stream=AUTH&" + tc.param + "=ARCHIVER_TEST_NATS_SECRET"
 			t.Setenv("ARCHIVER_TEST_NATS_SECRET", tc.good)
 			s, _, err := Open(ctx, u, Options{})
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
-			a := newAcks()
-			if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 3)}, a.ack("b")); err != nil {
+			a := testkit.NewAcks()
+			if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 3)}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
-			if err := a.waitAck(t, "b"); err != nil {
+			if err := a.WaitAck(t, "b"); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Close(ctx); err != nil {
@@ -142,9 +144,9 @@ func TestNATSAuthEnvRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.query, func(t *testing.T) {
-			s, _, err := Open(testCtx(t), base+tc.query, Options{})
+			s, _, err := Open(testkit.Ctx(t), base+tc.query, Options{})
 			if err == nil {
-				s.Close(testCtx(t))
+				s.Close(testkit.Ctx(t))
 				t.Fatal("Open succeeded")
 			}
 			var ce *ConfigError

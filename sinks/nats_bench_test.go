@@ -10,6 +10,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/natsmsg"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // benchNATSEvents are 250 expiries of a session item like the sinks
@@ -71,12 +72,12 @@ func BenchmarkNATSMessages(b *testing.B) {
 // nats-server without subscribers: the client's CPU and allocations per
 // message of each format, the broker's work left out (a flush per batch).
 func BenchmarkNATSPublish(b *testing.B) {
-	ns := startNATS(b, nil)
-	nc, _ := ns.client(b)
+	ns := testkit.StartNATS(b, nil)
+	nc, _ := ns.Client(b)
 	evs := benchNATSEvents()
 	for _, format := range natsmsg.Formats {
 		b.Run(format, func(b *testing.B) {
-			s := benchNATSSink(b, ns.url, format)
+			s := benchNATSSink(b, ns.URL, format)
 			s.conn.Store(&natsConn{nc: nc})
 			b.ReportAllocs()
 			defer lockThread()()
@@ -112,12 +113,12 @@ func BenchmarkNATSPublish(b *testing.B) {
 // difference between the two is the least any rendering of the format
 // costs beyond the envelope with this client, the floor of its cost.
 func BenchmarkNATSCEHeaders(b *testing.B) {
-	ns := startNATS(b, nil)
-	nc, _ := ns.client(b)
+	ns := testkit.StartNATS(b, nil)
+	nc, _ := ns.Client(b)
 	evs := benchNATSEvents()
 	for _, format := range []string{natsmsg.FormatEnvelope, natsmsg.FormatCloudEvents} {
 		b.Run(format, func(b *testing.B) {
-			s := benchNATSSink(b, ns.url, format)
+			s := benchNATSSink(b, ns.URL, format)
 			r := s.newRender(evs)
 			msgs := make([]*nats.Msg, len(evs))
 			for i := range evs {

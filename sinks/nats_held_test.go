@@ -11,6 +11,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/natsmsg"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // TestNATSMessagesHeldPastTheirBatch: Write renders a batch's payloads,
@@ -28,7 +29,7 @@ func TestNATSMessagesHeldPastTheirBatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := &NATSSink{tmpl: tmpl, c: NATSConfig{Format: format}}
-			evs := testEvents("sessions", "shard-1", 1, 40)
+			evs := testkit.Events("sessions", "shard-1", 1, 40)
 			var held []*nats.Msg
 			r := s.newRender(evs)
 			for i := range evs {
@@ -46,7 +47,7 @@ func TestNATSMessagesHeldPastTheirBatch(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					later := testEvents("sessions", "shard-1", 1000*(g+1), 200)
+					later := testkit.Events("sessions", "shard-1", 1000*(g+1), 200)
 					for range 5 {
 						s.perEvent.Store(16) // too small: the arena moves while it fills
 						lr := s.newRender(later[:1])
@@ -57,7 +58,7 @@ func TestNATSMessagesHeldPastTheirBatch(t *testing.T) {
 				}()
 			}
 			// The batch of the held messages renders on past them too.
-			more := testEvents("sessions", "shard-1", 500, 100)
+			more := testkit.Events("sessions", "shard-1", 500, 100)
 			for i := range more {
 				r.message(&more[i])
 			}

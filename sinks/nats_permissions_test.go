@@ -17,6 +17,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // TestNATSPermissionsDoc holds docs/SINKS.md's "NATS permissions" to the
@@ -152,17 +154,17 @@ func runPermissionScenario(t *testing.T, conf string, drop *string) (error, []st
 			p.Subscribe = &server.SubjectPermission{Deny: []string{">"}}
 		}
 	}
-	ns := startNATS(t, func(so *server.Options) {
+	ns := testkit.StartNATS(t, func(so *server.Options) {
 		so.Accounts = o.Accounts
 		so.Users = append(o.Users, &server.User{Username: "admin", Password: "admin", Account: u.Account})
 	})
-	_, admin := ns.client(t, nats.UserInfo("admin", "admin"))
+	_, admin := ns.Client(t, nats.UserInfo("admin", "admin"))
 
-	ctx, cancel := context.WithCancel(testCtx(t))
+	ctx, cancel := context.WithCancel(testkit.Ctx(t))
 	defer cancel()
 	log := &violationLog{LevelEnabler: zapcore.DebugLevel, cancel: cancel}
 	var opened []Sink
-	err := permissionScenario(ctx, t, "nats://archiver:"+permissionsPassword+"@"+ns.url, admin, zap.New(log), &opened)
+	err := permissionScenario(ctx, t, "nats://archiver:"+permissionsPassword+"@"+ns.URL, admin, zap.New(log), &opened)
 	// Closed with the scenario's context: after a failure it has ended,
 	// and Close gives up on what JetStream never acknowledged.
 	for _, s := range opened {
@@ -187,7 +189,7 @@ func permissionScenario(ctx context.Context, t *testing.T, url string, admin jet
 	}
 	publish := func(s *NATSSink, first int) error {
 		acked := make(chan error, 1)
-		if err := s.Write(ctx, Batch{Events: testEvents("orders", "s", first, 3)}, func(err error) { acked <- err }); err != nil {
+		if err := s.Write(ctx, Batch{Events: testkit.Events("orders", "s", first, 3)}, func(err error) { acked <- err }); err != nil {
 			return err
 		}
 		select {

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
@@ -82,9 +83,9 @@ func TestNATSStreamSettingsErrors(t *testing.T) {
 // defaults or the URL's settings; opening again changes an existing
 // stream to the settings given, and keeps those not given.
 func TestNATSCreateStreamSettings(t *testing.T) {
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
 	config := func(name string) jetstream.StreamConfig {
 		t.Helper()
 		st, err := js.Stream(ctx, name)
@@ -95,7 +96,7 @@ func TestNATSCreateStreamSettings(t *testing.T) {
 	}
 	open := func(query string) {
 		t.Helper()
-		s, _, err := Open(ctx, "nats://"+ns.url+"?"+query, Options{})
+		s, _, err := Open(ctx, "nats://"+ns.URL+"?"+query, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +133,7 @@ func TestNATSCreateStreamSettings(t *testing.T) {
 		}
 	}
 	// A stream the server refuses to change fails the open, naming it.
-	_, _, err := Open(ctx, "nats://"+ns.url+"?subject=c.{table}&create-stream=C&stream-replicas=3", Options{})
+	_, _, err := Open(ctx, "nats://"+ns.URL+"?subject=c.{table}&create-stream=C&stream-replicas=3", Options{})
 	if err == nil || !strings.Contains(err.Error(), "stream-replicas") {
 		t.Errorf("three replicas on a single server: %v", err)
 	}
@@ -141,11 +142,11 @@ func TestNATSCreateStreamSettings(t *testing.T) {
 // TestNATSStreamIDs: the sink reads the message IDs its stream holds on
 // its subjects (not those of other subjects), up to a bound.
 func TestNATSStreamIDs(t *testing.T) {
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
-	createStream(t, js, "IDS", "ids.>", "other.>")
-	s, _, err := Open(ctx, "nats://"+ns.url+"?subject=ids.{table}", Options{})
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
+	testkit.CreateStream(t, js, "IDS", "ids.>", "other.>")
+	s, _, err := Open(ctx, "nats://"+ns.URL+"?subject=ids.{table}", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,15 +156,15 @@ func TestNATSStreamIDs(t *testing.T) {
 	if err != nil || !empty.Complete || empty.Read != 0 || empty.DuplicateWindow != 2*time.Minute || empty.Stream != "IDS" {
 		t.Fatalf("empty stream: %+v, %v", empty, err)
 	}
-	evs := testEvents("t", "s", 1, 12)
-	a := newAcks()
-	if err := s.Write(ctx, Batch{Events: evs[:10]}, a.ack("b")); err != nil {
+	evs := testkit.Events("t", "s", 1, 12)
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{Events: evs[:10]}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := a.get("b"); n != 1 || err != nil {
+	if n, err := a.Get("b"); n != 1 || err != nil {
 		t.Fatalf("ack: %d %v", n, err)
 	}
 	// A message of another subject with an ID of its own is not the sink's.

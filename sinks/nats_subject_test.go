@@ -11,12 +11,13 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // longKeyEvent is an expiry whose keys are at DynamoDB's limits: a
 // 2048-byte binary hash key and a 1024-byte binary range key.
 func longKeyEvent(table string, seq int) event.Event {
-	e := testEvents(table, "shard-1", seq, 1)[0]
+	e := testkit.Events(table, "shard-1", seq, 1)[0]
 	pk := bytes.Repeat([]byte{byte(seq)}, 2048)
 	sk := bytes.Repeat([]byte{0xfe}, 1024)
 	e.Keys = event.Item{"pk": &types.AttributeValueMemberB{Value: pk}, "sk": &types.AttributeValueMemberB{Value: sk}}
@@ -30,28 +31,28 @@ func longKeyEvent(table string, seq int) event.Event {
 // cap, the connection untouched), and tables the old mapping merged
 // (orders.v2, orders_v2) publish to subjects of their own.
 func TestNATSLongKeysAndLookalikeTables(t *testing.T) {
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
-	st := createStream(t, js, "BK", "bk.>")
-	s, _, err := Open(ctx, "nats://"+ns.url+"?subject=bk.{table}.{kind}.{pk}.{sk}", Options{})
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
+	st := testkit.CreateStream(t, js, "BK", "bk.>")
+	s, _, err := Open(ctx, "nats://"+ns.URL+"?subject=bk.{table}.{kind}.{pk}.{sk}", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx)
-	evs := append(testEvents("orders.v2", "shard-1", 1, 5), testEvents("orders_v2", "shard-1", 1, 5)...)
+	evs := append(testkit.Events("orders.v2", "shard-1", 1, 5), testkit.Events("orders_v2", "shard-1", 1, 5)...)
 	evs = append(evs, longKeyEvent("orders.v2", 9))
-	a := newAcks()
-	if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs}, a.ack("b")); err != nil {
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.waitAck(t, "b"); err != nil {
+	if err := a.WaitAck(t, "b"); err != nil {
 		t.Fatalf("batch: %v", err)
 	}
 	if err := s.(interface{ Ready() error }).Ready(); err != nil {
 		t.Fatalf("Ready after the long subject: %v", err)
 	}
-	msgs := streamMsgs(t, st)
+	msgs := testkit.StreamMsgs(t, st)
 	if len(msgs) != len(evs) {
 		t.Fatalf("%d messages in the stream, want %d", len(msgs), len(evs))
 	}
@@ -60,7 +61,7 @@ func TestNATSLongKeysAndLookalikeTables(t *testing.T) {
 		if len(m.Subject()) > DefaultMaxSubject {
 			t.Errorf("message %d: subject of %d bytes, over the default cap", i, len(m.Subject()))
 		}
-		id := bodyEventID(t, m.Data())
+		id := testkit.BodyEventID(t, m.Data())
 		if other, ok := subjects[m.Subject()]; ok {
 			t.Errorf("%s and %s share the subject %q", other, id, m.Subject())
 		}
@@ -82,14 +83,14 @@ func TestNATSLongKeysAndLookalikeTables(t *testing.T) {
 func TestNATSNewConnectionAfterTheServerClosedIt(t *testing.T) {
 	for _, mode := range []string{"jetstream", "core"} {
 		t.Run(mode, func(t *testing.T) {
-			ctx := testCtx(t)
-			ns := startNATS(t, nil)
-			nc, js := ns.client(t)
-			u := "nats://" + ns.url + "?subject=re.{table}"
+			ctx := testkit.Ctx(t)
+			ns := testkit.StartNATS(t, nil)
+			nc, js := ns.Client(t)
+			u := "nats://" + ns.URL + "?subject=re.{table}"
 			var count func() int
 			if mode == "jetstream" {
-				st := createStream(t, js, "RE", "re.>")
-				count = func() int { return int(streamCount(t, st)) }
+				st := testkit.CreateStream(t, js, "RE", "re.>")
+				count = func() int { return int(testkit.StreamCount(t, st)) }
 			} else {
 				u += "&jetstream=false"
 				sub, err := nc.SubscribeSync("re.>")
@@ -113,15 +114,15 @@ func TestNATSNewConnectionAfterTheServerClosedIt(t *testing.T) {
 			}
 			defer sk.Close(ctx)
 			s := sk.(*NATSSink)
-			a := newAcks()
+			a := testkit.NewAcks()
 			write := func(id string, first int) {
 				t.Helper()
-				if err := s.Write(ctx, Batch{Events: testEvents("t", "s", first, 10)}, a.ack(id)); err != nil {
+				if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", first, 10)}, a.Ack(id)); err != nil {
 					t.Fatal(err)
 				}
 			}
 			write("before", 0)
-			if err := a.waitAck(t, "before"); err != nil {
+			if err := a.WaitAck(t, "before"); err != nil {
 				t.Fatal(err)
 			}
 
@@ -143,7 +144,7 @@ func TestNATSNewConnectionAfterTheServerClosedIt(t *testing.T) {
 				if mode == "core" && id == "around" {
 					continue
 				}
-				if err := a.waitAck(t, id); err != nil {
+				if err := a.WaitAck(t, id); err != nil {
 					t.Fatalf("batch %s: %v", id, err)
 				}
 			}
@@ -164,11 +165,11 @@ func TestNATSNewConnectionAfterTheServerClosedIt(t *testing.T) {
 // never sent (the server would close the connection); its event alone is
 // rejected, the rest of the batch is delivered.
 func TestNATSRejectsSubjectsOverTheCap(t *testing.T) {
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
-	st := createStream(t, js, "TTL", "archiver.>")
-	sk, _, err := Open(ctx, "nats://"+ns.url+"?subject=archiver.{table}&max-subject=100", Options{})
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
+	st := testkit.CreateStream(t, js, "TTL", "archiver.>")
+	sk, _, err := Open(ctx, "nats://"+ns.URL+"?subject=archiver.{table}&max-subject=100", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,20 +177,20 @@ func TestNATSRejectsSubjectsOverTheCap(t *testing.T) {
 	s := sk.(*NATSSink)
 	// Templates cannot render one (TestSubjectLongKeys); set a literal one.
 	s.tmpl = subjectTemplate{{{lit: "archiver"}}, {{lit: strings.Repeat("y", 200)}}}
-	evs := testEvents("t", "s", 1, 3)
-	a := newAcks()
-	if err := s.Write(ctx, Batch{Events: evs[:1]}, a.ack("long")); err != nil {
+	evs := testkit.Events("t", "s", 1, 3)
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{Events: evs[:1]}, a.Ack("long")); err != nil {
 		t.Fatal(err)
 	}
-	assertRejected(t, a.waitAck(t, "long"), []int{0}, "over the cap of 100")
+	testkit.AssertRejected(t, a.WaitAck(t, "long"), []int{0}, "over the cap of 100")
 	s.tmpl = mustSubject(t, "archiver.{table}")
-	if err := s.Write(ctx, Batch{Events: evs[1:]}, a.ack("short")); err != nil {
+	if err := s.Write(ctx, Batch{Events: evs[1:]}, a.Ack("short")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.waitAck(t, "short"); err != nil {
+	if err := a.WaitAck(t, "short"); err != nil {
 		t.Fatal(err)
 	}
-	if n := streamCount(t, st); n != 2 {
+	if n := testkit.StreamCount(t, st); n != 2 {
 		t.Fatalf("stream holds %d messages, want 2", n)
 	}
 	if s.cur().nc.IsClosed() || s.Ready() != nil {

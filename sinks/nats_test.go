@@ -16,180 +16,55 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/natsmsg"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
-// natsServer is an embedded nats-server with JetStream on a free loopback
-// port, storing into a temporary directory.
-type natsServer struct {
-	t     testing.TB
-	srv   *server.Server
-	opts  server.Options
-	url   string
-	mutex sync.Mutex
-}
-
-func startNATS(t testing.TB, tweak func(*server.Options)) *natsServer {
-	t.Helper()
-	opts := server.Options{
-		Host:      "127.0.0.1",
-		Port:      -1,
-		JetStream: true,
-		StoreDir:  t.TempDir(),
-		NoLog:     true,
-		NoSigs:    true,
-	}
-	if tweak != nil {
-		tweak(&opts)
-	}
-	ns := &natsServer{t: t, opts: opts}
-	ns.start()
-	ns.opts.Port = ns.srv.Addr().(*net.TCPAddr).Port
-	ns.url = fmt.Sprintf("127.0.0.1:%d", ns.opts.Port)
-	t.Cleanup(ns.stop)
-	return ns
-}
-
-func (ns *natsServer) start() {
-	ns.t.Helper()
-	opts := ns.opts
-	srv, err := server.NewServer(&opts)
-	if err != nil {
-		ns.t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
-		ns.t.Fatal("nats-server not ready within 30s")
-	}
-	ns.mutex.Lock()
-	ns.srv = srv
-	ns.mutex.Unlock()
-}
-
-func (ns *natsServer) stop() {
-	ns.mutex.Lock()
-	srv := ns.srv
-	ns.srv = nil
-	ns.mutex.Unlock()
-	if srv != nil {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	}
-}
-
-// client connects a plain client (for test set-up and checks).
-func (ns *natsServer) client(t testing.TB, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
-	t.Helper()
-	nc, err := nats.Connect("nats://"+ns.url, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nc, js
-}
-
-func createStream(t testing.TB, js jetstream.JetStream, name string, subjects ...string) jetstream.Stream {
-	t.Helper()
-	st, err := js.CreateStream(testCtx(t), jetstream.StreamConfig{Name: name, Subjects: subjects, Duplicates: 2 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
-// streamMsgs reads every message of a stream in order.
-func streamMsgs(t testing.TB, st jetstream.Stream) []jetstream.Msg {
-	t.Helper()
-	ctx := testCtx(t)
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := int(info.State.Msgs)
-	if want == 0 {
-		return nil
-	}
-	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []jetstream.Msg
-	deadline := time.Now().Add(30 * time.Second)
-	for len(out) < want && time.Now().Before(deadline) {
-		batch, err := cons.Fetch(want-len(out), jetstream.FetchMaxWait(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for m := range batch.Messages() {
-			out = append(out, m)
-		}
-	}
-	if len(out) < want {
-		t.Fatalf("read %d of %d stream messages", len(out), want)
-	}
-	return out
-}
-
-func streamCount(t testing.TB, st jetstream.Stream) uint64 {
-	t.Helper()
-	info, err := st.Info(testCtx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
-}
-
 func TestNATSJetStreamPublishesWithHeaders(t *testing.T) {
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
-	st := createStream(t, js, "TTL", "ttl.>")
-	s, kinds, err := Open(ctx, "nats://"+ns.url+"?subject=ttl.{table}.{kind}.{pk}&events=expired,deleted", Options{})
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
+	st := testkit.CreateStream(t, js, "TTL", "ttl.>")
+	s, kinds, err := Open(ctx, "nats://"+ns.URL+"?subject=ttl.{table}.{kind}.{pk}&events=expired,deleted", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx)
-	if len(kinds) != 2 || s.Name() != "nats://"+ns.url {
+	if len(kinds) != 2 || s.Name() != "nats://"+ns.URL {
 		t.Fatalf("kinds %v name %q", kinds, s.Name())
 	}
-	evs := testEvents("sessions", "shard-1", 1, 20)
+	evs := testkit.Events("sessions", "shard-1", 1, 20)
 	for i := range evs { // native expiries and swept ones (past-ttl)
 		evs[i].DeletedBy = []string{event.DeletedByTTL, event.DeletedByOther}[i%2]
 	}
-	a := newAcks()
+	a := testkit.NewAcks()
 	for i := 0; i < 4; i++ {
-		if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs[i*5 : i*5+5]}, a.ack(fmt.Sprint(i))); err != nil {
+		if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs[i*5 : i*5+5]}, a.Ack(fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := 0; i < 4; i++ {
-		if err := a.waitAck(t, fmt.Sprint(i)); err != nil {
+		if err := a.WaitAck(t, fmt.Sprint(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	msgs := streamMsgs(t, st)
+	msgs := testkit.StreamMsgs(t, st)
 	if len(msgs) != 20 {
 		t.Fatalf("%d messages in the stream, want 20", len(msgs))
 	}
 	for i, m := range msgs {
 		e := evs[i]
-		wantSubj := "ttl.sessions.expired." + strings.ReplaceAll(e.Keys["pk"].(*typesS).Value, ".", "_")
+		wantSubj := "ttl.sessions.expired." + strings.ReplaceAll(e.Keys["pk"].(*types.AttributeValueMemberS).Value, ".", "_")
 		if m.Subject() != wantSubj {
 			t.Fatalf("message %d subject %q, want %q", i, m.Subject(), wantSubj)
 		}
@@ -203,78 +78,78 @@ func TestNATSJetStreamPublishesWithHeaders(t *testing.T) {
 			}
 		}
 		got, err := event.DecodeLine(m.Data())
-		if err != nil || !sameEvent(got, e) {
+		if err != nil || !testkit.SameEvent(got, e) {
 			t.Fatalf("message %d payload does not decode to the event (%v): %s", i, err, m.Data())
 		}
 	}
 }
 
 func TestNATSDeduplicatesByEventID(t *testing.T) {
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
-	st := createStream(t, js, "TTL", "archiver.>")
-	s, _, err := Open(ctx, "nats://"+ns.url, Options{})
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
+	st := testkit.CreateStream(t, js, "TTL", "archiver.>")
+	s, _, err := Open(ctx, "nats://"+ns.URL, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx)
-	evs := testEvents("t", "s", 1, 10)
-	a := newAcks()
+	evs := testkit.Events("t", "s", 1, 10)
+	a := testkit.NewAcks()
 	// The same batch twice (a consumer retry after a crash).
 	for _, id := range []string{"first", "again"} {
-		if err := s.Write(ctx, Batch{Events: evs}, a.ack(id)); err != nil {
+		if err := s.Write(ctx, Batch{Events: evs}, a.Ack(id)); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.waitAck(t, id); err != nil {
+		if err := a.WaitAck(t, id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := streamCount(t, st); n != 10 {
+	if n := testkit.StreamCount(t, st); n != 10 {
 		t.Fatalf("stream holds %d messages, want 10 (duplicates dropped by Nats-Msg-Id)", n)
 	}
 }
 
 func TestNATSNoStreamIsAStartupError(t *testing.T) {
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
-	createStream(t, js, "OTHER", "orders.>")
-	_, _, err := Open(ctx, "nats://"+ns.url+"?subject=archiver.{table}.{kind}", Options{})
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
+	testkit.CreateStream(t, js, "OTHER", "orders.>")
+	_, _, err := Open(ctx, "nats://"+ns.URL+"?subject=archiver.{table}.{kind}", Options{})
 	if err == nil || !strings.Contains(err.Error(), `no JetStream stream captures "archiver.*.*"`) {
 		t.Fatalf("Open error %v, want a no-stream error", err)
 	}
 }
 
 func TestNATSCreateStream(t *testing.T) {
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
-	s, _, err := Open(ctx, "nats://"+ns.url+"?subject=exp.{table}&create-stream=EXPIRED&format=item", Options{})
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
+	s, _, err := Open(ctx, "nats://"+ns.URL+"?subject=exp.{table}&create-stream=EXPIRED&format=item", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs := testEvents("t1", "s", 1, 3)
-	a := newAcks()
-	if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
+	evs := testkit.Events("t1", "s", 1, 3)
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := a.get("b"); n != 1 || err != nil {
+	if n, err := a.Get("b"); n != 1 || err != nil {
 		t.Fatalf("Close did not flush: %d %v", n, err)
 	}
 	st, err := js.Stream(ctx, "EXPIRED")
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := streamMsgs(t, st)
+	msgs := testkit.StreamMsgs(t, st)
 	if len(msgs) != 3 || msgs[0].Subject() != "exp.t1" || string(msgs[0].Data()) != string(event.PlainJSON(evs[0].OldImage)) {
 		t.Fatalf("got %d messages; first %q %s", len(msgs), msgs[0].Subject(), msgs[0].Data())
 	}
 	// Opening again with the stream in place is fine.
-	s2, _, err := Open(ctx, "nats://"+ns.url+"?subject=exp.{table}&create-stream=EXPIRED", Options{})
+	s2, _, err := Open(ctx, "nats://"+ns.URL+"?subject=exp.{table}&create-stream=EXPIRED", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,25 +157,25 @@ func TestNATSCreateStream(t *testing.T) {
 }
 
 func TestNATSCoreMode(t *testing.T) {
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	nc, _ := ns.client(t)
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	nc, _ := ns.Client(t)
 	sub, err := nc.SubscribeSync("core.>")
 	if err != nil {
 		t.Fatal(err)
 	}
 	nc.Flush()
-	s, _, err := Open(ctx, "nats://"+ns.url+"?subject=core.{table}.{sk}&jetstream=false", Options{})
+	s, _, err := Open(ctx, "nats://"+ns.URL+"?subject=core.{table}.{sk}&jetstream=false", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx)
-	evs := testEvents("t", "s", 7, 2)
-	a := newAcks()
-	if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
+	evs := testkit.Events("t", "s", 7, 2)
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.waitAck(t, "b"); err != nil {
+	if err := a.WaitAck(t, "b"); err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []string{"core.t.7", "core.t.8"} {
@@ -322,21 +197,21 @@ func TestNATSServerDownMidStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stops a server for 10s; skipped with -short")
 	}
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
-	createStream(t, js, "TTL", "archiver.>")
-	s, _, err := Open(ctx, "nats://"+ns.url+"?max-pending-bytes=256KiB&max-in-flight=64", Options{})
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
+	testkit.CreateStream(t, js, "TTL", "archiver.>")
+	s, _, err := Open(ctx, "nats://"+ns.URL+"?max-pending-bytes=256KiB&max-in-flight=64", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const batches, per = 60, 25
-	a := newAcks()
+	a := testkit.NewAcks()
 	writerDone := make(chan error, 1)
 	go func() {
 		for i := 0; i < batches; i++ {
-			evs := testEvents("t", "s", i*per, per)
-			if err := s.Write(ctx, Batch{Events: evs}, a.ack(fmt.Sprint(i))); err != nil {
+			evs := testkit.Events("t", "s", i*per, per)
+			if err := s.Write(ctx, Batch{Events: evs}, a.Ack(fmt.Sprint(i))); err != nil {
 				writerDone <- err
 				return
 			}
@@ -344,16 +219,16 @@ func TestNATSServerDownMidStream(t *testing.T) {
 		}
 		writerDone <- nil
 	}()
-	eventually.True(t, 30*time.Second, "some batches acknowledged", func() bool { return len(a.all()) >= 5 })
+	eventually.True(t, 30*time.Second, "some batches acknowledged", func() bool { return len(a.All()) >= 5 })
 	ready := s.(interface{ Ready() error })
 	if err := ready.Ready(); err != nil {
 		t.Fatalf("Ready while connected: %v", err)
 	}
-	ns.stop()
+	ns.Stop()
 	eventually.True(t, 30*time.Second, "unready while NATS is down", func() bool { return ready.Ready() != nil })
 	time.Sleep(10 * time.Second) // the outage itself, not a wait for a condition
-	ackedWhileDown := len(a.all())
-	ns.start()
+	ackedWhileDown := len(a.All())
+	ns.Start()
 	eventually.True(t, 30*time.Second, "ready once NATS is back", func() bool { return ready.Ready() == nil })
 	if err := <-writerDone; err != nil {
 		t.Fatalf("Write: %v", err)
@@ -362,21 +237,21 @@ func TestNATSServerDownMidStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < batches; i++ {
-		if err := a.waitAck(t, fmt.Sprint(i)); err != nil {
+		if err := a.WaitAck(t, fmt.Sprint(i)); err != nil {
 			t.Fatalf("batch %d: %v", i, err)
 		}
 	}
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, js2 := ns.client(t)
+	_, js2 := ns.Client(t)
 	st, err := js2.Stream(ctx, "TTL")
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}
-	for _, m := range streamMsgs(t, st) {
-		seen[bodyEventID(t, m.Data())]++
+	for _, m := range testkit.StreamMsgs(t, st) {
+		seen[testkit.BodyEventID(t, m.Data())]++
 	}
 	for i := 0; i < batches*per; i++ {
 		id := fmt.Sprintf("t-s-%d", i)
@@ -419,22 +294,22 @@ func TestNATSAuth(t *testing.T) {
 	_ = ca
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
-			ns := startNATS(t, tc.tweak)
-			u := "nats://" + ns.url + "?subject=auth.{table}&create-stream=AUTH&" + tc.query
+			ctx := testkit.Ctx(t)
+			ns := testkit.StartNATS(t, tc.tweak)
+			u := "nats://" + ns.URL + "?subject=auth.{table}&create-stream=AUTH&" + tc.query
 			s, _, err := Open(ctx, u, Options{})
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
-			a := newAcks()
-			if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 3)}, a.ack("b")); err != nil {
+			a := testkit.NewAcks()
+			if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 3)}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
-			if err := a.waitAck(t, "b"); err != nil {
+			if err := a.WaitAck(t, "b"); err != nil {
 				t.Fatal(err)
 			}
 			s.Close(ctx)
-			bad, _, err := Open(ctx, "nats://"+ns.url+"?subject=auth.{table}&"+tc.badArg, Options{})
+			bad, _, err := Open(ctx, "nats://"+ns.URL+"?subject=auth.{table}&"+tc.badArg, Options{})
 			if err == nil {
 				bad.Close(ctx)
 				t.Fatal("Open with wrong credentials succeeded")
@@ -504,8 +379,8 @@ func newTLSFiles(t testing.TB, dir string) (ca *x509.Certificate, certFile, keyF
 }
 
 func TestSubjectTemplate(t *testing.T) {
-	e := testEvents("my.table", "s", 1, 1)[0]
-	e.Keys["pk"] = &typesS{Value: "a b.c*d>e"}
+	e := testkit.Events("my.table", "s", 1, 1)[0]
+	e.Keys["pk"] = &types.AttributeValueMemberS{Value: "a b.c*d>e"}
 	tests := []struct{ tmpl, want string }{
 		{"archiver.{table}.{kind}", "archiver.my%2Etable.expired"},
 		{"x.{pk}", "x.a%20b%2Ec%2Ad%3Ee"},
@@ -541,16 +416,16 @@ func mustSubject(t testing.TB, s string) subjectTemplate {
 }
 
 func TestNATSWriteBlocksWhileDownAndHonoursContext(t *testing.T) {
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
-	createStream(t, js, "TTL", "archiver.>")
-	s, _, err := Open(ctx, "nats://"+ns.url+"?max-pending-bytes=4KiB", Options{})
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
+	testkit.CreateStream(t, js, "TTL", "archiver.>")
+	s, _, err := Open(ctx, "nats://"+ns.URL+"?max-pending-bytes=4KiB", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns.stop()
-	a := newAcks()
+	ns.Stop()
+	a := testkit.NewAcks()
 	// With the server gone, the budget fills and Write blocks until its
 	// context ends: an error, never a silent drop.
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -558,7 +433,7 @@ func TestNATSWriteBlocksWhileDownAndHonoursContext(t *testing.T) {
 	var werr error
 	taken := 0
 	for i := 0; i < 100 && werr == nil; i++ {
-		werr = s.Write(wctx, Batch{Events: testEvents("t", "s", i*5, 5)}, a.ack(fmt.Sprint(i)))
+		werr = s.Write(wctx, Batch{Events: testkit.Events("t", "s", i*5, 5)}, a.Ack(fmt.Sprint(i)))
 		if werr == nil {
 			taken++
 		}
@@ -571,10 +446,10 @@ func TestNATSWriteBlocksWhileDownAndHonoursContext(t *testing.T) {
 	s.Close(cctx)
 	// Every batch Write took was acknowledged exactly once (with an error,
 	// as Close gave up waiting).
-	if got := len(a.all()); got != taken {
+	if got := len(a.All()); got != taken {
 		t.Fatalf("%d batches taken, %d acknowledged", taken, got)
 	}
-	for id, n := range a.all() {
+	for id, n := range a.All() {
 		if n != 1 {
 			t.Fatalf("batch %s acknowledged %d times", id, n)
 		}
@@ -584,26 +459,26 @@ func TestNATSWriteBlocksWhileDownAndHonoursContext(t *testing.T) {
 // TestNATSCredsFile runs the server in operator (JWT) mode and connects
 // with a .creds file (user JWT + nkey seed).
 func TestNATSCredsFile(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	operatorMode, creds := newUserCreds(t)
 	credsFile := filepath.Join(t.TempDir(), "user.creds")
 	if err := os.WriteFile(credsFile, creds, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ns := startNATS(t, operatorMode)
-	s, _, err := Open(ctx, "nats://"+ns.url+"?subject=creds.{table}&create-stream=CREDS&creds="+credsFile, Options{})
+	ns := testkit.StartNATS(t, operatorMode)
+	s, _, err := Open(ctx, "nats://"+ns.URL+"?subject=creds.{table}&create-stream=CREDS&creds="+credsFile, Options{})
 	if err != nil {
 		t.Fatalf("Open with creds: %v", err)
 	}
 	defer s.Close(ctx)
-	a := newAcks()
-	if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 3)}, a.ack("b")); err != nil {
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 3)}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.waitAck(t, "b"); err != nil {
+	if err := a.WaitAck(t, "b"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Open(ctx, "nats://"+ns.url+"?subject=creds.{table}", Options{}); err == nil {
+	if _, _, err := Open(ctx, "nats://"+ns.URL+"?subject=creds.{table}", Options{}); err == nil {
 		t.Fatal("Open without credentials succeeded against an operator-mode server")
 	}
 }
@@ -612,22 +487,22 @@ func TestNATSCredsFile(t *testing.T) {
 // memory bound, Close with a deadline returns, the blocked Write fails, and
 // every batch taken is acknowledged (with an error) exactly once.
 func TestNATSCloseUnblocksWriters(t *testing.T) {
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
-	createStream(t, js, "TTL", "archiver.>")
-	s, _, err := Open(ctx, "nats://"+ns.url+"?max-pending-bytes=4KiB", Options{})
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
+	testkit.CreateStream(t, js, "TTL", "archiver.>")
+	s, _, err := Open(ctx, "nats://"+ns.URL+"?max-pending-bytes=4KiB", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns.stop()
-	a := newAcks()
+	ns.Stop()
+	a := testkit.NewAcks()
 	var taken atomic.Int32
 	werr := make(chan error, 1)
 	go func() {
 		for i := 0; ; i++ {
 			// No deadline: only Close can unblock this.
-			if err := s.Write(ctx, Batch{Events: testEvents("t", "s", i*5, 5)}, a.ack(fmt.Sprint(i))); err != nil {
+			if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", i*5, 5)}, a.Ack(fmt.Sprint(i))); err != nil {
 				werr <- err
 				return
 			}
@@ -649,11 +524,11 @@ func TestNATSCloseUnblocksWriters(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Write still blocked 30s after Close returned")
 	}
-	if got := len(a.all()); got != int(taken.Load()) {
+	if got := len(a.All()); got != int(taken.Load()) {
 		t.Fatalf("%d batches taken, %d acknowledged", taken.Load(), got)
 	}
-	for id, n := range a.all() {
-		if _, err := a.get(id); n != 1 || err == nil {
+	for id, n := range a.All() {
+		if _, err := a.Get(id); n != 1 || err == nil {
 			t.Fatalf("batch %s: %d acks, err %v", id, n, err)
 		}
 	}
@@ -667,15 +542,15 @@ func TestNATSDeletedByHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &NATSSink{tmpl: tmpl}
-	insert := testEvents("sessions", "shard-1", 1, 1)[0]
+	insert := testkit.Events("sessions", "shard-1", 1, 1)[0]
 	insert.Kind, insert.EventName = event.Inserted, "INSERT"
 	insert.NewImage, insert.OldImage = insert.OldImage, nil
 	cases := []struct {
 		name, by string
 		e        event.Event
 	}{
-		{"native expiry", event.DeletedByTTL, testEvents("sessions", "shard-1", 1, 1)[0]},
-		{"swept expiry", event.DeletedByOther, testEvents("sessions", "shard-1", 2, 1)[0]},
+		{"native expiry", event.DeletedByTTL, testkit.Events("sessions", "shard-1", 1, 1)[0]},
+		{"swept expiry", event.DeletedByOther, testkit.Events("sessions", "shard-1", 2, 1)[0]},
 		{"insert", "", insert},
 	}
 	for _, c := range cases {
@@ -710,7 +585,7 @@ func TestNATSRegionHeader(t *testing.T) {
 		for _, region := range []string{"eu-central-1", "ap-southeast-2", ""} {
 			t.Run(format+"/"+region, func(t *testing.T) {
 				s := &NATSSink{c: NATSConfig{Format: format}, tmpl: tmpl}
-				e := testEvents("sessions", "shard-1", 1, 1)[0]
+				e := testkit.Events("sessions", "shard-1", 1, 1)[0]
 				e.Region = region
 				m := s.message(&e)
 				if vals, ok := m.Header[HeaderRegion]; (region == "") == ok || (ok && (len(vals) != 1 || vals[0] != region)) {

@@ -10,6 +10,7 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/natsmsg"
 	"github.com/ttl-archiver/archiver/objstore"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
@@ -73,9 +74,9 @@ func TestOpenErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.url, func(t *testing.T) {
-			s, _, err := Open(testCtx(t), tc.url, Options{})
+			s, _, err := Open(testkit.Ctx(t), tc.url, Options{})
 			if err == nil {
-				s.Close(testCtx(t))
+				s.Close(testkit.Ctx(t))
 				t.Fatalf("Open(%q) succeeded, want error containing %q", tc.url, tc.want)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
@@ -130,7 +131,7 @@ func TestOpenKinds(t *testing.T) {
 		"?events=deleted,expired": {event.Deleted, event.Expired},
 		"?events=all":             event.Kinds,
 	} {
-		s, kinds, err := Open(testCtx(t), "file://"+dir+q, Options{})
+		s, kinds, err := Open(testkit.Ctx(t), "file://"+dir+q, Options{})
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -140,7 +141,7 @@ func TestOpenKinds(t *testing.T) {
 		if s.Name() != "file://"+dir {
 			t.Errorf("Name() = %q", s.Name())
 		}
-		s.Close(testCtx(t))
+		s.Close(testkit.Ctx(t))
 	}
 }
 

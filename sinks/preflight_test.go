@@ -15,6 +15,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // wantPreflightError checks that err is a *PreflightError of sink and
@@ -43,9 +45,9 @@ func wantPreflightError(t testing.TB, err error, sink, check string, mentions ..
 // TestS3Preflight runs the S3 checks against versitygw, with the proxy
 // standing in for what versitygw cannot answer (KMS, a role's refusals).
 func TestS3Preflight(t *testing.T) {
-	v := startVersity(t)
-	px := startProxy(t, v.endpoint)
-	refuse := func(method string, status int, code, msg string) faultFunc {
+	v := testkit.StartVersity(t)
+	px := testkit.StartProxy(t, v.Endpoint)
+	refuse := func(method string, status int, code, msg string) testkit.FaultFunc {
 		return func(w http.ResponseWriter, r *http.Request, _ func(http.ResponseWriter)) bool {
 			if r.Method != method {
 				return false
@@ -58,19 +60,19 @@ func TestS3Preflight(t *testing.T) {
 	}
 	// either answers HEAD as head and GET as get (S3's answers to one
 	// refusal: a HEAD's has no body).
-	either := func(head, get faultFunc) faultFunc {
+	either := func(head, get testkit.FaultFunc) testkit.FaultFunc {
 		return func(w http.ResponseWriter, r *http.Request, next func(http.ResponseWriter)) bool {
 			return head(w, r, next) || get(w, r, next)
 		}
 	}
-	bare := func(status int) faultFunc { return refuse(http.MethodHead, status, "", "") }
+	bare := func(status int) testkit.FaultFunc { return refuse(http.MethodHead, status, "", "") }
 	for _, tc := range []struct {
 		name     string
 		bucket   string
 		query    string
 		access   string
 		secret   string
-		fault    faultFunc
+		fault    testkit.FaultFunc
 		check    string // "" for success
 		mentions []string
 		is       error // the cause errors.Is matches (nil: neither ErrCredentials nor ErrNoSuchBucket)
@@ -89,21 +91,21 @@ func TestS3Preflight(t *testing.T) {
 		{name: "kms key denied", query: "sse=aws:kms", fault: refuse(http.MethodPut, 403, "AccessDenied", "not authorized to perform: kms:GenerateDataKey"), check: CheckKMSKeyUsable, mentions: []string{"kms:GenerateDataKey"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
-			px.setFault(tc.fault)
-			defer px.setFault(nil)
+			ctx := testkit.Ctx(t)
+			px.SetFault(tc.fault)
+			defer px.SetFault(nil)
 			bucket := "archive"
 			if tc.bucket != "" {
 				bucket = tc.bucket
 			}
-			o := Options{AWSConfig: testAWSConfig}
+			o := Options{AWSConfig: testkit.AWSConfig}
 			if tc.secret != "" || tc.access != "" {
-				access, secret := cmp.Or(tc.access, testAccessKey), cmp.Or(tc.secret, testSecretKey)
+				access, secret := cmp.Or(tc.access, testkit.AccessKey), cmp.Or(tc.secret, testkit.SecretKey)
 				o.AWSConfig = func(_ context.Context, region string) (aws.Config, error) {
 					return aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider(access, secret, "")}, nil
 				}
 			}
-			u := "s3://" + bucket + "/pre?endpoint=" + px.url + "&path-style=true&" + tc.query
+			u := "s3://" + bucket + "/pre?endpoint=" + px.URL + "&path-style=true&" + tc.query
 			s, _, err := Open(ctx, u, o)
 			if err != nil {
 				t.Fatal(err)
@@ -118,7 +120,7 @@ func TestS3Preflight(t *testing.T) {
 				if tc.fault != nil {
 					want = "pre/_archiver/preflight"
 				}
-				if keys := strings.Join(v.objects(t, "pre/"), ","); keys != want {
+				if keys := strings.Join(v.Objects(t, "pre/"), ","); keys != want {
 					t.Fatalf("objects after the preflight: %q, want %q", keys, want)
 				}
 				return
@@ -150,12 +152,12 @@ func TestS3PreflightIsBounded(t *testing.T) {
 			defer c.Close()
 		}
 	}()
-	s, err := NewS3(testCtx(t), S3Config{Bucket: "archive", Endpoint: "http://" + l.Addr().String(), PathStyle: true}, Options{AWSConfig: testAWSConfig})
+	s, err := NewS3(testkit.Ctx(t), S3Config{Bucket: "archive", Endpoint: "http://" + l.Addr().String(), PathStyle: true}, Options{AWSConfig: testkit.AWSConfig})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(context.Background())
-	ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(testkit.Ctx(t), 200*time.Millisecond)
 	defer cancel()
 	err = Preflight(ctx, s)
 	wantPreflightError(t, err, "s3://archive", CheckBucketExists)
@@ -166,12 +168,12 @@ func TestS3PreflightIsBounded(t *testing.T) {
 
 func TestNATSPreflight(t *testing.T) {
 	t.Run("jetstream and core", func(t *testing.T) {
-		ctx := testCtx(t)
-		ns := startNATS(t, nil)
-		_, js := ns.client(t)
-		createStream(t, js, "TTL", "archiver.>")
+		ctx := testkit.Ctx(t)
+		ns := testkit.StartNATS(t, nil)
+		_, js := ns.Client(t)
+		testkit.CreateStream(t, js, "TTL", "archiver.>")
 		for _, q := range []string{"", "?jetstream=false", "?subject=made.{table}&create-stream=MADE"} {
-			s, _, err := Open(ctx, "nats://"+ns.url+q, Options{})
+			s, _, err := Open(ctx, "nats://"+ns.URL+q, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,27 +184,27 @@ func TestNATSPreflight(t *testing.T) {
 		}
 	})
 	t.Run("stream deleted", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		s, url := openNATSWithoutStream(t, ctx)
 		wantPreflightError(t, Preflight(ctx, s), url, CheckStreamCaptures, `no JetStream stream captures "archiver.*.*"`)
 	})
 	t.Run("server gone", func(t *testing.T) {
-		ctx := testCtx(t)
-		ns := startNATS(t, nil)
-		s, _, err := Open(ctx, "nats://"+ns.url+"?jetstream=false", Options{})
+		ctx := testkit.Ctx(t)
+		ns := testkit.StartNATS(t, nil)
+		s, _, err := Open(ctx, "nats://"+ns.URL+"?jetstream=false", Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer s.Close(ctx)
-		ns.stop()
+		ns.Stop()
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
-		wantPreflightError(t, Preflight(pctx, s), "nats://"+ns.url, CheckConnected)
+		wantPreflightError(t, Preflight(pctx, s), "nats://"+ns.URL, CheckConnected)
 	})
 }
 
 func TestFilePreflight(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	t.Run("writable", func(t *testing.T) {
 		s, dir := newTestFileSink(t)
 		if err := Preflight(ctx, s); err != nil {
@@ -251,7 +253,7 @@ func (flakySink) Name() string                        { return "flaky://" }
 func (flakySink) Preflight(ctx context.Context) error { return errors.New("no\nway") }
 
 func TestPreflightDispatch(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	stdout := NewWriterSink("stdout://", &syncBuffer{}, false, Options{})
 	defer stdout.Close(ctx)
 	if err := Preflight(ctx, stdout); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/natsmsg"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // inRegion returns evs as read from the table's replica in region: the
@@ -36,20 +37,20 @@ func inRegion(region string, evs []event.Event) []event.Event {
 // no key is taken twice (no conflict, no distinct .HASH12. key), and
 // every line is where its Region's key says.
 func TestS3TwoRegionsShareABucket(t *testing.T) {
-	v := startVersity(t)
-	ctx := testCtx(t)
+	v := testkit.StartVersity(t)
+	ctx := testkit.Ctx(t)
 	regions := []string{"us-east-1", "eu-west-1"}
 	for _, deployment := range []string{"per-region", "one-archiver"} {
 		t.Run(deployment, func(t *testing.T) {
-			sinks := []*S3Sink{openS3(t, v.endpoint, "flush-interval=1h"), openS3(t, v.endpoint, "flush-interval=1h")}
+			sinks := []*S3Sink{openS3(t, v.Endpoint, "flush-interval=1h"), openS3(t, v.Endpoint, "flush-interval=1h")}
 			if deployment == "one-archiver" {
 				sinks[1] = sinks[0]
 			}
-			a := newAcks()
+			a := testkit.NewAcks()
 			for i, region := range regions {
 				sinks[i].c.Prefix = "ttl/" + deployment
-				evs := inRegion(region, testEvents("sessions", "shardId-0001", 100, 3))
-				if err := sinks[i].Write(ctx, Batch{ShardID: "shardId-0001", Events: evs}, a.ack(region)); err != nil {
+				evs := inRegion(region, testkit.Events("sessions", "shardId-0001", 100, 3))
+				if err := sinks[i].Write(ctx, Batch{ShardID: "shardId-0001", Events: evs}, a.Ack(region)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -59,7 +60,7 @@ func TestS3TwoRegionsShareABucket(t *testing.T) {
 				}
 			}
 			for _, region := range regions {
-				if n, err := a.get(region); n != 1 || err != nil {
+				if n, err := a.Get(region); n != 1 || err != nil {
 					t.Fatalf("%s: %d acks, err %v", region, n, err)
 				}
 			}
@@ -68,12 +69,12 @@ func TestS3TwoRegionsShareABucket(t *testing.T) {
 				p + "eu-west-1.shardId-0001-000000000000000000100-000000000000000000102.jsonl.gz",
 				p + "us-east-1.shardId-0001-000000000000000000100-000000000000000000102.jsonl.gz",
 			}
-			if got := v.objects(t, "ttl/"+deployment+"/"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			if got := v.Objects(t, "ttl/"+deployment+"/"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("keys:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 			for i, key := range want {
 				region := regions[1-i]
-				evs, _ := v.read(t, key)
+				evs, _ := v.Read(t, key)
 				if len(evs) != 3 {
 					t.Fatalf("%s: %d lines, want 3", key, len(evs))
 				}
@@ -92,17 +93,17 @@ func TestS3TwoRegionsShareABucket(t *testing.T) {
 // names hold no shard, so no two shards' names can meet), each line
 // naming its Region.
 func TestFileSinkTwoRegions(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	s, dir := newTestFileSink(t)
-	a := newAcks()
+	a := testkit.NewAcks()
 	var all []event.Event
 	for _, region := range []string{"us-east-1", "eu-west-1"} {
-		evs := inRegion(region, testEvents("sessions", "shardId-0001", 100, 3))
+		evs := inRegion(region, testkit.Events("sessions", "shardId-0001", 100, 3))
 		all = append(all, evs...)
-		if err := s.Write(ctx, Batch{ShardID: "shardId-0001", Events: evs}, a.ack(region)); err != nil {
+		if err := s.Write(ctx, Batch{ShardID: "shardId-0001", Events: evs}, a.Ack(region)); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.waitAck(t, region); err != nil {
+		if err := a.WaitAck(t, region); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -111,7 +112,7 @@ func TestFileSinkTwoRegions(t *testing.T) {
 		t.Fatalf("%d lines, want %d", len(got), len(all))
 	}
 	for i := range got {
-		if !sameEvent(got[i], all[i]) {
+		if !testkit.SameEvent(got[i], all[i]) {
 			t.Fatalf("line %d: %+v, want %+v", i, got[i], all[i])
 		}
 	}
@@ -139,23 +140,23 @@ func replicated(region string, evs []event.Event) []event.Event {
 // its old image (KEYS_ONLY) keeps its Regions' own event IDs, and an item
 // that expires again with another TTL is a new message.
 func TestNATSOneExpiryFromTwoRegions(t *testing.T) {
-	ctx := testCtx(t)
-	ns := startNATS(t, nil)
-	_, js := ns.client(t)
-	east := inRegion("us-east-1", testEvents("sessions", "shardId-0001", 1, 5))
+	ctx := testkit.Ctx(t)
+	ns := testkit.StartNATS(t, nil)
+	_, js := ns.Client(t)
+	east := inRegion("us-east-1", testkit.Events("sessions", "shardId-0001", 1, 5))
 	west := replicated("eu-west-1", east)
-	keysOnlyEast := inRegion("us-east-1", testEvents("sessions", "shardId-0001", 10, 1))
+	keysOnlyEast := inRegion("us-east-1", testkit.Events("sessions", "shardId-0001", 10, 1))
 	keysOnlyEast[0].OldImage, keysOnlyEast[0].TTLValue = nil, ""
 	keysOnlyWest := replicated("eu-west-1", keysOnlyEast)
-	again := inRegion("us-east-1", testEvents("sessions", "shardId-0001", 20, 1)) // east[0]'s item, a later life
+	again := inRegion("us-east-1", testkit.Events("sessions", "shardId-0001", 20, 1)) // east[0]'s item, a later life
 	again[0].Keys, again[0].OldImage = east[0].Keys, maps.Clone(east[0].OldImage)
 	again[0].OldImage["expiresAt"] = &types.AttributeValueMemberN{Value: "1772600600"}
 	for _, format := range natsmsg.Formats {
 		for _, deployment := range []string{"per-region", "one-archiver"} {
 			t.Run(format+"/"+deployment, func(t *testing.T) {
 				name := strings.ToUpper(format + "_" + strings.ReplaceAll(deployment, "-", "_"))
-				st := createStream(t, js, name, name+".>")
-				url := "nats://" + ns.url + "?subject=" + name + ".{table}.{kind}&format=" + format
+				st := testkit.CreateStream(t, js, name, name+".>")
+				url := "nats://" + ns.URL + "?subject=" + name + ".{table}.{kind}&format=" + format
 				first, _, err := Open(ctx, url, Options{})
 				if err != nil {
 					t.Fatal(err)
@@ -168,7 +169,7 @@ func TestNATSOneExpiryFromTwoRegions(t *testing.T) {
 					}
 					defer second.Close(ctx)
 				}
-				a := newAcks()
+				a := testkit.NewAcks()
 				for id, w := range map[string]struct {
 					s   Sink
 					evs []event.Event
@@ -176,12 +177,12 @@ func TestNATSOneExpiryFromTwoRegions(t *testing.T) {
 					"east": {first, append(append(slices.Clone(east), keysOnlyEast...), again...)},
 					"west": {second, append(slices.Clone(west), keysOnlyWest...)},
 				} {
-					if err := w.s.Write(ctx, Batch{ShardID: w.evs[0].ShardID, StreamARN: w.evs[0].StreamARN, Events: w.evs}, a.ack(id)); err != nil {
+					if err := w.s.Write(ctx, Batch{ShardID: w.evs[0].ShardID, StreamARN: w.evs[0].StreamARN, Events: w.evs}, a.Ack(id)); err != nil {
 						t.Fatal(err)
 					}
 				}
 				for _, id := range []string{"east", "west"} {
-					if err := a.waitAck(t, id); err != nil {
+					if err := a.WaitAck(t, id); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -190,7 +191,7 @@ func TestNATSOneExpiryFromTwoRegions(t *testing.T) {
 					want = append(want, event.MessageID(&e))
 				}
 				var got []string
-				for _, m := range streamMsgs(t, st) {
+				for _, m := range testkit.StreamMsgs(t, st) {
 					got = append(got, m.Headers().Get(natsmsg.HeaderMsgID))
 				}
 				slices.Sort(want)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // TestS3ChunkedObjectsAcrossReuse: object buffers are chunked, and the
@@ -16,11 +18,11 @@ import (
 // and the events the caller held past their batches must be unchanged
 // (run under -race).
 func TestS3ChunkedObjectsAcrossReuse(t *testing.T) {
-	v := startVersity(t)
+	v := testkit.StartVersity(t)
 	for _, comp := range []string{"gzip", "zstd", "none"} {
 		t.Run(comp, func(t *testing.T) {
-			ctx := testCtx(t)
-			s := openS3(t, v.endpoint, "compression="+comp+"&flush-interval=1h&flush-bytes=3MiB")
+			ctx := testkit.Ctx(t)
+			s := openS3(t, v.Endpoint, "compression="+comp+"&flush-interval=1h&flush-bytes=3MiB")
 			s.c.Prefix = "chunks/" + comp
 			pad := &types.AttributeValueMemberS{Value: strings.Repeat("x", 300<<10)}
 			held := map[string][]string{} // shard -> event IDs in order
@@ -31,12 +33,12 @@ func TestS3ChunkedObjectsAcrossReuse(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for round := 0; round < 4; round++ {
-						evs := testEvents("sessions", shard, 1+round*8, 8)
+						evs := testkit.Events("sessions", shard, 1+round*8, 8)
 						for i := range evs {
 							evs[i].OldImage["pad"] = pad
 						}
-						a := newAcks()
-						if err := s.Write(ctx, Batch{ShardID: shard, Events: evs}, a.ack("b")); err != nil {
+						a := testkit.NewAcks()
+						if err := s.Write(ctx, Batch{ShardID: shard, Events: evs}, a.Ack("b")); err != nil {
 							t.Error(err)
 							return
 						}
@@ -52,13 +54,13 @@ func TestS3ChunkedObjectsAcrossReuse(t *testing.T) {
 			if err := s.Flush(ctx); err != nil {
 				t.Fatal(err)
 			}
-			keys := v.objects(t, "chunks/"+comp+"/")
+			keys := v.Objects(t, "chunks/"+comp+"/")
 			if len(keys) < 4 {
 				t.Fatalf("%d objects, want the events cut into several per shard", len(keys))
 			}
 			got := map[string][]string{}
 			for _, k := range keys {
-				evs, _ := v.read(t, k)
+				evs, _ := v.Read(t, k)
 				for _, e := range evs {
 					if e.OldImage["pad"].(*types.AttributeValueMemberS).Value != pad.Value {
 						t.Fatalf("object %s: event %s's padding changed", k, e.EventID)

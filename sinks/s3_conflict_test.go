@@ -23,6 +23,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // renderLines is the archive lines of evs, each changed by edit first
@@ -94,8 +95,8 @@ func conflictCounts(t testing.TB, reg *prometheus.Registry) map[string]float64 {
 // to a distinct key, and nothing is overwritten or lost. A distinct key
 // that is taken too is resolved by the same rule.
 func TestS3KeyConflicts(t *testing.T) {
-	v := startVersity(t)
-	evs := testEvents("t", "s", 1, 3)
+	v := testkit.StartVersity(t)
+	evs := testkit.Events("t", "s", 1, 3)
 	noTTLAttribute := func(e *event.Event) { e.TTLAttribute = "" }
 	for i, tc := range []struct {
 		name        string
@@ -112,7 +113,7 @@ func TestS3KeyConflicts(t *testing.T) {
 		{name: "same events, gzip by extension only", compression: "gzip", existing: renderLines(evs, noTTLAttribute), outcome: ConflictSameEvents},
 		{name: "same events in another order, uncompressed", compression: "none", existing: renderLines([]event.Event{evs[2], evs[0], evs[1]}, nil), outcome: ConflictSameEvents},
 		{name: "same bytes", compression: "none", existing: renderLines(evs, nil), outcome: ConflictSameContent},
-		{name: "other events", compression: "gzip", existing: renderLines(testEvents("t", "s", 50, 3), nil), encoding: true, outcome: ConflictDistinctKey},
+		{name: "other events", compression: "gzip", existing: renderLines(testkit.Events("t", "s", 50, 3), nil), encoding: true, outcome: ConflictDistinctKey},
 		{name: "fewer events", compression: "gzip", existing: renderLines(evs[:2], nil), encoding: true, outcome: ConflictDistinctKey},
 		{name: "not archive lines", compression: "gzip", existing: []byte("other\n"), outcome: ConflictDistinctKey},
 		{name: "dead letters of the same sink", compression: "gzip", upload: deadLetterFrom("nats://a:4222", "too big"), existing: renderLines(evs, deadLetterFrom("nats://a:4222", "other words")), encoding: true, outcome: ConflictSameEvents},
@@ -123,16 +124,16 @@ func TestS3KeyConflicts(t *testing.T) {
 		{name: "distinct key holds other events", compression: "none", existing: renderLines(evs[:1], nil), existingAlt: renderLines(evs[1:], nil), outcome: ConflictUnresolved, permanent: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Ctx(t)
 			reg := prometheus.NewRegistry()
 			prefix := fmt.Sprintf("conflict%d", i)
-			s, err := NewS3(ctx, S3Config{Bucket: "archive", Prefix: prefix, Endpoint: v.endpoint, PathStyle: true, Compression: tc.compression, FlushInterval: time.Hour, RetryBase: time.Millisecond},
-				Options{AWSConfig: testAWSConfig, Registerer: reg})
+			s, err := NewS3(ctx, S3Config{Bucket: "archive", Prefix: prefix, Endpoint: v.Endpoint, PathStyle: true, Compression: tc.compression, FlushInterval: time.Hour, RetryBase: time.Millisecond},
+				Options{AWSConfig: testkit.AWSConfig, Registerer: reg})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close(ctx)
-			key := s.Key("t", event.Expired, "us-east-1", "s", testStart, evs[0].SequenceNumber, evs[2].SequenceNumber)
+			key := s.Key("t", event.Expired, "us-east-1", "s", testkit.Start, evs[0].SequenceNumber, evs[2].SequenceNumber)
 			upload := renderLines(evs, tc.upload)
 			stored := map[string][]byte{key: compressAs(t, tc.compression, tc.existing)}
 			if tc.existingAlt != nil {
@@ -144,7 +145,7 @@ func TestS3KeyConflicts(t *testing.T) {
 				if tc.encoding {
 					in.ContentEncoding = aws.String(tc.compression)
 				}
-				if _, err := v.client.PutObject(ctx, in); err != nil {
+				if _, err := v.Client.PutObject(ctx, in); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -154,14 +155,14 @@ func TestS3KeyConflicts(t *testing.T) {
 					tc.upload(&written[i])
 				}
 			}
-			a := newAcks()
-			if err := s.Write(ctx, Batch{Events: written}, a.ack("b")); err != nil {
+			a := testkit.NewAcks()
+			if err := s.Write(ctx, Batch{Events: written}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Flush(ctx); err != nil {
 				t.Fatal(err)
 			}
-			err = a.waitAck(t, "b")
+			err = a.WaitAck(t, "b")
 			if tc.permanent {
 				if !IsPermanent(err) || !errors.Is(err, errConflict) || !strings.Contains(err.Error(), key) {
 					t.Fatalf("ack error %v, want a permanent conflict naming the key", err)
@@ -185,15 +186,15 @@ func TestS3KeyConflicts(t *testing.T) {
 // conflict, with the size and SHA-256 of its stored bytes: the object at
 // the key (its own bytes or another version's), or the one at the
 // distinct key.
-func checkConflictRecorded(t *testing.T, v *versity, s *S3Sink, prefix, key string, evs []event.Event) {
+func checkConflictRecorded(t *testing.T, v *testkit.Versity, s *S3Sink, prefix, key string, evs []event.Event) {
 	t.Helper()
-	rg := rangeOf(evs[0], "", "", evs[2].SequenceNumber)
-	if err := s.Record(testCtx(t), rg); err != nil {
+	rg := testkit.RangeOf(evs[0], "", "", evs[2].SequenceNumber)
+	if err := s.Record(testkit.Ctx(t), rg); err != nil {
 		t.Fatal(err)
 	}
 	a := s3Archive{v, prefix}
 	var data []string
-	for _, k := range a.keys(t, "") {
+	for _, k := range a.Keys(t, "") {
 		if !strings.HasPrefix(k, manifest.Dir) {
 			data = append(data, k)
 		}
@@ -202,7 +203,7 @@ func checkConflictRecorded(t *testing.T, v *versity, s *S3Sink, prefix, key stri
 	if len(data) == 2 {
 		want = data[0] // the distinct key (the key's name with a digest sorts first)
 	}
-	checkListed(t, a, lastManifest(t, a, rg).M, want)
+	testkit.CheckListed(t, a, testkit.LastManifest(t, a, rg).M, want)
 }
 
 var distinctKeyPattern = regexp.MustCompile(`^(.*)\.([0-9a-f]{12})(\.jsonl(\.gz|\.zst)?)$`)
@@ -211,13 +212,13 @@ var distinctKeyPattern = regexp.MustCompile(`^(.*)\.([0-9a-f]{12})(\.jsonl(\.gz|
 // untouched and that the upload's events are where the outcome says: at a
 // distinct key named after its content's SHA-256 for distinct_key when the
 // distinct key was free, nowhere new otherwise.
-func checkConflictObjects(t *testing.T, v *versity, prefix, key, ext string, stored map[string][]byte, outcome string, evs []event.Event) {
+func checkConflictObjects(t *testing.T, v *testkit.Versity, prefix, key, ext string, stored map[string][]byte, outcome string, evs []event.Event) {
 	t.Helper()
-	ctx := testCtx(t)
-	keys := v.objects(t, prefix+"/")
+	ctx := testkit.Ctx(t)
+	keys := v.Objects(t, prefix+"/")
 	var added []string
 	for _, k := range keys {
-		out, err := v.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("archive"), Key: aws.String(k)})
+		out, err := v.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("archive"), Key: aws.String(k)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +239,7 @@ func checkConflictObjects(t *testing.T, v *versity, prefix, key, ext string, sto
 		if m == nil || m[1]+m[3] != key || m[3] != ext || m[2] != hex.EncodeToString(sum[:6]) {
 			t.Fatalf("new object %s is not %s with its SHA-256 before the extension", k, key)
 		}
-		got, _ := v.read(t, k)
+		got, _ := v.Read(t, k)
 		var ids []string
 		for _, e := range got {
 			ids = append(ids, e.EventID)
@@ -258,7 +259,7 @@ func checkConflictObjects(t *testing.T, v *versity, prefix, key, ext string, sto
 }
 
 func TestLineIdentity(t *testing.T) {
-	e := testEvents("t", "s", 1, 1)[0]
+	e := testkit.Events("t", "s", 1, 1)[0]
 	line := func(edit func(*event.Event)) []byte {
 		return bytes.TrimSuffix(renderLines([]event.Event{e}, edit), []byte("\n"))
 	}
@@ -302,9 +303,9 @@ func TestLineIdentity(t *testing.T) {
 // an error that is not permanent; when the role may not read it, at once
 // with a permanent error. The proxy injects the failing answers.
 func TestS3ConflictResolutionIsBounded(t *testing.T) {
-	v := startVersity(t)
-	px := startProxy(t, v.endpoint)
-	evs := testEvents("t", "s", 1, 2)
+	v := testkit.StartVersity(t)
+	px := testkit.StartProxy(t, v.Endpoint)
+	evs := testkit.Events("t", "s", 1, 2)
 	for i, tc := range []struct {
 		name      string
 		status    int
@@ -316,19 +317,19 @@ func TestS3ConflictResolutionIsBounded(t *testing.T) {
 		{"GET denied", http.StatusForbidden, "AccessDenied", 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Ctx(t)
 			prefix := fmt.Sprintf("bounded%d", i)
-			s, err := NewS3(ctx, S3Config{Bucket: "archive", Prefix: prefix, Endpoint: px.url, PathStyle: true, Compression: "none", MaxAttempts: 3, RetryBase: time.Millisecond},
-				Options{AWSConfig: testAWSConfig})
+			s, err := NewS3(ctx, S3Config{Bucket: "archive", Prefix: prefix, Endpoint: px.URL, PathStyle: true, Compression: "none", MaxAttempts: 3, RetryBase: time.Millisecond},
+				Options{AWSConfig: testkit.AWSConfig})
 			if err != nil {
 				t.Fatal(err)
 			}
-			key := s.Key("t", event.Expired, "us-east-1", "s", testStart, evs[0].SequenceNumber, evs[1].SequenceNumber)
-			if _, err := v.client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("archive"), Key: aws.String(key), Body: strings.NewReader("other\n")}); err != nil {
+			key := s.Key("t", event.Expired, "us-east-1", "s", testkit.Start, evs[0].SequenceNumber, evs[1].SequenceNumber)
+			if _, err := v.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("archive"), Key: aws.String(key), Body: strings.NewReader("other\n")}); err != nil {
 				t.Fatal(err)
 			}
 			var puts atomic.Int32
-			px.setFault(func(w http.ResponseWriter, r *http.Request, _ func(http.ResponseWriter)) bool {
+			px.SetFault(func(w http.ResponseWriter, r *http.Request, _ func(http.ResponseWriter)) bool {
 				switch r.Method {
 				case http.MethodPut:
 					puts.Add(1)
@@ -341,22 +342,22 @@ func TestS3ConflictResolutionIsBounded(t *testing.T) {
 				}
 				return false
 			})
-			defer px.setFault(nil)
-			a := newAcks()
-			if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
+			defer px.SetFault(nil)
+			a := testkit.NewAcks()
+			if err := s.Write(ctx, Batch{Events: evs}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
-			n, err := a.get("b")
+			n, err := a.Get("b")
 			if n != 1 || err == nil || IsPermanent(err) != tc.permanent {
 				t.Fatalf("%d acks, err %v; want one error, permanent %v", n, err, tc.permanent)
 			}
 			if got := puts.Load(); got != tc.puts {
 				t.Fatalf("%d PUTs, want %d", got, tc.puts)
 			}
-			if keys := v.objects(t, prefix+"/"); len(keys) != 1 {
+			if keys := v.Objects(t, prefix+"/"); len(keys) != 1 {
 				t.Fatalf("objects %v, want only the one that was there", keys)
 			}
 		})

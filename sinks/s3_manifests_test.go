@@ -16,25 +16,26 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // s3Archive is an S3 sink's archive under prefix in versitygw.
 type s3Archive struct {
-	v      *versity
+	v      *testkit.Versity
 	prefix string
 }
 
-func (a s3Archive) keys(t testing.TB, prefix string) []string {
+func (a s3Archive) Keys(t testing.TB, prefix string) []string {
 	var out []string
-	for _, k := range a.v.objects(t, a.prefix+"/"+prefix) {
+	for _, k := range a.v.Objects(t, a.prefix+"/"+prefix) {
 		out = append(out, strings.TrimPrefix(k, a.prefix+"/"))
 	}
 	return out
 }
 
-func (a s3Archive) bytes(t testing.TB, key string) []byte {
+func (a s3Archive) Bytes(t testing.TB, key string) []byte {
 	t.Helper()
-	out, err := a.v.client.GetObject(testCtx(t), &s3.GetObjectInput{Bucket: aws.String("archive"), Key: aws.String(a.prefix + "/" + key)})
+	out, err := a.v.Client.GetObject(testkit.Ctx(t), &s3.GetObjectInput{Bucket: aws.String("archive"), Key: aws.String(a.prefix + "/" + key)})
 	if err != nil {
 		t.Fatalf("GetObject %s: %v", key, err)
 	}
@@ -48,23 +49,23 @@ func (a s3Archive) bytes(t testing.TB, key string) []byte {
 
 func (a s3Archive) put(t testing.TB, key string, data []byte) {
 	t.Helper()
-	if _, err := a.v.client.PutObject(testCtx(t), &s3.PutObjectInput{Bucket: aws.String("archive"), Key: aws.String(a.prefix + "/" + key), Body: bytes.NewReader(data)}); err != nil {
+	if _, err := a.v.Client.PutObject(testkit.Ctx(t), &s3.PutObjectInput{Bucket: aws.String("archive"), Key: aws.String(a.prefix + "/" + key), Body: bytes.NewReader(data)}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // newRecordingS3 opens an S3 sink on prefix with a controlled clock and
 // its own registry and logger.
-func newRecordingS3(t testing.TB, v *versity, prefix, compression string, clock *testClock, log *zap.Logger) (*S3Sink, *prometheus.Registry) {
+func newRecordingS3(t testing.TB, v *testkit.Versity, prefix, compression string, clock *testkit.Clock, log *zap.Logger) (*S3Sink, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	s, err := NewS3(testCtx(t), S3Config{Bucket: "archive", Prefix: prefix, Endpoint: v.endpoint, PathStyle: true, Compression: compression,
+	s, err := NewS3(testkit.Ctx(t), S3Config{Bucket: "archive", Prefix: prefix, Endpoint: v.Endpoint, PathStyle: true, Compression: compression,
 		FlushInterval: time.Hour, RetryBase: time.Millisecond, Manifests: ManifestConfig{Writer: "w1"}},
-		Options{AWSConfig: testAWSConfig, Registerer: reg, Logger: log})
+		Options{AWSConfig: testkit.AWSConfig, Registerer: reg, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.rec.SetClock(clock.now)
+	s.rec.SetClock(clock.Now)
 	t.Cleanup(func() { s.Close(context.Background()) })
 	return s, reg
 }
@@ -74,15 +75,15 @@ func newRecordingS3(t testing.TB, v *versity, prefix, compression string, clock 
 // there is one.
 func writeObject(t testing.TB, s *S3Sink, evs []event.Event) string {
 	t.Helper()
-	ctx := testCtx(t)
-	a := newAcks()
-	if err := s.Write(ctx, Batch{StreamARN: evs[0].StreamARN, ShardID: evs[0].ShardID, Events: evs}, a.ack("b")); err != nil {
+	ctx := testkit.Ctx(t)
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{StreamARN: evs[0].StreamARN, ShardID: evs[0].ShardID, Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.waitAck(t, "b"); err != nil {
+	if err := a.WaitAck(t, "b"); err != nil {
 		t.Fatal(err)
 	}
 	e := evs[0]
@@ -95,17 +96,17 @@ func writeObject(t testing.TB, s *S3Sink, evs []event.Event) string {
 // both; every manifest names the one before it, and manifest.Check over
 // them finds nothing. For each compression.
 func TestS3RecordListsTheRangesObjects(t *testing.T) {
-	v := startVersity(t)
+	v := testkit.StartVersity(t)
 	for _, comp := range []string{"gzip", "zstd", "none"} {
 		t.Run(comp, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Ctx(t)
 			a := s3Archive{v, "rec-" + comp}
-			s, reg := newRecordingS3(t, v, a.prefix, comp, newTestClock(), zap.NewNop())
-			evs := testEvents("sessions", "shardId-0001", 1, 15)
+			s, reg := newRecordingS3(t, v, a.prefix, comp, testkit.NewClock(), zap.NewNop())
+			evs := testkit.Events("sessions", "shardId-0001", 1, 15)
 			objA := writeObject(t, s, evs[0:5])   // 1..5
 			objB := writeObject(t, s, evs[5:10])  // 6..10
 			objC := writeObject(t, s, evs[10:15]) // 11..15
-			ranges := []manifest.Range{rangeOf(evs[0], "", "", seq(7)), rangeOf(evs[0], "", seq(7), seq(15)), rangeOf(evs[0], "", seq(15), seq(15))}
+			ranges := []manifest.Range{testkit.RangeOf(evs[0], "", "", testkit.Seq(7)), testkit.RangeOf(evs[0], "", testkit.Seq(7), testkit.Seq(15)), testkit.RangeOf(evs[0], "", testkit.Seq(15), testkit.Seq(15))}
 			ranges[2].Ended = true
 			want := [][]string{{objA, objB}, {objB, objC}, nil}
 			prev := ""
@@ -113,10 +114,10 @@ func TestS3RecordListsTheRangesObjects(t *testing.T) {
 				if err := s.Record(ctx, rg); err != nil {
 					t.Fatalf("Record %d: %v", i, err)
 				}
-				m := lastManifest(t, a, rg)
-				listed := checkListed(t, a, m.M, want[i]...)
+				m := testkit.LastManifest(t, a, rg)
+				listed := testkit.CheckListed(t, a, m.M, want[i]...)
 				for _, o := range listed {
-					if data := a.bytes(t, o.Key); int64(len(data)) != o.Bytes {
+					if data := a.Bytes(t, o.Key); int64(len(data)) != o.Bytes {
 						t.Fatalf("%s: listed with %d bytes, holds %d", o.Key, o.Bytes, len(data))
 					}
 				}
@@ -128,11 +129,11 @@ func TestS3RecordListsTheRangesObjects(t *testing.T) {
 			if n := s.rec.Shards(); n != 0 {
 				t.Errorf("%d shards still tracked after the last range was recorded", n)
 			}
-			res := checkProof(t, a, 1)
-			if !res.Shards[0].Ended || res.Shards[0].To != seq(15) {
+			res := testkit.CheckProof(t, a, 1)
+			if !res.Shards[0].Ended || res.Shards[0].To != testkit.Seq(15) {
 				t.Errorf("Check: %+v, want the shard proven to its end", res.Shards[0])
 			}
-			if w, f := manifestCounts(t, reg); w != 3 || f != 0 {
+			if w, f := testkit.ManifestCounts(t, reg); w != 3 || f != 0 {
 				t.Errorf("counted %v written, %v failed; want 3, 0", w, f)
 			}
 		})
@@ -144,22 +145,22 @@ func TestS3RecordListsTheRangesObjects(t *testing.T) {
 // child's first range names its parent's last (ended) manifest; a
 // manifest that does not decode is logged and passed over, never taken.
 func TestS3RecordFindsPrevInTheArchive(t *testing.T) {
-	v := startVersity(t)
-	ctx := testCtx(t)
+	v := testkit.StartVersity(t)
+	ctx := testkit.Ctx(t)
 	a := s3Archive{v, "restart"}
-	clock := newTestClock()
-	parent := testEvents("sessions", "shardId-parent", 1, 10)
-	child := testEvents("sessions", "shardId-child", 100, 5)
+	clock := testkit.NewClock()
+	parent := testkit.Events("sessions", "shardId-parent", 1, 10)
+	child := testkit.Events("sessions", "shardId-child", 100, 5)
 
 	first, _ := newRecordingS3(t, v, a.prefix, "gzip", clock, zap.NewNop())
 	writeObject(t, first, parent[:5])
-	if err := first.Record(ctx, rangeOf(parent[0], "", "", seq(5))); err != nil {
+	if err := first.Record(ctx, testkit.RangeOf(parent[0], "", "", testkit.Seq(5))); err != nil {
 		t.Fatal(err)
 	}
 	if err := first.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	m1 := lastManifest(t, a, rangeOf(parent[0], "", "", seq(5)))
+	m1 := testkit.LastManifest(t, a, testkit.RangeOf(parent[0], "", "", testkit.Seq(5)))
 	// Hostile neighbours: the manifest moved aside (to a name like a
 	// conflict key), something that is no manifest at its key, and a
 	// manifest of the same To that names another shard.
@@ -170,31 +171,31 @@ func TestS3RecordFindsPrevInTheArchive(t *testing.T) {
 	wrong.Shard = "shardId-other"
 	a.put(t, strings.TrimSuffix(m1.Key, ".json")+".111111111111.json", manifest.Encode(wrong))
 
-	log, logs := observed()
+	log, logs := testkit.Observed()
 	second, _ := newRecordingS3(t, v, a.prefix, "gzip", clock, log)
 	writeObject(t, second, parent[5:])
-	last := rangeOf(parent[0], "", seq(5), seq(10))
+	last := testkit.RangeOf(parent[0], "", testkit.Seq(5), testkit.Seq(10))
 	last.Ended = true
 	if err := second.Record(ctx, last); err != nil {
 		t.Fatal(err)
 	}
-	if m := lastManifest(t, a, last); m.M.Prev != m1.Digest {
-		t.Fatalf("after a restart the range names %q, want the archive's manifest ending at %s, %q", m.M.Prev, seq(5), m1.Digest)
+	if m := testkit.LastManifest(t, a, last); m.M.Prev != m1.Digest {
+		t.Fatalf("after a restart the range names %q, want the archive's manifest ending at %s, %q", m.M.Prev, testkit.Seq(5), m1.Digest)
 	}
 	if n := logs.FilterMessageSnippet("does not decode").FilterField(zap.String("key", junk)).Len(); n != 1 {
 		t.Fatalf("%d warnings name the manifest that does not decode, want 1: %v", n, logs.All())
 	}
 	writeObject(t, second, child)
-	if err := second.Record(ctx, rangeOf(child[0], parent[0].ShardID, "", seq(104))); err != nil {
+	if err := second.Record(ctx, testkit.RangeOf(child[0], parent[0].ShardID, "", testkit.Seq(104))); err != nil {
 		t.Fatal(err)
 	}
-	m := lastManifest(t, a, rangeOf(child[0], "", "", seq(104)))
-	if pm := lastManifest(t, a, last); m.M.Prev != pm.Digest || m.M.Parent != parent[0].ShardID {
+	m := testkit.LastManifest(t, a, testkit.RangeOf(child[0], "", "", testkit.Seq(104)))
+	if pm := testkit.LastManifest(t, a, last); m.M.Prev != pm.Digest || m.M.Parent != parent[0].ShardID {
 		t.Fatalf("the child's first range names %q (parent %q), want its parent's last manifest %q", m.M.Prev, m.M.Parent, pm.Digest)
 	}
 	// Check, over the manifests the sinks wrote (the hostile ones aside).
 	var ours []manifest.Stored
-	for _, st := range storedManifestsSkipping(t, a) {
+	for _, st := range testkit.StoredManifestsSkipping(t, a) {
 		if st.M.Shard != "shardId-other" {
 			ours = append(ours, st)
 		}
@@ -209,19 +210,19 @@ func TestS3RecordFindsPrevInTheArchive(t *testing.T) {
 // conflict key; when that too holds other bytes, Record fails
 // permanently and nothing is overwritten.
 func TestS3RecordManifestConflicts(t *testing.T) {
-	v := startVersity(t)
-	ctx := testCtx(t)
+	v := testkit.StartVersity(t)
+	ctx := testkit.Ctx(t)
 	a := s3Archive{v, "mconflict"}
-	clock := newTestClock()
-	evs := testEvents("sessions", "shardId-0001", 1, 5)
-	rg := rangeOf(evs[0], "", "", seq(5))
+	clock := testkit.NewClock()
+	evs := testkit.Events("sessions", "shardId-0001", 1, 5)
+	rg := testkit.RangeOf(evs[0], "", "", testkit.Seq(5))
 
 	first, _ := newRecordingS3(t, v, a.prefix, "gzip", clock, zap.NewNop())
 	writeObject(t, first, evs)
 	if err := first.Record(ctx, rg); err != nil {
 		t.Fatal(err)
 	}
-	m1 := lastManifest(t, a, rg)
+	m1 := testkit.LastManifest(t, a, rg)
 
 	// The same range recorded again by a new sink that wrote the same
 	// object (a re-delivery after a crash), at the same time: the same
@@ -234,13 +235,13 @@ func TestS3RecordManifestConflicts(t *testing.T) {
 	if got := conflictCounts(t, reg); got[ConflictSameContent] != 2 {
 		t.Fatalf("conflicts %v, want the object's and the manifest's same_content", got)
 	}
-	if n := len(storedManifests(t, a)); n != 1 {
+	if n := len(testkit.StoredManifests(t, a)); n != 1 {
 		t.Fatalf("%d manifests, want the one", n)
 	}
 
 	// Later, by another sink: other bytes (another written time), the
 	// same proof; the manifest there stands, counted as same_events.
-	clock.add(time.Minute)
+	clock.Add(time.Minute)
 	later, reg := newRecordingS3(t, v, a.prefix, "gzip", clock, zap.NewNop())
 	writeObject(t, later, evs)
 	if err := later.Record(ctx, rg); err != nil {
@@ -249,7 +250,7 @@ func TestS3RecordManifestConflicts(t *testing.T) {
 	if got := conflictCounts(t, reg); got[ConflictSameEvents] != 1 || got[ConflictDistinctKey] != 0 {
 		t.Fatalf("conflicts %v, want the manifest's same_events", got)
 	}
-	if n := len(storedManifests(t, a)); n != 1 {
+	if n := len(testkit.StoredManifests(t, a)); n != 1 {
 		t.Fatalf("%d manifests, want the one", n)
 	}
 
@@ -261,7 +262,7 @@ func TestS3RecordManifestConflicts(t *testing.T) {
 	if err := other.Record(ctx, rg2); err != nil {
 		t.Fatal(err)
 	}
-	all := storedManifests(t, a)
+	all := testkit.StoredManifests(t, a)
 	if len(all) != 2 || all[0].Key == m1.Key || !strings.HasPrefix(all[0].Key, strings.TrimSuffix(m1.Key, "json")) {
 		t.Fatalf("manifests %v, want the first and one beside it under a conflict key", all)
 	}
@@ -271,24 +272,24 @@ func TestS3RecordManifestConflicts(t *testing.T) {
 	if got := conflictCounts(t, reg); got[ConflictDistinctKey] != 1 {
 		t.Fatalf("conflicts %v, want one distinct_key", got)
 	}
-	checkProof(t, a, 1)
+	testkit.CheckProof(t, a, 1)
 
 	// Both keys taken by other bytes: a permanent failure, counted.
-	clock.add(time.Minute)
+	clock.Add(time.Minute)
 	third, reg := newRecordingS3(t, v, a.prefix, "gzip", clock, zap.NewNop())
-	objs := checkListed(t, a, m1.M, writeObject(t, third, evs))
+	objs := testkit.CheckListed(t, a, m1.M, writeObject(t, third, evs))
 	rg3 := rg
 	rg3.Records += 2
-	would := manifest.New(rg3, objs, "", "w1", clock.now())
+	would := manifest.New(rg3, objs, "", "w1", clock.Now())
 	a.put(t, manifest.ConflictKey(would, manifest.Digest(manifest.Encode(would))), []byte("someone else's\n"))
 	err := third.Record(ctx, rg3)
 	if !IsPermanent(err) || !errors.Is(err, errConflict) {
 		t.Fatalf("Record: %v, want a permanent conflict", err)
 	}
-	if w, f := manifestCounts(t, reg); w != 0 || f != 1 {
+	if w, f := testkit.ManifestCounts(t, reg); w != 0 || f != 1 {
 		t.Fatalf("counted %v written, %v failed; want 0, 1", w, f)
 	}
-	if !bytes.Equal(a.bytes(t, m1.Key), manifest.Encode(m1.M)) {
+	if !bytes.Equal(a.Bytes(t, m1.Key), manifest.Encode(m1.M)) {
 		t.Fatal("the manifest at the key was overwritten")
 	}
 }
@@ -296,13 +297,13 @@ func TestS3RecordManifestConflicts(t *testing.T) {
 // TestS3RecordDue: manifest-objects and manifest-interval set the
 // cadence.
 func TestS3RecordDue(t *testing.T) {
-	v := startVersity(t)
-	ctx := testCtx(t)
-	s := openS3(t, v.endpoint, "manifest-objects=2&manifest-interval=30m&flush-interval=1h")
+	v := testkit.StartVersity(t)
+	ctx := testkit.Ctx(t)
+	s := openS3(t, v.Endpoint, "manifest-objects=2&manifest-interval=30m&flush-interval=1h")
 	s.c.Prefix = "due"
-	clock := newTestClock()
-	s.rec.SetClock(clock.now)
-	evs := testEvents("sessions", "shardId-0001", 1, 4)
+	clock := testkit.NewClock()
+	s.rec.SetClock(clock.Now)
+	evs := testkit.Events("sessions", "shardId-0001", 1, 4)
 	stream, shard := evs[0].StreamARN, evs[0].ShardID
 	if s.RecordDue(stream, shard) {
 		t.Fatal("due before any object")
@@ -315,14 +316,14 @@ func TestS3RecordDue(t *testing.T) {
 	if !s.RecordDue(stream, shard) {
 		t.Fatal("not due after manifest-objects objects")
 	}
-	if err := s.Record(ctx, rangeOf(evs[0], "", "", seq(2))); err != nil {
+	if err := s.Record(ctx, testkit.RangeOf(evs[0], "", "", testkit.Seq(2))); err != nil {
 		t.Fatal(err)
 	}
 	if s.RecordDue(stream, shard) {
 		t.Fatal("due right after its manifest")
 	}
 	writeObject(t, s, evs[2:3])
-	clock.add(30 * time.Minute)
+	clock.Add(30 * time.Minute)
 	if !s.RecordDue(stream, shard) {
 		t.Fatal("not due manifest-interval after the last manifest")
 	}
@@ -332,9 +333,9 @@ func TestS3RecordDue(t *testing.T) {
 // Record and RecordDue (a consumer finds nothing to record with) but
 // with its Preflight; the sink itself tracks nothing and refuses Record.
 func TestS3ManifestsOff(t *testing.T) {
-	v := startVersity(t)
-	ctx := testCtx(t)
-	sk, _, err := Open(ctx, "s3://archive/off?endpoint="+v.endpoint+"&path-style=true&manifests=false", Options{AWSConfig: testAWSConfig})
+	v := testkit.StartVersity(t)
+	ctx := testkit.Ctx(t)
+	sk, _, err := Open(ctx, "s3://archive/off?endpoint="+v.Endpoint+"&path-style=true&manifests=false", Options{AWSConfig: testkit.AWSConfig})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,15 +350,15 @@ func TestS3ManifestsOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := sk.(unrecorded).preflightSink.(*S3Sink)
-	evs := testEvents("sessions", "shardId-0001", 1, 2)
+	evs := testkit.Events("sessions", "shardId-0001", 1, 2)
 	writeObject(t, s, evs)
-	if s.RecordDue(evs[0].StreamARN, evs[0].ShardID) || !errors.Is(s.Record(ctx, rangeOf(evs[0], "", "", seq(2))), ErrNotRecording) {
+	if s.RecordDue(evs[0].StreamARN, evs[0].ShardID) || !errors.Is(s.Record(ctx, testkit.RangeOf(evs[0], "", "", testkit.Seq(2))), ErrNotRecording) {
 		t.Fatal("a sink with manifests=false records")
 	}
-	if keys := (s3Archive{v, "off"}).keys(t, manifest.Dir); len(keys) != 0 {
+	if keys := (s3Archive{v, "off"}).Keys(t, manifest.Dir); len(keys) != 0 {
 		t.Fatalf("manifests written: %v", keys)
 	}
-	on, _, err := Open(ctx, "s3://archive/on?endpoint="+v.endpoint+"&path-style=true", Options{AWSConfig: testAWSConfig})
+	on, _, err := Open(ctx, "s3://archive/on?endpoint="+v.Endpoint+"&path-style=true", Options{AWSConfig: testkit.AWSConfig})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,17 +9,19 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // TestS3LogsProgress: over versitygw, the sink says at start when its
 // first object will appear, and logs every object it uploaded at Info
 // with its key, events, bytes and duration.
 func TestS3LogsProgress(t *testing.T) {
-	v := startVersity(t)
-	ctx := testCtx(t)
+	v := testkit.StartVersity(t)
+	ctx := testkit.Ctx(t)
 	core, logs := observer.New(zapcore.InfoLevel)
-	u := "s3://archive/progress?endpoint=" + v.endpoint + "&path-style=true&flush-interval=90s&flush-bytes=1048576"
-	s, _, err := Open(ctx, u, Options{AWSConfig: testAWSConfig, Logger: zap.New(core)})
+	u := "s3://archive/progress?endpoint=" + v.Endpoint + "&path-style=true&flush-interval=90s&flush-bytes=1048576"
+	s, _, err := Open(ctx, u, Options{AWSConfig: testkit.AWSConfig, Logger: zap.New(core)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,17 +36,17 @@ func TestS3LogsProgress(t *testing.T) {
 		t.Errorf("start-up line's fields %v, want the sink, flush_interval 1m30s and flush_bytes 1048576", f)
 	}
 
-	a := newAcks()
-	if err := s.Write(ctx, Batch{ShardID: "shardId-1", Events: testEvents("sessions", "shardId-1", 0, 4)}, a.ack("b")); err != nil {
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{ShardID: "shardId-1", Events: testkit.Events("sessions", "shardId-1", 0, 4)}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.waitAck(t, "b"); err != nil {
+	if err := a.WaitAck(t, "b"); err != nil {
 		t.Fatal(err)
 	}
-	keys := v.objects(t, "progress/")
+	keys := v.Objects(t, "progress/")
 	up := logs.FilterMessage("s3 object uploaded").All()
 	if len(up) != 1 || len(keys) != 1 {
 		t.Fatalf("%d upload lines for objects %v, want one for one: %v", len(up), keys, logs.All())

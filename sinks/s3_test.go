@@ -18,12 +18,13 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/internal/sdkhttp"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 func openS3(t testing.TB, endpoint, query string) *S3Sink {
 	t.Helper()
 	u := "s3://archive/ttl?endpoint=" + endpoint + "&path-style=true&" + query
-	s, _, err := Open(testCtx(t), u, Options{AWSConfig: testAWSConfig})
+	s, _, err := Open(testkit.Ctx(t), u, Options{AWSConfig: testkit.AWSConfig})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", u, err)
 	}
@@ -32,17 +33,17 @@ func openS3(t testing.TB, endpoint, query string) *S3Sink {
 }
 
 func TestS3KeysAndContent(t *testing.T) {
-	v := startVersity(t)
+	v := testkit.StartVersity(t)
 	for _, comp := range []string{"gzip", "zstd", "none"} {
 		t.Run(comp, func(t *testing.T) {
-			ctx := testCtx(t)
-			s := openS3(t, v.endpoint, "compression="+comp+"&flush-interval=1h")
+			ctx := testkit.Ctx(t)
+			s := openS3(t, v.Endpoint, "compression="+comp+"&flush-interval=1h")
 			s.c.Prefix = "ttl/" + comp
-			a := newAcks()
-			sh1 := testEvents("sessions", "shardId-0001", 100, 6)
-			sh1[5].ApproximateCreationTime = testStart.Add(time.Hour) // next hour
-			sh2 := testEvents("sessions", "shardId-0002", 7, 3)
-			del := testEvents("carts", "shardId-0001", 50, 2)
+			a := testkit.NewAcks()
+			sh1 := testkit.Events("sessions", "shardId-0001", 100, 6)
+			sh1[5].ApproximateCreationTime = testkit.Start.Add(time.Hour) // next hour
+			sh2 := testkit.Events("sessions", "shardId-0002", 7, 3)
+			del := testkit.Events("carts", "shardId-0001", 50, 2)
 			for i := range del {
 				del[i].Kind = event.Deleted
 			}
@@ -51,18 +52,18 @@ func TestS3KeysAndContent(t *testing.T) {
 				"sh2": {ShardID: "shardId-0002", Events: sh2},
 				"del": {ShardID: "shardId-0001", Events: del},
 			} {
-				if err := s.Write(ctx, b, a.ack(id)); err != nil {
+				if err := s.Write(ctx, b, a.Ack(id)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if n := len(a.all()); n != 0 {
+			if n := len(a.All()); n != 0 {
 				t.Fatalf("%d batches acknowledged before anything was uploaded", n)
 			}
 			if err := s.Flush(ctx); err != nil {
 				t.Fatal(err)
 			}
 			for _, id := range []string{"sh1", "sh2", "del"} {
-				if n, err := a.get(id); n != 1 || err != nil {
+				if n, err := a.Get(id); n != 1 || err != nil {
 					t.Fatalf("batch %s: %d acks, err %v", id, n, err)
 				}
 			}
@@ -74,16 +75,16 @@ func TestS3KeysAndContent(t *testing.T) {
 				p + "table=sessions/kind=expired/dt=2026-03-04/hr=05/us-east-1.shardId-0002-000000000000000000007-000000000000000000009" + ext,
 				p + "table=sessions/kind=expired/dt=2026-03-04/hr=06/us-east-1.shardId-0001-000000000000000000105-000000000000000000105" + ext,
 			}
-			got := v.objects(t, p)
+			got := v.Objects(t, p)
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("keys:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
-			evs, out := v.read(t, want[1])
+			evs, out := v.Read(t, want[1])
 			if len(evs) != 5 {
 				t.Fatalf("%d lines, want 5", len(evs))
 			}
 			for i := range evs {
-				if !sameEvent(evs[i], sh1[i]) {
+				if !testkit.SameEvent(evs[i], sh1[i]) {
 					t.Fatalf("line %d does not decode to the original event", i)
 				}
 			}
@@ -105,10 +106,10 @@ func TestS3KeysAndContent(t *testing.T) {
 // lost (the proxy answers 500); the sink uploads again with the same key and
 // bytes, gets 412 from If-None-Match, finds the same content and succeeds.
 func TestS3RetryAfterLostResponse(t *testing.T) {
-	v := startVersity(t)
-	px := startProxy(t, v.endpoint)
+	v := testkit.StartVersity(t)
+	px := testkit.StartProxy(t, v.Endpoint)
 	var lost atomic.Int32
-	px.setFault(func(w http.ResponseWriter, r *http.Request, forward func(http.ResponseWriter)) bool {
+	px.SetFault(func(w http.ResponseWriter, r *http.Request, forward func(http.ResponseWriter)) bool {
 		if r.Method == http.MethodPut && lost.Add(1) == 1 {
 			forward(discard{})
 			http.Error(w, "lost", http.StatusInternalServerError)
@@ -117,27 +118,27 @@ func TestS3RetryAfterLostResponse(t *testing.T) {
 		return false
 	})
 	reg := prometheus.NewRegistry()
-	s, err := NewS3(testCtx(t), S3Config{Bucket: "archive", Prefix: "lost", Endpoint: px.url, PathStyle: true, RetryBase: 10 * time.Millisecond}, Options{AWSConfig: testAWSConfig, Registerer: reg})
+	s, err := NewS3(testkit.Ctx(t), S3Config{Bucket: "archive", Prefix: "lost", Endpoint: px.URL, PathStyle: true, RetryBase: 10 * time.Millisecond}, Options{AWSConfig: testkit.AWSConfig, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t)
-	a := newAcks()
-	evs := testEvents("t", "s", 1, 10)
-	if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
+	ctx := testkit.Ctx(t)
+	a := testkit.NewAcks()
+	evs := testkit.Events("t", "s", 1, 10)
+	if err := s.Write(ctx, Batch{Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := a.get("b"); n != 1 || err != nil {
+	if n, err := a.Get("b"); n != 1 || err != nil {
 		t.Fatalf("%d acks, err %v", n, err)
 	}
-	puts := px.puts()
+	puts := px.Puts()
 	if len(puts) != 2 || puts[1].Header.Get("If-None-Match") != "*" || puts[0].URL.Path != puts[1].URL.Path {
 		t.Fatalf("want two PUTs of one key with If-None-Match: *, got %d", len(puts))
 	}
-	if ids := v.allEventIDs(t, "lost/"); len(ids) != 10 {
+	if ids := v.AllEventIDs(t, "lost/"); len(ids) != 10 {
 		t.Fatalf("%d events stored, want 10", len(ids))
 	}
 	if got := gatherCounter(t, reg, "archiver_sink_retries_total"); got != 1 {
@@ -160,28 +161,28 @@ func (discard) WriteHeader(int)             {}
 // key is left alone (the upload goes under a distinct key, see
 // TestS3KeyConflicts), and the same records written twice make one object.
 func TestS3IfNoneMatchNeverOverwrites(t *testing.T) {
-	v := startVersity(t)
-	ctx := testCtx(t)
-	s := openS3(t, v.endpoint, "compression=none")
-	evs := testEvents("t", "s", 1, 2)
-	key := s.Key("t", event.Expired, "us-east-1", "s", testStart.Truncate(time.Hour), evs[0].SequenceNumber, evs[1].SequenceNumber)
-	if _, err := v.client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("archive"), Key: aws.String(key), Body: strings.NewReader("other\n")}); err != nil {
+	v := testkit.StartVersity(t)
+	ctx := testkit.Ctx(t)
+	s := openS3(t, v.Endpoint, "compression=none")
+	evs := testkit.Events("t", "s", 1, 2)
+	key := s.Key("t", event.Expired, "us-east-1", "s", testkit.Start.Truncate(time.Hour), evs[0].SequenceNumber, evs[1].SequenceNumber)
+	if _, err := v.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("archive"), Key: aws.String(key), Body: strings.NewReader("other\n")}); err != nil {
 		t.Fatal(err)
 	}
 	// versitygw itself refuses a conditional overwrite.
-	_, err := v.client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("archive"), Key: aws.String(key), Body: strings.NewReader("x"), IfNoneMatch: aws.String("*")})
+	_, err := v.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("archive"), Key: aws.String(key), Body: strings.NewReader("x"), IfNoneMatch: aws.String("*")})
 	if !isPreconditionFailed(err) {
 		t.Fatalf("conditional overwrite: %v, want 412 PreconditionFailed", err)
 	}
-	a := newAcks()
-	if err := s.Write(ctx, Batch{Events: evs}, a.ack("b")); err != nil {
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	s.Flush(ctx)
-	if n, err := a.get("b"); n != 1 || err != nil {
+	if n, err := a.Get("b"); n != 1 || err != nil {
 		t.Fatalf("%d acks, err %v; want the upload under a distinct key", n, err)
 	}
-	out, _ := v.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("archive"), Key: aws.String(key)})
+	out, _ := v.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("archive"), Key: aws.String(key)})
 	body := make([]byte, 16)
 	n, _ := out.Body.Read(body)
 	if string(body[:n]) != "other\n" {
@@ -189,27 +190,27 @@ func TestS3IfNoneMatchNeverOverwrites(t *testing.T) {
 	}
 	// The same records written again (a re-delivery after a crash) with the
 	// same content under a key of their own: success, one object.
-	evs2 := testEvents("t", "s", 10, 3)
+	evs2 := testkit.Events("t", "s", 10, 3)
 	for i := 0; i < 2; i++ {
-		if err := s.Write(ctx, Batch{Events: evs2}, a.ack(fmt.Sprint("again", i))); err != nil {
+		if err := s.Write(ctx, Batch{Events: evs2}, a.Ack(fmt.Sprint("again", i))); err != nil {
 			t.Fatal(err)
 		}
 		s.Flush(ctx)
-		if n, err := a.get(fmt.Sprint("again", i)); n != 1 || err != nil {
+		if n, err := a.Get(fmt.Sprint("again", i)); n != 1 || err != nil {
 			t.Fatalf("round %d: %d acks, %v", i, n, err)
 		}
 	}
-	if keys := v.objects(t, "ttl/table=t/"); len(keys) != 3 {
+	if keys := v.Objects(t, "ttl/table=t/"); len(keys) != 3 {
 		t.Fatalf("keys %v, want the other object, the distinct key and one more", keys)
 	}
 }
 
 func TestS3SendsSSEAndStorageClass(t *testing.T) {
-	v := startVersity(t)
-	px := startProxy(t, v.endpoint)
+	v := testkit.StartVersity(t)
+	px := testkit.StartProxy(t, v.Endpoint)
 	// versitygw does not implement KMS; the proxy records the headers and
 	// answers the PUT as S3 would, so the sink's requests can be checked.
-	px.setFault(func(w http.ResponseWriter, r *http.Request, forward func(http.ResponseWriter)) bool {
+	px.SetFault(func(w http.ResponseWriter, r *http.Request, forward func(http.ResponseWriter)) bool {
 		if r.Method == http.MethodPut && r.Header.Get("X-Amz-Server-Side-Encryption") == "aws:kms" {
 			w.Header().Set("ETag", `"0"`)
 			w.WriteHeader(http.StatusOK)
@@ -225,18 +226,18 @@ func TestS3SendsSSEAndStorageClass(t *testing.T) {
 		{"sse=aws:kms&kms-key-id=alias/archive", map[string]string{"X-Amz-Server-Side-Encryption": "aws:kms", "X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id": "alias/archive"}},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
-			ctx := testCtx(t)
-			before := len(px.puts())
-			s := openS3(t, px.url, tc.query)
-			a := newAcks()
-			if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 1)}, a.ack("b")); err != nil {
+			ctx := testkit.Ctx(t)
+			before := len(px.Puts())
+			s := openS3(t, px.URL, tc.query)
+			a := testkit.NewAcks()
+			if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 1)}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
 			s.Flush(ctx)
-			if n, err := a.get("b"); n != 1 || err != nil {
+			if n, err := a.Get("b"); n != 1 || err != nil {
 				t.Fatalf("%d acks, %v", n, err)
 			}
-			puts := px.puts()[before:]
+			puts := px.Puts()[before:]
 			if len(puts) != 1 {
 				t.Fatalf("%d PUTs", len(puts))
 			}
@@ -257,60 +258,60 @@ func TestS3SendsSSEAndStorageClass(t *testing.T) {
 }
 
 func TestS3FlushOnSizeIntervalAndClose(t *testing.T) {
-	v := startVersity(t)
+	v := testkit.StartVersity(t)
 	t.Run("size", func(t *testing.T) {
-		ctx := testCtx(t)
-		s := openS3(t, v.endpoint, "flush-bytes=4KiB&flush-interval=1h")
+		ctx := testkit.Ctx(t)
+		s := openS3(t, v.Endpoint, "flush-bytes=4KiB&flush-interval=1h")
 		s.c.Prefix = "size"
-		a := newAcks()
-		evs := testEvents("t", "s", 1, 40) // about 40 × 700 bytes
+		a := testkit.NewAcks()
+		evs := testkit.Events("t", "s", 1, 40) // about 40 × 700 bytes
 		for i := 0; i < 40; i += 4 {
-			if err := s.Write(ctx, Batch{Events: evs[i : i+4]}, a.ack(fmt.Sprint(i))); err != nil {
+			if err := s.Write(ctx, Batch{Events: evs[i : i+4]}, a.Ack(fmt.Sprint(i))); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// Without Flush: buffers past 4 KiB are uploaded on their own.
-		eventually.True(t, 30*time.Second, "size-triggered uploads", func() bool { return len(v.objects(t, "size/")) >= 5 })
-		eventually.True(t, 30*time.Second, "acks", func() bool { return len(a.all()) >= 5 })
-		for id, n := range a.all() {
-			if _, err := a.get(id); n != 1 || err != nil {
+		eventually.True(t, 30*time.Second, "size-triggered uploads", func() bool { return len(v.Objects(t, "size/")) >= 5 })
+		eventually.True(t, 30*time.Second, "acks", func() bool { return len(a.All()) >= 5 })
+		for id, n := range a.All() {
+			if _, err := a.Get(id); n != 1 || err != nil {
 				t.Fatalf("batch %s: %d acks, %v", id, n, err)
 			}
 		}
 	})
 	t.Run("interval", func(t *testing.T) {
-		ctx := testCtx(t)
-		s := openS3(t, v.endpoint, "flush-interval=200ms")
+		ctx := testkit.Ctx(t)
+		s := openS3(t, v.Endpoint, "flush-interval=200ms")
 		s.c.Prefix = "interval"
-		a := newAcks()
-		if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 3)}, a.ack("b")); err != nil {
+		a := testkit.NewAcks()
+		if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 3)}, a.Ack("b")); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.waitAck(t, "b"); err != nil {
+		if err := a.WaitAck(t, "b"); err != nil {
 			t.Fatal(err)
 		}
-		if keys := v.objects(t, "interval/"); len(keys) != 1 {
+		if keys := v.Objects(t, "interval/"); len(keys) != 1 {
 			t.Fatalf("keys %v", keys)
 		}
 	})
 	t.Run("close", func(t *testing.T) {
-		ctx := testCtx(t)
-		s := openS3(t, v.endpoint, "flush-interval=1h")
+		ctx := testkit.Ctx(t)
+		s := openS3(t, v.Endpoint, "flush-interval=1h")
 		s.c.Prefix = "close"
-		a := newAcks()
-		if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 3)}, a.ack("b")); err != nil {
+		a := testkit.NewAcks()
+		if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 3)}, a.Ack("b")); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := a.get("b"); n != 1 || err != nil {
+		if n, err := a.Get("b"); n != 1 || err != nil {
 			t.Fatalf("%d acks, %v", n, err)
 		}
-		if keys := v.objects(t, "close/"); len(keys) != 1 {
+		if keys := v.Objects(t, "close/"); len(keys) != 1 {
 			t.Fatalf("keys %v", keys)
 		}
-		if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 9, 1)}, a.ack("late")); !errors.Is(err, ErrClosed) {
+		if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 9, 1)}, a.Ack("late")); !errors.Is(err, ErrClosed) {
 			t.Fatalf("Write after Close: %v", err)
 		}
 	})
@@ -319,10 +320,10 @@ func TestS3FlushOnSizeIntervalAndClose(t *testing.T) {
 // TestS3RetriesServerErrorsAndSlowResponses puts a fault proxy in front of
 // versitygw: 503s, throttling and a slow response, then success.
 func TestS3RetriesServerErrorsAndSlowResponses(t *testing.T) {
-	v := startVersity(t)
-	px := startProxy(t, v.endpoint)
+	v := testkit.StartVersity(t)
+	px := testkit.StartProxy(t, v.Endpoint)
 	var n atomic.Int32
-	px.setFault(func(w http.ResponseWriter, r *http.Request, forward func(http.ResponseWriter)) bool {
+	px.SetFault(func(w http.ResponseWriter, r *http.Request, forward func(http.ResponseWriter)) bool {
 		if r.Method != http.MethodPut {
 			return false
 		}
@@ -339,71 +340,71 @@ func TestS3RetriesServerErrorsAndSlowResponses(t *testing.T) {
 		}
 		return false
 	})
-	ctx := testCtx(t)
-	s, err := NewS3(ctx, S3Config{Bucket: "archive", Prefix: "faults", Endpoint: px.url, PathStyle: true, RetryBase: 10 * time.Millisecond}, Options{AWSConfig: testAWSConfig})
+	ctx := testkit.Ctx(t)
+	s, err := NewS3(ctx, S3Config{Bucket: "archive", Prefix: "faults", Endpoint: px.URL, PathStyle: true, RetryBase: 10 * time.Millisecond}, Options{AWSConfig: testkit.AWSConfig})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx)
-	a := newAcks()
-	if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 5)}, a.ack("b")); err != nil {
+	a := testkit.NewAcks()
+	if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 5)}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	s.Flush(ctx)
-	if c, err := a.get("b"); c != 1 || err != nil {
+	if c, err := a.Get("b"); c != 1 || err != nil {
 		t.Fatalf("%d acks, %v", c, err)
 	}
 	if got := n.Load(); got != 3 {
 		t.Fatalf("%d PUT attempts, want 3", got)
 	}
-	if ids := v.allEventIDs(t, "faults/"); len(ids) != 5 {
+	if ids := v.AllEventIDs(t, "faults/"); len(ids) != 5 {
 		t.Fatalf("%d events stored", len(ids))
 	}
 }
 
 func TestS3GivesUpWithAnError(t *testing.T) {
-	v := startVersity(t)
-	ctx := testCtx(t)
+	v := testkit.StartVersity(t)
+	ctx := testkit.Ctx(t)
 	for name, endpoint := range map[string]string{
-		"always 500":  startFailingProxy(t, v.endpoint),
-		"unreachable": "http://" + freePort(t),
+		"always 500":  startFailingProxy(t, v.Endpoint),
+		"unreachable": "http://" + testkit.FreePort(t),
 	} {
 		t.Run(name, func(t *testing.T) {
-			s, err := NewS3(ctx, S3Config{Bucket: "archive", Endpoint: endpoint, PathStyle: true, MaxAttempts: 3, RetryBase: 5 * time.Millisecond}, Options{AWSConfig: testAWSConfig})
+			s, err := NewS3(ctx, S3Config{Bucket: "archive", Endpoint: endpoint, PathStyle: true, MaxAttempts: 3, RetryBase: 5 * time.Millisecond}, Options{AWSConfig: testkit.AWSConfig})
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := newAcks()
-			if err := s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 1)}, a.ack("b")); err != nil {
+			a := testkit.NewAcks()
+			if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 1)}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
 			s.Close(ctx)
-			if c, err := a.get("b"); c != 1 || err == nil || !strings.Contains(err.Error(), "attempt 3") || IsPermanent(err) {
+			if c, err := a.Get("b"); c != 1 || err == nil || !strings.Contains(err.Error(), "attempt 3") || IsPermanent(err) {
 				t.Fatalf("%d acks, err %v; want one ack with a non-permanent error after 3 attempts", c, err)
 			}
 		})
 	}
 	t.Run("no such bucket is not retried", func(t *testing.T) {
-		s, err := NewS3(ctx, S3Config{Bucket: "missing", Endpoint: v.endpoint, PathStyle: true, MaxAttempts: 5, RetryBase: time.Second}, Options{AWSConfig: testAWSConfig})
+		s, err := NewS3(ctx, S3Config{Bucket: "missing", Endpoint: v.Endpoint, PathStyle: true, MaxAttempts: 5, RetryBase: time.Second}, Options{AWSConfig: testkit.AWSConfig})
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := newAcks()
-		s.Write(ctx, Batch{Events: testEvents("t", "s", 1, 1)}, a.ack("b"))
+		a := testkit.NewAcks()
+		s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 1)}, a.Ack("b"))
 		s.Close(ctx)
-		if c, err := a.get("b"); c != 1 || err == nil || !strings.Contains(err.Error(), "attempt 1") || !IsPermanent(err) {
+		if c, err := a.Get("b"); c != 1 || err == nil || !strings.Contains(err.Error(), "attempt 1") || !IsPermanent(err) {
 			t.Fatalf("%d acks, err %v; want one ack with a permanent error after 1 attempt", c, err)
 		}
 	})
 }
 
 func startFailingProxy(t testing.TB, target string) string {
-	px := startProxy(t, target)
-	px.setFault(func(w http.ResponseWriter, r *http.Request, _ func(http.ResponseWriter)) bool {
+	px := testkit.StartProxy(t, target)
+	px.SetFault(func(w http.ResponseWriter, r *http.Request, _ func(http.ResponseWriter)) bool {
 		http.Error(w, "boom", http.StatusInternalServerError)
 		return true
 	})
-	return px.url
+	return px.URL
 }
 
 func gatherCounter(t testing.TB, reg *prometheus.Registry, name string) float64 {
@@ -428,25 +429,25 @@ func gatherCounter(t testing.TB, reg *prometheus.Registry, name string) float64 
 // held (returning the context's error), and once PUTs go through every batch
 // Write took is acknowledged, its events stored.
 func TestS3BackpressureAndNoEarlyAck(t *testing.T) {
-	v := startVersity(t)
-	px := startProxy(t, v.endpoint)
+	v := testkit.StartVersity(t)
+	px := testkit.StartProxy(t, v.Endpoint)
 	release := make(chan struct{})
-	px.setFault(func(w http.ResponseWriter, r *http.Request, forward func(http.ResponseWriter)) bool {
+	px.SetFault(func(w http.ResponseWriter, r *http.Request, forward func(http.ResponseWriter)) bool {
 		if r.Method == http.MethodPut {
 			<-release
 		}
 		return false
 	})
-	ctx := testCtx(t)
-	s := openS3(t, px.url, "flush-bytes=2KiB&max-buffer-bytes=8KiB&flush-interval=1h")
+	ctx := testkit.Ctx(t)
+	s := openS3(t, px.URL, "flush-bytes=2KiB&max-buffer-bytes=8KiB&flush-interval=1h")
 	s.c.Prefix = "bp"
-	a := newAcks()
+	a := testkit.NewAcks()
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	taken := 0
 	var werr error
 	for i := 0; i < 100; i++ {
-		if werr = s.Write(wctx, Batch{Events: testEvents("t", "s", i*2, 2)}, a.ack(fmt.Sprint(i))); werr != nil {
+		if werr = s.Write(wctx, Batch{Events: testkit.Events("t", "s", i*2, 2)}, a.Ack(fmt.Sprint(i))); werr != nil {
 			break
 		}
 		taken++
@@ -454,7 +455,7 @@ func TestS3BackpressureAndNoEarlyAck(t *testing.T) {
 	if !errors.Is(werr, context.DeadlineExceeded) {
 		t.Fatalf("Write never blocked: %v after %d batches", werr, taken)
 	}
-	if n := len(a.all()); n != 0 {
+	if n := len(a.All()); n != 0 {
 		t.Fatalf("%d batches acknowledged while no PUT had completed", n)
 	}
 	close(release)
@@ -462,11 +463,11 @@ func TestS3BackpressureAndNoEarlyAck(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < taken; i++ {
-		if n, err := a.get(fmt.Sprint(i)); n != 1 || err != nil {
+		if n, err := a.Get(fmt.Sprint(i)); n != 1 || err != nil {
 			t.Fatalf("batch %d: %d acks, %v", i, n, err)
 		}
 	}
-	if got := len(v.allEventIDs(t, "bp/")); got != taken*2 {
+	if got := len(v.AllEventIDs(t, "bp/")); got != taken*2 {
 		t.Fatalf("%d events stored, want %d", got, taken*2)
 	}
 }
@@ -477,17 +478,17 @@ func TestS3BackpressureAndNoEarlyAck(t *testing.T) {
 // also while other writes run, and a later Write to it starts afresh
 // without losing anything.
 func TestS3ForgetsIdleShards(t *testing.T) {
-	v := startVersity(t)
-	ctx := testCtx(t)
-	s := openS3(t, v.endpoint, "flush-interval=1h")
+	v := testkit.StartVersity(t)
+	ctx := testkit.Ctx(t)
+	s := openS3(t, v.Endpoint, "flush-interval=1h")
 	s.c.Prefix = "idle"
 	var clock atomic.Int64
-	clock.Store(testStart.UnixNano())
+	clock.Store(testkit.Start.UnixNano())
 	s.now = func() time.Time { return time.Unix(0, clock.Load()) }
-	a := newAcks()
+	a := testkit.NewAcks()
 	write := func(id, shard string, first int) {
 		t.Helper()
-		if err := s.Write(ctx, Batch{ShardID: shard, Events: testEvents("sessions", shard, first, 3)}, a.ack(id)); err != nil {
+		if err := s.Write(ctx, Batch{ShardID: shard, Events: testkit.Events("sessions", shard, first, 3)}, a.Ack(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -539,18 +540,18 @@ func TestS3ForgetsIdleShards(t *testing.T) {
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for id, n := range a.all() {
+	for id, n := range a.All() {
 		if n != 1 {
 			t.Errorf("batch %s acknowledged %d times", id, n)
 		}
-		if _, err := a.get(id); err != nil {
+		if _, err := a.Get(id); err != nil {
 			t.Errorf("batch %s: %v", id, err)
 		}
 	}
-	if n := len(a.all()); n != 41 {
+	if n := len(a.All()); n != 41 {
 		t.Fatalf("%d batches acknowledged, want 41", n)
 	}
-	ids := v.allEventIDs(t, "idle/")
+	ids := v.AllEventIDs(t, "idle/")
 	if len(ids) != 3+8*15 {
 		t.Fatalf("%d distinct events in S3, want %d", len(ids), 3+8*15)
 	}
@@ -560,7 +561,7 @@ func TestS3ForgetsIdleShards(t *testing.T) {
 // configuration it was made from, sends through sdkhttp (see that
 // package for the race it closes).
 func TestS3ClientSendsThroughSDKHTTP(t *testing.T) {
-	c, err := NewS3Client(testCtx(t), S3Config{Bucket: "b", Endpoint: "http://127.0.0.1:1"}, Options{AWSConfig: testAWSConfig})
+	c, err := NewS3Client(testkit.Ctx(t), S3Config{Bucket: "b", Endpoint: "http://127.0.0.1:1"}, Options{AWSConfig: testkit.AWSConfig})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
@@ -147,9 +148,9 @@ func TestMaxSubjectParam(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.url, func(t *testing.T) {
-			s, _, err := Open(testCtx(t), tc.url, Options{})
+			s, _, err := Open(testkit.Ctx(t), tc.url, Options{})
 			if err == nil {
-				s.Close(testCtx(t))
+				s.Close(testkit.Ctx(t))
 				t.Fatal("Open succeeded")
 			}
 			var ce *ConfigError

@@ -121,6 +121,21 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
+// TestTestkitOnlyInTests: sinks/internal/testkit (the sinks' shared test
+// support: versitygw, nats-server, events) is imported by test files
+// alone.
+func TestTestkitOnlyInTests(t *testing.T) {
+	kit := module + "/sinks/internal/testkit"
+	files := eachImport(t, ".", func(rel, path string) {
+		if path == kit {
+			t.Errorf("%s imports %s: only tests import the sinks' test kit", rel, path)
+		}
+	})
+	if files < 100 {
+		t.Fatalf("read %d non-test files; the walk is broken", files)
+	}
+}
+
 // maxFuncLines is the longest a function may be, in lines from `func` to
 // its closing brace, before it counts as long; maxLongFuncs is how many
 // long functions the packages of longFuncPackages may hold together. None

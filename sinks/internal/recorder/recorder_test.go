@@ -4,37 +4,22 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 	"github.com/ttl-archiver/archiver/sinkurl"
 )
-
-// seq is the sequence number n as the sinks' tests write it.
-func seq(n int) string { return fmt.Sprintf("%021d", n) }
-
-// testClock is a controlled clock for a recorder.
-type testClock struct{ ns atomic.Int64 }
-
-func newTestClock() *testClock {
-	c := &testClock{}
-	c.ns.Store(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC).UnixNano())
-	return c
-}
-
-func (c *testClock) now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *testClock) add(d time.Duration) { c.ns.Add(int64(d)) }
 
 // TestRecorderCadence: a shard is due once Objects objects are tracked,
 // or Interval passed since its last manifest (or since the recorder
 // first heard of it), and not again right after a manifest.
 func TestRecorderCadence(t *testing.T) {
-	clock := newTestClock()
-	r := New("test://", sinkurl.ManifestConfig{Objects: 3, Interval: time.Hour}, Store{}, zap.NewNop(), nil, clock.now)
+	clock := testkit.NewClock()
+	r := New("test://", sinkurl.ManifestConfig{Objects: 3, Interval: time.Hour}, Store{}, zap.NewNop(), nil, clock.Now)
 	ref := ShardRef{Stream: "arn:aws:dynamodb:us-east-1:0:table/t/stream/x", Shard: "shard-1"}
 	if r.Due(ref.Stream, ref.Shard) {
 		t.Fatal("due before anything was written")
@@ -43,26 +28,26 @@ func TestRecorderCadence(t *testing.T) {
 		if r.Due(ref.Stream, ref.Shard) {
 			t.Fatalf("due with %d objects tracked", i-1)
 		}
-		r.Track(ref, manifest.Object{Key: fmt.Sprintf("o%d", i), First: seq(i), Last: seq(i)})
+		r.Track(ref, manifest.Object{Key: fmt.Sprintf("o%d", i), First: testkit.Seq(i), Last: testkit.Seq(i)})
 	}
 	if !r.Due(ref.Stream, ref.Shard) {
 		t.Fatal("not due with 3 objects tracked")
 	}
-	r.finish(ref, manifest.Range{StreamARN: ref.Stream, ShardID: ref.Shard, To: seq(3)}, strings.Repeat("0", 64))
+	r.finish(ref, manifest.Range{StreamARN: ref.Stream, ShardID: ref.Shard, To: testkit.Seq(3)}, strings.Repeat("0", 64))
 	if r.Due(ref.Stream, ref.Shard) {
 		t.Fatal("due right after its manifest")
 	}
-	clock.add(time.Hour - time.Second)
+	clock.Add(time.Hour - time.Second)
 	if r.Due(ref.Stream, ref.Shard) {
 		t.Fatal("due before the interval passed")
 	}
-	clock.add(time.Second)
+	clock.Add(time.Second)
 	if !r.Due(ref.Stream, ref.Shard) {
 		t.Fatal("not due once the interval passed")
 	}
 	other := ShardRef{Stream: ref.Stream, Shard: "shard-2"}
 	r.Due(other.Stream, other.Shard) // first heard of
-	clock.add(time.Hour)
+	clock.Add(time.Hour)
 	if !r.Due(other.Stream, other.Shard) {
 		t.Fatal("a shard without objects is not due an interval after the recorder first heard of it")
 	}
@@ -75,18 +60,18 @@ func TestRecorderCadence(t *testing.T) {
 func TestRecorderTracksByKey(t *testing.T) {
 	r := New("test://", sinkurl.ManifestConfig{}, Store{}, zap.NewNop(), nil, time.Now)
 	ref := ShardRef{Stream: "s", Shard: "x"}
-	r.Track(ref, manifest.Object{Key: "a", Bytes: 10, First: seq(5), Last: seq(9)})
-	r.Track(ref, manifest.Object{Key: "a", Bytes: 20, First: seq(12), Last: seq(14)})
-	r.Track(ref, manifest.Object{Key: "b", Bytes: 5, First: seq(15), Last: seq(20)})
+	r.Track(ref, manifest.Object{Key: "a", Bytes: 10, First: testkit.Seq(5), Last: testkit.Seq(9)})
+	r.Track(ref, manifest.Object{Key: "a", Bytes: 20, First: testkit.Seq(12), Last: testkit.Seq(14)})
+	r.Track(ref, manifest.Object{Key: "b", Bytes: 5, First: testkit.Seq(15), Last: testkit.Seq(20)})
 	got := r.shards[ref].objects["a"]
-	if got.Bytes != 20 || got.First != seq(5) || got.Last != seq(14) {
+	if got.Bytes != 20 || got.First != testkit.Seq(5) || got.Last != testkit.Seq(14) {
 		t.Fatalf("a tracked as %+v", got)
 	}
 	for _, tc := range []struct {
 		from, to string
 		want     string
 	}{
-		{"", seq(4), ""}, {"", seq(5), "a"}, {seq(14), seq(15), "b"}, {seq(13), seq(15), "a,b"}, {seq(20), seq(30), ""},
+		{"", testkit.Seq(4), ""}, {"", testkit.Seq(5), "a"}, {testkit.Seq(14), testkit.Seq(15), "b"}, {testkit.Seq(13), testkit.Seq(15), "a,b"}, {testkit.Seq(20), testkit.Seq(30), ""},
 	} {
 		objs, _, _ := r.begin(ref, manifest.Range{From: tc.from, To: tc.to})
 		var keys []string

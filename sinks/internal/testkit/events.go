@@ -1,8 +1,15 @@
-package sinks
+// Package testkit is what the sinks' tests share: events and
+// acknowledgements, a versitygw S3 and a proxy in front of it, an embedded
+// nats-server, and the reading of an archive's coverage manifests. Only
+// tests import it.
+package testkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,13 +17,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
-var testStart = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+// Start is the time [Events]' creation times count from (a millisecond
+// a sequence number).
+var Start = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
-// testEvents returns n expired events of one shard with sequence numbers
+// Events returns n expired events of one shard with sequence numbers
 // first, first+1, ...; each item carries every attribute type.
-func testEvents(table, shard string, first, n int) []event.Event {
+func Events(table, shard string, first, n int) []event.Event {
 	evs := make([]event.Event, n)
 	for i := range evs {
 		seq := first + i
@@ -40,7 +50,7 @@ func testEvents(table, shard string, first, n int) []event.Event {
 			SequenceNumber:          fmt.Sprintf("%021d", seq),
 			EventID:                 fmt.Sprintf("%s-%s-%d", table, shard, seq),
 			EventName:               "REMOVE",
-			ApproximateCreationTime: testStart.Add(time.Duration(seq) * time.Millisecond),
+			ApproximateCreationTime: Start.Add(time.Duration(seq) * time.Millisecond),
 			Keys:                    keys,
 			OldImage:                old,
 			SizeBytes:               200,
@@ -53,17 +63,19 @@ func testEvents(table, shard string, first, n int) []event.Event {
 	return evs
 }
 
-// acks records acknowledgements.
-type acks struct {
+// Acks records acknowledgements.
+type Acks struct {
 	mu    sync.Mutex
 	calls map[string]int
 	errs  map[string]error
 	order []string
 }
 
-func newAcks() *acks { return &acks{calls: map[string]int{}, errs: map[string]error{}} }
+// NewAcks returns an empty record of acknowledgements.
+func NewAcks() *Acks { return &Acks{calls: map[string]int{}, errs: map[string]error{}} }
 
-func (a *acks) ack(id string) Ack {
+// Ack returns the acknowledgement of batch id, which records its call.
+func (a *Acks) Ack(id string) sinkapi.Ack {
 	return func(err error) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
@@ -73,18 +85,19 @@ func (a *acks) ack(id string) Ack {
 	}
 }
 
-func (a *acks) get(id string) (int, error) {
+// Get returns how often batch id was acknowledged, and its last error.
+func (a *Acks) Get(id string) (int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.calls[id], a.errs[id]
 }
 
-// waitAck polls until batch id was acknowledged and returns its error.
-func (a *acks) waitAck(t testing.TB, id string) error {
+// WaitAck polls until batch id was acknowledged and returns its error.
+func (a *Acks) WaitAck(t testing.TB, id string) error {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if n, err := a.get(id); n > 0 {
+		if n, err := a.Get(id); n > 0 {
 			if n > 1 {
 				t.Fatalf("batch %s acknowledged %d times", id, n)
 			}
@@ -96,7 +109,8 @@ func (a *acks) waitAck(t testing.TB, id string) error {
 	return nil
 }
 
-func (a *acks) all() map[string]int {
+// All returns how often each batch was acknowledged.
+func (a *Acks) All() map[string]int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := map[string]int{}
@@ -106,8 +120,8 @@ func (a *acks) all() map[string]int {
 	return out
 }
 
-// bodyEventID is the event ID of an archive line (a message's body).
-func bodyEventID(t testing.TB, line []byte) string {
+// BodyEventID is the event ID of an archive line (a message's body).
+func BodyEventID(t testing.TB, line []byte) string {
 	t.Helper()
 	e, err := event.DecodeLine(line)
 	if err != nil {
@@ -116,10 +130,38 @@ func bodyEventID(t testing.TB, line []byte) string {
 	return e.EventID
 }
 
-func testCtx(t testing.TB) context.Context {
+// Ctx is a context that ends with the test, or after two minutes.
+func Ctx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
 
-type typesS = types.AttributeValueMemberS
+// Seq is the sequence number of [Events]' event n.
+func Seq(n int) string { return fmt.Sprintf("%021d", n) }
+
+// SameEvent reports whether a and b are the same event, times compared
+// as instants.
+func SameEvent(a, b event.Event) bool {
+	if !a.ApproximateCreationTime.Equal(b.ApproximateCreationTime) || !a.TTLTime.Equal(b.TTLTime) {
+		return false
+	}
+	a.ApproximateCreationTime, a.TTLTime = b.ApproximateCreationTime, b.TTLTime
+	return reflect.DeepEqual(a, b)
+}
+
+// AssertRejected checks that err is a *sinkapi.RejectedError listing
+// exactly indexes, permanent, and mentioning cause.
+func AssertRejected(t testing.TB, err error, indexes []int, cause string) {
+	t.Helper()
+	var rej *sinkapi.RejectedError
+	if !errors.As(err, &rej) {
+		t.Fatalf("ack error %v, want a *RejectedError", err)
+	}
+	if !reflect.DeepEqual(rej.Indexes, indexes) {
+		t.Fatalf("rejected %v, want %v", rej.Indexes, indexes)
+	}
+	if !sinkapi.IsPermanent(err) || !strings.Contains(err.Error(), cause) {
+		t.Fatalf("rejection %v: want it permanent and naming %q", err, cause)
+	}
+}

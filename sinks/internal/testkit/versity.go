@@ -1,4 +1,4 @@
-package sinks
+package testkit
 
 import (
 	"bufio"
@@ -26,18 +26,20 @@ import (
 
 // The credentials the test versitygw runs with (internal/s3test).
 const (
-	testAccessKey = s3test.AccessKey
-	testSecretKey = s3test.SecretKey
+	AccessKey = s3test.AccessKey
+	SecretKey = s3test.SecretKey
 )
 
-// versity is a versitygw process (posix backend in a temporary directory)
+// Versity is a versitygw process (posix backend in a temporary directory)
 // on a free loopback port, with the bucket "archive".
-type versity struct {
-	endpoint string
-	client   *s3.Client
+type Versity struct {
+	// Endpoint is the server's http:// URL; Client an S3 client of it.
+	Endpoint string
+	Client   *s3.Client
 }
 
-func freePort(t testing.TB) string {
+// FreePort returns a loopback address no one listens on now.
+func FreePort(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -48,25 +50,27 @@ func freePort(t testing.TB) string {
 	return addr
 }
 
-// startVersity starts versitygw through internal/s3test, the one copy of
+// StartVersity starts versitygw through internal/s3test, the one copy of
 // that start-up shared with other packages' tests.
-func startVersity(t testing.TB) *versity {
+func StartVersity(t testing.TB) *Versity {
 	t.Helper()
 	srv := s3test.Start(t)
-	return &versity{endpoint: srv.Endpoint, client: srv.Client}
+	return &Versity{Endpoint: srv.Endpoint, Client: srv.Client}
 }
 
-func testAWSConfig(ctx context.Context, region string) (aws.Config, error) {
+// AWSConfig is the SDK configuration of the test versitygw's credentials
+// (internal/s3test).
+func AWSConfig(ctx context.Context, region string) (aws.Config, error) {
 	return s3test.AWSConfig(ctx, region)
 }
 
-// objects lists every key under prefix, sorted.
-func (v *versity) objects(t testing.TB, prefix string) []string {
+// Objects lists every key under prefix, sorted.
+func (v *Versity) Objects(t testing.TB, prefix string) []string {
 	t.Helper()
 	var keys []string
 	var token *string
 	for {
-		out, err := v.client.ListObjectsV2(testCtx(t), &s3.ListObjectsV2Input{Bucket: aws.String("archive"), Prefix: aws.String(prefix), ContinuationToken: token})
+		out, err := v.Client.ListObjectsV2(Ctx(t), &s3.ListObjectsV2Input{Bucket: aws.String("archive"), Prefix: aws.String(prefix), ContinuationToken: token})
 		if err != nil {
 			t.Fatalf("ListObjectsV2: %v", err)
 		}
@@ -82,10 +86,10 @@ func (v *versity) objects(t testing.TB, prefix string) []string {
 	return keys
 }
 
-// read returns an object's decompressed archive lines, decoded.
-func (v *versity) read(t testing.TB, key string) ([]event.Event, *s3.GetObjectOutput) {
+// Read returns an object's decompressed archive lines, decoded.
+func (v *Versity) Read(t testing.TB, key string) ([]event.Event, *s3.GetObjectOutput) {
 	t.Helper()
-	out, err := v.client.GetObject(testCtx(t), &s3.GetObjectInput{Bucket: aws.String("archive"), Key: aws.String(key)})
+	out, err := v.Client.GetObject(Ctx(t), &s3.GetObjectInput{Bucket: aws.String("archive"), Key: aws.String(key)})
 	if err != nil {
 		t.Fatalf("GetObject %s: %v", key, err)
 	}
@@ -126,12 +130,12 @@ func (v *versity) read(t testing.TB, key string) ([]event.Event, *s3.GetObjectOu
 	return evs, out
 }
 
-// allEventIDs reads every object under prefix and counts event IDs.
-func (v *versity) allEventIDs(t testing.TB, prefix string) map[string]int {
+// AllEventIDs reads every object under prefix and counts event IDs.
+func (v *Versity) AllEventIDs(t testing.TB, prefix string) map[string]int {
 	t.Helper()
 	ids := map[string]int{}
-	for _, k := range v.objects(t, prefix) {
-		evs, _ := v.read(t, k)
+	for _, k := range v.Objects(t, prefix) {
+		evs, _ := v.Read(t, k)
 		for _, e := range evs {
 			ids[e.EventID]++
 		}
@@ -139,10 +143,10 @@ func (v *versity) allEventIDs(t testing.TB, prefix string) map[string]int {
 	return ids
 }
 
-// proxy is an HTTP reverse proxy in front of versitygw that records the
+// Proxy is an HTTP reverse proxy in front of versitygw that records the
 // requests it forwards and injects faults versitygw cannot produce.
-type proxy struct {
-	url string
+type Proxy struct {
+	URL string
 	mu  sync.Mutex
 	// requests seen (method, path, headers), in order.
 	seen []*http.Request
@@ -150,14 +154,17 @@ type proxy struct {
 	fault atomic.Value // func(w http.ResponseWriter, r *http.Request, forward func()) bool
 }
 
-type faultFunc func(w http.ResponseWriter, r *http.Request, forward func(w http.ResponseWriter)) bool
+// FaultFunc may answer a request itself (and returns true), or forward
+// it and look at the answer.
+type FaultFunc func(w http.ResponseWriter, r *http.Request, forward func(w http.ResponseWriter)) bool
 
-func startProxy(t testing.TB, target string) *proxy {
+// StartProxy starts a proxy in front of target, closed with the test.
+func StartProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
 	u, _ := url.Parse(target)
 	rp := httputil.NewSingleHostReverseProxy(u)
-	p := &proxy{}
-	p.fault.Store(faultFunc(nil))
+	p := &Proxy{}
+	p.fault.Store(FaultFunc(nil))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -167,20 +174,22 @@ func startProxy(t testing.TB, target string) *proxy {
 		p.seen = append(p.seen, r.Clone(context.Background()))
 		p.mu.Unlock()
 		forward := func(w http.ResponseWriter) { rp.ServeHTTP(w, r) }
-		if f := p.fault.Load().(faultFunc); f != nil && f(w, r, forward) {
+		if f := p.fault.Load().(FaultFunc); f != nil && f(w, r, forward) {
 			return
 		}
 		forward(w)
 	})}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
-	p.url = "http://" + l.Addr().String()
+	p.URL = "http://" + l.Addr().String()
 	return p
 }
 
-func (p *proxy) setFault(f faultFunc) { p.fault.Store(f) }
+// SetFault makes f the proxy's fault (nil: none).
+func (p *Proxy) SetFault(f FaultFunc) { p.fault.Store(f) }
 
-func (p *proxy) puts() []*http.Request {
+// Puts returns the PUT requests forwarded, in order.
+func (p *Proxy) Puts() []*http.Request {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []*http.Request
