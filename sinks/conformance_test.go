@@ -121,7 +121,7 @@ func harnesses(t *testing.T) []harness {
 				}
 				return s, destFunc(func(t testing.TB) []event.Event { return decodeAll(t, buf.lines()) })
 			},
-			broken: func(t *testing.T) Sink { return NewWriterSink("stdout://", failingWriter{}, false, Options{}) },
+			broken: func(t *testing.T) Sink { return NewWriterSink("stdout://", testkit.FailingWriter{}, false, Options{}) },
 		},
 		{
 			name: "s3",

@@ -21,6 +21,7 @@ import (
 	"github.com/ttl-archiver/archiver/natsmsg"
 	"github.com/ttl-archiver/archiver/sinks/internal/serial"
 	"github.com/ttl-archiver/archiver/sinks/internal/sinkmetrics"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
@@ -949,7 +950,7 @@ publish:
 				err = c.nc.PublishMsg(m)
 			}
 			if rejection(err) {
-				errs[ri] = addRejected(errs[ri], i, fmt.Errorf("nats sink %s: %w", s.name, err))
+				errs[ri] = sinkapi.AddRejected(errs[ri], i, fmt.Errorf("nats sink %s: %w", s.name, err))
 				err = nil
 				continue
 			}
@@ -974,17 +975,6 @@ publish:
 	s.m.Objects.Add(float64(n))
 	s.m.Bytes.Add(float64(bytes))
 	return errs
-}
-
-// addRejected adds event i to the rejection held in err (nil or a
-// *RejectedError), creating it with cause when there is none yet.
-func addRejected(err error, i int, cause error) error {
-	rej, _ := err.(*RejectedError)
-	if rej == nil {
-		rej = &RejectedError{Err: cause}
-	}
-	rej.Indexes = append(rej.Indexes, i)
-	return rej
 }
 
 // drain closes the current connection and stops redial for good.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/objstore"
+	"github.com/ttl-archiver/archiver/sinks/filesink"
 	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
@@ -99,7 +100,7 @@ func prepare(rawURL string) (*prepared, error) {
 			return recording(sk, c.Manifests, o), nil
 		}
 	case "stdout":
-		item, err := stdoutItemFormat(p)
+		item, err := filesink.ParseStdout(p)
 		if err != nil {
 			return nil, err
 		}
@@ -128,17 +129,4 @@ func prepare(rawURL string) (*prepared, error) {
 		return nil, p.Fail("", fmt.Sprintf("unknown scheme %q (want s3, nats, file or stdout)", p.URL.Scheme))
 	}
 	return pr, nil
-}
-
-// stdoutItemFormat checks a stdout:// URL and reports whether it asks for
-// the plain item format.
-func stdoutItemFormat(p *sinkurl.Params) (bool, error) {
-	if p.URL.Host != "" || (p.URL.Path != "" && p.URL.Path != "/") {
-		return false, p.Fail("", "want stdout:// with nothing after it but parameters")
-	}
-	format, err := p.OneOf("format", "envelope", "envelope", "item")
-	if err != nil {
-		return false, err
-	}
-	return format == "item", p.Done()
 }

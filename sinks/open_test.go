@@ -243,3 +243,21 @@ func FuzzOpenURL(f *testing.F) {
 		}
 	})
 }
+
+// TestOpenManifestsOff: a file sink opened with manifests=false has no
+// Record and RecordDue, so the consumer waits for no manifest of it, and
+// still preflights.
+func TestOpenManifestsOff(t *testing.T) {
+	ctx := testkit.Ctx(t)
+	sk, _, err := Open(ctx, "file://"+t.TempDir()+"?manifests=false", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sk.Close(ctx)
+	if _, ok := sk.(manifestRecorder); ok {
+		t.Fatal("a sink opened with manifests=false records")
+	}
+	if err := Preflight(ctx, sk); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -148,27 +147,6 @@ func (s *NATSSink) Preflight(ctx context.Context) error {
 	}
 	if _, err := s.checkStream(ctx); err != nil {
 		return &PreflightError{Sink: s.name, Check: CheckStreamCaptures, Err: err}
-	}
-	return nil
-}
-
-// Preflight proves the directory takes files: [CheckDirectoryWritable]
-// creates a file in it, writes, fsyncs and removes it. The error is
-// classified like a failed append (see [FileSink]).
-func (s *FileSink) Preflight(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return &PreflightError{Sink: s.Name(), Check: CheckDirectoryWritable, Err: err}
-	}
-	f, err := os.CreateTemp(s.dir, ".archiver-preflight-*")
-	if err == nil {
-		_, err = f.WriteString(sinkapi.PreflightBody)
-		if err == nil {
-			err = s.fsync(f)
-		}
-		err = errors.Join(err, f.Close(), os.Remove(f.Name()))
-	}
-	if err != nil {
-		return &PreflightError{Sink: s.Name(), Check: CheckDirectoryWritable, Err: classifyFileError(err)}
 	}
 	return nil
 }

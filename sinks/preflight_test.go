@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,29 +16,6 @@ import (
 
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
-
-// wantPreflightError checks that err is a *PreflightError of sink and
-// check whose one-line message mentions every string in mentions.
-func wantPreflightError(t testing.TB, err error, sink, check string, mentions ...string) *PreflightError {
-	t.Helper()
-	var pe *PreflightError
-	if !errors.As(err, &pe) {
-		t.Fatalf("preflight error %v, want a *PreflightError", err)
-	}
-	if pe.Sink != sink || pe.Check != check {
-		t.Fatalf("preflight failed sink %q check %q, want %q %q: %v", pe.Sink, pe.Check, sink, check, err)
-	}
-	msg := err.Error()
-	if strings.Contains(msg, "\n") {
-		t.Fatalf("message is not one line: %q", msg)
-	}
-	for _, m := range append([]string{sink, check}, mentions...) {
-		if !strings.Contains(msg, m) {
-			t.Fatalf("message %q does not mention %q", msg, m)
-		}
-	}
-	return pe
-}
 
 // TestS3Preflight runs the S3 checks against versitygw, with the proxy
 // standing in for what versitygw cannot answer (KMS, a role's refusals).
@@ -125,7 +100,7 @@ func TestS3Preflight(t *testing.T) {
 				}
 				return
 			}
-			wantPreflightError(t, err, "s3://"+bucket+"/pre", tc.check, tc.mentions...)
+			testkit.WantPreflightError(t, err, "s3://"+bucket+"/pre", tc.check, tc.mentions...)
 			for _, sentinel := range []error{ErrCredentials, ErrNoSuchBucket} {
 				if got := errors.Is(err, sentinel); got != (sentinel == tc.is) {
 					t.Errorf("errors.Is(err, %q) = %v, want %v", sentinel, got, !got)
@@ -160,7 +135,7 @@ func TestS3PreflightIsBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(testkit.Ctx(t), 200*time.Millisecond)
 	defer cancel()
 	err = Preflight(ctx, s)
-	wantPreflightError(t, err, "s3://archive", CheckBucketExists)
+	testkit.WantPreflightError(t, err, "s3://archive", CheckBucketExists)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("%v, want the context's deadline", err)
 	}
@@ -186,7 +161,7 @@ func TestNATSPreflight(t *testing.T) {
 	t.Run("stream deleted", func(t *testing.T) {
 		ctx := testkit.Ctx(t)
 		s, url := openNATSWithoutStream(t, ctx)
-		wantPreflightError(t, Preflight(ctx, s), url, CheckStreamCaptures, `no JetStream stream captures "archiver.*.*"`)
+		testkit.WantPreflightError(t, Preflight(ctx, s), url, CheckStreamCaptures, `no JetStream stream captures "archiver.*.*"`)
 	})
 	t.Run("server gone", func(t *testing.T) {
 		ctx := testkit.Ctx(t)
@@ -199,50 +174,7 @@ func TestNATSPreflight(t *testing.T) {
 		ns.Stop()
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
-		wantPreflightError(t, Preflight(pctx, s), "nats://"+ns.URL, CheckConnected)
-	})
-}
-
-func TestFilePreflight(t *testing.T) {
-	ctx := testkit.Ctx(t)
-	t.Run("writable", func(t *testing.T) {
-		s, dir := newTestFileSink(t)
-		if err := Preflight(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-		// Only the sink's own lock folder stays.
-		if left, _ := os.ReadDir(dir); len(left) != 1 || left[0].Name() != "_archiver" {
-			t.Fatalf("preflight left %v behind", left)
-		}
-	})
-	t.Run("a file where the directory was", func(t *testing.T) {
-		s, dir := newTestFileSink(t)
-		if err := os.RemoveAll(dir); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dir, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		err := Preflight(ctx, s)
-		wantPreflightError(t, err, "file://"+dir, CheckDirectoryWritable, "not a directory")
-		if !IsPermanent(err) {
-			t.Fatalf("%v is not permanent", err)
-		}
-	})
-	t.Run("read-only directory", func(t *testing.T) {
-		if os.Geteuid() == 0 {
-			t.Skip("permissions do not stop root")
-		}
-		s, dir := newTestFileSink(t)
-		if err := os.Chmod(dir, 0o555); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Chmod(dir, 0o755) })
-		err := Preflight(ctx, s)
-		wantPreflightError(t, err, "file://"+dir, CheckDirectoryWritable)
-		if !errors.Is(err, syscall.EACCES) || !IsPermanent(err) {
-			t.Fatalf("%v, want a permanent EACCES", err)
-		}
+		testkit.WantPreflightError(t, Preflight(pctx, s), "nats://"+ns.URL, CheckConnected)
 	})
 }
 
@@ -260,7 +192,7 @@ func TestPreflightDispatch(t *testing.T) {
 		t.Fatalf("stdout:// has no checks, got %v", err)
 	}
 	err := Preflight(ctx, flakySink{})
-	pe := wantPreflightError(t, err, "flaky://", "preflight", "no way")
+	pe := testkit.WantPreflightError(t, err, "flaky://", "preflight", "no way")
 	if pe.Err.Error() != "no\nway" {
 		t.Fatalf("cause %q lost", pe.Err)
 	}

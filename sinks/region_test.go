@@ -2,7 +2,6 @@ package sinks
 
 import (
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,21 +13,6 @@ import (
 	"github.com/ttl-archiver/archiver/natsmsg"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
-
-// inRegion returns evs as read from the table's replica in region: the
-// stream ARN and Region of that Region, event IDs of its own (a stream's
-// event IDs are its own), and the same shard IDs, sequence numbers and
-// items, which two Regions' streams can share.
-func inRegion(region string, evs []event.Event) []event.Event {
-	out := make([]event.Event, len(evs))
-	for i, e := range evs {
-		e.StreamARN = strings.Replace(e.StreamARN, ":us-east-1:", ":"+region+":", 1)
-		e.Region = event.RegionOf(e.StreamARN)
-		e.EventID = region + "-" + e.EventID
-		out[i] = e
-	}
-	return out
-}
 
 // TestS3TwoRegionsShareABucket: a global table's replicas in two Regions
 // whose streams have equal shard IDs and sequence numbers archive into
@@ -49,7 +33,7 @@ func TestS3TwoRegionsShareABucket(t *testing.T) {
 			a := testkit.NewAcks()
 			for i, region := range regions {
 				sinks[i].c.Prefix = "ttl/" + deployment
-				evs := inRegion(region, testkit.Events("sessions", "shardId-0001", 100, 3))
+				evs := testkit.InRegion(region, testkit.Events("sessions", "shardId-0001", 100, 3))
 				if err := sinks[i].Write(ctx, Batch{ShardID: "shardId-0001", Events: evs}, a.Ack(region)); err != nil {
 					t.Fatal(err)
 				}
@@ -88,42 +72,12 @@ func TestS3TwoRegionsShareABucket(t *testing.T) {
 	}
 }
 
-// TestFileSinkTwoRegions: one archiver reading two Regions' streams into
-// one file sink appends both Regions' lines to the table's hour file (its
-// names hold no shard, so no two shards' names can meet), each line
-// naming its Region.
-func TestFileSinkTwoRegions(t *testing.T) {
-	ctx := testkit.Ctx(t)
-	s, dir := newTestFileSink(t)
-	a := testkit.NewAcks()
-	var all []event.Event
-	for _, region := range []string{"us-east-1", "eu-west-1"} {
-		evs := inRegion(region, testkit.Events("sessions", "shardId-0001", 100, 3))
-		all = append(all, evs...)
-		if err := s.Write(ctx, Batch{ShardID: "shardId-0001", Events: evs}, a.Ack(region)); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.WaitAck(t, region); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := readLines(t, filepath.Join(dir, "sessions", "2026-03-04", "05.jsonl"))
-	if len(got) != len(all) {
-		t.Fatalf("%d lines, want %d", len(got), len(all))
-	}
-	for i := range got {
-		if !testkit.SameEvent(got[i], all[i]) {
-			t.Fatalf("line %d: %+v, want %+v", i, got[i], all[i])
-		}
-	}
-}
-
 // replicated is evs as a replica Region's stream has them, read by an
 // archiver there under expired-when past-ttl: the same items, keys and
 // TTLs, and a record of its own (another shard, sequence number, event ID
 // and deletion time, no TTL principal).
 func replicated(region string, evs []event.Event) []event.Event {
-	out := inRegion(region, evs)
+	out := testkit.InRegion(region, evs)
 	for i := range out {
 		out[i].ShardID = "shardId-9999"
 		out[i].SequenceNumber = "9" + out[i].SequenceNumber
@@ -143,12 +97,12 @@ func TestNATSOneExpiryFromTwoRegions(t *testing.T) {
 	ctx := testkit.Ctx(t)
 	ns := testkit.StartNATS(t, nil)
 	_, js := ns.Client(t)
-	east := inRegion("us-east-1", testkit.Events("sessions", "shardId-0001", 1, 5))
+	east := testkit.InRegion("us-east-1", testkit.Events("sessions", "shardId-0001", 1, 5))
 	west := replicated("eu-west-1", east)
-	keysOnlyEast := inRegion("us-east-1", testkit.Events("sessions", "shardId-0001", 10, 1))
+	keysOnlyEast := testkit.InRegion("us-east-1", testkit.Events("sessions", "shardId-0001", 10, 1))
 	keysOnlyEast[0].OldImage, keysOnlyEast[0].TTLValue = nil, ""
 	keysOnlyWest := replicated("eu-west-1", keysOnlyEast)
-	again := inRegion("us-east-1", testkit.Events("sessions", "shardId-0001", 20, 1)) // east[0]'s item, a later life
+	again := testkit.InRegion("us-east-1", testkit.Events("sessions", "shardId-0001", 20, 1)) // east[0]'s item, a later life
 	again[0].Keys, again[0].OldImage = east[0].Keys, maps.Clone(east[0].OldImage)
 	again[0].OldImage["expiresAt"] = &types.AttributeValueMemberN{Value: "1772600600"}
 	for _, format := range natsmsg.Formats {

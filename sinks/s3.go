@@ -32,6 +32,7 @@ import (
 	"github.com/ttl-archiver/archiver/objstore"
 	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 	"github.com/ttl-archiver/archiver/sinks/internal/sinkmetrics"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
 // S3API is the part of *s3.Client the S3 sink uses. HeadBucket and
@@ -483,7 +484,7 @@ func renderS3Lines(buf []byte, evs []event.Event) ([]byte, []int, *RejectedError
 	ends := make([]int, len(evs))
 	var rej *RejectedError
 	for i := range evs {
-		if err := checkTableName(evs[i].Table); err != nil {
+		if err := sinkapi.CheckTableName(evs[i].Table); err != nil {
 			if rej == nil {
 				rej = &RejectedError{Err: fmt.Errorf("s3 sink: event %s: %w", evs[i].EventID, err)}
 			}
@@ -868,10 +869,6 @@ func (s *S3Sink) encrypt(in *s3.PutObjectInput) {
 		}
 	}
 }
-
-// errConflict is returned (marked permanent) when the key of an object
-// and its distinct key both hold other events than the sink would write.
-var errConflict = errors.New("object exists with other events")
 
 func isPreconditionFailed(err error) bool {
 	return awserr.Code(err) == "PreconditionFailed" || awserr.StatusCode(err) == http.StatusPreconditionFailed

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/internal/promreg"
 	"github.com/ttl-archiver/archiver/objstore"
+	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 )
 
 // Outcomes of a key conflict (a 412 answer to a conditional write), the
@@ -101,7 +102,7 @@ func (s *S3Sink) resolveConflict(ctx context.Context, p *s3Put) (string, s3Store
 	if err != nil && isPreconditionFailed(err) {
 		ex, err = s.compareExisting(ctx, p.alt, p.lines, checksum)
 		if err == nil && ex.match == matchNone {
-			return ConflictUnresolved, s3Stored{}, Permanent(fmt.Errorf("%s holds other content, and so does %s: %w", key, p.alt, errConflict))
+			return ConflictUnresolved, s3Stored{}, Permanent(fmt.Errorf("%s holds other content, and so does %s: %w", key, p.alt, recorder.ErrConflict))
 		}
 		if err == nil && ex.match == matchEvents {
 			own = ex.stored

@@ -23,21 +23,9 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
-
-// renderLines is the archive lines of evs, each changed by edit first
-// (nil: as they are).
-func renderLines(evs []event.Event, edit func(*event.Event)) []byte {
-	var out []byte
-	for _, e := range evs {
-		if edit != nil {
-			edit(&e)
-		}
-		out = event.AppendLine(out, &e)
-	}
-	return out
-}
 
 func compressAs(t testing.TB, compression string, data []byte) []byte {
 	t.Helper()
@@ -108,20 +96,20 @@ func TestS3KeyConflicts(t *testing.T) {
 		outcome     string
 		permanent   bool
 	}{
-		{name: "same events without ttlAttribute, gzip", compression: "gzip", existing: renderLines(evs, noTTLAttribute), encoding: true, outcome: ConflictSameEvents},
-		{name: "same events without ttlAttribute, zstd", compression: "zstd", existing: renderLines(evs, noTTLAttribute), encoding: true, outcome: ConflictSameEvents},
-		{name: "same events, gzip by extension only", compression: "gzip", existing: renderLines(evs, noTTLAttribute), outcome: ConflictSameEvents},
-		{name: "same events in another order, uncompressed", compression: "none", existing: renderLines([]event.Event{evs[2], evs[0], evs[1]}, nil), outcome: ConflictSameEvents},
-		{name: "same bytes", compression: "none", existing: renderLines(evs, nil), outcome: ConflictSameContent},
-		{name: "other events", compression: "gzip", existing: renderLines(testkit.Events("t", "s", 50, 3), nil), encoding: true, outcome: ConflictDistinctKey},
-		{name: "fewer events", compression: "gzip", existing: renderLines(evs[:2], nil), encoding: true, outcome: ConflictDistinctKey},
+		{name: "same events without ttlAttribute, gzip", compression: "gzip", existing: testkit.RenderLines(evs, noTTLAttribute), encoding: true, outcome: ConflictSameEvents},
+		{name: "same events without ttlAttribute, zstd", compression: "zstd", existing: testkit.RenderLines(evs, noTTLAttribute), encoding: true, outcome: ConflictSameEvents},
+		{name: "same events, gzip by extension only", compression: "gzip", existing: testkit.RenderLines(evs, noTTLAttribute), outcome: ConflictSameEvents},
+		{name: "same events in another order, uncompressed", compression: "none", existing: testkit.RenderLines([]event.Event{evs[2], evs[0], evs[1]}, nil), outcome: ConflictSameEvents},
+		{name: "same bytes", compression: "none", existing: testkit.RenderLines(evs, nil), outcome: ConflictSameContent},
+		{name: "other events", compression: "gzip", existing: testkit.RenderLines(testkit.Events("t", "s", 50, 3), nil), encoding: true, outcome: ConflictDistinctKey},
+		{name: "fewer events", compression: "gzip", existing: testkit.RenderLines(evs[:2], nil), encoding: true, outcome: ConflictDistinctKey},
 		{name: "not archive lines", compression: "gzip", existing: []byte("other\n"), outcome: ConflictDistinctKey},
-		{name: "dead letters of the same sink", compression: "gzip", upload: deadLetterFrom("nats://a:4222", "too big"), existing: renderLines(evs, deadLetterFrom("nats://a:4222", "other words")), encoding: true, outcome: ConflictSameEvents},
-		{name: "dead letters of another sink", compression: "gzip", upload: deadLetterFrom("nats://b:4222", "too big"), existing: renderLines(evs, deadLetterFrom("nats://a:4222", "too big")), encoding: true, outcome: ConflictDistinctKey},
-		{name: "dead letters and archive lines", compression: "gzip", existing: renderLines(evs, deadLetterFrom("nats://a:4222", "too big")), encoding: true, outcome: ConflictDistinctKey},
-		{name: "distinct key already written", compression: "none", existing: renderLines(evs[:1], nil), existingAlt: renderLines(evs, nil), outcome: ConflictDistinctKey},
-		{name: "distinct key holds the same events", compression: "none", existing: renderLines(evs[:1], nil), existingAlt: renderLines(evs, noTTLAttribute), outcome: ConflictDistinctKey},
-		{name: "distinct key holds other events", compression: "none", existing: renderLines(evs[:1], nil), existingAlt: renderLines(evs[1:], nil), outcome: ConflictUnresolved, permanent: true},
+		{name: "dead letters of the same sink", compression: "gzip", upload: deadLetterFrom("nats://a:4222", "too big"), existing: testkit.RenderLines(evs, deadLetterFrom("nats://a:4222", "other words")), encoding: true, outcome: ConflictSameEvents},
+		{name: "dead letters of another sink", compression: "gzip", upload: deadLetterFrom("nats://b:4222", "too big"), existing: testkit.RenderLines(evs, deadLetterFrom("nats://a:4222", "too big")), encoding: true, outcome: ConflictDistinctKey},
+		{name: "dead letters and archive lines", compression: "gzip", existing: testkit.RenderLines(evs, deadLetterFrom("nats://a:4222", "too big")), encoding: true, outcome: ConflictDistinctKey},
+		{name: "distinct key already written", compression: "none", existing: testkit.RenderLines(evs[:1], nil), existingAlt: testkit.RenderLines(evs, nil), outcome: ConflictDistinctKey},
+		{name: "distinct key holds the same events", compression: "none", existing: testkit.RenderLines(evs[:1], nil), existingAlt: testkit.RenderLines(evs, noTTLAttribute), outcome: ConflictDistinctKey},
+		{name: "distinct key holds other events", compression: "none", existing: testkit.RenderLines(evs[:1], nil), existingAlt: testkit.RenderLines(evs[1:], nil), outcome: ConflictUnresolved, permanent: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testkit.Ctx(t)
@@ -134,7 +122,7 @@ func TestS3KeyConflicts(t *testing.T) {
 			}
 			defer s.Close(ctx)
 			key := s.Key("t", event.Expired, "us-east-1", "s", testkit.Start, evs[0].SequenceNumber, evs[2].SequenceNumber)
-			upload := renderLines(evs, tc.upload)
+			upload := testkit.RenderLines(evs, tc.upload)
 			stored := map[string][]byte{key: compressAs(t, tc.compression, tc.existing)}
 			if tc.existingAlt != nil {
 				// Without compression the upload's bytes are its lines.
@@ -164,7 +152,7 @@ func TestS3KeyConflicts(t *testing.T) {
 			}
 			err = a.WaitAck(t, "b")
 			if tc.permanent {
-				if !IsPermanent(err) || !errors.Is(err, errConflict) || !strings.Contains(err.Error(), key) {
+				if !IsPermanent(err) || !errors.Is(err, recorder.ErrConflict) || !strings.Contains(err.Error(), key) {
 					t.Fatalf("ack error %v, want a permanent conflict naming the key", err)
 				}
 			} else if err != nil {
@@ -261,7 +249,7 @@ func checkConflictObjects(t *testing.T, v *testkit.Versity, prefix, key, ext str
 func TestLineIdentity(t *testing.T) {
 	e := testkit.Events("t", "s", 1, 1)[0]
 	line := func(edit func(*event.Event)) []byte {
-		return bytes.TrimSuffix(renderLines([]event.Event{e}, edit), []byte("\n"))
+		return bytes.TrimSuffix(testkit.RenderLines([]event.Event{e}, edit), []byte("\n"))
 	}
 	noID := func(e *event.Event) { e.EventID = "" }
 	for _, tc := range []struct {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
@@ -283,7 +284,7 @@ func TestS3RecordManifestConflicts(t *testing.T) {
 	would := manifest.New(rg3, objs, "", "w1", clock.Now())
 	a.put(t, manifest.ConflictKey(would, manifest.Digest(manifest.Encode(would))), []byte("someone else's\n"))
 	err := third.Record(ctx, rg3)
-	if !IsPermanent(err) || !errors.Is(err, errConflict) {
+	if !IsPermanent(err) || !errors.Is(err, recorder.ErrConflict) {
 		t.Fatalf("Record: %v, want a permanent conflict", err)
 	}
 	if w, f := testkit.ManifestCounts(t, reg); w != 0 || f != 1 {

@@ -51,3 +51,14 @@ func (e *RejectedError) Error() string {
 
 func (e *RejectedError) Unwrap() error        { return e.Err }
 func (e *RejectedError) Is(target error) bool { return target == ErrPermanent }
+
+// AddRejected adds event i of a batch to the rejection held in err (nil or a
+// *RejectedError), creating it with cause when there is none yet.
+func AddRejected(err error, i int, cause error) error {
+	rej, _ := err.(*RejectedError)
+	if rej == nil {
+		rej = &RejectedError{Err: cause}
+	}
+	rej.Indexes = append(rej.Indexes, i)
+	return rej
+}

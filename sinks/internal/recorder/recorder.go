@@ -27,6 +27,12 @@ import (
 // manifests=false.
 var ErrNotRecording = errors.New("the sink records no manifests (manifests=false)")
 
+// ErrConflict is returned (marked permanent) when a key and its
+// alternative (a manifest's conflict key, an S3 object's distinct key)
+// both hold other bytes than the sink would write. The S3 and file sinks
+// share it.
+var ErrConflict = errors.New("object exists with other events")
+
 // Store is where a sink keeps its manifests: its archive, keys relative
 // to the archive's root. Its sink fills it with its own methods.
 type Store struct {

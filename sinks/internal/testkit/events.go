@@ -165,3 +165,45 @@ func AssertRejected(t testing.TB, err error, indexes []int, cause string) {
 		t.Fatalf("rejection %v: want it permanent and naming %q", err, cause)
 	}
 }
+
+// RenderLines is the archive lines of evs, each changed by edit first
+// (nil: as they are).
+func RenderLines(evs []event.Event, edit func(*event.Event)) []byte {
+	var out []byte
+	for _, e := range evs {
+		if edit != nil {
+			edit(&e)
+		}
+		out = event.AppendLine(out, &e)
+	}
+	return out
+}
+
+// WantPreflightError checks that err is a *sinkapi.PreflightError of
+// sink and check whose one-line message mentions every string in mentions.
+func WantPreflightError(t testing.TB, err error, sink, check string, mentions ...string) *sinkapi.PreflightError {
+	t.Helper()
+	var pe *sinkapi.PreflightError
+	if !errors.As(err, &pe) {
+		t.Fatalf("preflight error %v, want a *PreflightError", err)
+	}
+	if pe.Sink != sink || pe.Check != check {
+		t.Fatalf("preflight failed sink %q check %q, want %q %q: %v", pe.Sink, pe.Check, sink, check, err)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") {
+		t.Fatalf("message is not one line: %q", msg)
+	}
+	for _, m := range append([]string{sink, check}, mentions...) {
+		if !strings.Contains(msg, m) {
+			t.Fatalf("message %q does not mention %q", msg, m)
+		}
+	}
+	return pe
+}
+
+// FailingWriter is an io.Writer whose every Write fails.
+type FailingWriter struct{}
+
+// Write fails.
+func (FailingWriter) Write([]byte) (int, error) { return 0, errors.New("disk on fire") }

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"sort"
@@ -162,4 +163,61 @@ func ManifestCounts(t testing.TB, reg *prometheus.Registry) (written, failed flo
 		}
 	}
 	return written, failed
+}
+
+// Recorder is what the consumer asks of a sink that records manifests.
+type Recorder interface {
+	Record(ctx context.Context, r manifest.Range) error
+	RecordDue(streamARN, shardID string) bool
+}
+
+// CheckEmptyEndRange: a shard's last, empty range (To, To] ends where
+// the range before it does, whose manifest holds its key: it goes
+// straight to its conflict key (conflicts, when not nil, counts none);
+// recorded again after a crash (other bytes) it goes beside it; Check
+// sees the shard ended, and its child's first range names it. rec
+// records into a, write makes an object of events durable, and clock is
+// rec's.
+func CheckEmptyEndRange(t *testing.T, rec Recorder, a Archive, write func([]event.Event), conflicts func() map[string]float64, clock *Clock) {
+	t.Helper()
+	ctx := Ctx(t)
+	evs := Events("sessions", "shardId-end", 1, 5)
+	child := Events("sessions", "shardId-next", 100, 2)
+	write(evs)
+	last := RangeOf(evs[0], "", "", Seq(5))
+	end := RangeOf(evs[0], "", Seq(5), Seq(5))
+	end.Ended, end.Records, end.Events = true, 0, nil
+	for _, rg := range []manifest.Range{last, end} {
+		if err := rec.Record(ctx, rg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := LastManifest(t, a, end)
+	if m.Key != manifest.ConflictKey(m.M, m.Digest) || m.M.Prev != LastManifest(t, a, last).Digest {
+		t.Fatalf("the empty end range is at %s naming %q; want its conflict key, naming the range before it", m.Key, m.M.Prev)
+	}
+	if conflicts != nil {
+		if got := conflicts(); len(got) != 0 {
+			t.Fatalf("conflicts %v, want none", got)
+		}
+	}
+	clock.Add(time.Minute) // recorded again, other bytes
+	if err := rec.Record(ctx, end); err != nil {
+		t.Fatal(err)
+	}
+	if again := LastManifest(t, a, end); again.Key == m.Key || again.Key != manifest.ConflictKey(again.M, again.Digest) {
+		t.Fatalf("recorded again at %s, want beside %s at its own conflict key", again.Key, m.Key)
+	}
+	write(child)
+	rc := RangeOf(child[0], evs[0].ShardID, "", Seq(101))
+	if err := rec.Record(ctx, rc); err != nil {
+		t.Fatal(err)
+	}
+	if mc := LastManifest(t, a, rc); mc.M.Prev == "" {
+		t.Fatal("the child's first range names no parent manifest")
+	}
+	res := CheckProof(t, a, 2)
+	if sh := res.Shards[0]; sh.Shard != evs[0].ShardID || !sh.Ended || sh.To != Seq(5) {
+		t.Fatalf("Check: %+v, want shard %s proven to its end", sh, evs[0].ShardID)
+	}
 }

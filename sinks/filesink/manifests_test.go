@@ -1,4 +1,4 @@
-package sinks
+package filesink
 
 import (
 	"bytes"
@@ -17,7 +17,10 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
+	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
 // dirArchive is a file sink's archive: DIR.
@@ -51,9 +54,9 @@ func (a dirArchive) Bytes(t testing.TB, key string) []byte {
 }
 
 // newRecordingFile opens a file sink on dir with a controlled clock.
-func newRecordingFile(t testing.TB, dir string, clock *testkit.Clock, log *zap.Logger) *FileSink {
+func newRecordingFile(t testing.TB, dir string, clock *testkit.Clock, log *zap.Logger) *Sink {
 	t.Helper()
-	s, err := NewFileSinkWith(FileConfig{Dir: dir}, Options{Logger: log})
+	s, err := NewWith(sinkurl.FileConfig{Dir: dir}, sinkapi.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,10 +66,10 @@ func newRecordingFile(t testing.TB, dir string, clock *testkit.Clock, log *zap.L
 }
 
 // appendBatch writes evs as one batch and waits for its acknowledgement.
-func appendBatch(t testing.TB, s Sink, evs []event.Event) error {
+func appendBatch(t testing.TB, s sinkapi.Sink, evs []event.Event) error {
 	t.Helper()
 	a := testkit.NewAcks()
-	if err := s.Write(testkit.Ctx(t), Batch{StreamARN: evs[0].StreamARN, ShardID: evs[0].ShardID, Events: evs}, a.Ack("b")); err != nil {
+	if err := s.Write(testkit.Ctx(t), sinkapi.Batch{StreamARN: evs[0].StreamARN, ShardID: evs[0].ShardID, Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	return a.WaitAck(t, "b")
@@ -206,7 +209,7 @@ func TestFileRecordAfterFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := testkit.CheckListed(t, a, testkit.LastManifest(t, a, rg).M, hour)[0]
-	if want := int64(len(torn)/2 + 1 + len(renderLines(evs[0:3], nil))); o.Bytes != want {
+	if want := int64(len(torn)/2 + 1 + len(testkit.RenderLines(evs[0:3], nil))); o.Bytes != want {
 		t.Fatalf("listed with %d bytes, want the torn line, its newline and 3 lines: %d", o.Bytes, want)
 	}
 	rg2 := testkit.RangeOf(evs[0], "", testkit.Seq(3), testkit.Seq(9))
@@ -255,7 +258,7 @@ func TestFileManifestConflicts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(thirdAlt)), []byte("x"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.putManifest(ctx, third, thirdData); !IsPermanent(err) || !errors.Is(err, errConflict) {
+	if _, _, err := s.putManifest(ctx, third, thirdData); !sinkapi.IsPermanent(err) || !errors.Is(err, recorder.ErrConflict) {
 		t.Fatalf("both keys taken: %v, want a permanent conflict", err)
 	}
 	if !bytes.Equal(a.Bytes(t, manifest.Key(m)), data) || !bytes.Equal(a.Bytes(t, alt), otherData) {
@@ -264,41 +267,39 @@ func TestFileManifestConflicts(t *testing.T) {
 	if keys := a.Keys(t, manifest.Dir); len(keys) != 3 {
 		t.Fatalf("files %v, want the two manifests and the other bytes", keys)
 	}
-	if fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(manifest.Key(m)))); err != nil || fi.Mode().Perm() != DefaultFileMode {
-		t.Fatalf("manifest mode %v, %v; want %v", fi.Mode(), err, DefaultFileMode)
+	if fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(manifest.Key(m)))); err != nil || fi.Mode().Perm() != sinkurl.DefaultFileMode {
+		t.Fatalf("manifest mode %v, %v; want %v", fi.Mode(), err, sinkurl.DefaultFileMode)
 	}
 }
 
-// TestFileManifestsOffAndDue: manifests=false opens a sink without Record
-// and RecordDue that hashes nothing; manifest-interval sets the cadence.
+// TestFileManifestsOffAndDue: manifests=false opens a sink that hashes
+// nothing and records nothing (package sinks' Open hides its Record and
+// RecordDue: TestOpenManifestsOff); manifest-interval sets the cadence.
 func TestFileManifestsOffAndDue(t *testing.T) {
 	ctx := testkit.Ctx(t)
 	evs := testkit.Events("t", "s", 1, 2)
-	sk, _, err := Open(ctx, "file://"+t.TempDir()+"?manifests=false", Options{})
+	sk, _, err := open(ctx, "file://"+t.TempDir()+"?manifests=false", sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sk.Close(ctx)
-	if _, ok := sk.(manifestRecorder); ok {
-		t.Fatal("a sink opened with manifests=false records")
-	}
-	if err := Preflight(ctx, sk); err != nil {
+	off := sk.(*Sink)
+	if err := off.Preflight(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := appendBatch(t, sk, evs); err != nil {
 		t.Fatal(err)
 	}
-	off := sk.(unrecorded).preflightSink.(*FileSink)
-	if off.digests != nil || !errors.Is(off.Record(ctx, testkit.RangeOf(evs[0], "", "", testkit.Seq(2))), ErrNotRecording) {
+	if off.digests != nil || !errors.Is(off.Record(ctx, testkit.RangeOf(evs[0], "", "", testkit.Seq(2))), recorder.ErrNotRecording) {
 		t.Fatal("a sink with manifests=false hashes or records")
 	}
 
-	on, _, err := Open(ctx, "file://"+t.TempDir()+"?manifest-interval=1m&manifest-objects=2", Options{})
+	on, _, err := open(ctx, "file://"+t.TempDir()+"?manifest-interval=1m&manifest-objects=2", sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer on.Close(ctx)
-	s := on.(*FileSink)
+	s := on.(*Sink)
 	clock := testkit.NewClock()
 	s.rec.SetClock(clock.Now)
 	if s.RecordDue(evs[0].StreamARN, evs[0].ShardID) {
@@ -314,7 +315,19 @@ func TestFileManifestsOffAndDue(t *testing.T) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Record(ctx, testkit.RangeOf(evs[0], "", "", testkit.Seq(2))); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Record after Close: %v, want ErrClosed", err)
+	if err := s.Record(ctx, testkit.RangeOf(evs[0], "", "", testkit.Seq(2))); !errors.Is(err, sinkapi.ErrClosed) {
+		t.Fatalf("Record after Close: %v, want sinkapi.ErrClosed", err)
 	}
+}
+
+// TestEmptyEndRangeAtItsConflictKey: see testkit.CheckEmptyEndRange.
+func TestEmptyEndRangeAtItsConflictKey(t *testing.T) {
+	clock := testkit.NewClock()
+	dir := t.TempDir()
+	s := newRecordingFile(t, dir, clock, zap.NewNop())
+	testkit.CheckEmptyEndRange(t, s, dirArchive(dir), func(evs []event.Event) {
+		if err := appendBatch(t, s, evs); err != nil {
+			t.Fatal(err)
+		}
+	}, nil, clock)
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package sinks
+package filesink
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
 // BenchmarkFileSinkAppend is the file sink's CPU per event: batches of
@@ -19,13 +22,13 @@ import (
 // the wall time; run it with -cpu 1 and a fixed -benchtime (the file
 // grows by about 170 KB per batch), old and new alternately, to compare.
 func BenchmarkFileSinkAppend(b *testing.B) {
-	s, err := NewFileSink(b.TempDir(), Options{})
+	s, err := New(b.TempDir(), sinkapi.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close(context.Background())
 	s.fsync = func(*os.File) error { return nil }
-	evs := benchNATSEvents()
+	evs := testkit.BenchEvents()
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	var failed error
@@ -42,7 +45,7 @@ func BenchmarkFileSinkAppend(b *testing.B) {
 	cpu0 := cpuTime(b)
 	for b.Loop() {
 		wg.Add(1)
-		if err := s.Write(ctx, Batch{StreamARN: evs[0].StreamARN, ShardID: evs[0].ShardID, Events: evs}, ack); err != nil {
+		if err := s.Write(ctx, sinkapi.Batch{StreamARN: evs[0].StreamARN, ShardID: evs[0].ShardID, Events: evs}, ack); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package sinks
+package filesink
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/ttl-archiver/archiver/manifest"
 	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 	"github.com/ttl-archiver/archiver/sinks/internal/serial"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
 // Record makes a manifest of r durable in DIR/_manifests/ (see
@@ -28,10 +29,10 @@ import (
 // manifest that does not decode passed over with a warning, other bytes
 // at the key written beside it at [manifest.ConflictKey], other bytes
 // there too a permanent error. A sink opened with manifests=false returns
-// [ErrNotRecording]; a closed one, [ErrClosed].
-func (s *FileSink) Record(ctx context.Context, r manifest.Range) error {
+// [recorder.ErrNotRecording]; a closed one, [sinkapi.ErrClosed].
+func (s *Sink) Record(ctx context.Context, r manifest.Range) error {
 	if s.rec == nil {
-		return ErrNotRecording
+		return recorder.ErrNotRecording
 	}
 	// WhileOpen keeps Close from releasing DIR.
 	return s.queue.WhileOpen(func() error { return s.rec.Record(ctx, r) })
@@ -40,7 +41,7 @@ func (s *FileSink) Record(ctx context.Context, r manifest.Range) error {
 // RecordDue reports whether the shard's range is due to be recorded (see
 // [S3Sink.RecordDue]; a file sink's objects are the files a shard
 // appended to, so its manifests mostly follow manifest-interval).
-func (s *FileSink) RecordDue(streamARN, shardID string) bool {
+func (s *Sink) RecordDue(streamARN, shardID string) bool {
 	return s.rec != nil && s.rec.Due(streamARN, shardID)
 }
 
@@ -63,7 +64,7 @@ func (d *fileDigest) object() manifest.Object {
 // the next append begins): the one kept from the sink's last append, or,
 // for a file the sink starts appending to (or one that changed
 // meanwhile), hashed from the file once.
-func (s *FileSink) digestTo(path string, f *os.File, start int64) error {
+func (s *Sink) digestTo(path string, f *os.File, start int64) error {
 	if d := s.digests[path]; d != nil && d.size == start {
 		return nil
 	}
@@ -89,7 +90,7 @@ func (s *FileSink) digestTo(path string, f *os.File, start int64) error {
 
 // trackRuns books, for each batch's shard, the files its runs were
 // appended to (those in durable) with their durable size and digest.
-func (s *FileSink) trackRuns(reqs []serial.Req, rendered []*fileLines, durable map[string]manifest.Object) {
+func (s *Sink) trackRuns(reqs []serial.Req, rendered []*fileLines, durable map[string]manifest.Object) {
 	for i, r := range reqs {
 		if len(rendered[i].runs) == 0 {
 			continue
@@ -106,7 +107,7 @@ func (s *FileSink) trackRuns(reqs []serial.Req, rendered []*fileLines, durable m
 	}
 }
 
-func (s *FileSink) listManifests(_ context.Context, prefix string) ([]string, error) {
+func (s *Sink) listManifests(_ context.Context, prefix string) ([]string, error) {
 	dir, name := "", prefix
 	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
 		dir, name = prefix[:i], prefix[i+1:]
@@ -124,7 +125,7 @@ func (s *FileSink) listManifests(_ context.Context, prefix string) ([]string, er
 	return keys, nil
 }
 
-func (s *FileSink) readManifest(_ context.Context, key string) ([]byte, error) {
+func (s *Sink) readManifest(_ context.Context, key string) ([]byte, error) {
 	return s.root.readFile(key, recorder.MaxBytes+1)
 }
 
@@ -132,7 +133,7 @@ func (s *FileSink) readManifest(_ context.Context, key string) ([]byte, error) {
 // second when the first holds other bytes (see [fileRoot.writeNew]) that
 // are not the same proof (see [recorder.SameProof]). It returns the stored
 // bytes' digest.
-func (s *FileSink) putManifest(_ context.Context, m manifest.Manifest, data []byte) (string, string, error) {
+func (s *Sink) putManifest(_ context.Context, m manifest.Manifest, data []byte) (string, string, error) {
 	key, alt := recorder.Keys(m, data)
 	for _, k := range []string{key, alt} {
 		existing, found, err := s.root.writeNew(k, data, recorder.MaxBytes+1)
@@ -146,5 +147,5 @@ func (s *FileSink) putManifest(_ context.Context, m manifest.Manifest, data []by
 			return k, manifest.Digest(existing), nil
 		}
 	}
-	return "", "", Permanent(fmt.Errorf("%s holds another manifest, and so does %s: %w", filepath.Join(s.dir, key), filepath.Join(s.dir, alt), errConflict))
+	return "", "", sinkapi.Permanent(fmt.Errorf("%s holds another manifest, and so does %s: %w", filepath.Join(s.dir, key), filepath.Join(s.dir, alt), recorder.ErrConflict))
 }

@@ -1,4 +1,4 @@
-package sinks
+package filesink
 
 import (
 	"bufio"
@@ -15,14 +15,15 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
 // newTestFileSink opens a file sink on a fresh directory, closed when the
 // test ends.
-func newTestFileSink(t *testing.T) (*FileSink, string) {
+func newTestFileSink(t *testing.T) (*Sink, string) {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := NewFileSink(dir, Options{})
+	s, err := New(dir, sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func readLines(t testing.TB, path string) []event.Event {
 func TestFileSinkLayoutAndContent(t *testing.T) {
 	ctx := testkit.Ctx(t)
 	dir := t.TempDir()
-	s, _, err := Open(ctx, "file://"+dir, Options{})
+	s, _, err := open(ctx, "file://"+dir, sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,13 +63,13 @@ func TestFileSinkLayoutAndContent(t *testing.T) {
 	// The last event falls in the next hour.
 	evs[9].ApproximateCreationTime = time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)
 	other := testkit.Events("carts", "shard-2", 1, 3)
-	if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs[:5]}, a.Ack("b1")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{ShardID: "shard-1", Events: evs[:5]}, a.Ack("b1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Write(ctx, Batch{ShardID: "shard-2", Events: other}, a.Ack("b2")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{ShardID: "shard-2", Events: other}, a.Ack("b2")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs[5:]}, a.Ack("b3")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{ShardID: "shard-1", Events: evs[5:]}, a.Ack("b3")); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"b1", "b2", "b3"} {
@@ -93,8 +94,8 @@ func TestFileSinkLayoutAndContent(t *testing.T) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Write(ctx, Batch{Events: evs[:1]}, a.Ack("late")); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Write after Close: %v, want ErrClosed", err)
+	if err := s.Write(ctx, sinkapi.Batch{Events: evs[:1]}, a.Ack("late")); !errors.Is(err, sinkapi.ErrClosed) {
+		t.Fatalf("Write after Close: %v, want sinkapi.ErrClosed", err)
 	}
 	if n, _ := a.Get("late"); n != 0 {
 		t.Fatal("a refused batch was acknowledged")
@@ -106,12 +107,12 @@ func TestFileSinkAppendsAcrossOpens(t *testing.T) {
 	dir := t.TempDir()
 	evs := testkit.Events("t1", "s", 1, 4)
 	for i := 0; i < 2; i++ {
-		s, err := NewFileSink(dir, Options{})
+		s, err := New(dir, sinkapi.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		a := testkit.NewAcks()
-		if err := s.Write(ctx, Batch{Events: evs[i*2 : i*2+2]}, a.Ack("b")); err != nil {
+		if err := s.Write(ctx, sinkapi.Batch{Events: evs[i*2 : i*2+2]}, a.Ack("b")); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Close(ctx); err != nil {
@@ -135,7 +136,7 @@ func TestFileSinkRejectsBadTableNames(t *testing.T) {
 	evs := testkit.Events("t", "s", 1, 4)
 	evs[0].Table = "../escape"
 	evs[2].Table = "a/b"
-	if err := s.Write(ctx, Batch{Events: evs}, a.Ack("b")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	testkit.AssertRejected(t, a.WaitAck(t, "b"), []int{0, 2}, "table name")
@@ -153,7 +154,7 @@ func TestFileSinkUnwritableDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := testkit.NewAcks()
-	if err := s.Write(ctx, Batch{Events: testkit.Events("blocked", "s", 1, 1)}, a.Ack("b")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("blocked", "s", 1, 1)}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.WaitAck(t, "b"); err == nil {
@@ -165,13 +166,13 @@ func TestStdoutSink(t *testing.T) {
 	ctx := testkit.Ctx(t)
 	for _, format := range []string{"envelope", "item"} {
 		var buf bytes.Buffer
-		s, _, err := Open(ctx, "stdout://?format="+format, Options{Stdout: &buf})
+		s, _, err := open(ctx, "stdout://?format="+format, sinkapi.Options{Stdout: &buf})
 		if err != nil {
 			t.Fatal(err)
 		}
 		evs := testkit.Events("t", "s", 1, 3)
 		a := testkit.NewAcks()
-		if err := s.Write(ctx, Batch{Events: evs}, a.Ack("b")); err != nil {
+		if err := s.Write(ctx, sinkapi.Batch{Events: evs}, a.Ack("b")); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Flush(ctx); err != nil {
@@ -197,16 +198,12 @@ func TestStdoutSink(t *testing.T) {
 	}
 }
 
-type failingWriter struct{}
-
-func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk on fire") }
-
 func TestWriterSinkErrorSurfaces(t *testing.T) {
 	ctx := testkit.Ctx(t)
-	s := NewWriterSink("test://", failingWriter{}, false, Options{})
+	s := NewWriter("test://", testkit.FailingWriter{}, false, sinkapi.Options{})
 	defer s.Close(ctx)
 	a := testkit.NewAcks()
-	if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 1)}, a.Ack("b")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", 1, 1)}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.WaitAck(t, "b"); err == nil || !strings.Contains(err.Error(), "disk on fire") {
@@ -221,7 +218,7 @@ func TestFileSinkSamePathAcrossRounds(t *testing.T) {
 	s, dir := newTestFileSink(t)
 	a := testkit.NewAcks()
 	for i := 0; i < 3; i++ {
-		if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", i*2, 2)}, a.Ack(fmt.Sprint(i))); err != nil {
+		if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", i*2, 2)}, a.Ack(fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
 		if err := a.WaitAck(t, fmt.Sprint(i)); err != nil {
@@ -259,7 +256,7 @@ func TestFileSinkFsyncFailure(t *testing.T) {
 	a := testkit.NewAcks()
 	write := func(id string, first int) error {
 		t.Helper()
-		if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", first, 5)}, a.Ack(id)); err != nil {
+		if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", first, 5)}, a.Ack(id)); err != nil {
 			t.Fatal(err)
 		}
 		return a.WaitAck(t, id)

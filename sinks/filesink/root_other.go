@@ -1,6 +1,6 @@
 //go:build !unix
 
-package sinks
+package filesink
 
 import (
 	"errors"

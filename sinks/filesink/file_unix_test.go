@@ -1,6 +1,6 @@
 //go:build unix
 
-package sinks
+package filesink
 
 import (
 	"bytes"
@@ -17,12 +17,13 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
 // TestFileSinkURLModes: file-mode= and dir-mode= take octal permission
 // bits that leave the owner what the sink needs; anything else is a
-// ConfigError naming the option.
+// sinkurl.ConfigError naming the option.
 func TestFileSinkURLModes(t *testing.T) {
 	for _, tc := range []struct {
 		query      string
@@ -50,7 +51,7 @@ func TestFileSinkURLModes(t *testing.T) {
 				t.Fatal(err)
 			}
 			c, err := sinkurl.ParseFile(p)
-			_, parseErr := ParseFileURL(url)
+			_, parseErr := sinkurl.ParseFileURL(url)
 			if tc.badParam == "" {
 				if err != nil || parseErr != nil {
 					t.Fatalf("%v / %v", err, parseErr)
@@ -60,12 +61,12 @@ func TestFileSinkURLModes(t *testing.T) {
 				}
 				return
 			}
-			var ce *ConfigError
+			var ce *sinkurl.ConfigError
 			if !errors.As(err, &ce) || ce.Param != tc.badParam || !strings.Contains(ce.Problem, tc.badMention) {
-				t.Fatalf("error %v, want a ConfigError on %s mentioning %q", err, tc.badParam, tc.badMention)
+				t.Fatalf("error %v, want a sinkurl.ConfigError on %s mentioning %q", err, tc.badParam, tc.badMention)
 			}
-			if Validate(url) == nil || parseErr == nil {
-				t.Fatal("Validate or ParseFileURL accepted the URL")
+			if _, _, err := open(testkit.Ctx(t), url, sinkapi.Options{}); err == nil || parseErr == nil {
+				t.Fatal("open or ParseFileURL accepted the URL")
 			}
 		})
 	}
@@ -85,12 +86,12 @@ func TestFileSinkModes(t *testing.T) {
 		t.Run(tc.query, func(t *testing.T) {
 			ctx := testkit.Ctx(t)
 			dir := t.TempDir()
-			s, _, err := Open(ctx, "file://"+dir+tc.query, Options{})
+			s, _, err := open(ctx, "file://"+dir+tc.query, sinkapi.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			a := testkit.NewAcks()
-			if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 2)}, a.Ack("b")); err != nil {
+			if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", 1, 2)}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
 			if err := a.WaitAck(t, "b"); err != nil {
@@ -120,31 +121,31 @@ func TestFileSinkModes(t *testing.T) {
 
 // TestFileSinkOneWriterPerDirectory: a second sink on a directory another
 // sink holds is refused with an error naming the directory, through
-// NewFileSink and through Open; once the first is closed, it opens.
+// New and through Open; once the first is closed, it opens.
 func TestFileSinkOneWriterPerDirectory(t *testing.T) {
 	ctx := testkit.Ctx(t)
 	first, dir := newTestFileSink(t)
-	if _, err := NewFileSink(dir, Options{}); !errors.Is(err, ErrDirectoryInUse) || !strings.Contains(err.Error(), dir) {
-		t.Fatalf("second NewFileSink: %v, want ErrDirectoryInUse naming %s", err, dir)
+	if _, err := New(dir, sinkapi.Options{}); !errors.Is(err, ErrDirectoryInUse) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("second New: %v, want ErrDirectoryInUse naming %s", err, dir)
 	}
 	// The same directory by another name (a link to it) is the same lock.
 	link := filepath.Join(t.TempDir(), "link")
 	if err := os.Symlink(dir, link); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := Open(ctx, "file://"+link, Options{})
+	_, _, err := open(ctx, "file://"+link, sinkapi.Options{})
 	if !errors.Is(err, ErrDirectoryInUse) || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "another archiver") {
 		t.Fatalf("Open through a link: %v, want ErrDirectoryInUse naming %s", err, link)
 	}
 	if err := first.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	second, _, err := Open(ctx, "file://"+link, Options{})
+	second, _, err := open(ctx, "file://"+link, sinkapi.Options{})
 	if err != nil {
 		t.Fatalf("after the first closed: %v", err)
 	}
 	a := testkit.NewAcks()
-	if err := second.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 2)}, a.Ack("b")); err != nil {
+	if err := second.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", 1, 2)}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.WaitAck(t, "b"); err != nil {
@@ -164,7 +165,7 @@ func TestFileSinkRefusesLinksBelowDir(t *testing.T) {
 		if err := os.Symlink(t.TempDir(), filepath.Join(dir, "_archiver")); err != nil {
 			t.Fatal(err)
 		}
-		_, err := NewFileSink(dir, Options{})
+		_, err := New(dir, sinkapi.Options{})
 		if !errors.Is(err, errSymlink) || !strings.Contains(err.Error(), filepath.Join(dir, "_archiver")) {
 			t.Fatalf("%v, want a symbolic link error naming %s/_archiver", err, dir)
 		}
@@ -177,10 +178,10 @@ func TestFileSinkRefusesLinksBelowDir(t *testing.T) {
 			t.Skipf("mkfifo: %v", err)
 		}
 		a := testkit.NewAcks()
-		if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 1)}, a.Ack("b")); err != nil {
+		if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", 1, 1)}, a.Ack("b")); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.WaitAck(t, "b"); !errors.Is(err, errNotRegular) || !IsPermanent(err) || !strings.Contains(err.Error(), hour) {
+		if err := a.WaitAck(t, "b"); !errors.Is(err, errNotRegular) || !sinkapi.IsPermanent(err) || !strings.Contains(err.Error(), hour) {
 			t.Fatalf("%v, want a permanent not-a-regular-file error naming %s", err, hour)
 		}
 	})
@@ -193,7 +194,7 @@ func TestFileSinkAppendsWithOAppend(t *testing.T) {
 	ctx := testkit.Ctx(t)
 	s, dir := newTestFileSink(t)
 	a := testkit.NewAcks()
-	if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 2)}, a.Ack("b")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", 1, 2)}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.WaitAck(t, "b"); err != nil {
@@ -233,12 +234,12 @@ func TestFileSinkClosesTornTail(t *testing.T) {
 	if err := os.WriteFile(hour, append(append([]byte{}, whole...), torn...), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewFileSink(dir, Options{})
+	s, err := New(dir, sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := testkit.NewAcks()
-	if err := s.Write(ctx, Batch{Events: evs[2:]}, a.Ack("b")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{Events: evs[2:]}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.WaitAck(t, "b"); err != nil {
@@ -271,7 +272,7 @@ func TestFileSinkClosesTornTail(t *testing.T) {
 func TestFileSinkCloseReleasesTheLock(t *testing.T) {
 	dir := t.TempDir()
 	for i := 0; i < 2; i++ {
-		s, err := NewFileSink(dir, Options{})
+		s, err := New(dir, sinkapi.Options{})
 		if err != nil {
 			t.Fatalf("open %d: %v", i, err)
 		}
