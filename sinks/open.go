@@ -8,6 +8,7 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/objstore"
 	"github.com/ttl-archiver/archiver/sinks/filesink"
+	"github.com/ttl-archiver/archiver/sinks/natssink"
 	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
@@ -120,7 +121,7 @@ func prepare(rawURL string) (*prepared, error) {
 			return recording(sk, c.Manifests, o), nil
 		}
 	case "nats":
-		c, err := parseNATS(p)
+		c, err := natssink.ParseConfig(p)
 		if err != nil {
 			return nil, err
 		}

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/ttl-archiver/archiver/event"
-	"github.com/ttl-archiver/archiver/natsmsg"
 	"github.com/ttl-archiver/archiver/objstore"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/natssink"
 	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
@@ -177,31 +177,6 @@ func TestParseS3Defaults(t *testing.T) {
 	}
 }
 
-func TestParseNATS(t *testing.T) {
-	p, err := sinkurl.Parse("nats://alice:pw@h1:4222,h2:4223?subject=ttl.{table}.{pk}&jetstream=false&format=item&max-pending-bytes=1MiB")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := parseNATS(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(c.Servers, []string{"nats://h1:4222", "nats://h2:4223"}) || c.User != "alice" || c.Password != "pw" ||
-		c.Subject != "ttl.{table}.{pk}" || c.JetStream || c.Format != "item" || c.MaxPendingBytes != 1<<20 {
-		t.Fatalf("got %+v", c)
-	}
-	// cloudevents is the default; envelope is one parameter away.
-	for q, want := range map[string]string{"": natsmsg.FormatCloudEvents, "?format=envelope": natsmsg.FormatEnvelope} {
-		p, _ := sinkurl.Parse("nats://h1:4222" + q)
-		if c, err := parseNATS(p); err != nil || c.Format != want {
-			t.Errorf("%q: format %q, %v; want %q", q, c.Format, err, want)
-		}
-	}
-	if got := redactURL("nats://alice:pw@h1:4222?token=abc&subject=x"); strings.Contains(got, "pw") || strings.Contains(got, "abc") {
-		t.Fatalf("redactURL leaks: %s", got)
-	}
-}
-
 // FuzzOpenURL checks that parsing any sink URL returns a sink or an error,
 // never panics, and never echoes a token in its error.
 func FuzzOpenURL(f *testing.F) {
@@ -234,7 +209,7 @@ func FuzzOpenURL(f *testing.F) {
 		case "s3":
 			_, err = objstore.ParseS3(p)
 		case "nats":
-			_, err = parseNATS(p)
+			_, err = natssink.ParseConfig(p)
 		case "stdout":
 			_, err = p.OneOf("format", "envelope", "envelope", "item")
 		}

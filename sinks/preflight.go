@@ -129,24 +129,3 @@ func mentionsKMS(err error) bool {
 	}
 	return strings.Contains(err.Error(), "kms:") || strings.Contains(err.Error(), "KMS")
 }
-
-// Preflight proves the sink can publish. [CheckConnected]: a round trip to
-// the server. [CheckStreamCaptures], in JetStream mode: a stream captures
-// the subject template (creating it first when create-stream says so), as
-// [NewNATS] checked already; the check runs again so a stream deleted
-// since shows before reading starts.
-func (s *NATSSink) Preflight(ctx context.Context) error {
-	ctx, cancel := sinkapi.PreflightContext(ctx)
-	defer cancel()
-	c := s.cur()
-	if err := c.nc.FlushWithContext(ctx); err != nil {
-		return &PreflightError{Sink: s.name, Check: CheckConnected, Err: err}
-	}
-	if c.js == nil {
-		return nil
-	}
-	if _, err := s.checkStream(ctx); err != nil {
-		return &PreflightError{Sink: s.name, Check: CheckStreamCaptures, Err: err}
-	}
-	return nil
-}

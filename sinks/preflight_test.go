@@ -141,43 +141,6 @@ func TestS3PreflightIsBounded(t *testing.T) {
 	}
 }
 
-func TestNATSPreflight(t *testing.T) {
-	t.Run("jetstream and core", func(t *testing.T) {
-		ctx := testkit.Ctx(t)
-		ns := testkit.StartNATS(t, nil)
-		_, js := ns.Client(t)
-		testkit.CreateStream(t, js, "TTL", "archiver.>")
-		for _, q := range []string{"", "?jetstream=false", "?subject=made.{table}&create-stream=MADE"} {
-			s, _, err := Open(ctx, "nats://"+ns.URL+q, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := Preflight(ctx, s); err != nil {
-				t.Errorf("%s: %v", q, err)
-			}
-			s.Close(ctx)
-		}
-	})
-	t.Run("stream deleted", func(t *testing.T) {
-		ctx := testkit.Ctx(t)
-		s, url := openNATSWithoutStream(t, ctx)
-		testkit.WantPreflightError(t, Preflight(ctx, s), url, CheckStreamCaptures, `no JetStream stream captures "archiver.*.*"`)
-	})
-	t.Run("server gone", func(t *testing.T) {
-		ctx := testkit.Ctx(t)
-		ns := testkit.StartNATS(t, nil)
-		s, _, err := Open(ctx, "nats://"+ns.URL+"?jetstream=false", Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close(ctx)
-		ns.Stop()
-		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		defer cancel()
-		testkit.WantPreflightError(t, Preflight(pctx, s), "nats://"+ns.URL, CheckConnected)
-	})
-}
-
 // flakySink is a Preflighter whose check fails with a plain error.
 type flakySink struct{ Sink }
 

@@ -1,4 +1,4 @@
-package sinks
+package natssink
 
 import (
 	"testing"
@@ -111,12 +111,12 @@ func BenchmarkNATSCEHeaders(b *testing.B) {
 
 // benchNATSSink is a sink of format publishing to the server at addr
 // under ttl.{table}.{kind}, not connected.
-func benchNATSSink(b *testing.B, addr, format string) *NATSSink {
-	c, tmpl, err := checkNATSConfig(NATSConfig{Servers: []string{"nats://" + addr}, Subject: "ttl.{table}.{kind}", Format: format})
+func benchNATSSink(b *testing.B, addr, format string) *Sink {
+	c, tmpl, err := checkNATSConfig(Config{Servers: []string{"nats://" + addr}, Subject: "ttl.{table}.{kind}", Format: format})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &NATSSink{c: c, tmpl: tmpl}
+	return &Sink{c: c, tmpl: tmpl}
 }
 
 // reportPerMessage reports a benchmark of n messages an iteration per

@@ -1,4 +1,4 @@
-package sinks
+package natssink
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
+	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
 // newUserCreds makes an operator, a system account and an account with
@@ -89,12 +91,12 @@ func TestNATSAuthFromEnv(t *testing.T) {
 			ns := testkit.StartNATS(t, tc.tweak)
 			u := "nats://" + ns.URL + "?subject=auth.{table}&create-stream=AUTH&" + tc.param + "=ARCHIVER_TEST_NATS_SECRET"
 			t.Setenv("ARCHIVER_TEST_NATS_SECRET", tc.good)
-			s, _, err := Open(ctx, u, Options{})
+			s, _, err := open(ctx, u, sinkapi.Options{})
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
 			a := testkit.NewAcks()
-			if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 3)}, a.Ack("b")); err != nil {
+			if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", 1, 3)}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
 			if err := a.WaitAck(t, "b"); err != nil {
@@ -104,7 +106,7 @@ func TestNATSAuthFromEnv(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Setenv("ARCHIVER_TEST_NATS_SECRET", tc.bad)
-			bad, _, err := Open(ctx, u, Options{})
+			bad, _, err := open(ctx, u, sinkapi.Options{})
 			if err == nil {
 				bad.Close(ctx)
 				t.Fatal("Open with the wrong secret succeeded")
@@ -119,7 +121,7 @@ func TestNATSAuthFromEnv(t *testing.T) {
 }
 
 // TestNATSAuthEnvRefused: a variable that is unset, empty or holds no
-// such secret fails Open with a *ConfigError naming the parameter and
+// such secret fails Open with a *sinkurl.ConfigError naming the parameter and
 // the variable, before any connection and without echoing the value; a
 // name that is no variable name, or several credentials, fail parsing.
 func TestNATSAuthEnvRefused(t *testing.T) {
@@ -144,14 +146,14 @@ func TestNATSAuthEnvRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.query, func(t *testing.T) {
-			s, _, err := Open(testkit.Ctx(t), base+tc.query, Options{})
+			s, _, err := open(testkit.Ctx(t), base+tc.query, sinkapi.Options{})
 			if err == nil {
 				s.Close(testkit.Ctx(t))
 				t.Fatal("Open succeeded")
 			}
-			var ce *ConfigError
+			var ce *sinkurl.ConfigError
 			if !errors.As(err, &ce) || ce.Param != tc.param || !strings.Contains(ce.Problem, tc.want) {
-				t.Fatalf("got %v (%#v), want a ConfigError on %s saying %q", err, ce, tc.param, tc.want)
+				t.Fatalf("got %v (%#v), want a sinkurl.ConfigError on %s saying %q", err, ce, tc.param, tc.want)
 			}
 			for _, secret := range []string{string(seed[:20]), "not-a-secret"} {
 				if strings.Contains(err.Error(), secret) {

@@ -1,4 +1,4 @@
-package sinks
+package natssink
 
 import (
 	"os"
@@ -14,10 +14,11 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/natsmsg"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
 // messagesDoc is the message contract.
-var messagesDoc = filepath.Join("..", "docs", "MESSAGES.md")
+var messagesDoc = filepath.Join("..", "..", "docs", "MESSAGES.md")
 
 // contractEvents are events that, between them, make the sink set every
 // header it can: native and swept expiries, a user delete, an insert, a
@@ -62,12 +63,12 @@ func TestMessagesContract(t *testing.T) {
 		// A stream per format: one stream would drop the second format's
 		// messages as duplicates (the same Nats-Msg-Ids).
 		st := testkit.CreateStream(t, js, "CONTRACT_"+f, "c."+f+".>")
-		s, _, err := Open(ctx, "nats://"+ns.URL+"?subject=c."+f+".{table}.{kind}.{pk}&events=all&format="+f, Options{})
+		s, _, err := open(ctx, "nats://"+ns.URL+"?subject=c."+f+".{table}.{kind}.{pk}&events=all&format="+f, sinkapi.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		a := testkit.NewAcks()
-		if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs}, a.Ack(f)); err != nil {
+		if err := s.Write(ctx, sinkapi.Batch{ShardID: "shard-1", Events: evs}, a.Ack(f)); err != nil {
 			t.Fatal(err)
 		}
 		if err := a.WaitAck(t, f); err != nil {

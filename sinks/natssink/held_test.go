@@ -1,4 +1,4 @@
-package sinks
+package natssink
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func TestNATSMessagesHeldPastTheirBatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := &NATSSink{tmpl: tmpl, c: NATSConfig{Format: format}}
+			s := &Sink{tmpl: tmpl, c: Config{Format: format}}
 			evs := testkit.Events("sessions", "shard-1", 1, 40)
 			var held []*nats.Msg
 			r := s.newRender(evs)

@@ -1,4 +1,4 @@
-package sinks
+package natssink
 
 import (
 	"context"
@@ -30,7 +30,7 @@ import (
 // size follows the expiry rate, not the table's history. An archive
 // older than that is replayed (`archiver replay`), which de-duplicates
 // against what the stream holds, whatever the window (see
-// [NATSSink.StreamIDs]).
+// [Sink.StreamIDs]).
 const (
 	DefaultDuplicateWindow = 20 * time.Minute
 	DefaultStreamMaxAge    = 7 * 24 * time.Hour
@@ -131,7 +131,7 @@ func (st StreamSettings) apply(cfg *jetstream.StreamConfig, only []string) []str
 // with c.Stream's settings. A stream of that name that exists is changed
 // to the settings the URL gave, and kept as it is otherwise (with a WARN
 // naming the defaults it differs from).
-func (s *NATSSink) createStream(ctx context.Context, filter string) error {
+func (s *Sink) createStream(ctx context.Context, filter string) error {
 	js := s.cur().js
 	// Looked up first: nats-server may take a create of an existing
 	// stream as an update to every default.
@@ -172,7 +172,7 @@ func (s *NATSSink) createStream(ctx context.Context, filter string) error {
 }
 
 // StreamIDs is what a JetStream stream held of a sink's subjects when
-// [NATSSink.StreamIDs] read it: the Nats-Msg-Id of each message.
+// [Sink.StreamIDs] read it: the Nats-Msg-Id of each message.
 type StreamIDs struct {
 	// Stream is the stream's name and DuplicateWindow its duplicate window.
 	Stream          string
@@ -203,7 +203,7 @@ func (h *StreamIDs) Holds(e *event.Event) bool {
 // memory bound: about 100 bytes each), so that a replay sends only what
 // the stream lacks whatever the age of its events: JetStream itself drops
 // a copy only within its duplicate window. It returns nil in core mode.
-func (s *NATSSink) StreamIDs(ctx context.Context, max int) (*StreamIDs, error) {
+func (s *Sink) StreamIDs(ctx context.Context, max int) (*StreamIDs, error) {
 	if s.core != nil {
 		return nil, nil
 	}

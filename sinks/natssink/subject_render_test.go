@@ -1,4 +1,4 @@
-package sinks
+package natssink
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
 // longKeyEvent is an expiry whose keys are at DynamoDB's limits: a
@@ -35,7 +36,7 @@ func TestNATSLongKeysAndLookalikeTables(t *testing.T) {
 	ns := testkit.StartNATS(t, nil)
 	_, js := ns.Client(t)
 	st := testkit.CreateStream(t, js, "BK", "bk.>")
-	s, _, err := Open(ctx, "nats://"+ns.URL+"?subject=bk.{table}.{kind}.{pk}.{sk}", Options{})
+	s, _, err := open(ctx, "nats://"+ns.URL+"?subject=bk.{table}.{kind}.{pk}.{sk}", sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestNATSLongKeysAndLookalikeTables(t *testing.T) {
 	evs := append(testkit.Events("orders.v2", "shard-1", 1, 5), testkit.Events("orders_v2", "shard-1", 1, 5)...)
 	evs = append(evs, longKeyEvent("orders.v2", 9))
 	a := testkit.NewAcks()
-	if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs}, a.Ack("b")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{ShardID: "shard-1", Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.WaitAck(t, "b"); err != nil {
@@ -108,16 +109,16 @@ func TestNATSNewConnectionAfterTheServerClosedIt(t *testing.T) {
 					}
 				}
 			}
-			sk, _, err := Open(ctx, u, Options{})
+			sk, _, err := open(ctx, u, sinkapi.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer sk.Close(ctx)
-			s := sk.(*NATSSink)
+			s := sk.(*Sink)
 			a := testkit.NewAcks()
 			write := func(id string, first int) {
 				t.Helper()
-				if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", first, 10)}, a.Ack(id)); err != nil {
+				if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", first, 10)}, a.Ack(id)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -169,22 +170,22 @@ func TestNATSRejectsSubjectsOverTheCap(t *testing.T) {
 	ns := testkit.StartNATS(t, nil)
 	_, js := ns.Client(t)
 	st := testkit.CreateStream(t, js, "TTL", "archiver.>")
-	sk, _, err := Open(ctx, "nats://"+ns.URL+"?subject=archiver.{table}&max-subject=100", Options{})
+	sk, _, err := open(ctx, "nats://"+ns.URL+"?subject=archiver.{table}&max-subject=100", sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sk.Close(ctx)
-	s := sk.(*NATSSink)
+	s := sk.(*Sink)
 	// Templates cannot render one (TestSubjectLongKeys); set a literal one.
 	s.tmpl = subjectTemplate{{{lit: "archiver"}}, {{lit: strings.Repeat("y", 200)}}}
 	evs := testkit.Events("t", "s", 1, 3)
 	a := testkit.NewAcks()
-	if err := s.Write(ctx, Batch{Events: evs[:1]}, a.Ack("long")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{Events: evs[:1]}, a.Ack("long")); err != nil {
 		t.Fatal(err)
 	}
 	testkit.AssertRejected(t, a.WaitAck(t, "long"), []int{0}, "over the cap of 100")
 	s.tmpl = mustSubject(t, "archiver.{table}")
-	if err := s.Write(ctx, Batch{Events: evs[1:]}, a.Ack("short")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{Events: evs[1:]}, a.Ack("short")); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.WaitAck(t, "short"); err != nil {

@@ -1,4 +1,4 @@
-package sinks
+package natssink
 
 import (
 	"crypto/sha256"
@@ -141,7 +141,7 @@ func (t subjectTemplate) render(e *event.Event, maxLen int) string {
 	}
 	budget, err := t.tokenBudget(maxLen)
 	if err != nil {
-		budget = digestToken // NewNATS refuses such a cap; stay valid anyway
+		budget = digestToken // New refuses such a cap; stay valid anyway
 	}
 	var b strings.Builder
 	b.Grow(64)

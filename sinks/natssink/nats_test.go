@@ -1,4 +1,4 @@
-package sinks
+package natssink
 
 import (
 	"context"
@@ -28,6 +28,7 @@ import (
 	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/natsmsg"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
 func TestNATSJetStreamPublishesWithHeaders(t *testing.T) {
@@ -35,7 +36,7 @@ func TestNATSJetStreamPublishesWithHeaders(t *testing.T) {
 	ns := testkit.StartNATS(t, nil)
 	_, js := ns.Client(t)
 	st := testkit.CreateStream(t, js, "TTL", "ttl.>")
-	s, kinds, err := Open(ctx, "nats://"+ns.URL+"?subject=ttl.{table}.{kind}.{pk}&events=expired,deleted", Options{})
+	s, kinds, err := open(ctx, "nats://"+ns.URL+"?subject=ttl.{table}.{kind}.{pk}&events=expired,deleted", sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestNATSJetStreamPublishesWithHeaders(t *testing.T) {
 	}
 	a := testkit.NewAcks()
 	for i := 0; i < 4; i++ {
-		if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs[i*5 : i*5+5]}, a.Ack(fmt.Sprint(i))); err != nil {
+		if err := s.Write(ctx, sinkapi.Batch{ShardID: "shard-1", Events: evs[i*5 : i*5+5]}, a.Ack(fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +90,7 @@ func TestNATSDeduplicatesByEventID(t *testing.T) {
 	ns := testkit.StartNATS(t, nil)
 	_, js := ns.Client(t)
 	st := testkit.CreateStream(t, js, "TTL", "archiver.>")
-	s, _, err := Open(ctx, "nats://"+ns.URL, Options{})
+	s, _, err := open(ctx, "nats://"+ns.URL, sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestNATSDeduplicatesByEventID(t *testing.T) {
 	a := testkit.NewAcks()
 	// The same batch twice (a consumer retry after a crash).
 	for _, id := range []string{"first", "again"} {
-		if err := s.Write(ctx, Batch{Events: evs}, a.Ack(id)); err != nil {
+		if err := s.Write(ctx, sinkapi.Batch{Events: evs}, a.Ack(id)); err != nil {
 			t.Fatal(err)
 		}
 		if err := a.WaitAck(t, id); err != nil {
@@ -115,7 +116,7 @@ func TestNATSNoStreamIsAStartupError(t *testing.T) {
 	ns := testkit.StartNATS(t, nil)
 	_, js := ns.Client(t)
 	testkit.CreateStream(t, js, "OTHER", "orders.>")
-	_, _, err := Open(ctx, "nats://"+ns.URL+"?subject=archiver.{table}.{kind}", Options{})
+	_, _, err := open(ctx, "nats://"+ns.URL+"?subject=archiver.{table}.{kind}", sinkapi.Options{})
 	if err == nil || !strings.Contains(err.Error(), `no JetStream stream captures "archiver.*.*"`) {
 		t.Fatalf("Open error %v, want a no-stream error", err)
 	}
@@ -125,13 +126,13 @@ func TestNATSCreateStream(t *testing.T) {
 	ctx := testkit.Ctx(t)
 	ns := testkit.StartNATS(t, nil)
 	_, js := ns.Client(t)
-	s, _, err := Open(ctx, "nats://"+ns.URL+"?subject=exp.{table}&create-stream=EXPIRED&format=item", Options{})
+	s, _, err := open(ctx, "nats://"+ns.URL+"?subject=exp.{table}&create-stream=EXPIRED&format=item", sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	evs := testkit.Events("t1", "s", 1, 3)
 	a := testkit.NewAcks()
-	if err := s.Write(ctx, Batch{Events: evs}, a.Ack("b")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(ctx); err != nil {
@@ -149,7 +150,7 @@ func TestNATSCreateStream(t *testing.T) {
 		t.Fatalf("got %d messages; first %q %s", len(msgs), msgs[0].Subject(), msgs[0].Data())
 	}
 	// Opening again with the stream in place is fine.
-	s2, _, err := Open(ctx, "nats://"+ns.URL+"?subject=exp.{table}&create-stream=EXPIRED", Options{})
+	s2, _, err := open(ctx, "nats://"+ns.URL+"?subject=exp.{table}&create-stream=EXPIRED", sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,14 +166,14 @@ func TestNATSCoreMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	nc.Flush()
-	s, _, err := Open(ctx, "nats://"+ns.URL+"?subject=core.{table}.{sk}&jetstream=false", Options{})
+	s, _, err := open(ctx, "nats://"+ns.URL+"?subject=core.{table}.{sk}&jetstream=false", sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx)
 	evs := testkit.Events("t", "s", 7, 2)
 	a := testkit.NewAcks()
-	if err := s.Write(ctx, Batch{Events: evs}, a.Ack("b")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.WaitAck(t, "b"); err != nil {
@@ -201,7 +202,7 @@ func TestNATSServerDownMidStream(t *testing.T) {
 	ns := testkit.StartNATS(t, nil)
 	_, js := ns.Client(t)
 	testkit.CreateStream(t, js, "TTL", "archiver.>")
-	s, _, err := Open(ctx, "nats://"+ns.URL+"?max-pending-bytes=256KiB&max-in-flight=64", Options{})
+	s, _, err := open(ctx, "nats://"+ns.URL+"?max-pending-bytes=256KiB&max-in-flight=64", sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestNATSServerDownMidStream(t *testing.T) {
 	go func() {
 		for i := 0; i < batches; i++ {
 			evs := testkit.Events("t", "s", i*per, per)
-			if err := s.Write(ctx, Batch{Events: evs}, a.Ack(fmt.Sprint(i))); err != nil {
+			if err := s.Write(ctx, sinkapi.Batch{Events: evs}, a.Ack(fmt.Sprint(i))); err != nil {
 				writerDone <- err
 				return
 			}
@@ -297,19 +298,19 @@ func TestNATSAuth(t *testing.T) {
 			ctx := testkit.Ctx(t)
 			ns := testkit.StartNATS(t, tc.tweak)
 			u := "nats://" + ns.URL + "?subject=auth.{table}&create-stream=AUTH&" + tc.query
-			s, _, err := Open(ctx, u, Options{})
+			s, _, err := open(ctx, u, sinkapi.Options{})
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
 			a := testkit.NewAcks()
-			if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 3)}, a.Ack("b")); err != nil {
+			if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", 1, 3)}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
 			if err := a.WaitAck(t, "b"); err != nil {
 				t.Fatal(err)
 			}
 			s.Close(ctx)
-			bad, _, err := Open(ctx, "nats://"+ns.URL+"?subject=auth.{table}&"+tc.badArg, Options{})
+			bad, _, err := open(ctx, "nats://"+ns.URL+"?subject=auth.{table}&"+tc.badArg, sinkapi.Options{})
 			if err == nil {
 				bad.Close(ctx)
 				t.Fatal("Open with wrong credentials succeeded")
@@ -420,7 +421,7 @@ func TestNATSWriteBlocksWhileDownAndHonoursContext(t *testing.T) {
 	ns := testkit.StartNATS(t, nil)
 	_, js := ns.Client(t)
 	testkit.CreateStream(t, js, "TTL", "archiver.>")
-	s, _, err := Open(ctx, "nats://"+ns.URL+"?max-pending-bytes=4KiB", Options{})
+	s, _, err := open(ctx, "nats://"+ns.URL+"?max-pending-bytes=4KiB", sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +434,7 @@ func TestNATSWriteBlocksWhileDownAndHonoursContext(t *testing.T) {
 	var werr error
 	taken := 0
 	for i := 0; i < 100 && werr == nil; i++ {
-		werr = s.Write(wctx, Batch{Events: testkit.Events("t", "s", i*5, 5)}, a.Ack(fmt.Sprint(i)))
+		werr = s.Write(wctx, sinkapi.Batch{Events: testkit.Events("t", "s", i*5, 5)}, a.Ack(fmt.Sprint(i)))
 		if werr == nil {
 			taken++
 		}
@@ -466,19 +467,19 @@ func TestNATSCredsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := testkit.StartNATS(t, operatorMode)
-	s, _, err := Open(ctx, "nats://"+ns.URL+"?subject=creds.{table}&create-stream=CREDS&creds="+credsFile, Options{})
+	s, _, err := open(ctx, "nats://"+ns.URL+"?subject=creds.{table}&create-stream=CREDS&creds="+credsFile, sinkapi.Options{})
 	if err != nil {
 		t.Fatalf("Open with creds: %v", err)
 	}
 	defer s.Close(ctx)
 	a := testkit.NewAcks()
-	if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 3)}, a.Ack("b")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", 1, 3)}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.WaitAck(t, "b"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Open(ctx, "nats://"+ns.URL+"?subject=creds.{table}", Options{}); err == nil {
+	if _, _, err := open(ctx, "nats://"+ns.URL+"?subject=creds.{table}", sinkapi.Options{}); err == nil {
 		t.Fatal("Open without credentials succeeded against an operator-mode server")
 	}
 }
@@ -491,7 +492,7 @@ func TestNATSCloseUnblocksWriters(t *testing.T) {
 	ns := testkit.StartNATS(t, nil)
 	_, js := ns.Client(t)
 	testkit.CreateStream(t, js, "TTL", "archiver.>")
-	s, _, err := Open(ctx, "nats://"+ns.URL+"?max-pending-bytes=4KiB", Options{})
+	s, _, err := open(ctx, "nats://"+ns.URL+"?max-pending-bytes=4KiB", sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,7 +503,7 @@ func TestNATSCloseUnblocksWriters(t *testing.T) {
 	go func() {
 		for i := 0; ; i++ {
 			// No deadline: only Close can unblock this.
-			if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", i*5, 5)}, a.Ack(fmt.Sprint(i))); err != nil {
+			if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", i*5, 5)}, a.Ack(fmt.Sprint(i))); err != nil {
 				werr <- err
 				return
 			}
@@ -518,8 +519,8 @@ func TestNATSCloseUnblocksWriters(t *testing.T) {
 	}
 	select {
 	case err := <-werr:
-		if !errors.Is(err, ErrClosed) {
-			t.Fatalf("blocked Write returned %v, want ErrClosed", err)
+		if !errors.Is(err, sinkapi.ErrClosed) {
+			t.Fatalf("blocked Write returned %v, want sinkapi.ErrClosed", err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Write still blocked 30s after Close returned")
@@ -541,7 +542,7 @@ func TestNATSDeletedByHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &NATSSink{tmpl: tmpl}
+	s := &Sink{tmpl: tmpl}
 	insert := testkit.Events("sessions", "shard-1", 1, 1)[0]
 	insert.Kind, insert.EventName = event.Inserted, "INSERT"
 	insert.NewImage, insert.OldImage = insert.OldImage, nil
@@ -584,7 +585,7 @@ func TestNATSRegionHeader(t *testing.T) {
 	for _, format := range natsmsg.Formats {
 		for _, region := range []string{"eu-central-1", "ap-southeast-2", ""} {
 			t.Run(format+"/"+region, func(t *testing.T) {
-				s := &NATSSink{c: NATSConfig{Format: format}, tmpl: tmpl}
+				s := &Sink{c: Config{Format: format}, tmpl: tmpl}
 				e := testkit.Events("sessions", "shard-1", 1, 1)[0]
 				e.Region = region
 				m := s.message(&e)

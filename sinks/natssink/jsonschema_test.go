@@ -1,4 +1,4 @@
-package sinks
+package natssink
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 )
 
 // schemaDir holds the message contract's JSON Schemas.
-var schemaDir = filepath.Join("..", "docs", "schemas")
+var schemaDir = filepath.Join("..", "..", "docs", "schemas")
 
 // jsonSchemas checks JSON documents against the JSON Schema files of one
 // directory, for the subset of JSON Schema (2020-12) that docs/schemas

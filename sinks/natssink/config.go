@@ -1,4 +1,4 @@
-package sinks
+package natssink
 
 import (
 	"fmt"
@@ -8,14 +8,15 @@ import (
 	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
-// NATSConfig configures a NATS sink. Open fills it from
+// Config configures a NATS sink. [ParseConfig] (package sinks' Open)
+// fills it from
 // nats://[USER:PASSWORD@]HOST:PORT[,HOST:PORT]?subject=&jetstream=&create-stream=&stream-max-age=&stream-max-bytes=&stream-max-msgs=&duplicate-window=&stream-replicas=&creds=&creds-env=&nkey=&nkey-env=&token=&token-env=&tls-ca=&tls-cert=&tls-key=&format=&max-in-flight=&max-pending-bytes=&max-subject=&name=.
-type NATSConfig struct {
+type Config struct {
 	// Servers are nats:// (or tls://) URLs.
 	Servers []string
 	// Subject is the subject template (default "archiver.{table}.{kind}"):
 	// {table}, {kind} and {ATTR} for a key attribute ATTR (its S or N value)
-	// are replaced per event, each by one token (see [NATSSink] for the
+	// are replaced per event, each by one token (see [Sink] for the
 	// escaping).
 	Subject string
 	// MaxSubject caps a rendered subject's length in bytes (default
@@ -66,12 +67,12 @@ type NATSConfig struct {
 	Name string
 }
 
-// parseNATS reads a nats:// URL's host, user information and parameters
-// into a NATSConfig, in the order: servers, subject and stream,
+// ParseConfig reads a nats:// URL's host, user information and parameters
+// into a Config, in the order: servers, subject and stream,
 // authentication, message format and limits.
-func parseNATS(p *sinkurl.Params) (NATSConfig, error) {
-	c := NATSConfig{}
-	for _, step := range []func(*sinkurl.Params, *NATSConfig) error{parseNATSServers, parseNATSSubject, parseNATSAuth, parseNATSDelivery} {
+func ParseConfig(p *sinkurl.Params) (Config, error) {
+	c := Config{}
+	for _, step := range []func(*sinkurl.Params, *Config) error{parseNATSServers, parseNATSSubject, parseNATSAuth, parseNATSDelivery} {
 		if err := step(p, &c); err != nil {
 			return c, err
 		}
@@ -81,7 +82,7 @@ func parseNATS(p *sinkurl.Params) (NATSConfig, error) {
 
 // parseNATSServers reads the servers from the URL's host (a comma-separated
 // list) and a user and password from its user information.
-func parseNATSServers(p *sinkurl.Params, c *NATSConfig) error {
+func parseNATSServers(p *sinkurl.Params, c *Config) error {
 	if p.URL.Path != "" && p.URL.Path != "/" {
 		// The path is not echoed: in nats://TOK/EN@host it is a token's tail.
 		return p.Fail("path", "a nats:// URL has no path (use subject=; percent-encode a '/' in a password as %2F)")
@@ -104,7 +105,7 @@ func parseNATSServers(p *sinkurl.Params, c *NATSConfig) error {
 
 // parseNATSSubject reads the subject template, its bound, JetStream and
 // the stream to create (create-stream= and its limits).
-func parseNATSSubject(p *sinkurl.Params, c *NATSConfig) error {
+func parseNATSSubject(p *sinkurl.Params, c *Config) error {
 	var err error
 	if c.Subject, err = p.Str("subject", "archiver.{table}.{kind}"); err != nil {
 		return err
@@ -143,7 +144,7 @@ func parseNATSSubject(p *sinkurl.Params, c *NATSConfig) error {
 
 // parseNATSAuth reads the authentication and TLS parameters and checks
 // that at most one way to authenticate is given.
-func parseNATSAuth(p *sinkurl.Params, c *NATSConfig) error {
+func parseNATSAuth(p *sinkurl.Params, c *Config) error {
 	var err error
 	for _, f := range []struct {
 		name string
@@ -186,7 +187,7 @@ func parseNATSAuth(p *sinkurl.Params, c *NATSConfig) error {
 
 // parseNATSDelivery reads the message format, the publish limits and the
 // connection's name.
-func parseNATSDelivery(p *sinkurl.Params, c *NATSConfig) error {
+func parseNATSDelivery(p *sinkurl.Params, c *Config) error {
 	var err error
 	if c.Format, err = p.OneOf("format", natsmsg.DefaultFormat, natsmsg.Formats...); err != nil {
 		return err

@@ -1,4 +1,4 @@
-package sinks
+package natssink
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // content, an nkey seed, a token), as an ECS task's secrets block sets
 // it, so that a container with a read-only root file system needs no
 // file and the URL carries no secret.
-func parseNATSAuthEnv(p *sinkurl.Params, c *NATSConfig) error {
+func parseNATSAuthEnv(p *sinkurl.Params, c *Config) error {
 	for _, f := range []struct {
 		name string
 		dst  *string
@@ -42,9 +42,9 @@ func parseNATSAuthEnv(p *sinkurl.Params, c *NATSConfig) error {
 // nil when c names no credentials. The *-env secrets are read from the
 // environment here, once, and are never logged or echoed: an error names
 // the parameter and the variable, not the value.
-func natsAuth(c NATSConfig, url string) (nats.Option, error) {
+func natsAuth(c Config, url string) (nats.Option, error) {
 	fail := func(param, problem string) error {
-		return &ConfigError{URL: url, Param: param, Problem: problem}
+		return &sinkurl.ConfigError{URL: url, Param: param, Problem: problem}
 	}
 	secret := func(param, name string) (string, error) {
 		v, ok := os.LookupEnv(name)

@@ -1,4 +1,4 @@
-package sinks
+package natssink
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
@@ -148,14 +149,14 @@ func TestMaxSubjectParam(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.url, func(t *testing.T) {
-			s, _, err := Open(testkit.Ctx(t), tc.url, Options{})
+			s, _, err := open(testkit.Ctx(t), tc.url, sinkapi.Options{})
 			if err == nil {
 				s.Close(testkit.Ctx(t))
 				t.Fatal("Open succeeded")
 			}
-			var ce *ConfigError
+			var ce *sinkurl.ConfigError
 			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Open error %v, want a *ConfigError containing %q", err, tc.want)
+				t.Fatalf("Open error %v, want a *sinkurl.ConfigError containing %q", err, tc.want)
 			}
 		})
 	}
@@ -163,7 +164,7 @@ func TestMaxSubjectParam(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := parseNATS(p); err != nil || c.MaxSubject != 300 {
+	if c, err := ParseConfig(p); err != nil || c.MaxSubject != 300 {
 		t.Fatalf("max-subject=300: %+v %v", c, err)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package sinks
+package natssink
 
 import "time"
 

@@ -1,4 +1,4 @@
-package sinks
+package natssink
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
 // TestNATSPermissionsDoc holds docs/SINKS.md's "NATS permissions" to the
@@ -70,7 +71,7 @@ var violationSubject = regexp.MustCompile(`Permissions Violation for (?:Publish|
 // permissions".
 func natsPermissionsConf(t *testing.T) string {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "docs", "SINKS.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "SINKS.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func runPermissionScenario(t *testing.T, conf string, drop *string) (error, []st
 	ctx, cancel := context.WithCancel(testkit.Ctx(t))
 	defer cancel()
 	log := &violationLog{LevelEnabler: zapcore.DebugLevel, cancel: cancel}
-	var opened []Sink
+	var opened []sinkapi.Sink
 	err := permissionScenario(ctx, t, "nats://archiver:"+permissionsPassword+"@"+ns.URL, admin, zap.New(log), &opened)
 	// Closed with the scenario's context: after a failure it has ended,
 	// and Close gives up on what JetStream never acknowledged.
@@ -178,18 +179,18 @@ func runPermissionScenario(t *testing.T, conf string, drop *string) (error, []st
 // preflight runs; a sink whose URL changes a limit updates the stream;
 // replay's read of the stream's message IDs, on the stream as made
 // (STREAM.MSG.GET) and with allow_direct (DIRECT.GET).
-func permissionScenario(ctx context.Context, t *testing.T, url string, admin jetstream.JetStream, log *zap.Logger, opened *[]Sink) error {
-	open := func(query string) (*NATSSink, error) {
-		sk, _, err := Open(ctx, url+"?create-stream=ARCHIVER"+query, Options{Logger: log})
+func permissionScenario(ctx context.Context, t *testing.T, url string, admin jetstream.JetStream, log *zap.Logger, opened *[]sinkapi.Sink) error {
+	open := func(query string) (*Sink, error) {
+		sk, _, err := open(ctx, url+"?create-stream=ARCHIVER"+query, sinkapi.Options{Logger: log})
 		if err != nil {
 			return nil, err
 		}
 		*opened = append(*opened, sk)
-		return sk.(*NATSSink), nil
+		return sk.(*Sink), nil
 	}
-	publish := func(s *NATSSink, first int) error {
+	publish := func(s *Sink, first int) error {
 		acked := make(chan error, 1)
-		if err := s.Write(ctx, Batch{Events: testkit.Events("orders", "s", first, 3)}, func(err error) { acked <- err }); err != nil {
+		if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("orders", "s", first, 3)}, func(err error) { acked <- err }); err != nil {
 			return err
 		}
 		select {
@@ -199,7 +200,7 @@ func permissionScenario(ctx context.Context, t *testing.T, url string, admin jet
 			return fmt.Errorf("waiting for the acknowledgement: %w", ctx.Err())
 		}
 	}
-	readIDs := func(s *NATSSink, want int) error {
+	readIDs := func(s *Sink, want int) error {
 		ids, err := s.StreamIDs(ctx, 100)
 		if err != nil {
 			return err

@@ -1,4 +1,4 @@
-package sinks
+package natssink
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
@@ -36,7 +37,7 @@ func TestNATSStreamSettingsFromURL(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := parseNATS(p)
+			c, err := ParseConfig(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,10 +71,10 @@ func TestNATSStreamSettingsErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.url, func(t *testing.T) {
-			err := Validate(tc.url)
-			var ce *ConfigError
+			err := validate(tc.url)
+			var ce *sinkurl.ConfigError
 			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Validate: %v, want a *ConfigError containing %q", err, tc.want)
+				t.Fatalf("Validate: %v, want a *sinkurl.ConfigError containing %q", err, tc.want)
 			}
 		})
 	}
@@ -94,9 +95,9 @@ func TestNATSCreateStreamSettings(t *testing.T) {
 		}
 		return st.CachedInfo().Config
 	}
-	open := func(query string) {
+	reopen := func(query string) {
 		t.Helper()
-		s, _, err := Open(ctx, "nats://"+ns.URL+"?"+query, Options{})
+		s, _, err := open(ctx, "nats://"+ns.URL+"?"+query, sinkapi.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +126,7 @@ func TestNATSCreateStreamSettings(t *testing.T) {
 		{"subject=c.{table}&create-stream=C&stream-max-bytes=0&stream-max-age=0", limits{0, 30 * time.Minute, -1, 1000, 1}},
 	}
 	for i, step := range steps {
-		open(step.query)
+		reopen(step.query)
 		name := strings.TrimPrefix(step.query[strings.Index(step.query, "create-stream="):], "create-stream=")
 		name, _, _ = strings.Cut(name, "&")
 		if g := got(config(name)); g != step.want {
@@ -133,7 +134,7 @@ func TestNATSCreateStreamSettings(t *testing.T) {
 		}
 	}
 	// A stream the server refuses to change fails the open, naming it.
-	_, _, err := Open(ctx, "nats://"+ns.URL+"?subject=c.{table}&create-stream=C&stream-replicas=3", Options{})
+	_, _, err := open(ctx, "nats://"+ns.URL+"?subject=c.{table}&create-stream=C&stream-replicas=3", sinkapi.Options{})
 	if err == nil || !strings.Contains(err.Error(), "stream-replicas") {
 		t.Errorf("three replicas on a single server: %v", err)
 	}
@@ -146,19 +147,19 @@ func TestNATSStreamIDs(t *testing.T) {
 	ns := testkit.StartNATS(t, nil)
 	_, js := ns.Client(t)
 	testkit.CreateStream(t, js, "IDS", "ids.>", "other.>")
-	s, _, err := Open(ctx, "nats://"+ns.URL+"?subject=ids.{table}", Options{})
+	s, _, err := open(ctx, "nats://"+ns.URL+"?subject=ids.{table}", sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx)
-	sink := s.(*NATSSink)
+	sink := s.(*Sink)
 	empty, err := sink.StreamIDs(ctx, 100)
 	if err != nil || !empty.Complete || empty.Read != 0 || empty.DuplicateWindow != 2*time.Minute || empty.Stream != "IDS" {
 		t.Fatalf("empty stream: %+v, %v", empty, err)
 	}
 	evs := testkit.Events("t", "s", 1, 12)
 	a := testkit.NewAcks()
-	if err := s.Write(ctx, Batch{Events: evs[:10]}, a.Ack("b")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{Events: evs[:10]}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Flush(ctx); err != nil {

@@ -1,4 +1,4 @@
-package sinks
+package natssink
 
 import (
 	"errors"
@@ -16,6 +16,7 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/natsmsg"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
 // TestPercentEncode holds percentEncode to the NATS protocol binding's
@@ -154,7 +155,7 @@ func TestNATSCloudEvents(t *testing.T) {
 	ns := testkit.StartNATS(t, nil)
 	_, js := ns.Client(t)
 	st := testkit.CreateStream(t, js, "TTL", "ttl.>")
-	s, _, err := Open(ctx, "nats://"+ns.URL+"?subject=ttl.{table}.{kind}&events=all&format=cloudevents", Options{})
+	s, _, err := open(ctx, "nats://"+ns.URL+"?subject=ttl.{table}.{kind}&events=all&format=cloudevents", sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestNATSCloudEvents(t *testing.T) {
 	evs[3].Keys = event.Item{"pk": &types.AttributeValueMemberS{Value: "Euro € \"quoted\" 100%"}}
 	evs[3].DeadLetter = &event.DeadLetter{Sink: "s3://b", Reason: event.ReasonPermanent, Error: "no", Attempts: 1}
 	a := testkit.NewAcks()
-	if err := s.Write(ctx, Batch{ShardID: "shard-1", Events: evs}, a.Ack("b")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{ShardID: "shard-1", Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.WaitAck(t, "b"); err != nil {
@@ -241,7 +242,7 @@ func TestNATSFormats(t *testing.T) {
 	e.DeletedBy = event.DeletedByTTL
 	for _, f := range natsmsg.Formats {
 		t.Run(f, func(t *testing.T) {
-			s := &NATSSink{tmpl: tmpl, c: NATSConfig{Format: f}}
+			s := &Sink{tmpl: tmpl, c: Config{Format: f}}
 			m, size := s.newRender(nil).message(&e)
 			ce := 0
 			for k := range m.Header {
@@ -283,7 +284,7 @@ func TestHeaderCountAndSize(t *testing.T) {
 	}
 	evs := contractEvents()
 	for _, f := range natsmsg.Formats {
-		s := &NATSSink{tmpl: tmpl, c: NATSConfig{Format: f}}
+		s := &Sink{tmpl: tmpl, c: Config{Format: f}}
 		r := s.newRender(evs)
 		for i := range evs {
 			m, size := r.message(&evs[i])
@@ -322,7 +323,7 @@ func TestCEValuesReusedWithinABatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &NATSSink{tmpl: tmpl, c: NATSConfig{Format: natsmsg.FormatCloudEvents}}
+	s := &Sink{tmpl: tmpl, c: Config{Format: natsmsg.FormatCloudEvents}}
 	arnA := "arn:aws:dynamodb:eu-west-1:123456789012:table/A/stream/2026-01-02T03:04:05.678"
 	arnB := "arn:aws:dynamodb:eu-west-1:123456789012:table/B b/stream/2026-01-02T03:04:05.678"
 	t0 := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
