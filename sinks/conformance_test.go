@@ -127,7 +127,11 @@ func harnesses(t *testing.T) []harness {
 			name: "s3",
 			open: func(t *testing.T) (Sink, destination) {
 				v := testkit.StartVersity(t)
-				s := openS3(t, v.Endpoint, "flush-bytes=16KiB&flush-interval=100ms")
+				s, _, err := Open(testkit.Ctx(t), "s3://archive/ttl?endpoint="+v.Endpoint+"&path-style=true&flush-bytes=16KiB&flush-interval=100ms", Options{AWSConfig: testkit.AWSConfig})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close(context.Background()) })
 				return s, destFunc(func(t testing.TB) []event.Event {
 					var out []event.Event
 					for _, k := range v.Objects(t, "ttl/") {

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -219,20 +220,38 @@ func FuzzOpenURL(f *testing.F) {
 	})
 }
 
-// TestOpenManifestsOff: a file sink opened with manifests=false has no
-// Record and RecordDue, so the consumer waits for no manifest of it, and
-// still preflights.
+// TestOpenManifestsOff: a file or S3 sink opened with manifests=false
+// has no Record and RecordDue, so the consumer waits for no manifest of
+// it, and keeps its Preflight; opened by default it records.
 func TestOpenManifestsOff(t *testing.T) {
-	ctx := testkit.Ctx(t)
-	sk, _, err := Open(ctx, "file://"+t.TempDir()+"?manifests=false", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sk.Close(ctx)
-	if _, ok := sk.(manifestRecorder); ok {
-		t.Fatal("a sink opened with manifests=false records")
-	}
-	if err := Preflight(ctx, sk); err != nil {
-		t.Fatal(err)
+	v := testkit.StartVersity(t)
+	s3URL := "s3://archive/%s?endpoint=" + v.Endpoint + "&path-style=true&"
+	for _, tc := range []struct{ name, off, on string }{
+		{"file", "file://" + t.TempDir() + "?", "file://" + t.TempDir() + "?"},
+		{"s3", fmt.Sprintf(s3URL, "off"), fmt.Sprintf(s3URL, "on")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testkit.Ctx(t)
+			o := Options{AWSConfig: testkit.AWSConfig}
+			sk, _, err := Open(ctx, tc.off+"manifests=false", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sk.Close(ctx)
+			if _, ok := sk.(manifestRecorder); ok {
+				t.Fatal("a sink opened with manifests=false records")
+			}
+			if err := Preflight(ctx, sk); err != nil {
+				t.Fatal(err)
+			}
+			on, _, err := Open(ctx, tc.on+"events=expired", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer on.Close(ctx)
+			if _, ok := on.(manifestRecorder); !ok {
+				t.Fatal("a sink opened by default does not record")
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package sinks
 
 import (
+	"io"
 	"net/url"
 
 	"github.com/ttl-archiver/archiver/internal/redact"
@@ -48,3 +49,9 @@ func FilePath(u *url.URL) (string, error) { return sinkurl.FilePath(u) }
 
 // redactURL is the sink URL as errors, logs and sink names show it.
 func redactURL(raw string) string { return redact.URL(raw) }
+
+// Decompress is [objstore.Decompress]: body decoded by its
+// Content-Encoding or key's extension.
+func Decompress(body io.Reader, encoding, key string) (io.Reader, func(), error) {
+	return objstore.Decompress(body, encoding, key)
+}

@@ -104,6 +104,8 @@ var importRules = []struct {
 		[]string{"consumer", "archive", "sinks/natssink", "sinks/s3sink"}},
 	{"sinks/natssink", "a destination imports no other destination (nor package sinks, which opens them: an import cycle)",
 		[]string{"consumer", "archive", "sinks/filesink", "sinks/s3sink"}},
+	{"sinks/s3sink", "a destination imports no other destination (nor package sinks, which opens them: an import cycle)",
+		[]string{"consumer", "archive", "sinks/filesink", "sinks/natssink"}},
 	{"sinks/internal", "what the destinations share imports no destination",
 		[]string{"consumer", "archive", "sinks/filesink", "sinks/natssink", "sinks/s3sink"}},
 	{"objstore", "objstore is the leaf the S3 sink and the archive reader share",

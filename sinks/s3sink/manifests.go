@@ -1,4 +1,4 @@
-package sinks
+package s3sink
 
 import (
 	"context"
@@ -14,13 +14,14 @@ import (
 
 	"github.com/ttl-archiver/archiver/manifest"
 	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
-// S3Lister is the listing an S3 sink's client needs to find, on a shard's
+// Lister is the listing an S3 sink's client needs to find, on a shard's
 // first Record in a process, the manifest its range follows (*s3.Client
-// has it). It is apart from [S3API] so that clients written for the sink
+// has it). It is apart from [API] so that clients written for the sink
 // before manifests still build; such a client's Record fails.
-type S3Lister interface {
+type Lister interface {
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 }
 
@@ -42,10 +43,10 @@ var errNoLister = errors.New("the S3 client cannot list objects (no ListObjectsV
 // To was acknowledged, so every object holding them is durable and
 // tracked. On failure the range stays as it was: call again with the
 // same From. A sink opened with manifests=false returns
-// [ErrNotRecording].
-func (s *S3Sink) Record(ctx context.Context, r manifest.Range) error {
+// [recorder.ErrNotRecording].
+func (s *Sink) Record(ctx context.Context, r manifest.Range) error {
 	if s.rec == nil {
-		return ErrNotRecording
+		return recorder.ErrNotRecording
 	}
 	return s.rec.Record(ctx, r)
 }
@@ -54,12 +55,12 @@ func (s *S3Sink) Record(ctx context.Context, r manifest.Range) error {
 // sink made manifest-objects objects of it durable since its last
 // manifest, or manifest-interval passed since that manifest (or since the
 // sink first heard of the shard). It never blocks on I/O.
-func (s *S3Sink) RecordDue(streamARN, shardID string) bool {
+func (s *Sink) RecordDue(streamARN, shardID string) bool {
 	return s.rec != nil && s.rec.Due(streamARN, shardID)
 }
 
 // track books an uploaded object for its shard's next manifest.
-func (s *S3Sink) track(bf *s3Buffer, stored s3Stored) {
+func (s *Sink) track(bf *s3Buffer, stored s3Stored) {
 	if s.rec == nil {
 		return
 	}
@@ -69,22 +70,22 @@ func (s *S3Sink) track(bf *s3Buffer, stored s3Stored) {
 
 // rootKey is a key relative to the archive's root (as manifests name
 // objects) with the prefix; relKey is the reverse.
-func (s *S3Sink) rootKey(rel string) string {
+func (s *Sink) rootKey(rel string) string {
 	if s.c.Prefix == "" {
 		return rel
 	}
 	return s.c.Prefix + "/" + rel
 }
 
-func (s *S3Sink) relKey(key string) string {
+func (s *Sink) relKey(key string) string {
 	if s.c.Prefix == "" {
 		return key
 	}
 	return strings.TrimPrefix(key, s.c.Prefix+"/")
 }
 
-func (s *S3Sink) listManifests(ctx context.Context, prefix string) ([]string, error) {
-	l, ok := s.api.(S3Lister)
+func (s *Sink) listManifests(ctx context.Context, prefix string) ([]string, error) {
+	l, ok := s.api.(Lister)
 	if !ok {
 		return nil, errNoLister
 	}
@@ -95,7 +96,7 @@ func (s *S3Sink) listManifests(ctx context.Context, prefix string) ([]string, er
 		if err != nil {
 			err = fmt.Errorf("listing s3://%s/%s: %w", s.c.Bucket, aws.ToString(in.Prefix), err)
 			if permanentS3(err) { // no such bucket, access denied: as for a put
-				err = Permanent(err)
+				err = sinkapi.Permanent(err)
 			}
 			return nil, err
 		}
@@ -109,7 +110,7 @@ func (s *S3Sink) listManifests(ctx context.Context, prefix string) ([]string, er
 	}
 }
 
-func (s *S3Sink) readManifest(ctx context.Context, key string) ([]byte, error) {
+func (s *Sink) readManifest(ctx context.Context, key string) ([]byte, error) {
 	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.c.Bucket), Key: aws.String(s.rootKey(key))})
 	if err != nil {
 		return nil, err
@@ -124,7 +125,7 @@ func (s *S3Sink) readManifest(ctx context.Context, key string) ([]byte, error) {
 // [recorder.SameProof]; the digest returned is the stored bytes'), in the
 // bucket's default storage class: a manifest is read back by the next
 // process, which an archive storage class would refuse.
-func (s *S3Sink) putManifest(ctx context.Context, m manifest.Manifest, data []byte) (string, string, error) {
+func (s *Sink) putManifest(ctx context.Context, m manifest.Manifest, data []byte) (string, string, error) {
 	sum := sha256.Sum256(data)
 	key, alt := recorder.Keys(m, data)
 	in := &s3.PutObjectInput{

@@ -1,4 +1,4 @@
-package sinks
+package s3sink
 
 import (
 	"bytes"
@@ -23,8 +23,10 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/objstore"
 	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
 func compressAs(t testing.TB, compression string, data []byte) []byte {
@@ -115,8 +117,8 @@ func TestS3KeyConflicts(t *testing.T) {
 			ctx := testkit.Ctx(t)
 			reg := prometheus.NewRegistry()
 			prefix := fmt.Sprintf("conflict%d", i)
-			s, err := NewS3(ctx, S3Config{Bucket: "archive", Prefix: prefix, Endpoint: v.Endpoint, PathStyle: true, Compression: tc.compression, FlushInterval: time.Hour, RetryBase: time.Millisecond},
-				Options{AWSConfig: testkit.AWSConfig, Registerer: reg})
+			s, err := New(ctx, objstore.S3Config{Bucket: "archive", Prefix: prefix, Endpoint: v.Endpoint, PathStyle: true, Compression: tc.compression, FlushInterval: time.Hour, RetryBase: time.Millisecond},
+				sinkapi.Options{AWSConfig: testkit.AWSConfig, Registerer: reg})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +146,7 @@ func TestS3KeyConflicts(t *testing.T) {
 				}
 			}
 			a := testkit.NewAcks()
-			if err := s.Write(ctx, Batch{Events: written}, a.Ack("b")); err != nil {
+			if err := s.Write(ctx, sinkapi.Batch{Events: written}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Flush(ctx); err != nil {
@@ -152,7 +154,7 @@ func TestS3KeyConflicts(t *testing.T) {
 			}
 			err = a.WaitAck(t, "b")
 			if tc.permanent {
-				if !IsPermanent(err) || !errors.Is(err, recorder.ErrConflict) || !strings.Contains(err.Error(), key) {
+				if !sinkapi.IsPermanent(err) || !errors.Is(err, recorder.ErrConflict) || !strings.Contains(err.Error(), key) {
 					t.Fatalf("ack error %v, want a permanent conflict naming the key", err)
 				}
 			} else if err != nil {
@@ -174,7 +176,7 @@ func TestS3KeyConflicts(t *testing.T) {
 // conflict, with the size and SHA-256 of its stored bytes: the object at
 // the key (its own bytes or another version's), or the one at the
 // distinct key.
-func checkConflictRecorded(t *testing.T, v *testkit.Versity, s *S3Sink, prefix, key string, evs []event.Event) {
+func checkConflictRecorded(t *testing.T, v *testkit.Versity, s *Sink, prefix, key string, evs []event.Event) {
 	t.Helper()
 	rg := testkit.RangeOf(evs[0], "", "", evs[2].SequenceNumber)
 	if err := s.Record(testkit.Ctx(t), rg); err != nil {
@@ -307,8 +309,8 @@ func TestS3ConflictResolutionIsBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testkit.Ctx(t)
 			prefix := fmt.Sprintf("bounded%d", i)
-			s, err := NewS3(ctx, S3Config{Bucket: "archive", Prefix: prefix, Endpoint: px.URL, PathStyle: true, Compression: "none", MaxAttempts: 3, RetryBase: time.Millisecond},
-				Options{AWSConfig: testkit.AWSConfig})
+			s, err := New(ctx, objstore.S3Config{Bucket: "archive", Prefix: prefix, Endpoint: px.URL, PathStyle: true, Compression: "none", MaxAttempts: 3, RetryBase: time.Millisecond},
+				sinkapi.Options{AWSConfig: testkit.AWSConfig})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -332,14 +334,14 @@ func TestS3ConflictResolutionIsBounded(t *testing.T) {
 			})
 			defer px.SetFault(nil)
 			a := testkit.NewAcks()
-			if err := s.Write(ctx, Batch{Events: evs}, a.Ack("b")); err != nil {
+			if err := s.Write(ctx, sinkapi.Batch{Events: evs}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
 			n, err := a.Get("b")
-			if n != 1 || err == nil || IsPermanent(err) != tc.permanent {
+			if n != 1 || err == nil || sinkapi.IsPermanent(err) != tc.permanent {
 				t.Fatalf("%d acks, err %v; want one error, permanent %v", n, err, tc.permanent)
 			}
 			if got := puts.Load(); got != tc.puts {

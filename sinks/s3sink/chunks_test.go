@@ -1,4 +1,4 @@
-package sinks
+package s3sink
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
 // TestS3ChunkedObjectsAcrossReuse: object buffers are chunked, and the
@@ -38,7 +39,7 @@ func TestS3ChunkedObjectsAcrossReuse(t *testing.T) {
 							evs[i].OldImage["pad"] = pad
 						}
 						a := testkit.NewAcks()
-						if err := s.Write(ctx, Batch{ShardID: shard, Events: evs}, a.Ack("b")); err != nil {
+						if err := s.Write(ctx, sinkapi.Batch{ShardID: shard, Events: evs}, a.Ack("b")); err != nil {
 							t.Error(err)
 							return
 						}

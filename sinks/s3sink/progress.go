@@ -1,4 +1,4 @@
-package sinks
+package s3sink
 
 import (
 	"sync"

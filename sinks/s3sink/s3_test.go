@@ -1,4 +1,4 @@
-package sinks
+package s3sink
 
 import (
 	"context"
@@ -18,18 +18,20 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/internal/sdkhttp"
+	"github.com/ttl-archiver/archiver/objstore"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
-func openS3(t testing.TB, endpoint, query string) *S3Sink {
+func openS3(t testing.TB, endpoint, query string) *Sink {
 	t.Helper()
 	u := "s3://archive/ttl?endpoint=" + endpoint + "&path-style=true&" + query
-	s, _, err := Open(testkit.Ctx(t), u, Options{AWSConfig: testkit.AWSConfig})
+	s, _, err := open(testkit.Ctx(t), u, sinkapi.Options{AWSConfig: testkit.AWSConfig})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", u, err)
 	}
 	t.Cleanup(func() { s.Close(context.Background()) })
-	return s.(*S3Sink)
+	return s.(*Sink)
 }
 
 func TestS3KeysAndContent(t *testing.T) {
@@ -47,7 +49,7 @@ func TestS3KeysAndContent(t *testing.T) {
 			for i := range del {
 				del[i].Kind = event.Deleted
 			}
-			for id, b := range map[string]Batch{
+			for id, b := range map[string]sinkapi.Batch{
 				"sh1": {ShardID: "shardId-0001", Events: sh1},
 				"sh2": {ShardID: "shardId-0002", Events: sh2},
 				"del": {ShardID: "shardId-0001", Events: del},
@@ -118,14 +120,14 @@ func TestS3RetryAfterLostResponse(t *testing.T) {
 		return false
 	})
 	reg := prometheus.NewRegistry()
-	s, err := NewS3(testkit.Ctx(t), S3Config{Bucket: "archive", Prefix: "lost", Endpoint: px.URL, PathStyle: true, RetryBase: 10 * time.Millisecond}, Options{AWSConfig: testkit.AWSConfig, Registerer: reg})
+	s, err := New(testkit.Ctx(t), objstore.S3Config{Bucket: "archive", Prefix: "lost", Endpoint: px.URL, PathStyle: true, RetryBase: 10 * time.Millisecond}, sinkapi.Options{AWSConfig: testkit.AWSConfig, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := testkit.Ctx(t)
 	a := testkit.NewAcks()
 	evs := testkit.Events("t", "s", 1, 10)
-	if err := s.Write(ctx, Batch{Events: evs}, a.Ack("b")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(ctx); err != nil {
@@ -175,7 +177,7 @@ func TestS3IfNoneMatchNeverOverwrites(t *testing.T) {
 		t.Fatalf("conditional overwrite: %v, want 412 PreconditionFailed", err)
 	}
 	a := testkit.NewAcks()
-	if err := s.Write(ctx, Batch{Events: evs}, a.Ack("b")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	s.Flush(ctx)
@@ -192,7 +194,7 @@ func TestS3IfNoneMatchNeverOverwrites(t *testing.T) {
 	// same content under a key of their own: success, one object.
 	evs2 := testkit.Events("t", "s", 10, 3)
 	for i := 0; i < 2; i++ {
-		if err := s.Write(ctx, Batch{Events: evs2}, a.Ack(fmt.Sprint("again", i))); err != nil {
+		if err := s.Write(ctx, sinkapi.Batch{Events: evs2}, a.Ack(fmt.Sprint("again", i))); err != nil {
 			t.Fatal(err)
 		}
 		s.Flush(ctx)
@@ -230,7 +232,7 @@ func TestS3SendsSSEAndStorageClass(t *testing.T) {
 			before := len(px.Puts())
 			s := openS3(t, px.URL, tc.query)
 			a := testkit.NewAcks()
-			if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 1)}, a.Ack("b")); err != nil {
+			if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", 1, 1)}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
 			s.Flush(ctx)
@@ -266,7 +268,7 @@ func TestS3FlushOnSizeIntervalAndClose(t *testing.T) {
 		a := testkit.NewAcks()
 		evs := testkit.Events("t", "s", 1, 40) // about 40 × 700 bytes
 		for i := 0; i < 40; i += 4 {
-			if err := s.Write(ctx, Batch{Events: evs[i : i+4]}, a.Ack(fmt.Sprint(i))); err != nil {
+			if err := s.Write(ctx, sinkapi.Batch{Events: evs[i : i+4]}, a.Ack(fmt.Sprint(i))); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -284,7 +286,7 @@ func TestS3FlushOnSizeIntervalAndClose(t *testing.T) {
 		s := openS3(t, v.Endpoint, "flush-interval=200ms")
 		s.c.Prefix = "interval"
 		a := testkit.NewAcks()
-		if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 3)}, a.Ack("b")); err != nil {
+		if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", 1, 3)}, a.Ack("b")); err != nil {
 			t.Fatal(err)
 		}
 		if err := a.WaitAck(t, "b"); err != nil {
@@ -299,7 +301,7 @@ func TestS3FlushOnSizeIntervalAndClose(t *testing.T) {
 		s := openS3(t, v.Endpoint, "flush-interval=1h")
 		s.c.Prefix = "close"
 		a := testkit.NewAcks()
-		if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 3)}, a.Ack("b")); err != nil {
+		if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", 1, 3)}, a.Ack("b")); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Close(ctx); err != nil {
@@ -311,7 +313,7 @@ func TestS3FlushOnSizeIntervalAndClose(t *testing.T) {
 		if keys := v.Objects(t, "close/"); len(keys) != 1 {
 			t.Fatalf("keys %v", keys)
 		}
-		if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 9, 1)}, a.Ack("late")); !errors.Is(err, ErrClosed) {
+		if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", 9, 1)}, a.Ack("late")); !errors.Is(err, sinkapi.ErrClosed) {
 			t.Fatalf("Write after Close: %v", err)
 		}
 	})
@@ -341,13 +343,13 @@ func TestS3RetriesServerErrorsAndSlowResponses(t *testing.T) {
 		return false
 	})
 	ctx := testkit.Ctx(t)
-	s, err := NewS3(ctx, S3Config{Bucket: "archive", Prefix: "faults", Endpoint: px.URL, PathStyle: true, RetryBase: 10 * time.Millisecond}, Options{AWSConfig: testkit.AWSConfig})
+	s, err := New(ctx, objstore.S3Config{Bucket: "archive", Prefix: "faults", Endpoint: px.URL, PathStyle: true, RetryBase: 10 * time.Millisecond}, sinkapi.Options{AWSConfig: testkit.AWSConfig})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx)
 	a := testkit.NewAcks()
-	if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 5)}, a.Ack("b")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", 1, 5)}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	s.Flush(ctx)
@@ -370,29 +372,29 @@ func TestS3GivesUpWithAnError(t *testing.T) {
 		"unreachable": "http://" + testkit.FreePort(t),
 	} {
 		t.Run(name, func(t *testing.T) {
-			s, err := NewS3(ctx, S3Config{Bucket: "archive", Endpoint: endpoint, PathStyle: true, MaxAttempts: 3, RetryBase: 5 * time.Millisecond}, Options{AWSConfig: testkit.AWSConfig})
+			s, err := New(ctx, objstore.S3Config{Bucket: "archive", Endpoint: endpoint, PathStyle: true, MaxAttempts: 3, RetryBase: 5 * time.Millisecond}, sinkapi.Options{AWSConfig: testkit.AWSConfig})
 			if err != nil {
 				t.Fatal(err)
 			}
 			a := testkit.NewAcks()
-			if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 1)}, a.Ack("b")); err != nil {
+			if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", 1, 1)}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
 			s.Close(ctx)
-			if c, err := a.Get("b"); c != 1 || err == nil || !strings.Contains(err.Error(), "attempt 3") || IsPermanent(err) {
+			if c, err := a.Get("b"); c != 1 || err == nil || !strings.Contains(err.Error(), "attempt 3") || sinkapi.IsPermanent(err) {
 				t.Fatalf("%d acks, err %v; want one ack with a non-permanent error after 3 attempts", c, err)
 			}
 		})
 	}
 	t.Run("no such bucket is not retried", func(t *testing.T) {
-		s, err := NewS3(ctx, S3Config{Bucket: "missing", Endpoint: v.Endpoint, PathStyle: true, MaxAttempts: 5, RetryBase: time.Second}, Options{AWSConfig: testkit.AWSConfig})
+		s, err := New(ctx, objstore.S3Config{Bucket: "missing", Endpoint: v.Endpoint, PathStyle: true, MaxAttempts: 5, RetryBase: time.Second}, sinkapi.Options{AWSConfig: testkit.AWSConfig})
 		if err != nil {
 			t.Fatal(err)
 		}
 		a := testkit.NewAcks()
-		s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 1)}, a.Ack("b"))
+		s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", 1, 1)}, a.Ack("b"))
 		s.Close(ctx)
-		if c, err := a.Get("b"); c != 1 || err == nil || !strings.Contains(err.Error(), "attempt 1") || !IsPermanent(err) {
+		if c, err := a.Get("b"); c != 1 || err == nil || !strings.Contains(err.Error(), "attempt 1") || !sinkapi.IsPermanent(err) {
 			t.Fatalf("%d acks, err %v; want one ack with a permanent error after 1 attempt", c, err)
 		}
 	})
@@ -447,7 +449,7 @@ func TestS3BackpressureAndNoEarlyAck(t *testing.T) {
 	taken := 0
 	var werr error
 	for i := 0; i < 100; i++ {
-		if werr = s.Write(wctx, Batch{Events: testkit.Events("t", "s", i*2, 2)}, a.Ack(fmt.Sprint(i))); werr != nil {
+		if werr = s.Write(wctx, sinkapi.Batch{Events: testkit.Events("t", "s", i*2, 2)}, a.Ack(fmt.Sprint(i))); werr != nil {
 			break
 		}
 		taken++
@@ -488,7 +490,7 @@ func TestS3ForgetsIdleShards(t *testing.T) {
 	a := testkit.NewAcks()
 	write := func(id, shard string, first int) {
 		t.Helper()
-		if err := s.Write(ctx, Batch{ShardID: shard, Events: testkit.Events("sessions", shard, first, 3)}, a.Ack(id)); err != nil {
+		if err := s.Write(ctx, sinkapi.Batch{ShardID: shard, Events: testkit.Events("sessions", shard, first, 3)}, a.Ack(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -561,7 +563,7 @@ func TestS3ForgetsIdleShards(t *testing.T) {
 // configuration it was made from, sends through sdkhttp (see that
 // package for the race it closes).
 func TestS3ClientSendsThroughSDKHTTP(t *testing.T) {
-	c, err := NewS3Client(testkit.Ctx(t), S3Config{Bucket: "b", Endpoint: "http://127.0.0.1:1"}, Options{AWSConfig: testkit.AWSConfig})
+	c, err := NewClient(testkit.Ctx(t), objstore.S3Config{Bucket: "b", Endpoint: "http://127.0.0.1:1"}, sinkapi.Options{AWSConfig: testkit.AWSConfig})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
-package sinks
+package s3sink
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
 // TestS3TwoRegionsShareABucket: a global table's replicas in two Regions
@@ -19,7 +20,7 @@ func TestS3TwoRegionsShareABucket(t *testing.T) {
 	regions := []string{"us-east-1", "eu-west-1"}
 	for _, deployment := range []string{"per-region", "one-archiver"} {
 		t.Run(deployment, func(t *testing.T) {
-			sinks := []*S3Sink{openS3(t, v.Endpoint, "flush-interval=1h"), openS3(t, v.Endpoint, "flush-interval=1h")}
+			sinks := []*Sink{openS3(t, v.Endpoint, "flush-interval=1h"), openS3(t, v.Endpoint, "flush-interval=1h")}
 			if deployment == "one-archiver" {
 				sinks[1] = sinks[0]
 			}
@@ -27,7 +28,7 @@ func TestS3TwoRegionsShareABucket(t *testing.T) {
 			for i, region := range regions {
 				sinks[i].c.Prefix = "ttl/" + deployment
 				evs := testkit.InRegion(region, testkit.Events("sessions", "shardId-0001", 100, 3))
-				if err := sinks[i].Write(ctx, Batch{ShardID: "shardId-0001", Events: evs}, a.Ack(region)); err != nil {
+				if err := sinks[i].Write(ctx, sinkapi.Batch{ShardID: "shardId-0001", Events: evs}, a.Ack(region)); err != nil {
 					t.Fatal(err)
 				}
 			}

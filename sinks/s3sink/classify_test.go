@@ -1,4 +1,4 @@
-package sinks
+package s3sink
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/ttl-archiver/archiver/objstore"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
 // s3ErrorAnswer answers every PUT with an S3 error document.
@@ -79,20 +81,20 @@ func TestS3ErrorClassification(t *testing.T) {
 					return false
 				})
 			}
-			c := S3Config{Bucket: "archive", Endpoint: px.URL, PathStyle: true, MaxAttempts: maxAttempts, RetryBase: time.Millisecond}
+			c := objstore.S3Config{Bucket: "archive", Endpoint: px.URL, PathStyle: true, MaxAttempts: maxAttempts, RetryBase: time.Millisecond}
 			if tc.bucket != "" {
 				c.Bucket = tc.bucket
 			}
-			o := Options{AWSConfig: testkit.AWSConfig}
+			o := sinkapi.Options{AWSConfig: testkit.AWSConfig}
 			if tc.awsConfig != nil {
 				o.AWSConfig = tc.awsConfig
 			}
-			s, err := NewS3(ctx, c, o)
+			s, err := New(ctx, c, o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			a := testkit.NewAcks()
-			if err := s.Write(ctx, Batch{Events: testkit.Events("t", "s", 1, 2)}, a.Ack("b")); err != nil {
+			if err := s.Write(ctx, sinkapi.Batch{Events: testkit.Events("t", "s", 1, 2)}, a.Ack("b")); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Close(ctx); err != nil {
@@ -102,8 +104,8 @@ func TestS3ErrorClassification(t *testing.T) {
 			if n != 1 || err == nil {
 				t.Fatalf("%d acks, err %v; want one ack with an error", n, err)
 			}
-			if IsPermanent(err) != tc.permanent {
-				t.Errorf("IsPermanent = %v, want %v: %v", IsPermanent(err), tc.permanent, err)
+			if sinkapi.IsPermanent(err) != tc.permanent {
+				t.Errorf("IsPermanent = %v, want %v: %v", sinkapi.IsPermanent(err), tc.permanent, err)
 			}
 			if got := puts.Load(); got != tc.attempts {
 				t.Errorf("%d PUTs, want %d", got, tc.attempts)
@@ -129,10 +131,10 @@ func TestS3RejectsBadTableNames(t *testing.T) {
 	evs[1].Table = "../escape"
 	evs[3].Table = ""
 	a := testkit.NewAcks()
-	if err := s.Write(ctx, Batch{Events: evs}, a.Ack("mixed")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{Events: evs}, a.Ack("mixed")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Write(ctx, Batch{Events: evs[1:2]}, a.Ack("all bad")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{Events: evs[1:2]}, a.Ack("all bad")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Flush(ctx); err != nil {

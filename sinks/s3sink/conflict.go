@@ -1,4 +1,4 @@
-package sinks
+package s3sink
 
 import (
 	"bufio"
@@ -23,6 +23,7 @@ import (
 	"github.com/ttl-archiver/archiver/internal/promreg"
 	"github.com/ttl-archiver/archiver/objstore"
 	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
 // Outcomes of a key conflict (a 412 answer to a conditional write), the
@@ -30,7 +31,7 @@ import (
 const (
 	// ConflictSameContent: the object holds the very bytes the sink wrote.
 	ConflictSameContent = "same_content"
-	// ConflictSameEvents: other bytes, the same events (see [S3Sink]).
+	// ConflictSameEvents: other bytes, the same events (see [Sink]).
 	ConflictSameEvents = "same_events"
 	// ConflictDistinctKey: other events; the object was written under
 	// the distinct key (or was already there).
@@ -73,7 +74,7 @@ const (
 // taken. It returns the outcome and where p's bytes (or events) now are,
 // or an error: a failed request (classified as any S3 error) or a
 // permanent conflict when the distinct key also holds other content.
-func (s *S3Sink) resolveConflict(ctx context.Context, p *s3Put) (string, s3Stored, error) {
+func (s *Sink) resolveConflict(ctx context.Context, p *s3Put) (string, s3Stored, error) {
 	key := aws.ToString(p.in.Key)
 	checksum := base64.StdEncoding.EncodeToString(p.sum[:])
 	own := s3Stored{key: key, size: int64(len(p.body)), sha256: hex.EncodeToString(p.sum[:])}
@@ -102,7 +103,7 @@ func (s *S3Sink) resolveConflict(ctx context.Context, p *s3Put) (string, s3Store
 	if err != nil && isPreconditionFailed(err) {
 		ex, err = s.compareExisting(ctx, p.alt, p.lines, checksum)
 		if err == nil && ex.match == matchNone {
-			return ConflictUnresolved, s3Stored{}, Permanent(fmt.Errorf("%s holds other content, and so does %s: %w", key, p.alt, recorder.ErrConflict))
+			return ConflictUnresolved, s3Stored{}, sinkapi.Permanent(fmt.Errorf("%s holds other content, and so does %s: %w", key, p.alt, recorder.ErrConflict))
 		}
 		if err == nil && ex.match == matchEvents {
 			own = ex.stored
@@ -117,7 +118,7 @@ func (s *S3Sink) resolveConflict(ctx context.Context, p *s3Put) (string, s3Store
 
 // storedProof reads the manifest at key and reports whether it is the
 // same proof as p's (see [recorder.SameProof]), and then where it is stored.
-func (s *S3Sink) storedProof(ctx context.Context, key string, p *s3Put) (s3Stored, bool, error) {
+func (s *Sink) storedProof(ctx context.Context, key string, p *s3Put) (s3Stored, bool, error) {
 	data, err := s.readManifest(ctx, s.relKey(key))
 	if err != nil {
 		return s3Stored{}, false, fmt.Errorf("reading existing manifest %s: %w", key, err)
@@ -149,7 +150,7 @@ type existing struct {
 // checksum answers when it matches; otherwise the object is read, line by
 // line with lines, one line in memory at a time, and its event identities
 // compared with the upload's; its size and SHA-256 are taken on the way.
-func (s *S3Sink) compareExisting(ctx context.Context, key string, lines func() []byte, checksum string) (existing, error) {
+func (s *Sink) compareExisting(ctx context.Context, key string, lines func() []byte, checksum string) (existing, error) {
 	head, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{
 		Bucket: aws.String(s.c.Bucket), Key: aws.String(key), ChecksumMode: s3types.ChecksumModeEnabled,
 	})

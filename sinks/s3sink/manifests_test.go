@@ -1,4 +1,4 @@
-package sinks
+package s3sink
 
 import (
 	"bytes"
@@ -16,8 +16,11 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/objstore"
 	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
+	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
 // s3Archive is an S3 sink's archive under prefix in versitygw.
@@ -57,12 +60,12 @@ func (a s3Archive) put(t testing.TB, key string, data []byte) {
 
 // newRecordingS3 opens an S3 sink on prefix with a controlled clock and
 // its own registry and logger.
-func newRecordingS3(t testing.TB, v *testkit.Versity, prefix, compression string, clock *testkit.Clock, log *zap.Logger) (*S3Sink, *prometheus.Registry) {
+func newRecordingS3(t testing.TB, v *testkit.Versity, prefix, compression string, clock *testkit.Clock, log *zap.Logger) (*Sink, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	s, err := NewS3(testkit.Ctx(t), S3Config{Bucket: "archive", Prefix: prefix, Endpoint: v.Endpoint, PathStyle: true, Compression: compression,
-		FlushInterval: time.Hour, RetryBase: time.Millisecond, Manifests: ManifestConfig{Writer: "w1"}},
-		Options{AWSConfig: testkit.AWSConfig, Registerer: reg, Logger: log})
+	s, err := New(testkit.Ctx(t), objstore.S3Config{Bucket: "archive", Prefix: prefix, Endpoint: v.Endpoint, PathStyle: true, Compression: compression,
+		FlushInterval: time.Hour, RetryBase: time.Millisecond, Manifests: sinkurl.ManifestConfig{Writer: "w1"}},
+		sinkapi.Options{AWSConfig: testkit.AWSConfig, Registerer: reg, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +77,11 @@ func newRecordingS3(t testing.TB, v *testkit.Versity, prefix, compression string
 // writeObject writes evs as one batch and flushes: one object per table,
 // kind and hour. It returns the object's key (relative to the root) when
 // there is one.
-func writeObject(t testing.TB, s *S3Sink, evs []event.Event) string {
+func writeObject(t testing.TB, s *Sink, evs []event.Event) string {
 	t.Helper()
 	ctx := testkit.Ctx(t)
 	a := testkit.NewAcks()
-	if err := s.Write(ctx, Batch{StreamARN: evs[0].StreamARN, ShardID: evs[0].ShardID, Events: evs}, a.Ack("b")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{StreamARN: evs[0].StreamARN, ShardID: evs[0].ShardID, Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Flush(ctx); err != nil {
@@ -284,7 +287,7 @@ func TestS3RecordManifestConflicts(t *testing.T) {
 	would := manifest.New(rg3, objs, "", "w1", clock.Now())
 	a.put(t, manifest.ConflictKey(would, manifest.Digest(manifest.Encode(would))), []byte("someone else's\n"))
 	err := third.Record(ctx, rg3)
-	if !IsPermanent(err) || !errors.Is(err, recorder.ErrConflict) {
+	if !sinkapi.IsPermanent(err) || !errors.Is(err, recorder.ErrConflict) {
 		t.Fatalf("Record: %v, want a permanent conflict", err)
 	}
 	if w, f := testkit.ManifestCounts(t, reg); w != 0 || f != 1 {
@@ -330,41 +333,37 @@ func TestS3RecordDue(t *testing.T) {
 	}
 }
 
-// TestS3ManifestsOff: with manifests=false, Open returns the sink without
-// Record and RecordDue (a consumer finds nothing to record with) but
-// with its Preflight; the sink itself tracks nothing and refuses Record.
+// TestS3ManifestsOff: with manifests=false the sink tracks nothing and
+// refuses Record (package sinks' Open also hides its Record and
+// RecordDue: TestOpenManifestsOff).
 func TestS3ManifestsOff(t *testing.T) {
 	v := testkit.StartVersity(t)
 	ctx := testkit.Ctx(t)
-	sk, _, err := Open(ctx, "s3://archive/off?endpoint="+v.Endpoint+"&path-style=true&manifests=false", Options{AWSConfig: testkit.AWSConfig})
+	sk, _, err := open(ctx, "s3://archive/off?endpoint="+v.Endpoint+"&path-style=true&manifests=false", sinkapi.Options{AWSConfig: testkit.AWSConfig})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sk.Close(ctx)
-	if _, ok := sk.(manifestRecorder); ok {
-		t.Fatal("a sink opened with manifests=false records")
-	}
-	if _, ok := sk.(Preflighter); !ok {
-		t.Fatal("a sink opened with manifests=false lost its Preflight")
-	}
-	if err := Preflight(ctx, sk); err != nil {
+	if err := preflight(ctx, sk); err != nil {
 		t.Fatal(err)
 	}
-	s := sk.(unrecorded).preflightSink.(*S3Sink)
+	s := sk.(*Sink)
 	evs := testkit.Events("sessions", "shardId-0001", 1, 2)
 	writeObject(t, s, evs)
-	if s.RecordDue(evs[0].StreamARN, evs[0].ShardID) || !errors.Is(s.Record(ctx, testkit.RangeOf(evs[0], "", "", testkit.Seq(2))), ErrNotRecording) {
+	if s.RecordDue(evs[0].StreamARN, evs[0].ShardID) || !errors.Is(s.Record(ctx, testkit.RangeOf(evs[0], "", "", testkit.Seq(2))), recorder.ErrNotRecording) {
 		t.Fatal("a sink with manifests=false records")
 	}
 	if keys := (s3Archive{v, "off"}).Keys(t, manifest.Dir); len(keys) != 0 {
 		t.Fatalf("manifests written: %v", keys)
 	}
-	on, _, err := Open(ctx, "s3://archive/on?endpoint="+v.Endpoint+"&path-style=true", Options{AWSConfig: testkit.AWSConfig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer on.Close(ctx)
-	if _, ok := on.(manifestRecorder); !ok {
-		t.Fatal("a sink opened by default does not record")
-	}
+}
+
+// TestEmptyEndRangeAtItsConflictKey: see testkit.CheckEmptyEndRange; in
+// S3, no 412 and no conflict counted.
+func TestEmptyEndRangeAtItsConflictKey(t *testing.T) {
+	v := testkit.StartVersity(t)
+	clock := testkit.NewClock()
+	s, reg := newRecordingS3(t, v, "emptyend", "gzip", clock, zap.NewNop())
+	testkit.CheckEmptyEndRange(t, s, s3Archive{v, "emptyend"}, func(evs []event.Event) { writeObject(t, s, evs) },
+		func() map[string]float64 { return conflictCounts(t, reg) }, clock)
 }

@@ -1,4 +1,4 @@
-package sinks
+package s3sink
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
 // TestS3LogsProgress: over versitygw, the sink says at start when its
@@ -21,7 +22,7 @@ func TestS3LogsProgress(t *testing.T) {
 	ctx := testkit.Ctx(t)
 	core, logs := observer.New(zapcore.InfoLevel)
 	u := "s3://archive/progress?endpoint=" + v.Endpoint + "&path-style=true&flush-interval=90s&flush-bytes=1048576"
-	s, _, err := Open(ctx, u, Options{AWSConfig: testkit.AWSConfig, Logger: zap.New(core)})
+	s, _, err := open(ctx, u, sinkapi.Options{AWSConfig: testkit.AWSConfig, Logger: zap.New(core)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestS3LogsProgress(t *testing.T) {
 	}
 
 	a := testkit.NewAcks()
-	if err := s.Write(ctx, Batch{ShardID: "shardId-1", Events: testkit.Events("sessions", "shardId-1", 0, 4)}, a.Ack("b")); err != nil {
+	if err := s.Write(ctx, sinkapi.Batch{ShardID: "shardId-1", Events: testkit.Events("sessions", "shardId-1", 0, 4)}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Flush(ctx); err != nil {
