@@ -1,5 +1,9 @@
-// Package sinks defines where classified stream events go, and implements the
-// destinations: S3 archives, NATS subjects, local files and stdout.
+// Package sinks defines where classified stream events go, and opens the
+// destinations by URL: S3 archives, NATS subjects, local files and stdout.
+// Each destination is a package of its own (s3sink, natssink, filesink),
+// none importing another; this package names their types and
+// constructors again ([S3Sink], [NATSSink], [FileSink], [NewFileSink],
+// ...), so callers write sinks.X.
 //
 // Every sink obeys one contract, checked by the conformance suite in this
 // package's tests: a batch is acknowledged only once it is durable at the

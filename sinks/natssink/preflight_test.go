@@ -20,7 +20,7 @@ func TestNATSPreflight(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := preflight(ctx, s); err != nil {
+			if err := testkit.Preflight(ctx, s); err != nil {
 				t.Errorf("%s: %v", q, err)
 			}
 			s.Close(ctx)
@@ -29,7 +29,7 @@ func TestNATSPreflight(t *testing.T) {
 	t.Run("stream deleted", func(t *testing.T) {
 		ctx := testkit.Ctx(t)
 		s, url := openNATSWithoutStream(t, ctx)
-		testkit.WantPreflightError(t, preflight(ctx, s), url, sinkapi.CheckStreamCaptures, `no JetStream stream captures "archiver.*.*"`)
+		testkit.WantPreflightError(t, testkit.Preflight(ctx, s), url, sinkapi.CheckStreamCaptures, `no JetStream stream captures "archiver.*.*"`)
 	})
 	t.Run("server gone", func(t *testing.T) {
 		ctx := testkit.Ctx(t)
@@ -42,6 +42,6 @@ func TestNATSPreflight(t *testing.T) {
 		ns.Stop()
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
-		testkit.WantPreflightError(t, preflight(pctx, s), "nats://"+ns.URL, sinkapi.CheckConnected)
+		testkit.WantPreflightError(t, testkit.Preflight(pctx, s), "nats://"+ns.URL, sinkapi.CheckConnected)
 	})
 }

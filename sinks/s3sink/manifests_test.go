@@ -344,7 +344,7 @@ func TestS3ManifestsOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sk.Close(ctx)
-	if err := preflight(ctx, sk); err != nil {
+	if err := testkit.Preflight(ctx, sk); err != nil {
 		t.Fatal(err)
 	}
 	s := sk.(*Sink)

@@ -88,7 +88,7 @@ func TestS3Preflight(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close(ctx)
-			err = preflight(ctx, s)
+			err = testkit.Preflight(ctx, s)
 			if tc.check == "" {
 				if err != nil {
 					t.Fatalf("Preflight: %v", err)
@@ -136,7 +136,7 @@ func TestS3PreflightIsBounded(t *testing.T) {
 	defer s.Close(context.Background())
 	ctx, cancel := context.WithTimeout(testkit.Ctx(t), 200*time.Millisecond)
 	defer cancel()
-	err = preflight(ctx, s)
+	err = testkit.Preflight(ctx, s)
 	testkit.WantPreflightError(t, err, "s3://archive", sinkapi.CheckBucketExists)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("%v, want the context's deadline", err)
