@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/url"
 
-	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/objstore"
 	"github.com/ttl-archiver/archiver/sinkurl"
 )
@@ -46,9 +45,6 @@ func ParseSize(s string) (int64, bool) { return sinkurl.ParseSize(s) }
 
 // FilePath is the path a file:// URL names: [sinkurl.FilePath].
 func FilePath(u *url.URL) (string, error) { return sinkurl.FilePath(u) }
-
-// redactURL is the sink URL as errors, logs and sink names show it.
-func redactURL(raw string) string { return redact.URL(raw) }
 
 // Decompress is [objstore.Decompress]: body decoded by its
 // Content-Encoding or key's extension.

@@ -31,6 +31,6 @@ func TestParseNATS(t *testing.T) {
 		}
 	}
 	if got := redact.URL("nats://alice:pw@h1:4222?token=abc&subject=x"); strings.Contains(got, "pw") || strings.Contains(got, "abc") {
-		t.Fatalf("redactURL leaks: %s", got)
+		t.Fatalf("redact.URL leaks: %s", got)
 	}
 }
