@@ -45,7 +45,8 @@ import (
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/manifest"
-	"github.com/ttl-archiver/archiver/sinks"
+	"github.com/ttl-archiver/archiver/objstore"
+	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
 // Options configure an Archive.
@@ -93,7 +94,8 @@ type Options struct {
 	// archiver verify.
 	SkipImages bool
 	// AWSConfig loads the AWS configuration for s3:// archives, as
-	// [sinks.Options.AWSConfig] (default: the AWS default chain).
+	// the sinks' Options.AWSConfig ([objstore.LoadAWSConfig]; default: the AWS
+	// default chain).
 	AWSConfig func(ctx context.Context, region string) (aws.Config, error)
 	// Retry is the backoff between attempts of a failed S3 request
 	// (default 200 ms to 10 s); Attempts bounds them (default 8).
@@ -180,25 +182,25 @@ type Archive struct {
 
 // Open opens an archive at s3://BUCKET/PREFIX?endpoint=..&region=..&path-style=..
 // or file://DIR, taking the URL of the sink that wrote it (its syntax and
-// parameters, parsed by the sinks package). It checks nothing remote:
+// parameters, parsed by packages objstore and sinkurl). It checks nothing remote:
 // a missing bucket or directory surfaces from Objects.
 func Open(ctx context.Context, rawURL string, o Options) (*Archive, error) {
 	o.defaults()
 	a := &Archive{o: o}
 	switch {
 	case strings.HasPrefix(rawURL, "s3://"):
-		c, err := sinks.ParseS3URL(rawURL)
+		c, err := objstore.ParseS3URL(rawURL)
 		if err != nil {
 			return nil, err
 		}
-		client, err := sinks.NewS3Client(ctx, c, sinks.Options{AWSConfig: o.AWSConfig})
+		client, err := objstore.NewClient(ctx, c, o.AWSConfig)
 		if err != nil {
 			return nil, err
 		}
 		a.st = &s3Store{api: client, bucket: c.Bucket, prefix: c.Prefix, o: &a.o}
 		a.url = "s3://" + c.Bucket + "/" + c.Prefix
 	case strings.HasPrefix(rawURL, "file://"):
-		dir, err := sinks.ParseFileURL(rawURL)
+		dir, err := sinkurl.ParseFileURL(rawURL)
 		if err != nil {
 			return nil, err
 		}

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/ttl-archiver/archiver/event"
-	"github.com/ttl-archiver/archiver/sinks"
+	"github.com/ttl-archiver/archiver/objstore"
 )
 
 // decodeDepth is how many downloaded groups are decoded ahead of the one
@@ -110,7 +110,7 @@ func decodeObject(ctx context.Context, key string, body []byte, enc string, o de
 		}
 		return true
 	}
-	zr, closeFn, err := sinks.Decompress(bytes.NewReader(body), enc, key)
+	zr, closeFn, err := objstore.Decompress(bytes.NewReader(body), enc, key)
 	if err != nil {
 		c = append(c, decoded{line: Line{Object: key, Line: 1}, err: err})
 		send()

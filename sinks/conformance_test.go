@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
 
 // harness adapts one sink kind to the conformance suite.
@@ -77,7 +78,7 @@ func harnesses(t *testing.T) []harness {
 			name: "file",
 			open: func(t *testing.T) (Sink, destination) {
 				dir := t.TempDir()
-				s, _, err := Open(testCtx(t), "file://"+dir, Options{})
+				s, _, err := Open(testkit.Ctx(t), "file://"+dir, Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -114,30 +115,34 @@ func harnesses(t *testing.T) []harness {
 			name: "stdout",
 			open: func(t *testing.T) (Sink, destination) {
 				buf := &syncBuffer{}
-				s, _, err := Open(testCtx(t), "stdout://", Options{Stdout: buf})
+				s, _, err := Open(testkit.Ctx(t), "stdout://", Options{Stdout: buf})
 				if err != nil {
 					t.Fatal(err)
 				}
 				return s, destFunc(func(t testing.TB) []event.Event { return decodeAll(t, buf.lines()) })
 			},
-			broken: func(t *testing.T) Sink { return NewWriterSink("stdout://", failingWriter{}, false, Options{}) },
+			broken: func(t *testing.T) Sink { return NewWriterSink("stdout://", testkit.FailingWriter{}, false, Options{}) },
 		},
 		{
 			name: "s3",
 			open: func(t *testing.T) (Sink, destination) {
-				v := startVersity(t)
-				s := openS3(t, v.endpoint, "flush-bytes=16KiB&flush-interval=100ms")
+				v := testkit.StartVersity(t)
+				s, _, err := Open(testkit.Ctx(t), "s3://archive/ttl?endpoint="+v.Endpoint+"&path-style=true&flush-bytes=16KiB&flush-interval=100ms", Options{AWSConfig: testkit.AWSConfig})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close(context.Background()) })
 				return s, destFunc(func(t testing.TB) []event.Event {
 					var out []event.Event
-					for _, k := range v.objects(t, "ttl/") {
-						evs, _ := v.read(t, k)
+					for _, k := range v.Objects(t, "ttl/") {
+						evs, _ := v.Read(t, k)
 						out = append(out, evs...)
 					}
 					return out
 				})
 			},
 			broken: func(t *testing.T) Sink {
-				s, err := NewS3(testCtx(t), S3Config{Bucket: "archive", Endpoint: "http://" + freePort(t), PathStyle: true, MaxAttempts: 2, RetryBase: 5 * time.Millisecond, FlushInterval: 50 * time.Millisecond}, Options{AWSConfig: testAWSConfig})
+				s, err := NewS3(testkit.Ctx(t), S3Config{Bucket: "archive", Endpoint: "http://" + testkit.FreePort(t), PathStyle: true, MaxAttempts: 2, RetryBase: 5 * time.Millisecond, FlushInterval: 50 * time.Millisecond}, Options{AWSConfig: testkit.AWSConfig})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -147,31 +152,31 @@ func harnesses(t *testing.T) []harness {
 		{
 			name: "nats",
 			open: func(t *testing.T) (Sink, destination) {
-				ns := startNATS(t, nil)
-				s, _, err := Open(testCtx(t), "nats://"+ns.url+"?create-stream=CONF", Options{})
+				ns := testkit.StartNATS(t, nil)
+				s, _, err := Open(testkit.Ctx(t), "nats://"+ns.URL+"?create-stream=CONF", Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				_, js := ns.client(t)
+				_, js := ns.Client(t)
 				return s, destFunc(func(t testing.TB) []event.Event {
-					st, err := js.Stream(testCtx(t), "CONF")
+					st, err := js.Stream(testkit.Ctx(t), "CONF")
 					if err != nil {
 						t.Fatal(err)
 					}
 					var out []event.Event
-					for _, m := range streamMsgs(t, st) {
+					for _, m := range testkit.StreamMsgs(t, st) {
 						out = append(out, decodeAll(t, append(m.Data(), '\n'))...)
 					}
 					return out
 				})
 			},
 			broken: func(t *testing.T) Sink {
-				ns := startNATS(t, nil)
-				s, _, err := Open(testCtx(t), "nats://"+ns.url+"?create-stream=CONF", Options{})
+				ns := testkit.StartNATS(t, nil)
+				s, _, err := Open(testkit.Ctx(t), "nats://"+ns.URL+"?create-stream=CONF", Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				ns.stop()
+				ns.Stop()
 				return s
 			},
 		},
@@ -191,7 +196,7 @@ func TestConformance(t *testing.T) {
 }
 
 func conformOrderAndDurability(t *testing.T, h harness) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	s, dest := h.open(t)
 	defer s.Close(ctx)
 	shards := []string{"shardId-a", "shardId-b", "shardId-c"}
@@ -199,16 +204,16 @@ func conformOrderAndDurability(t *testing.T, h harness) {
 	var mu sync.Mutex
 	var problems []string
 	type sent struct{ ids []string }
-	a := newAcks()
+	a := testkit.NewAcks()
 	for i := 0; i < batches; i++ {
 		for _, sh := range shards {
-			evs := testEvents("conf", sh, i*per, per)
+			evs := testkit.Events("conf", sh, i*per, per)
 			ids := make([]string, len(evs))
 			for j := range evs {
 				ids[j] = evs[j].EventID
 			}
 			id := fmt.Sprintf("%s/%d", sh, i)
-			inner := a.ack(id)
+			inner := a.Ack(id)
 			// The acknowledgement must find every event of the batch at
 			// the destination already.
 			ack := func(err error) {
@@ -236,12 +241,12 @@ func conformOrderAndDurability(t *testing.T, h harness) {
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := a.all()
+	got := a.All()
 	if len(got) != batches*len(shards) {
 		t.Fatalf("after Flush %d of %d batches acknowledged", len(got), batches*len(shards))
 	}
 	for id := range got {
-		if n, err := a.get(id); n != 1 || err != nil {
+		if n, err := a.Get(id); n != 1 || err != nil {
 			t.Fatalf("batch %s: %d acks, err %v", id, n, err)
 		}
 	}
@@ -267,23 +272,23 @@ func conformOrderAndDurability(t *testing.T, h harness) {
 }
 
 func conformCloseFlushes(t *testing.T, h harness) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	s, dest := h.open(t)
-	a := newAcks()
-	evs := testEvents("conf", "shardId-a", 1, 5)
-	if err := s.Write(ctx, Batch{ShardID: "shardId-a", Events: evs}, a.ack("b")); err != nil {
+	a := testkit.NewAcks()
+	evs := testkit.Events("conf", "shardId-a", 1, 5)
+	if err := s.Write(ctx, Batch{ShardID: "shardId-a", Events: evs}, a.Ack("b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := a.get("b"); n != 1 || err != nil {
+	if n, err := a.Get("b"); n != 1 || err != nil {
 		t.Fatalf("after Close: %d acks, err %v", n, err)
 	}
 	if got := len(dest.stored(t)); got != 5 {
 		t.Fatalf("after Close %d events stored, want 5", got)
 	}
-	if err := s.Write(ctx, Batch{Events: evs}, a.ack("late")); !errors.Is(err, ErrClosed) {
+	if err := s.Write(ctx, Batch{Events: evs}, a.Ack("late")); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Write after Close: %v, want ErrClosed", err)
 	}
 	if err := s.Close(ctx); err != nil {
@@ -295,16 +300,16 @@ func conformCloseFlushes(t *testing.T, h harness) {
 // refused by Write or acknowledged with an error — never acknowledged as
 // durable, never left without an answer once Close returns.
 func conformErrorsSurface(t *testing.T, h harness) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	s := h.broken(t)
-	a := newAcks()
+	a := testkit.NewAcks()
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	werr := s.Write(wctx, Batch{Events: testEvents("conf", "shardId-a", 1, 3)}, a.ack("b"))
+	werr := s.Write(wctx, Batch{Events: testkit.Events("conf", "shardId-a", 1, 3)}, a.Ack("b"))
 	cctx, ccancel := context.WithTimeout(ctx, 3*time.Second)
 	defer ccancel()
 	s.Close(cctx)
-	n, aerr := a.get("b")
+	n, aerr := a.Get("b")
 	switch {
 	case werr != nil && n != 0:
 		t.Fatalf("Write refused the batch (%v) but it was acknowledged too", werr)
@@ -319,11 +324,11 @@ func conformErrorsSurface(t *testing.T, h harness) {
 // conformConcurrentShards writes each shard from its own goroutine, as the
 // consumer does, and checks every event arrives once, in order per shard.
 func conformConcurrentShards(t *testing.T, h harness) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	s, dest := h.open(t)
 	defer s.Close(ctx)
 	const shards, batches, per = 6, 10, 20
-	a := newAcks()
+	a := testkit.NewAcks()
 	var wg sync.WaitGroup
 	errs := make(chan error, shards)
 	for sh := 0; sh < shards; sh++ {
@@ -332,7 +337,7 @@ func conformConcurrentShards(t *testing.T, h harness) {
 			defer wg.Done()
 			shard := fmt.Sprintf("shardId-%d", sh)
 			for i := 0; i < batches; i++ {
-				if err := s.Write(ctx, Batch{ShardID: shard, Events: testEvents("conc", shard, i*per, per)}, a.ack(fmt.Sprintf("%s/%d", shard, i))); err != nil {
+				if err := s.Write(ctx, Batch{ShardID: shard, Events: testkit.Events("conc", shard, i*per, per)}, a.Ack(fmt.Sprintf("%s/%d", shard, i))); err != nil {
 					errs <- err
 					return
 				}
@@ -347,7 +352,7 @@ func conformConcurrentShards(t *testing.T, h harness) {
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(a.all()); n != shards*batches {
+	if n := len(a.All()); n != shards*batches {
 		t.Fatalf("%d of %d batches acknowledged after Flush", n, shards*batches)
 	}
 	seen := map[string]int{}

@@ -2,13 +2,17 @@ package sinks
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ttl-archiver/archiver/event"
-	"github.com/ttl-archiver/archiver/natsmsg"
+	"github.com/ttl-archiver/archiver/objstore"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
+	"github.com/ttl-archiver/archiver/sinks/natssink"
+	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
 func TestOpenErrors(t *testing.T) {
@@ -71,9 +75,9 @@ func TestOpenErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.url, func(t *testing.T) {
-			s, _, err := Open(testCtx(t), tc.url, Options{})
+			s, _, err := Open(testkit.Ctx(t), tc.url, Options{})
 			if err == nil {
-				s.Close(testCtx(t))
+				s.Close(testkit.Ctx(t))
 				t.Fatalf("Open(%q) succeeded, want error containing %q", tc.url, tc.want)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
@@ -128,7 +132,7 @@ func TestOpenKinds(t *testing.T) {
 		"?events=deleted,expired": {event.Deleted, event.Expired},
 		"?events=all":             event.Kinds,
 	} {
-		s, kinds, err := Open(testCtx(t), "file://"+dir+q, Options{})
+		s, kinds, err := Open(testkit.Ctx(t), "file://"+dir+q, Options{})
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -138,16 +142,16 @@ func TestOpenKinds(t *testing.T) {
 		if s.Name() != "file://"+dir {
 			t.Errorf("Name() = %q", s.Name())
 		}
-		s.Close(testCtx(t))
+		s.Close(testkit.Ctx(t))
 	}
 }
 
 func TestParseS3Defaults(t *testing.T) {
-	p, err := parseParams("s3://my-bucket/archive/ttl/?endpoint=http://127.0.0.1:7070&path-style=true&sse=aws:kms&kms-key-id=alias/x&storage-class=STANDARD_IA&flush-bytes=1MiB&flush-interval=5s&compression=zstd")
+	p, err := sinkurl.Parse("s3://my-bucket/archive/ttl/?endpoint=http://127.0.0.1:7070&path-style=true&sse=aws:kms&kms-key-id=alias/x&storage-class=STANDARD_IA&flush-bytes=1MiB&flush-interval=5s&compression=zstd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := parseS3(p)
+	c, err := objstore.ParseS3(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,40 +166,15 @@ func TestParseS3Defaults(t *testing.T) {
 		"?manifest-objects=7&manifest-interval=90s": {Objects: 7, Interval: 90 * time.Second},
 		"?manifests=false":                          {Off: true},
 	} {
-		p, _ = parseParams("s3://bucket" + q)
-		if c, err = parseS3(p); err != nil || c.Manifests != want {
+		p, _ = sinkurl.Parse("s3://bucket" + q)
+		if c, err = objstore.ParseS3(p); err != nil || c.Manifests != want {
 			t.Errorf("%s: manifests %+v, %v; want %+v", q, c.Manifests, err, want)
 		}
 	}
-	p, _ = parseParams("s3://bucket")
-	c, err = parseS3(p)
+	p, _ = sinkurl.Parse("s3://bucket")
+	c, err = objstore.ParseS3(p)
 	if err != nil || c.FlushBytes != 8<<20 || c.FlushInterval != time.Minute || c.Compression != "gzip" || c.Prefix != "" {
 		t.Fatalf("defaults: %+v %v", c, err)
-	}
-}
-
-func TestParseNATS(t *testing.T) {
-	p, err := parseParams("nats://alice:pw@h1:4222,h2:4223?subject=ttl.{table}.{pk}&jetstream=false&format=item&max-pending-bytes=1MiB")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := parseNATS(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(c.Servers, []string{"nats://h1:4222", "nats://h2:4223"}) || c.User != "alice" || c.Password != "pw" ||
-		c.Subject != "ttl.{table}.{pk}" || c.JetStream || c.Format != "item" || c.MaxPendingBytes != 1<<20 {
-		t.Fatalf("got %+v", c)
-	}
-	// cloudevents is the default; envelope is one parameter away.
-	for q, want := range map[string]string{"": natsmsg.FormatCloudEvents, "?format=envelope": natsmsg.FormatEnvelope} {
-		p, _ := parseParams("nats://h1:4222" + q)
-		if c, err := parseNATS(p); err != nil || c.Format != want {
-			t.Errorf("%q: format %q, %v; want %q", q, c.Format, err, want)
-		}
-	}
-	if got := redactURL("nats://alice:pw@h1:4222?token=abc&subject=x"); strings.Contains(got, "pw") || strings.Contains(got, "abc") {
-		t.Fatalf("redactURL leaks: %s", got)
 	}
 }
 
@@ -217,26 +196,62 @@ func FuzzOpenURL(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string) {
 		// A token given as a query parameter must never be echoed.
 		secret := strings.Contains(raw, "token=s3cret")
-		p, err := parseParams(raw)
+		p, err := sinkurl.Parse(raw)
 		if err != nil {
 			if secret && strings.Contains(err.Error(), "token=s3cret") {
 				t.Fatalf("error leaks token: %v", err)
 			}
 			return
 		}
-		if _, err := p.kinds(); err != nil {
+		if _, err := p.Kinds(); err != nil {
 			return
 		}
-		switch p.u.Scheme {
+		switch p.URL.Scheme {
 		case "s3":
-			_, err = parseS3(p)
+			_, err = objstore.ParseS3(p)
 		case "nats":
-			_, err = parseNATS(p)
+			_, err = natssink.ParseConfig(p)
 		case "stdout":
-			_, err = p.oneOf("format", "envelope", "envelope", "item")
+			_, err = p.OneOf("format", "envelope", "envelope", "item")
 		}
 		if err != nil && secret && strings.Contains(err.Error(), "token=s3cret") {
 			t.Fatalf("error leaks token: %v", err)
 		}
 	})
+}
+
+// TestOpenManifestsOff: a file or S3 sink opened with manifests=false
+// has no Record and RecordDue, so the consumer waits for no manifest of
+// it, and keeps its Preflight; opened by default it records.
+func TestOpenManifestsOff(t *testing.T) {
+	v := testkit.StartVersity(t)
+	s3URL := "s3://archive/%s?endpoint=" + v.Endpoint + "&path-style=true&"
+	for _, tc := range []struct{ name, off, on string }{
+		{"file", "file://" + t.TempDir() + "?", "file://" + t.TempDir() + "?"},
+		{"s3", fmt.Sprintf(s3URL, "off"), fmt.Sprintf(s3URL, "on")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testkit.Ctx(t)
+			o := Options{AWSConfig: testkit.AWSConfig}
+			sk, _, err := Open(ctx, tc.off+"manifests=false", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sk.Close(ctx)
+			if _, ok := sk.(manifestRecorder); ok {
+				t.Fatal("a sink opened with manifests=false records")
+			}
+			if err := Preflight(ctx, sk); err != nil {
+				t.Fatal(err)
+			}
+			on, _, err := Open(ctx, tc.on+"events=expired", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer on.Close(ctx)
+			if _, ok := on.(manifestRecorder); !ok {
+				t.Fatal("a sink opened by default does not record")
+			}
+		})
+	}
 }

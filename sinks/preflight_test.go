@@ -1,248 +1,13 @@
 package sinks
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"net/http"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 )
-
-// wantPreflightError checks that err is a *PreflightError of sink and
-// check whose one-line message mentions every string in mentions.
-func wantPreflightError(t testing.TB, err error, sink, check string, mentions ...string) *PreflightError {
-	t.Helper()
-	var pe *PreflightError
-	if !errors.As(err, &pe) {
-		t.Fatalf("preflight error %v, want a *PreflightError", err)
-	}
-	if pe.Sink != sink || pe.Check != check {
-		t.Fatalf("preflight failed sink %q check %q, want %q %q: %v", pe.Sink, pe.Check, sink, check, err)
-	}
-	msg := err.Error()
-	if strings.Contains(msg, "\n") {
-		t.Fatalf("message is not one line: %q", msg)
-	}
-	for _, m := range append([]string{sink, check}, mentions...) {
-		if !strings.Contains(msg, m) {
-			t.Fatalf("message %q does not mention %q", msg, m)
-		}
-	}
-	return pe
-}
-
-// TestS3Preflight runs the S3 checks against versitygw, with the proxy
-// standing in for what versitygw cannot answer (KMS, a role's refusals).
-func TestS3Preflight(t *testing.T) {
-	v := startVersity(t)
-	px := startProxy(t, v.endpoint)
-	refuse := func(method string, status int, code, msg string) faultFunc {
-		return func(w http.ResponseWriter, r *http.Request, _ func(http.ResponseWriter)) bool {
-			if r.Method != method {
-				return false
-			}
-			w.Header().Set("Content-Type", "application/xml")
-			w.WriteHeader(status)
-			fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>%s</Message></Error>`, code, msg)
-			return true
-		}
-	}
-	// either answers HEAD as head and GET as get (S3's answers to one
-	// refusal: a HEAD's has no body).
-	either := func(head, get faultFunc) faultFunc {
-		return func(w http.ResponseWriter, r *http.Request, next func(http.ResponseWriter)) bool {
-			return head(w, r, next) || get(w, r, next)
-		}
-	}
-	bare := func(status int) faultFunc { return refuse(http.MethodHead, status, "", "") }
-	for _, tc := range []struct {
-		name     string
-		bucket   string
-		query    string
-		access   string
-		secret   string
-		fault    faultFunc
-		check    string // "" for success
-		mentions []string
-		is       error // the cause errors.Is matches (nil: neither ErrCredentials nor ErrNoSuchBucket)
-	}{
-		{name: "writable bucket"},
-		{name: "writable bucket, delete refused", fault: refuse(http.MethodDelete, 403, "AccessDenied", "Access Denied")},
-		{name: "missing bucket", bucket: "nosuchbucket", check: CheckBucketExists, mentions: []string{`bucket "nosuchbucket" does not exist`, "create it", "NoSuchBucket"}, is: ErrNoSuchBucket},
-		{name: "wrong secret key", secret: "wrong", check: CheckCredentials, mentions: []string{"did not accept the AWS credentials", "SignatureDoesNotMatch", "AWS_SECRET_ACCESS_KEY"}, is: ErrCredentials},
-		{name: "unknown access key", access: "AKIANOSUCHKEY", check: CheckCredentials, mentions: []string{"did not accept the AWS credentials", "XAdminUserNotFound"}, is: ErrCredentials},
-		{name: "unknown access key, missing bucket", bucket: "nosuchbucket", access: "AKIANOSUCHKEY", check: CheckCredentials, mentions: []string{"XAdminUserNotFound"}, is: ErrCredentials},
-		{name: "expired session token", fault: either(bare(400), refuse(http.MethodGet, 400, "ExpiredToken", "The provided token has expired.")), check: CheckCredentials, mentions: []string{"ExpiredToken"}, is: ErrCredentials},
-		{name: "listing denied", fault: either(bare(403), refuse(http.MethodGet, 403, "AccessDenied", "Access Denied")), check: CheckBucketExists, mentions: []string{"access to bucket", "s3:ListBucket", "403"}},
-		{name: "listing and reading denied, bare", fault: either(bare(403), refuse(http.MethodGet, 403, "", "")), check: CheckBucketExists, mentions: []string{"access to bucket", "s3:ListBucket", "403"}},
-		{name: "put refused", fault: refuse(http.MethodPut, 403, "AccessDenied", "Access Denied"), check: CheckBucketWritable, mentions: []string{"_archiver/preflight", "AccessDenied"}},
-		{name: "kms key missing", query: "sse=aws:kms&kms-key-id=alias/gone", fault: refuse(http.MethodPut, 400, "KMS.NotFoundException", "Key 'alias/gone' does not exist"), check: CheckKMSKeyUsable, mentions: []string{"KMS.NotFoundException"}},
-		{name: "kms key denied", query: "sse=aws:kms", fault: refuse(http.MethodPut, 403, "AccessDenied", "not authorized to perform: kms:GenerateDataKey"), check: CheckKMSKeyUsable, mentions: []string{"kms:GenerateDataKey"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
-			px.setFault(tc.fault)
-			defer px.setFault(nil)
-			bucket := "archive"
-			if tc.bucket != "" {
-				bucket = tc.bucket
-			}
-			o := Options{AWSConfig: testAWSConfig}
-			if tc.secret != "" || tc.access != "" {
-				access, secret := cmp.Or(tc.access, testAccessKey), cmp.Or(tc.secret, testSecretKey)
-				o.AWSConfig = func(_ context.Context, region string) (aws.Config, error) {
-					return aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider(access, secret, "")}, nil
-				}
-			}
-			u := "s3://" + bucket + "/pre?endpoint=" + px.url + "&path-style=true&" + tc.query
-			s, _, err := Open(ctx, u, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close(ctx)
-			err = Preflight(ctx, s)
-			if tc.check == "" {
-				if err != nil {
-					t.Fatalf("Preflight: %v", err)
-				}
-				want := "" // deleted, unless the role may not delete it
-				if tc.fault != nil {
-					want = "pre/_archiver/preflight"
-				}
-				if keys := strings.Join(v.objects(t, "pre/"), ","); keys != want {
-					t.Fatalf("objects after the preflight: %q, want %q", keys, want)
-				}
-				return
-			}
-			wantPreflightError(t, err, "s3://"+bucket+"/pre", tc.check, tc.mentions...)
-			for _, sentinel := range []error{ErrCredentials, ErrNoSuchBucket} {
-				if got := errors.Is(err, sentinel); got != (sentinel == tc.is) {
-					t.Errorf("errors.Is(err, %q) = %v, want %v", sentinel, got, !got)
-				}
-			}
-		})
-	}
-}
-
-// TestS3PreflightIsBounded: an endpoint that accepts connections and never
-// answers fails the check when the context ends, not later.
-func TestS3PreflightIsBounded(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
-	s, err := NewS3(testCtx(t), S3Config{Bucket: "archive", Endpoint: "http://" + l.Addr().String(), PathStyle: true}, Options{AWSConfig: testAWSConfig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(context.Background())
-	ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
-	defer cancel()
-	err = Preflight(ctx, s)
-	wantPreflightError(t, err, "s3://archive", CheckBucketExists)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("%v, want the context's deadline", err)
-	}
-}
-
-func TestNATSPreflight(t *testing.T) {
-	t.Run("jetstream and core", func(t *testing.T) {
-		ctx := testCtx(t)
-		ns := startNATS(t, nil)
-		_, js := ns.client(t)
-		createStream(t, js, "TTL", "archiver.>")
-		for _, q := range []string{"", "?jetstream=false", "?subject=made.{table}&create-stream=MADE"} {
-			s, _, err := Open(ctx, "nats://"+ns.url+q, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := Preflight(ctx, s); err != nil {
-				t.Errorf("%s: %v", q, err)
-			}
-			s.Close(ctx)
-		}
-	})
-	t.Run("stream deleted", func(t *testing.T) {
-		ctx := testCtx(t)
-		s, url := openNATSWithoutStream(t, ctx)
-		wantPreflightError(t, Preflight(ctx, s), url, CheckStreamCaptures, `no JetStream stream captures "archiver.*.*"`)
-	})
-	t.Run("server gone", func(t *testing.T) {
-		ctx := testCtx(t)
-		ns := startNATS(t, nil)
-		s, _, err := Open(ctx, "nats://"+ns.url+"?jetstream=false", Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close(ctx)
-		ns.stop()
-		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		defer cancel()
-		wantPreflightError(t, Preflight(pctx, s), "nats://"+ns.url, CheckConnected)
-	})
-}
-
-func TestFilePreflight(t *testing.T) {
-	ctx := testCtx(t)
-	t.Run("writable", func(t *testing.T) {
-		s, dir := newTestFileSink(t)
-		if err := Preflight(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-		// Only the sink's own lock folder stays.
-		if left, _ := os.ReadDir(dir); len(left) != 1 || left[0].Name() != "_archiver" {
-			t.Fatalf("preflight left %v behind", left)
-		}
-	})
-	t.Run("a file where the directory was", func(t *testing.T) {
-		s, dir := newTestFileSink(t)
-		if err := os.RemoveAll(dir); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dir, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		err := Preflight(ctx, s)
-		wantPreflightError(t, err, "file://"+dir, CheckDirectoryWritable, "not a directory")
-		if !IsPermanent(err) {
-			t.Fatalf("%v is not permanent", err)
-		}
-	})
-	t.Run("read-only directory", func(t *testing.T) {
-		if os.Geteuid() == 0 {
-			t.Skip("permissions do not stop root")
-		}
-		s, dir := newTestFileSink(t)
-		if err := os.Chmod(dir, 0o555); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Chmod(dir, 0o755) })
-		err := Preflight(ctx, s)
-		wantPreflightError(t, err, "file://"+dir, CheckDirectoryWritable)
-		if !errors.Is(err, syscall.EACCES) || !IsPermanent(err) {
-			t.Fatalf("%v, want a permanent EACCES", err)
-		}
-	})
-}
 
 // flakySink is a Preflighter whose check fails with a plain error.
 type flakySink struct{ Sink }
@@ -251,14 +16,14 @@ func (flakySink) Name() string                        { return "flaky://" }
 func (flakySink) Preflight(ctx context.Context) error { return errors.New("no\nway") }
 
 func TestPreflightDispatch(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	stdout := NewWriterSink("stdout://", &syncBuffer{}, false, Options{})
 	defer stdout.Close(ctx)
 	if err := Preflight(ctx, stdout); err != nil {
 		t.Fatalf("stdout:// has no checks, got %v", err)
 	}
 	err := Preflight(ctx, flakySink{})
-	pe := wantPreflightError(t, err, "flaky://", "preflight", "no way")
+	pe := testkit.WantPreflightError(t, err, "flaky://", "preflight", "no way")
 	if pe.Err.Error() != "no\nway" {
 		t.Fatalf("cause %q lost", pe.Err)
 	}

@@ -1,47 +1,64 @@
-// Package sinks defines where classified stream events go, and implements the
-// destinations: S3 archives, NATS subjects, local files and stdout.
-//
-// Every sink obeys one contract, checked by the conformance suite in this
-// package's tests: a batch is acknowledged only once it is durable at the
-// destination, events of one shard reach the destination in the order they
-// were written, Close flushes, and failures surface as errors, never as
-// silent drops.
 package sinks
 
 import (
-	"context"
-
-	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
-// Batch is a run of events from one shard, in stream order.
-type Batch struct {
-	StreamARN string
-	ShardID   string
-	Events    []event.Event
-}
+// The sink contract is package sinkapi's, the leaf every destination
+// imports; these names are its types and values, so callers write
+// sinks.Sink, sinks.Batch and the rest.
+type (
+	// Batch is a run of events from one shard, in stream order:
+	// [sinkapi.Batch].
+	Batch = sinkapi.Batch
+	// Ack is called exactly once per batch a sink took: [sinkapi.Ack].
+	Ack = sinkapi.Ack
+	// Sink is one destination of events: [sinkapi.Sink].
+	Sink = sinkapi.Sink
+	// Options carries what sinks need from their host process:
+	// [sinkapi.Options].
+	Options = sinkapi.Options
+	// RejectedError names the events of a batch a sink will never take:
+	// [sinkapi.RejectedError].
+	RejectedError = sinkapi.RejectedError
+	// Preflighter is a sink that can prove it will be able to write:
+	// [sinkapi.Preflighter].
+	Preflighter = sinkapi.Preflighter
+	// PreflightError says which sink failed which check, and why:
+	// [sinkapi.PreflightError].
+	PreflightError = sinkapi.PreflightError
+)
 
-// Ack is called exactly once per batch a sink took: with nil when every event
-// of the batch is durable at the destination, with a non-nil error when the
-// sink gave up on the batch (the caller retries it, so sinks must tolerate a
-// batch written twice).
-type Ack func(err error)
+// The sentinel errors of package sinkapi (match them with errors.Is).
+var (
+	// ErrClosed is returned by Write after Close.
+	ErrClosed = sinkapi.ErrClosed
+	// ErrPermanent marks a failure that writing again will never fix.
+	ErrPermanent = sinkapi.ErrPermanent
+	// ErrNoSuchBucket: the S3 sink's bucket does not exist.
+	ErrNoSuchBucket = sinkapi.ErrNoSuchBucket
+	// ErrCredentials: S3 refused the credentials themselves.
+	ErrCredentials = sinkapi.ErrCredentials
+)
 
-// Sink is one destination of events.
-type Sink interface {
-	// Name identifies the sink in logs and metrics; it never contains
-	// secrets.
-	Name() string
-	// Write hands the sink a batch. It may block while the sink is at
-	// capacity (backpressure) and returns ctx.Err() if ctx ends first. A nil
-	// return means the sink owns the batch and will call ack exactly once;
-	// a non-nil return means it did not take the batch and will not call ack.
-	// Batches of one shard are written in stream order and their events
-	// reach the destination in that order.
-	Write(ctx context.Context, b Batch, ack Ack) error
-	// Flush makes everything the sink holds durable now and returns once
-	// every batch written before the call has been acknowledged (or failed).
-	Flush(ctx context.Context) error
-	// Close flushes, then releases the sink's resources. No Write may follow.
-	Close(ctx context.Context) error
-}
+// The checks a preflight runs, as [PreflightError.Check] names them (see
+// package sinkapi).
+const (
+	CheckCredentials       = sinkapi.CheckCredentials
+	CheckBucketExists      = sinkapi.CheckBucketExists
+	CheckBucketWritable    = sinkapi.CheckBucketWritable
+	CheckKMSKeyUsable      = sinkapi.CheckKMSKeyUsable
+	CheckConnected         = sinkapi.CheckConnected
+	CheckStreamCaptures    = sinkapi.CheckStreamCaptures
+	CheckDirectoryWritable = sinkapi.CheckDirectoryWritable
+	// PreflightTimeout bounds one sink's preflight.
+	PreflightTimeout = sinkapi.PreflightTimeout
+)
+
+// Permanent wraps err so that errors.Is(err, ErrPermanent) holds:
+// [sinkapi.Permanent].
+func Permanent(err error) error { return sinkapi.Permanent(err) }
+
+// IsPermanent reports whether err is marked permanent:
+// [sinkapi.IsPermanent].
+func IsPermanent(err error) bool { return sinkapi.IsPermanent(err) }

@@ -1,3 +1,19 @@
+// Package sinks defines where classified stream events go, and opens the
+// destinations by URL: S3 archives, NATS subjects, local files and stdout.
+// Each destination is a package of its own (s3sink, natssink, filesink),
+// none importing another; this package names their types and
+// constructors again ([S3Sink], [NATSSink], [FileSink], [NewFileSink],
+// ...), so callers write sinks.X.
+//
+// Every sink obeys one contract, checked by the conformance suite in this
+// package's tests: a batch is acknowledged only once it is durable at the
+// destination, events of one shard reach the destination in the order they
+// were written, Close flushes, and failures surface as errors, never as
+// silent drops. The contract's types are package sinkapi's, named again
+// here ([Sink], [Batch], [Ack], [Options]); the URL grammar is package
+// sinkurl's and the S3 configuration package objstore's, which the
+// archive reader shares.
+//
 // # Sink URLs
 //
 // [Open] turns a URL into a sink: s3://BUCKET/PREFIX, nats://HOST:PORT,

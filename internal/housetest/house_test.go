@@ -95,6 +95,24 @@ var importRules = []struct {
 		[]string{"checkpoint", "sweep", "consumer", "sinks"}},
 	{"sweep/state", "sweep/state sits below sweep, which adapts it",
 		[]string{"sweep", "consumer", "sinks"}},
+	{"archive", "archive reads archives through objstore and sinkurl, the leaves it shares with the sinks; it opens no sink",
+		[]string{"sinks", "consumer"}},
+	{"sweep", "the sweeper deletes expired items; the archiving is the consumer's, and it needs no sink",
+		[]string{"sinks", "consumer"}},
+	{"sinks/sinkapi", "sinkapi is the sink contract, the leaf under every destination and package sinks, which opens them",
+		[]string{"sinks", "consumer", "archive"}},
+	{"sinks/filesink", "a destination imports no other destination (nor package sinks, which opens them: an import cycle)",
+		[]string{"consumer", "archive", "sinks/natssink", "sinks/s3sink"}},
+	{"sinks/natssink", "a destination imports no other destination (nor package sinks, which opens them: an import cycle)",
+		[]string{"consumer", "archive", "sinks/filesink", "sinks/s3sink"}},
+	{"sinks/s3sink", "a destination imports no other destination (nor package sinks, which opens them: an import cycle)",
+		[]string{"consumer", "archive", "sinks/filesink", "sinks/natssink"}},
+	{"sinks/internal", "what the destinations share imports no destination",
+		[]string{"consumer", "archive", "sinks/filesink", "sinks/natssink", "sinks/s3sink"}},
+	{"objstore", "objstore is the leaf the S3 sink and the archive reader share",
+		[]string{"sinks", "archive"}},
+	{"sinkurl", "sinkurl is the sink URL grammar, a leaf the sinks and the archive reader share",
+		[]string{"sinks", "archive", "objstore"}},
 }
 
 func TestImportRules(t *testing.T) {
@@ -112,6 +130,21 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
+// TestTestkitOnlyInTests: sinks/internal/testkit (the sinks' shared test
+// support: versitygw, nats-server, events) is imported by test files
+// alone.
+func TestTestkitOnlyInTests(t *testing.T) {
+	kit := module + "/sinks/internal/testkit"
+	files := eachImport(t, ".", func(rel, path string) {
+		if path == kit {
+			t.Errorf("%s imports %s: only tests import the sinks' test kit", rel, path)
+		}
+	})
+	if files < 100 {
+		t.Fatalf("read %d non-test files; the walk is broken", files)
+	}
+}
+
 // maxFuncLines is the longest a function may be, in lines from `func` to
 // its closing brace, before it counts as long; maxLongFuncs is how many
 // long functions the packages of longFuncPackages may hold together. None
@@ -124,7 +157,7 @@ const (
 	maxLongFuncs = 0
 )
 
-var longFuncPackages = []string{"shard", "internal/ddbjson", "consumer", "sinks", "checkpoint", "lease", "internal/leasetable", "event", "sweep", "archive", "restore", "engine", "conformance", "cmd/bench"}
+var longFuncPackages = []string{"shard", "internal/ddbjson", "consumer", "sinks", "sinkurl", "objstore", "checkpoint", "lease", "internal/leasetable", "event", "sweep", "archive", "restore", "engine", "conformance", "cmd/bench"}
 
 func TestLongFunctions(t *testing.T) {
 	var long []string

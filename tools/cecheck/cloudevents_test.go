@@ -2,8 +2,9 @@
 // cloudevents/sdk-go. It is a module of its own so that the archiver's
 // go.mod never carries the SDK: run it with `go test .` in this directory
 // (the Makefile's unit target does). The archiver's own tests
-// (sinks/cloudevents_test.go, sinks/messages_test.go) hold the messages to
-// the binding's text; this one shows that a CloudEvents SDK takes them.
+// (sinks/natssink/cloudevents_test.go, sinks/natssink/messages_test.go)
+// hold the messages to the binding's text; this one shows that a
+// CloudEvents SDK takes them.
 //
 // sdk-go's NATS protocol modules are not used: their binary reader differs
 // from the binding (1.0.3) in places, the protocol the archiver follows.
