@@ -134,7 +134,7 @@ func parseS3(p *params) (S3Config, error) {
 }
 
 // NATSConfig configures a NATS sink. Open fills it from
-// nats://[USER:PASSWORD@]HOST:PORT[,HOST:PORT]?subject=&jetstream=&create-stream=&stream-max-age=&stream-max-bytes=&stream-max-msgs=&duplicate-window=&stream-replicas=&creds=&creds-env=&nkey=&nkey-env=&token=&token-env=&tls-ca=&tls-cert=&tls-key=&format=&max-in-flight=&max-pending-bytes=&max-subject=&name=.
+// nats://[USER:PASSWORD@]HOST:PORT[,HOST:PORT]?subject=&jetstream=&create-stream=&stream-max-age=&stream-max-bytes=&stream-max-msgs=&duplicate-window=&stream-replicas=&creds=&creds-env=&nkey=&nkey-env=&token=&token-env=&tls-ca=&tls-cert=&tls-key=&format=&max-in-flight=&max-pending-bytes=&max-subject=&name=&msg-ttl=.
 type NATSConfig struct {
 	// Servers are nats:// (or tls://) URLs.
 	Servers []string
@@ -189,6 +189,13 @@ type NATSConfig struct {
 	MaxPendingBytes int64
 	// Name is the NATS client connection name (default "ttl-archiver").
 	Name string
+	// MsgTTL (msg-ttl=, JetStream only) sets a Nats-TTL header on every
+	// message: JetStream removes it that long after storing it. Whole
+	// seconds, 1s to [MaxMsgTTL], or [MsgTTLNever]; 0 sets none. The
+	// stream must allow per-message TTLs (create-stream turns that on).
+	MsgTTL time.Duration
+	// msgTTLValue is the Nats-TTL value of MsgTTL (checkMsgTTL).
+	msgTTLValue []string
 }
 
 // parseNATS reads a nats:// URL's host, user information and parameters
@@ -327,7 +334,8 @@ func parseNATSDelivery(p *params, c *NATSConfig) error {
 	if c.Name, err = p.str("name", "ttl-archiver"); err != nil {
 		return err
 	}
-	return nil
+	c.MsgTTL, err = parseMsgTTL(p, c.JetStream)
+	return err
 }
 
 // FileConfig configures a file sink. Open fills it from

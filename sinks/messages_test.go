@@ -61,7 +61,7 @@ func TestMessagesContract(t *testing.T) {
 		// A stream per format: one stream would drop the second format's
 		// messages as duplicates (the same Nats-Msg-Ids).
 		st := createStream(t, js, "CONTRACT_"+f, "c."+f+".>")
-		s, _, err := Open(ctx, "nats://"+ns.url+"?subject=c."+f+".{table}.{kind}.{pk}&events=all&format="+f, Options{})
+		s, _, err := Open(ctx, "nats://"+ns.url+"?subject=c."+f+".{table}.{kind}.{pk}&events=all&format="+f+msgTTLContractQuery(f), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -209,7 +209,7 @@ func (s *NATSSink) Preflight(ctx context.Context) error {
 		return nil
 	}
 	if _, err := s.checkStream(ctx); err != nil {
-		return &PreflightError{Sink: s.name, Check: CheckStreamCaptures, Err: err}
+		return &PreflightError{Sink: s.name, Check: streamCheck(err), Err: err}
 	}
 	return nil
 }
