@@ -197,7 +197,8 @@ func mentionsKMS(err error) bool {
 // the server. [CheckStreamCaptures], in JetStream mode: a stream captures
 // the subject template (creating it first when create-stream says so), as
 // [NewNATS] checked already; the check runs again so a stream deleted
-// since shows before reading starts.
+// since shows before reading starts. [CheckMsgTTL], with msg-ttl: the
+// server is 2.11 or later and that stream allows per-message TTLs.
 func (s *NATSSink) Preflight(ctx context.Context) error {
 	ctx, cancel := preflightContext(ctx)
 	defer cancel()
