@@ -39,7 +39,8 @@ import (
 //	    creds=, nkey=, token=, user=, password=, or creds-env=VAR,
 //	    nkey-env=VAR, token-env=VAR (the secret in environment variable VAR),
 //	    tls-ca=, tls-cert=, tls-key=, format=cloudevents|envelope|item,
-//	    max-in-flight=, max-pending-bytes=, max-subject=1024, name=
+//	    max-in-flight=, max-pending-bytes=, max-subject=1024, name=,
+//	    msg-ttl=DURATION|never (a Nats-TTL header; JetStream only)
 //
 // Every scheme takes events=KIND[,KIND...] with kinds expired, deleted,
 // inserted, modified (or all).

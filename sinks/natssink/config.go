@@ -3,6 +3,7 @@ package natssink
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ttl-archiver/archiver/natsmsg"
 	"github.com/ttl-archiver/archiver/sinkurl"
@@ -10,7 +11,7 @@ import (
 
 // Config configures a NATS sink. [ParseConfig] (package sinks' Open)
 // fills it from
-// nats://[USER:PASSWORD@]HOST:PORT[,HOST:PORT]?subject=&jetstream=&create-stream=&stream-max-age=&stream-max-bytes=&stream-max-msgs=&duplicate-window=&stream-replicas=&creds=&creds-env=&nkey=&nkey-env=&token=&token-env=&tls-ca=&tls-cert=&tls-key=&format=&max-in-flight=&max-pending-bytes=&max-subject=&name=.
+// nats://[USER:PASSWORD@]HOST:PORT[,HOST:PORT]?subject=&jetstream=&create-stream=&stream-max-age=&stream-max-bytes=&stream-max-msgs=&duplicate-window=&stream-replicas=&creds=&creds-env=&nkey=&nkey-env=&token=&token-env=&tls-ca=&tls-cert=&tls-key=&format=&max-in-flight=&max-pending-bytes=&max-subject=&name=&msg-ttl=.
 type Config struct {
 	// Servers are nats:// (or tls://) URLs.
 	Servers []string
@@ -65,6 +66,13 @@ type Config struct {
 	MaxPendingBytes int64
 	// Name is the NATS client connection name (default "ttl-archiver").
 	Name string
+	// MsgTTL (msg-ttl=, JetStream only) sets a Nats-TTL header on every
+	// message: JetStream removes it that long after storing it. Whole
+	// seconds, 1s to [MaxMsgTTL], or [MsgTTLNever]; 0 sets none. The
+	// stream must allow per-message TTLs (create-stream turns that on).
+	MsgTTL time.Duration
+	// msgTTLValue is the Nats-TTL value of MsgTTL (checkMsgTTL).
+	msgTTLValue []string
 }
 
 // ParseConfig reads a nats:// URL's host, user information and parameters
@@ -203,5 +211,6 @@ func parseNATSDelivery(p *sinkurl.Params, c *Config) error {
 	if c.Name, err = p.Str("name", "ttl-archiver"); err != nil {
 		return err
 	}
-	return nil
+	c.MsgTTL, err = parseMsgTTL(p, c.JetStream)
+	return err
 }

@@ -63,7 +63,7 @@ func TestMessagesContract(t *testing.T) {
 		// A stream per format: one stream would drop the second format's
 		// messages as duplicates (the same Nats-Msg-Ids).
 		st := testkit.CreateStream(t, js, "CONTRACT_"+f, "c."+f+".>")
-		s, _, err := open(ctx, "nats://"+ns.URL+"?subject=c."+f+".{table}.{kind}.{pk}&events=all&format="+f, sinkapi.Options{})
+		s, _, err := open(ctx, "nats://"+ns.URL+"?subject=c."+f+".{table}.{kind}.{pk}&events=all&format="+f+msgTTLContractQuery(f), sinkapi.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

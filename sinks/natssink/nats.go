@@ -281,7 +281,7 @@ func checkNATSConfig(c Config) (Config, subjectTemplate, error) {
 	if _, err := tmpl.tokenBudget(c.MaxSubject); err != nil {
 		return c, tmpl, &sinkurl.ConfigError{URL: name, Param: "max-subject", Problem: err.Error()}
 	}
-	return c, tmpl, nil
+	return c, tmpl, checkMsgTTL(&c, name)
 }
 
 // connOptions returns the NATS client's options for the sink's
@@ -415,6 +415,9 @@ func serverHosts(servers []string) []string {
 // creating one when CreateStream asks for it, and returns its name.
 func (s *Sink) checkStream(ctx context.Context) (string, error) {
 	filter := s.tmpl.filter()
+	if err := s.checkMsgTTLServer(); err != nil {
+		return "", err
+	}
 	if s.c.CreateStream != "" {
 		if err := s.createStream(ctx, filter); err != nil {
 			return "", fmt.Errorf("create-stream %q for subjects %q: %w", s.c.CreateStream, filter, err)
@@ -427,7 +430,7 @@ func (s *Sink) checkStream(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("looking up the stream for %q: %w", filter, err)
 	}
-	return name, nil
+	return name, s.checkMsgTTLStream(ctx, name)
 }
 
 // Name is "nats://HOST:PORT[,...]" without credentials.
@@ -538,6 +541,7 @@ func (r *natsRender) message(e *event.Event) (*nats.Msg, int64) {
 	if s.c.Format == natsmsg.FormatCloudEvents {
 		size += r.appendCloudEvents(h, e, &own)
 	}
+	size += s.setMsgTTL(h)
 	subject := s.tmpl.render(e, s.c.MaxSubject)
 	if cap(r.msgs) == len(r.msgs) {
 		r.msgs = make([]nats.Msg, 0, 64)
@@ -559,7 +563,7 @@ func (s *Sink) headerCount(e *event.Event, id, keys string) int {
 	if s.c.Format == natsmsg.FormatCloudEvents {
 		n += ceCount(e, id, keys)
 	}
-	return n
+	return n + s.msgTTLHeaders()
 }
 
 // val is v as a one-element slice: a window on the batch's backing array,

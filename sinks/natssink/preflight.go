@@ -10,7 +10,8 @@ import (
 // the server. [sinkapi.CheckStreamCaptures], in JetStream mode: a stream captures
 // the subject template (creating it first when create-stream says so), as
 // [New] checked already; the check runs again so a stream deleted
-// since shows before reading starts.
+// since shows before reading starts. [CheckMsgTTL], with msg-ttl: the
+// server is 2.11 or later and that stream allows per-message TTLs.
 func (s *Sink) Preflight(ctx context.Context) error {
 	ctx, cancel := sinkapi.PreflightContext(ctx)
 	defer cancel()
@@ -22,7 +23,7 @@ func (s *Sink) Preflight(ctx context.Context) error {
 		return nil
 	}
 	if _, err := s.checkStream(ctx); err != nil {
-		return &sinkapi.PreflightError{Sink: s.name, Check: sinkapi.CheckStreamCaptures, Err: err}
+		return &sinkapi.PreflightError{Sink: s.name, Check: streamCheck(err), Err: err}
 	}
 	return nil
 }

@@ -139,6 +139,7 @@ func (s *Sink) createStream(ctx context.Context, filter string) error {
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		cfg := jetstream.StreamConfig{Name: s.c.CreateStream, Subjects: []string{filter}, Storage: jetstream.FileStorage}
 		s.c.Stream.apply(&cfg, streamOptions)
+		s.allowMsgTTL(&cfg, false)
 		if _, err = js.CreateStream(ctx, cfg); !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			return err
 		}
@@ -161,6 +162,9 @@ func (s *Sink) createStream(ctx context.Context, filter string) error {
 			zap.Duration("max_age", have.MaxAge), zap.Duration("duplicate_window", have.Duplicates))
 	}
 	changed := s.c.Stream.apply(&have, s.c.Stream.Given)
+	if s.allowMsgTTL(&have, true) {
+		changed = append(changed, "msg-ttl")
+	}
 	if len(changed) == 0 {
 		return nil
 	}
