@@ -7,8 +7,10 @@
 // binary values and 38-digit numbers survive. The keys are also a column
 // of their own ("key": each key attribute's value as text), so a query can
 // select an item without parsing JSON. Times are timestamps (UTC,
-// nanoseconds), the TTL lag a DECIMAL(18,9) of seconds, and columns that a
-// line leaves out are null.
+// microseconds: what Athena, Spark and DuckDB all read; a stream's times
+// are whole milliseconds at most, and the TTL time is read back from the
+// exact ttl_value), the TTL lag a DECIMAL(18,9) of seconds, and columns
+// that a line leaves out are null.
 //
 // [Writer] writes one file; [Lines] reads one back as the archive lines an
 // NDJSON object of the same events would hold, so a reader of lines
@@ -68,12 +70,12 @@ type Row struct {
 	SequenceNumber string     `parquet:"sequence_number"`
 	ShardID        string     `parquet:"shard_id,dict"`
 	StreamARN      string     `parquet:"stream_arn,dict"`
-	CreationTime   *time.Time `parquet:"approximate_creation_time,optional,timestamp(nanosecond)"`
-	DeletionTime   *time.Time `parquet:"deletion_time,optional,timestamp(nanosecond)"`
+	CreationTime   *time.Time `parquet:"approximate_creation_time,optional,timestamp(microsecond)"`
+	DeletionTime   *time.Time `parquet:"deletion_time,optional,timestamp(microsecond)"`
 	SizeBytes      *int64     `parquet:"size_bytes,optional"`
 	TTLAttribute   *string    `parquet:"ttl_attribute,optional,dict"`
 	TTLValue       *string    `parquet:"ttl_value,optional"`
-	TTLTime        *time.Time `parquet:"ttl_time,optional,timestamp(nanosecond)"`
+	TTLTime        *time.Time `parquet:"ttl_time,optional,timestamp(microsecond)"`
 	// TTLLagNanos is the TTL lag in nanoseconds: a DECIMAL(18,9) of
 	// seconds to a reader.
 	TTLLagNanos *int64  `parquet:"ttl_lag_seconds,optional,decimal(9:18)"`
@@ -84,7 +86,7 @@ type Row struct {
 	DeadLetterSink         *string    `parquet:"dead_letter_sink,optional,dict"`
 	DeadLetterError        *string    `parquet:"dead_letter_error,optional"`
 	DeadLetterAttempts     *int64     `parquet:"dead_letter_attempts,optional"`
-	DeadLetterFirstFailure *time.Time `parquet:"dead_letter_first_failure,optional,timestamp(nanosecond)"`
+	DeadLetterFirstFailure *time.Time `parquet:"dead_letter_first_failure,optional,timestamp(microsecond)"`
 	DeadLetterRecord       *string    `parquet:"dead_letter_record,optional"`
 }
 
@@ -382,12 +384,18 @@ func AppendLine(dst []byte, r *Row) []byte {
 }
 
 func (r *Row) meta() *lineMeta {
+	ttlTime := timeText(r.TTLTime)
+	if r.TTLValue != nil && r.TTLTime != nil {
+		if t, ok := event.ParseEpochSeconds(*r.TTLValue); ok {
+			ttlTime = timeText(&t) // exact, where the column holds microseconds
+		}
+	}
 	m := &lineMeta{
 		Kind: r.Kind, Table: r.Table, EventID: r.EventID, EventName: deref(r.EventName),
 		SequenceNumber: r.SequenceNumber, ShardID: r.ShardID, StreamARN: r.StreamARN,
 		Region: r.Region, CreationTime: timeText(r.CreationTime), DeletionTime: timeText(r.DeletionTime),
 		SizeBytes: r.SizeBytes, TTLAttribute: r.TTLAttribute, TTLValue: r.TTLValue,
-		TTLTime: timeText(r.TTLTime), DeletedBy: r.DeletedBy, Image: r.Image,
+		TTLTime: ttlTime, DeletedBy: r.DeletedBy, Image: r.Image,
 	}
 	if r.TTLLagNanos != nil {
 		m.TTLLagSeconds = secondsText(*r.TTLLagNanos)

@@ -53,11 +53,16 @@ func events() map[string]event.Event {
 	keysOnly.Kind, keysOnly.EventName, keysOnly.DeletedBy = event.Deleted, "REMOVE", event.DeletedByOther
 
 	zeroLag := expired
-	zeroLag.TTLTime, zeroLag.TTLLag, zeroLag.DeletedBy = created, 0, event.DeletedByOther
+	zeroLag.TTLValue, zeroLag.TTLTime, zeroLag.TTLLag, zeroLag.DeletedBy = fmt.Sprint(created.Unix()), created, 0, event.DeletedByOther
 
 	noRegion := base
 	noRegion.Kind, noRegion.EventName, noRegion.Region, noRegion.NewImage = event.Inserted, "INSERT", "", item
 	noRegion.ApproximateCreationTime, noRegion.SizeBytes = time.Time{}, 0
+
+	fraction := expired // a TTL with nanoseconds: the line's ttlTime is exact
+	fraction.TTLValue = "1772366340.123456789"
+	fraction.TTLTime = time.Unix(1772366340, 123456789).UTC()
+	fraction.TTLLag = created.Sub(fraction.TTLTime)
 
 	dead := expired
 	dead.DeadLetter = &event.DeadLetter{Sink: "nats", Reason: event.ReasonPermanent, Error: "too big \"x\"", Attempts: 3, FirstFailure: created}
@@ -66,7 +71,7 @@ func events() map[string]event.Event {
 	deadText := deadRecord
 	deadText.DeadLetter = &event.DeadLetter{Reason: event.ReasonUndecodable, Error: "bad", Record: []byte("not json {")}
 	return map[string]event.Event{
-		"expired": expired, "modified": modified, "keys-only": keysOnly, "zero lag": zeroLag,
+		"expired": expired, "modified": modified, "keys-only": keysOnly, "zero lag": zeroLag, "ttl fraction": fraction,
 		"no region": noRegion, "dead letter": dead, "dead record": deadRecord, "dead text": deadText,
 	}
 }
