@@ -474,3 +474,30 @@ func trimFraction(s string) string {
 	}
 	return s
 }
+
+// FromLines writes the NDJSON archive lines of lines (as event.AppendLine
+// writes them, each ending in a newline) to w as one Parquet file: the
+// rows Encode writes for the events the lines decode to. A line that is
+// not an archive line is an error naming its number.
+func FromLines(w io.Writer, lines []byte) error {
+	pw := NewWriter(w)
+	for n := 1; len(lines) > 0; n++ {
+		line := lines
+		if i := bytes.IndexByte(lines, '\n'); i >= 0 {
+			line, lines = lines[:i], lines[i+1:]
+		} else {
+			lines = nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		e, err := event.DecodeLine(line)
+		if err != nil {
+			return fmt.Errorf("parquet: line %d: %w", n, err)
+		}
+		if err := pw.Write(&e); err != nil {
+			return err
+		}
+	}
+	return pw.Close()
+}

@@ -228,3 +228,52 @@ func mutate(rng *rand.Rand, b []byte) []byte {
 	}
 	return b
 }
+
+// TestFromLines: a file made from the events' NDJSON lines reads back as
+// the file made from the events themselves; a bad line is named.
+func TestFromLines(t *testing.T) {
+	var evs []event.Event
+	var lines []byte
+	for _, name := range []string{"expired", "modified", "keys-only", "dead record"} {
+		e := events()[name]
+		evs = append(evs, e)
+		lines = event.AppendLine(lines, &e)
+	}
+	var buf bytes.Buffer
+	if err := parquetline.FromLines(&buf, lines); err != nil {
+		t.Fatal(err)
+	}
+	want, err := parquetline.Encode(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := readLines(t, buf.Bytes()), readLines(t, want)
+	if len(a) != len(b) {
+		t.Fatalf("%d rows from lines, %d from events", len(a), len(b))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Errorf("row %d from lines:\n%s\nfrom events:\n%s", i+1, a[i], b[i])
+		}
+	}
+	err = parquetline.FromLines(&buf, append(lines, "{\"Item\":1}\n"...))
+	if err == nil || !strings.Contains(err.Error(), "line 5") {
+		t.Errorf("a bad fifth line: %v", err)
+	}
+}
+
+func readLines(t *testing.T, body []byte) []string {
+	t.Helper()
+	var out []string
+	if err := parquetline.Lines(body, func(_ int, line []byte) error {
+		e, err := event.DecodeLine(line) // as a reader sees it
+		if err != nil {
+			return err
+		}
+		out = append(out, string(event.MarshalLine(&e)))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
