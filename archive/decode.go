@@ -5,12 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/objstore"
+	"github.com/ttl-archiver/archiver/parquetline"
 )
 
 // decodeDepth is how many downloaded groups are decoded ahead of the one
@@ -110,6 +113,11 @@ func decodeObject(ctx context.Context, key string, body []byte, enc string, o de
 		}
 		return true
 	}
+	if strings.HasSuffix(key, parquetline.Ext) {
+		decodeParquet(key, body, o, &c, send)
+		send()
+		return
+	}
 	zr, closeFn, err := objstore.Decompress(bytes.NewReader(body), enc, key)
 	if err != nil {
 		c = append(c, decoded{line: Line{Object: key, Line: 1}, err: err})
@@ -140,6 +148,25 @@ func decodeObject(ctx context.Context, key string, body []byte, enc string, o de
 		}
 	}
 	send()
+}
+
+// decodeParquet decodes a Parquet object's rows as the lines they are
+// (parquetline.Lines), sending full chunks as it goes; a file that is
+// not an archive's Parquet is one error at its first row.
+func decodeParquet(key string, body []byte, o decodeOpts, c *chunk, send func() bool) {
+	names := &interner{}
+	stopped := errors.New("stopped")
+	err := parquetline.Lines(body, func(n int, line []byte) error {
+		*c = append(*c, decoded{})
+		decodeLine(&(*c)[len(*c)-1], key, n, line, names, o)
+		if len(*c) >= chunkLines && !send() {
+			return stopped
+		}
+		return nil
+	})
+	if err != nil && err != stopped {
+		*c = append(*c, decoded{line: Line{Object: key, Line: 1}, err: err})
+	}
 }
 
 // lineSplitter cuts a decompressed body into lines, in place in one

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/parquetline"
 )
 
 // Object is one archive object (an S3 object, or a file of a file://
@@ -44,12 +45,12 @@ func skipDir(rel string) bool {
 }
 
 // extensions lists the object name endings readers accept, longest first.
-var extensions = []string{".jsonl.gz", ".jsonl.zst", ".jsonl"}
+var extensions = []string{".jsonl.gz", ".jsonl.zst", ".jsonl", parquetline.Ext}
 
 // ParseKey reads what an archive key says, rel being the key below the
 // archive's prefix (or directory): the S3 sink's
 //
-//	table=T/kind=K/dt=YYYY-MM-DD/hr=HH/[REGION.]SHARD-FIRSTSEQ-LASTSEQ[.HASH12].jsonl[.gz|.zst]
+//	table=T/kind=K/dt=YYYY-MM-DD/hr=HH/[REGION.]SHARD-FIRSTSEQ-LASTSEQ[.HASH12](.jsonl[.gz|.zst]|.parquet)
 //
 // (a key written before keys named the Region has none) or the file sink's TABLE/YYYY-MM-DD/HH.jsonl (also .jsonl.gz or
 // .jsonl.zst). The returned Object has no Key or Size. An error says which
@@ -139,7 +140,7 @@ func trimExtension(name string) (string, bool) {
 func (o *Object) parseName(name string) error {
 	base, ok := trimExtension(name)
 	if !ok {
-		return fmt.Errorf("%q: want [REGION.]SHARD-FIRSTSEQ-LASTSEQ.jsonl, .jsonl.gz or .jsonl.zst", name)
+		return fmt.Errorf("%q: want [REGION.]SHARD-FIRSTSEQ-LASTSEQ.jsonl, .jsonl.gz, .jsonl.zst or .parquet", name)
 	}
 	parts := strings.Split(base, ".")
 	if n := len(parts); n > 1 && len(parts[n-1]) == 12 && strings.Trim(parts[n-1], "0123456789abcdef") == "" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/budget"
+	"github.com/ttl-archiver/archiver/parquetline"
 )
 
 // Line is one event read from an archive and where it was read.
@@ -30,7 +31,7 @@ type Stats struct {
 	// Objects and Bytes are what was downloaded and read, bytes as stored.
 	Objects, Bytes int64
 	// CompressedBytes is the part of Bytes in compressed objects (.gz,
-	// .zst).
+	// .zst, .parquet).
 	CompressedBytes int64
 	// Lines counts the non-empty lines read.
 	Lines int64
@@ -329,7 +330,7 @@ func (r *reader) group(ctx context.Context, j *job) error {
 		o := &j.g.objs[i]
 		r.stats.Objects++
 		r.stats.Bytes += o.Size
-		if strings.HasSuffix(o.Key, ".gz") || strings.HasSuffix(o.Key, ".zst") {
+		if strings.HasSuffix(o.Key, ".gz") || strings.HasSuffix(o.Key, ".zst") || strings.HasSuffix(o.Key, parquetline.Ext) {
 			r.stats.CompressedBytes += o.Size
 		}
 		if r.a.o.OnObject != nil {

@@ -232,16 +232,22 @@ func writeArchiveLine(t *testing.T, dir, rel string) {
 // deploy/athena/table.sql as (lower-case name, type with spaces removed
 // after commas and colons).
 func athenaDDLColumns(t *testing.T) [][2]string {
+	return ddlColumns(t, "athena/table.sql", "ttl_archive")
+}
+
+// ddlColumns returns the columns, then the partition columns, of table's
+// CREATE EXTERNAL TABLE in file, as athenaDDLColumns does.
+func ddlColumns(t *testing.T, file, table string) [][2]string {
 	t.Helper()
-	ddl := readFile(t, "athena/table.sql")
-	body := between(t, ddl, "ttl_archive (", "\n)\nPARTITIONED BY (")
+	ddl := readFile(t, file)
+	body := between(t, ddl, table+" (", "\n)\nPARTITIONED BY (")
 	parts := between(t, ddl, "PARTITIONED BY (", ")\n")
 	var cols [][2]string
 	for _, c := range append(splitTopLevel(body), splitTopLevel(parts)...) {
 		c = strings.Join(strings.Fields(c), " ")
 		name, typ, ok := strings.Cut(c, " ")
 		if !ok {
-			t.Fatalf("table.sql: column %q has no type", c)
+			t.Fatalf("%s: column %q has no type", file, c)
 		}
 		typ = strings.NewReplacer(", ", ",", ": ", ":", "< ", "<", " >", ">").Replace(typ)
 		cols = append(cols, [2]string{strings.ToLower(strings.Trim(name, "`")), typ})
@@ -262,15 +268,15 @@ func between(t *testing.T, s, from, to string) string {
 	return out
 }
 
-// splitTopLevel splits a column list at the commas outside <>.
+// splitTopLevel splits a column list at the commas outside <> and ().
 func splitTopLevel(s string) []string {
 	var out []string
 	depth, start := 0, 0
 	for i, r := range s {
 		switch r {
-		case '<':
+		case '<', '(':
 			depth++
-		case '>':
+		case '>', ')':
 			depth--
 		case ',':
 			if depth == 0 {

@@ -113,6 +113,8 @@ var importRules = []struct {
 		[]string{"sinks", "archive"}},
 	{"sinkurl", "sinkurl is the sink URL grammar, a leaf the sinks and the archive reader share",
 		[]string{"sinks", "archive", "objstore"}},
+	{"parquetline", "parquetline is the archive's Parquet form, below both the sinks that write it and the reader of archives",
+		[]string{"sinks", "archive", "consumer", "shard", "restore"}},
 }
 
 func TestImportRules(t *testing.T) {
@@ -157,7 +159,7 @@ const (
 	maxLongFuncs = 0
 )
 
-var longFuncPackages = []string{"shard", "internal/ddbjson", "consumer", "sinks", "sinkurl", "objstore", "checkpoint", "lease", "internal/leasetable", "event", "sweep", "archive", "restore", "engine", "conformance", "cmd/bench"}
+var longFuncPackages = []string{"shard", "internal/ddbjson", "consumer", "sinks", "sinkurl", "objstore", "checkpoint", "lease", "internal/leasetable", "event", "sweep", "archive", "restore", "engine", "conformance", "cmd/bench", "parquetline"}
 
 func TestLongFunctions(t *testing.T) {
 	var long []string
