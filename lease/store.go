@@ -64,6 +64,10 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
+// CheckNamespace checks an Options.Namespace: "" or 1 to 32 letters,
+// digits, '_' or '-', starting with a letter or digit.
+func CheckNamespace(ns string) error { return leasetable.CheckNamespace(ns) }
+
 // Store keeps this worker's leases in the lease table (see the package
 // doc): it implements [shard.Assigner] (Assign, Release), lets every lease
 // go on shutdown (ReleaseAll), reports on its renewals (Ready), and fences
