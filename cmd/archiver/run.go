@@ -276,7 +276,8 @@ func serveRunHealth(cfg *runConfig, d pipelineDeps, srcs *sources,
 	}
 	srv.AddCheck("stream", ops.CachedCheck(func(ctx context.Context) error { return describeRegions(ctx, srcs) }, 10*time.Second))
 	srv.AddCheck("sinks", sinksCheck(ss.opened, ss.readyURLs))
-	if srcs.tagged != nil {
+	if srcs.tagged != nil && len(cfg.Tables) == 0 && len(cfg.StreamARNs) == 0 {
+		// Not ready while there is nothing to archive.
 		srv.AddCheck("tables", taggedCheck(srcs.tagged))
 	}
 	if check := store.readyCheck(); check != nil {

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -169,6 +172,13 @@ func TestRunTablesTaggedWaits(t *testing.T) {
 		p.alive(t)
 		return strings.Contains(p.out.String(), "no table carries tag(s) archive=yes; waiting")
 	})
+	addr := regexp.MustCompile(`"metrics_addr":"([^"]+)"`).FindStringSubmatch(p.out.String())
+	if addr == nil {
+		t.Fatal("no metrics_addr in the archiver's log")
+	}
+	if code, body := getReadyz(t, addr[1]); code != http.StatusServiceUnavailable || !strings.Contains(body, "no table carries tag(s) archive=yes; waiting") {
+		t.Errorf("/readyz while waiting = %d %q, want 503 saying it waits", code, body)
+	}
 	const n = 20
 	sessionTable(t, ctx, bed.DynamoDB, "first", n, "archive", "yes")
 	eventually.True(t, 60*time.Second, "the tagged table archived", func() bool {
@@ -176,7 +186,23 @@ func TestRunTablesTaggedWaits(t *testing.T) {
 		got, _ := expiredIn(t, archive, "first")
 		return got == n
 	})
+	eventually.True(t, 30*time.Second, "/readyz 200", func() bool {
+		code, _ := getReadyz(t, addr[1])
+		return code == http.StatusOK
+	})
 	p.stop(t)
+}
+
+// getReadyz returns /readyz's status and body.
+func getReadyz(t *testing.T, addr string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // TestRunCheckpointNamespaces: two deployments with different
