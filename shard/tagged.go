@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -146,6 +147,7 @@ func (tt *TaggedTables) Tables(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	tt.forgetARNs(names)
 	var out []string
 	states := map[string]string{}
 	for _, name := range names {
@@ -254,6 +256,17 @@ func (tt *TaggedTables) matches(ctx context.Context, name string) bool {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	return tt.state[name] == stateArchived
+}
+
+// forgetARNs drops the cached ARNs of tables no longer listed.
+func (tt *TaggedTables) forgetARNs(listed []string) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	for name := range tt.arns {
+		if _, ok := slices.BinarySearch(listed, name); !ok {
+			delete(tt.arns, name)
+		}
+	}
 }
 
 // arnOf returns the table's ARN, from DescribeTable the first time.
