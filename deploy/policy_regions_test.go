@@ -32,9 +32,16 @@ func runResource(f *fn, op string, streamsOps map[string]bool) string {
 		return "lease"
 	case streamsOps[op]:
 		return "stream"
+	case tagDiscoveryOps[op]:
+		return "account"
 	}
 	return "table"
 }
+
+// tagDiscoveryOps are the calls of --tables-tagged that look at every
+// table of the account and Region (statement FindTaggedTables): ListTables
+// takes no resource, so they are granted on "*", not per source table.
+var tagDiscoveryOps = map[string]bool{"ListTables": true, "ListTagsOfResource": true}
 
 // runCodeActions returns the DynamoDB actions `archiver run` can call,
 // per resource (lease, table, stream), each with one call site.

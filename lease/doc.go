@@ -49,7 +49,9 @@
 // worker that holds nothing yet still counts when shares are computed, and
 // one item per table that `archiver sweep` sweeps (stream_arn = "sweep#" +
 // TABLE, shard_id = "cursor"): the sweeper's lease in the same lease
-// fields, and its cursor in sweep_cursor_ms (package sweep/state). Loading
+// fields, and its cursor in sweep_cursor_ms (package sweep/state). With
+// Options.Namespace every stream_arn above is prefixed "ns/NAME#", so
+// deployments of different namespaces share a table apart. Loading
 // a stream's checkpoints is a Query on its partition. Every attribute name
 // holds an underscore, so none is a reserved word in expressions. Finished
 // shards stay recorded for PruneFinishedAfter (72 h, past the stream's

@@ -30,6 +30,11 @@ type Options struct {
 	Client DynamoAPI
 	// Table is the checkpoint and lease table (required).
 	Table string
+	// Namespace, when set, keeps this store's items apart from those of
+	// other namespaces in the same table (see leasetable.Config.Namespace;
+	// "" is the items as they always were). Every worker of one
+	// deployment must use the same namespace.
+	Namespace string
 	// Create creates the table (PAY_PER_REQUEST) when it does not exist and
 	// waits until it is ACTIVE. Without it a missing table is an error.
 	Create bool
@@ -58,6 +63,10 @@ type Options struct {
 	// Registerer receives the store's metrics (default: none).
 	Registerer prometheus.Registerer
 }
+
+// CheckNamespace checks an Options.Namespace: "" or 1 to 32 letters,
+// digits, '_' or '-', starting with a letter or digit.
+func CheckNamespace(ns string) error { return leasetable.CheckNamespace(ns) }
 
 // Store keeps this worker's leases in the lease table (see the package
 // doc): it implements [shard.Assigner] (Assign, Release), lets every lease
@@ -123,7 +132,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, err
 	}
 	t, err := leasetable.Open(ctx, leasetable.Config{
-		Client: o.Client, Name: o.Table, Create: o.Create, Worker: o.WorkerID, LeaseDuration: o.LeaseDuration,
+		Client: o.Client, Name: o.Table, Namespace: o.Namespace, Create: o.Create, Worker: o.WorkerID, LeaseDuration: o.LeaseDuration,
 		Now: o.Now, Logger: o.Logger.With(zap.String("worker", o.WorkerID), zap.String("lease_table", o.Table)),
 		Retries: m.throttles,
 	})

@@ -31,6 +31,7 @@ type storeOpts struct {
 	prune        time.Duration
 	now          func() time.Time
 	reg          prometheus.Registerer
+	ns           string // Options.Namespace
 }
 
 // Checkpoint is what the tests save through the leases: a shard's
@@ -78,12 +79,12 @@ func openStore(t *testing.T, te *enginetest.Bed, table, worker string, so storeO
 	defer cancel()
 	client := leasetest.Killable(te.Client(worker))
 	s, err := Open(ctx, Options{
-		Client: client, Table: table, Create: true, WorkerID: worker,
+		Client: client, Table: table, Namespace: so.ns, Create: true, WorkerID: worker,
 		LeaseDuration: so.lease, RenewEvery: so.renew, Now: so.now, PruneFinishedAfter: so.prune,
 		Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named(worker), Registerer: so.reg,
 	})
 	if err != nil {
-		t.Fatalf("Open(%s): %v", worker, err)
+		t.Fatalf("Open(%s, namespace %q): %v", worker, so.ns, err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return &testStore{Store: s, cps: checkpoint.NewDynamo(s), client: client}
@@ -738,5 +739,42 @@ func TestLeaseExpiryIgnoresClockSkew(t *testing.T) {
 			took := time.Since(stopped)
 			t.Logf("taken %v after the holder stopped renewing (lease %v)", took.Round(time.Millisecond), lease)
 		})
+	}
+}
+
+// Stores of different namespaces share one table without seeing each
+// other's leases, heartbeats or checkpoints; the empty namespace keeps
+// the keys as they always were.
+func TestNamespaces(t *testing.T) {
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
+	ctx := context.Background()
+	for i, ns := range []string{"", "blue", "green"} {
+		s := openStore(t, te, "leases", "w", storeOpts{lease: 5 * time.Second, ns: ns})
+		got, err := s.leases.assign(ctx, testStream, shards("s1"))
+		if err != nil || fmt.Sprint(ids(got)) != "[s1]" {
+			t.Fatalf("namespace %q: assign = %v, %v; want [s1] (another namespace's lease must not count)", ns, ids(got), err)
+		}
+		seq := fmt.Sprint(100 + i)
+		if err := s.Save(ctx, testStream, "s1", Checkpoint{SequenceNumber: seq}); err != nil {
+			t.Fatalf("namespace %q: %v", ns, err)
+		}
+		cps, err := s.Load(ctx, testStream)
+		if err != nil || len(cps) != 1 || cps["s1"].SequenceNumber != seq {
+			t.Fatalf("namespace %q: Load = %v, %v; want s1 at %s alone", ns, cps, err, seq)
+		}
+		raw := leasetest.Row(t, s.table.Client, s.table.Name, testStream, "s1")
+		if raw.Checkpoint != seq {
+			t.Errorf("namespace %q: item through the store's client = %+v", ns, raw)
+		}
+	}
+	plain := te.Client("raw")
+	if r := leasetest.Row(t, plain, "leases", testStream, "s1"); r.Checkpoint != "100" {
+		t.Errorf("unnamespaced item = %+v, want checkpoint 100 under the bare stream ARN", r)
+	}
+	if r := leasetest.Row(t, plain, "leases", leasetable.NamespacePrefix("blue")+testStream, "s1"); r.Checkpoint != "101" {
+		t.Errorf("namespace blue's item = %+v, want checkpoint 101 under ns/blue#ARN", r)
+	}
+	if _, err := Open(ctx, Options{Client: plain, Table: "leases", WorkerID: "x", Namespace: "no#pe"}); err == nil {
+		t.Error("Open with namespace \"no#pe\" succeeded, want an error")
 	}
 }

@@ -9,7 +9,10 @@
 // from its stored [Position] (AFTER_SEQUENCE_NUMBER) or from TRIM_HORIZON
 // (or LATEST on a fresh start, when asked), polls GetRecords adaptively, and
 // survives the stream's faults: expired iterators, trimmed data, throttling
-// and a stream that goes away.
+// and a stream that goes away. With a [TableSource] (e.g. [TaggedTables])
+// the tables it reads change while it runs: a table listed later is read
+// from its stream's start, one no longer listed is let go (a deleted one
+// once its stream is read to the end).
 //
 // # Lineage
 //
@@ -340,6 +343,19 @@ type Options struct {
 	TableNames []string
 	// StreamARNs are streams read as given, each independently.
 	StreamARNs []string
+	// TableSource, when set, names more tables to read while the walker
+	// runs (e.g. every table carrying a tag), asked at start and every
+	// TableRefresh. Its tables are read as TableNames are (Tables is
+	// required), except: a table first listed after the start is read
+	// from TRIM_HORIZON whatever Start says; a table it stops listing is
+	// let go, once its readers stopped and, when the table was deleted,
+	// its streams were read to their end (a table that still exists, e.g.
+	// untagged, has its readers stopped; its checkpoints stay). Not with
+	// Regions. With a source, TableNames and StreamARNs may both be empty:
+	// the walker then waits for the source's first table.
+	TableSource TableSource
+	// TableRefresh is how often TableSource is asked (default 30 s).
+	TableRefresh time.Duration
 	// Regions, when set, are the Regions whose replicas of TableNames are
 	// read, each through its own clients: a global table has one replica
 	// (same name, its own stream) per Region, and each Region's stream
@@ -445,11 +461,14 @@ func (o *Options) validate() error {
 	if o.Processor == nil {
 		return errors.New("shard: Options.Processor is nil")
 	}
-	if len(o.TableNames) == 0 && len(o.StreamARNs) == 0 {
-		return errors.New("shard: Options.TableNames and Options.StreamARNs are both empty: nothing to read")
+	if len(o.TableNames) == 0 && len(o.StreamARNs) == 0 && o.TableSource == nil {
+		return errors.New("shard: Options.TableNames, StreamARNs and TableSource are all empty: nothing to read")
 	}
-	if len(o.TableNames) > 0 && o.Tables == nil {
-		return errors.New("shard: Options.Tables is nil but Options.TableNames is set")
+	if (len(o.TableNames) > 0 || o.TableSource != nil) && o.Tables == nil {
+		return errors.New("shard: Options.Tables is nil but Options.TableNames or TableSource is set")
+	}
+	if o.TableSource != nil && len(o.Regions) > 0 {
+		return errors.New("shard: Options.TableSource and Options.Regions: tables from a source are read in one Region")
 	}
 	for i, n := range o.TableNames {
 		if n == "" {
@@ -471,7 +490,7 @@ func (o *Options) validate() error {
 	default:
 		return fmt.Errorf("shard: Options.Start %q: want %q or %q", o.Start, TrimHorizon, Latest)
 	}
-	if o.MaxConcurrentShards < 0 || o.ShardBufferBytes < 0 || o.GetRecordsLimit < 0 || o.DiscoveryInterval < 0 || o.AssignInterval < 0 ||
+	if o.MaxConcurrentShards < 0 || o.ShardBufferBytes < 0 || o.GetRecordsLimit < 0 || o.DiscoveryInterval < 0 || o.AssignInterval < 0 || o.TableRefresh < 0 ||
 		o.IdleBackoff < 0 || o.MinBackoff < 0 || o.MaxBackoff < 0 || o.StopTimeout < 0 || o.StreamRetention < 0 {
 		return errors.New("shard: Options: limits and durations must not be negative")
 	}
@@ -497,6 +516,9 @@ func (o *Options) fillDefaults() {
 	}
 	if o.AssignInterval == 0 {
 		o.AssignInterval = time.Second
+	}
+	if o.TableRefresh == 0 {
+		o.TableRefresh = 30 * time.Second
 	}
 	if o.IdleBackoff == 0 {
 		o.IdleBackoff = 250 * time.Millisecond

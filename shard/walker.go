@@ -58,6 +58,8 @@ func (w *Walker) Run(ctx context.Context) error {
 		results: make(chan result),
 		wake:    make(chan struct{}, 1),
 		regrant: map[string]Assignment{},
+
+		tableList: make(chan []string),
 	}
 	wk.tables = tableStates(&w.o)
 	for _, arn := range w.o.StreamARNs {
@@ -80,6 +82,11 @@ type tableState struct {
 	streams      []*streamState
 	listRejected bool
 	discovered   bool
+	// Tables of Options.TableSource: sourced is set on them; late, when
+	// the source listed it after the walker's first look (its streams are
+	// then read from TRIM_HORIZON); leaving, once the source stopped
+	// listing it; deleted, once DescribeTable said it no longer exists.
+	sourced, late, leaving, deleted bool
 }
 
 // streamState is what the walker knows about one stream.
@@ -172,6 +179,10 @@ type walk struct {
 	// regrant holds assignments made for shards whose reader was still
 	// releasing them; they are taken up once that reader is booked.
 	regrant map[string]Assignment
+	// tableList carries the TableSource's answers to the loop; tableAsk
+	// is set while one is being asked for.
+	tableList chan []string
+	tableAsk  atomic.Bool
 }
 
 func readerKey(arn, id string) string { return arn + "|" + id }
@@ -196,6 +207,11 @@ func streamLabel(arn string) string {
 }
 
 func (wk *walk) loop() error {
+	tablesC, stopTables := wk.tableTicks()
+	defer stopTables()
+	if tablesC != nil {
+		wk.firstTables()
+	}
 	wk.discoverAll()
 	wk.schedule()
 	tick := time.NewTicker(wk.o.DiscoveryInterval)
@@ -218,6 +234,11 @@ func (wk *walk) loop() error {
 			wk.discoverAll()
 			wk.schedule()
 		case <-assignC:
+			wk.schedule()
+		case <-tablesC:
+			wk.fetchTables()
+		case names := <-wk.tableList:
+			wk.applyTables(names, true)
 			wk.schedule()
 		case res := <-wk.results:
 			wk.handle(res)
@@ -312,11 +333,17 @@ func (wk *walk) discoverTable(t *tableState) {
 	}
 	out, err := t.tables.DescribeTable(wk.ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.name)})
 	if err != nil {
-		if classify(wk.ctx, err) != errCanceled {
+		switch k := classify(wk.ctx, err); {
+		case k == errNotFound && t.sourced:
+			// Its known streams are read on; the next table refresh
+			// decides whether it is let go.
+			t.deleted = true
+		case k != errCanceled:
 			log.Warn("describe table failed", zap.Error(err))
 		}
 		return
 	}
+	t.deleted = false
 	latest := ""
 	if out.Table != nil {
 		latest = aws.ToString(out.Table.LatestStreamArn)
@@ -335,7 +362,7 @@ func (wk *walk) discoverTable(t *tableState) {
 	if latest != "" {
 		arns = append(arns, foundStream{latest, streamLabel(latest)})
 	}
-	first := !t.discovered
+	first := !t.discovered && !t.late
 	t.discovered = true
 	for _, f := range arns {
 		if st := wk.streams[f.arn]; st != nil {
@@ -776,7 +803,7 @@ func (wk *walk) gated(st *streamState) bool {
 // so, for a while, does an unlisted one with an unfinished stored
 // position). running shards are included.
 func (wk *walk) ready(st *streamState, now time.Time) []*shardState {
-	if st.gone || st.done || !st.described || !st.positionsOK || wk.gated(st) {
+	if st.gone || st.done || !st.described || !st.positionsOK || wk.gated(st) || st.paused() {
 		return nil
 	}
 	var out []*shardState
@@ -834,7 +861,7 @@ func (wk *walk) schedule() {
 			waiting += wk.startReady(st, ready)
 			continue
 		}
-		if st.gone || st.done || !st.described || !st.positionsOK {
+		if st.gone || st.done || !st.described || !st.positionsOK || st.paused() {
 			continue
 		}
 		waiting += wk.scheduleAssigned(st, ready, now)

@@ -120,6 +120,7 @@ func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pi
 		ls, err := lease.Open(ctx, lease.Options{
 			Client:        client,
 			Table:         du.Table,
+			Namespace:     cfg.CheckpointNS,
 			Create:        du.Create,
 			WorkerID:      worker,
 			LeaseDuration: cfg.LeaseDuration,
@@ -130,7 +131,8 @@ func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pi
 		if err != nil {
 			return nil, fmt.Errorf("--checkpoint %s: %w", redact.URL(cfg.Checkpoint), err)
 		}
-		d.log.Named("archiver").Info("lease store opened", zap.String("table", du.Table), zap.String("worker_id", worker))
+		d.log.Named("archiver").Info("lease store opened", zap.String("table", du.Table), zap.String("worker_id", worker),
+			zap.String("namespace", cfg.CheckpointNS))
 		probe := func(ctx context.Context) error {
 			if _, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(du.Table)}); err != nil {
 				return fmt.Errorf("lease table %s: %w", du.Table, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/ops"
 	"github.com/ttl-archiver/archiver/internal/redact"
+	"github.com/ttl-archiver/archiver/lease"
 	"github.com/ttl-archiver/archiver/shard"
 	"github.com/ttl-archiver/archiver/sinks"
 )
@@ -33,8 +34,11 @@ type runConfig struct {
 	Regions         []string
 	PerRegion       bool
 	Tables          []string
+	TablesTagged    []string
+	TablesRefresh   time.Duration
 	StreamARNs      []string
 	Checkpoint      string
+	CheckpointNS    string
 	Sinks           []string
 	DeadLetter      string
 	RetryFor        time.Duration
@@ -136,10 +140,16 @@ var runOptions = []option[runConfig]{
 		get: func(c *runConfig) any { return c.PerRegion }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.PerRegion = s == "true" }},
 	{name: "table", alias: "tables", kind: kindList, usage: "table whose stream to archive (repeatable)",
 		get: func(c *runConfig) any { return c.Tables }, set: func(c *runConfig, _ string, l []string, _ time.Duration) { c.Tables = l }},
+	{name: "tables-tagged", kind: kindList, typ: "KEY=VALUE", usage: "archive every table of --region carrying this tag, also ones tagged or created while run runs (found within --tables-refresh, read from their stream's start); repeatable: a table must carry every tag given; a table no longer tagged, or deleted, is let go (a deleted one once its stream is read); combines with --table and --stream-arn, not with --regions; with no table tagged yet run waits and says so",
+		get: func(c *runConfig) any { return c.TablesTagged }, set: func(c *runConfig, _ string, l []string, _ time.Duration) { c.TablesTagged = l }},
+	{name: "tables-refresh", kind: kindDuration, def: "30s", usage: "with --tables-tagged: how often the tables' tags are read again (ListTables, and ListTagsOfResource per table at most 10 a second)",
+		get: func(c *runConfig) any { return c.TablesRefresh }, set: func(c *runConfig, _ string, _ []string, d time.Duration) { c.TablesRefresh = d }},
 	{name: "stream-arn", alias: "stream-arns", kind: kindList, usage: "stream ARN to archive (repeatable)",
 		get: func(c *runConfig) any { return c.StreamARNs }, set: func(c *runConfig, _ string, l []string, _ time.Duration) { c.StreamARNs = l }},
 	{name: "checkpoint", typ: "url", secret: true, usage: "checkpoint store: file://PATH (one worker) or dynamodb://TABLE[?endpoint=&region=&create=true] (many workers)",
 		get: func(c *runConfig) any { return c.Checkpoint }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.Checkpoint = s }},
+	{name: "checkpoint-namespace", typ: "name", usage: "with dynamodb:// checkpoints: keep this deployment's leases and checkpoints apart from other deployments sharing the lease table (1 to 32 letters, digits, '_' or '-'); every worker of one deployment must give the same; default: none, the keys as before",
+		get: func(c *runConfig) any { return c.CheckpointNS }, set: func(c *runConfig, s string, _ []string, _ time.Duration) { c.CheckpointNS = s }},
 	{name: "sink", alias: "sinks", kind: kindURLList, secret: true, usage: "sink URL: s3://BUCKET/PREFIX, nats://HOST:PORT, file://DIR, stdout:// (repeatable; ?events=expired,deleted picks kinds)",
 		get: func(c *runConfig) any { return c.Sinks }, set: func(c *runConfig, _ string, l []string, _ time.Duration) { c.Sinks = l }},
 	{name: "dead-letter", typ: "url", secret: true, usage: "sink URL (file://DIR, s3://BUCKET/PREFIX, ...) for what can never be delivered: records that cannot be decoded, and events a sink fails permanently or for longer than --retry-for, each with the failing sink, the error, the attempts and the first failure time (default: none; failing batches are retried until fixed)",
@@ -525,6 +535,20 @@ func validateOption(c *runConfig, o option[runConfig], from string, p *problems)
 				p.add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, t)
 			}
 		}
+	case "tables-tagged":
+		for _, tg := range c.TablesTagged {
+			if _, err := shard.ParseTag(tg); err != nil {
+				p.add("%s: %v (want KEY=VALUE, e.g. archive=yes)", from, err)
+			}
+		}
+	case "tables-refresh":
+		if c.TablesRefresh <= 0 {
+			p.add("%s: %s must be positive", from, c.TablesRefresh)
+		}
+	case "checkpoint-namespace":
+		if err := lease.CheckNamespace(c.CheckpointNS); err != nil {
+			p.add("%s: %v", from, err)
+		}
 	case "stream-arn":
 		for _, a := range c.StreamARNs {
 			if !streamARNRE.MatchString(a) {
@@ -621,8 +645,14 @@ func validateOption(c *runConfig, o option[runConfig], from string, p *problems)
 
 // validateRun checks rules that involve several options.
 func validateRun(c *runConfig, p *problems) {
-	if len(c.Tables) == 0 && len(c.StreamARNs) == 0 {
-		p.add("--table or --stream-arn: name at least one table or stream ARN to archive")
+	if len(c.Tables) == 0 && len(c.StreamARNs) == 0 && len(c.TablesTagged) == 0 {
+		p.add("--table, --stream-arn or --tables-tagged: name at least one table or stream ARN to archive, or a tag")
+	}
+	if len(c.Regions) > 0 && len(c.TablesTagged) > 0 {
+		p.add("--tables-tagged: reads the tagged tables of --region alone; --regions is for the replicas of each --table")
+	}
+	if c.CheckpointNS != "" && !strings.HasPrefix(c.Checkpoint, "dynamodb:") {
+		p.add("--checkpoint-namespace: applies to a dynamodb:// lease table shared by deployments; a file:// checkpoint is this worker's alone")
 	}
 	validateLeaseTiming(c, p)
 	if len(c.Regions) > 0 && len(c.Tables) == 0 {

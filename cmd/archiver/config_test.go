@@ -111,7 +111,17 @@ func TestConfigValidation(t *testing.T) {
 		want []string // every line must be present
 	}{
 		{"nothing", nil, nil, "", []string{
-			"--checkpoint: required", "--sink: at least one sink", "--table or --stream-arn"}},
+			"--checkpoint: required", "--sink: at least one sink", "--table, --stream-arn or --tables-tagged"}},
+		{"bad tag", append(ok, "--tables-tagged", "archive", "--tables-tagged", "=yes"), nil, "", []string{
+			`--tables-tagged: "archive" is not KEY=VALUE`, `--tables-tagged: "=yes": the key must be 1 to 128 characters`}},
+		{"tags with regions", append(ok, "--tables-tagged", "archive=yes", "--regions", "all"), nil, "", []string{
+			"--tables-tagged: reads the tagged tables of --region alone"}},
+		{"bad tables-refresh", append(ok, "--tables-tagged", "archive=yes", "--tables-refresh", "0s"), nil, "", []string{
+			"--tables-refresh: 0s must be positive"}},
+		{"bad namespace", append(ok, "--checkpoint", "dynamodb://leases", "--checkpoint-namespace", "a#b"), nil, "", []string{
+			`--checkpoint-namespace: namespace "a#b": want 1 to 32 letters`}},
+		{"namespace with a file", append(ok, "--checkpoint-namespace", "blue"), nil, "", []string{
+			"--checkpoint-namespace: applies to a dynamodb:// lease table"}},
 		{"bad start", append(ok, "--start", "middle"), nil, "", []string{`--start: "middle" is not trim-horizon or latest`}},
 		{"bad sink scheme", append(ok, "--sink", "ftp://x"), nil, "", []string{`--sink: `, `ftp://x`, `unknown scheme "ftp"`}},
 		{"bad sink parameters listed with the rest", append(ok, "--sink", "s3://bucket/p?compression=lz4&token=hunter2", "--sink", "nats://h:4222?subject=a..b", "--start", "middle"), nil, "", []string{

@@ -34,6 +34,8 @@ type regionClients struct {
 type sources struct {
 	regions      []*regionClients
 	globalTables []string
+	// tagged lists the tables of --tables-tagged; nil without it.
+	tagged *shard.TaggedTables
 }
 
 // home is --region's clients.

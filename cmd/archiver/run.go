@@ -111,6 +111,9 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 	if err != nil {
 		return err
 	}
+	if srcs.tagged, err = newTagSource(cfg, srcs.home(), ss.routes, d); err != nil {
+		return err
+	}
 	cons, err := newConsumer(cfg, srcs, store, ss, d)
 	if err != nil {
 		return err
@@ -123,7 +126,7 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 	defer startEMF(ctx, cfg.Metrics, d.reg, d.stdout, log)()
 
 	log.Info("archiver running",
-		zap.Strings("tables", cfg.Tables), zap.Strings("stream_arns", cfg.StreamARNs),
+		zap.Strings("tables", cfg.Tables), zap.Strings("tables_tagged", cfg.TablesTagged), zap.Strings("stream_arns", cfg.StreamARNs),
 		zap.Int("sinks", len(ss.routes)), zap.String("metrics_addr", srv.Addr()), zap.String("version", ops.Version(version)))
 	running = true
 	stopped, runErr := runConsumer(ctx, cfg, cons, store, log)
@@ -234,6 +237,8 @@ func newConsumer(cfg *runConfig, srcs *sources, store *openedCheckpoint,
 			Regions:         srcs.shardRegions(),
 			TableNames:      cfg.Tables,
 			StreamARNs:      cfg.StreamARNs,
+			TableSource:     srcs.tableSource(),
+			TableRefresh:    cfg.TablesRefresh,
 			Start:           start,
 			Assigner:        store.assigner(),
 			StreamRetention: cfg.StreamRetention,
@@ -271,6 +276,10 @@ func serveRunHealth(cfg *runConfig, d pipelineDeps, srcs *sources,
 	}
 	srv.AddCheck("stream", ops.CachedCheck(func(ctx context.Context) error { return describeRegions(ctx, srcs) }, 10*time.Second))
 	srv.AddCheck("sinks", sinksCheck(ss.opened, ss.readyURLs))
+	if srcs.tagged != nil && len(cfg.Tables) == 0 && len(cfg.StreamARNs) == 0 {
+		// Not ready while there is nothing to archive.
+		srv.AddCheck("tables", taggedCheck(srcs.tagged))
+	}
 	if check := store.readyCheck(); check != nil {
 		srv.AddCheck("leases", check)
 	}

@@ -24,6 +24,12 @@ type Config struct {
 	Client DynamoAPI
 	// Name is the table's name.
 	Name string
+	// Namespace, when set, prefixes every partition key the table's users
+	// name with NamespacePrefix(Namespace), so that deployments with
+	// different namespaces share one table without seeing each other's
+	// checkpoints, leases, heartbeats or sweeper items. "" (the default):
+	// the keys as they always were. See CheckNamespace.
+	Namespace string
 	// Create creates the table (PAY_PER_REQUEST) when it does not exist.
 	Create bool
 	// Worker names this worker in the items it writes.
@@ -47,7 +53,7 @@ type Config struct {
 // each item. It holds no lease: whether this worker may write is for the
 // caller to know (see [Fence]).
 type Table struct {
-	Client DynamoAPI // ownRetries around Config.Client
+	Client DynamoAPI // ownRetries around Config.Client, namespaced with Config.Namespace
 	Name   string
 	Worker string
 	LeaseD time.Duration
@@ -65,8 +71,15 @@ type Table struct {
 // Open opens (and with Create, creates) the table and waits until it is
 // ACTIVE; a table of another key schema is refused.
 func Open(ctx context.Context, c Config) (*Table, error) {
+	if err := CheckNamespace(c.Namespace); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	var client DynamoAPI = ownRetries{c.Client}
+	if c.Namespace != "" {
+		client = namespaced{c: client, prefix: NamespacePrefix(c.Namespace)}
+	}
 	t := &Table{
-		Client: ownRetries{c.Client}, Name: c.Name, Worker: c.Worker, LeaseD: c.LeaseDuration,
+		Client: client, Name: c.Name, Worker: c.Worker, LeaseD: c.LeaseDuration,
 		Now: c.Now, Log: c.Logger, retries: c.Retries, seen: map[Key]seenVersion{},
 	}
 	if err := t.ensure(ctx, c.Create); err != nil {
