@@ -109,7 +109,8 @@ type Route struct {
 }
 
 // Config configures a Consumer. Streams, Store, Routes and at least one of
-// TableNames or StreamARNs are required; TableNames also need Tables.
+// TableNames, StreamARNs or a TableSource are required; TableNames (and a
+// TableSource) also need Tables.
 type Config struct {
 	// Options configure the walker that reads the shards, as they are:
 	// Streams (the DynamoDB Streams client), TableNames and StreamARNs
