@@ -64,7 +64,7 @@ func TestOpenErrors(t *testing.T) {
 		{"nats://127.0.0.1:4222?token=s3cret&bogus=1", `bogus: unknown parameter for nats://`},
 		{"file://" + dir + "?events=expired,gone", `events: "gone" is not a kind`},
 		{"file://" + dir + "?events=expired,expired", `events: "expired" listed twice`},
-		{"file://" + dir + "?format=item", `format: unknown parameter for file://`},
+		{"file://" + dir + "?format=item", `format: must be ndjson or parquet`},
 		{"file://", `path: missing path`},
 		{"stdout://somewhere", `want stdout://`},
 		{"stdout://?format=csv", `format: must be envelope or item`},
