@@ -21,7 +21,7 @@ import (
 
 // S3Config configures an S3 sink (sinks.S3Sink) and says where its archive
 // is. The sinks' Open fills it from
-// s3://BUCKET/PREFIX?region=&endpoint=&path-style=&sse=&kms-key-id=&storage-class=&flush-bytes=&flush-interval=&compression=&max-attempts=&max-buffer-bytes=&manifests=&manifest-objects=&manifest-interval=.
+// s3://BUCKET/PREFIX?region=&endpoint=&path-style=&sse=&kms-key-id=&storage-class=&flush-bytes=&flush-interval=&compression=&format=&max-attempts=&max-buffer-bytes=&manifests=&manifest-objects=&manifest-interval=.
 type S3Config struct {
 	Bucket string
 	// Prefix is the key prefix, without leading or trailing slash ("" for
@@ -46,8 +46,14 @@ type S3Config struct {
 	FlushBytes int64
 	// FlushInterval is the longest an event waits in a buffer (default 60s).
 	FlushInterval time.Duration
-	// Compression is "gzip" (default), "zstd" or "none".
+	// Compression is "gzip" (default), "zstd" or "none" for NDJSON
+	// objects, and "" with Format parquet (a Parquet file compresses
+	// inside).
 	Compression string
+	// Format is the objects' form: sinkurl.FormatNDJSON ("" or "ndjson",
+	// lines) or sinkurl.FormatParquet (one Parquet file per object,
+	// package parquetline).
+	Format string
 	// MaxAttempts bounds the attempts of one upload before its batches are
 	// acknowledged with an error (the consumer retries them later); default 8.
 	MaxAttempts int
@@ -124,7 +130,7 @@ func ParseS3(p *sinkurl.Params) (S3Config, error) {
 	if c.FlushInterval, err = p.Duration("flush-interval", 60*time.Second, time.Millisecond, 24*time.Hour); err != nil {
 		return c, err
 	}
-	if c.Compression, err = p.OneOf("compression", "gzip", "gzip", "zstd", "none"); err != nil {
+	if c.Compression, c.Format, err = parseForm(p); err != nil {
 		return c, err
 	}
 	n, err := p.Int("max-attempts", 8, 1, 1000)
@@ -139,6 +145,21 @@ func ParseS3(p *sinkurl.Params) (S3Config, error) {
 		return c, err
 	}
 	return c, p.Done()
+}
+
+// parseForm reads compression= and format=: compression is "" with
+// format=parquet, which refuses compression= given with it.
+func parseForm(p *sinkurl.Params) (compression, format string, err error) {
+	if compression, err = p.OneOf("compression", "gzip", "gzip", "zstd", "none"); err != nil {
+		return "", "", err
+	}
+	if format, err = sinkurl.ParseFormat(p); err != nil || format != sinkurl.FormatParquet {
+		return compression, format, err
+	}
+	if p.Given("compression") {
+		return "", "", p.Fail("compression", "not with format=parquet: a Parquet file is compressed inside (zstd); give one of compression= and format=parquet")
+	}
+	return "", format, nil
 }
 
 // ParseS3URL parses an s3:// sink URL as the sinks' Open does (every

@@ -64,7 +64,7 @@ func TestOpenErrors(t *testing.T) {
 		{"nats://127.0.0.1:4222?token=s3cret&bogus=1", `bogus: unknown parameter for nats://`},
 		{"file://" + dir + "?events=expired,gone", `events: "gone" is not a kind`},
 		{"file://" + dir + "?events=expired,expired", `events: "expired" listed twice`},
-		{"file://" + dir + "?format=item", `format: unknown parameter for file://`},
+		{"file://" + dir + "?format=item", `format: must be ndjson or parquet`},
 		{"file://", `path: missing path`},
 		{"stdout://somewhere", `want stdout://`},
 		{"stdout://?format=csv", `format: must be envelope or item`},
@@ -157,7 +157,7 @@ func TestParseS3Defaults(t *testing.T) {
 	}
 	want := S3Config{Bucket: "my-bucket", Prefix: "archive/ttl", Endpoint: "http://127.0.0.1:7070", PathStyle: true,
 		SSE: "aws:kms", KMSKeyID: "alias/x", StorageClass: "STANDARD_IA", FlushBytes: 1 << 20,
-		FlushInterval: 5 * time.Second, Compression: "zstd", MaxAttempts: 8,
+		FlushInterval: 5 * time.Second, Compression: "zstd", Format: sinkurl.FormatNDJSON, MaxAttempts: 8,
 		Manifests: ManifestConfig{Objects: 100, Interval: 10 * time.Minute}}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got  %+v\nwant %+v", c, want)

@@ -9,7 +9,7 @@ import (
 
 // FileConfig configures a file sink (sinks.FileSink). The sinks' Open
 // fills it from
-// file://DIR?file-mode=&dir-mode=&manifests=&manifest-objects=&manifest-interval=.
+// file://DIR?file-mode=&dir-mode=&format=&manifests=&manifest-objects=&manifest-interval=.
 type FileConfig struct {
 	// Dir is the directory the sink owns, created when missing. It may be
 	// a symbolic link; nothing below it may (see sinks.FileSink).
@@ -20,8 +20,14 @@ type FileConfig struct {
 	// read and write, folders its read, write and search: the sink
 	// reopens what it made.
 	FileMode, DirMode fs.FileMode
+	// Format is the archive's form: [FormatNDJSON] ("" or "ndjson": lines
+	// appended to one file per table and hour) or [FormatParquet] (a
+	// Parquet file per batch and partition, in the S3 layout, and no
+	// coverage manifests).
+	Format string
 	// Manifests is how the sink records coverage manifests (see
 	// sinks.FileSink.Record); the zero value records with the defaults.
+	// With FormatParquet they are off.
 	Manifests ManifestConfig
 }
 
@@ -42,6 +48,9 @@ func (c FileConfig) WithDefaults() (FileConfig, error) {
 	}
 	if c.DirMode == 0 {
 		c.DirMode = DefaultDirMode
+	}
+	if c.Format != "" && c.Format != FormatNDJSON && c.Format != FormatParquet {
+		return c, fmt.Errorf("file sink: Format %q: must be %s or %s", c.Format, FormatNDJSON, FormatParquet)
 	}
 	if problem := checkMode(uint64(c.FileMode), 0o600); problem != "" {
 		return c, fmt.Errorf("file sink: FileMode: %s", problem)
@@ -81,8 +90,19 @@ func ParseFile(p *Params) (FileConfig, error) {
 	if c.DirMode, err = p.Mode("dir-mode", DefaultDirMode, 0o700); err != nil {
 		return c, err
 	}
+	if c.Format, err = ParseFormat(p); err != nil {
+		return c, err
+	}
 	if c.Manifests, err = ParseManifests(p); err != nil {
 		return c, err
+	}
+	if c.Format == FormatParquet && !c.Manifests.Off {
+		for _, name := range []string{"manifests", "manifest-objects", "manifest-interval"} {
+			if p.Given(name) {
+				return c, p.Fail(name, "not with format=parquet: the parquet file sink writes no coverage manifests")
+			}
+		}
+		c.Manifests = ManifestConfig{Off: true}
 	}
 	return c, p.Done()
 }
@@ -105,7 +125,7 @@ func (p *Params) Mode(name string, def fs.FileMode, need uint64) (fs.FileMode, e
 }
 
 // ParseFileURL parses a file:// sink URL as the sinks' Open does
-// (events=, file-mode=, dir-mode= and the manifest parameters are
+// (events=, file-mode=, dir-mode=, format= and the manifest parameters are
 // accepted) and returns its directory. Bad URLs give a *ConfigError.
 func ParseFileURL(rawURL string) (string, error) {
 	p, err := Parse(rawURL)

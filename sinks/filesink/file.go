@@ -1,6 +1,7 @@
 // Package filesink holds the sinks that write archive lines to the local
 // machine: [Sink] (file://DIR: one file per table and hour, appended and
-// fsynced, with coverage manifests) and [Writer] (stdout://, or any
+// fsynced, with coverage manifests; or with format=parquet, Parquet files
+// in the S3 layout) and [Writer] (stdout://, or any
 // io.Writer). Package sinks opens them by URL ([ParseStdout] reads a
 // stdout:// URL's parameters; sinkurl a file:// URL's); their contract is
 // package sinkapi's.
@@ -78,6 +79,11 @@ type queue = serial.Queue
 // their size after the shard's last append and the SHA-256 of that
 // prefix. With manifests=false it hashes nothing, and package sinks' Open
 // returns it without Record and RecordDue.
+//
+// With format=parquet ([sinkurl.FormatParquet]) it writes no lines and no
+// manifests: each batch becomes whole Parquet files in the S3 sink's
+// layout below DIR, renamed into place (see parquet.go); the lock, the
+// modes and the rule that nothing below DIR is followed are the same.
 type Sink struct {
 	*queue
 	dir   string
@@ -128,7 +134,7 @@ func New(dir string, o sinkapi.Options) (*Sink, error) {
 // modes mean the defaults; a mode beyond 0777 or one that locks the owner
 // out is an error naming it.
 func NewWith(c sinkurl.FileConfig, o sinkapi.Options) (*Sink, error) {
-	c.Manifests.Off = c.Manifests.Off || o.NoManifests
+	c.Manifests.Off = c.Manifests.Off || o.NoManifests || c.Format == sinkurl.FormatParquet
 	c, err := c.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -152,6 +158,13 @@ func NewWith(c sinkurl.FileConfig, o sinkapi.Options) (*Sink, error) {
 	if !c.Manifests.Off {
 		s.rec = recorder.New(s.Name(), c.Manifests, recorder.Store{List: s.listManifests, Read: s.readManifest, Put: s.putManifest}, s.log, o.Registerer, func() time.Time { return s.now() })
 		s.digests = map[string]*fileDigest{}
+	}
+	if c.Format == sinkurl.FormatParquet {
+		s.log.Info("file sink: format=parquet writes a Parquet file per batch and partition in the S3 layout, and no coverage manifests",
+			zap.String("sink", s.Name()))
+		s.queue = serial.New(64, s.writeParquet, s.closeFiles)
+		s.queue.Prepare = s.renderParquet
+		return s, nil
 	}
 	s.queue = serial.New(64, s.write, s.closeFiles)
 	s.queue.Prepare = s.render

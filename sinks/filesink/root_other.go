@@ -34,3 +34,7 @@ func (r *fileRoot) readFile(rel string, limit int64) ([]byte, error) {
 func (r *fileRoot) writeNew(rel string, data []byte, limit int64) ([]byte, bool, error) {
 	return nil, false, errors.New("file sink: unsupported platform")
 }
+
+func (r *fileRoot) replace(rel string, data []byte) error {
+	return errors.New("file sink: unsupported platform")
+}

@@ -288,7 +288,6 @@ func (r *fileRoot) openExisting(parent int, names []string) (*os.File, error) {
 // the rename one step: no other sink writes below DIR.
 func (r *fileRoot) writeNew(rel string, data []byte, limit int64) (existing []byte, found bool, err error) {
 	names := strings.Split(rel, "/")
-	name := names[len(names)-1]
 	parent, err := r.openDirs(names[:len(names)-1], true)
 	if err != nil {
 		return nil, false, err
@@ -304,17 +303,39 @@ func (r *fileRoot) writeNew(rel string, data []byte, limit int64) (existing []by
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, false, err
 	}
+	return nil, false, r.renameInto(parent, names, data)
+}
+
+// replace makes data durable at DIR/rel, whatever is there: written to a
+// temporary file beside it, fsynced, renamed over NAME and the folder
+// fsynced, creating the folders on the way (see [fileRoot.renameInto]).
+func (r *fileRoot) replace(rel string, data []byte) error {
+	names := strings.Split(rel, "/")
+	parent, err := r.openDirs(names[:len(names)-1], true)
+	if err != nil {
+		return err
+	}
+	defer r.closeDir(parent)
+	return r.renameInto(parent, names, data)
+}
+
+// renameInto writes data to .NAME.tmp in parent (the folder of
+// DIR/names...), fsyncs it, renames it to NAME and fsyncs the folder. A
+// symbolic link at NAME is replaced, never followed (rename replaces the
+// name itself).
+func (r *fileRoot) renameInto(parent int, names []string, data []byte) error {
+	name := names[len(names)-1]
 	tmp := "." + name + ".tmp"
-	if err := r.writeTemp(parent, tmp, r.path(append(names[:len(names)-1], tmp)), data); err != nil {
-		return nil, false, err
+	if err := r.writeTemp(parent, tmp, r.path(append(names[:len(names)-1:len(names)-1], tmp)), data); err != nil {
+		return err
 	}
 	if err := unix.Renameat(parent, tmp, parent, name); err != nil {
-		return nil, false, pathError("rename", r.path(names), parent, tmp, err)
+		return pathError("rename", r.path(names), parent, tmp, err)
 	}
 	if err := unix.Fsync(parent); err != nil {
-		return nil, false, fmt.Errorf("file sink: fsync of the folder of %s: %w", r.path(names), err)
+		return fmt.Errorf("file sink: fsync of the folder of %s: %w", r.path(names), err)
 	}
-	return nil, false, nil
+	return nil
 }
 
 // writeTemp writes data to the file name in parent (created with the

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/internal/promreg"
 	"github.com/ttl-archiver/archiver/objstore"
+	"github.com/ttl-archiver/archiver/parquetline"
 	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
@@ -218,10 +219,15 @@ func (r *recordingReader) Read(p []byte) (int, error) {
 }
 
 // sameIdentities reads an object's lines, decompressed by its
-// Content-Encoding or else its key's extension (gzip, zstd or none), and
-// reports whether their identities are exactly want; if not, it says why.
-// It stops at the first identity that is not in want.
+// Content-Encoding or else its key's extension (gzip, zstd or none), or
+// a Parquet object's rows as their lines (parquetline.Lines, the whole
+// file in memory: its footer comes last), and reports whether their
+// identities are exactly want; if not, it says why. It stops at the
+// first identity that is not in want.
 func sameIdentities(body io.Reader, encoding, key string, want map[string]bool) (bool, string) {
+	if strings.HasSuffix(key, parquetline.Ext) {
+		return sameParquetIdentities(body, want)
+	}
 	r, closeFn, err := objstore.Decompress(body, encoding, key)
 	if err != nil {
 		return false, err.Error()
@@ -244,6 +250,34 @@ func sameIdentities(body io.Reader, encoding, key string, want map[string]bool) 
 		seen[id] = true
 	}
 	if err := sc.Err(); err != nil {
+		return false, err.Error()
+	}
+	if len(seen) != len(want) {
+		return false, fmt.Sprintf("holds %d of the upload's %d events", len(seen), len(want))
+	}
+	return true, ""
+}
+
+// sameParquetIdentities is sameIdentities for a Parquet object.
+func sameParquetIdentities(body io.Reader, want map[string]bool) (bool, string) {
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return false, err.Error()
+	}
+	seen := make(map[string]bool, len(want))
+	errOther := errors.New("holds an event the upload does not")
+	err = parquetline.Lines(data, func(n int, line []byte) error {
+		id, err := lineIdentity(line)
+		if err != nil {
+			return fmt.Errorf("row %d: %w", n, err)
+		}
+		if !want[id] {
+			return errOther
+		}
+		seen[id] = true
+		return nil
+	})
+	if err != nil {
 		return false, err.Error()
 	}
 	if len(seen) != len(want) {

@@ -196,7 +196,7 @@ func checkConflictRecorded(t *testing.T, v *testkit.Versity, s *Sink, prefix, ke
 	testkit.CheckListed(t, a, testkit.LastManifest(t, a, rg).M, want)
 }
 
-var distinctKeyPattern = regexp.MustCompile(`^(.*)\.([0-9a-f]{12})(\.jsonl(\.gz|\.zst)?)$`)
+var distinctKeyPattern = regexp.MustCompile(`^(.*)\.([0-9a-f]{12})(\.jsonl(\.gz|\.zst)?|\.parquet)$`)
 
 // checkConflictObjects checks that the objects stored before the write are
 // untouched and that the upload's events are where the outcome says: at a

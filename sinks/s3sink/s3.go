@@ -1,5 +1,6 @@
 // Package s3sink is the S3 sink ([Sink]): events buffered per shard,
-// uploaded as compressed objects of newline-delimited archive lines with
+// uploaded as compressed objects of newline-delimited archive lines (or
+// Parquet files, format=parquet) with
 // conditional writes, key conflicts resolved by what the object holds,
 // and coverage manifests recorded beside the data. Its URL and client
 // are package objstore's, which the archive reader shares; package sinks
@@ -36,9 +37,11 @@ import (
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/internal/budget"
 	"github.com/ttl-archiver/archiver/objstore"
+	"github.com/ttl-archiver/archiver/parquetline"
 	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 	"github.com/ttl-archiver/archiver/sinks/internal/sinkmetrics"
 	"github.com/ttl-archiver/archiver/sinks/sinkapi"
+	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
 // API is the part of *s3.Client the S3 sink uses. HeadBucket and
@@ -57,7 +60,10 @@ type API interface {
 //
 //	PREFIX/table=T/kind=K/dt=YYYY-MM-DD/hr=HH/REGION.SHARD-FIRSTSEQ-LASTSEQ.jsonl.gz
 //
-// (.jsonl.zst for zstd, .jsonl without compression). dt and hr are the
+// (.jsonl.zst for zstd, .jsonl without compression; .parquet with
+// format=parquet, where each object is one Parquet file of the same
+// events, package parquetline, compressed inside with zstd and uploaded
+// without Content-Encoding). dt and hr are the
 // events' creation hour (UTC); REGION is the Region of the stream they
 // were read from ([event.Event.Region]; an event without one has the name
 // without "REGION.", as every key had before Regions were named), and
@@ -101,8 +107,9 @@ type API interface {
 // Each resolution counts in archiver_sink_conflicts_total{sink,outcome}:
 // same_content, same_events, distinct_key or unresolved.
 //
-// Uploads carry Content-Type application/x-ndjson, Content-Encoding gzip or
-// zstd, an x-amz-checksum-sha256, the configured server-side encryption and
+// Uploads carry Content-Type application/x-ndjson (Parquet:
+// application/vnd.apache.parquet), Content-Encoding gzip or zstd (none for
+// Parquet and compression=none), an x-amz-checksum-sha256, the configured server-side encryption and
 // storage class, and metadata (records, first-sequence, last-sequence).
 // Failed uploads are retried with exponential backoff and jitter on 5xx,
 // throttling, expired credentials and network errors, up to MaxAttempts;
@@ -279,7 +286,12 @@ func NewWithClient(c objstore.S3Config, api API, o sinkapi.Options) (*Sink, erro
 	if c.FlushInterval <= 0 {
 		c.FlushInterval = time.Minute
 	}
-	if c.Compression == "" {
+	switch {
+	case c.Format == sinkurl.FormatParquet && c.Compression != "":
+		return nil, fmt.Errorf("s3 sink: compression %q with format parquet: a Parquet file is compressed inside (zstd); give one of them", c.Compression)
+	case c.Format != "" && c.Format != sinkurl.FormatNDJSON && c.Format != sinkurl.FormatParquet:
+		return nil, fmt.Errorf("s3 sink: format %q: must be ndjson or parquet", c.Format)
+	case c.Compression == "" && c.Format != sinkurl.FormatParquet:
 		c.Compression = "gzip"
 	}
 	if c.MaxAttempts <= 0 {
@@ -320,6 +332,8 @@ func NewWithClient(c objstore.S3Config, api API, o sinkapi.Options) (*Sink, erro
 	s.c.MaxBufferBytes = c.MaxBufferBytes
 	s.budget = budget.New(c.MaxBufferBytes)
 	switch c.Compression {
+	case "":
+		s.ext = parquetline.Ext
 	case "gzip":
 		s.ext = ".jsonl.gz"
 	case "zstd":
@@ -336,7 +350,8 @@ func NewWithClient(c objstore.S3Config, api API, o sinkapi.Options) (*Sink, erro
 	}
 	s.log.Info("s3 sink open: an object is uploaded once its oldest event has waited flush_interval, "+
 		"or when it holds flush_bytes, and at shutdown",
-		zap.String("sink", s.name), zap.Duration("flush_interval", c.FlushInterval), zap.Int64("flush_bytes", c.FlushBytes))
+		zap.String("sink", s.name), zap.Duration("flush_interval", c.FlushInterval), zap.Int64("flush_bytes", c.FlushBytes),
+		zap.String("format", cmp.Or(c.Format, sinkurl.FormatNDJSON)))
 	go s.tick()
 	return s, nil
 }
@@ -686,7 +701,8 @@ func (s *Sink) upload(bf *s3Buffer, up *s3Upload) {
 }
 
 // compress returns bf's lines compressed into a buffer from outPool (or
-// the lines themselves without compression).
+// the lines themselves without compression), or with format=parquet the
+// Parquet file of their events.
 func (s *Sink) compress(bf *s3Buffer) ([]byte, error) {
 	var out []byte
 	select {
@@ -724,6 +740,12 @@ func (s *Sink) compress(bf *s3Buffer) ([]byte, error) {
 		return w.Bytes(), nil
 	case "zstd":
 		return s.zenc.EncodeAll(bf.joined(), out), nil
+	case "":
+		w := bytes.NewBuffer(out)
+		if err := parquetline.FromLines(w, bf.joined()); err != nil {
+			return nil, err
+		}
+		return w.Bytes(), nil
 	}
 	return bf.joined(), nil
 }
@@ -752,7 +774,7 @@ func (s *Sink) put(bf *s3Buffer) error {
 		Bucket:         aws.String(s.c.Bucket),
 		Key:            aws.String(key),
 		IfNoneMatch:    aws.String("*"),
-		ContentType:    aws.String("application/x-ndjson"),
+		ContentType:    aws.String(s.contentType()),
 		ContentLength:  aws.Int64(int64(len(body))),
 		ChecksumSHA256: aws.String(checksum),
 		Metadata: map[string]string{
@@ -761,7 +783,7 @@ func (s *Sink) put(bf *s3Buffer) error {
 			"last-sequence":  bf.last,
 		},
 	}
-	if s.c.Compression != "none" {
+	if s.c.Compression == "gzip" || s.c.Compression == "zstd" {
 		in.ContentEncoding = aws.String(s.c.Compression)
 	}
 	s.encrypt(in)
@@ -780,6 +802,14 @@ func (s *Sink) put(bf *s3Buffer) error {
 	s.uploads.uploaded(key, bf.records, len(body), time.Since(began))
 	s.track(bf, stored)
 	return nil
+}
+
+// contentType is the media type of the sink's objects.
+func (s *Sink) contentType() string {
+	if s.c.Format == sinkurl.FormatParquet {
+		return "application/vnd.apache.parquet"
+	}
+	return "application/x-ndjson"
 }
 
 // s3Put is one object to write with If-None-Match: *: its request (Body

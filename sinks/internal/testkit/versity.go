@@ -22,6 +22,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/s3test"
+	"github.com/ttl-archiver/archiver/parquetline"
 )
 
 // The credentials the test versitygw runs with (internal/s3test).
@@ -86,7 +87,8 @@ func (v *Versity) Objects(t testing.TB, prefix string) []string {
 	return keys
 }
 
-// Read returns an object's decompressed archive lines, decoded.
+// Read returns an object's decompressed archive lines (a Parquet
+// object's rows as their lines), decoded.
 func (v *Versity) Read(t testing.TB, key string) ([]event.Event, *s3.GetObjectOutput) {
 	t.Helper()
 	out, err := v.Client.GetObject(Ctx(t), &s3.GetObjectInput{Bucket: aws.String("archive"), Key: aws.String(key)})
@@ -106,6 +108,15 @@ func (v *Versity) Read(t testing.TB, key string) ([]event.Event, *s3.GetObjectOu
 			t.Fatalf("%s: %v", key, err)
 		}
 		r = zr
+	case strings.HasSuffix(key, parquetline.Ext):
+		var lines []byte
+		if err := parquetline.Lines(raw, func(_ int, l []byte) error {
+			lines = append(append(lines, l...), '\n')
+			return nil
+		}); err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		r = bytes.NewReader(lines)
 	case strings.HasSuffix(key, ".zst"):
 		zr, err := zstd.NewReader(r)
 		if err != nil {
