@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/internal/awserr"
+	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
 
@@ -45,7 +47,7 @@ func (s *Sink) Preflight(ctx context.Context) error {
 	in := &s3.PutObjectInput{Bucket: aws.String(s.c.Bucket), Key: aws.String(key),
 		Body: strings.NewReader(sinkapi.PreflightBody), ContentType: aws.String("text/plain")}
 	s.encrypt(in)
-	if _, err := s.api.PutObject(ctx, in); err != nil {
+	if err := s.putMarker(ctx, in); err != nil {
 		check := sinkapi.CheckBucketWritable
 		if s.c.SSE == "aws:kms" && mentionsKMS(err) {
 			check = sinkapi.CheckKMSKeyUsable
@@ -105,4 +107,27 @@ func mentionsKMS(err error) bool {
 		return true
 	}
 	return strings.Contains(err.Error(), "kms:") || strings.Contains(err.Error(), "KMS")
+}
+
+// markerAttempts is how often the preflight puts its marker when S3
+// answers 409: archivers starting together put the same marker, and a
+// store may refuse one of two concurrent writes of a key with a conflict
+// (S3's OperationAborted; versitygw's posix store one of its own).
+const markerAttempts = 4
+
+// putMarker puts the preflight marker, again after a 409 conflict (at
+// most markerAttempts times, with the one backoff), and returns the last
+// error.
+func (s *Sink) putMarker(ctx context.Context, in *s3.PutObjectInput) error {
+	wait := backoff.Policy{Min: 100 * time.Millisecond, Max: time.Second}
+	for n := 0; ; n++ {
+		in.Body = strings.NewReader(sinkapi.PreflightBody)
+		_, err := s.api.PutObject(ctx, in)
+		if err == nil || awserr.StatusCode(err) != http.StatusConflict || n+1 == markerAttempts {
+			return err
+		}
+		if !backoff.Sleep(ctx, wait.Delay(n)) {
+			return err
+		}
+	}
 }
