@@ -50,6 +50,9 @@ func sinksBenchS3(ctx context.Context, w io.Writer, sz sinksSizes) error {
 	if err != nil {
 		return err
 	}
+	if err := sinksBenchParquet(w, sz, objects); err != nil {
+		return fmt.Errorf("parquet: %w", err)
+	}
 	awsConfig := func(ctx context.Context, region string) (aws.Config, error) {
 		return aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider(benchkit.S3Key, benchkit.S3Secret, "")}, nil
 	}
