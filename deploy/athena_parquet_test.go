@@ -6,43 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/ttl-archiver/archiver/event"
-	"github.com/ttl-archiver/archiver/parquetline"
 )
 
-// writeParquetArchive writes the test's events as Parquet objects in a
-// directory, one per table, kind and hour, at the keys the sinks'
-// format=parquet gives them, and returns the directory.
+// writeParquetArchive archives the test's events with the S3 sink's
+// format=parquet into versitygw and downloads the objects into a
+// directory at their keys (what `aws s3 sync` makes of them), which it
+// returns.
 func writeParquetArchive(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	groups := map[string][]event.Event{}
-	var order []string
-	for _, b := range athenaBatches() {
-		for _, e := range b {
-			at := e.ApproximateCreationTime.UTC()
-			rel := fmt.Sprintf("table=%s/kind=%s/dt=%s/hr=%02d/%s-1-1.parquet", e.Table, e.Kind, at.Format("2006-01-02"), at.Hour(), e.ShardID)
-			if groups[rel] == nil {
-				order = append(order, rel)
-			}
-			groups[rel] = append(groups[rel], e)
-		}
-	}
-	for _, rel := range order {
-		body, err := parquetline.Encode(groups[rel])
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, body, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	return writeTestArchiveWith(t, "&format=parquet")
 }
 
 // parquetSetup returns the DuckDB scripts of athenaSetup over ndjsonDir

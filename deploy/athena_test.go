@@ -292,10 +292,16 @@ func splitTopLevel(s string) []string {
 // versitygw and downloads every object under the prefix into a directory,
 // each at its key below the prefix, which it returns.
 func writeTestArchive(t *testing.T) string {
+	return writeTestArchiveWith(t, "")
+}
+
+// writeTestArchiveWith is writeTestArchive with the S3 sink's URL
+// parameters extra (e.g. "&format=parquet").
+func writeTestArchiveWith(t *testing.T, extra string) string {
 	t.Helper()
 	ctx := t.Context()
 	srv := s3test.Start(t)
-	url := "s3://" + s3test.Bucket + "/" + athenaPrefix + "?endpoint=" + srv.Endpoint + "&path-style=true"
+	url := "s3://" + s3test.Bucket + "/" + athenaPrefix + "?endpoint=" + srv.Endpoint + "&path-style=true" + extra
 	sk, _, err := sinks.Open(ctx, url, sinks.Options{AWSConfig: s3test.AWSConfig})
 	if err != nil {
 		t.Fatal(err)
