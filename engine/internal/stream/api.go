@@ -163,7 +163,7 @@ type getRecordsOut struct {
 func (o *getRecordsOut) MarshalJSON() ([]byte, error) {
 	n := 64 + len(o.next)
 	for i := range o.records {
-		n += len(o.records[i].data) + recordOverhead
+		n += o.records[i].dataLen() + recordOverhead
 	}
 	b := make([]byte, 0, n)
 	b = append(b, '{')
@@ -564,7 +564,7 @@ func (r *Registry) getRecords(region string, in getRecordsIn) (any, error) {
 	bytes := 0
 	j := i
 	for ; j < len(sh.recs) && j-i < limit; j++ {
-		n := len(sh.recs[j].data) + recordOverhead
+		n := sh.recs[j].dataLen() + recordOverhead
 		if j > i && bytes+n > MaxGetRecordsBytes {
 			break
 		}
