@@ -207,7 +207,7 @@ func (g *batchGetter) readTable(name string, pl *batchGetPlan) (float64, error) 
 		units += readUnits(int(ent.size), tr.ConsistentRead)
 		g.bytesOut += int(ent.size)
 		if pl.proj == nil {
-			g.responses[name] = append(g.responses[name], ent.raw)
+			g.responses[name] = append(g.responses[name], ent.raw())
 			continue
 		}
 		it, err := decodeStored(ent)

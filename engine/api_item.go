@@ -159,7 +159,7 @@ func (e *Engine) opGetItem(ctx context.Context, body []byte) (any, error) {
 	if ent != nil {
 		out = append(out, `"Item":`...)
 		if proj == nil {
-			out = append(out, ent.raw...)
+			out = append(out, ent.raw()...)
 		} else {
 			it, err := decodeStored(ent)
 			if err != nil {

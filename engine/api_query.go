@@ -692,13 +692,13 @@ func (pl *readPlan) render(ent *entry, it attr.Item) json.RawMessage {
 	case pl.ix != nil && pl.ix.projType != "ALL" && pl.sel == "ALL_PROJECTED_ATTRIBUTES":
 		return attr.AppendItemJSON(nil, pl.ix.project(pl.t, it))
 	default:
-		return json.RawMessage(ent.raw)
+		return json.RawMessage(ent.raw())
 	}
 }
 
 // segmentOf assigns an item to a Scan segment by its hash key, so that one
 // partition's items are all in one segment.
-func segmentOf(ent *entry, total int) int { return segmentOfKey(ent.key, total) }
+func segmentOf(ent *entry, total int) int { return segmentOfKey(ent.key(), total) }
 
 // segmentOfKey returns the parallel-scan segment of the item with table
 // storage key k: a hash of its hash-key component.

@@ -587,7 +587,7 @@ func (e *Engine) opTransactGetItems(ctx context.Context, body []byte) (any, erro
 			continue
 		}
 		if g.proj == nil {
-			out[i]["Item"] = ent.raw
+			out[i]["Item"] = ent.raw()
 			continue
 		}
 		it, err := decodeStored(ent)

@@ -117,7 +117,7 @@ func (rs *replState) prepare(t *table, key []byte, ne *entry) *replWrite {
 	for i, dst := range others {
 		op := &replOp{id: first + uint64(i), src: t.region, dst: dst, table: t.name, key: rw.key, st: st, at: now}
 		if ne != nil {
-			op.raw, op.size = ne.raw, ne.size
+			op.raw, op.size = ne.raw(), ne.size
 		}
 		rw.ops = append(rw.ops, op)
 	}
@@ -187,7 +187,7 @@ func (t *table) globalRemoveLocked(victims []*entry) (int, error) {
 		if err != nil {
 			return done, err
 		}
-		if err := t.writeLocked(ent.key, ent, it, nil, nil, true); err != nil {
+		if err := t.writeLocked(ent.key(), ent, it, nil, nil, true); err != nil {
 			return done, err
 		}
 		done++
@@ -200,11 +200,8 @@ func (t *table) globalRemoveLocked(victims []*entry) (int, error) {
 // is held.
 func copyItemsLocked(dst, src *table) error {
 	for n := src.items.First(); n != nil; n = n.Next() {
-		buf := make([]byte, len(n.val.key)+len(n.val.raw))
-		copy(buf, n.val.key)
-		copy(buf[len(n.val.key):], n.val.raw)
-		k := buf[:len(n.val.key):len(n.val.key)]
-		dst.items.Put(k, &entry{key: k, raw: buf[len(n.val.key):], size: n.val.size, exp: noExpiry})
+		// The key and JSON are immutable: the replica shares them.
+		dst.items.Put(n.val.key(), &entry{data: n.val.data, klen: n.val.klen, size: n.val.size, exp: noExpiry})
 	}
 	if src.repl != nil {
 		for k, s := range src.repl.stamps {

@@ -101,9 +101,9 @@ func (d *dec) bool() bool {
 func appendItemPut(b []byte, tableID string, e *entry) []byte {
 	b = append(b, recItemPut)
 	b = putStr(b, tableID)
-	b = putBytes(b, e.key)
+	b = putBytes(b, e.key())
 	b = binary.AppendUvarint(b, uint64(e.size))
-	return putBytes(b, e.raw)
+	return putBytes(b, e.raw())
 }
 
 // appendItemChange encodes key of the table with this ID now holding ne
@@ -178,9 +178,11 @@ func appendStreamEvent(b []byte, ev *stream.Event) []byte {
 		b = putStr(b, r.Event)
 		b = putBool(b, r.Service)
 		b = binary.AppendUvarint(b, uint64(r.Size))
-		b = binary.AppendUvarint(b, uint64(r.KEnd))
-		b = binary.AppendUvarint(b, uint64(r.NEnd))
-		b = putBytes(b, r.Data)
+		// Keys, NewImage and OldImage, one after the other, as one field.
+		b = binary.AppendUvarint(b, uint64(len(r.Keys)))
+		b = binary.AppendUvarint(b, uint64(len(r.Keys)+len(r.New)))
+		b = binary.AppendUvarint(b, uint64(len(r.Keys)+len(r.New)+len(r.Old)))
+		b = append(append(append(b, r.Keys...), r.New...), r.Old...)
 	case stream.EvStreamCreated, stream.EvStreamState, stream.EvKeySchema:
 		h := &ev.Header
 		for _, s := range []string{h.ARN, h.Label, h.Table, h.ViewType, h.HashKey, h.RangeKey, h.Status} {
@@ -228,9 +230,14 @@ func decodeStreamEvent(d *dec, ev *stream.Event) error {
 		r := &ev.Record
 		ev.Shard.Ord = d.u32()
 		r.Seq, r.At, r.Event, r.Service = d.u64(), d.i64(), d.str(), d.bool()
-		r.Size, r.KEnd, r.NEnd, r.Data = d.u32(), d.u32(), d.u32(), d.raw()
-		if d.err == nil && (r.KEnd > r.NEnd || int(r.NEnd) > len(r.Data)) {
-			return fmt.Errorf("stream record %d: image bounds %d/%d outside its %d bytes", r.Seq, r.KEnd, r.NEnd, len(r.Data))
+		var kEnd, nEnd uint32
+		var data []byte
+		r.Size, kEnd, nEnd, data = d.u32(), d.u32(), d.u32(), d.raw()
+		if d.err == nil && (kEnd > nEnd || int(nEnd) > len(data)) {
+			return fmt.Errorf("stream record %d: image bounds %d/%d outside its %d bytes", r.Seq, kEnd, nEnd, len(data))
+		}
+		if d.err == nil {
+			r.Keys, r.New, r.Old = data[:kEnd], data[kEnd:nEnd], data[nEnd:]
 		}
 	case stream.EvStreamCreated, stream.EvStreamState, stream.EvKeySchema:
 		h := &ev.Header

@@ -230,7 +230,7 @@ func (l *loader) apply(p []byte) error {
 			buf := make([]byte, len(key)+len(raw))
 			copy(buf, key)
 			copy(buf[len(key):], raw)
-			t.items.Put(buf[:len(key):len(key)], &entry{key: buf[:len(key):len(key)], raw: buf[len(key):], size: int32(size), exp: noExpiry})
+			t.items.Put(buf[:len(key):len(key)], newStoredEntry(buf, len(key), int32(size)))
 			l.last = itemChange{key: buf[:len(key):len(key)], raw: buf[len(key):], size: int32(size)}
 		}
 		return nil
@@ -403,7 +403,7 @@ func (t *table) rebuild() error {
 		t.size += int64(ent.size)
 		clear(part)
 		var err error
-		members(ent.raw, func(name, val []byte) bool {
+		members(ent.raw(), func(name, val []byte) bool {
 			for _, a := range needed {
 				if string(name) == a.tok {
 					var v attr.Value
@@ -416,7 +416,7 @@ func (t *table) rebuild() error {
 			return true
 		})
 		if err != nil {
-			return fmt.Errorf("item %s: %w", ent.raw, err)
+			return fmt.Errorf("item %s: %w", ent.raw(), err)
 		}
 		if t.ttlAttr != "" {
 			ent.exp = expiryOf(part, t.ttlAttr)

@@ -20,7 +20,7 @@ func (ix *index) entryKey(t *table, e *entry, it attr.Item) []byte {
 		}
 		k = appendComponent(k, r)
 	}
-	return append(k, e.key...)
+	return append(k, e.key()...)
 }
 
 func (ix *index) projectedSize(t *table, e *entry, it attr.Item) int64 {

@@ -35,7 +35,7 @@ func skiplistModel(t *testing.T, seed uint64) {
 		switch r.IntN(4) {
 		case 0, 1:
 			k := key()
-			e := &entry{key: k}
+			e := newStoredEntry(k, len(k), 0)
 			if r.IntN(2) == 0 {
 				if got := s.GetForWrite(k); got != model[string(k)] {
 					t.Fatalf("GetForWrite(%s) = %v, want %v", k, got, model[string(k)])

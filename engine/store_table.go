@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
 	"github.com/ttl-archiver/archiver/engine/internal/stream"
@@ -14,11 +15,43 @@ import (
 
 // entry is one stored item. Entries are immutable once stored, except exp,
 // which changes only under the table's write lock.
+//
+// An entry is 32 bytes (a size class of its own): its key and JSON are one
+// allocation, held as a string (a pointer and a length, no capacity) and
+// split at klen; key and raw hand them out as byte slices that must not be
+// written to.
 type entry struct {
-	key  []byte // table storage key
-	raw  []byte // the item's DynamoDB JSON
+	data string // table storage key, then the item's DynamoDB JSON
+	klen uint32 // length of the key at the front of data
 	size int32  // DynamoDB item size in bytes
 	exp  int64  // TTL expiry in unix nanoseconds; noExpiry when none
+}
+
+// newStoredEntry returns the entry of buf, a storage key of klen bytes
+// followed by the item's JSON, which no one writes to afterwards.
+func newStoredEntry(buf []byte, klen int, size int32) *entry {
+	e := &entry{klen: uint32(klen), size: size, exp: noExpiry}
+	if len(buf) > 0 {
+		e.data = unsafe.String(&buf[0], len(buf))
+	}
+	return e
+}
+
+// key is the entry's table storage key (capacity = length: appending to it
+// copies).
+func (e *entry) key() []byte {
+	if e.klen == 0 {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(e.data), e.klen)
+}
+
+// raw is the item's DynamoDB JSON (capacity = length).
+func (e *entry) raw() []byte {
+	if len(e.data) == int(e.klen) {
+		return []byte{} // never nil: a nil JSON means a delete to some callers
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.StringData(e.data)), e.klen)), len(e.data)-int(e.klen))
 }
 
 const noExpiry = math.MinInt64
@@ -103,7 +136,7 @@ func (t *table) setStream(s *stream.Stream) {
 
 // decodeStored decodes an entry's stored item.
 func decodeStored(e *entry) (attr.Item, error) {
-	return attr.UnmarshalItemJSON(e.raw)
+	return attr.UnmarshalItemJSON(e.raw())
 }
 
 // expiryOf reads the TTL attribute as unix nanoseconds, or noExpiry when it
@@ -172,7 +205,7 @@ func (t *table) newEntry(key []byte, it attr.Item, size int) *entry {
 		*sp = js
 		t.scratch.Put(sp)
 	}
-	e := &entry{key: buf[:len(key):len(key)], raw: buf[len(key):], size: int32(size), exp: noExpiry}
+	e := newStoredEntry(buf, len(key), int32(size))
 	if t.ttlAttr != "" {
 		e.exp = expiryOf(it, t.ttlAttr)
 	}

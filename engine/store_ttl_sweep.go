@@ -144,7 +144,7 @@ func (t *table) removeExpiredLocked(victims []*entry) (int, error) {
 	fill := func(ent *entry) error {
 		clear(part)
 		var err error
-		members(ent.raw, func(name, val []byte) bool {
+		members(ent.raw(), func(name, val []byte) bool {
 			for _, n := range needed {
 				if string(name) == n.tok {
 					var v attr.Value
@@ -185,7 +185,7 @@ func (t *table) removeExpiredLocked(victims []*entry) (int, error) {
 	}
 	keys := make([][]byte, done)
 	for i, ent := range victims[:done] {
-		keys[i] = ent.key
+		keys[i] = ent.key()
 		t.size -= int64(ent.size)
 	}
 	t.items.DeleteSorted(keys)
@@ -205,29 +205,29 @@ func (t *table) logExpired(ent *entry, part attr.Item, kb *[]byte, withOld bool)
 		if t.p == nil {
 			return nil
 		}
-		return t.p.logChange(t, ent.key, nil, nil, nil)
+		return t.p.logChange(t, ent.key(), nil, nil, nil)
 	}
-	*kb = keysJSON((*kb)[:0], ent.raw, t.ktoks)
-	c := stream.EncodedChange{EventName: "REMOVE", Keys: *kb, Service: true, Size: attr.SizeOf(t.key.Hash, part[t.key.Hash])}
+	*kb = keysJSON((*kb)[:0], ent.raw(), t.ktoks)
+	c := stream.EncodedChange{EventName: "REMOVE", Keys: *kb, Service: true, Shared: true, Size: attr.SizeOf(t.key.Hash, part[t.key.Hash])}
 	if t.key.Range != "" {
 		c.Size += attr.SizeOf(t.key.Range, part[t.key.Range])
 	}
 	if withOld {
-		c.Old = ent.raw
+		c.Old = ent.raw()
 		c.Size += int(ent.size)
 	}
 	logged := t.p == nil
 	if t.p != nil {
 		c.Commit = func(ev *stream.Event) error {
 			logged = true
-			return t.p.logChange(t, ent.key, nil, ev, nil)
+			return t.p.logChange(t, ent.key(), nil, ev, nil)
 		}
 	}
 	if err := t.stream.AppendEncoded(c); err != nil {
 		return err
 	}
 	if !logged { // the stream took no record (disabled)
-		return t.p.logChange(t, ent.key, nil, nil, nil)
+		return t.p.logChange(t, ent.key(), nil, nil, nil)
 	}
 	return nil
 }

@@ -84,7 +84,7 @@ func (t *table) applyLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 		}
 	}
 	if ne != nil {
-		t.items.Put(ne.key, ne)
+		t.items.Put(ne.key(), ne)
 		t.size += int64(ne.size)
 		for _, ix := range t.lsis {
 			ix.add(t, ne, newItem)
@@ -101,16 +101,16 @@ func (t *table) applyLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 // both). The stored JSON is what the stream would encode: it is handed
 // over as is. t.mu is held.
 func (t *table) recordOf(old *entry, oldItem attr.Item, ne *entry, newItem attr.Item, service bool) stream.EncodedChange {
-	c := stream.EncodedChange{Service: service}
+	c := stream.EncodedChange{Service: service, Shared: true} // the images are stored items: immutable
 	var keyItem attr.Item
 	var keySrc []byte
 	switch {
 	case old == nil:
-		c.EventName, keyItem, keySrc = "INSERT", newItem, ne.raw
+		c.EventName, keyItem, keySrc = "INSERT", newItem, ne.raw()
 	case ne != nil:
-		c.EventName, keyItem, keySrc = "MODIFY", newItem, ne.raw
+		c.EventName, keyItem, keySrc = "MODIFY", newItem, ne.raw()
 	default:
-		c.EventName, keyItem, keySrc = "REMOVE", oldItem, old.raw
+		c.EventName, keyItem, keySrc = "REMOVE", oldItem, old.raw()
 	}
 	view := t.stream.ViewType()
 	c.Keys = keysJSON(make([]byte, 0, 64), keySrc, t.ktoks)
@@ -119,11 +119,11 @@ func (t *table) recordOf(old *entry, oldItem attr.Item, ne *entry, newItem attr.
 		c.Size += attr.SizeOf(t.key.Range, keyItem[t.key.Range])
 	}
 	if old != nil && (view == stream.OldImage || view == stream.NewAndOldImages) {
-		c.Old = old.raw
+		c.Old = old.raw()
 		c.Size += int(old.size)
 	}
 	if ne != nil && (view == stream.NewImage || view == stream.NewAndOldImages) {
-		c.New = ne.raw
+		c.New = ne.raw()
 		c.Size += int(ne.size)
 	}
 	return c
@@ -138,7 +138,7 @@ func unchanged(old *entry, oldItem attr.Item, ne *entry, newItem attr.Item) bool
 	if old == nil || ne == nil {
 		return false
 	}
-	return string(old.raw) == string(ne.raw) || oldItem != nil && attr.EqualItems(oldItem, newItem)
+	return string(old.raw()) == string(ne.raw()) || oldItem != nil && attr.EqualItems(oldItem, newItem)
 }
 
 // changes reports whether a write changes the item, and so makes a stream

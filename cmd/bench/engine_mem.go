@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/ttl-archiver/archiver/cmd/bench/internal/benchkit"
 )
@@ -15,20 +16,31 @@ import (
 // the engine and of Dynoxide, each its own process, at idle and as the same
 // items are written to both; and the peak resident memory (VmHWM) of an
 // engine starting from a --data-dir that holds 1,000,000 items, against the
-// resident memory of the in-memory engine holding the same items.
+// resident memory of the in-memory engine holding the same items. Then issue
+// 30's measure: the same 50,000 items of streamPayload bytes written to a
+// table with a stream on, in a fresh engine and a fresh Dynoxide in one run,
+// read as VmRSS and as RssAnon (VmRSS less the clean pages of the binary and
+// its libraries).
+
+// streamPayload is the payload of the side-by-side table's items.
+const streamPayload = 250
+
 // memSizes are the memory bench's sizes.
 type memSizes struct {
 	step  int // items of the first reading (100,000: the per-100,000 figure)
 	items int // items of the start-up figure
+	// stream: items of the side-by-side table with a stream on (issue
+	// 30's 50,000), streamPayload bytes of payload each.
+	stream int
 	// install: Dynoxide is installed with npm when it is missing.
 	install bool
 }
 
 func memSizesFor(tiny bool) memSizes {
 	if tiny {
-		return memSizes{step: 1000, items: 2000}
+		return memSizes{step: 1000, items: 2000, stream: 1000}
 	}
-	return memSizes{step: 100_000, items: 1_000_000, install: true}
+	return memSizes{step: 100_000, items: 1_000_000, stream: 50_000, install: true}
 }
 
 // runEngineMemBench writes the same items to the engine in memory and to
@@ -62,7 +74,8 @@ func runEngineMemBench(ctx context.Context, w io.Writer, tiny bool) error {
 	if err != nil {
 		return err
 	}
-	if dyn, err := startServerProc(ctx, "dynoxide", func(port int) (*exec.Cmd, error) { return startDynoxide(port, sz.install) }); err != nil {
+	dynoxide := func(port int) (*exec.Cmd, error) { return startDynoxide(port, sz.install) }
+	if dyn, err := startServerProc(ctx, "dynoxide", dynoxide); err != nil {
 		fmt.Fprintf(w, "  dynoxide: n/a (%v)\n", err)
 	} else {
 		_, err := memGrowth(ctx, w, dyn, sz.step, sz.step)
@@ -71,7 +84,43 @@ func runEngineMemBench(ctx context.Context, w io.Writer, tiny bool) error {
 			return err
 		}
 	}
-	return memStartup(ctx, w, engineCmd, filepath.Join(tmp, "data"), sz.items, inMemory)
+	if err := memStartup(ctx, w, engineCmd, filepath.Join(tmp, "data"), sz.items, inMemory); err != nil {
+		return err
+	}
+	return memSideBySide(ctx, w, map[string]func(int) (*exec.Cmd, error){"engine": engineCmd(), "dynoxide": dynoxide}, sz.stream)
+}
+
+// memSideBySide starts each server of servers (the engine first) in a
+// fresh process, reads its idle VmRSS and RssAnon before CreateTable,
+// creates the bench table with a stream (both images), writes items
+// 0..n-1 with streamPayload bytes of payload and prints both readings per
+// 100,000 items over idle.
+func memSideBySide(ctx context.Context, w io.Writer, servers map[string]func(int) (*exec.Cmd, error), n int) error {
+	fmt.Fprintf(w, "  side by side (issue 30): %d items of %d bytes of payload, stream on (NEW_AND_OLD_IMAGES), a fresh process each; RssAnon is VmRSS less the binary's clean pages; target: engine idle <= 12 MiB VmRSS, per 100,000 <= Dynoxide's\n", n, streamPayload)
+	fmt.Fprintf(w, "  %-8s %12s %12s %22s %22s\n", "server", "idle VmRSS", "idle RssAnon", "VmRSS per 100,000", "RssAnon per 100,000")
+	pad := strings.Repeat("x", streamPayload)
+	for _, name := range []string{"engine", "dynoxide"} {
+		s, err := startServerProc(ctx, name, servers[name])
+		if err != nil {
+			fmt.Fprintf(w, "  %-8s n/a (%v)\n", name, err)
+			continue
+		}
+		pid := s.cmd.Process.Pid
+		idle, idleAnon := benchkit.ProcKiB(pid, "VmRSS"), benchkit.ProcKiB(pid, "RssAnon")
+		err = s.createTableWith(ctx, streamSpec)
+		if err == nil {
+			err = s.batchPutPayload(ctx, 0, n, pad)
+		}
+		rss, anon := benchkit.ProcKiB(pid, "VmRSS"), benchkit.ProcKiB(pid, "RssAnon")
+		s.stop()
+		if err != nil {
+			return fmt.Errorf("%s, stream on: %w", name, err)
+		}
+		per := func(after, before int64) float64 { return float64(after-before) / 1024 * 100_000 / float64(n) }
+		fmt.Fprintf(w, "  %-8s %8.1f MiB %8.1f MiB %18.1f MiB %18.1f MiB\n",
+			name, float64(idle)/1024, float64(idleAnon)/1024, per(rss, idle), per(anon, idleAnon))
+	}
+	return nil
 }
 
 // memGrowth creates the bench table on s and writes items 0..n-1, printing

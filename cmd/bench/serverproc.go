@@ -142,10 +142,21 @@ func (s *serverProc) measure(ctx context.Context, d time.Duration, call func(ctx
 // createTable creates the bench table (no stream, no index: dynalite has
 // neither) and waits until it is ACTIVE (dynalite creates tables
 // asynchronously, as DynamoDB does).
-func (s *serverProc) createTable(ctx context.Context) error {
+func (s *serverProc) createTable(ctx context.Context) error { return s.createTableWith(ctx, "") }
+
+// streamSpec is the CreateTable member that turns a stream on with both
+// images, for createTableWith.
+const streamSpec = `"StreamSpecification":{"StreamEnabled":true,"StreamViewType":"NEW_AND_OLD_IMAGES"}`
+
+// createTableWith is createTable with extra, when not empty, one more
+// member of the CreateTable request (streamSpec).
+func (s *serverProc) createTableWith(ctx context.Context, extra string) error {
+	if extra != "" {
+		extra = "," + extra
+	}
 	_, err := s.post(ctx, "CreateTable", []byte(`{"TableName":"cpu","BillingMode":"PAY_PER_REQUEST",`+
 		`"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}],`+
-		`"AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"sk","AttributeType":"N"}]}`))
+		`"AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"sk","AttributeType":"N"}]`+extra+`}`))
 	if err != nil {
 		return err
 	}
@@ -220,6 +231,11 @@ func (s *serverProc) post(ctx context.Context, op string, body []byte) ([]byte, 
 // benchClients clients: the items putOne writes, in bulk. An item handed
 // back unprocessed is an error: every server must hold every item.
 func (s *serverProc) batchPut(ctx context.Context, from, to int) error {
+	return s.batchPutPayload(ctx, from, to, payload)
+}
+
+// batchPutPayload is batchPut with pad as the items' data attribute.
+func (s *serverProc) batchPutPayload(ctx context.Context, from, to int, pad string) error {
 	var next atomic.Int64
 	next.Store(int64(from))
 	var wg sync.WaitGroup
@@ -240,7 +256,7 @@ func (s *serverProc) batchPut(ctx context.Context, from, to int) error {
 						b = append(b, ',')
 					}
 					b = fmt.Appendf(b, `{"PutRequest":{"Item":{"pk":{"S":"%s"},"sk":{"N":"%d"},"data":{"S":"%s"},"n":{"N":"%d"}}}}`,
-						benchPartition(k), k, payload, k*7)
+						benchPartition(k), k, pad, k*7)
 				}
 				b = append(b, "]}}"...)
 				out, err := s.post(ctx, "BatchWriteItem", b)

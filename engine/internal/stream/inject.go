@@ -58,9 +58,10 @@ func (r *Registry) Inject(arn, shardID string, c EncodedChange) (string, error) 
 	}
 	s.lastSeq++
 	rec := record{
-		seq: s.lastSeq, data: b.Bytes(), kEnd: uint32(kEnd), nEnd: uint32(nEnd),
+		seq:  s.lastSeq,
 		size: uint32(size), svc: c.Service, ev: s.eventIndexLocked(c.EventName), at: now.UnixNano(),
 	}
+	rec.keys, rec.newImg, rec.oldImg = splitData(b.Bytes(), kEnd, nEnd)
 	if n := len(sh.recs); n > 0 && sh.recs[n-1].at > rec.at {
 		rec.at = sh.recs[n-1].at
 	}

@@ -6,6 +6,7 @@ import (
 	mrand "math/rand/v2"
 	"sort"
 	"time"
+	"unsafe"
 )
 
 // Persistence support. A Registry with a Journal reports every change to
@@ -76,17 +77,16 @@ type ShardState struct {
 	Trimmed  uint64 // highest trimmed sequence number (EvShardState)
 }
 
-// Record is one stream record as the journal sees it. Data holds the
-// Keys JSON, then the NewImage JSON (up to NEnd), then the OldImage JSON;
-// it must not be modified.
+// Record is one stream record as the journal sees it: its Keys JSON and
+// its images' (empty when absent). None of them may be modified.
 type Record struct {
-	Seq        uint64
-	At         int64 // creation time, unix nanoseconds
-	Event      string
-	Service    bool
-	Size       uint32
-	KEnd, NEnd uint32
-	Data       []byte
+	Seq      uint64
+	At       int64 // creation time, unix nanoseconds
+	Event    string
+	Service  bool
+	Size     uint32
+	Keys     []byte
+	New, Old []byte
 }
 
 // Journal receives a registry's events. Record is called under the
@@ -128,7 +128,14 @@ func (s *Stream) journalRecord(sh *shard, rec *record, event string) {
 }
 
 func exportRecord(rec *record, event string) Record {
-	return Record{Seq: rec.seq, At: rec.at, Event: event, Service: rec.svc, Size: rec.size, KEnd: rec.kEnd, NEnd: rec.nEnd, Data: rec.data}
+	return Record{Seq: rec.seq, At: rec.at, Event: event, Service: rec.svc, Size: rec.size,
+		Keys: unfrozen(rec.keys), New: unfrozen(rec.newImg), Old: unfrozen(rec.oldImg)}
+}
+
+// unfrozen returns s's bytes without copying them: they must not be
+// modified.
+func unfrozen(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 func (s *Stream) header() Header {
@@ -305,9 +312,10 @@ func (s *Stream) applyLocked(ev *Event) error {
 		if n := len(sh.recs); n > 0 && sh.recs[n-1].seq >= rec.Seq || rec.Seq <= sh.trimmed {
 			return nil // already there (or trimmed since)
 		}
-		data := append([]byte(nil), rec.Data...)
-		sh.recs = append(sh.recs, record{seq: rec.Seq, at: rec.At, data: data, kEnd: rec.KEnd, nEnd: rec.NEnd,
-			size: rec.Size, svc: rec.Service, ev: s.eventIndexLocked(rec.Event)})
+		data := append(append(append(make([]byte, 0, len(rec.Keys)+len(rec.New)+len(rec.Old)), rec.Keys...), rec.New...), rec.Old...)
+		r := record{seq: rec.Seq, at: rec.At, size: rec.Size, svc: rec.Service, ev: s.eventIndexLocked(rec.Event)}
+		r.keys, r.newImg, r.oldImg = splitData(data, len(rec.Keys), len(rec.Keys)+len(rec.New))
+		sh.recs = append(sh.recs, r)
 		if rec.Seq > s.lastSeq {
 			s.lastSeq = rec.Seq
 			sh.count++

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
 )
@@ -176,17 +177,40 @@ type shard struct {
 }
 
 // record is a stream record kept compactly: only what varies between
-// records is stored (the key and image JSON, concatenated, and a few
-// numbers); GetRecords renders the rest of the wire JSON around it.
+// records is stored (the key and image JSON and a few numbers); GetRecords
+// renders the rest of the wire JSON around it. The JSON is held as strings
+// (never modified): an image may be the very bytes of a stored item
+// (EncodedChange.Shared), so a record of a write costs its key, not a copy
+// of the item.
 type record struct {
-	seq  uint64
-	at   int64  // creation time, unix nanoseconds
-	data []byte // Keys JSON, then NewImage JSON, then OldImage JSON (never modified)
-	kEnd uint32 // end of Keys in data
-	nEnd uint32 // end of NewImage in data (== kEnd when absent); OldImage runs to the end
-	size uint32 // SizeBytes
-	ev   uint8  // index into Stream.events
-	svc  bool   // TTL delete: carries userIdentity
+	seq    uint64
+	at     int64  // creation time, unix nanoseconds
+	keys   string // Keys JSON
+	newImg string // NewImage JSON; empty when absent
+	oldImg string // OldImage JSON; empty when absent
+	size   uint32 // SizeBytes
+	ev     uint8  // index into Stream.events
+	svc    bool   // TTL delete: carries userIdentity
+}
+
+// dataLen is the length of the record's JSON.
+func (rec *record) dataLen() int { return len(rec.keys) + len(rec.newImg) + len(rec.oldImg) }
+
+// splitData returns a record's JSON parts from data, which holds Keys,
+// then NewImage (up to nEnd), then OldImage, and which no one modifies
+// afterwards.
+func splitData(data []byte, kEnd, nEnd int) (keys, newImg, oldImg string) {
+	s := frozen(data)
+	return s[:kEnd], s[kEnd:nEnd], s[nEnd:]
+}
+
+// frozen returns b as a string without copying it: b must never be
+// modified afterwards.
+func frozen(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 func (sh *shard) closed() bool { return sh.end != 0 }
@@ -420,7 +444,9 @@ func (s *Stream) Append(c Change) {
 	if cap(b)-len(b) > len(b)/8 {
 		b = append(make([]byte, 0, len(b)), b...) // keep only what is used
 	}
-	s.append(c.EventName, record{data: b, kEnd: uint32(kEnd), nEnd: uint32(nEnd), size: uint32(size), svc: c.Service}, nil)
+	rec := record{size: uint32(size), svc: c.Service}
+	rec.keys, rec.newImg, rec.oldImg = splitData(b, kEnd, nEnd)
+	s.append(c.EventName, rec, nil)
 }
 
 // EncodedChange is a Change whose key and images are already DynamoDB JSON
@@ -434,6 +460,10 @@ type EncodedChange struct {
 	// stream's view type keeps (see Stream.ViewType).
 	Size    int
 	Service bool
+	// Shared, when set, says that Old and New are never modified (the
+	// stored JSON of an item): the stream keeps them as they are instead
+	// of copying them. Keys are always copied.
+	Shared bool
 	// Commit, when set, makes the record durable in place of the
 	// registry's Journal, together with whatever the caller must make
 	// durable with it (the item change the record describes): it is
@@ -448,7 +478,8 @@ type EncodedChange struct {
 // AppendEncoded is Append for a change whose JSON the caller already holds
 // (for instance the stored image of an item the TTL sweeper deletes): it
 // saves decoding and re-encoding. The stream keeps only the images its view
-// type asks for; the byte slices are copied. Keys, and every image kept,
+// type asks for; the byte slices are copied (the images not when
+// c.Shared). Keys, and every image kept,
 // must be a JSON object: otherwise nothing is appended and the error says
 // which part is wrong (a bug in the caller, never a client mistake).
 func (s *Stream) AppendEncoded(c EncodedChange) error {
@@ -473,31 +504,26 @@ func (s *Stream) encodedRecord(c EncodedChange) (record, error) {
 			return record{}, fmt.Errorf("stream %s: AppendEncoded: %s is not a JSON object", s.arn, p.name)
 		}
 	}
-	n := len(c.Keys)
-	if withOld {
-		n += len(c.Old)
-	}
+	rec := record{size: uint32(max(c.Size, 0)), svc: c.Service, keys: string(c.Keys)}
 	if withNew {
-		n += len(c.New)
+		rec.newImg = c.image(c.New)
 	}
-	b := make([]byte, 0, n)
-	b = append(b, c.Keys...)
-	kEnd := len(b)
-	if withNew {
-		b = append(b, c.New...)
-	}
-	nEnd := len(b)
 	if withOld {
-		b = append(b, c.Old...)
+		rec.oldImg = c.image(c.Old)
 	}
-	size := c.Size
-	if size < 0 {
-		size = 0
-	}
-	return record{data: b, kEnd: uint32(kEnd), nEnd: uint32(nEnd), size: uint32(size), svc: c.Service}, nil
+	return rec, nil
 }
 
-// append adds a record (data, kEnd, nEnd, size, svc set) to the shard that
+// image returns img as a record keeps it: itself when c.Shared, else a
+// copy.
+func (c *EncodedChange) image(img []byte) string {
+	if c.Shared {
+		return frozen(img)
+	}
+	return string(img)
+}
+
+// append adds a record (keys, images, size, svc set) to the shard that
 // owns its key. With commit, the record is added only once commit has made
 // it durable (see EncodedChange.Commit).
 func (s *Stream) append(eventName string, rec record, commit func(*Event) error) error {
@@ -547,7 +573,7 @@ func (s *Stream) append(eventName string, rec record, commit func(*Event) error)
 // keyHash is the hash that picks the shard of a record's key.
 func (rec *record) keyHash() uint64 {
 	hf := fnv.New64a()
-	hf.Write(rec.data[:rec.kEnd])
+	hf.Write(unsafe.Slice(unsafe.StringData(rec.keys), len(rec.keys)))
 	return mix64(hf.Sum64())
 }
 
@@ -573,14 +599,14 @@ func (s *Stream) appendRecord(b []byte, r *record, events []string) []byte {
 	b = append(b, s.prefix...)
 	b = strconv.AppendInt(b, r.at/int64(time.Second), 10)
 	b = append(b, `,"Keys":`...)
-	b = append(b, r.data[:r.kEnd]...)
-	if r.nEnd > r.kEnd {
+	b = append(b, r.keys...)
+	if r.newImg != "" {
 		b = append(b, `,"NewImage":`...)
-		b = append(b, r.data[r.kEnd:r.nEnd]...)
+		b = append(b, r.newImg...)
 	}
-	if int(r.nEnd) < len(r.data) {
+	if r.oldImg != "" {
 		b = append(b, `,"OldImage":`...)
-		b = append(b, r.data[r.nEnd:]...)
+		b = append(b, r.oldImg...)
 	}
 	b = append(b, `,"SequenceNumber":"`...)
 	b = appendSeq(b, r.seq)

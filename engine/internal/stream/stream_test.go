@@ -1093,3 +1093,26 @@ func TestAppendEncoded(t *testing.T) {
 		}
 	}
 }
+
+// TestValidStreamARN holds the stream ARN check to AWS's form, the table
+// name's 255 bytes included (checked apart from the pattern).
+func TestValidStreamARN(t *testing.T) {
+	arn := func(table string) string {
+		return "arn:aws:dynamodb:us-east-1:000000000000:table/" + table + "/stream/2026-12-02T15:04:05.000"
+	}
+	for _, tc := range []struct {
+		arn  string
+		want bool
+	}{
+		{arn("t"), true},
+		{arn(strings.Repeat("a", 255)), true},
+		{arn(strings.Repeat("a", 256)), false},
+		{arn(""), false},
+		{arn("a/b"), false},
+		{"arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/2026-12-02", false},
+	} {
+		if got := validStreamARN(tc.arn); got != tc.want {
+			t.Errorf("validStreamARN(%.80s...) = %v, want %v", tc.arn, got, tc.want)
+		}
+	}
+}
