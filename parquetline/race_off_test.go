@@ -1,0 +1,5 @@
+//go:build !race
+
+package parquetline_test
+
+const raceEnabled = false
