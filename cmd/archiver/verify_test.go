@@ -324,3 +324,23 @@ func TestVerifyFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyParquetArchive: verify reads an archive of the file sink's
+// format=parquet as it reads NDJSON: every event once, the re-delivered
+// copies counted as duplicates, the partitions by table and day, exit 0.
+func TestVerifyParquetArchive(t *testing.T) {
+	dir := t.TempDir()
+	evs := verifyEvents("Sessions", "s1", 0, 90) // 23:00 to 00:29 the next day
+	archiveWith(t, "file://"+dir+"?format=parquet", evs[:70], evs[60:], verifyEvents("Carts", "s2", 0, 3))
+	code, out, stderr := runVerifyCmd(t, "--from", "file://"+dir, "--skip-stream", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	r := decodeReport(t, out)
+	if r.Events != 93 || r.Duplicates != 10 || r.Undecodable != 0 || len(r.Mismatches) != 0 || len(r.StrayKeys) != 0 {
+		t.Errorf("report %+v", r)
+	}
+	if len(r.Partitions) != 3 {
+		t.Errorf("partitions %+v, want Carts on the 4th, Sessions on the 4th and 5th", r.Partitions)
+	}
+}
