@@ -421,6 +421,14 @@ func (f *fileStore) s3() bool { return false }
 
 func (f *fileStore) root() string { return "" }
 
+// unfinishedWrite reports whether name is a file sink's write in
+// progress (.NAME.tmp: written, fsynced, then renamed to NAME). One left
+// by a crash was never acknowledged, so its events were delivered again
+// and written under NAME; it is no part of the archive, nor a stray key.
+func unfinishedWrite(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") && len(name) > len("..tmp")
+}
+
 func (f *fileStore) list(_ context.Context, sub string, fn func(key, rel string, size int64)) error {
 	root := filepath.Join(f.dir, filepath.FromSlash(sub))
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
@@ -445,7 +453,7 @@ func (f *fileStore) list(_ context.Context, sub string, fn func(key, rel string,
 		if err != nil {
 			return err
 		}
-		if info.Mode().IsRegular() {
+		if info.Mode().IsRegular() && !unfinishedWrite(d.Name()) {
 			fn(rel, rel, info.Size())
 		}
 		return nil
