@@ -158,6 +158,8 @@ func TestTerraformPreconditions(t *testing.T) {
 		{`!(length(var.regions) > 0 && var.per_region)`, "Give one of them"},
 		{`!contains(var.regions, "all") || length(var.replica_regions) > 0`, "List them in replica_regions"},
 		{`length(var.replica_regions) == 0 || contains(var.regions, "all")`, "that list is what the role may read"},
+		{`var.source_table != "" || local.tagged`, "source_table, tables_tagged, or both"},
+		{`!(local.tagged && (length(var.regions) > 0 || var.per_region))`, "region alone"},
 	} {
 		msg, ok := got[want.condition]
 		switch {

@@ -89,16 +89,25 @@ locals {
   }
 }
 
+# With tables_tagged the tables are not known when this is applied: each
+# alarm is then a CloudWatch Metrics Insights query over every table's
+# series (dimension table alone), SUM or MAX as the statistic says, named
+# "tagged" where it would name the table.
+locals {
+  alarm_scope = local.tagged ? "tagged" : var.source_table
+  insights_fn = { Sum = "SUM", Maximum = "MAX" }
+}
+
 resource "aws_cloudwatch_metric_alarm" "archiver" {
   for_each = { for k, a in local.alarms : k => a if local.alarms_enabled }
 
-  alarm_name          = "${var.name}-${var.source_table}-${each.key}"
+  alarm_name          = "${var.name}-${local.alarm_scope}-${each.key}"
   alarm_description   = each.value.description
-  namespace           = local.metrics_namespace
-  metric_name         = each.value.metric
-  dimensions          = { table = var.source_table }
-  statistic           = each.value.statistic
-  period              = each.value.period
+  namespace           = local.tagged ? null : local.metrics_namespace
+  metric_name         = local.tagged ? null : each.value.metric
+  dimensions          = local.tagged ? null : { table = var.source_table }
+  statistic           = local.tagged ? null : each.value.statistic
+  period              = local.tagged ? null : each.value.period
   evaluation_periods  = each.value.periods
   datapoints_to_alarm = each.value.periods
   threshold           = each.value.threshold
@@ -106,4 +115,14 @@ resource "aws_cloudwatch_metric_alarm" "archiver" {
   treat_missing_data  = each.value.missing
   alarm_actions       = local.alarm_actions
   ok_actions          = local.alarm_actions
+
+  dynamic "metric_query" {
+    for_each = local.tagged ? [each.value] : []
+    content {
+      id          = "q"
+      expression  = "SELECT ${local.insights_fn[metric_query.value.statistic]}(${metric_query.value.metric}) FROM SCHEMA(\"${local.metrics_namespace}\", \"table\")"
+      period      = metric_query.value.period
+      return_data = true
+    }
+  }
 }

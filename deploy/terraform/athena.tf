@@ -18,7 +18,7 @@ variable "athena_database" {
 }
 
 variable "athena_tables" {
-  description = "DynamoDB tables archived under archive_prefix besides source_table (the projection's table values: a table not listed is not seen by queries)."
+  description = "DynamoDB tables archived under archive_prefix besides source_table (the projection's table values: a table not listed is not seen by queries). With tables_tagged, list the tagged tables here: Athena cannot learn them from the tags."
   type        = list(string)
   default     = []
 }
@@ -56,7 +56,7 @@ resource "aws_glue_catalog_table" "archive" {
     "classification"              = "json"
     "projection.enabled"          = "true"
     "projection.table.type"       = "enum"
-    "projection.table.values"     = join(",", distinct(concat([var.source_table], var.athena_tables)))
+    "projection.table.values"     = join(",", distinct(compact(concat([var.source_table], var.athena_tables))))
     "projection.kind.type"        = "enum"
     "projection.kind.values"      = "expired,deleted,inserted,modified"
     "projection.dt.type"          = "date"
@@ -110,6 +110,13 @@ resource "aws_glue_catalog_table" "archive" {
     columns {
       name = "metadata"
       type = "struct<kind:string,table:string,eventid:string,eventname:string,sequencenumber:string,shardid:string,streamarn:string,region:string,approximatecreationdatetime:string,deletiontime:string,sizebytes:bigint,ttlattribute:string,ttlvalue:string,ttltime:string,ttllagseconds:double,deletedby:string,image:string>"
+    }
+  }
+
+  lifecycle {
+    precondition {
+      condition     = length(compact(concat([var.source_table], var.athena_tables))) > 0
+      error_message = "athena_enabled with tables_tagged and no source_table: list the tagged tables in athena_tables (the table projection's values)."
     }
   }
 }

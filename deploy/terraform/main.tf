@@ -36,12 +36,24 @@ locals {
     length(var.regions) > 0 ? [{ name = "ARCHIVER_REGIONS", value = join(",", var.regions) }] : [],
     var.per_region ? [{ name = "ARCHIVER_PER_REGION", value = "true" }] : []
   )
+  # The tables read: source_table (ARCHIVER_TABLE) and, with tables_tagged,
+  # every table of region carrying the tags (ARCHIVER_TABLES_TAGGED), whose
+  # names IAM can only know by their prefix: source_tables are the names
+  # (table/NAME) the statements on the source grant, one policy rendering
+  # each.
+  tagged        = length(var.tables_tagged) > 0
+  source_tables = compact([var.source_table, local.tagged ? "${var.tagged_table_prefix}*" : ""])
+  tables_env = concat(
+    var.source_table != "" ? [{ name = "ARCHIVER_TABLE", value = var.source_table }] : [],
+    local.tagged ? [{ name = "ARCHIVER_TABLES_TAGGED", value = join(",", [for k, v in var.tables_tagged : "${k}=${v}"]) }] : [],
+    local.tagged && var.tables_refresh != null ? [{ name = "ARCHIVER_TABLES_REFRESH", value = var.tables_refresh }] : []
+  )
 
   policy_vars = {
     partition    = data.aws_partition.current.partition
     region       = var.region
     account_id   = data.aws_caller_identity.current.account_id
-    source_table = var.source_table
+    source_table = try(local.source_tables[0], "")
     lease_table  = local.lease_table
     bucket       = var.bucket_name
     prefix       = var.archive_prefix
@@ -51,17 +63,18 @@ locals {
     dead_letter_prefix = var.dead_letter_prefix
   }
   policy_template = jsondecode(templatefile("${path.module}/../iam-policy.json", local.policy_vars))
-  # iam-policy.json filled in for each Region the source is read in: the
-  # statements on the source table and its stream (source_sids) take the
-  # Resource of every one of them, all others (the lease table, the
-  # bucket, the key) region's alone.
-  policy_by_region = [for r in local.source_regions : jsondecode(templatefile("${path.module}/../iam-policy.json", merge(local.policy_vars, { region = r })))]
+  # iam-policy.json filled in for each Region the source is read in and
+  # each name of source_tables: the statements on the source tables and
+  # their streams (source_sids) take the Resource of every one of them, all
+  # others (the lease table, the bucket, the key) region's alone.
+  policy_by_region = [for p in setproduct(local.source_regions, local.source_tables) : jsondecode(templatefile("${path.module}/../iam-policy.json", merge(local.policy_vars, { region = p[0], source_table = p[1] })))]
   source_sids      = ["ReadSourceTableMetadata", "ReadSourceStream"]
   # The KMS statement only applies with SSE-KMS, the dead-letter ones only
   # with a dead-letter sink.
   use_dead_letter = var.dead_letter_prefix != ""
   task_policy_drop = concat(
     local.use_kms ? [] : ["EncryptArchiveWithKMS"],
+    local.tagged ? [] : ["FindTaggedTables"],
     local.use_dead_letter ? [] : ["WriteDeadLetters", "PreflightRemoveDeadLetterMarker"]
   )
   task_policy = jsonencode(merge(local.policy_template, {
@@ -342,7 +355,6 @@ resource "aws_ecs_task_definition" "archiver" {
     portMappings           = [{ containerPort = 9090, protocol = "tcp", name = "metrics" }]
     environment = concat([
       { name = "ARCHIVER_REGION", value = var.region },
-      { name = "ARCHIVER_TABLE", value = var.source_table },
       { name = "ARCHIVER_CHECKPOINT", value = "dynamodb://${aws_dynamodb_table.leases.name}" },
       { name = "ARCHIVER_SINK", value = join(",", local.sinks) },
       { name = "ARCHIVER_EXPIRED_WHEN", value = local.expired_when },
@@ -356,7 +368,7 @@ resource "aws_ecs_task_definition" "archiver" {
       { name = "ARCHIVER_LOG_LEVEL", value = var.log_level },
       { name = "ARCHIVER_METRICS", value = var.metrics },
       { name = "ARCHIVER_METRICS_ADDR", value = ":9090" },
-    ], local.regions_env, local.dead_letter_env)
+    ], local.tables_env, local.regions_env, local.dead_letter_env)
     healthCheck = {
       command     = ["CMD", "/archiver", "health", "--quiet"]
       interval    = 30
@@ -375,6 +387,14 @@ resource "aws_ecs_task_definition" "archiver" {
   }, local.container_secrets)])
 
   lifecycle {
+    precondition {
+      condition     = var.source_table != "" || local.tagged
+      error_message = "Name the tables to archive: source_table, tables_tagged, or both."
+    }
+    precondition {
+      condition     = !(local.tagged && (length(var.regions) > 0 || var.per_region))
+      error_message = "tables_tagged reads the tagged tables of region alone: regions and per_region are for the replicas of source_table (a global table); deploy the tagged tables' archiver on its own."
+    }
     precondition {
       condition     = !(var.sweeper_count > 0 && local.expired_when == "service")
       error_message = "expired_when = \"service\" with sweeper_count > 0: the sweeper's deletes would be archived as deleted, not expired. Set expired_when = \"past-ttl\" or leave it unset."

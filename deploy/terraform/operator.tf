@@ -10,7 +10,7 @@ variable "operator_principal_arns" {
 }
 
 variable "restore_table" {
-  description = "The table archiver restore writes to (default: source_table)."
+  description = "The table archiver restore writes to (default: source_table; required with tables_tagged and no source_table)."
   type        = string
   default     = ""
 }
@@ -36,7 +36,7 @@ variable "replay_kms_key_arn" {
 locals {
   operator = length(var.operator_principal_arns) > 0 ? 1 : 0
 
-  operator_policy_template = jsondecode(templatefile("${path.module}/../iam-policy-operator.json", {
+  operator_vars = {
     partition          = data.aws_partition.current.partition
     region             = var.region
     account_id         = data.aws_caller_identity.current.account_id
@@ -44,18 +44,25 @@ locals {
     prefix             = var.archive_prefix
     kms_key_arn        = var.kms_key_arn
     restore_table      = var.restore_table != "" ? var.restore_table : var.source_table
-    source_table       = var.source_table
+    source_table       = try(local.source_tables[0], "")
     replay_bucket      = var.replay_bucket
     replay_prefix      = var.replay_prefix
     replay_kms_key_arn = var.replay_kms_key_arn
-  }))
+  }
+  operator_policy_template = jsondecode(templatefile("${path.module}/../iam-policy-operator.json", local.operator_vars))
+  # verify reads the source tables' streams: its statements take the
+  # Resource of every name of source_tables (main.tf), as the task's do.
+  operator_by_table   = [for t in local.source_tables : jsondecode(templatefile("${path.module}/../iam-policy-operator.json", merge(local.operator_vars, { source_table = t })))]
+  operator_source_sid = ["VerifyReadSourceTable", "VerifyReadSourceStream"]
   operator_drop = concat(
     local.use_kms ? [] : ["DecryptArchiveWithKMS"],
     var.replay_bucket != "" ? [] : ["ReplayWriteArchive", "ReplayEncryptWithKMS"],
     var.replay_kms_key_arn != "" ? [] : ["ReplayEncryptWithKMS"]
   )
   operator_policy = jsonencode(merge(local.operator_policy_template, {
-    Statement = [for s in local.operator_policy_template.Statement : s if !contains(local.operator_drop, s.Sid)]
+    Statement = [for i, s in local.operator_policy_template.Statement : merge(s, {
+      Resource = contains(local.operator_source_sid, s.Sid) ? flatten([for p in local.operator_by_table : p.Statement[i].Resource]) : flatten([s.Resource])
+    }) if !contains(local.operator_drop, s.Sid)]
   }))
 }
 
@@ -81,6 +88,13 @@ resource "aws_iam_role_policy" "operator" {
   name   = "${var.name}-operator"
   role   = aws_iam_role.operator[0].id
   policy = local.operator_policy
+
+  lifecycle {
+    precondition {
+      condition     = var.restore_table != "" || var.source_table != ""
+      error_message = "With tables_tagged and no source_table, name the table archiver restore writes to: restore_table."
+    }
+  }
 }
 
 output "operator_role_arn" {

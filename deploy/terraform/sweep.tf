@@ -56,6 +56,13 @@ resource "aws_iam_role" "sweep_task" {
   count              = local.sweeper
   name               = "${var.name}-sweep-task"
   assume_role_policy = data.aws_iam_policy_document.ecs_tasks_assume.json
+
+  lifecycle {
+    precondition {
+      condition     = var.source_table != ""
+      error_message = "sweeper_count > 0 needs source_table: the sweeper deletes one table's expired items, and tables_tagged names none."
+    }
+  }
 }
 
 resource "aws_iam_role_policy" "sweep_task" {

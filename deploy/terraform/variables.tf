@@ -36,8 +36,39 @@ variable "per_region" {
 }
 
 variable "source_table" {
-  description = "DynamoDB table whose TTL expiries are archived. Its stream must be enabled (NEW_AND_OLD_IMAGES or OLD_IMAGE, so expired items keep their contents)."
+  description = "DynamoDB table whose TTL expiries are archived (ARCHIVER_TABLE). Its stream must be enabled (NEW_AND_OLD_IMAGES or OLD_IMAGE, so expired items keep their contents). Empty with tables_tagged: the tagged tables alone."
   type        = string
+  default     = ""
+}
+
+variable "tables_tagged" {
+  description = "Archive every table of region carrying all these tags (ARCHIVER_TABLES_TAGGED, e.g. { archive = \"yes\" }), also tables tagged or created while the service runs, besides source_table. The task role may then list tables and their tags, and read the metadata and stream of every table whose name begins with tagged_table_prefix. Not with regions, nor with per_region; the alarms then watch every table at once (CloudWatch Metrics Insights)."
+  type        = map(string)
+  default     = {}
+  validation {
+    condition     = alltrue([for k, v in var.tables_tagged : length(k) >= 1 && length(k) <= 128 && length(v) <= 256 && !strcontains(k, "=") && !strcontains(k, ",") && !strcontains(v, ",")])
+    error_message = "tables_tagged: each tag key must be 1 to 128 characters without '=' or ',', each value at most 256 characters without ','."
+  }
+}
+
+variable "tagged_table_prefix" {
+  description = "With tables_tagged: the task role reads the metadata and streams of the tables whose names begin with this (table/PREFIX* in IAM). Empty: every table of the account in region, which is what a tag alone selects; a prefix keeps the role from reading tables the tag was not meant for."
+  type        = string
+  default     = ""
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_.-]{0,254}$", var.tagged_table_prefix))
+    error_message = "tagged_table_prefix must be the start of a DynamoDB table name: letters, digits, '_', '-' and '.' only."
+  }
+}
+
+variable "tables_refresh" {
+  description = "With tables_tagged: how often the tables' tags are read again (ARCHIVER_TABLES_REFRESH, a Go duration). Null: the archiver's default, 30s."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.tables_refresh == null || can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.tables_refresh))
+    error_message = "tables_refresh must be a Go duration such as 30s or 2m."
+  }
 }
 
 variable "bucket_name" {

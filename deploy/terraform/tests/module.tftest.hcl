@@ -331,3 +331,138 @@ run "alarms_of_a_global_deployment" {
     error_message = "a per-Region archiver lacks an alarm"
   }
 }
+
+# One table alone: the tag statement is dropped (least privilege).
+run "no_tag_discovery_without_tables_tagged" {
+  command = plan
+  assert {
+    condition     = length([for s in jsondecode(output.task_policy_json).Statement : s if s.Sid == "FindTaggedTables"]) == 0
+    error_message = "the task may list every table's tags without tables_tagged"
+  }
+}
+
+# Every table tagged archive=yes whose name begins with app-: the tags in
+# ARCHIVER_TABLES_TAGGED, no ARCHIVER_TABLE, the source statements on
+# table/app-* (the task role's and the operator's), tag discovery granted,
+# and alarms over every table (Metrics Insights).
+run "tables_tagged" {
+  command = plan
+  variables {
+    source_table            = ""
+    tables_tagged           = { archive = "yes", team = "payments" }
+    tagged_table_prefix     = "app-"
+    tables_refresh          = "1m"
+    operator_principal_arns = ["arn:aws:iam::123456789012:role/oncall"]
+    restore_table           = "app-restored"
+  }
+  assert {
+    condition     = { for e in jsondecode(aws_ecs_task_definition.archiver.container_definitions)[0].environment : e.name => e.value }["ARCHIVER_TABLES_TAGGED"] == "archive=yes,team=payments"
+    error_message = "ARCHIVER_TABLES_TAGGED is not the tags as KEY=VALUE pairs"
+  }
+  assert {
+    condition     = { for e in jsondecode(aws_ecs_task_definition.archiver.container_definitions)[0].environment : e.name => e.value }["ARCHIVER_TABLES_REFRESH"] == "1m"
+    error_message = "ARCHIVER_TABLES_REFRESH is not tables_refresh"
+  }
+  assert {
+    condition     = !contains(keys({ for e in jsondecode(aws_ecs_task_definition.archiver.container_definitions)[0].environment : e.name => e.value }), "ARCHIVER_TABLE")
+    error_message = "ARCHIVER_TABLE is set without source_table"
+  }
+  assert {
+    condition     = [for s in jsondecode(output.task_policy_json).Statement : s.Resource if s.Sid == "ReadSourceStream"][0] == ["arn:aws:dynamodb:eu-west-1:123456789012:table/app-*/stream/*"]
+    error_message = "ReadSourceStream does not name the streams of the prefix's tables"
+  }
+  assert {
+    condition     = [for s in jsondecode(output.task_policy_json).Statement : s.Resource if s.Sid == "ReadSourceTableMetadata"][0] == ["arn:aws:dynamodb:eu-west-1:123456789012:table/app-*"]
+    error_message = "ReadSourceTableMetadata does not name the prefix's tables"
+  }
+  assert {
+    condition     = length([for s in jsondecode(output.task_policy_json).Statement : s if s.Sid == "FindTaggedTables"]) == 1
+    error_message = "the task may not list tables and their tags"
+  }
+  assert {
+    condition     = [for s in jsondecode(aws_iam_role_policy.operator[0].policy).Statement : s.Resource if s.Sid == "VerifyReadSourceStream"][0] == ["arn:aws:dynamodb:eu-west-1:123456789012:table/app-*/stream/*"]
+    error_message = "the operator's verify cannot read the tagged tables' streams"
+  }
+  assert {
+    condition     = aws_cloudwatch_metric_alarm.archiver["iterator-age"].alarm_name == "ttl-archiver-tagged-iterator-age" && aws_cloudwatch_metric_alarm.archiver["iterator-age"].metric_name == null
+    error_message = "the alarms are not named for the tagged tables, or still name one metric"
+  }
+  assert {
+    condition     = one(aws_cloudwatch_metric_alarm.archiver["iterator-age"].metric_query).expression == "SELECT MAX(archiver_shard_iterator_age_seconds) FROM SCHEMA(\"TTLArchiver\", \"table\")" && one(aws_cloudwatch_metric_alarm.archiver["dead-lettered-records"].metric_query).expression == "SELECT SUM(archiver_dead_lettered_records_total) FROM SCHEMA(\"TTLArchiver\", \"table\")"
+    error_message = "the alarms do not query every table's series"
+  }
+}
+
+# source_table and the tagged tables together: both names in IAM.
+run "tables_tagged_beside_source_table" {
+  command = plan
+  variables {
+    tables_tagged = { archive = "yes" }
+  }
+  assert {
+    condition     = { for e in jsondecode(aws_ecs_task_definition.archiver.container_definitions)[0].environment : e.name => e.value }["ARCHIVER_TABLE"] == "SessionData"
+    error_message = "ARCHIVER_TABLE is lost beside tables_tagged"
+  }
+  assert {
+    condition = [for s in jsondecode(output.task_policy_json).Statement : s.Resource if s.Sid == "ReadSourceStream"][0] == [
+      "arn:aws:dynamodb:eu-west-1:123456789012:table/SessionData/stream/*",
+      "arn:aws:dynamodb:eu-west-1:123456789012:table/*/stream/*",
+    ]
+    error_message = "ReadSourceStream does not name source_table's stream and every tagged table's"
+  }
+}
+
+run "refuses_no_table" {
+  command = plan
+  variables {
+    source_table = ""
+  }
+  expect_failures = [aws_ecs_task_definition.archiver]
+}
+
+run "refuses_tables_tagged_with_regions" {
+  command = plan
+  variables {
+    tables_tagged = { archive = "yes" }
+    regions       = ["eu-west-1", "us-east-1"]
+  }
+  expect_failures = [aws_ecs_task_definition.archiver]
+}
+
+run "refuses_the_sweeper_without_source_table" {
+  command = plan
+  variables {
+    source_table  = ""
+    tables_tagged = { archive = "yes" }
+    sweeper_count = 1
+  }
+  expect_failures = [aws_iam_role.sweep_task]
+}
+
+run "refuses_athena_without_tables" {
+  command = plan
+  variables {
+    source_table   = ""
+    tables_tagged  = { archive = "yes" }
+    athena_enabled = true
+  }
+  expect_failures = [aws_glue_catalog_table.archive]
+}
+
+run "refuses_restore_without_table" {
+  command = plan
+  variables {
+    source_table            = ""
+    tables_tagged           = { archive = "yes" }
+    operator_principal_arns = ["arn:aws:iam::123456789012:role/oncall"]
+  }
+  expect_failures = [aws_iam_role_policy.operator]
+}
+
+run "refuses_a_tag_with_a_comma" {
+  command = plan
+  variables {
+    tables_tagged = { "a,b" = "yes" }
+  }
+  expect_failures = [var.tables_tagged]
+}
