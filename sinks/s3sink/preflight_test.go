@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,5 +141,65 @@ func TestS3PreflightIsBounded(t *testing.T) {
 	testkit.WantPreflightError(t, err, "s3://archive", sinkapi.CheckBucketExists)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("%v, want the context's deadline", err)
+	}
+}
+
+// TestS3PreflightMarkerConflict: archivers starting together put the same
+// marker, and a store may refuse one of two concurrent writes of a key with
+// 409 (S3's OperationAborted). The preflight puts it again, up to
+// markerAttempts times in all, and fails the writable check only when
+// every attempt was refused; any other refusal is not retried.
+func TestS3PreflightMarkerConflict(t *testing.T) {
+	v := testkit.StartVersity(t)
+	px := testkit.StartProxy(t, v.Endpoint)
+	for _, tc := range []struct {
+		name      string
+		refuse    int // PUTs answered with the status before the store answers
+		status    int
+		code      string
+		wantPuts  int
+		wantCheck string // "" for success
+	}{
+		{name: "one conflict", refuse: 1, status: 409, code: "OperationAborted", wantPuts: 2},
+		{name: "conflicts until the last attempt", refuse: markerAttempts - 1, status: 409, code: "OperationAborted", wantPuts: markerAttempts},
+		{name: "every attempt in conflict", refuse: 1000, status: 409, code: "OperationAborted", wantPuts: markerAttempts, wantCheck: sinkapi.CheckBucketWritable},
+		{name: "denied is not retried", refuse: 1000, status: 403, code: "AccessDenied", wantPuts: 1, wantCheck: sinkapi.CheckBucketWritable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testkit.Ctx(t)
+			var puts atomic.Int32
+			px.SetFault(func(w http.ResponseWriter, r *http.Request, _ func(http.ResponseWriter)) bool {
+				if r.Method != http.MethodPut {
+					return false
+				}
+				if n := puts.Add(1); int(n) > tc.refuse {
+					return false
+				}
+				w.Header().Set("Content-Type", "application/xml")
+				w.WriteHeader(tc.status)
+				fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>refused by the test</Message></Error>`, tc.code)
+				return true
+			})
+			defer px.SetFault(nil)
+			s, _, err := open(ctx, "s3://archive/race?endpoint="+px.URL+"&path-style=true", sinkapi.Options{AWSConfig: testkit.AWSConfig})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close(ctx)
+			err = testkit.Preflight(ctx, s)
+			if got := int(puts.Load()); got != tc.wantPuts {
+				t.Errorf("%d PUTs of the marker, want %d", got, tc.wantPuts)
+			}
+			if tc.wantCheck != "" {
+				testkit.WantPreflightError(t, err, "s3://archive/race", tc.wantCheck, tc.code)
+				return
+			}
+			if err != nil {
+				t.Fatalf("Preflight: %v", err)
+			}
+			if keys := v.Objects(t, "race/"); len(keys) != 0 {
+				t.Fatalf("objects after the preflight: %q, want none (the marker deleted)", keys)
+			}
+		})
 	}
 }
