@@ -365,28 +365,77 @@ type lineJSON struct {
 // from: OldImage for a REMOVE, NewImage otherwise (plus OldImage for a
 // MODIFY that carried both). Errors name the field and the problem.
 func DecodeLine(line []byte) (Event, error) {
-	var l lineJSON
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if err := dec.Decode(&l); err != nil {
-		return Event{}, fmt.Errorf("archive line: %w", err)
-	}
-	if dec.More() {
-		return Event{}, errors.New("archive line: more than one JSON value")
-	}
-	if l.Metadata == nil {
-		return Event{}, errors.New("archive line: Metadata: missing")
-	}
-	if isNull(l.Item) {
-		return Event{}, errors.New("archive line: Item: missing")
-	}
-	e, err := lineEvent(l.Metadata, l.DeadLetter)
+	l, e, err := decodeLineMeta(line)
 	if err != nil {
 		return Event{}, err
 	}
-	if err := decodeLineImages(&e, &l); err != nil {
+	if err := decodeLineImages(&e, l); err != nil {
 		return Event{}, err
 	}
 	return e, nil
+}
+
+// LineText is an archive line's images as the DynamoDB JSON text the line
+// holds, nil where the line has none.
+type LineText struct {
+	Item, Keys, OldImage []byte
+	// KeysOnly: the line says the stream carried no image (Metadata.image
+	// keys-only), so Item holds the keys.
+	KeysOnly bool
+}
+
+// DecodeLineText is [DecodeLine] for a reader that keeps the images as
+// text (parquetline stores them so): the event has the line's metadata,
+// dead letter and Keys (from Item when the stream carried keys only), but
+// no NewImage or OldImage; text holds the line's Item, Keys and OldImage
+// exactly as written, which are checked to be JSON, not DynamoDB JSON.
+// Decoding the images is most of DecodeLine's work.
+func DecodeLineText(line []byte) (Event, LineText, error) {
+	l, e, err := decodeLineMeta(line)
+	if err != nil {
+		return Event{}, LineText{}, err
+	}
+	keys := l.Keys
+	if isNull(keys) && l.Metadata.Image == ImageKeysOnly {
+		keys = l.Item
+	}
+	if !isNull(keys) {
+		if e.Keys, err = UnmarshalItem(keys); err != nil {
+			return Event{}, LineText{}, fmt.Errorf("archive line: Keys: %w", err)
+		}
+	}
+	text := LineText{Item: l.Item, KeysOnly: l.Metadata.Image == ImageKeysOnly}
+	if !isNull(l.Keys) {
+		text.Keys = l.Keys
+	}
+	if !isNull(l.OldImage) {
+		text.OldImage = l.OldImage
+	}
+	return e, text, nil
+}
+
+// decodeLineMeta parses one archive line and returns it with the event
+// its Metadata and DeadLetter describe, images not decoded.
+func decodeLineMeta(line []byte) (*lineJSON, Event, error) {
+	var l lineJSON
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if err := dec.Decode(&l); err != nil {
+		return nil, Event{}, fmt.Errorf("archive line: %w", err)
+	}
+	if dec.More() {
+		return nil, Event{}, errors.New("archive line: more than one JSON value")
+	}
+	if l.Metadata == nil {
+		return nil, Event{}, errors.New("archive line: Metadata: missing")
+	}
+	if isNull(l.Item) {
+		return nil, Event{}, errors.New("archive line: Item: missing")
+	}
+	e, err := lineEvent(l.Metadata, l.DeadLetter)
+	if err != nil {
+		return nil, Event{}, err
+	}
+	return &l, e, nil
 }
 
 // lineEvent checks a line's Metadata (and DeadLetter, when the line has

@@ -122,7 +122,41 @@ func TestLineRoundTrip(t *testing.T) {
 			if again := AppendLine(nil, &got); string(again) != string(line) {
 				t.Fatalf("re-rendering differs:\n%s%s", again, line)
 			}
+			checkLineText(t, line, got)
 		})
+	}
+}
+
+// checkLineText holds DecodeLineText to DecodeLine, which decoded line as
+// want: the same event without images, the images' text as the line has
+// it.
+func checkLineText(t *testing.T, line []byte, want Event) {
+	t.Helper()
+	got, text, err := DecodeLineText(line)
+	if err != nil {
+		t.Fatalf("DecodeLineText: %v\n%s", err, line)
+	}
+	if keysOnly := want.KeysOnly(); text.KeysOnly != keysOnly {
+		t.Errorf("DecodeLineText: KeysOnly %v, want %v", text.KeysOnly, keysOnly)
+	}
+	item, err := UnmarshalItem(text.Item)
+	if err != nil {
+		t.Fatalf("DecodeLineText: Item text: %v", err)
+	}
+	image := want.Image()
+	if image == nil {
+		image = Item{}
+	}
+	if !reflect.DeepEqual(item, image) && !(text.KeysOnly && reflect.DeepEqual(item, want.Keys)) {
+		t.Errorf("DecodeLineText: Item text %s, want the image %s", text.Item, MarshalItem(image))
+	}
+	if hasOld := want.EventName == "MODIFY" && want.OldImage != nil && want.NewImage != nil; hasOld != (text.OldImage != nil) {
+		t.Errorf("DecodeLineText: OldImage text %q, want one: %v", text.OldImage, hasOld)
+	}
+	want.NewImage, want.OldImage = nil, nil
+	got.ApproximateCreationTime, got.TTLTime = want.ApproximateCreationTime, want.TTLTime
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("DecodeLineText: event\n got %+v\nwant %+v", got, want)
 	}
 }
 
@@ -274,6 +308,13 @@ func FuzzDecodeLine(f *testing.F) {
 		}
 		if !json.Valid(PlainJSON(ev.Image())) {
 			t.Fatalf("plain JSON invalid: %s", PlainJSON(ev.Image()))
+		}
+		te, _, err := DecodeLineText(data)
+		if err != nil {
+			t.Fatalf("DecodeLine decodes, DecodeLineText: %v", err)
+		}
+		if !reflect.DeepEqual(te.Keys, ev.Keys) {
+			t.Fatalf("DecodeLineText's Keys %v, DecodeLine's %v", te.Keys, ev.Keys)
 		}
 	})
 }

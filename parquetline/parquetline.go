@@ -30,7 +30,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/zstd"
 
 	"github.com/ttl-archiver/archiver/event"
 )
@@ -93,9 +92,43 @@ type Row struct {
 // NewRow returns e as a row: the same fields, with the same rules for
 // what is left out, as e's NDJSON line (event.AppendLine).
 func NewRow(e *event.Event) Row {
+	var old string
+	if e.EventName == "MODIFY" && e.OldImage != nil && e.NewImage != nil {
+		old = string(event.MarshalItem(e.OldImage))
+	}
+	return newRow(e, string(event.MarshalItem(orEmpty(e.Image()))), string(event.MarshalItem(orEmpty(e.Keys))), old, e.KeysOnly())
+}
+
+// lineRow returns the row of an archive line that event.DecodeLineText
+// read as e and t: the images' text is the line's own, not decoded and
+// written again. It is NewRow's row for the event the line decodes to.
+func lineRow(e *event.Event, t event.LineText) Row {
+	keys := t.Keys
+	if keys == nil {
+		keys = []byte("{}")
+		if t.KeysOnly {
+			keys = t.Item
+		}
+	}
+	keysOnly := t.KeysOnly && e.Kind.Valid() && t.OldImage == nil
+	item := t.Item
+	if t.OldImage != nil && (t.KeysOnly || e.EventName == "REMOVE" || e.Kind == event.Expired || e.Kind == event.Deleted) {
+		item = t.OldImage // the image DecodeLine's event would give (event.Event.Image)
+	}
+	var old string
+	if e.EventName == "MODIFY" && !keysOnly && t.OldImage != nil {
+		old = string(t.OldImage)
+	}
+	return newRow(e, string(item), string(keys), old, keysOnly)
+}
+
+// newRow is the row of e, whose images and keys are given as DynamoDB JSON
+// text: item (its fullest image), keys, and old (a MODIFY's image before
+// the change, "" for none).
+func newRow(e *event.Event, item, keys, old string, keysOnly bool) Row {
 	r := Row{
-		Item:           string(event.MarshalItem(orEmpty(e.Image()))),
-		Keys:           string(event.MarshalItem(orEmpty(e.Keys))),
+		Item:           item,
+		Keys:           keys,
 		Key:            keyText(e.Keys),
 		Kind:           string(e.Kind),
 		Table:          e.Table,
@@ -111,9 +144,7 @@ func NewRow(e *event.Event) Row {
 		TTLTime:        optTime(e.TTLTime),
 		DeletedBy:      optString(e.DeletedBy),
 	}
-	if e.EventName == "MODIFY" && e.OldImage != nil && e.NewImage != nil {
-		r.OldImage = optString(string(event.MarshalItem(e.OldImage)))
-	}
+	r.OldImage = optString(old)
 	if r.CreationTime != nil && isRemove(e) {
 		r.DeletionTime = r.CreationTime
 	}
@@ -124,7 +155,7 @@ func NewRow(e *event.Event) Row {
 		lag := int64(e.TTLLag)
 		r.TTLLagNanos = &lag
 	}
-	if e.KeysOnly() {
+	if keysOnly {
 		r.Image = optString(event.ImageKeysOnly)
 	}
 	if d := e.DeadLetter; d != nil {
@@ -204,17 +235,33 @@ type Writer struct {
 // Parquet writer.
 const rowBuffer = 256
 
+// Encoder writes Parquet files of events; it keeps its compressors from
+// one file to the next, so a program writing many files (a sink) keeps one
+// Encoder. It is safe for concurrent use.
+type Encoder struct {
+	codec *codec
+}
+
+// NewEncoder returns an Encoder.
+func NewEncoder() *Encoder { return &Encoder{codec: newCodec()} }
+
 // NewWriter returns a Writer of one file to w.
-func NewWriter(w io.Writer) *Writer {
+func (enc *Encoder) NewWriter(w io.Writer) *Writer {
 	return &Writer{w: parquet.NewGenericWriter[Row](w,
-		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
+		parquet.Compression(enc.codec),
 		parquet.CreatedBy("ttl-archiver", "", ""),
 	)}
 }
 
+// NewWriter returns a Writer of one file to w, with an Encoder of its own.
+func NewWriter(w io.Writer) *Writer { return NewEncoder().NewWriter(w) }
+
 // Write adds one event to the file.
-func (w *Writer) Write(e *event.Event) error {
-	w.rows = append(w.rows, NewRow(e))
+func (w *Writer) Write(e *event.Event) error { return w.add(NewRow(e)) }
+
+// add adds one row to the file.
+func (w *Writer) add(r Row) error {
+	w.rows = append(w.rows, r)
 	if len(w.rows) >= rowBuffer {
 		return w.flushRows()
 	}
@@ -246,9 +293,12 @@ func (w *Writer) Close() error {
 }
 
 // Encode returns events as one Parquet file.
-func Encode(events []event.Event) ([]byte, error) {
+func Encode(events []event.Event) ([]byte, error) { return NewEncoder().Encode(events) }
+
+// Encode returns events as one Parquet file.
+func (enc *Encoder) Encode(events []event.Event) ([]byte, error) {
 	var buf bytes.Buffer
-	w := NewWriter(&buf)
+	w := enc.NewWriter(&buf)
 	for i := range events {
 		if err := w.Write(&events[i]); err != nil {
 			return nil, err
@@ -479,8 +529,11 @@ func trimFraction(s string) string {
 // writes them, each ending in a newline) to w as one Parquet file: the
 // rows Encode writes for the events the lines decode to. A line that is
 // not an archive line is an error naming its number.
-func FromLines(w io.Writer, lines []byte) error {
-	pw := NewWriter(w)
+func FromLines(w io.Writer, lines []byte) error { return NewEncoder().FromLines(w, lines) }
+
+// FromLines is the package's FromLines with enc's compressors.
+func (enc *Encoder) FromLines(w io.Writer, lines []byte) error {
+	pw := enc.NewWriter(w)
 	for n := 1; len(lines) > 0; n++ {
 		line := lines
 		if i := bytes.IndexByte(lines, '\n'); i >= 0 {
@@ -491,11 +544,11 @@ func FromLines(w io.Writer, lines []byte) error {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		e, err := event.DecodeLine(line)
+		e, text, err := event.DecodeLineText(line)
 		if err != nil {
 			return fmt.Errorf("parquet: line %d: %w", n, err)
 		}
-		if err := pw.Write(&e); err != nil {
+		if err := pw.add(lineRow(&e, text)); err != nil {
 			return err
 		}
 	}

@@ -3,8 +3,10 @@ package parquetline_test
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -235,13 +237,16 @@ func mutate(rng *rand.Rand, b []byte) []byte {
 	return b
 }
 
-// TestFromLines: a file made from the events' NDJSON lines reads back as
-// the file made from the events themselves; a bad line is named.
+// TestFromLines: a file made from the events' NDJSON lines (their images
+// taken as the lines' text, event.DecodeLineText) reads back as the file
+// made from the events themselves, for every shape of event; a bad line
+// is named.
 func TestFromLines(t *testing.T) {
 	var evs []event.Event
 	var lines []byte
-	for _, name := range []string{"expired", "modified", "keys-only", "dead record"} {
-		e := events()[name]
+	all := events()
+	for _, name := range slices.Sorted(maps.Keys(all)) {
+		e := all[name]
 		evs = append(evs, e)
 		lines = event.AppendLine(lines, &e)
 	}
@@ -262,9 +267,10 @@ func TestFromLines(t *testing.T) {
 			t.Errorf("row %d from lines:\n%s\nfrom events:\n%s", i+1, a[i], b[i])
 		}
 	}
+	n := len(all) + 1
 	err = parquetline.FromLines(&buf, append(lines, "{\"Item\":1}\n"...))
-	if err == nil || !strings.Contains(err.Error(), "line 5") {
-		t.Errorf("a bad fifth line: %v", err)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("line %d", n)) {
+		t.Errorf("a bad line %d: %v", n, err)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/manifest"
+	"github.com/ttl-archiver/archiver/parquetline"
 	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 	"github.com/ttl-archiver/archiver/sinks/internal/serial"
 	"github.com/ttl-archiver/archiver/sinks/internal/sinkmetrics"
@@ -105,6 +106,8 @@ type Sink struct {
 	rec     *recorder.Recorder
 	digests map[string]*fileDigest
 	now     func() time.Time
+	// pq writes the Parquet files of format=parquet (nil otherwise).
+	pq *parquetline.Encoder
 }
 
 // maxOpenFiles bounds the file handles a Sink keeps between batches.
@@ -162,6 +165,7 @@ func NewWith(c sinkurl.FileConfig, o sinkapi.Options) (*Sink, error) {
 	if c.Format == sinkurl.FormatParquet {
 		s.log.Info("file sink: format=parquet writes a Parquet file per batch and partition in the S3 layout, and no coverage manifests",
 			zap.String("sink", s.Name()))
+		s.pq = parquetline.NewEncoder()
 		s.queue = serial.New(64, s.writeParquet, s.closeFiles)
 		s.queue.Prepare = s.renderParquet
 		return s, nil

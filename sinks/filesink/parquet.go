@@ -73,7 +73,7 @@ func (s *Sink) renderParquet(b sinkapi.Batch) any {
 	}
 	for _, g := range order {
 		evs := groups[g]
-		data, err := parquetline.Encode(evs)
+		data, err := s.pq.Encode(evs)
 		if err != nil {
 			pb.err = fmt.Errorf("file sink: encoding %s: %w", g.rel(evs), err)
 			return pb

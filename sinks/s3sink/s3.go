@@ -140,6 +140,7 @@ type Sink struct {
 	budget    *budget.Budget
 	sem       chan struct{}
 	zenc      *zstd.Encoder
+	pq        *parquetline.Encoder // format=parquet's (nil otherwise)
 	ext       string
 	// rec tracks the objects of each shard since its last manifest and
 	// records manifests (nil with manifests=false).
@@ -334,6 +335,7 @@ func NewWithClient(c objstore.S3Config, api API, o sinkapi.Options) (*Sink, erro
 	switch c.Compression {
 	case "":
 		s.ext = parquetline.Ext
+		s.pq = parquetline.NewEncoder()
 	case "gzip":
 		s.ext = ".jsonl.gz"
 	case "zstd":
@@ -742,7 +744,7 @@ func (s *Sink) compress(bf *s3Buffer) ([]byte, error) {
 		return s.zenc.EncodeAll(bf.joined(), out), nil
 	case "":
 		w := bytes.NewBuffer(out)
-		if err := parquetline.FromLines(w, bf.joined()); err != nil {
+		if err := s.pq.FromLines(w, bf.joined()); err != nil {
 			return nil, err
 		}
 		return w.Bytes(), nil
