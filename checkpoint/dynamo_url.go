@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/redact"
 )
 
@@ -46,7 +47,7 @@ func ParseDynamoURL(raw string) (DynamoURL, error) {
 		return d, fmt.Errorf("checkpoint URL %q: unexpected #fragment", shown)
 	}
 	d.Table = u.Host
-	if err := ValidTableName(d.Table); err != nil {
+	if err := event.ValidTableName(d.Table); err != nil {
 		return d, fmt.Errorf("checkpoint URL %q: table: %w", shown, err)
 	}
 	q, err := url.ParseQuery(u.RawQuery)
@@ -83,17 +84,4 @@ func ParseDynamoURL(raw string) (DynamoURL, error) {
 		}
 	}
 	return d, nil
-}
-
-// ValidTableName applies DynamoDB's table-name rules.
-func ValidTableName(name string) error {
-	if len(name) < 3 || len(name) > 255 {
-		return fmt.Errorf("name %q must be 3 to 255 characters long", name)
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
-			return fmt.Errorf("name %q contains %q; allowed are letters, digits, '_', '-' and '.'", name, r)
-		}
-	}
-	return nil
 }

@@ -3,6 +3,8 @@ package checkpoint
 import (
 	"strings"
 	"testing"
+
+	"github.com/ttl-archiver/archiver/event"
 )
 
 func TestParseDynamoURL(t *testing.T) {
@@ -68,7 +70,7 @@ func FuzzParseDynamoURL(f *testing.F) {
 			}
 			return
 		}
-		if ValidTableName(d.Table) != nil {
+		if event.ValidTableName(d.Table) != nil {
 			t.Fatalf("accepted table %q", d.Table)
 		}
 	})

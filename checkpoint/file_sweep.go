@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/ttl-archiver/archiver/event"
 )
 
 // The checkpoint file's sweep section (format version 3): the cursor of
@@ -18,7 +20,7 @@ func decodeSweeps(version int, in map[string]fileSweepCursor) (map[string]time.T
 	}
 	out := make(map[string]time.Time, len(in))
 	for table, c := range in {
-		if err := ValidTableName(table); err != nil {
+		if err := event.ValidTableName(table); err != nil {
 			return nil, fmt.Errorf("field sweep: table %w", err)
 		}
 		w, err := time.Parse(time.RFC3339Nano, c.Window)
@@ -45,7 +47,7 @@ func encodeSweeps(in map[string]time.Time) map[string]fileSweepCursor {
 // CheckSweepCursor validates a sweep cursor: the table's name, and a
 // window from 1970 to 9999.
 func CheckSweepCursor(table string, window time.Time) error {
-	if err := ValidTableName(table); err != nil {
+	if err := event.ValidTableName(table); err != nil {
 		return fmt.Errorf("checkpoint: sweep cursor of table: %w", err)
 	}
 	if window.IsZero() || window.Year() < 1970 || window.Year() > 9999 {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/awserr"
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/internal/promreg"
@@ -97,7 +98,9 @@ type TaggedTables struct {
 	state   map[string]string // table → state
 	why     map[string]string // refused table → what is wrong
 	waiting string            // "": some table matches; else why none does
-	next    time.Time         // earliest next ListTagsOfResource
+	// badNames are the invalid names ListTables answered, warned about.
+	badNames map[string]bool
+	next     time.Time // earliest next ListTagsOfResource
 }
 
 // NewTaggedTables checks o and returns the lister.
@@ -115,7 +118,7 @@ func NewTaggedTables(o TaggedOptions) (*TaggedTables, error) {
 		o.Logger = zap.NewNop()
 	}
 	tt := &TaggedTables{o: o, log: o.Logger.Named("tables"), gap: time.Duration(float64(time.Second) / o.TagCallsPerSecond),
-		arns: map[string]string{}, state: map[string]string{}, why: map[string]string{}}
+		arns: map[string]string{}, state: map[string]string{}, why: map[string]string{}, badNames: map[string]bool{}}
 	tt.gauge = promreg.Register(o.Registerer, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "archiver_tables", Help: "Tables carrying --tables-tagged's tags, by state: archived (read), refused (no stream, or no old image), waiting (not ACTIVE yet).",
 	}, []string{"state"}))
@@ -195,11 +198,24 @@ func (tt *TaggedTables) book(states map[string]string, archived int) {
 	}
 }
 
-// listTables lists every table name (ListTables, paged).
+// maxListPages bounds the ListTables pages of one listing: 100 names a
+// page, so a million tables. An endpoint that pages on beyond it (or back
+// to a name it paged from) is answering wrongly, and the listing fails
+// rather than loop.
+const maxListPages = 10_000
+
+// listTables lists every table name (ListTables, paged), sorted and each
+// once. A name that is no DynamoDB table name (an endpoint that does not
+// follow the rules) is left out with a WARN, the first time it is seen:
+// it would end up in checkpoint keys, metric labels and object keys.
 func (tt *TaggedTables) listTables(ctx context.Context) ([]string, error) {
+	seen := map[string]bool{}
 	var out []string
 	var start *string
-	for {
+	for page := 0; ; page++ {
+		if page == maxListPages {
+			return nil, fmt.Errorf("list tables: still paging after %d pages", maxListPages)
+		}
 		var lo *dynamodb.ListTablesOutput
 		err := retryCall(ctx, func() error {
 			var err error
@@ -209,7 +225,12 @@ func (tt *TaggedTables) listTables(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("list tables: %w", err)
 		}
-		out = append(out, lo.TableNames...)
+		for _, name := range lo.TableNames {
+			if !seen[name] && tt.validName(name) {
+				out = append(out, name)
+			}
+			seen[name] = true
+		}
 		next := aws.ToString(lo.LastEvaluatedTableName)
 		if next == "" || (start != nil && next == *start) {
 			sort.Strings(out)
@@ -218,6 +239,25 @@ func (tt *TaggedTables) listTables(ctx context.Context) ([]string, error) {
 		start = aws.String(next)
 	}
 }
+
+// validName reports whether name is a DynamoDB table name, warning once
+// per name (at most maxBadNames) when it is not.
+func (tt *TaggedTables) validName(name string) bool {
+	err := event.ValidTableName(name)
+	if err == nil {
+		return true
+	}
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if !tt.badNames[name] && len(tt.badNames) < maxBadNames {
+		tt.badNames[name] = true
+		tt.log.Warn("ListTables answered a name that is no DynamoDB table name; it is not archived", zap.Error(err))
+	}
+	return false
+}
+
+// maxBadNames bounds the invalid names remembered (and warned about once).
+const maxBadNames = 100
 
 // retryCall runs call, retrying throttling and transient errors a few
 // times with backoff.

@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,5 +122,67 @@ func TestTaggedTablesNoneMatch(t *testing.T) {
 	const want = "no table carries tag(s) archive=yes; waiting"
 	if tt.Waiting() != want || logs.FilterMessage(want).Len() != 1 {
 		t.Errorf("Waiting() = %q, logs %v; want %q", tt.Waiting(), logs.All(), want)
+	}
+}
+
+// hostileLister answers ListTables as an endpoint that does not follow
+// DynamoDB's rules (what the engine cannot be made to do): pages holds the
+// names of each page; each page's LastEvaluatedTableName is next[i]. The
+// other calls go to the engine.
+type hostileLister struct {
+	*dynamodb.Client
+	pages [][]string
+	next  []string
+	calls int
+}
+
+func (h *hostileLister) ListTables(_ context.Context, in *dynamodb.ListTablesInput, _ ...func(*dynamodb.Options)) (*dynamodb.ListTablesOutput, error) {
+	i := 0
+	if in.ExclusiveStartTableName != nil {
+		i = slices.Index(h.next, *in.ExclusiveStartTableName) + 1
+	}
+	h.calls++
+	out := &dynamodb.ListTablesOutput{TableNames: h.pages[i%len(h.pages)]}
+	if n := h.next[i%len(h.next)]; n != "" {
+		out.LastEvaluatedTableName = aws.String(n)
+	}
+	return out, nil
+}
+
+// TestTaggedTablesHostileListing: names that are no DynamoDB table names
+// are left out with one WARN each, however often listed; a name listed
+// twice is one table; paging that never ends fails the listing instead of
+// looping.
+func TestTaggedTablesHostileListing(t *testing.T) {
+	e := newEnv(t, engine.Options{})
+	enginetest.CreateTable(t, e.ddb, enginetest.Table{Name: "good"})
+	tagTable(t, e.ddb, "good", "archive", "yes")
+	bad := []string{"../etc", "a/b", "", "x", strings.Repeat("n", 256), "tab\tle", "ünïcode", "sp ace", "good\x00"}
+	h := &hostileLister{Client: e.ddb, pages: [][]string{append([]string{"good"}, bad[:4]...), append([]string{"good"}, bad[4:]...)}, next: []string{"p1", ""}}
+	core, logs := observer.New(zapcore.InfoLevel)
+	tt, err := NewTaggedTables(TaggedOptions{Client: h, Tags: []Tag{{"archive", "yes"}}, Logger: zap.New(core), TagCallsPerSecond: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		got, err := tt.Tables(context.Background())
+		if err != nil || fmt.Sprint(got) != "[good]" {
+			t.Fatalf("round %d: Tables = %q, %v; want [good]", round, got, err)
+		}
+	}
+	warned := logs.FilterMessageSnippet("no DynamoDB table name").All()
+	if len(warned) != len(bad) {
+		t.Errorf("%d WARN lines for %d bad names (want one each, once): %v", len(warned), len(bad), warned)
+	}
+	loop := &hostileLister{Client: e.ddb, pages: [][]string{{"good"}, {"good"}}, next: []string{"p1", "p2"}}
+	tt, err = NewTaggedTables(TaggedOptions{Client: loop, Tags: []Tag{{"archive", "yes"}}, TagCallsPerSecond: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tt.Tables(context.Background()); err == nil || !strings.Contains(err.Error(), "still paging") {
+		t.Errorf("endless paging: %v, want the listing to fail", err)
+	}
+	if loop.calls != maxListPages {
+		t.Errorf("%d ListTables calls, want %d", loop.calls, maxListPages)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/awserr"
 	"github.com/ttl-archiver/archiver/internal/backoff"
 	"github.com/ttl-archiver/archiver/internal/leasetable"
@@ -36,7 +37,7 @@ func NewDynamo(leases *lease.Store) *Dynamo {
 // LoadSweepCursor implements [Store]: the table's cursor (a consistent
 // read), zero when there is none.
 func (d *Dynamo) LoadSweepCursor(ctx context.Context, table string) (time.Time, error) {
-	if err := checkpoint.ValidTableName(table); err != nil {
+	if err := event.ValidTableName(table); err != nil {
 		return time.Time{}, fmt.Errorf("checkpoint: sweep cursor of table: %w", err)
 	}
 	r, err := d.table.GetRow(ctx, leasetable.SweepKey(table))
@@ -98,7 +99,7 @@ func (d *Dynamo) SaveSweepCursor(ctx context.Context, table string, window time.
 // (access denied, no such table); throttling and unanswered requests are
 // retried until ctx ends, and show in the lease store's Ready meanwhile.
 func (d *Dynamo) AcquireSweep(ctx context.Context, table string) (context.Context, func(context.Context) error, error) {
-	if err := checkpoint.ValidTableName(table); err != nil {
+	if err := event.ValidTableName(table); err != nil {
 		return nil, nil, fmt.Errorf("checkpoint: acquire sweep of table: %w", err)
 	}
 	k := leasetable.SweepKey(table)

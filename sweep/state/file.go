@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/event"
 )
 
 // File keeps the sweeper's cursors in the checkpoint file
@@ -70,7 +71,7 @@ func (f *File) SaveSweepCursor(ctx context.Context, table string, window time.Ti
 // caller in this process holds the table: then it waits for that release.
 // held ends with ctx, on release and when the file store closes.
 func (f *File) AcquireSweep(ctx context.Context, table string) (context.Context, func(context.Context) error, error) {
-	if err := checkpoint.ValidTableName(table); err != nil {
+	if err := event.ValidTableName(table); err != nil {
 		return nil, nil, fmt.Errorf("checkpoint: acquire sweep of table: %w", err)
 	}
 	closed := f.fs.Closed()
