@@ -22,12 +22,10 @@ type FileConfig struct {
 	FileMode, DirMode fs.FileMode
 	// Format is the archive's form: [FormatNDJSON] ("" or "ndjson": lines
 	// appended to one file per table and hour) or [FormatParquet] (a
-	// Parquet file per batch and partition, in the S3 layout, and no
-	// coverage manifests).
+	// Parquet file per batch and partition, in the S3 layout).
 	Format string
 	// Manifests is how the sink records coverage manifests (see
 	// sinks.FileSink.Record); the zero value records with the defaults.
-	// With FormatParquet they are off.
 	Manifests ManifestConfig
 }
 
@@ -95,14 +93,6 @@ func ParseFile(p *Params) (FileConfig, error) {
 	}
 	if c.Manifests, err = ParseManifests(p); err != nil {
 		return c, err
-	}
-	if c.Format == FormatParquet && !c.Manifests.Off {
-		for _, name := range []string{"manifests", "manifest-objects", "manifest-interval"} {
-			if p.Given(name) {
-				return c, p.Fail(name, "not with format=parquet: the parquet file sink writes no coverage manifests")
-			}
-		}
-		c.Manifests = ManifestConfig{Off: true}
 	}
 	return c, p.Done()
 }

@@ -137,7 +137,7 @@ func New(dir string, o sinkapi.Options) (*Sink, error) {
 // modes mean the defaults; a mode beyond 0777 or one that locks the owner
 // out is an error naming it.
 func NewWith(c sinkurl.FileConfig, o sinkapi.Options) (*Sink, error) {
-	c.Manifests.Off = c.Manifests.Off || o.NoManifests || c.Format == sinkurl.FormatParquet
+	c.Manifests.Off = c.Manifests.Off || o.NoManifests
 	c, err := c.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -163,8 +163,6 @@ func NewWith(c sinkurl.FileConfig, o sinkapi.Options) (*Sink, error) {
 		s.digests = map[string]*fileDigest{}
 	}
 	if c.Format == sinkurl.FormatParquet {
-		s.log.Info("file sink: format=parquet writes a Parquet file per batch and partition in the S3 layout, and no coverage manifests",
-			zap.String("sink", s.Name()))
 		s.pq = parquetline.NewEncoder()
 		s.queue = serial.New(64, s.writeParquet, s.closeFiles)
 		s.queue.Prepare = s.renderParquet

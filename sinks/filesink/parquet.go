@@ -2,13 +2,17 @@ package filesink
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/manifest"
 	"github.com/ttl-archiver/archiver/parquetline"
+	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 	"github.com/ttl-archiver/archiver/sinks/internal/serial"
 	"github.com/ttl-archiver/archiver/sinks/sinkapi"
 )
@@ -23,7 +27,9 @@ import (
 // a temporary file beside it (.NAME.tmp), fsynced, renamed into place and
 // its folder fsynced before the batch is acknowledged. The same batch
 // written again (a re-delivery) lands on the same name and replaces the
-// file with the same events. Such a sink records no coverage manifests.
+// file with the same bytes (the encoding holds nothing but the events).
+// Coverage manifests list each file whole: its size, the SHA-256 of all
+// its bytes, and the first and last sequence number of its events.
 
 // parquetBatch is one batch rendered for format=parquet: its files'
 // names below DIR and bytes, the events refused (nil for none), and err
@@ -37,6 +43,8 @@ type parquetBatch struct {
 type parquetFile struct {
 	rel  string
 	data []byte
+	// obj is the file as a manifest lists it (with manifests on).
+	obj manifest.Object
 }
 
 // parquetGroup is the partition of the S3 layout an event falls in.
@@ -78,7 +86,13 @@ func (s *Sink) renderParquet(b sinkapi.Batch) any {
 			pb.err = fmt.Errorf("file sink: encoding %s: %w", g.rel(evs), err)
 			return pb
 		}
-		pb.files = append(pb.files, parquetFile{rel: g.rel(evs), data: data})
+		f := parquetFile{rel: g.rel(evs), data: data}
+		if s.rec != nil {
+			sum := sha256.Sum256(data)
+			f.obj = manifest.Object{Key: f.rel, Bytes: int64(len(data)), SHA256: hex.EncodeToString(sum[:]),
+				First: evs[0].SequenceNumber, Last: evs[len(evs)-1].SequenceNumber}
+		}
+		pb.files = append(pb.files, f)
 	}
 	return pb
 }
@@ -118,6 +132,9 @@ func (s *Sink) writeParquet(reqs []serial.Req) []error {
 			}
 			s.m.Bytes.Add(float64(len(f.data)))
 			s.m.Objects.Inc()
+			if s.rec != nil {
+				s.rec.Track(recorder.ShardRef{Stream: cmp.Or(r.Batch.StreamARN, r.Batch.Events[0].StreamARN), Shard: cmp.Or(r.Batch.ShardID, r.Batch.Events[0].ShardID)}, f.obj)
+			}
 		}
 	}
 	return errs

@@ -14,6 +14,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/ttl-archiver/archiver/archive"
+	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/manifest"
 	"github.com/ttl-archiver/archiver/sinks/internal/recorder"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
 	"github.com/ttl-archiver/archiver/sinks/sinkapi"
@@ -139,9 +141,6 @@ func TestFileSinkParquet(t *testing.T) {
 	if err != nil || st.Undecodable != 0 || !slices.Equal(read, []string{evs[0].EventID, evs[2].EventID, evs[3].EventID}) {
 		t.Fatalf("archive read %v (%+v, %v)", read, st, err)
 	}
-	if err := s.Record(ctx, testkit.RangeOf(evs[0], "", "", evs[3].SequenceNumber)); !errors.Is(err, recorder.ErrNotRecording) {
-		t.Fatalf("Record: %v, want ErrNotRecording", err)
-	}
 }
 
 // TestFileSinkParquetFollowsNoLink: a symbolic link where a partition's
@@ -162,25 +161,71 @@ func TestFileSinkParquetFollowsNoLink(t *testing.T) {
 	}
 }
 
-// TestParseFileParquetManifests: the parquet file sink writes no
-// manifests: they are off by default, and asking for them is refused.
-func TestParseFileParquetManifests(t *testing.T) {
-	for _, q := range []string{"manifests=true", "manifest-objects=5", "manifest-interval=1m"} {
-		p, err := sinkurl.Parse("file:///tmp/x?format=parquet&" + q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = sinkurl.ParseFile(p)
-		var ce *sinkurl.ConfigError
-		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "format=parquet") {
-			t.Errorf("%s: %v, want a ConfigError naming format=parquet", q, err)
-		}
-	}
-	p, err := sinkurl.Parse("file:///tmp/x?format=parquet&manifests=false")
+// TestFileSinkParquetManifests: a Parquet file sink records coverage
+// manifests: each range lists the files its shard's batches made since
+// the last one, whole (size and SHA-256 of every byte) with their first
+// and last sequence numbers; a re-delivered batch rewrites the same bytes;
+// manifest.Check proves the shard from its start, and archive's coverage
+// finds every event covered. manifests=false still turns them off.
+func TestFileSinkParquetManifests(t *testing.T) {
+	ctx := testkit.Ctx(t)
+	dir := t.TempDir()
+	a := dirArchive(dir)
+	s, err := NewWith(sinkurl.FileConfig{Dir: dir, Format: sinkurl.FormatParquet}, sinkapi.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := sinkurl.ParseFile(p); err != nil || !c.Manifests.Off || c.Format != sinkurl.FormatParquet {
-		t.Fatalf("ParseFile: %+v, %v", c, err)
+	defer s.Close(ctx)
+	evs := testkit.Events("sessions", "shardId-a", 1, 6)
+	for i := 4; i < len(evs); i++ {
+		evs[i].ApproximateCreationTime = testkit.Start.Add(time.Hour)
+	}
+	for _, b := range [][]event.Event{evs[0:2], evs[2:6], evs[2:6]} { // the last one re-delivered
+		if err := appendBatch(t, s, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := testkit.RangeOf(evs[0], "", "", evs[5].SequenceNumber)
+	r.Ended = true
+	if err := s.Record(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	files := dataFiles(t, dir)
+	files = slices.DeleteFunc(files, func(k string) bool { return strings.HasPrefix(k, manifest.Dir) })
+	if len(files) != 3 {
+		t.Fatalf("files %q, want 3 (two batches, the second over two hours)", files)
+	}
+	listed := testkit.CheckListed(t, a, testkit.LastManifest(t, a, r).M, files...)
+	for _, o := range listed {
+		if fi, err := os.Stat(filepath.Join(dir, o.Key)); err != nil || fi.Size() != o.Bytes {
+			t.Errorf("%s listed with %d bytes, not whole: %v", o.Key, o.Bytes, err)
+		}
+		if o.First == "" || o.Last == "" || o.First > o.Last {
+			t.Errorf("%s listed with events (%s, %s)", o.Key, o.First, o.Last)
+		}
+	}
+	testkit.CheckProof(t, a, 1)
+	cov := archive.NewCoverage(archive.Selection{})
+	ar, err := archive.Open(ctx, "file://"+dir, cov.Hook(archive.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cov.Load(ctx, ar); err != nil {
+		t.Fatal(err)
+	}
+	st, err := ar.Events(ctx, archive.Selection{}, func(archive.Line) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := cov.Finish(); rep.Verdict != archive.VerdictComplete || rep.ObjectsVerified != 3 || st.Events != int64(len(evs)) {
+		t.Fatalf("coverage %s (%d objects verified, %d events read), findings %+v", rep.Summary, rep.ObjectsVerified, st.Events, rep.Findings)
+	}
+	off, err := NewWith(sinkurl.FileConfig{Dir: t.TempDir(), Format: sinkurl.FormatParquet, Manifests: sinkurl.ManifestConfig{Off: true}}, sinkapi.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Close(ctx)
+	if err := off.Record(ctx, r); !errors.Is(err, recorder.ErrNotRecording) {
+		t.Fatalf("Record with manifests=false: %v, want ErrNotRecording", err)
 	}
 }
