@@ -20,7 +20,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/checkpoint"
 	"github.com/ttl-archiver/archiver/event"
-	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/internal/logging"
 	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/lease"
 	"github.com/ttl-archiver/archiver/shard"
@@ -625,7 +625,7 @@ func validateOption(c *runConfig, o option[runConfig], from string, p *problems)
 			p.add("%s: %q is not a size from 1MiB to 1TiB (e.g. 128MiB)", from, c.MaxInFlight)
 		}
 	case "log-level":
-		if _, err := ops.ParseLevel(c.LogLevel); err != nil {
+		if _, err := logging.ParseLevel(c.LogLevel); err != nil {
 			p.add("%s: %v", from, err)
 		}
 	case "metrics-addr":

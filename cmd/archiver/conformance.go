@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/ttl-archiver/archiver/conformance"
-	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/internal/logging"
 	"github.com/ttl-archiver/archiver/internal/redact"
 )
 
@@ -126,7 +126,7 @@ func conformanceCmd(ctx context.Context, args []string, e env) error {
 // conformanceEnv builds the suite's clients of the endpoint, in --region
 // and (for global-replicas) in any other.
 func conformanceEnv(ctx context.Context, f *conformanceFlags, e env) (*conformance.Env, error) {
-	log, err := ops.NewLogger(e.stderr, "warn", ops.FormatConsole)
+	log, err := logging.New(e.stderr, "warn", logging.FormatConsole)
 	if err != nil {
 		return nil, err
 	}

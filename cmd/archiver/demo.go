@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ttl-archiver/archiver/demo"
+	"github.com/ttl-archiver/archiver/internal/logging"
 	"github.com/ttl-archiver/archiver/internal/ops"
 )
 
@@ -31,7 +32,7 @@ func demoCmd(ctx context.Context, args []string, e env) error {
 	if *duration > 0 && *duration < 6*time.Second {
 		return usagef("archiver demo: --duration: %s is too short to see expiries; use 6s or more", *duration)
 	}
-	if _, err := ops.ParseLevel(*logLevel); err != nil {
+	if _, err := logging.ParseLevel(*logLevel); err != nil {
 		return usagef("archiver demo: --log-level: %v", err)
 	}
 	if *archive != "" {
@@ -43,7 +44,7 @@ func demoCmd(ctx context.Context, args []string, e env) error {
 		}
 		*archive = abs
 	}
-	log, err := ops.NewLogger(os.Stderr, *logLevel, ops.FormatConsole)
+	log, err := logging.New(os.Stderr, *logLevel, logging.FormatConsole)
 	if err != nil {
 		return err
 	}

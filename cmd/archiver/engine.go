@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/engine"
-	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/internal/logging"
 )
 
 // engineCmd serves the local DynamoDB + Streams engine until ctx ends
@@ -72,7 +72,7 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	if !regionRE.MatchString(*region) {
 		probs.add("--region: %q is not a region name like us-east-1", *region)
 	}
-	if _, err := ops.ParseLevel(*logLevel); err != nil {
+	if _, err := logging.ParseLevel(*logLevel); err != nil {
 		probs.add("--log-level: %v", err)
 	}
 	ctlFrom, err := parseCIDRs(*controlFrom)
@@ -99,7 +99,7 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	if err := probs.err("engine"); err != nil {
 		return err
 	}
-	log, err := ops.NewLogger(e.stdout, *logLevel, ops.FormatAuto)
+	log, err := logging.New(e.stdout, *logLevel, logging.FormatAuto)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/archive"
-	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/internal/logging"
 	"github.com/ttl-archiver/archiver/internal/progress"
 	"github.com/ttl-archiver/archiver/restore"
 	"github.com/ttl-archiver/archiver/shard"
@@ -369,13 +369,13 @@ func newJob(label, level string, e env) (*job, error) {
 		p := j.arch.Progress()
 		return p.ObjectsDone, p.ObjectsTotal
 	}
-	if f, ok := e.stderr.(*os.File); ok && ops.IsTerminal(f) {
+	if f, ok := e.stderr.(*os.File); ok && logging.IsTerminal(f) {
 		j.rep = progress.New(progress.Options{Label: label, Out: e.stderr, TTY: true, Objects: objects})
-		log, err := ops.NewLogger(j.rep.LogWriter(e.stderr), level, ops.FormatConsole)
+		log, err := logging.New(j.rep.LogWriter(e.stderr), level, logging.FormatConsole)
 		j.log = log
 		return j, err
 	}
-	log, err := ops.NewLogger(e.stderr, level, ops.FormatAuto)
+	log, err := logging.New(e.stderr, level, logging.FormatAuto)
 	if err != nil {
 		return nil, err
 	}

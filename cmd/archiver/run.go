@@ -16,6 +16,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/logging"
 	"github.com/ttl-archiver/archiver/internal/ops"
 	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/shard"
@@ -33,7 +34,7 @@ func runCmd(ctx context.Context, args []string, e env) error {
 	if cfg.PrintConfig {
 		return printConfig(e.stdout, cfg)
 	}
-	log, err := ops.NewLogger(logWriter(cfg, e), cfg.LogLevel, ops.FormatAuto)
+	log, err := logging.New(logWriter(cfg, e), cfg.LogLevel, logging.FormatAuto)
 	if err != nil {
 		return err
 	}

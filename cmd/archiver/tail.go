@@ -20,7 +20,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ttl-archiver/archiver/internal/progress"
+	"github.com/ttl-archiver/archiver/internal/logging"
 	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/natsmsg"
 	"github.com/ttl-archiver/archiver/subscribe"
@@ -127,7 +127,7 @@ func tailCmd(ctx context.Context, args []string, e env) error {
 	}
 	tty := false
 	if f, ok := e.stdout.(*os.File); ok && !cfg.JSON {
-		tty = progress.IsTerminal(f)
+		tty = logging.IsTerminal(f)
 	}
 	return tail(ctx, cfg, &tailPrinter{out: e.stdout, errs: e.stderr, tty: tty, headers: cfg.Headers, now: time.Now})
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/archive"
 	"github.com/ttl-archiver/archiver/event"
-	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/internal/logging"
 	"github.com/ttl-archiver/archiver/internal/progress"
 	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/manifest"
@@ -194,7 +194,7 @@ func verifyCmd(ctx context.Context, args []string, e env) error {
 	if cfg.shared.PrintConfig {
 		return printOptions(e.stdout, verifyCommand, cfg, cfg.source)
 	}
-	log, err := ops.NewLogger(e.stderr, cfg.shared.LogLevel, ops.FormatAuto)
+	log, err := logging.New(e.stderr, cfg.shared.LogLevel, logging.FormatAuto)
 	if err != nil {
 		return err
 	}
@@ -254,7 +254,7 @@ func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr i
 		return nil, err
 	}
 	f, tty := stderr.(*os.File)
-	rp := progress.New(progress.Options{Label: "verify", Out: stderr, TTY: tty && progress.IsTerminal(f), Logger: log,
+	rp := progress.New(progress.Options{Label: "verify", Out: stderr, TTY: tty && logging.IsTerminal(f), Logger: log,
 		Objects: func() (int64, int64) { p := a.Progress(); return p.ObjectsDone, p.ObjectsTotal }})
 	stop := rp.Start(ctx)
 	st, err := a.Events(ctx, sel, func(l archive.Line) error {
