@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/internal/logging"
 )
@@ -19,9 +20,9 @@ import (
 // engineCmd serves the local DynamoDB + Streams engine until ctx ends
 // (SIGINT/SIGTERM), then shuts it down cleanly.
 func engineCmd(ctx context.Context, args []string, e env) error {
-	args, cpuProfile, err := takeHiddenFlag(args, "cpuprofile")
+	args, cpuProfile, err := cli.TakeHiddenFlag(args, "cpuprofile")
 	if err != nil {
-		return usagef("archiver engine: %v", err)
+		return cli.Usagef("archiver engine: %v", err)
 	}
 	fs := flag.NewFlagSet("archiver engine", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8000", "address to serve DynamoDB and DynamoDB Streams on (loopback by default)")
@@ -46,57 +47,57 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "close a keep-alive connection idle this long")
 	memHeadroom := fs.Float64("memory-headroom", 0, "let the heap grow this fraction beyond the live heap before the collector runs (at least 4 MiB; never later than Go's default): 0.125 holds 100,000 items in about 40 MiB instead of 70 at about 1.4x the CPU per write (docs/DESIGN.md, \"The engine\", Item memory); 0 keeps Go's default (GOGC)")
 	uiFlag := fs.Bool("ui", true, "serve the web console at /_engine/ui/ (tables, items, streams, the clock) to the clients the control API admits; on by default only when --listen is loopback: --ui=false turns it off, --ui=true turns it on beyond loopback")
-	if err := parseFlags(fs, args, e.stdout, "usage: archiver engine [flags]\n\nflags:"+"\n"); err != nil {
+	if err := cli.ParseFlags(fs, args, e.stdout, "usage: archiver engine [flags]\n\nflags:"+"\n"); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("archiver engine: unexpected argument %q", fs.Arg(0))
+		return cli.Usagef("archiver engine: unexpected argument %q", fs.Arg(0))
 	}
-	var probs problems
+	var probs cli.Problems
 	if _, _, err := net.SplitHostPort(*listen); err != nil {
-		probs.add("--listen: %q is not HOST:PORT (e.g. 127.0.0.1:8000)", *listen)
+		probs.Add("--listen: %q is not HOST:PORT (e.g. 127.0.0.1:8000)", *listen)
 	}
 	if *ttlLag < 0 {
-		probs.add("--ttl-lag: %s must not be negative", *ttlLag)
+		probs.Add("--ttl-lag: %s must not be negative", *ttlLag)
 	}
 	if *shards < 1 || *shards > 1000 {
-		probs.add("--stream-shards: %d must be from 1 to 1000", *shards)
+		probs.Add("--stream-shards: %d must be from 1 to 1000", *shards)
 	}
 	rollAge, rollRecords, err := engine.ParseRollover(*rollover)
 	if err != nil {
-		probs.add("--shard-rollover: %v", err)
+		probs.Add("--shard-rollover: %v", err)
 	}
 	if *retention <= 0 {
-		probs.add("--stream-retention: %s must be positive", *retention)
+		probs.Add("--stream-retention: %s must be positive", *retention)
 	}
 	if !regionRE.MatchString(*region) {
-		probs.add("--region: %q is not a region name like us-east-1", *region)
+		probs.Add("--region: %q is not a region name like us-east-1", *region)
 	}
 	if _, err := logging.ParseLevel(*logLevel); err != nil {
-		probs.add("--log-level: %v", err)
+		probs.Add("--log-level: %v", err)
 	}
 	ctlFrom, err := parseCIDRs(*controlFrom)
 	if err != nil {
-		probs.add("--control-from: %v", err)
+		probs.Add("--control-from: %v", err)
 	}
 	var hosts []string
 	for _, v := range allowHosts {
 		h, err := engine.ParseAllowHosts(v)
 		if err != nil {
-			probs.add("--allow-host: %v", err)
+			probs.Add("--allow-host: %v", err)
 		}
 		hosts = append(hosts, h...)
 	}
 	if *maxConns < 1 {
-		probs.add("--max-conns: %d must be at least 1", *maxConns)
+		probs.Add("--max-conns: %d must be at least 1", *maxConns)
 	}
 	if *bodyTimeout <= 0 {
-		probs.add("--body-timeout: %s must be positive", *bodyTimeout)
+		probs.Add("--body-timeout: %s must be positive", *bodyTimeout)
 	}
 	if *idleTimeout <= 0 {
-		probs.add("--idle-timeout: %s must be positive", *idleTimeout)
+		probs.Add("--idle-timeout: %s must be positive", *idleTimeout)
 	}
-	if err := probs.err("engine"); err != nil {
+	if err := probs.Err("archiver engine"); err != nil {
 		return err
 	}
 	log, err := logging.New(e.stdout, *logLevel, logging.FormatAuto)
@@ -105,13 +106,13 @@ func engineCmd(ctx context.Context, args []string, e env) error {
 	}
 	defer func() { _ = log.Sync() }()
 	log = log.Named("engine")
-	stopProfile, err := startCPUProfile(cpuProfile)
+	stopProfile, err := cli.StartCPUProfile(cpuProfile)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
 	if *memHeadroom < 0 || *memHeadroom > 10 {
-		return usagef("archiver engine: --memory-headroom %v: want 0 (off) to 10", *memHeadroom)
+		return cli.Usagef("archiver engine: --memory-headroom %v: want 0 (off) to 10", *memHeadroom)
 	}
 	defer engine.TuneMemory(engine.MemoryTuning{Headroom: *memHeadroom, Floor: 4 << 20})()
 	var clock engine.Clock

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 )
 
 func TestParseCIDRs(t *testing.T) {
@@ -55,7 +57,7 @@ func TestParseCIDRs(t *testing.T) {
 
 func TestEngineCmdControlFromInvalid(t *testing.T) {
 	err := engineCmd(t.Context(), []string{"--control-from", "10.0.0.0/8,nope"}, env{stdout: io.Discard, stderr: io.Discard, getenv: envMap(nil)})
-	var ue *usageError
+	var ue *cli.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), `--control-from: "nope" is not a CIDR`) {
 		t.Fatalf("engine --control-from nope: %v, want a usage error naming the flag", err)
 	}
@@ -94,7 +96,7 @@ func TestTTLIntervalFlag(t *testing.T) {
 		}
 	}
 	err := engineCmd(t.Context(), []string{"--listen", "127.0.0.1:0", "--ttl-interval", "5"}, env{stdout: io.Discard, stderr: io.Discard, getenv: envMap(nil)})
-	var ue *usageError
+	var ue *cli.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "-ttl-interval") || !strings.Contains(err.Error(), "-1 for no sweeper") {
 		t.Fatalf("engine --ttl-interval 5: %v, want a usage error naming the flag and -1", err)
 	}
@@ -216,7 +218,7 @@ func TestEngineCmdConnectionFlagsInvalid(t *testing.T) {
 		{[]string{"--idle-timeout", "-1s"}, "--idle-timeout: -1s must be positive"},
 	} {
 		err := engineCmd(t.Context(), c.args, env{stdout: io.Discard, stderr: io.Discard, getenv: envMap(nil)})
-		var ue *usageError
+		var ue *cli.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("engine %q: %v, want a usage error containing %s", c.args, err, c.want)
 		}
@@ -331,5 +333,27 @@ func TestEngineCmdUI(t *testing.T) {
 			t.Errorf("archiver engine %v: GET /_engine/ui/: %d, want %d", c.args, resp.StatusCode, c.want)
 		}
 		stop()
+	}
+}
+
+// The hidden --cpuprofile flag is not in --help, and a profile is written
+// when the engine stops.
+func TestEngineCmdCPUProfile(t *testing.T) {
+	var out strings.Builder
+	if err := engineCmd(t.Context(), []string{"--help"}, env{stdout: &out, stderr: &out, getenv: envMap(nil)}); err != cli.ErrHelp {
+		t.Fatalf("--help: %v", err)
+	}
+	if strings.Contains(out.String(), "cpuprofile") {
+		t.Fatalf("--help lists the hidden flag:\n%s", out.String())
+	}
+	file := filepath.Join(t.TempDir(), "cpu.out")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // the engine starts, finds ctx done and stops
+	err := engineCmd(ctx, []string{"--listen", "127.0.0.1:0", "--cpuprofile", file, "--log-level", "error"}, env{stdout: io.Discard, stderr: io.Discard, getenv: envMap(nil)})
+	if err != nil {
+		t.Fatalf("engine: %v", err)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Size() == 0 {
+		t.Fatalf("profile not written: %v", err)
 	}
 }
