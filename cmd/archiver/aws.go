@@ -26,7 +26,7 @@ func endpointIsLoopback(endpoint string) bool {
 		return false
 	}
 	u, err := url.Parse(endpoint)
-	return err == nil && isLoopbackHost(u.Hostname())
+	return err == nil && cli.IsLoopbackHost(u.Hostname())
 }
 
 // loadAWSConfig loads the default AWS configuration (environment, shared

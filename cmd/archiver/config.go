@@ -494,7 +494,6 @@ func nodeList(n *yaml.Node) ([]string, error) {
 
 var (
 	tableNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
-	regionRE    = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
 	streamARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{12}:table/[A-Za-z0-9_.-]{3,255}/stream/.+$`)
 )
 
@@ -509,7 +508,7 @@ func validateOption(c *runConfig, o option[runConfig], from string, p *cli.Probl
 			}
 		}
 	case "region":
-		if c.Region != "" && !regionRE.MatchString(c.Region) {
+		if c.Region != "" && !cli.IsRegion(c.Region) {
 			p.Add("%s: %q is not a region name like us-east-1", from, c.Region)
 		}
 	case "regions":
@@ -674,7 +673,7 @@ func validateRegions(rs []string, from string, p *cli.Problems) {
 			p.Add("%s: %q reads every replica's Region: give it alone, not beside %q", from, regionsAll, strings.Join(rs, ","))
 			return
 		case r == regionsAll:
-		case !regionRE.MatchString(r):
+		case !cli.IsRegion(r):
 			p.Add("%s: %q is not a region name like eu-west-1 (or %s)", from, r, regionsAll)
 		case seen[r]:
 			p.Add("%s: %s is listed twice", from, r)

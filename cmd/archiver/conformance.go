@@ -63,7 +63,7 @@ func parseConformanceFlags(args []string, e env) (*conformanceFlags, error) {
 		}
 	}
 	for _, r := range []struct{ flag, val string }{{"region", f.region}, {"other-region", f.other}} {
-		if r.val != "" && !regionRE.MatchString(r.val) {
+		if r.val != "" && !cli.IsRegion(r.val) {
 			probs.Add("--%s: %q is not a region name like us-east-1", r.flag, r.val)
 		}
 	}
