@@ -11,7 +11,7 @@
 // nats-server, Prometheus, protobuf and Parquet, whose inits touch about
 // 19 MiB of the binary's pages at start-up, so `archiver engine` idles at
 // about 25 MiB of resident memory where this binary, which links the
-// engine alone, idles at about 10 (docs/DESIGN.md, "The engine", Memory).
+// engine alone, idles at about 8 (docs/DESIGN.md, "The engine", Memory).
 // Teams start one engine per test job, and that difference is most of an
 // idle engine's memory. internal/housetest keeps those packages out of
 // its build (TestSlimEngineLinksNoArchiver).
