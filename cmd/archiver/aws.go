@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"go.uber.org/zap"
 
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/internal/sdkhttp"
 )
@@ -25,7 +26,7 @@ func endpointIsLoopback(endpoint string) bool {
 		return false
 	}
 	u, err := url.Parse(endpoint)
-	return err == nil && isLoopbackHost(u.Hostname())
+	return err == nil && cli.IsLoopbackHost(u.Hostname())
 }
 
 // loadAWSConfig loads the default AWS configuration (environment, shared
@@ -51,7 +52,7 @@ func loadAWSConfig(ctx context.Context, command, region, endpoint string, log *z
 	cfg.HTTPClient = sdkhttp.Client(cfg.HTTPClient)
 	if cfg.Region == "" {
 		if !local {
-			return aws.Config{}, usagef("archiver %s: --region: no region configured (set --region, ARCHIVER_REGION or AWS_REGION)", command)
+			return aws.Config{}, cli.Usagef("archiver %s: --region: no region configured (set --region, ARCHIVER_REGION or AWS_REGION)", command)
 		}
 		cfg.Region = "us-east-1"
 	}

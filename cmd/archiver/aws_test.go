@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/internal/sdkhttp"
 )
 
@@ -56,7 +57,7 @@ func TestLoadAWSConfig(t *testing.T) {
 	})
 	t.Run("AWS without a region is a usage error", func(t *testing.T) {
 		_, err := loadAWSConfig(ctx, "run", "", "", zap.NewNop())
-		var ue *usageError
+		var ue *cli.UsageError
 		if !errors.As(err, &ue) {
 			t.Fatalf("err = %v, want a usage error naming --region", err)
 		}

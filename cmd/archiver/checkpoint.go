@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/internal/ops"
 	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/lease"
@@ -77,13 +78,13 @@ func (o *openedCheckpoint) Close() error {
 func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pipelineDeps) (*openedCheckpoint, error) {
 	u, err := url.Parse(cfg.Checkpoint)
 	if err != nil {
-		return nil, usagef("archiver run: --checkpoint: %v", err)
+		return nil, cli.Usagef("archiver run: --checkpoint: %v", err)
 	}
 	switch u.Scheme {
 	case "file":
 		path, err := sinks.FilePath(u)
 		if err != nil {
-			return nil, usagef("archiver run: --checkpoint: %v", err)
+			return nil, cli.Usagef("archiver run: --checkpoint: %v", err)
 		}
 		fs, err := checkpoint.OpenFile(path)
 		if err != nil {
@@ -93,7 +94,7 @@ func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pi
 	case "dynamodb":
 		du, err := checkpoint.ParseDynamoURL(cfg.Checkpoint)
 		if err != nil {
-			return nil, usagef("archiver run: --checkpoint: %v", err)
+			return nil, cli.Usagef("archiver run: --checkpoint: %v", err)
 		}
 		// The lease table lives where the source table does unless the
 		// URL says otherwise.
@@ -141,5 +142,5 @@ func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pi
 		}
 		return &openedCheckpoint{store: checkpoint.NewDynamo(ls), leases: ls, probe: probe}, nil
 	}
-	return nil, usagef("archiver run: --checkpoint: scheme %q is not file or dynamodb", u.Scheme)
+	return nil, cli.Usagef("archiver run: --checkpoint: scheme %q is not file or dynamodb", u.Scheme)
 }

@@ -19,8 +19,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/event"
-	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/internal/logging"
 	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/lease"
 	"github.com/ttl-archiver/archiver/shard"
@@ -121,9 +122,9 @@ type command[C any] struct {
 	options []option[C]
 	// validate checks one option's value; from names the flag and where
 	// the value came from.
-	validate func(c *C, o option[C], from string, p *problems)
+	validate func(c *C, o option[C], from string, p *cli.Problems)
 	// check checks rules that involve several options.
-	check func(c *C, p *problems)
+	check func(c *C, p *cli.Problems)
 }
 
 // runCommand is `archiver run`'s configuration.
@@ -253,25 +254,9 @@ func splitList(s string, urls bool) []string {
 	return res
 }
 
-// problems collects every configuration problem so they are reported at once.
-type problems []string
-
-func (p *problems) add(format string, a ...any) { *p = append(*p, fmt.Sprintf(format, a...)) }
-
-func (p problems) err(cmd string) error {
-	if len(p) == 0 {
-		return nil
-	}
-	lines := make([]string, len(p))
-	for i, s := range p {
-		lines[i] = "archiver " + cmd + ": " + s
-	}
-	return &usageError{msg: strings.Join(lines, "\n")}
-}
-
 // loadRunConfig resolves every option with precedence flag > environment >
 // config file > default, then validates the result. Every problem found is
-// reported in one *usageError, one line each, naming the flag (and the
+// reported in one *cli.UsageError, one line each, naming the flag (and the
 // variable or file key when the value came from there).
 func loadRunConfig(args []string, getenv func(string) string, stdout io.Writer) (*runConfig, error) {
 	cfg := &runConfig{}
@@ -290,7 +275,7 @@ func loadRunConfig(args []string, getenv func(string) string, stdout io.Writer) 
 func loadConfig[C any](cmd command[C], cfg *C, args []string, getenv func(string) string, stdout io.Writer) (map[string]string, error) {
 	fs := flag.NewFlagSet("archiver "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	strs := map[string]*typedString{}
+	strs := map[string]*cli.TypedString{}
 	lists := map[string]*listFlag{}
 	bools := map[string]*bool{}
 	for _, o := range cmd.options {
@@ -303,25 +288,25 @@ func loadConfig[C any](cmd command[C], cfg *C, args []string, getenv func(string
 			lists[o.name] = l
 			fs.Var(l, o.name, usage)
 		default:
-			s := &typedString{val: o.def, typ: o.typeName()}
+			s := &cli.TypedString{Text: o.def, TypeName: o.typeName()}
 			strs[o.name] = s
 			fs.Var(s, o.name, usage)
 		}
 	}
-	if err := parseFlags(fs, args, stdout, "usage: archiver "+cmd.name+" [flags]\n\nEvery flag is also an environment variable (ARCHIVER_ + name in upper case,\nrepeatable flags comma-separated) and a key of the --config YAML file.\nPrecedence: flag > environment > file > default.\n\nflags:\n"); err != nil {
+	if err := cli.ParseFlags(fs, args, stdout, "usage: archiver "+cmd.name+" [flags]\n\nEvery flag is also an environment variable (ARCHIVER_ + name in upper case,\nrepeatable flags comma-separated) and a key of the --config YAML file.\nPrecedence: flag > environment > file > default.\n\nflags:\n"); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, usagef("archiver %s: unexpected argument %q (all settings are flags)", cmd.name, redact.URL(fs.Arg(0)))
+		return nil, cli.Usagef("archiver %s: unexpected argument %q (all settings are flags)", cmd.name, redact.URL(fs.Arg(0)))
 	}
 	setFlags := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { setFlags[f.Name] = true })
 
 	source := map[string]string{}
-	var probs problems
+	var probs cli.Problems
 
 	// The config file's path itself: flag > env.
-	cfgPath := strs["config"].val
+	cfgPath := strs["config"].Text
 	if !setFlags["config"] {
 		cfgPath = getenv("ARCHIVER_CONFIG")
 	}
@@ -330,7 +315,7 @@ func loadConfig[C any](cmd command[C], cfg *C, args []string, getenv func(string
 		var err error
 		fileVals, err = readConfigFile(cfgPath, cmd.options)
 		if err != nil {
-			probs.add("--config %s: %v", cfgPath, err)
+			probs.Add("--config %s: %v", cfgPath, err)
 			fileVals = map[string]*yaml.Node{}
 		}
 	}
@@ -351,7 +336,7 @@ func loadConfig[C any](cmd command[C], cfg *C, args []string, getenv func(string
 			} else if o.boolean {
 				raw = strconv.FormatBool(*bools[o.name])
 			} else {
-				raw = strs[o.name].val
+				raw = strs[o.name].Text
 			}
 		case getenv(o.env()) != "":
 			src, from = "env", fmt.Sprintf("--%s (from %s)", o.name, o.env())
@@ -361,7 +346,7 @@ func loadConfig[C any](cmd command[C], cfg *C, args []string, getenv func(string
 			} else if o.boolean {
 				b, err := strconv.ParseBool(raw)
 				if err != nil {
-					probs.add("%s: %q is not true or false", from, raw)
+					probs.Add("%s: %q is not true or false", from, raw)
 				}
 				raw = strconv.FormatBool(b)
 			}
@@ -375,13 +360,13 @@ func loadConfig[C any](cmd command[C], cfg *C, args []string, getenv func(string
 				raw, err = nodeScalar(n)
 			}
 			if err != nil {
-				probs.add("%s: %v", from, err)
+				probs.Add("%s: %v", from, err)
 				continue
 			}
 			if o.boolean {
 				b, err := strconv.ParseBool(raw)
 				if err != nil {
-					probs.add("%s: %q is not true or false", from, raw)
+					probs.Add("%s: %q is not true or false", from, raw)
 					continue
 				}
 				raw = strconv.FormatBool(b)
@@ -394,12 +379,12 @@ func loadConfig[C any](cmd command[C], cfg *C, args []string, getenv func(string
 			var err error
 			d, err = time.ParseDuration(raw)
 			if err != nil {
-				probs.add("%s: %q is not a duration like 25s or 1m", from, raw)
+				probs.Add("%s: %q is not a duration like 25s or 1m", from, raw)
 				continue
 			}
 		case kindInt:
 			if _, err := strconv.Atoi(strings.TrimSpace(raw)); err != nil {
-				probs.add("%s: %q is not a whole number", from, raw)
+				probs.Add("%s: %q is not a whole number", from, raw)
 				continue
 			}
 		}
@@ -407,7 +392,7 @@ func loadConfig[C any](cmd command[C], cfg *C, args []string, getenv func(string
 		cmd.validate(cfg, o, from, &probs)
 	}
 	cmd.check(cfg, &probs)
-	if err := probs.err(cmd.name); err != nil {
+	if err := probs.Err("archiver " + cmd.name); err != nil {
 		return nil, err
 	}
 	return source, nil
@@ -509,67 +494,66 @@ func nodeList(n *yaml.Node) ([]string, error) {
 
 var (
 	tableNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
-	regionRE    = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
 	streamARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{12}:table/[A-Za-z0-9_.-]{3,255}/stream/.+$`)
 )
 
 // validateOption checks one option's value; from names the flag and where
 // the value came from.
-func validateOption(c *runConfig, o option[runConfig], from string, p *problems) {
+func validateOption(c *runConfig, o option[runConfig], from string, p *cli.Problems) {
 	switch o.name {
 	case "endpoint":
 		if c.Endpoint != "" {
 			if err := checkHTTPURL(c.Endpoint); err != nil {
-				p.add("%s: %v", from, err)
+				p.Add("%s: %v", from, err)
 			}
 		}
 	case "region":
-		if c.Region != "" && !regionRE.MatchString(c.Region) {
-			p.add("%s: %q is not a region name like us-east-1", from, c.Region)
+		if c.Region != "" && !cli.IsRegion(c.Region) {
+			p.Add("%s: %q is not a region name like us-east-1", from, c.Region)
 		}
 	case "regions":
 		validateRegions(c.Regions, from, p)
 	case "table":
 		for _, t := range c.Tables {
 			if !tableNameRE.MatchString(t) {
-				p.add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, t)
+				p.Add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, t)
 			}
 		}
 	case "tables-tagged":
 		for _, tg := range c.TablesTagged {
 			if _, err := shard.ParseTag(tg); err != nil {
-				p.add("%s: %v (want KEY=VALUE, e.g. archive=yes)", from, err)
+				p.Add("%s: %v (want KEY=VALUE, e.g. archive=yes)", from, err)
 			}
 		}
 	case "tables-refresh":
 		if c.TablesRefresh <= 0 {
-			p.add("%s: %s must be positive", from, c.TablesRefresh)
+			p.Add("%s: %s must be positive", from, c.TablesRefresh)
 		}
 	case "checkpoint-namespace":
 		if err := lease.CheckNamespace(c.CheckpointNS); err != nil {
-			p.add("%s: %v", from, err)
+			p.Add("%s: %v", from, err)
 		}
 	case "stream-arn":
 		for _, a := range c.StreamARNs {
 			if !streamARNRE.MatchString(a) {
-				p.add("%s: %q is not a DynamoDB stream ARN (arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE/stream/LABEL)", from, a)
+				p.Add("%s: %q is not a DynamoDB stream ARN (arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE/stream/LABEL)", from, a)
 			}
 		}
 	case "checkpoint":
 		if c.Checkpoint == "" {
-			p.add("%s: required: file://PATH for one worker or dynamodb://TABLE for many", from)
+			p.Add("%s: required: file://PATH for one worker or dynamodb://TABLE for many", from)
 			return
 		}
 		if err := checkCheckpointURL(c.Checkpoint); err != nil {
-			p.add("%s: %v", from, err)
+			p.Add("%s: %v", from, err)
 		}
 	case "sink":
 		if len(c.Sinks) == 0 {
-			p.add("%s: at least one sink is required (s3://, nats://, file:// or stdout://)", from)
+			p.Add("%s: at least one sink is required (s3://, nats://, file:// or stdout://)", from)
 		}
 		for _, s := range c.Sinks {
 			if err := checkSinkURL(s); err != nil {
-				p.add("%s: %v", from, err)
+				p.Add("%s: %v", from, err)
 			}
 		}
 	case "dead-letter":
@@ -577,94 +561,94 @@ func validateOption(c *runConfig, o option[runConfig], from string, p *problems)
 			return
 		}
 		if err := checkSinkURL(c.DeadLetter); err != nil {
-			p.add("%s: %v", from, err)
+			p.Add("%s: %v", from, err)
 		} else if u, _ := url.Parse(c.DeadLetter); u.Query().Has("events") {
-			p.add("%s: events= does not apply: the dead-letter sink takes every event it is given", from)
+			p.Add("%s: events= does not apply: the dead-letter sink takes every event it is given", from)
 		}
 		for _, s := range c.Sinks {
 			if s == c.DeadLetter {
-				p.add("%s: %q is also a --sink: dead letters would mix with the archive", from, redact.URL(s))
+				p.Add("%s: %q is also a --sink: dead letters would mix with the archive", from, redact.URL(s))
 			}
 		}
 	case "retry-for", "stream-retention":
 		if d := o.get(c).(time.Duration); d <= 0 {
-			p.add("%s: %s must be positive", from, d)
+			p.Add("%s: %s must be positive", from, d)
 		}
 	case "start":
 		if pos, err := shard.ParseStartPosition(c.Start); err != nil || c.Start == "" {
-			p.add("%s: %q is not trim-horizon or latest", from, c.Start)
+			p.Add("%s: %q is not trim-horizon or latest", from, c.Start)
 		} else {
 			c.Start = string(pos)
 		}
 	case "expired-when":
 		if _, err := event.ParseExpiredWhen(c.ExpiredWhen); err != nil {
-			p.add("%s: %v", from, err)
+			p.Add("%s: %v", from, err)
 		}
 	case "ttl-attribute":
 		if c.TTLAttribute != "" && !attrNameRE.MatchString(c.TTLAttribute) {
-			p.add("%s: %q is not an attribute name (1 to 255 characters)", from, c.TTLAttribute)
+			p.Add("%s: %q is not an attribute name (1 to 255 characters)", from, c.TTLAttribute)
 		}
 	case "worker-id":
 		if strings.ContainsFunc(c.WorkerID, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
-			p.add("%s: %q must not contain spaces or control characters", from, c.WorkerID)
+			p.Add("%s: %q must not contain spaces or control characters", from, c.WorkerID)
 		}
 	case "lease-duration", "lease-renew":
 		if d := o.get(c).(time.Duration); d <= 0 {
-			p.add("%s: %s must be positive", from, d)
+			p.Add("%s: %s must be positive", from, d)
 		}
 	case "wait-for-table":
 		if c.WaitForTable < 0 {
-			p.add("%s: %s must not be negative", from, c.WaitForTable)
+			p.Add("%s: %s must not be negative", from, c.WaitForTable)
 		}
 	case "shutdown-timeout":
 		if c.ShutdownTimeout <= 0 {
-			p.add("%s: %s must be positive", from, c.ShutdownTimeout)
+			p.Add("%s: %s must be positive", from, c.ShutdownTimeout)
 		}
 	case "max-in-flight-bytes":
 		if n, ok := sinks.ParseSize(c.MaxInFlight); !ok || n < 1<<20 || n > 1<<40 {
-			p.add("%s: %q is not a size from 1MiB to 1TiB (e.g. 128MiB)", from, c.MaxInFlight)
+			p.Add("%s: %q is not a size from 1MiB to 1TiB (e.g. 128MiB)", from, c.MaxInFlight)
 		}
 	case "log-level":
-		if _, err := ops.ParseLevel(c.LogLevel); err != nil {
-			p.add("%s: %v", from, err)
+		if _, err := logging.ParseLevel(c.LogLevel); err != nil {
+			p.Add("%s: %v", from, err)
 		}
 	case "metrics-addr":
 		if _, port, err := net.SplitHostPort(c.MetricsAddr); err != nil {
-			p.add("%s: %q is not HOST:PORT (e.g. :9090)", from, c.MetricsAddr)
+			p.Add("%s: %q is not HOST:PORT (e.g. :9090)", from, c.MetricsAddr)
 		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-			p.add("%s: port %q is not a number from 0 to 65535", from, port)
+			p.Add("%s: port %q is not a number from 0 to 65535", from, port)
 		}
 	case "metrics":
 		switch c.Metrics {
 		case "prometheus", "emf", "none":
 		default:
-			p.add("%s: %q is not prometheus, emf or none", from, c.Metrics)
+			p.Add("%s: %q is not prometheus, emf or none", from, c.Metrics)
 		}
 	}
 }
 
 // validateRun checks rules that involve several options.
-func validateRun(c *runConfig, p *problems) {
+func validateRun(c *runConfig, p *cli.Problems) {
 	if len(c.Tables) == 0 && len(c.StreamARNs) == 0 && len(c.TablesTagged) == 0 {
-		p.add("--table, --stream-arn or --tables-tagged: name at least one table or stream ARN to archive, or a tag")
+		p.Add("--table, --stream-arn or --tables-tagged: name at least one table or stream ARN to archive, or a tag")
 	}
 	if len(c.Regions) > 0 && len(c.TablesTagged) > 0 {
-		p.add("--tables-tagged: reads the tagged tables of --region alone; --regions is for the replicas of each --table")
+		p.Add("--tables-tagged: reads the tagged tables of --region alone; --regions is for the replicas of each --table")
 	}
 	if c.CheckpointNS != "" && !strings.HasPrefix(c.Checkpoint, "dynamodb:") {
-		p.add("--checkpoint-namespace: applies to a dynamodb:// lease table shared by deployments; a file:// checkpoint is this worker's alone")
+		p.Add("--checkpoint-namespace: applies to a dynamodb:// lease table shared by deployments; a file:// checkpoint is this worker's alone")
 	}
 	validateLeaseTiming(c, p)
 	if len(c.Regions) > 0 && len(c.Tables) == 0 {
-		p.add("--regions: reads the replicas of each --table, and no --table is given (a --stream-arn is read in the Region its ARN names)")
+		p.Add("--regions: reads the replicas of each --table, and no --table is given (a --stream-arn is read in the Region its ARN names)")
 	}
 	if len(c.Regions) > 0 && c.PerRegion {
-		p.add("--per-region: says another archiver reads each other Region, and --regions reads several from here; give one of them")
+		p.Add("--per-region: says another archiver reads each other Region, and --regions reads several from here; give one of them")
 	}
 	if c.Metrics == "emf" {
 		for _, s := range append(slices.Clip(c.Sinks), c.DeadLetter) {
 			if writesStdout(s) {
-				p.add("--metrics emf: writes its metrics to stdout, which %s already carries: use prometheus, or another sink", redact.URL(s))
+				p.Add("--metrics emf: writes its metrics to stdout, which %s already carries: use prometheus, or another sink", redact.URL(s))
 			}
 		}
 	}
@@ -681,18 +665,18 @@ func writesStdout(s string) bool {
 const regionsAll = "all"
 
 // validateRegions checks --regions: Region names, each once, or all alone.
-func validateRegions(rs []string, from string, p *problems) {
+func validateRegions(rs []string, from string, p *cli.Problems) {
 	seen := map[string]bool{}
 	for _, r := range rs {
 		switch {
 		case r == regionsAll && len(rs) > 1:
-			p.add("%s: %q reads every replica's Region: give it alone, not beside %q", from, regionsAll, strings.Join(rs, ","))
+			p.Add("%s: %q reads every replica's Region: give it alone, not beside %q", from, regionsAll, strings.Join(rs, ","))
 			return
 		case r == regionsAll:
-		case !regionRE.MatchString(r):
-			p.add("%s: %q is not a region name like eu-west-1 (or %s)", from, r, regionsAll)
+		case !cli.IsRegion(r):
+			p.Add("%s: %q is not a region name like eu-west-1 (or %s)", from, r, regionsAll)
 		case seen[r]:
-			p.add("%s: %s is listed twice", from, r)
+			p.Add("%s: %s is listed twice", from, r)
 		}
 		seen[r] = true
 	}
@@ -700,9 +684,9 @@ func validateRegions(rs []string, from string, p *problems) {
 
 // validateLeaseTiming checks --lease-renew against --lease-duration (run
 // and sweep).
-func validateLeaseTiming(c *runConfig, p *problems) {
+func validateLeaseTiming(c *runConfig, p *cli.Problems) {
 	if c.LeaseRenew > 0 && c.LeaseDuration > 0 && c.LeaseRenew*3 > c.LeaseDuration {
-		p.add("--lease-renew: %s must be at most a third of --lease-duration %s, so a lease survives two failed renewals",
+		p.Add("--lease-renew: %s must be at most a third of --lease-duration %s, so a lease survives two failed renewals",
 			c.LeaseRenew, c.LeaseDuration)
 	}
 }

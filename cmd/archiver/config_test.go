@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 )
 
 func envMap(m map[string]string) func(string) string {
@@ -283,7 +285,7 @@ func FuzzConfigFile(f *testing.F) {
 			t.Fatal(err)
 		}
 		_, err := loadRunConfig([]string{"--config", p, "--table", "Sessions", "--checkpoint", "file://./c", "--sink", "stdout://"}, envMap(nil), io.Discard)
-		var ue *usageError
+		var ue *cli.UsageError
 		if err != nil && !errors.As(err, &ue) {
 			t.Fatalf("error is not a usage error: %v", err)
 		}

@@ -10,8 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/conformance"
-	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/internal/logging"
 	"github.com/ttl-archiver/archiver/internal/redact"
 )
 
@@ -37,7 +38,7 @@ type conformanceFlags struct {
 func parseConformanceFlags(args []string, e env) (*conformanceFlags, error) {
 	f := &conformanceFlags{}
 	fs := flag.NewFlagSet("archiver conformance", flag.ContinueOnError)
-	endpoint := &typedString{typ: "url"}
+	endpoint := &cli.TypedString{TypeName: "url"}
 	fs.Var(endpoint, "endpoint", "the endpoint to measure, e.g. http://127.0.0.1:8000 (default: AWS's own for --region)")
 	fs.StringVar(&f.region, "region", "", "the Region of the tables (default: the AWS configuration's; us-east-1 for a loopback endpoint)")
 	fs.StringVar(&f.other, "other-region", "", "the Region of global-replicas' replica (default us-west-2; us-east-1 when --region is us-west-2)")
@@ -48,34 +49,34 @@ func parseConformanceFlags(args []string, e env) (*conformanceFlags, error) {
 	fs.StringVar(&f.skip, "skip", "", "comma-separated checks not to run")
 	fs.BoolVar(&f.json, "json", false, "print the report as one JSON object instead of lines")
 	fs.BoolVar(&f.list, "list", false, "print the checks and what each asserts, and exit")
-	if err := parseFlags(fs, args, e.stdout, conformanceUsage); err != nil {
+	if err := cli.ParseFlags(fs, args, e.stdout, conformanceUsage); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, usagef("archiver conformance: unexpected argument %q", fs.Arg(0))
+		return nil, cli.Usagef("archiver conformance: unexpected argument %q", fs.Arg(0))
 	}
-	f.endpoint = endpoint.val
-	var probs problems
+	f.endpoint = endpoint.Text
+	var probs cli.Problems
 	if f.endpoint != "" {
 		if err := checkHTTPURL(f.endpoint); err != nil {
-			probs.add("--endpoint: %v", err)
+			probs.Add("--endpoint: %v", err)
 		}
 	}
 	for _, r := range []struct{ flag, val string }{{"region", f.region}, {"other-region", f.other}} {
-		if r.val != "" && !regionRE.MatchString(r.val) {
-			probs.add("--%s: %q is not a region name like us-east-1", r.flag, r.val)
+		if r.val != "" && !cli.IsRegion(r.val) {
+			probs.Add("--%s: %q is not a region name like us-east-1", r.flag, r.val)
 		}
 	}
 	if f.bound <= 0 {
-		probs.add("--expiry-bound: %s must be positive", f.bound)
+		probs.Add("--expiry-bound: %s must be positive", f.bound)
 	}
 	if f.control && f.endpoint == "" {
-		probs.add("--engine-control: needs --endpoint, the engine's address")
+		probs.Add("--engine-control: needs --endpoint, the engine's address")
 	}
 	if _, err := conformance.Select(conformance.Checks(), splitList(f.only, false), splitList(f.skip, false)); err != nil {
-		probs.add("--only, --skip: %v", err)
+		probs.Add("--only, --skip: %v", err)
 	}
-	return f, probs.err("conformance")
+	return f, probs.Err("archiver conformance")
 }
 
 // conformanceCmd runs the conformance suite against an endpoint.
@@ -126,7 +127,7 @@ func conformanceCmd(ctx context.Context, args []string, e env) error {
 // conformanceEnv builds the suite's clients of the endpoint, in --region
 // and (for global-replicas) in any other.
 func conformanceEnv(ctx context.Context, f *conformanceFlags, e env) (*conformance.Env, error) {
-	log, err := ops.NewLogger(e.stderr, "warn", ops.FormatConsole)
+	log, err := logging.New(e.stderr, "warn", logging.FormatConsole)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/demo"
+	"github.com/ttl-archiver/archiver/internal/logging"
 	"github.com/ttl-archiver/archiver/internal/ops"
 )
 
@@ -22,28 +24,28 @@ func demoCmd(ctx context.Context, args []string, e env) error {
 	archive := fs.String("archive", "", "archive folder, kept (default: a temporary folder, removed at the end)")
 	logLevel := fs.String("log-level", "error", "log level of the embedded components (logs go to stderr)")
 	precise := fs.Bool("precise", false, "also run archiver sweep: the engine's own TTL deletes up to 30s late, the sweeper within about a second of the TTL, and the archiver counts its deletes as expiries (--expired-when past-ttl)")
-	if err := parseFlags(fs, args, e.stdout, "usage: archiver demo [flags]\n\nEngine, NATS (JetStream) and archiver in one process; no network, no setup.\n\nflags:"+"\n"); err != nil {
+	if err := cli.ParseFlags(fs, args, e.stdout, "usage: archiver demo [flags]\n\nEngine, NATS (JetStream) and archiver in one process; no network, no setup.\n\nflags:"+"\n"); err != nil {
 		return err
 	}
 	if *duration < 0 {
-		return usagef("archiver demo: --duration: %s must not be negative", *duration)
+		return cli.Usagef("archiver demo: --duration: %s must not be negative", *duration)
 	}
 	if *duration > 0 && *duration < 6*time.Second {
-		return usagef("archiver demo: --duration: %s is too short to see expiries; use 6s or more", *duration)
+		return cli.Usagef("archiver demo: --duration: %s is too short to see expiries; use 6s or more", *duration)
 	}
-	if _, err := ops.ParseLevel(*logLevel); err != nil {
-		return usagef("archiver demo: --log-level: %v", err)
+	if _, err := logging.ParseLevel(*logLevel); err != nil {
+		return cli.Usagef("archiver demo: --log-level: %v", err)
 	}
 	if *archive != "" {
 		// The archiver takes it as a file:// URL, which wants a path that
 		// is absolute (a relative "out" would read as the host "out").
 		abs, err := filepath.Abs(*archive)
 		if err != nil {
-			return usagef("archiver demo: --archive: %v", err)
+			return cli.Usagef("archiver demo: --archive: %v", err)
 		}
 		*archive = abs
 	}
-	log, err := ops.NewLogger(os.Stderr, *logLevel, ops.FormatConsole)
+	log, err := logging.New(os.Stderr, *logLevel, logging.FormatConsole)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/internal/ops"
 )
 
@@ -21,11 +22,11 @@ func healthCmd(ctx context.Context, args []string, e env) error {
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
 	quiet := fs.Bool("quiet", false, "print nothing when ready")
 	live := fs.Bool("live", false, "ask /healthz (the process is alive) instead of /readyz (it can do its work)")
-	if err := parseFlags(fs, args, e.stdout, "usage: archiver health [flags]\n\nExit 0 when the archiver's /readyz answers 200, 1 otherwise.\n\nflags:"+"\n"); err != nil {
+	if err := cli.ParseFlags(fs, args, e.stdout, "usage: archiver health [flags]\n\nExit 0 when the archiver's /readyz answers 200, 1 otherwise.\n\nflags:"+"\n"); err != nil {
 		return err
 	}
 	if *timeout <= 0 {
-		return usagef("archiver health: --timeout: %s must be positive", *timeout)
+		return cli.Usagef("archiver health: --timeout: %s must be positive", *timeout)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()

@@ -19,13 +19,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/internal/suggest"
 )
 
@@ -38,15 +38,8 @@ type env struct {
 	getenv         func(string) string
 	// stop is the process's signal handling (nil in tests that call
 	// dispatch): a command says through it what a forced stop abandons.
-	stop *stopper
+	stop *cli.Stopper
 }
-
-// usageError is a configuration problem: the command prints it and exits 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
 
 const topUsage = `usage: archiver <command> [flags]
 
@@ -69,7 +62,8 @@ Run 'archiver <command> -h' for a command's flags.
 func main() {
 	// The first signal starts a graceful stop; a second one (not the
 	// same stop delivered twice) stops at once, saying what it abandons.
-	ctx, stop := watchSignals(os.Stderr)
+	ctx, stop := cli.WatchSignals(os.Stderr, cli.Stopping{Prog: "archiver",
+		Graceful: "flushing sinks, writing final checkpoints, releasing leases", Forced: "the flush is abandoned"})
 	os.Exit(dispatch(ctx, os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stop: stop}))
 }
 
@@ -116,17 +110,17 @@ func dispatch(ctx context.Context, args []string, e env) int {
 		fmt.Fprintf(e.stderr, "%s\n%s", msg, topUsage)
 		return 2
 	}
-	return exitCode(args[0], err, e.stderr)
+	return cli.ExitCode("archiver "+args[0], err, e.stderr)
 }
 
 // versionCmd prints the version; -h prints its usage.
 func versionCmd(args []string, e env) error {
 	fs := flag.NewFlagSet("archiver version", flag.ContinueOnError)
-	if err := parseFlags(fs, args, e.stdout, "usage: archiver version\n\nPrint the version (archiver v1.2.3) on stdout.\n"); err != nil {
+	if err := cli.ParseFlags(fs, args, e.stdout, "usage: archiver version\n\nPrint the version (archiver v1.2.3) on stdout.\n"); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("archiver version: unexpected argument %q", fs.Arg(0))
+		return cli.Usagef("archiver version: unexpected argument %q", fs.Arg(0))
 	}
 	fmt.Fprintf(e.stdout, "archiver %s\n", appVersion())
 	return nil
@@ -144,25 +138,6 @@ func commandNames() []string {
 	}
 	return out
 }
-
-func exitCode(cmd string, err error, stderr io.Writer) int {
-	if err == nil {
-		return 0
-	}
-	if errors.Is(err, errHelp) {
-		return 0
-	}
-	var ue *usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintln(stderr, ue.msg)
-		return 2
-	}
-	fmt.Fprintf(stderr, "archiver %s: %v\n", cmd, err)
-	return 1
-}
-
-// errHelp ends a command after it printed its usage for -h.
-var errHelp = errors.New("help requested")
 
 func appVersion() string {
 	if version != "" {

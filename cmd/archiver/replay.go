@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/archive"
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/internal/progress"
 	"github.com/ttl-archiver/archiver/restore"
 	"github.com/ttl-archiver/archiver/sinks"
@@ -27,7 +28,7 @@ type replayConfig struct {
 }
 
 var replayCommand = command[replayConfig]{
-	name: "replay", options: replayOptions(), validate: validateReplayOption, check: func(*replayConfig, *problems) {},
+	name: "replay", options: replayOptions(), validate: validateReplayOption, check: func(*replayConfig, *cli.Problems) {},
 }
 
 func replayOptions() []option[replayConfig] {
@@ -49,24 +50,24 @@ func replayOptions() []option[replayConfig] {
 	)
 }
 
-func validateReplayOption(c *replayConfig, o option[replayConfig], from string, p *problems) {
+func validateReplayOption(c *replayConfig, o option[replayConfig], from string, p *cli.Problems) {
 	if c.sel.validate(o.name, from, p) {
 		return
 	}
 	switch o.name {
 	case "sink":
 		if c.Sink == "" {
-			p.add("%s: required: where to send the events (nats://, s3://, file://, stdout://)", from)
+			p.Add("%s: required: where to send the events (nats://, s3://, file://, stdout://)", from)
 		} else if err := checkSinkURL(c.Sink); err != nil {
-			p.add("%s: %v", from, err)
+			p.Add("%s: %v", from, err)
 		}
 	case "batch":
 		if c.Batch < 1 || c.Batch > 10000 {
-			p.add("%s: %d must be from 1 to 10000", from, c.Batch)
+			p.Add("%s: %d must be from 1 to 10000", from, c.Batch)
 		}
 	case "max-stream-ids":
 		if c.MaxStreamIDs < 1 || c.MaxStreamIDs > 100_000_000 {
-			p.add("%s: %d must be from 1 to 100000000", from, c.MaxStreamIDs)
+			p.Add("%s: %d must be from 1 to 100000000", from, c.MaxStreamIDs)
 		}
 	default:
 		validateOption(&c.shared, runOption(o.name), from, p)
@@ -85,7 +86,7 @@ func runReplay(ctx context.Context, cfg *replayConfig, e env, j *job) error {
 	log := j.log
 	asel, rsel, err := cfg.sel.selection(time.Now())
 	if err != nil {
-		return usagef("archiver replay: %v", err)
+		return cli.Usagef("archiver replay: %v", err)
 	}
 	a, err := archive.Open(ctx, cfg.sel.From, archive.Options{Logger: log.Named("archive"), OnBadLine: badLineLogger(log)})
 	if err != nil {

@@ -14,7 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/archive"
-	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
+	"github.com/ttl-archiver/archiver/internal/logging"
 	"github.com/ttl-archiver/archiver/internal/progress"
 	"github.com/ttl-archiver/archiver/restore"
 	"github.com/ttl-archiver/archiver/shard"
@@ -69,25 +70,25 @@ func selectOptions[C any](sel func(*C) *selectFlags, tableUsage string) []option
 }
 
 // validate checks one selection option; it reports whether o is one.
-func (s *selectFlags) validate(name, from string, p *problems) bool {
+func (s *selectFlags) validate(name, from string, p *cli.Problems) bool {
 	switch name {
 	case "from":
 		if s.From == "" {
-			p.add("%s: required: the archive, s3://BUCKET/PREFIX or file://DIR", from)
+			p.Add("%s: required: the archive, s3://BUCKET/PREFIX or file://DIR", from)
 		} else if u, err := url.Parse(s.From); err != nil || (u.Scheme != "s3" && u.Scheme != "file") {
-			p.add("%s: want s3://BUCKET/PREFIX or file://DIR", from)
+			p.Add("%s: want s3://BUCKET/PREFIX or file://DIR", from)
 		} else if err := checkSinkURL(s.From); err != nil {
-			p.add("%s: %v", from, err)
+			p.Add("%s: %v", from, err)
 		}
 	case "table":
 		for _, t := range s.Tables {
 			if !tableNameRE.MatchString(t) {
-				p.add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, t)
+				p.Add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, t)
 			}
 		}
 	case "kind":
 		if _, err := restore.ParseKinds(s.Kinds); err != nil {
-			p.add("%s: %v", from, err)
+			p.Add("%s: %v", from, err)
 		}
 	case "since", "until":
 		v := s.Since
@@ -95,18 +96,18 @@ func (s *selectFlags) validate(name, from string, p *problems) bool {
 			v = s.Until
 		}
 		if _, err := parseTimeFlag(v, time.Now()); err != nil {
-			p.add("%s: %v", from, err)
+			p.Add("%s: %v", from, err)
 		}
 	case "key":
 		for _, k := range s.Keys {
 			if _, err := restore.ParseKey(k); err != nil {
-				p.add("%s: %v", from, err)
+				p.Add("%s: %v", from, err)
 			}
 		}
 	case "where":
 		if s.Where != "" {
 			if _, err := restore.ParseWhere(s.Where); err != nil {
-				p.add("%s: %v", from, err)
+				p.Add("%s: %v", from, err)
 			}
 		}
 	default:
@@ -219,29 +220,29 @@ func sharedRunOption[C any](name, usage string, shared func(*C) *runConfig) opti
 	return so
 }
 
-func validateRestoreOption(c *restoreConfig, o option[restoreConfig], from string, p *problems) {
+func validateRestoreOption(c *restoreConfig, o option[restoreConfig], from string, p *cli.Problems) {
 	if c.sel.validate(o.name, from, p) {
 		if o.name == "table" && len(c.sel.Tables) != 1 {
-			p.add("%s: required, once: the table whose archived items to restore", from)
+			p.Add("%s: required, once: the table whose archived items to restore", from)
 		}
 		return
 	}
 	switch o.name {
 	case "to-table":
 		if c.ToTable != "" && !tableNameRE.MatchString(c.ToTable) {
-			p.add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.ToTable)
+			p.Add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.ToTable)
 		}
 	case "ttl-extend":
 		if c.TTLExtend <= 0 {
-			p.add("%s: %s must be positive", from, c.TTLExtend)
+			p.Add("%s: %s must be positive", from, c.TTLExtend)
 		}
 	case "rate":
 		if c.Rate < 0 {
-			p.add("%s: %d must be 0 (no cap) or positive", from, c.Rate)
+			p.Add("%s: %d must be 0 (no cap) or positive", from, c.Rate)
 		}
 	case "parallel":
 		if c.Parallel < 1 || c.Parallel > 256 {
-			p.add("%s: %d must be from 1 to 256", from, c.Parallel)
+			p.Add("%s: %d must be from 1 to 256", from, c.Parallel)
 		}
 	case "overwrite", "keep-ttl", "remove-ttl", "ttl-attribute", "dry-run", "resume":
 	default:
@@ -249,12 +250,12 @@ func validateRestoreOption(c *restoreConfig, o option[restoreConfig], from strin
 	}
 }
 
-func validateRestore(c *restoreConfig, p *problems) {
+func validateRestore(c *restoreConfig, p *cli.Problems) {
 	if c.KeepTTL && c.RemoveTTL {
-		p.add("--keep-ttl and --remove-ttl: choose one")
+		p.Add("--keep-ttl and --remove-ttl: choose one")
 	}
 	if c.DryRun && c.Resume != "" {
-		p.add("--dry-run and --resume: a dry run records nothing; drop --resume")
+		p.Add("--dry-run and --resume: a dry run records nothing; drop --resume")
 	}
 }
 
@@ -294,7 +295,7 @@ func runRestore(ctx context.Context, cfg *restoreConfig, e env, j *job) error {
 	log := j.log
 	asel, rsel, err := cfg.sel.selection(time.Now())
 	if err != nil {
-		return usagef("archiver restore: %v", err)
+		return cli.Usagef("archiver restore: %v", err)
 	}
 	a, err := archive.Open(ctx, cfg.sel.From, archive.Options{Logger: log.Named("archive"), OnBadLine: badLineLogger(log)})
 	if err != nil {
@@ -369,13 +370,13 @@ func newJob(label, level string, e env) (*job, error) {
 		p := j.arch.Progress()
 		return p.ObjectsDone, p.ObjectsTotal
 	}
-	if f, ok := e.stderr.(*os.File); ok && ops.IsTerminal(f) {
+	if f, ok := e.stderr.(*os.File); ok && logging.IsTerminal(f) {
 		j.rep = progress.New(progress.Options{Label: label, Out: e.stderr, TTY: true, Objects: objects})
-		log, err := ops.NewLogger(j.rep.LogWriter(e.stderr), level, ops.FormatConsole)
+		log, err := logging.New(j.rep.LogWriter(e.stderr), level, logging.FormatConsole)
 		j.log = log
 		return j, err
 	}
-	log, err := ops.NewLogger(e.stderr, level, ops.FormatAuto)
+	log, err := logging.New(e.stderr, level, logging.FormatAuto)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	st "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/internal/eventually"
 	"github.com/ttl-archiver/archiver/internal/natstest"
@@ -124,7 +125,7 @@ func TestRestoreCommandRejectsBadFlags(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := execCmd(t, restoreCmd, c.args...)
-		var ue *usageError
+		var ue *cli.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: got %v, want a usage error with %q", c.args, err, c.want)
 		}
@@ -135,7 +136,7 @@ func TestRestoreCommandRejectsBadFlags(t *testing.T) {
 	}
 	for _, n := range []string{"0", "-3", "100000001"} {
 		_, err := execCmd(t, replayCmd, "--from", "file:///tmp/a", "--sink", "nats://127.0.0.1:4222", "--max-stream-ids", n)
-		var ue *usageError
+		var ue *cli.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--max-stream-ids: "+n+" must be from 1 to 100000000") {
 			t.Errorf("replay --max-stream-ids %s: %v", n, err)
 		}

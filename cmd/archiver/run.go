@@ -14,8 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/event"
+	"github.com/ttl-archiver/archiver/internal/logging"
 	"github.com/ttl-archiver/archiver/internal/ops"
 	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/shard"
@@ -33,7 +35,7 @@ func runCmd(ctx context.Context, args []string, e env) error {
 	if cfg.PrintConfig {
 		return printConfig(e.stdout, cfg)
 	}
-	log, err := ops.NewLogger(logWriter(cfg, e), cfg.LogLevel, ops.FormatAuto)
+	log, err := logging.New(logWriter(cfg, e), cfg.LogLevel, logging.FormatAuto)
 	if err != nil {
 		return err
 	}
@@ -42,7 +44,7 @@ func runCmd(ctx context.Context, args []string, e env) error {
 	if soft := ops.SetMemoryLimitFromContainer(e.getenv); soft > 0 {
 		log.Named("archiver").Info("Go memory limit set from the container's", zap.Int64("bytes", soft))
 	}
-	e.stop.onForce(func() {
+	e.stop.OnForce(func() {
 		log.Named("archiver").Error("stopped at once by a second signal: the flush is abandoned", zap.String("abandoned", abandoned(reg)))
 	})
 	return runPipeline(ctx, cfg, pipelineDeps{log: log, reg: reg, stdout: e.stdout})
@@ -184,7 +186,7 @@ func (s *runSinks) open(ctx context.Context, cfg *runConfig, awsCfg aws.Config, 
 		if err != nil {
 			var ce *sinks.ConfigError
 			if errors.As(err, &ce) {
-				return usagef("archiver run: --sink: %v", err)
+				return cli.Usagef("archiver run: --sink: %v", err)
 			}
 			return fmt.Errorf("open sink %s: %w", redact.URL(u), err)
 		}
@@ -200,7 +202,7 @@ func (s *runSinks) open(ctx context.Context, cfg *runConfig, awsCfg aws.Config, 
 	if err != nil {
 		var ce *sinks.ConfigError
 		if errors.As(err, &ce) {
-			return usagef("archiver run: --dead-letter: %v", err)
+			return cli.Usagef("archiver run: --dead-letter: %v", err)
 		}
 		return fmt.Errorf("open dead-letter sink %s: %w", redact.URL(cfg.DeadLetter), err)
 	}
@@ -225,7 +227,7 @@ func newConsumer(cfg *runConfig, srcs *sources, store *openedCheckpoint,
 	ss *runSinks, d pipelineDeps) (*consumer.Consumer, error) {
 	start, err := shard.ParseStartPosition(cfg.Start)
 	if err != nil {
-		return nil, usagef("archiver run: --start: %v", err)
+		return nil, cli.Usagef("archiver run: --start: %v", err)
 	}
 	// The shutdown budget: reader stop and sink flush each get 40 %, the
 	// rest is for the final lease release and store close.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -14,48 +13,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/internal/eventually"
 )
-
-// TestStopperWatch: the first signal ends the context and is said; a
-// second within sameStopWindow (GNU timeout signals the process, then its
-// group) is the same stop; a later one says the command's last words and
-// exits.
-func TestStopperWatch(t *testing.T) {
-	var now atomic.Int64
-	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	var out syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &stopper{stderr: &out, cancel: cancel}
-	s.onForce(func() { out.Write([]byte("last words\n")) })
-	sigs := make(chan os.Signal, 3)
-	exited := make(chan struct{})
-	go s.watch(sigs, clock, func() { close(exited) })
-
-	sigs <- syscall.SIGTERM
-	<-ctx.Done()
-	sigs <- syscall.SIGTERM // the group's copy, at the same moment
-	time.Sleep(50 * time.Millisecond)
-	select {
-	case <-exited:
-		t.Fatal("a signal delivered twice forced the stop")
-	default:
-	}
-	now.Store(int64(2 * sameStopWindow))
-	sigs <- os.Interrupt
-	select {
-	case <-exited:
-	case <-time.After(10 * time.Second):
-		t.Fatal("a second signal did not force the stop")
-	}
-	want := "archiver: SIGTERM: stopping: flushing sinks, writing final checkpoints, releasing leases (a second signal stops at once)\n" +
-		"archiver: second signal (SIGINT): stopping at once; the flush is abandoned\nlast words\n"
-	if out.String() != want {
-		t.Errorf("stderr %q\nwant %q", out.String(), want)
-	}
-}
 
 // TestAbandonedReport reads what a forced stop leaves from the metrics.
 func TestAbandonedReport(t *testing.T) {
@@ -76,7 +38,7 @@ func TestAbandonedReport(t *testing.T) {
 // TestRunSignals runs `archiver run` as a process whose S3 sink never
 // answers, so its flush cannot finish: two SIGTERMs at once (as GNU
 // timeout sends them) are one graceful stop, said on stderr; a second
-// signal after sameStopWindow stops it at once, exit 1, with the ERROR
+// signal after cli.SameStopWindow stops it at once, exit 1, with the ERROR
 // line saying what was abandoned.
 func TestRunSignals(t *testing.T) {
 	if testing.Short() {
@@ -110,7 +72,7 @@ func TestRunSignals(t *testing.T) {
 		says  []string
 	}{
 		{"twice at once", "Quiet", 0, 0, []string{"archiver: SIGTERM: stopping", "archiver stopped"}},
-		{"a second signal", "SessionData", sameStopWindow + 500*time.Millisecond, 1, []string{"second signal (SIGTERM): stopping at once", "the flush is abandoned", "not checkpointed:"}},
+		{"a second signal", "SessionData", cli.SameStopWindow + 500*time.Millisecond, 1, []string{"second signal (SIGTERM): stopping at once", "the flush is abandoned", "not checkpointed:"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/ttl-archiver/archiver/internal/logging"
 	"github.com/ttl-archiver/archiver/internal/ops"
 	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/sweep"
@@ -29,7 +30,7 @@ func sweepCmd(ctx context.Context, args []string, e env) error {
 	if cfg.shared.PrintConfig {
 		return printOptions(e.stdout, sweepCommand, cfg, cfg.source)
 	}
-	log, err := ops.NewLogger(e.stdout, cfg.shared.LogLevel, ops.FormatAuto)
+	log, err := logging.New(e.stdout, cfg.shared.LogLevel, logging.FormatAuto)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/sweep"
 )
 
@@ -100,54 +101,54 @@ var attrNameRE = regexp.MustCompile(`^.{1,255}$`)
 
 // validateSweepOption checks one option's value; the options shared with
 // run are checked as run checks them.
-func validateSweepOption(c *sweepConfig, o option[sweepConfig], from string, p *problems) {
+func validateSweepOption(c *sweepConfig, o option[sweepConfig], from string, p *cli.Problems) {
 	switch o.name {
 	case "table":
 		if c.Table == "" {
-			p.add("%s: required: the table to sweep", from)
+			p.Add("%s: required: the table to sweep", from)
 		} else if !tableNameRE.MatchString(c.Table) {
-			p.add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.Table)
+			p.Add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.Table)
 		}
 	case "index":
 		if !tableNameRE.MatchString(c.Index) {
-			p.add("%s: index name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.Index)
+			p.Add("%s: index name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.Index)
 		}
 	case "window-attribute":
 		if !attrNameRE.MatchString(c.WindowAttribute) {
-			p.add("%s: %q is not an attribute name (1 to 255 characters)", from, c.WindowAttribute)
+			p.Add("%s: %q is not an attribute name (1 to 255 characters)", from, c.WindowAttribute)
 		}
 	case "ttl-attribute":
 		if c.TTLAttribute != "" && !attrNameRE.MatchString(c.TTLAttribute) {
-			p.add("%s: %q is not an attribute name (1 to 255 characters)", from, c.TTLAttribute)
+			p.Add("%s: %q is not an attribute name (1 to 255 characters)", from, c.TTLAttribute)
 		}
 	case "window":
 		if c.Window < time.Millisecond || c.Window%time.Millisecond != 0 {
-			p.add("%s: %s must be a positive whole number of milliseconds (e.g. 1m)", from, c.Window)
+			p.Add("%s: %s must be a positive whole number of milliseconds (e.g. 1m)", from, c.Window)
 		}
 	case "window-shards":
 		if c.WindowShards < 1 || c.WindowShards > 1000 {
-			p.add("%s: %d must be from 1 to 1000", from, c.WindowShards)
+			p.Add("%s: %d must be from 1 to 1000", from, c.WindowShards)
 		}
 	case "interval":
 		if c.Interval <= 0 {
-			p.add("%s: %s must be positive", from, c.Interval)
+			p.Add("%s: %s must be positive", from, c.Interval)
 		}
 	case "grace":
 		if c.Grace < 0 {
-			p.add("%s: %s must not be negative", from, c.Grace)
+			p.Add("%s: %s must not be negative", from, c.Grace)
 		}
 	case "lookback":
 		if c.Lookback <= 0 {
-			p.add("%s: %s must be positive", from, c.Lookback)
+			p.Add("%s: %s must be positive", from, c.Lookback)
 		}
 	case "ttl-attribute-override":
 	case "max-clock-skew":
 		if c.MaxClockSkew < 0 {
-			p.add("%s: %s must not be negative (0: no check)", from, c.MaxClockSkew)
+			p.Add("%s: %s must not be negative (0: no check)", from, c.MaxClockSkew)
 		}
 	case "max-deletes-per-second":
 		if c.MaxDeletesPerSecond < 0 {
-			p.add("%s: %d must be 0 (no cap) or positive", from, c.MaxDeletesPerSecond)
+			p.Add("%s: %d must be 0 (no cap) or positive", from, c.MaxDeletesPerSecond)
 		}
 	default:
 		validateOption(&c.shared, runOption(o.name), from, p)
@@ -155,7 +156,7 @@ func validateSweepOption(c *sweepConfig, o option[sweepConfig], from string, p *
 }
 
 // validateSweep checks rules that involve several options.
-func validateSweep(c *sweepConfig, p *problems) {
+func validateSweep(c *sweepConfig, p *cli.Problems) {
 	validateLeaseTiming(&c.shared, p)
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 )
 
 func TestSweepConfigSources(t *testing.T) {
@@ -108,7 +110,7 @@ func TestSweepConfigValidation(t *testing.T) {
 // every line names it and which holds every string of want.
 func checkUsageError(t *testing.T, err error, cmd string, want []string) {
 	t.Helper()
-	var ue *usageError
+	var ue *cli.UsageError
 	if !errors.As(err, &ue) {
 		t.Fatalf("err = %v, want a usage error", err)
 	}

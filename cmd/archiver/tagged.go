@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/consumer"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/shard"
@@ -22,7 +23,7 @@ func newTagSource(cfg *runConfig, r *regionClients, routes []consumer.Route, d p
 	for i, s := range cfg.TablesTagged {
 		tg, err := shard.ParseTag(s)
 		if err != nil {
-			return nil, usagef("archiver run: --tables-tagged: %v", err) // validated with the configuration
+			return nil, cli.Usagef("archiver run: --tables-tagged: %v", err) // validated with the configuration
 		}
 		tags[i] = tg
 	}

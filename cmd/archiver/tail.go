@@ -20,7 +20,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ttl-archiver/archiver/internal/progress"
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
+	"github.com/ttl-archiver/archiver/internal/logging"
 	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/natsmsg"
 	"github.com/ttl-archiver/archiver/subscribe"
@@ -40,7 +41,7 @@ type tailConfig struct {
 }
 
 // tailCommand is `archiver tail`'s configuration.
-var tailCommand = command[tailConfig]{name: "tail", options: tailOptions, validate: validateTailOption, check: func(*tailConfig, *problems) {}}
+var tailCommand = command[tailConfig]{name: "tail", options: tailOptions, validate: validateTailOption, check: func(*tailConfig, *cli.Problems) {}}
 
 var tailOptions = []option[tailConfig]{
 	{name: "nats", typ: "url", secret: true, usage: "the NATS server(s): nats://[USER:PASSWORD@]HOST:PORT[,HOST:PORT] or tls:// (required)",
@@ -65,11 +66,11 @@ var tailOptions = []option[tailConfig]{
 var streamNameRE = regexp.MustCompile(`^[^\s.*>/\\]{1,255}$`)
 
 // validateTailOption checks one option's value.
-func validateTailOption(c *tailConfig, o option[tailConfig], from string, p *problems) {
+func validateTailOption(c *tailConfig, o option[tailConfig], from string, p *cli.Problems) {
 	switch o.name {
 	case "nats":
 		if c.NATS == "" {
-			p.add("%s: required: the NATS server, nats://HOST:PORT", from)
+			p.Add("%s: required: the NATS server, nats://HOST:PORT", from)
 			return
 		}
 		// nats.go reads a comma-separated list; entries after the first
@@ -77,20 +78,20 @@ func validateTailOption(c *tailConfig, o option[tailConfig], from string, p *pro
 		for i, u := range strings.Split(c.NATS, ",") {
 			scheme, _, ok := strings.Cut(u, "://")
 			if (ok || i == 0) && scheme != "nats" && scheme != "tls" {
-				p.add("%s: %q: want nats://HOST:PORT or tls://HOST:PORT", from, redact.URL(u))
+				p.Add("%s: %q: want nats://HOST:PORT or tls://HOST:PORT", from, redact.URL(u))
 			}
 		}
 	case "stream":
 		if !streamNameRE.MatchString(c.Stream) {
-			p.add("%s: %q: want the name of a JetStream stream (required; no spaces, dots, *, >, slashes)", from, c.Stream)
+			p.Add("%s: %q: want the name of a JetStream stream (required; no spaces, dots, *, >, slashes)", from, c.Stream)
 		}
 	case "since":
 		if _, err := parseTimeFlag(c.Since, time.Now()); err != nil {
-			p.add("%s: %v", from, err)
+			p.Add("%s: %v", from, err)
 		}
 	case "subject":
 		if c.Subject != "" && !validSubject(c.Subject) {
-			p.add("%s: %q is not a NATS subject (dot-separated tokens, no spaces; * and > as whole tokens)", from, c.Subject)
+			p.Add("%s: %q is not a NATS subject (dot-separated tokens, no spaces; * and > as whole tokens)", from, c.Subject)
 		}
 	}
 }
@@ -127,7 +128,7 @@ func tailCmd(ctx context.Context, args []string, e env) error {
 	}
 	tty := false
 	if f, ok := e.stdout.(*os.File); ok && !cfg.JSON {
-		tty = progress.IsTerminal(f)
+		tty = logging.IsTerminal(f)
 	}
 	return tail(ctx, cfg, &tailPrinter{out: e.stdout, errs: e.stderr, tty: tty, headers: cfg.Headers, now: time.Now})
 }

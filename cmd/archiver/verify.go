@@ -15,8 +15,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/archive"
+	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/event"
-	"github.com/ttl-archiver/archiver/internal/ops"
+	"github.com/ttl-archiver/archiver/internal/logging"
 	"github.com/ttl-archiver/archiver/internal/progress"
 	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/manifest"
@@ -88,61 +89,61 @@ var verifyOptions = []option[verifyConfig]{
 func verifyShared(c *verifyConfig) *runConfig { return &c.shared }
 
 // validateVerifyOption checks one option's value.
-func validateVerifyOption(c *verifyConfig, o option[verifyConfig], from string, p *problems) {
+func validateVerifyOption(c *verifyConfig, o option[verifyConfig], from string, p *cli.Problems) {
 	var err error
 	switch o.name {
 	case "from":
 		switch {
 		case c.From == "":
-			p.add("%s: required: the archive, s3://BUCKET/PREFIX or file://DIR", from)
+			p.Add("%s: required: the archive, s3://BUCKET/PREFIX or file://DIR", from)
 		case strings.HasPrefix(c.From, "s3://"):
 			_, err = sinks.ParseS3URL(c.From)
 		case strings.HasPrefix(c.From, "file://"):
 			_, err = sinks.ParseFileURL(c.From)
 		default:
-			p.add("%s: %q: want s3://BUCKET/PREFIX or file://DIR", from, redact.URL(c.From))
+			p.Add("%s: %q: want s3://BUCKET/PREFIX or file://DIR", from, redact.URL(c.From))
 		}
 		if err != nil {
-			p.add("%s: %v", from, err)
+			p.Add("%s: %v", from, err)
 		}
 	case "table":
 		if c.Table != "" && !tableNameRE.MatchString(c.Table) {
-			p.add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.Table)
+			p.Add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.Table)
 		}
 	case "since":
 		if c.Since, err = parseTimeFlag(c.sinceRaw, time.Now()); err != nil {
-			p.add("%s: %v", from, err)
+			p.Add("%s: %v", from, err)
 		}
 	case "until":
 		if c.Until, err = parseTimeFlag(c.untilRaw, time.Now()); err != nil {
-			p.add("%s: %v", from, err)
+			p.Add("%s: %v", from, err)
 		}
 	case "kind":
 		c.Kinds = nil
 		for _, s := range c.kindsRaw {
 			k := event.Kind(s)
 			if k != event.Expired && k != event.Deleted {
-				p.add("%s: %q: want expired or deleted (the kinds of REMOVE records)", from, s)
+				p.Add("%s: %q: want expired or deleted (the kinds of REMOVE records)", from, s)
 				continue
 			}
 			c.Kinds = append(c.Kinds, k)
 		}
 	case "stream-timeout":
 		if c.StreamTimeout <= 0 {
-			p.add("%s: %s must be positive", from, c.StreamTimeout)
+			p.Add("%s: %s must be positive", from, c.StreamTimeout)
 		}
 	case "grace":
 		if c.Grace < 0 {
-			p.add("%s: %s must not be negative", from, c.Grace)
+			p.Add("%s: %s must not be negative", from, c.Grace)
 		}
 	case "parallel":
 		if c.Parallel < 1 || c.Parallel > 256 {
-			p.add("%s: %d must be from 1 to 256", from, c.Parallel)
+			p.Add("%s: %d must be from 1 to 256", from, c.Parallel)
 		}
 	case "max-buffer-bytes":
 		n, ok := sinks.ParseSize(c.maxBufferRaw)
 		if !ok || n < 1 {
-			p.add("%s: %q is not a size like 64MiB", from, c.maxBufferRaw)
+			p.Add("%s: %q is not a size like 64MiB", from, c.maxBufferRaw)
 		}
 		c.MaxBufferBytes = n
 	case "skip-stream", "json":
@@ -152,9 +153,9 @@ func validateVerifyOption(c *verifyConfig, o option[verifyConfig], from string, 
 }
 
 // validateVerify checks rules that involve several options.
-func validateVerify(c *verifyConfig, p *problems) {
+func validateVerify(c *verifyConfig, p *cli.Problems) {
 	if !c.Since.IsZero() && !c.Until.IsZero() && !c.Until.After(c.Since) {
-		p.add("--until %s must be after --since %s", c.untilRaw, c.sinceRaw)
+		p.Add("--until %s must be after --since %s", c.untilRaw, c.sinceRaw)
 	}
 }
 
@@ -194,7 +195,7 @@ func verifyCmd(ctx context.Context, args []string, e env) error {
 	if cfg.shared.PrintConfig {
 		return printOptions(e.stdout, verifyCommand, cfg, cfg.source)
 	}
-	log, err := ops.NewLogger(e.stderr, cfg.shared.LogLevel, ops.FormatAuto)
+	log, err := logging.New(e.stderr, cfg.shared.LogLevel, logging.FormatAuto)
 	if err != nil {
 		return err
 	}
@@ -254,7 +255,7 @@ func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr i
 		return nil, err
 	}
 	f, tty := stderr.(*os.File)
-	rp := progress.New(progress.Options{Label: "verify", Out: stderr, TTY: tty && progress.IsTerminal(f), Logger: log,
+	rp := progress.New(progress.Options{Label: "verify", Out: stderr, TTY: tty && logging.IsTerminal(f), Logger: log,
 		Objects: func() (int64, int64) { p := a.Progress(); return p.ObjectsDone, p.ObjectsTotal }})
 	stop := rp.Start(ctx)
 	st, err := a.Events(ctx, sel, func(l archive.Line) error {

@@ -20,7 +20,9 @@ import (
 // 30's measure: the same 50,000 items of streamPayload bytes written to a
 // table with a stream on, in a fresh engine and a fresh Dynoxide in one run,
 // read as VmRSS and as RssAnon (VmRSS less the clean pages of the binary and
-// its libraries).
+// its libraries). The engine is archiver-engine, the slim binary a test job
+// starts (both binaries built as `make build` builds them); `archiver
+// engine`, the same engine in the full binary, is read idle beside it.
 
 // streamPayload is the payload of the side-by-side table's items.
 const streamPayload = 250
@@ -55,14 +57,21 @@ func runEngineMemBench(ctx context.Context, w io.Writer, tiny bool) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	archiver, _, err := buildServers(ctx, tmp)
+	full, err := benchkit.BuildArchiver(ctx, tmp)
+	if err != nil {
+		return err
+	}
+	slim, err := benchkit.BuildEngine(ctx, tmp)
 	if err != nil {
 		return err
 	}
 	engineCmd := func(args ...string) func(int) (*exec.Cmd, error) {
 		return func(port int) (*exec.Cmd, error) {
-			return exec.Command(archiver, append([]string{"engine", "--listen", loopback(port), "--ttl-interval=-1s", "--log-level", "warn"}, args...)...), nil
+			return exec.Command(slim, append([]string{"--listen", loopback(port), "--ttl-interval=-1s", "--log-level", "warn"}, args...)...), nil
 		}
+	}
+	fullEngine := func(port int) (*exec.Cmd, error) {
+		return exec.Command(full, "engine", "--listen", loopback(port), "--ttl-interval=-1s", "--log-level", "warn"), nil
 	}
 	fmt.Fprintf(w, "  resident memory, each server its own process (VmRSS, VmHWM from /proc/PID/status), items of %d bytes of payload written with BatchWriteItem over plain HTTP; table pk+sk, no stream, no index:\n", benchPayload)
 	mem, err := startServerProc(ctx, "engine", engineCmd())
@@ -87,26 +96,41 @@ func runEngineMemBench(ctx context.Context, w io.Writer, tiny bool) error {
 	if err := memStartup(ctx, w, engineCmd, filepath.Join(tmp, "data"), sz.items, inMemory); err != nil {
 		return err
 	}
-	return memSideBySide(ctx, w, map[string]func(int) (*exec.Cmd, error){"engine": engineCmd(), "dynoxide": dynoxide}, sz.stream)
+	return memSideBySide(ctx, w, []memServer{{name: "engine", cmd: engineCmd()}, {name: "archiver engine", cmd: fullEngine, idleOnly: true},
+		{name: "dynoxide", cmd: dynoxide}}, sz.stream)
 }
 
-// memSideBySide starts each server of servers (the engine first) in a
-// fresh process, reads its idle VmRSS and RssAnon before CreateTable,
+// memServer is a server of the side-by-side: its name on the table, the
+// command that starts it on a port, and whether it is read idle only
+// (`archiver engine`: the engine's heap is the slim binary's).
+type memServer struct {
+	name     string
+	cmd      func(int) (*exec.Cmd, error)
+	idleOnly bool
+}
+
+// memSideBySide starts each server in a fresh process, in order, reads its
+// idle VmRSS and RssAnon before CreateTable, and unless it is idleOnly
 // creates the bench table with a stream (both images), writes items
 // 0..n-1 with streamPayload bytes of payload and prints both readings per
 // 100,000 items over idle.
-func memSideBySide(ctx context.Context, w io.Writer, servers map[string]func(int) (*exec.Cmd, error), n int) error {
-	fmt.Fprintf(w, "  side by side (issue 30): %d items of %d bytes of payload, stream on (NEW_AND_OLD_IMAGES), a fresh process each; RssAnon is VmRSS less the binary's clean pages; target: engine idle <= 12 MiB VmRSS, per 100,000 <= Dynoxide's\n", n, streamPayload)
-	fmt.Fprintf(w, "  %-8s %12s %12s %22s %22s\n", "server", "idle VmRSS", "idle RssAnon", "VmRSS per 100,000", "RssAnon per 100,000")
+func memSideBySide(ctx context.Context, w io.Writer, servers []memServer, n int) error {
+	fmt.Fprintf(w, "  side by side (issue 30): %d items of %d bytes of payload, stream on (NEW_AND_OLD_IMAGES), a fresh process each; engine is archiver-engine, archiver engine the full binary (idle only); RssAnon is VmRSS less the binary's clean pages; target: engine idle <= 12 MiB VmRSS, per 100,000 <= Dynoxide's\n", n, streamPayload)
+	fmt.Fprintf(w, "  %-15s %12s %12s %22s %22s\n", "server", "idle VmRSS", "idle RssAnon", "VmRSS per 100,000", "RssAnon per 100,000")
 	pad := strings.Repeat("x", streamPayload)
-	for _, name := range []string{"engine", "dynoxide"} {
-		s, err := startServerProc(ctx, name, servers[name])
+	for _, sv := range servers {
+		s, err := startServerProc(ctx, sv.name, sv.cmd)
 		if err != nil {
-			fmt.Fprintf(w, "  %-8s n/a (%v)\n", name, err)
+			fmt.Fprintf(w, "  %-15s n/a (%v)\n", sv.name, err)
 			continue
 		}
 		pid := s.cmd.Process.Pid
 		idle, idleAnon := benchkit.ProcKiB(pid, "VmRSS"), benchkit.ProcKiB(pid, "RssAnon")
+		if sv.idleOnly {
+			s.stop()
+			fmt.Fprintf(w, "  %-15s %8.1f MiB %8.1f MiB %22s %22s\n", sv.name, float64(idle)/1024, float64(idleAnon)/1024, "-", "-")
+			continue
+		}
 		err = s.createTableWith(ctx, streamSpec)
 		if err == nil {
 			err = s.batchPutPayload(ctx, 0, n, pad)
@@ -114,11 +138,11 @@ func memSideBySide(ctx context.Context, w io.Writer, servers map[string]func(int
 		rss, anon := benchkit.ProcKiB(pid, "VmRSS"), benchkit.ProcKiB(pid, "RssAnon")
 		s.stop()
 		if err != nil {
-			return fmt.Errorf("%s, stream on: %w", name, err)
+			return fmt.Errorf("%s, stream on: %w", sv.name, err)
 		}
 		per := func(after, before int64) float64 { return float64(after-before) / 1024 * 100_000 / float64(n) }
-		fmt.Fprintf(w, "  %-8s %8.1f MiB %8.1f MiB %18.1f MiB %18.1f MiB\n",
-			name, float64(idle)/1024, float64(idleAnon)/1024, per(rss, idle), per(anon, idleAnon))
+		fmt.Fprintf(w, "  %-15s %8.1f MiB %8.1f MiB %18.1f MiB %18.1f MiB\n",
+			sv.name, float64(idle)/1024, float64(idleAnon)/1024, per(rss, idle), per(anon, idleAnon))
 	}
 	return nil
 }

@@ -11,8 +11,9 @@
 //   - TestLongFunctions: the delivery core and the tools over it (shard,
 //     consumer, sinks, checkpoint, lease, internal/leasetable, event,
 //     sweep, archive, restore), the engine (engine/ with its internal
-//     packages and enginetest), conformance and the bench (cmd/bench with
-//     internal/benchkit) hold at
+//     packages and enginetest), conformance, the bench (cmd/bench with
+//     internal/benchkit) and the engine's command line (cmd/internal,
+//     cmd/archiver-engine) hold at
 //     most maxLongFuncs functions over maxFuncLines lines in their non-test
 //     files; the test lists them when there are more.
 //   - TestE2EIsTestOnly: e2e, the end-to-end tests, holds only doc.go and
@@ -21,6 +22,14 @@
 //     internal/natstest (at most maxTestNATSStarters files of test code
 //     start one); the programs that run one for a user (demo, cmd/bench)
 //     are named in natsStarters.
+//
+// and of a binary's build, read from `go list -deps`:
+//
+//   - TestSlimEngineLinksNoArchiver: cmd/archiver-engine links no AWS SDK,
+//     NATS, Prometheus, protobuf or Parquet package, and of this module
+//     only the engine, its command line (cmd/internal/enginecmd,
+//     cmd/internal/cli) and the leaves internal/logging and
+//     internal/suggest: their inits would cost its idle memory.
 //
 // and of its documentation, read as text:
 //

@@ -159,7 +159,7 @@ const (
 	maxLongFuncs = 0
 )
 
-var longFuncPackages = []string{"shard", "internal/ddbjson", "consumer", "sinks", "sinkurl", "objstore", "checkpoint", "lease", "internal/leasetable", "event", "sweep", "archive", "restore", "engine", "conformance", "cmd/bench", "parquetline"}
+var longFuncPackages = []string{"shard", "internal/ddbjson", "consumer", "sinks", "sinkurl", "objstore", "checkpoint", "lease", "internal/leasetable", "event", "sweep", "archive", "restore", "engine", "conformance", "cmd/bench", "parquetline", "cmd/internal", "cmd/archiver-engine"}
 
 func TestLongFunctions(t *testing.T) {
 	var long []string

@@ -1,3 +1,8 @@
+// Package ops holds what every long-running archiver process needs around its
+// business logic besides its logger (internal/logging): the Prometheus
+// registry, the metrics and health HTTP server with pluggable readiness
+// checks, the CloudWatch embedded-metric-format exporter and the memory
+// limit.
 package ops
 
 import (

@@ -151,23 +151,3 @@ func TestEMF(t *testing.T) {
 		t.Fatalf("histogram doc = %s", lines[1])
 	}
 }
-
-func TestNewLogger(t *testing.T) {
-	var buf bytes.Buffer
-	log, err := NewLogger(&buf, "warn", FormatAuto)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log.Named("consumer").Info("hidden")
-	log.Named("consumer").Warn("sink failing")
-	var doc map[string]any
-	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
-		t.Fatalf("not one JSON line: %q", buf.String())
-	}
-	if doc["logger"] != "consumer" || doc["msg"] != "sink failing" || doc["level"] != "warn" {
-		t.Fatalf("log line = %v", doc)
-	}
-	if _, err := NewLogger(&buf, "loud", FormatAuto); err == nil {
-		t.Fatal("want error for level loud")
-	}
-}

@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -25,7 +24,8 @@ type Options struct {
 	Label string
 	// Out receives the live bar (standard error). Used only when TTY.
 	Out io.Writer
-	// TTY selects the live bar; otherwise progress goes to Logger.
+	// TTY selects the live bar (the caller asks logging.IsTerminal of
+	// Out); otherwise progress goes to Logger.
 	TTY bool
 	// Logger receives a progress line every Interval when not TTY
 	// (nil: no logging).
@@ -40,13 +40,6 @@ type Options struct {
 	// as archive.Archive.Progress); AddObjects and SetTotals' objects are
 	// then ignored.
 	Objects func() (done, total int64)
-}
-
-// IsTerminal reports whether f is a character device (a terminal), the
-// test for drawing a live bar on it.
-func IsTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // Counts is a job's progress. A total of 0 is unknown.

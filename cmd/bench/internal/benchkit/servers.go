@@ -61,8 +61,20 @@ func GoBuild(ctx context.Context, out, pkg string, env []string, args ...string)
 // BuildArchiver builds the archiver binary into dir, like `make build`,
 // and returns its path.
 func BuildArchiver(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "archiver")
-	return bin, GoBuild(ctx, bin, "./cmd/archiver", []string{"CGO_ENABLED=0"}, "-trimpath")
+	return buildCommand(ctx, dir, "archiver")
+}
+
+// BuildEngine builds archiver-engine, the engine's slim binary, into dir,
+// like `make build`, and returns its path.
+func BuildEngine(ctx context.Context, dir string) (string, error) {
+	return buildCommand(ctx, dir, "archiver-engine")
+}
+
+// buildCommand builds ./cmd/NAME into dir/NAME as `make build` does:
+// static (CGO_ENABLED=0), -trimpath.
+func buildCommand(ctx context.Context, dir, name string) (string, error) {
+	bin := filepath.Join(dir, name)
+	return bin, GoBuild(ctx, bin, "./cmd/"+name, []string{"CGO_ENABLED=0"}, "-trimpath")
 }
 
 // FreeAddr is a loopback address with a port free a moment ago.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -7,12 +7,12 @@ import (
 	"strings"
 )
 
-// takeHiddenFlag removes the flag name ("--name FILE", "--name=FILE" or the
+// TakeHiddenFlag removes the flag name ("--name FILE", "--name=FILE" or the
 // same with one dash) from args and returns the rest and its value. It is
 // for developer flags that `--help` does not list: `archiver engine
 // --cpuprofile FILE`, which `make bench` uses to profile the engine under
 // load.
-func takeHiddenFlag(args []string, name string) (rest []string, value string, err error) {
+func TakeHiddenFlag(args []string, name string) (rest []string, value string, err error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -37,9 +37,9 @@ func takeHiddenFlag(args []string, name string) (rest []string, value string, er
 	return rest, value, nil
 }
 
-// startCPUProfile writes a CPU profile to file ("" is none) until the
+// StartCPUProfile writes a CPU profile to file ("" is none) until the
 // returned function is called.
-func startCPUProfile(file string) (stop func(), err error) {
+func StartCPUProfile(file string) (stop func(), err error) {
 	if file == "" {
 		return func() {}, nil
 	}

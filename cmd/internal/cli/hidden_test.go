@@ -1,8 +1,6 @@
-package main
+package cli
 
 import (
-	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,7 +25,7 @@ func TestTakeHiddenFlag(t *testing.T) {
 		{"missing value", []string{"--cpuprofile"}, nil, "", "flag needs an argument: --cpuprofile"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rest, value, err := takeHiddenFlag(tc.args, "cpuprofile")
+			rest, value, err := TakeHiddenFlag(tc.args, "cpuprofile")
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -41,24 +39,23 @@ func TestTakeHiddenFlag(t *testing.T) {
 	}
 }
 
-// The hidden --cpuprofile flag is not in --help, and a profile is written
-// when the engine stops.
-func TestEngineCmdCPUProfile(t *testing.T) {
-	var out strings.Builder
-	if err := engineCmd(t.Context(), []string{"--help"}, env{stdout: &out, stderr: &out, getenv: envMap(nil)}); err != errHelp {
-		t.Fatalf("--help: %v", err)
-	}
-	if strings.Contains(out.String(), "cpuprofile") {
-		t.Fatalf("--help lists the hidden flag:\n%s", out.String())
-	}
-	file := filepath.Join(t.TempDir(), "cpu.out")
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel() // the engine starts, finds ctx done and stops
-	err := engineCmd(ctx, []string{"--listen", "127.0.0.1:0", "--cpuprofile", file, "--log-level", "error"}, env{stdout: io.Discard, stderr: io.Discard, getenv: envMap(nil)})
+// TestStartCPUProfile: "" profiles nothing; a file is written once stopped;
+// a file that cannot be created is an error naming the flag.
+func TestStartCPUProfile(t *testing.T) {
+	stop, err := StartCPUProfile("")
 	if err != nil {
-		t.Fatalf("engine: %v", err)
+		t.Fatal(err)
 	}
+	stop()
+	file := filepath.Join(t.TempDir(), "cpu.out")
+	if stop, err = StartCPUProfile(file); err != nil {
+		t.Fatal(err)
+	}
+	stop()
 	if fi, err := os.Stat(file); err != nil || fi.Size() == 0 {
 		t.Fatalf("profile not written: %v", err)
+	}
+	if _, err := StartCPUProfile(filepath.Join(t.TempDir(), "no", "such", "dir")); err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
+		t.Fatalf("uncreatable file: %v, want an error naming --cpuprofile", err)
 	}
 }

@@ -1,8 +1,9 @@
-// Package ops holds what every long-running archiver process needs around its
-// business logic: the zap logger, the Prometheus registry, the metrics and
-// health HTTP server with pluggable readiness checks, and the CloudWatch
-// embedded-metric-format exporter.
-package ops
+// Package logging builds the process logger (zap) of our commands: the
+// level names they take (--log-level), the encoder a terminal or a pipe
+// gets, and IsTerminal, the one test for a terminal. It is a leaf: it
+// imports zap and the standard library only, so a binary that links it
+// links nothing else of ours (cmd/archiver-engine stays small).
+package logging
 
 import (
 	"fmt"
@@ -29,23 +30,23 @@ func ParseLevel(s string) (zapcore.Level, error) {
 	return zapcore.InfoLevel, fmt.Errorf("unknown log level %q (want debug, info, warn or error)", s)
 }
 
-// LogFormat selects the encoder of NewLogger.
-type LogFormat int
+// Format selects the encoder of New.
+type Format int
 
 // Log formats. FormatAuto picks console on a terminal and JSON otherwise
 // (ECS, files, pipes).
 const (
-	FormatAuto LogFormat = iota
+	FormatAuto Format = iota
 	FormatJSON
 	FormatConsole
 )
 
-// NewLogger builds the process logger writing to w at the given level. With
+// New builds the process logger writing to w at the given level. With
 // FormatAuto, a terminal gets colourless human-readable console lines and
 // anything else (awslogs, a pipe) gets one JSON object per line with an
 // ISO-8601 "ts" field. Callers derive one named logger per component with
 // logger.Named.
-func NewLogger(w io.Writer, level string, format LogFormat) (*zap.Logger, error) {
+func New(w io.Writer, level string, format Format) (*zap.Logger, error) {
 	lvl, err := ParseLevel(level)
 	if err != nil {
 		return nil, err
@@ -73,11 +74,9 @@ func NewLogger(w io.Writer, level string, format LogFormat) (*zap.Logger, error)
 }
 
 // IsTerminal reports whether f is a character device (a terminal), without
-// depending on a terminal library.
+// depending on a terminal library: the test for console log lines and for
+// drawing a live progress bar on f.
 func IsTerminal(f *os.File) bool {
 	st, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	return st.Mode()&os.ModeCharDevice != 0
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

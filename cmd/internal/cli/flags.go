@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -10,27 +10,32 @@ import (
 	"github.com/ttl-archiver/archiver/internal/suggest"
 )
 
-// typedString is a flag that keeps its value as text, for the option tables
-// to layer with the environment and the config file, while help shows the
-// type the value is read as (duration, int, bytes, url, time).
-type typedString struct {
-	val string
-	typ string
+// TypedString is a flag that keeps its value as text (for cmd/archiver's
+// option tables to layer with the environment and the config file), while
+// help shows the type the value is read as (duration, int, bytes, url,
+// time).
+type TypedString struct {
+	// Text is the value: the default until Set.
+	Text string
+	// TypeName names the value in help: "-retry-for duration".
+	TypeName string
 }
 
-func (v *typedString) String() string     { return v.val }
-func (v *typedString) Set(s string) error { v.val = s; return nil }
+func (v *TypedString) String() string     { return v.Text }
+func (v *TypedString) Set(s string) error { v.Text = s; return nil }
 
 // Type names the value in help: "-retry-for duration".
-func (v *typedString) Type() string { return v.typ }
+func (v *TypedString) Type() string { return v.TypeName }
 
-// typed is a flag.Value that names its type for help.
+// typed is a flag.Value that names its type for help (TypedString, the
+// engine's --ttl-interval).
 type typed interface{ Type() string }
 
-// parseFlags parses args into fs; on -h it writes usage (a header, then the
-// flags) to stdout and returns errHelp. A flag fs does not define is a
-// usage error that suggests the nearest one.
-func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, usage string) error {
+// ParseFlags parses args into fs; on -h it writes usage (a header, then the
+// flags) to stdout and returns ErrHelp. A flag fs does not define is a
+// usage error that suggests the nearest one and names fs's help (fs's name
+// is the program: "archiver engine").
+func ParseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, usage string) error {
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
 	switch {
@@ -38,8 +43,8 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, usage string)
 		return nil
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(stdout, usage)
-		printFlags(stdout, fs)
-		return errHelp
+		PrintFlags(stdout, fs)
+		return ErrHelp
 	}
 	// The flag package reports an unknown flag by this message alone (it
 	// has no error type for it); TestSuggestions fails if it changes.
@@ -51,15 +56,15 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, usage string)
 		if s := suggest.Nearest(name, names); s != "" {
 			msg += "; did you mean --" + s + "?"
 		}
-		return usagef("%s (see %s -h)", msg, fs.Name())
+		return Usagef("%s (see %s -h)", msg, fs.Name())
 	}
-	return usagef("%s: %v", fs.Name(), err)
+	return Usagef("%s: %v", fs.Name(), err)
 }
 
-// printFlags writes fs's flags as flag.PrintDefaults does, but names a
+// PrintFlags writes fs's flags as flag.PrintDefaults does, but names a
 // typed value's type (duration, int, bytes) where PrintDefaults says
 // "value", and quotes a default only when it is text.
-func printFlags(w io.Writer, fs *flag.FlagSet) {
+func PrintFlags(w io.Writer, fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
 		var b strings.Builder
 		name, usage := flag.UnquoteUsage(f)
