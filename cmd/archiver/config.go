@@ -493,7 +493,6 @@ func nodeList(n *yaml.Node) ([]string, error) {
 }
 
 var (
-	tableNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
 	streamARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{12}:table/[A-Za-z0-9_.-]{3,255}/stream/.+$`)
 )
 
@@ -515,7 +514,7 @@ func validateOption(c *runConfig, o option[runConfig], from string, p *cli.Probl
 		validateRegions(c.Regions, from, p)
 	case "table":
 		for _, t := range c.Tables {
-			if !tableNameRE.MatchString(t) {
+			if event.ValidTableName(t) != nil {
 				p.Add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, t)
 			}
 		}

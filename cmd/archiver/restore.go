@@ -15,6 +15,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/archive"
 	"github.com/ttl-archiver/archiver/cmd/internal/cli"
+	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/logging"
 	"github.com/ttl-archiver/archiver/internal/progress"
 	"github.com/ttl-archiver/archiver/restore"
@@ -82,7 +83,7 @@ func (s *selectFlags) validate(name, from string, p *cli.Problems) bool {
 		}
 	case "table":
 		for _, t := range s.Tables {
-			if !tableNameRE.MatchString(t) {
+			if event.ValidTableName(t) != nil {
 				p.Add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, t)
 			}
 		}
@@ -229,7 +230,7 @@ func validateRestoreOption(c *restoreConfig, o option[restoreConfig], from strin
 	}
 	switch o.name {
 	case "to-table":
-		if c.ToTable != "" && !tableNameRE.MatchString(c.ToTable) {
+		if c.ToTable != "" && event.ValidTableName(c.ToTable) != nil {
 			p.Add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.ToTable)
 		}
 	case "ttl-extend":

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ttl-archiver/archiver/cmd/internal/cli"
+	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/sweep"
 )
 
@@ -106,11 +107,11 @@ func validateSweepOption(c *sweepConfig, o option[sweepConfig], from string, p *
 	case "table":
 		if c.Table == "" {
 			p.Add("%s: required: the table to sweep", from)
-		} else if !tableNameRE.MatchString(c.Table) {
+		} else if event.ValidTableName(c.Table) != nil {
 			p.Add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.Table)
 		}
 	case "index":
-		if !tableNameRE.MatchString(c.Index) {
+		if event.ValidTableName(c.Index) != nil {
 			p.Add("%s: index name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.Index)
 		}
 	case "window-attribute":

@@ -107,7 +107,7 @@ func validateVerifyOption(c *verifyConfig, o option[verifyConfig], from string, 
 			p.Add("%s: %v", from, err)
 		}
 	case "table":
-		if c.Table != "" && !tableNameRE.MatchString(c.Table) {
+		if c.Table != "" && event.ValidTableName(c.Table) != nil {
 			p.Add("%s: table name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.Table)
 		}
 	case "since":
