@@ -626,6 +626,14 @@ func validateOption(c *runConfig, o option[runConfig], from string, p *cli.Probl
 	}
 }
 
+// validateNamespace: --checkpoint-namespace only names a part of a shared
+// lease table.
+func validateNamespace(c *runConfig, p *cli.Problems) {
+	if c.CheckpointNS != "" && !strings.HasPrefix(c.Checkpoint, "dynamodb:") {
+		p.Add("--checkpoint-namespace: applies to a dynamodb:// lease table shared by deployments; a file:// checkpoint is this worker's alone")
+	}
+}
+
 // validateRun checks rules that involve several options.
 func validateRun(c *runConfig, p *cli.Problems) {
 	if len(c.Tables) == 0 && len(c.StreamARNs) == 0 && len(c.TablesTagged) == 0 {
@@ -634,9 +642,7 @@ func validateRun(c *runConfig, p *cli.Problems) {
 	if len(c.Regions) > 0 && len(c.TablesTagged) > 0 {
 		p.Add("--tables-tagged: reads the tagged tables of --region alone; --regions is for the replicas of each --table")
 	}
-	if c.CheckpointNS != "" && !strings.HasPrefix(c.Checkpoint, "dynamodb:") {
-		p.Add("--checkpoint-namespace: applies to a dynamodb:// lease table shared by deployments; a file:// checkpoint is this worker's alone")
-	}
+	validateNamespace(c, p)
 	validateLeaseTiming(c, p)
 	if len(c.Regions) > 0 && len(c.Tables) == 0 {
 		p.Add("--regions: reads the replicas of each --table, and no --table is given (a --stream-arn is read in the Region its ARN names)")

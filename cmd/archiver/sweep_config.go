@@ -68,6 +68,7 @@ var sweepOptions = []option[sweepConfig]{
 			c.MaxDeletesPerSecond, _ = strconv.Atoi(s)
 		}},
 	fromRun("checkpoint", "where the sweep cursor is kept, and the lock that lets one process at a time sweep the table: file://PATH (one process) or dynamodb://TABLE[?endpoint=&region=&create=true] (several tasks: the same lease table as archiver run)"),
+	fromRun("checkpoint-namespace", "with dynamodb:// checkpoints: keep this deployment's sweeper locks and cursors apart from other deployments sharing the lease table (1 to 32 letters, digits, '_' or '-'; the same as the deployment's archiver run gives); default: none, the keys as before"),
 	fromRun("worker-id", ""),
 	fromRun("lease-duration", "with dynamodb:// checkpoints: how long the sweeper's lease stays valid without renewal (a killed sweeper's table is swept again after at most this)"),
 	fromRun("lease-renew", ""),
@@ -158,6 +159,7 @@ func validateSweepOption(c *sweepConfig, o option[sweepConfig], from string, p *
 
 // validateSweep checks rules that involve several options.
 func validateSweep(c *sweepConfig, p *cli.Problems) {
+	validateNamespace(&c.shared, p)
 	validateLeaseTiming(&c.shared, p)
 }
 

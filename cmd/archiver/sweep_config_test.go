@@ -90,6 +90,8 @@ func TestSweepConfigValidation(t *testing.T) {
 			"--lease-duration", "10s", "--lease-renew", "5s", "--shutdown-timeout", "0s"), nil, "", []string{
 			`--checkpoint: "redis://x": scheme must be file or dynamodb`, `--region: "Mars"`, `--metrics: "statsd"`,
 			"--lease-renew: 5s must be at most a third of --lease-duration 10s", "--shutdown-timeout: 0s must be positive"}},
+		{"namespace with a file checkpoint", append(ok, "--checkpoint-namespace", "blue"), nil, "", []string{"--checkpoint-namespace: applies to a dynamodb:// lease table"}},
+		{"bad namespace", []string{"--table", "Sessions", "--checkpoint", "dynamodb://leases", "--checkpoint-namespace", "no#pe"}, nil, "", []string{"--checkpoint-namespace: "}},
 		{"run's options are not sweep's", append(ok, "--sink", "stdout://"), nil, "", []string{"unknown flag --sink (see archiver sweep -h)"}},
 		{"run's keys are not sweep's", ok, nil, "sinks: [stdout://]\n", []string{`unknown key "sinks" (line 1)`}},
 		{"bad value from file", ok, nil, "window-shards: [1, 2]\n", []string{`--window-shards (from `, `key "window-shards"): want a single value`}},

@@ -55,11 +55,17 @@ type worker struct {
 // with lease duration d; it closes with the test.
 func openWorker(t *testing.T, te *enginetest.Bed, name string, d time.Duration) *worker {
 	t.Helper()
+	return openWorkerIn(t, te, name, "", d)
+}
+
+// openWorkerIn is openWorker in namespace ns of the lease table ("": none).
+func openWorkerIn(t *testing.T, te *enginetest.Bed, name, ns string, d time.Duration) *worker {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	client := leasetest.Killable(te.Client(name))
 	ls, err := lease.Open(ctx, lease.Options{
-		Client: client, Table: "leases", Create: true, WorkerID: name,
+		Client: client, Table: "leases", Namespace: ns, Create: true, WorkerID: name,
 		LeaseDuration: d, RenewEvery: d / 10, // many chances to renew on a loaded machine
 		Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named(name),
 	})
@@ -255,6 +261,34 @@ func TestDynamoSweepCursor(t *testing.T) {
 	}
 	secondAcquireWaits(t, a, b)
 	secondAcquireWaits(t, b, b) // two callers in one process
+}
+
+// TestDynamoSweepNamespaces: two deployments sharing one lease table
+// (archiver sweep --checkpoint-namespace) each hold the lock of a table of
+// the same name at once and keep cursors of their own, under keys
+// prefixed with their namespace.
+func TestDynamoSweepNamespaces(t *testing.T) {
+	ctx := context.Background()
+	te := enginetest.Start(t, engine.Options{TTLInterval: -1})
+	blue := openWorkerIn(t, te, "a", "blue", 2*time.Second)
+	green := openWorkerIn(t, te, "b", "green", 2*time.Second)
+	for i, w := range []*worker{blue, green} {
+		_, release, err := w.AcquireSweep(ctx, "Sessions")
+		if err != nil {
+			t.Fatalf("AcquireSweep in namespace %d: %v", i, err)
+		}
+		defer release(ctx)
+		if err := w.SaveSweepCursor(ctx, "Sessions", win1.Add(time.Duration(i+1)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkCursor(t, blue, "Sessions", win1.Add(time.Minute))
+	checkCursor(t, green, "Sessions", win1.Add(2*time.Minute))
+	for ns, owner := range map[string]string{"blue": "a", "green": "b"} {
+		if r := leasetest.Row(t, te.Client("plain"), "leases", leasetable.NamespacePrefix(ns)+"sweep#Sessions", "cursor"); r.Owner != owner {
+			t.Errorf("%s's sweeper item as stored: %+v, want owner %s", ns, r, owner)
+		}
+	}
 }
 
 // A holder keeps the table for many lease durations: renewals run on the
