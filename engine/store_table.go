@@ -99,6 +99,7 @@ type table struct {
 
 	scratch sync.Pool  // *[]byte buffers for encoding items
 	ktoks   []attrTok  // key attributes' JSON tokens, in encoder order (set at creation)
+	keyBuf  []byte     // scratch for a write's stream Keys JSON (writeLocked)
 	p       *persister // logs the table's changes; nil without Options.DataDir
 	// tx is set, under mu, while a transaction applies its actions:
 	// writeLocked collects their writes there, to be logged as one entry

@@ -313,12 +313,12 @@ func keysJSON(dst, raw []byte, keys []attrTok) []byte {
 func members(b []byte, fn func(name, val []byte) bool) {
 	i := 1
 	for i < len(b) && b[i] == '"' {
-		j := skipString(b, i)
+		j := attr.SkipString(b, i)
 		name := b[i:j]
 		if j >= len(b) || b[j] != ':' {
 			return
 		}
-		k := skipValue(b, j+1)
+		k := attr.SkipValue(b, j+1)
 		if !fn(name, b[j+1:k]) {
 			return
 		}
@@ -327,48 +327,4 @@ func members(b []byte, fn func(name, val []byte) bool) {
 			i++
 		}
 	}
-}
-
-// skipString returns the index just past the JSON string starting at b[i].
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
-// skipValue returns the index just past the compact JSON value at b[i].
-func skipValue(b []byte, i int) int {
-	depth := 0
-	for i < len(b) {
-		switch b[i] {
-		case '"':
-			i = skipString(b, i)
-			if depth == 0 {
-				return i
-			}
-			continue
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i // the end of the enclosing object
-			}
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		case ',':
-			if depth == 0 {
-				return i
-			}
-		}
-		i++
-	}
-	return i
 }

@@ -47,7 +47,8 @@ func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 	}
 	logged := t.p == nil
 	if t.stream != nil && changes(old, oldItem, ne, newItem) {
-		c := t.recordOf(old, oldItem, ne, newItem, service)
+		c := t.recordInto(t.keyBuf[:0], old, oldItem, ne, newItem, service)
+		t.keyBuf = c.Keys // the stream copies the keys it keeps
 		if t.p != nil {
 			c.Commit = func(ev *stream.Event) error {
 				logged = true
@@ -101,6 +102,11 @@ func (t *table) applyLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 // both). The stored JSON is what the stream would encode: it is handed
 // over as is. t.mu is held.
 func (t *table) recordOf(old *entry, oldItem attr.Item, ne *entry, newItem attr.Item, service bool) stream.EncodedChange {
+	return t.recordInto(make([]byte, 0, 64), old, oldItem, ne, newItem, service)
+}
+
+// recordInto is recordOf with the Keys JSON written to dst.
+func (t *table) recordInto(dst []byte, old *entry, oldItem attr.Item, ne *entry, newItem attr.Item, service bool) stream.EncodedChange {
 	c := stream.EncodedChange{Service: service, Shared: true} // the images are stored items: immutable
 	var keyItem attr.Item
 	var keySrc []byte
@@ -113,7 +119,7 @@ func (t *table) recordOf(old *entry, oldItem attr.Item, ne *entry, newItem attr.
 		c.EventName, keyItem, keySrc = "REMOVE", oldItem, old.raw()
 	}
 	view := t.stream.ViewType()
-	c.Keys = keysJSON(make([]byte, 0, 64), keySrc, t.ktoks)
+	c.Keys = keysJSON(dst, keySrc, t.ktoks)
 	c.Size = attr.SizeOf(t.key.Hash, keyItem[t.key.Hash])
 	if t.key.Range != "" {
 		c.Size += attr.SizeOf(t.key.Range, keyItem[t.key.Range])

@@ -61,12 +61,12 @@ func (r *Registry) Inject(arn, shardID string, c EncodedChange) (string, error) 
 		seq:  s.lastSeq,
 		size: uint32(size), svc: c.Service, ev: s.eventIndexLocked(c.EventName), at: now.UnixNano(),
 	}
-	rec.keys, rec.newImg, rec.oldImg = splitData(b.Bytes(), kEnd, nEnd)
+	rec.setConcat(b.Bytes(), kEnd, nEnd)
 	if n := len(sh.recs); n > 0 && sh.recs[n-1].at > rec.at {
 		rec.at = sh.recs[n-1].at
 	}
 	sh.recs = append(sh.recs, rec)
 	sh.count++
-	s.journalRecord(sh, &sh.recs[len(sh.recs)-1], c.EventName)
+	s.journalRecord(sh, &sh.recs[len(sh.recs)-1], c.EventName, b.Bytes()[:kEnd])
 	return string(appendSeq(nil, rec.seq)), nil
 }

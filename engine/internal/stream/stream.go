@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	mrand "math/rand/v2"
 	"sort"
 	"strconv"
@@ -24,7 +23,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
 )
@@ -174,43 +172,6 @@ type shard struct {
 	count    int      // records ever appended
 	recs     []record // untrimmed records
 	trimmed  uint64   // highest sequence number trimmed away (0: none)
-}
-
-// record is a stream record kept compactly: only what varies between
-// records is stored (the key and image JSON and a few numbers); GetRecords
-// renders the rest of the wire JSON around it. The JSON is held as strings
-// (never modified): an image may be the very bytes of a stored item
-// (EncodedChange.Shared), so a record of a write costs its key, not a copy
-// of the item.
-type record struct {
-	seq    uint64
-	at     int64  // creation time, unix nanoseconds
-	keys   string // Keys JSON
-	newImg string // NewImage JSON; empty when absent
-	oldImg string // OldImage JSON; empty when absent
-	size   uint32 // SizeBytes
-	ev     uint8  // index into Stream.events
-	svc    bool   // TTL delete: carries userIdentity
-}
-
-// dataLen is the length of the record's JSON.
-func (rec *record) dataLen() int { return len(rec.keys) + len(rec.newImg) + len(rec.oldImg) }
-
-// splitData returns a record's JSON parts from data, which holds Keys,
-// then NewImage (up to nEnd), then OldImage, and which no one modifies
-// afterwards.
-func splitData(data []byte, kEnd, nEnd int) (keys, newImg, oldImg string) {
-	s := frozen(data)
-	return s[:kEnd], s[kEnd:nEnd], s[nEnd:]
-}
-
-// frozen returns b as a string without copying it: b must never be
-// modified afterwards.
-func frozen(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
 }
 
 func (sh *shard) closed() bool { return sh.end != 0 }
@@ -445,8 +406,8 @@ func (s *Stream) Append(c Change) {
 		b = append(make([]byte, 0, len(b)), b...) // keep only what is used
 	}
 	rec := record{size: uint32(size), svc: c.Service}
-	rec.keys, rec.newImg, rec.oldImg = splitData(b, kEnd, nEnd)
-	s.append(c.EventName, rec, nil)
+	rec.setConcat(b, kEnd, nEnd)
+	s.append(c.EventName, rec, b[:kEnd], nil)
 }
 
 // EncodedChange is a Change whose key and images are already DynamoDB JSON
@@ -487,7 +448,7 @@ func (s *Stream) AppendEncoded(c EncodedChange) error {
 	if err != nil {
 		return err
 	}
-	return s.append(c.EventName, rec, c.Commit)
+	return s.append(c.EventName, rec, c.Keys, c.Commit)
 }
 
 // encodedRecord checks c's JSON and returns the record it makes (data,
@@ -504,13 +465,15 @@ func (s *Stream) encodedRecord(c EncodedChange) (record, error) {
 			return record{}, fmt.Errorf("stream %s: AppendEncoded: %s is not a JSON object", s.arn, p.name)
 		}
 	}
-	rec := record{size: uint32(max(c.Size, 0)), svc: c.Service, keys: string(c.Keys)}
+	rec := record{size: uint32(max(c.Size, 0)), svc: c.Service}
+	var newImg, oldImg string
 	if withNew {
-		rec.newImg = c.image(c.New)
+		newImg = c.image(c.New)
 	}
 	if withOld {
-		rec.oldImg = c.image(c.Old)
+		oldImg = c.image(c.Old)
 	}
+	rec.setShared(c.Keys, newImg, oldImg)
 	return rec, nil
 }
 
@@ -523,11 +486,11 @@ func (c *EncodedChange) image(img []byte) string {
 	return string(img)
 }
 
-// append adds a record (keys, images, size, svc set) to the shard that
-// owns its key. With commit, the record is added only once commit has made
-// it durable (see EncodedChange.Commit).
-func (s *Stream) append(eventName string, rec record, commit func(*Event) error) error {
-	h := rec.keyHash()
+// append adds a record (JSON, size, svc set) with Keys JSON keys to the
+// shard that owns its key. With commit, the record is added only once
+// commit has made it durable (see EncodedChange.Commit).
+func (s *Stream) append(eventName string, rec record, keys []byte, commit func(*Event) error) error {
+	h := keyHash(keys)
 	now := s.reg.opts.Now()
 
 	s.mu.Lock()
@@ -554,7 +517,7 @@ func (s *Stream) append(eventName string, rec record, commit func(*Event) error)
 		rec.at = sh.recs[n-1].at // keep creation times ordered within the shard
 	}
 	if commit != nil {
-		if err := commit(&Event{Kind: EvRecord, Stream: s.ord, Shard: ShardState{Ord: sh.ord}, Record: exportRecord(&rec, eventName)}); err != nil {
+		if err := commit(&Event{Kind: EvRecord, Stream: s.ord, Shard: ShardState{Ord: sh.ord}, Record: exportRecord(&rec, eventName, keys)}); err != nil {
 			s.lastSeq-- // nobody saw it: s.mu is held
 			return err
 		}
@@ -562,19 +525,12 @@ func (s *Stream) append(eventName string, rec record, commit func(*Event) error)
 	sh.recs = append(sh.recs, rec)
 	sh.count++
 	if commit == nil {
-		s.journalRecord(sh, &sh.recs[len(sh.recs)-1], eventName)
+		s.journalRecord(sh, &sh.recs[len(sh.recs)-1], eventName, keys)
 	}
 	if rr := s.reg.opts.RolloverRecords; rr > 0 && sh.count >= rr {
 		s.rolloverLocked(sh, now)
 	}
 	return nil
-}
-
-// keyHash is the hash that picks the shard of a record's key.
-func (rec *record) keyHash() uint64 {
-	hf := fnv.New64a()
-	hf.Write(unsafe.Slice(unsafe.StringData(rec.keys), len(rec.keys)))
-	return mix64(hf.Sum64())
 }
 
 // eventIndexLocked interns an event name. The engine only sends INSERT,
@@ -599,14 +555,14 @@ func (s *Stream) appendRecord(b []byte, r *record, events []string) []byte {
 	b = append(b, s.prefix...)
 	b = strconv.AppendInt(b, r.at/int64(time.Second), 10)
 	b = append(b, `,"Keys":`...)
-	b = append(b, r.keys...)
-	if r.newImg != "" {
+	b = r.appendKeys(b)
+	if img := r.newImg(); img != "" {
 		b = append(b, `,"NewImage":`...)
-		b = append(b, r.newImg...)
+		b = append(b, img...)
 	}
-	if r.oldImg != "" {
+	if img := r.oldImg(); img != "" {
 		b = append(b, `,"OldImage":`...)
-		b = append(b, r.oldImg...)
+		b = append(b, img...)
 	}
 	b = append(b, `,"SequenceNumber":"`...)
 	b = appendSeq(b, r.seq)
