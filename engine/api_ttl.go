@@ -131,7 +131,7 @@ func (t *table) recomputeExpiry(ctx context.Context) error {
 			t.mu.Unlock()
 			return nil
 		}
-		cursor = n.key
+		cursor = n.Key()
 		t.mu.Unlock()
 	}
 }

@@ -64,8 +64,8 @@ func (t *table) sweep(ctx context.Context, clock Clock, independent bool) (int, 
 		oldest := now.Add(-fiveYears).UnixNano()
 		expired := func(n *slNode) bool {
 			exp := n.val.exp
-			return exp != noExpiry && exp >= oldest && exp+lagFor(n.key, t.lagNanos) < nowN &&
-				(t.repl == nil || independent || t.ttlOwned(n.key))
+			return exp != noExpiry && exp >= oldest && exp+lagFor(n.Key(), t.lagNanos) < nowN &&
+				(t.repl == nil || independent || t.ttlOwned(n.Key()))
 		}
 
 		// Find the next expired item (read lock).
@@ -85,7 +85,7 @@ func (t *table) sweep(ctx context.Context, clock Clock, independent bool) (int, 
 			t.mu.RUnlock()
 			return deleted, nil
 		}
-		cursor = n.key // stored keys are immutable
+		cursor = n.Key() // stored keys are immutable
 		hit := expired(n)
 		t.mu.RUnlock()
 		if !hit {
@@ -121,7 +121,7 @@ func (t *table) sweep(ctx context.Context, clock Clock, independent bool) (int, 
 		if n == nil {
 			return deleted, nil
 		}
-		cursor = n.key
+		cursor = n.Key()
 	}
 }
 
