@@ -32,13 +32,14 @@ const (
 	slP        = 4 // one in slP nodes is promoted to the next level
 )
 
-// slNode is one key of a skiplist, 56 bytes. Its level-0 successor is
+// slNode is one key of a skiplist, 64 bytes. Its level-0 successor is
 // next; a node on more levels holds its successors on the levels above in
 // an array of its own (up), which 3 nodes in 4 do not need.
 type slNode struct {
 	pfx  uint64 // the key's first 8 bytes, big-endian, zero-padded
 	key  string // the key's bytes, never modified (Key)
 	val  *entry
+	exp  int64    // the table's nodes: the item's TTL expiry in unix nanoseconds, noExpiry when none
 	prev *slNode  // level-0 predecessor; nil for the first node
 	next *slNode  // level-0 successor
 	up   **slNode // first of the successors on levels 1.. (level i's at index i-1); nil on level 0 only
@@ -154,8 +155,9 @@ func (s *skiplist) GetForWrite(key []byte) *entry {
 	return nil
 }
 
-// Put stores val under key and returns the value it replaced, if any.
-func (s *skiplist) Put(key []byte, val *entry) *entry {
+// Put stores val under key with expiry exp and returns the value it
+// replaced, if any.
+func (s *skiplist) Put(key []byte, val *entry, exp int64) *entry {
 	var n *slNode
 	if s.hint != nil && bytes.Equal(s.hint, key) {
 		n = s.update[0].next
@@ -165,7 +167,7 @@ func (s *skiplist) Put(key []byte, val *entry) *entry {
 	s.hint = nil
 	if n.is(key) {
 		old := n.val
-		n.val = val
+		n.val, n.exp = val, exp
 		return old
 	}
 	lvl := s.randomLevel()
@@ -176,7 +178,7 @@ func (s *skiplist) Put(key []byte, val *entry) *entry {
 		s.level = lvl
 	}
 	nn := s.newNode()
-	nn.key, nn.val, nn.pfx, nn.up = frozenKey(key), val, prefix64(key), newUp(lvl)
+	nn.key, nn.val, nn.exp, nn.pfx, nn.up = frozenKey(key), val, exp, prefix64(key), newUp(lvl)
 	for i := 0; i < lvl; i++ {
 		p := s.update[i].nextAt(i)
 		*nn.nextAt(i) = *p

@@ -37,13 +37,13 @@ func skiplistModel(t *testing.T, seed uint64) {
 		switch r.IntN(4) {
 		case 0, 1:
 			k := key()
-			e := newStoredEntry(k, len(k), 0)
+			e := newStoredEntry(k, nil, 0)
 			if r.IntN(2) == 0 {
 				if got := s.GetForWrite(k); got != model[string(k)] {
 					t.Fatalf("GetForWrite(%s) = %v, want %v", k, got, model[string(k)])
 				}
 			}
-			s.Put(append([]byte(nil), k...), e)
+			s.Put(append([]byte(nil), k...), e, noExpiry)
 			model[string(k)] = e
 		case 2:
 			k := key()
@@ -108,7 +108,7 @@ func BenchmarkSkiplist(b *testing.B) {
 	for i := range keys {
 		k := appendComponent(nil, attr.Str(fmt.Sprintf("p%d", i%2000)))
 		keys[i] = appendComponent(k, attr.MustNum(fmt.Sprint(i)))
-		s.Put(keys[i], newStoredEntry(keys[i], len(keys[i]), 0))
+		s.Put(keys[i], newStoredEntry(keys[i], nil, 0), noExpiry)
 	}
 	rand.New(rand.NewPCG(1, 2)).Shuffle(n, func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 	b.Run("Get", func(b *testing.B) {
@@ -124,7 +124,7 @@ func BenchmarkSkiplist(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			k := keys[i%n]
-			s.Put(k, s.GetForWrite(k))
+			s.Put(k, s.GetForWrite(k), noExpiry)
 			i++
 		}
 	})

@@ -13,27 +13,32 @@ import (
 	"github.com/ttl-archiver/archiver/engine/internal/stream"
 )
 
-// entry is one stored item. Entries are immutable once stored, except exp,
-// which changes only under the table's write lock.
+// entry is one stored item, immutable once stored.
 //
-// An entry is 32 bytes (a size class of its own): its key and JSON are one
-// allocation, held as a string (a pointer and a length, no capacity) and
-// split at klen; key and raw hand them out as byte slices that must not be
-// written to.
+// An entry is the 12-byte header of the item's one allocation, which holds
+// after it the item's table storage key (klen bytes) and then its DynamoDB
+// JSON: one object of no pointers per item, which the collector marks
+// without scanning. key and raw hand those bytes out as slices that must
+// not be written to. newStoredEntry makes entries; an entry is never
+// copied (the bytes after it would not follow). The item's TTL expiry is
+// kept by its node in the table's skiplist (slNode.exp).
 type entry struct {
-	data string // table storage key, then the item's DynamoDB JSON
-	klen uint32 // length of the key at the front of data
 	size int32  // DynamoDB item size in bytes
-	exp  int64  // TTL expiry in unix nanoseconds; noExpiry when none
+	klen uint32 // length of the key after the header
+	dlen uint32 // length of the key and the JSON after the header
 }
 
-// newStoredEntry returns the entry of buf, a storage key of klen bytes
-// followed by the item's JSON, which no one writes to afterwards.
-func newStoredEntry(buf []byte, klen int, size int32) *entry {
-	e := &entry{klen: uint32(klen), size: size, exp: noExpiry}
-	if len(buf) > 0 {
-		e.data = unsafe.String(&buf[0], len(buf))
-	}
+// entryHeader is the size of an entry's header, where its key starts.
+const entryHeader = unsafe.Sizeof(entry{})
+
+// newStoredEntry returns a new entry holding copies of key and of raw, the
+// item's JSON.
+func newStoredEntry(key, raw []byte, size int32) *entry {
+	buf := make([]byte, int(entryHeader)+len(key)+len(raw))
+	copy(buf[entryHeader:], key)
+	copy(buf[int(entryHeader)+len(key):], raw)
+	e := (*entry)(unsafe.Pointer(&buf[0])) // the allocation is 8-aligned and larger than the header
+	e.size, e.klen, e.dlen = size, uint32(len(key)), uint32(len(key)+len(raw))
 	return e
 }
 
@@ -43,15 +48,15 @@ func (e *entry) key() []byte {
 	if e.klen == 0 {
 		return nil
 	}
-	return unsafe.Slice(unsafe.StringData(e.data), e.klen)
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(e), entryHeader)), e.klen)
 }
 
 // raw is the item's DynamoDB JSON (capacity = length).
 func (e *entry) raw() []byte {
-	if len(e.data) == int(e.klen) {
+	if e.dlen == e.klen {
 		return []byte{} // never nil: a nil JSON means a delete to some callers
 	}
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.StringData(e.data)), e.klen)), len(e.data)-int(e.klen))
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(e), entryHeader+uintptr(e.klen))), e.dlen-e.klen)
 }
 
 const noExpiry = math.MinInt64
@@ -140,6 +145,15 @@ func decodeStored(e *entry) (attr.Item, error) {
 	return attr.UnmarshalItemJSON(e.raw())
 }
 
+// expiry is the TTL expiry of an item of the table: noExpiry when TTL is
+// off (see expiryOf).
+func (t *table) expiry(it attr.Item) int64 {
+	if t.ttlAttr == "" {
+		return noExpiry
+	}
+	return expiryOf(it, t.ttlAttr)
+}
+
 // expiryOf reads the TTL attribute as unix nanoseconds, or noExpiry when it
 // is missing, not a Number, or out of any plausible range.
 func expiryOf(it attr.Item, name string) int64 {
@@ -199,16 +213,10 @@ func (t *table) newEntry(key []byte, it attr.Item, size int) *entry {
 		sp = &b
 	}
 	js := attr.AppendItemJSON((*sp)[:0], it)
-	buf := make([]byte, len(key)+len(js))
-	copy(buf, key)
-	copy(buf[len(key):], js)
+	e := newStoredEntry(key, js, int32(size))
 	if cap(js) <= 64<<10 {
 		*sp = js
 		t.scratch.Put(sp)
-	}
-	e := newStoredEntry(buf, len(key), int32(size))
-	if t.ttlAttr != "" {
-		e.exp = expiryOf(it, t.ttlAttr)
 	}
 	return e
 }

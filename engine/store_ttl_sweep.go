@@ -63,7 +63,7 @@ func (t *table) sweep(ctx context.Context, clock Clock, independent bool) (int, 
 		nowN := now.UnixNano()
 		oldest := now.Add(-fiveYears).UnixNano()
 		expired := func(n *slNode) bool {
-			exp := n.val.exp
+			exp := n.exp
 			return exp != noExpiry && exp >= oldest && exp+lagFor(n.Key(), t.lagNanos) < nowN &&
 				(t.repl == nil || independent || t.ttlOwned(n.Key()))
 		}

@@ -85,7 +85,7 @@ func (t *table) applyLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 		}
 	}
 	if ne != nil {
-		t.items.Put(ne.key(), ne)
+		t.items.Put(ne.key(), ne, t.expiry(newItem))
 		t.size += int64(ne.size)
 		for _, ix := range t.lsis {
 			ix.add(t, ne, newItem)
