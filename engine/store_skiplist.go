@@ -27,7 +27,11 @@ type skiplist struct {
 }
 
 const (
-	slChunk    = 128 // nodes per allocation
+	// slChunk is the nodes per allocation: 127 nodes of 64 bytes and the
+	// 8-byte header the runtime puts before an object of pointers larger
+	// than 512 bytes fill the 8,192-byte size class (128 would take the
+	// 9,472-byte one).
+	slChunk    = 127
 	slMaxLevel = 24
 	slP        = 4 // one in slP nodes is promoted to the next level
 )

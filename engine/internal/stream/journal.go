@@ -168,7 +168,7 @@ func (r *Registry) Export(fn func(*Event) error) error {
 		recs := make([][]record, len(s.shards))
 		for i, sh := range s.shards {
 			shards[i] = sh.state()
-			recs[i] = append([]record(nil), sh.recs...) // trimming clears the array in place
+			recs[i] = sh.recs.slice(0, sh.recs.Len())
 		}
 		events := append([]string(nil), s.events...)
 		s.mu.RUnlock()
@@ -306,13 +306,13 @@ func (s *Stream) applyLocked(ev *Event) error {
 			return fmt.Errorf("stream %s: record %d for unknown shard #%d", s.arn, ev.Record.Seq, ev.Shard.Ord)
 		}
 		rec := ev.Record
-		if n := len(sh.recs); n > 0 && sh.recs[n-1].seq >= rec.Seq || rec.Seq <= sh.trimmed {
+		if last := sh.recs.last(); last != nil && last.seq >= rec.Seq || rec.Seq <= sh.trimmed {
 			return nil // already there (or trimmed since)
 		}
 		data := append(append(append(make([]byte, 0, len(rec.Keys)+len(rec.New)+len(rec.Old)), rec.Keys...), rec.New...), rec.Old...)
 		r := record{seq: rec.Seq, at: rec.At, size: rec.Size, svc: rec.Service, ev: s.eventIndexLocked(rec.Event)}
 		r.setConcat(data, len(rec.Keys), len(rec.Keys)+len(rec.New))
-		sh.recs = append(sh.recs, r)
+		sh.recs.push(r)
 		if rec.Seq > s.lastSeq {
 			s.lastSeq = rec.Seq
 			sh.count++

@@ -101,7 +101,7 @@ func checkRecordKeys(t *testing.T, name, hash, rng, view string, ch EncodedChang
 	if view == OldImage || view == NewAndOldImages {
 		wantOld = string(ch.Old)
 	}
-	rec := &s.shards[0].recs[0]
+	rec := s.shards[0].recs.at(0)
 	check := func(how string, rec *record) {
 		if got := string(rec.appendKeys(nil)); got != string(ch.Keys) {
 			t.Errorf("%s%s: Keys %s, want %s", name, how, got, ch.Keys)
@@ -121,7 +121,7 @@ func checkRecordKeys(t *testing.T, name, hash, rng, view string, ch EncodedChang
 	if err := r.Export(func(ev *Event) error { return r2.Apply(ev) }); err != nil {
 		t.Fatalf("%s: export: %v", name, err)
 	}
-	check(" (exported)", &r2.Lookup(s.ARN()).shards[0].recs[0])
+	check(" (exported)", r2.Lookup(s.ARN()).shards[0].recs.at(0))
 	return rec.kin&keysIn != 0
 }
 

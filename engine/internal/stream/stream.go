@@ -169,9 +169,9 @@ type shard struct {
 	start    uint64 // StartingSequenceNumber
 	end      uint64 // EndingSequenceNumber; 0 while open
 	closedAt time.Time
-	count    int      // records ever appended
-	recs     []record // untrimmed records
-	trimmed  uint64   // highest sequence number trimmed away (0: none)
+	count    int     // records ever appended
+	recs     recList // untrimmed records
+	trimmed  uint64  // highest sequence number trimmed away (0: none)
 }
 
 func (sh *shard) closed() bool { return sh.end != 0 }
@@ -513,8 +513,8 @@ func (s *Stream) append(eventName string, rec record, keys []byte, commit func(*
 	rec.seq = s.lastSeq
 	rec.ev = s.eventIndexLocked(eventName)
 	rec.at = now.UnixNano()
-	if n := len(sh.recs); n > 0 && sh.recs[n-1].at > rec.at {
-		rec.at = sh.recs[n-1].at // keep creation times ordered within the shard
+	if last := sh.recs.last(); last != nil && last.at > rec.at {
+		rec.at = last.at // keep creation times ordered within the shard
 	}
 	if commit != nil {
 		if err := commit(&Event{Kind: EvRecord, Stream: s.ord, Shard: ShardState{Ord: sh.ord}, Record: exportRecord(&rec, eventName, keys)}); err != nil {
@@ -522,10 +522,10 @@ func (s *Stream) append(eventName string, rec record, keys []byte, commit func(*
 			return err
 		}
 	}
-	sh.recs = append(sh.recs, rec)
+	added := sh.recs.push(rec)
 	sh.count++
 	if commit == nil {
-		s.journalRecord(sh, &sh.recs[len(sh.recs)-1], eventName, keys)
+		s.journalRecord(sh, added, eventName, keys)
 	}
 	if rr := s.reg.opts.RolloverRecords; rr > 0 && sh.count >= rr {
 		s.rolloverLocked(sh, now)
@@ -628,7 +628,7 @@ func (s *Stream) maintainLocked(now time.Time) {
 	kept := s.shards[:0]
 	var dropped []uint32
 	for _, sh := range s.shards {
-		if sh.closed() && len(sh.recs) == 0 && !sh.closedAt.After(cutoff) {
+		if sh.closed() && sh.recs.Len() == 0 && !sh.closedAt.After(cutoff) {
 			delete(s.byOrd, sh.ord)
 			dropped = append(dropped, sh.ord)
 			continue
@@ -648,7 +648,7 @@ func (s *Stream) maintainLocked(now time.Time) {
 func (s *Stream) trimLocked(cutoff int64) {
 	jotted := false
 	for _, sh := range s.shards {
-		n := sort.Search(len(sh.recs), func(i int) bool { return sh.recs[i].at >= cutoff })
+		n := sh.recs.search(func(r *record) bool { return r.at >= cutoff })
 		if n == 0 {
 			continue
 		}
@@ -656,21 +656,8 @@ func (s *Stream) trimLocked(cutoff int64) {
 			s.jot(Event{Kind: EvTrimmed, At: cutoff})
 			jotted = true
 		}
-		sh.trimmed = sh.recs[n-1].seq
-		if n == len(sh.recs) {
-			sh.recs = nil
-			continue
-		}
-		// Copy the survivors when the dead prefix is most of the backing
-		// array, so trimmed records' memory is released.
-		if n > len(sh.recs)/2 {
-			rest := make([]record, len(sh.recs)-n, len(sh.recs)-n+len(sh.recs)/8+16)
-			copy(rest, sh.recs[n:])
-			sh.recs = rest
-		} else {
-			clear(sh.recs[:n])
-			sh.recs = sh.recs[n:]
-		}
+		sh.trimmed = sh.recs.at(n - 1).seq
+		sh.recs.dropFront(n)
 	}
 }
 
@@ -922,7 +909,7 @@ func (s *Stream) Shards() []ShardInfo {
 	defer s.mu.RUnlock()
 	out := make([]ShardInfo, 0, len(s.shards))
 	for _, sh := range s.shards {
-		si := ShardInfo{ID: sh.id, ParentID: sh.parent, Start: formatSeq(sh.start), Records: len(sh.recs), Open: !sh.closed(), HashLo: sh.lo, HashHi: sh.hi}
+		si := ShardInfo{ID: sh.id, ParentID: sh.parent, Start: formatSeq(sh.start), Records: sh.recs.Len(), Open: !sh.closed(), HashLo: sh.lo, HashHi: sh.hi}
 		if sh.closed() {
 			si.End = formatSeq(sh.end)
 		}
