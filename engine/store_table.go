@@ -10,54 +10,40 @@ import (
 	"unsafe"
 
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
+	"github.com/ttl-archiver/archiver/engine/internal/blob"
 	"github.com/ttl-archiver/archiver/engine/internal/stream"
 )
 
-// entry is one stored item, immutable once stored.
-//
-// An entry is the 12-byte header of the item's one allocation, which holds
-// after it the item's table storage key (klen bytes) and then its DynamoDB
-// JSON: one object of no pointers per item, which the collector marks
-// without scanning. key and raw hand those bytes out as slices that must
-// not be written to. newStoredEntry makes entries; an entry is never
-// copied (the bytes after it would not follow). The item's TTL expiry is
-// kept by its node in the table's skiplist (slNode.exp).
+// entry is one stored item, immutable once stored: the header of a blob
+// (package blob, whose layout it has) holding the item's table storage key
+// and its DynamoDB JSON, one allocation of no pointers, which the
+// collector marks without scanning, and which the item's stream records
+// keep as their image (entry.blob). key and raw hand its bytes out as
+// slices that must not be written to. newStoredEntry makes entries; an
+// entry is never copied (its bytes would not follow). The item's TTL
+// expiry is kept by its node in the table's skiplist (slNode.exp).
 type entry struct {
-	size int32  // DynamoDB item size in bytes
-	klen uint32 // length of the key after the header
-	dlen uint32 // length of the key and the JSON after the header
+	size int32  // DynamoDB item size in bytes (blob.Header.Size)
+	klen uint32 // length of the key (blob.Header.KLen)
+	dlen uint32 // length of the key and the JSON (blob.Header.DLen)
 }
-
-// entryHeader is the size of an entry's header, where its key starts.
-const entryHeader = unsafe.Sizeof(entry{})
 
 // newStoredEntry returns a new entry holding copies of key and of raw, the
 // item's JSON.
 func newStoredEntry(key, raw []byte, size int32) *entry {
-	buf := make([]byte, int(entryHeader)+len(key)+len(raw))
-	copy(buf[entryHeader:], key)
-	copy(buf[int(entryHeader)+len(key):], raw)
-	e := (*entry)(unsafe.Pointer(&buf[0])) // the allocation is 8-aligned and larger than the header
-	e.size, e.klen, e.dlen = size, uint32(len(key)), uint32(len(key)+len(raw))
-	return e
+	return (*entry)(unsafe.Pointer(blob.New(key, raw, size)))
 }
+
+// blob is the entry as the blob it is.
+func (e *entry) blob() *blob.Header { return (*blob.Header)(unsafe.Pointer(e)) }
 
 // key is the entry's table storage key (capacity = length: appending to it
 // copies).
-func (e *entry) key() []byte {
-	if e.klen == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(e), entryHeader)), e.klen)
-}
+func (e *entry) key() []byte { return e.blob().Key() }
 
-// raw is the item's DynamoDB JSON (capacity = length).
-func (e *entry) raw() []byte {
-	if e.dlen == e.klen {
-		return []byte{} // never nil: a nil JSON means a delete to some callers
-	}
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(e), entryHeader+uintptr(e.klen))), e.dlen-e.klen)
-}
+// raw is the item's DynamoDB JSON (capacity = length), never nil: a nil
+// JSON means a delete to some callers.
+func (e *entry) raw() []byte { return e.blob().JSON() }
 
 const noExpiry = math.MinInt64
 

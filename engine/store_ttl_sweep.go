@@ -208,12 +208,12 @@ func (t *table) logExpired(ent *entry, part attr.Item, kb *[]byte, withOld bool)
 		return t.p.logChange(t, ent.key(), nil, nil, nil)
 	}
 	*kb = keysJSON((*kb)[:0], ent.raw(), t.ktoks)
-	c := stream.EncodedChange{EventName: "REMOVE", Keys: *kb, Service: true, Shared: true, Size: attr.SizeOf(t.key.Hash, part[t.key.Hash])}
+	c := stream.EncodedChange{EventName: "REMOVE", Keys: *kb, Service: true, Size: attr.SizeOf(t.key.Hash, part[t.key.Hash])}
 	if t.key.Range != "" {
 		c.Size += attr.SizeOf(t.key.Range, part[t.key.Range])
 	}
 	if withOld {
-		c.Old = ent.raw()
+		c.OldBlob = ent.blob()
 		c.Size += int(ent.size)
 	}
 	logged := t.p == nil

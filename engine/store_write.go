@@ -107,7 +107,7 @@ func (t *table) recordOf(old *entry, oldItem attr.Item, ne *entry, newItem attr.
 
 // recordInto is recordOf with the Keys JSON written to dst.
 func (t *table) recordInto(dst []byte, old *entry, oldItem attr.Item, ne *entry, newItem attr.Item, service bool) stream.EncodedChange {
-	c := stream.EncodedChange{Service: service, Shared: true} // the images are stored items: immutable
+	c := stream.EncodedChange{Service: service} // the images are stored items' blobs: immutable
 	var keyItem attr.Item
 	var keySrc []byte
 	switch {
@@ -125,11 +125,11 @@ func (t *table) recordInto(dst []byte, old *entry, oldItem attr.Item, ne *entry,
 		c.Size += attr.SizeOf(t.key.Range, keyItem[t.key.Range])
 	}
 	if old != nil && (view == stream.OldImage || view == stream.NewAndOldImages) {
-		c.Old = old.raw()
+		c.OldBlob = old.blob()
 		c.Size += int(old.size)
 	}
 	if ne != nil && (view == stream.NewImage || view == stream.NewAndOldImages) {
-		c.New = ne.raw()
+		c.NewBlob = ne.blob()
 		c.Size += int(ne.size)
 	}
 	return c

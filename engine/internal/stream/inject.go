@@ -61,7 +61,8 @@ func (r *Registry) Inject(arn, shardID string, c EncodedChange) (string, error) 
 		seq:  s.lastSeq,
 		size: uint32(size), svc: c.Service, ev: s.eventIndexLocked(c.EventName), at: now.UnixNano(),
 	}
-	rec.setConcat(b.Bytes(), kEnd, nEnd)
+	data := b.Bytes()
+	rec.setCopies(data[:kEnd], data[kEnd:nEnd], data[nEnd:])
 	if last := sh.recs.last(); last != nil && last.at > rec.at {
 		rec.at = last.at
 	}

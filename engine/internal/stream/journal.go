@@ -309,9 +309,8 @@ func (s *Stream) applyLocked(ev *Event) error {
 		if last := sh.recs.last(); last != nil && last.seq >= rec.Seq || rec.Seq <= sh.trimmed {
 			return nil // already there (or trimmed since)
 		}
-		data := append(append(append(make([]byte, 0, len(rec.Keys)+len(rec.New)+len(rec.Old)), rec.Keys...), rec.New...), rec.Old...)
 		r := record{seq: rec.Seq, at: rec.At, size: rec.Size, svc: rec.Service, ev: s.eventIndexLocked(rec.Event)}
-		r.setConcat(data, len(rec.Keys), len(rec.Keys)+len(rec.New))
+		r.setCopies(rec.Keys, rec.New, rec.Old)
 		sh.recs.push(r)
 		if rec.Seq > s.lastSeq {
 			s.lastSeq = rec.Seq

@@ -2,11 +2,10 @@ package stream
 
 import "sort"
 
-// recBlock is how many records one block of a recList holds: 127 records
-// of 64 bytes and the 8-byte header the runtime puts before an object of
-// pointers larger than 512 bytes fill the 8,192-byte size class (128
-// would take the 9,472-byte one).
-const recBlock = 127
+// recBlock is how many records one block of a recList holds: 170 records
+// of 48 bytes and the 8-byte header the runtime puts before an object of
+// pointers larger than 512 bytes fit the 8,192-byte size class.
+const recBlock = 170
 
 // recList is a shard's untrimmed records in order, kept in fixed-size
 // blocks: appending never copies the records already there (a slice

@@ -7,34 +7,32 @@ import (
 	"unsafe"
 
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
+	"github.com/ttl-archiver/archiver/engine/internal/blob"
 )
 
-// record is a stream record kept compactly (64 bytes): only what varies
-// between records is stored (the key and image JSON and a few numbers);
-// GetRecords renders the rest of the wire JSON around it. The JSON is held
-// as strings (never modified): an image may be the very bytes of a stored
-// item (EncodedChange.Shared), so a record of a write costs no copy of the
-// item.
+// record is a stream record kept compactly (48 bytes): only what varies
+// between records is stored (the key and images and a few numbers);
+// GetRecords renders the rest of the wire JSON around it. An image is the
+// JSON of a blob (package blob), never modified, held by one pointer: for a
+// write's record, the very blob of the stored item
+// (EncodedChange.NewBlob, OldBlob), so the record costs no copy of the item.
 //
-// The Keys JSON has no string of its own when an image holds the key
+// The Keys JSON has no bytes of its own when an image holds the key
 // attributes (the engine's images always do): the record keeps where their
 // members are in that image (keysIn), and Keys is rendered as "{", the
 // first member, "," and the second, "}". Otherwise (KEYS_ONLY, NEW_IMAGE on
 // a REMOVE, OLD_IMAGE on an INSERT, records whose images do not hold the
-// keys) the Keys JSON is stored at the head of an image slot, before the
-// image (keysHead).
+// keys) the Keys JSON is the key of the blob in a slot (keysHead), a blob
+// the stream made, whose JSON is that slot's image or empty.
 type record struct {
 	seq  uint64
-	at   int64     // creation time, unix nanoseconds
-	img  [2]string // the NewImage and OldImage slots; an image is empty when absent
-	size uint32    // SizeBytes
-	// k says where the Keys JSON is: with keysHead, k[0] is its length at
-	// the head of img[slot]; with keysIn, k[0] and k[1] are the offsets of
-	// its members in img[slot] (k[1] = 0: one member).
-	k   [2]uint32
-	ev  uint8 // index into Stream.events
-	svc bool  // TTL delete: carries userIdentity
-	kin uint8 // keysHead or keysIn, plus the slot (newSlot, oldSlot)
+	at   int64           // creation time, unix nanoseconds
+	img  [2]*blob.Header // the NewImage and OldImage slots; nil, or a blob of empty JSON: absent
+	size uint32          // SizeBytes
+	k    [2]uint32       // keysIn: offsets of the Keys members in img[slot]'s JSON (k[1] = 0: one member)
+	ev   uint8           // index into Stream.events
+	svc  bool            // TTL delete: carries userIdentity
+	kin  uint8           // keysHead or keysIn, plus the slot (newSlot, oldSlot)
 }
 
 // Image slots of a record, and where its keys are (record.kin).
@@ -50,10 +48,10 @@ func (rec *record) slot() int { return int(rec.kin & 1) }
 
 // image returns the image of a slot ("" when absent).
 func (rec *record) image(slot int) string {
-	if rec.kin == keysHead|uint8(slot) {
-		return rec.img[slot][rec.k[0]:]
+	if rec.img[slot] == nil {
+		return ""
 	}
-	return rec.img[slot]
+	return rec.img[slot].JSONString()
 }
 
 func (rec *record) newImg() string { return rec.image(newSlot) }
@@ -63,26 +61,28 @@ func (rec *record) oldImg() string { return rec.image(oldSlot) }
 func (rec *record) appendKeys(b []byte) []byte {
 	src := rec.img[rec.slot()]
 	if rec.kin&keysIn == 0 {
-		return append(b, src[:rec.k[0]]...)
+		return append(b, src.Key()...)
 	}
+	js := src.JSON()
 	b = append(b, '{')
-	b = append(b, src[rec.k[0]:memberEnd(src, rec.k[0])]...)
+	b = append(b, js[rec.k[0]:attr.MemberEnd(js, int(rec.k[0]))]...)
 	if rec.k[1] != 0 {
 		b = append(b, ',')
-		b = append(b, src[rec.k[1]:memberEnd(src, rec.k[1])]...)
+		b = append(b, js[rec.k[1]:attr.MemberEnd(js, int(rec.k[1]))]...)
 	}
 	return append(b, '}')
 }
 
 // keysLen is the length of the Keys JSON.
 func (rec *record) keysLen() int {
-	if rec.kin&keysIn == 0 {
-		return int(rec.k[0])
-	}
 	src := rec.img[rec.slot()]
-	n := 2 + memberEnd(src, rec.k[0]) - int(rec.k[0])
+	if rec.kin&keysIn == 0 {
+		return int(src.KLen)
+	}
+	js := src.JSON()
+	n := 2 + attr.MemberEnd(js, int(rec.k[0])) - int(rec.k[0])
 	if rec.k[1] != 0 {
-		n += 1 + memberEnd(src, rec.k[1]) - int(rec.k[1])
+		n += 1 + attr.MemberEnd(js, int(rec.k[1])) - int(rec.k[1])
 	}
 	return n
 }
@@ -90,27 +90,23 @@ func (rec *record) keysLen() int {
 // dataLen is the length of the record's JSON.
 func (rec *record) dataLen() int { return rec.keysLen() + len(rec.newImg()) + len(rec.oldImg()) }
 
-// memberEnd is attr.MemberEnd over a string of a record, at an offset the
-// record keeps (one that starts a member).
-func memberEnd(s string, off uint32) int {
-	return attr.MemberEnd(unfrozen(s), int(off))
-}
-
-// setConcat sets the record's JSON from data, which holds Keys, then
-// NewImage (up to nEnd), then OldImage, and which no one modifies
-// afterwards: the Keys JSON stays at the head of the NewImage slot.
-func (rec *record) setConcat(data []byte, kEnd, nEnd int) {
-	s := frozen(data)
-	rec.img = [2]string{s[:nEnd], s[nEnd:]}
-	rec.k = [2]uint32{uint32(kEnd), 0}
+// setCopies sets the record's JSON to copies of keys and of the images
+// (empty: absent); the Keys JSON is the key of the NewImage slot's blob.
+func (rec *record) setCopies(keys, newImg, oldImg []byte) {
+	rec.img[newSlot] = blob.New(keys, newImg, 0)
+	rec.img[oldSlot] = nil
+	if len(oldImg) > 0 {
+		rec.img[oldSlot] = blob.New(nil, oldImg, 0)
+	}
 	rec.kin = keysHead | newSlot
 }
 
-// setShared sets the record's JSON from keys (copied when kept) and the
-// images, which are kept as they are: the keys as members of an image that
-// holds them, else at the head of a slot, before its image.
-func (rec *record) setShared(keys []byte, newImg, oldImg string) {
-	rec.img = [2]string{newImg, oldImg}
+// setImages sets the record's images to the blobs given (nil: absent),
+// kept as they are, and its keys from keys (copied when kept): as members
+// of an image that holds them, else as the key of a blob the stream makes
+// in a slot, with that slot's image.
+func (rec *record) setImages(keys []byte, newImg, oldImg *blob.Header) {
+	rec.img = [2]*blob.Header{newImg, oldImg}
 	if m0, m1, ok := splitMembers(keys); ok {
 		for slot := range rec.img {
 			if rec.findMembers(slot, m0, m1) {
@@ -119,11 +115,14 @@ func (rec *record) setShared(keys []byte, newImg, oldImg string) {
 		}
 	}
 	slot := newSlot
-	if newImg != "" && oldImg == "" {
+	if newImg != nil && oldImg == nil {
 		slot = oldSlot
 	}
-	rec.img[slot] = string(keys) + rec.img[slot] // one allocation (and a copy of the image only when both are kept)
-	rec.k = [2]uint32{uint32(len(keys)), 0}
+	var img []byte
+	if rec.img[slot] != nil {
+		img = rec.img[slot].JSON() // both images kept, neither holds the keys: a copy
+	}
+	rec.img[slot] = blob.New(keys, img, 0)
 	rec.kin = keysHead | uint8(slot)
 }
 
@@ -132,7 +131,11 @@ func (rec *record) setShared(keys []byte, newImg, oldImg string) {
 // Any occurrence of a member's exact text will do (it renders the same
 // bytes), provided attr.MemberEnd ends it where the text ends.
 func (rec *record) findMembers(slot int, m0, m1 string) bool {
-	img := rec.img[slot]
+	if rec.img[slot] == nil {
+		return false
+	}
+	js := rec.img[slot].JSON()
+	img := frozen(js)
 	if img == "" || uint64(len(img)) > math.MaxUint32 {
 		return false
 	}
@@ -142,7 +145,7 @@ func (rec *record) findMembers(slot int, m0, m1 string) bool {
 			break
 		}
 		off := strings.Index(img, m)
-		if off < 1 || memberEnd(img, uint32(off)) != off+len(m) {
+		if off < 1 || attr.MemberEnd(js, off) != off+len(m) {
 			return false
 		}
 		k[i] = uint32(off)

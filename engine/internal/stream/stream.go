@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
+	"github.com/ttl-archiver/archiver/engine/internal/blob"
 )
 
 // Stream view types, as DynamoDB names them.
@@ -402,11 +403,8 @@ func (s *Stream) Append(c Change) {
 	if withOld {
 		b = attr.AppendItemJSON(b, c.Old)
 	}
-	if cap(b)-len(b) > len(b)/8 {
-		b = append(make([]byte, 0, len(b)), b...) // keep only what is used
-	}
 	rec := record{size: uint32(size), svc: c.Service}
-	rec.setConcat(b, kEnd, nEnd)
+	rec.setCopies(b[:kEnd], b[kEnd:nEnd], b[nEnd:])
 	s.append(c.EventName, rec, b[:kEnd], nil)
 }
 
@@ -417,14 +415,14 @@ func (s *Stream) Append(c Change) {
 type EncodedChange struct {
 	EventName      string
 	Keys, Old, New []byte
+	// OldBlob and NewBlob, when set, are the images in place of Old and
+	// New: the JSON of blobs that no one modifies (the stored items), which
+	// the stream keeps by pointer instead of copying it.
+	OldBlob, NewBlob *blob.Header
 	// Size is SizeBytes: attr.ItemSize of Keys plus that of each image the
 	// stream's view type keeps (see Stream.ViewType).
 	Size    int
 	Service bool
-	// Shared, when set, says that Old and New are never modified (the
-	// stored JSON of an item): the stream keeps them as they are instead
-	// of copying them. Keys are always copied.
-	Shared bool
 	// Commit, when set, makes the record durable in place of the
 	// registry's Journal, together with whatever the caller must make
 	// durable with it (the item change the record describes): it is
@@ -439,10 +437,10 @@ type EncodedChange struct {
 // AppendEncoded is Append for a change whose JSON the caller already holds
 // (for instance the stored image of an item the TTL sweeper deletes): it
 // saves decoding and re-encoding. The stream keeps only the images its view
-// type asks for; the byte slices are copied (the images not when
-// c.Shared). Keys, and every image kept,
-// must be a JSON object: otherwise nothing is appended and the error says
-// which part is wrong (a bug in the caller, never a client mistake).
+// type asks for; the byte slices are copied (blobs are not). Keys, and
+// every image kept, must be a JSON object: otherwise nothing is appended
+// and the error says which part is wrong (a bug in the caller, never a
+// client mistake).
 func (s *Stream) AppendEncoded(c EncodedChange) error {
 	rec, err := s.encodedRecord(c)
 	if err != nil {
@@ -454,36 +452,44 @@ func (s *Stream) AppendEncoded(c EncodedChange) error {
 // encodedRecord checks c's JSON and returns the record it makes (data,
 // kEnd, nEnd, size, svc set).
 func (s *Stream) encodedRecord(c EncodedChange) (record, error) {
-	withOld := c.Old != nil && (s.viewType == OldImage || s.viewType == NewAndOldImages)
-	withNew := c.New != nil && (s.viewType == NewImage || s.viewType == NewAndOldImages)
+	newJS := imageJSON(c.NewBlob, c.New, s.viewType == NewImage || s.viewType == NewAndOldImages)
+	oldJS := imageJSON(c.OldBlob, c.Old, s.viewType == OldImage || s.viewType == NewAndOldImages)
 	for _, p := range []struct {
 		name string
 		b    []byte
 		use  bool
-	}{{"Keys", c.Keys, true}, {"Old", c.Old, withOld}, {"New", c.New, withNew}} {
+	}{{"Keys", c.Keys, true}, {"Old", oldJS, oldJS != nil}, {"New", newJS, newJS != nil}} {
 		if p.use && (len(p.b) < 2 || p.b[0] != '{' || !json.Valid(p.b)) {
 			return record{}, fmt.Errorf("stream %s: AppendEncoded: %s is not a JSON object", s.arn, p.name)
 		}
 	}
 	rec := record{size: uint32(max(c.Size, 0)), svc: c.Service}
-	var newImg, oldImg string
-	if withNew {
-		newImg = c.image(c.New)
-	}
-	if withOld {
-		oldImg = c.image(c.Old)
-	}
-	rec.setShared(c.Keys, newImg, oldImg)
+	rec.setImages(c.Keys, keptBlob(c.NewBlob, newJS), keptBlob(c.OldBlob, oldJS))
 	return rec, nil
 }
 
-// image returns img as a record keeps it: itself when c.Shared, else a
-// copy.
-func (c *EncodedChange) image(img []byte) string {
-	if c.Shared {
-		return frozen(img)
+// imageJSON returns the JSON of an image given as a blob b or as js: nil
+// when absent or not kept (keep false).
+func imageJSON(b *blob.Header, js []byte, keep bool) []byte {
+	switch {
+	case !keep:
+		return nil
+	case b != nil:
+		return b.JSON() // never nil
 	}
-	return string(img)
+	return js
+}
+
+// keptBlob returns the blob a record keeps of an image whose JSON is js
+// (nil: absent): b itself when the image is a blob, else a copy of js.
+func keptBlob(b *blob.Header, js []byte) *blob.Header {
+	switch {
+	case js == nil:
+		return nil
+	case b != nil:
+		return b
+	}
+	return blob.New(nil, js, 0)
 }
 
 // append adds a record (JSON, size, svc set) with Keys JSON keys to the
