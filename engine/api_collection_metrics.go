@@ -97,7 +97,7 @@ func (t *table) collectionSizeLocked(prefix []byte) (int64, error) {
 
 // inRange reports whether nd is a node below end (nil: no bound).
 func inRange(nd *slNode, end []byte) bool {
-	return nd != nil && (end == nil || bytes.Compare(nd.key, end) < 0)
+	return nd != nil && (end == nil || bytes.Compare(nd.Key(), end) < 0)
 }
 
 // collectionSet gathers the distinct item collections a multi-item write

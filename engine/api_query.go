@@ -532,11 +532,11 @@ func (pl *readPlan) run() (any, error) {
 	read := 0
 	var lastItem attr.Item
 	for n != nil {
-		if pl.forward && hi != nil && bytes.Compare(n.key, hi) >= 0 {
+		if pl.forward && hi != nil && bytes.Compare(n.Key(), hi) >= 0 {
 			n = nil
 			break
 		}
-		if !pl.forward && lo != nil && bytes.Compare(n.key, lo) < 0 {
+		if !pl.forward && lo != nil && bytes.Compare(n.Key(), lo) < 0 {
 			n = nil
 			break
 		}
@@ -642,9 +642,9 @@ func step(n *slNode, forward bool) *slNode {
 
 func (pl *readPlan) stillInRange(n *slNode, lo, hi []byte) bool {
 	if pl.forward {
-		return hi == nil || bytes.Compare(n.key, hi) < 0
+		return hi == nil || bytes.Compare(n.Key(), hi) < 0
 	}
-	return lo == nil || bytes.Compare(n.key, lo) >= 0
+	return lo == nil || bytes.Compare(n.Key(), lo) >= 0
 }
 
 // lastKey renders LastEvaluatedKey: the table key, plus the index key for

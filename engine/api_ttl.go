@@ -103,7 +103,8 @@ func (e *Engine) setTTL(ctx context.Context, t *table, enabled bool, name string
 	return t.recomputeExpiry(context.WithoutCancel(ctx))
 }
 
-// recomputeExpiry refreshes entry.exp for the current TTL attribute.
+// recomputeExpiry refreshes the items' expiries (slNode.exp) for the
+// current TTL attribute.
 func (t *table) recomputeExpiry(ctx context.Context) error {
 	var cursor []byte
 	for {
@@ -117,7 +118,7 @@ func (t *table) recomputeExpiry(ctx context.Context) error {
 		}
 		for i := 0; n != nil && i < sweepChunk; i, n = i+1, n.Next() {
 			if t.ttlAttr == "" {
-				n.val.exp = noExpiry
+				n.exp = noExpiry
 				continue
 			}
 			it, err := decodeStored(n.val)
@@ -125,13 +126,13 @@ func (t *table) recomputeExpiry(ctx context.Context) error {
 				t.mu.Unlock()
 				return err
 			}
-			n.val.exp = expiryOf(it, t.ttlAttr)
+			n.exp = expiryOf(it, t.ttlAttr)
 		}
 		if n == nil {
 			t.mu.Unlock()
 			return nil
 		}
-		cursor = n.key
+		cursor = n.Key()
 		t.mu.Unlock()
 	}
 }

@@ -200,8 +200,9 @@ func (t *table) globalRemoveLocked(victims []*entry) (int, error) {
 // is held.
 func copyItemsLocked(dst, src *table) error {
 	for n := src.items.First(); n != nil; n = n.Next() {
-		// The key and JSON are immutable: the replica shares them.
-		dst.items.Put(n.val.key(), &entry{data: n.val.data, klen: n.val.klen, size: n.val.size, exp: noExpiry})
+		// An entry's header is its item's allocation: the replica's is a copy.
+		e := newStoredEntry(n.val.key(), n.val.raw(), n.val.size)
+		dst.items.Put(e.key(), e, noExpiry)
 	}
 	if src.repl != nil {
 		for k, s := range src.repl.stamps {

@@ -457,7 +457,7 @@ func (e *Engine) writeTables(w *frameWriter) {
 				chunk = append(chunk, n.val)
 			}
 			if n != nil {
-				cursor = n.key
+				cursor = n.Key()
 			}
 			t.mu.RUnlock()
 			for _, ent := range chunk {

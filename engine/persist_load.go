@@ -227,11 +227,9 @@ func (l *loader) apply(p []byte) error {
 			return d.err
 		}
 		if t := l.byID[string(id)]; t != nil {
-			buf := make([]byte, len(key)+len(raw))
-			copy(buf, key)
-			copy(buf[len(key):], raw)
-			t.items.Put(buf[:len(key):len(key)], newStoredEntry(buf, len(key), int32(size)))
-			l.last = itemChange{key: buf[:len(key):len(key)], raw: buf[len(key):], size: int32(size)}
+			e := newStoredEntry(key, raw, int32(size))
+			t.items.Put(e.key(), e, noExpiry) // rebuild sets expiries
+			l.last = itemChange{key: e.key(), raw: e.raw(), size: int32(size)}
 		}
 		return nil
 	case recItemDeleted:
@@ -418,9 +416,7 @@ func (t *table) rebuild() error {
 		if err != nil {
 			return fmt.Errorf("item %s: %w", ent.raw(), err)
 		}
-		if t.ttlAttr != "" {
-			ent.exp = expiryOf(part, t.ttlAttr)
-		}
+		n.exp = t.expiry(part)
 		for _, ix := range indexes {
 			ix.add(t, ent, part)
 		}

@@ -65,7 +65,7 @@ func (ix *index) project(t *table, it attr.Item) attr.Item {
 
 func (ix *index) add(t *table, e *entry, it attr.Item) {
 	if k := ix.entryKey(t, e, it); k != nil {
-		ix.list.Put(k, e)
+		ix.list.Put(k, e, noExpiry)
 		ix.size += ix.projectedSize(t, e, it)
 	}
 }

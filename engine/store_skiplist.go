@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
+	"unsafe"
 )
 
 // skiplist is an ordered map from byte keys to items, the storage of a
 // table and of each of its indexes. It is not safe for concurrent use: the
 // table's lock guards it.
 type skiplist struct {
-	head   slNode
+	head   slNode  // up holds slMaxLevel-1 successors
 	tail   *slNode // last node, nil when empty
 	level  int
 	length int
@@ -26,23 +27,53 @@ type skiplist struct {
 }
 
 const (
-	slChunk    = 128 // nodes per allocation
+	// slChunk is the nodes per allocation: 127 nodes of 64 bytes and the
+	// 8-byte header the runtime puts before an object of pointers larger
+	// than 512 bytes fill the 8,192-byte size class (128 would take the
+	// 9,472-byte one).
+	slChunk    = 127
 	slMaxLevel = 24
 	slP        = 4 // one in slP nodes is promoted to the next level
 )
 
+// slNode is one key of a skiplist, 64 bytes. Its level-0 successor is
+// next; a node on more levels holds its successors on the levels above in
+// an array of its own (up), which 3 nodes in 4 do not need.
 type slNode struct {
-	pfx    uint64 // the key's first 8 bytes, big-endian, zero-padded
-	key    []byte
-	val    *entry
-	prev   *slNode // level-0 predecessor; nil for the first node
-	next   []*slNode
-	inline [1]*slNode // next's storage for level-1 nodes (most of them)
+	pfx  uint64 // the key's first 8 bytes, big-endian, zero-padded
+	key  string // the key's bytes, never modified (Key)
+	val  *entry
+	exp  int64    // the table's nodes: the item's TTL expiry in unix nanoseconds, noExpiry when none
+	prev *slNode  // level-0 predecessor; nil for the first node
+	next *slNode  // level-0 successor
+	up   **slNode // first of the successors on levels 1.. (level i's at index i-1); nil on level 0 only
+}
+
+// upAt is the address of n's successor on level i >= 1; n must be on that
+// level (its up array has at least i elements).
+func (n *slNode) upAt(i int) **slNode {
+	return (**slNode)(unsafe.Add(unsafe.Pointer(n.up), uintptr(i-1)*unsafe.Sizeof(n.next)))
+}
+
+// nextAt is the address of n's successor on level i; n must be on it.
+func (n *slNode) nextAt(i int) **slNode {
+	if i == 0 {
+		return &n.next
+	}
+	return n.upAt(i)
+}
+
+// newUp returns an up array for a node of lvl levels (nil for 1).
+func newUp(lvl int) **slNode {
+	if lvl == 1 {
+		return nil
+	}
+	return &make([]*slNode, lvl-1)[0]
 }
 
 func newSkiplist(seed uint64) *skiplist {
 	s := &skiplist{level: 1, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
-	s.head.next = make([]*slNode, slMaxLevel)
+	s.head.up = newUp(slMaxLevel)
 	return s
 }
 
@@ -74,29 +105,43 @@ func (n *slNode) before(key []byte, kp uint64) bool {
 	if n.pfx != kp {
 		return n.pfx < kp
 	}
-	return bytes.Compare(n.key, key) < 0
+	return n.key < string(key)
 }
+
+// Key is n's key (capacity = length: appending to it copies; never
+// modify it).
+func (n *slNode) Key() []byte {
+	return unsafe.Slice(unsafe.StringData(n.key), len(n.key))
+}
+
+// is reports whether n holds key.
+func (n *slNode) is(key []byte) bool { return n != nil && n.key == string(key) }
 
 // seekGE returns the first node whose key is >= key, or nil. It fills
 // s.update with the predecessors at each level when fill is true.
 func (s *skiplist) seekGE(key []byte, fill bool) *slNode {
 	x := &s.head
 	kp := prefix64(key)
-	for i := s.level - 1; i >= 0; i-- {
-		for n := x.next[i]; n != nil && n.before(key, kp); n = x.next[i] {
+	for i := s.level - 1; i > 0; i-- {
+		for n := *x.upAt(i); n != nil && n.before(key, kp); n = *x.upAt(i) {
 			x = n
 		}
 		if fill {
 			s.update[i] = x
 		}
 	}
-	return x.next[0]
+	for n := x.next; n != nil && n.before(key, kp); n = x.next {
+		x = n
+	}
+	if fill {
+		s.update[0] = x
+	}
+	return x.next
 }
 
 // Get returns the value stored under key, or nil.
 func (s *skiplist) Get(key []byte) *entry {
-	n := s.seekGE(key, false)
-	if n != nil && bytes.Equal(n.key, key) {
+	if n := s.seekGE(key, false); n.is(key) {
 		return n.val
 	}
 	return nil
@@ -108,24 +153,25 @@ func (s *skiplist) Get(key []byte) *entry {
 func (s *skiplist) GetForWrite(key []byte) *entry {
 	n := s.seekGE(key, true)
 	s.hint = key
-	if n != nil && bytes.Equal(n.key, key) {
+	if n.is(key) {
 		return n.val
 	}
 	return nil
 }
 
-// Put stores val under key and returns the value it replaced, if any.
-func (s *skiplist) Put(key []byte, val *entry) *entry {
+// Put stores val under key with expiry exp and returns the value it
+// replaced, if any.
+func (s *skiplist) Put(key []byte, val *entry, exp int64) *entry {
 	var n *slNode
 	if s.hint != nil && bytes.Equal(s.hint, key) {
-		n = s.update[0].next[0]
+		n = s.update[0].next
 	} else {
 		n = s.seekGE(key, true)
 	}
 	s.hint = nil
-	if n != nil && bytes.Equal(n.key, key) {
+	if n.is(key) {
 		old := n.val
-		n.val = val
+		n.val, n.exp = val, exp
 		return old
 	}
 	lvl := s.randomLevel()
@@ -136,21 +182,17 @@ func (s *skiplist) Put(key []byte, val *entry) *entry {
 		s.level = lvl
 	}
 	nn := s.newNode()
-	nn.key, nn.val, nn.pfx = key, val, prefix64(key)
-	if lvl == 1 {
-		nn.next = nn.inline[:]
-	} else {
-		nn.next = make([]*slNode, lvl)
-	}
+	nn.key, nn.val, nn.exp, nn.pfx, nn.up = frozenKey(key), val, exp, prefix64(key), newUp(lvl)
 	for i := 0; i < lvl; i++ {
-		nn.next[i] = s.update[i].next[i]
-		s.update[i].next[i] = nn
+		p := s.update[i].nextAt(i)
+		*nn.nextAt(i) = *p
+		*p = nn
 	}
 	if p := s.update[0]; p != &s.head {
 		nn.prev = p
 	}
-	if nn.next[0] != nil {
-		nn.next[0].prev = nn
+	if nn.next != nil {
+		nn.next.prev = nn
 	} else {
 		s.tail = nn
 	}
@@ -162,7 +204,7 @@ func (s *skiplist) Put(key []byte, val *entry) *entry {
 func (s *skiplist) Delete(key []byte) *entry {
 	s.hint = nil
 	n := s.seekGE(key, true)
-	if n == nil || !bytes.Equal(n.key, key) {
+	if !n.is(key) {
 		return nil
 	}
 	val := n.val
@@ -183,10 +225,10 @@ func (s *skiplist) DeleteSorted(keys [][]byte) {
 		kp := prefix64(key)
 		for i := s.level - 1; i >= 0; i-- {
 			y := s.update[i]
-			if x != nil && (y == &s.head || bytes.Compare(x.key, y.key) > 0) {
+			if x != nil && (y == &s.head || x.key > y.key) {
 				y = x
 			}
-			for n := y.next[i]; n != nil && n.before(key, kp); n = y.next[i] {
+			for n := *y.nextAt(i); n != nil && n.before(key, kp); n = *y.nextAt(i) {
 				y = n
 			}
 			s.update[i] = y
@@ -194,8 +236,8 @@ func (s *skiplist) DeleteSorted(keys [][]byte) {
 				x = y
 			}
 		}
-		n := s.update[0].next[0]
-		if n == nil || !bytes.Equal(n.key, key) {
+		n := s.update[0].next
+		if !n.is(key) {
 			continue
 		}
 		s.unlink(n)
@@ -203,19 +245,22 @@ func (s *skiplist) DeleteSorted(keys [][]byte) {
 }
 
 // unlink removes n, clears it and lists it for reuse; s.update holds its
-// predecessors.
+// predecessors. n is on level i exactly when its predecessor there links
+// to it.
 func (s *skiplist) unlink(n *slNode) {
-	for i := 0; i < len(n.next); i++ {
-		if s.update[i].next[i] == n {
-			s.update[i].next[i] = n.next[i]
+	for i := 0; i < s.level; i++ {
+		p := s.update[i].nextAt(i)
+		if *p != n {
+			break
 		}
+		*p = *n.nextAt(i)
 	}
-	if n.next[0] != nil {
-		n.next[0].prev = n.prev
+	if n.next != nil {
+		n.next.prev = n.prev
 	} else {
 		s.tail = n.prev
 	}
-	for s.level > 1 && s.head.next[s.level-1] == nil {
+	for s.level > 1 && *s.head.upAt(s.level - 1) == nil {
 		s.level--
 	}
 	s.length--
@@ -238,7 +283,7 @@ func (s *skiplist) newNode() *slNode {
 }
 
 // First returns the first node, or nil.
-func (s *skiplist) First() *slNode { return s.head.next[0] }
+func (s *skiplist) First() *slNode { return s.head.next }
 
 // Last returns the last node, or nil.
 func (s *skiplist) Last() *slNode { return s.tail }
@@ -256,7 +301,16 @@ func (s *skiplist) SeekLT(k []byte) *slNode {
 }
 
 // Next returns the node after n, or nil.
-func (n *slNode) Next() *slNode { return n.next[0] }
+func (n *slNode) Next() *slNode { return n.next }
+
+// frozenKey returns key as a string without copying it: a key stored in a
+// skiplist is never modified.
+func frozenKey(key []byte) string {
+	if len(key) == 0 {
+		return ""
+	}
+	return unsafe.String(&key[0], len(key))
+}
 
 // Prev returns the node before n, or nil.
 func (n *slNode) Prev() *slNode { return n.prev }

@@ -10,49 +10,40 @@ import (
 	"unsafe"
 
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
+	"github.com/ttl-archiver/archiver/engine/internal/blob"
 	"github.com/ttl-archiver/archiver/engine/internal/stream"
 )
 
-// entry is one stored item. Entries are immutable once stored, except exp,
-// which changes only under the table's write lock.
-//
-// An entry is 32 bytes (a size class of its own): its key and JSON are one
-// allocation, held as a string (a pointer and a length, no capacity) and
-// split at klen; key and raw hand them out as byte slices that must not be
-// written to.
+// entry is one stored item, immutable once stored: the header of a blob
+// (package blob, whose layout it has) holding the item's table storage key
+// and its DynamoDB JSON, one allocation of no pointers, which the
+// collector marks without scanning, and which the item's stream records
+// keep as their image (entry.blob). key and raw hand its bytes out as
+// slices that must not be written to. newStoredEntry makes entries; an
+// entry is never copied (its bytes would not follow). The item's TTL
+// expiry is kept by its node in the table's skiplist (slNode.exp).
 type entry struct {
-	data string // table storage key, then the item's DynamoDB JSON
-	klen uint32 // length of the key at the front of data
-	size int32  // DynamoDB item size in bytes
-	exp  int64  // TTL expiry in unix nanoseconds; noExpiry when none
+	size int32  // DynamoDB item size in bytes (blob.Header.Size)
+	klen uint32 // length of the key (blob.Header.KLen)
+	dlen uint32 // length of the key and the JSON (blob.Header.DLen)
 }
 
-// newStoredEntry returns the entry of buf, a storage key of klen bytes
-// followed by the item's JSON, which no one writes to afterwards.
-func newStoredEntry(buf []byte, klen int, size int32) *entry {
-	e := &entry{klen: uint32(klen), size: size, exp: noExpiry}
-	if len(buf) > 0 {
-		e.data = unsafe.String(&buf[0], len(buf))
-	}
-	return e
+// newStoredEntry returns a new entry holding copies of key and of raw, the
+// item's JSON.
+func newStoredEntry(key, raw []byte, size int32) *entry {
+	return (*entry)(unsafe.Pointer(blob.New(key, raw, size)))
 }
+
+// blob is the entry as the blob it is.
+func (e *entry) blob() *blob.Header { return (*blob.Header)(unsafe.Pointer(e)) }
 
 // key is the entry's table storage key (capacity = length: appending to it
 // copies).
-func (e *entry) key() []byte {
-	if e.klen == 0 {
-		return nil
-	}
-	return unsafe.Slice(unsafe.StringData(e.data), e.klen)
-}
+func (e *entry) key() []byte { return e.blob().Key() }
 
-// raw is the item's DynamoDB JSON (capacity = length).
-func (e *entry) raw() []byte {
-	if len(e.data) == int(e.klen) {
-		return []byte{} // never nil: a nil JSON means a delete to some callers
-	}
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.StringData(e.data)), e.klen)), len(e.data)-int(e.klen))
-}
+// raw is the item's DynamoDB JSON (capacity = length), never nil: a nil
+// JSON means a delete to some callers.
+func (e *entry) raw() []byte { return e.blob().JSON() }
 
 const noExpiry = math.MinInt64
 
@@ -99,6 +90,7 @@ type table struct {
 
 	scratch sync.Pool  // *[]byte buffers for encoding items
 	ktoks   []attrTok  // key attributes' JSON tokens, in encoder order (set at creation)
+	keyBuf  []byte     // scratch for a write's stream Keys JSON (writeLocked)
 	p       *persister // logs the table's changes; nil without Options.DataDir
 	// tx is set, under mu, while a transaction applies its actions:
 	// writeLocked collects their writes there, to be logged as one entry
@@ -137,6 +129,15 @@ func (t *table) setStream(s *stream.Stream) {
 // decodeStored decodes an entry's stored item.
 func decodeStored(e *entry) (attr.Item, error) {
 	return attr.UnmarshalItemJSON(e.raw())
+}
+
+// expiry is the TTL expiry of an item of the table: noExpiry when TTL is
+// off (see expiryOf).
+func (t *table) expiry(it attr.Item) int64 {
+	if t.ttlAttr == "" {
+		return noExpiry
+	}
+	return expiryOf(it, t.ttlAttr)
 }
 
 // expiryOf reads the TTL attribute as unix nanoseconds, or noExpiry when it
@@ -198,16 +199,10 @@ func (t *table) newEntry(key []byte, it attr.Item, size int) *entry {
 		sp = &b
 	}
 	js := attr.AppendItemJSON((*sp)[:0], it)
-	buf := make([]byte, len(key)+len(js))
-	copy(buf, key)
-	copy(buf[len(key):], js)
+	e := newStoredEntry(key, js, int32(size))
 	if cap(js) <= 64<<10 {
 		*sp = js
 		t.scratch.Put(sp)
-	}
-	e := newStoredEntry(buf, len(key), int32(size))
-	if t.ttlAttr != "" {
-		e.exp = expiryOf(it, t.ttlAttr)
 	}
 	return e
 }

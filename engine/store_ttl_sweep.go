@@ -63,9 +63,9 @@ func (t *table) sweep(ctx context.Context, clock Clock, independent bool) (int, 
 		nowN := now.UnixNano()
 		oldest := now.Add(-fiveYears).UnixNano()
 		expired := func(n *slNode) bool {
-			exp := n.val.exp
-			return exp != noExpiry && exp >= oldest && exp+lagFor(n.key, t.lagNanos) < nowN &&
-				(t.repl == nil || independent || t.ttlOwned(n.key))
+			exp := n.exp
+			return exp != noExpiry && exp >= oldest && exp+lagFor(n.Key(), t.lagNanos) < nowN &&
+				(t.repl == nil || independent || t.ttlOwned(n.Key()))
 		}
 
 		// Find the next expired item (read lock).
@@ -85,7 +85,7 @@ func (t *table) sweep(ctx context.Context, clock Clock, independent bool) (int, 
 			t.mu.RUnlock()
 			return deleted, nil
 		}
-		cursor = n.key // stored keys are immutable
+		cursor = n.Key() // stored keys are immutable
 		hit := expired(n)
 		t.mu.RUnlock()
 		if !hit {
@@ -121,7 +121,7 @@ func (t *table) sweep(ctx context.Context, clock Clock, independent bool) (int, 
 		if n == nil {
 			return deleted, nil
 		}
-		cursor = n.key
+		cursor = n.Key()
 	}
 }
 
@@ -208,12 +208,12 @@ func (t *table) logExpired(ent *entry, part attr.Item, kb *[]byte, withOld bool)
 		return t.p.logChange(t, ent.key(), nil, nil, nil)
 	}
 	*kb = keysJSON((*kb)[:0], ent.raw(), t.ktoks)
-	c := stream.EncodedChange{EventName: "REMOVE", Keys: *kb, Service: true, Shared: true, Size: attr.SizeOf(t.key.Hash, part[t.key.Hash])}
+	c := stream.EncodedChange{EventName: "REMOVE", Keys: *kb, Service: true, Size: attr.SizeOf(t.key.Hash, part[t.key.Hash])}
 	if t.key.Range != "" {
 		c.Size += attr.SizeOf(t.key.Range, part[t.key.Range])
 	}
 	if withOld {
-		c.Old = ent.raw()
+		c.OldBlob = ent.blob()
 		c.Size += int(ent.size)
 	}
 	logged := t.p == nil
@@ -313,12 +313,12 @@ func keysJSON(dst, raw []byte, keys []attrTok) []byte {
 func members(b []byte, fn func(name, val []byte) bool) {
 	i := 1
 	for i < len(b) && b[i] == '"' {
-		j := skipString(b, i)
+		j := attr.SkipString(b, i)
 		name := b[i:j]
 		if j >= len(b) || b[j] != ':' {
 			return
 		}
-		k := skipValue(b, j+1)
+		k := attr.SkipValue(b, j+1)
 		if !fn(name, b[j+1:k]) {
 			return
 		}
@@ -327,48 +327,4 @@ func members(b []byte, fn func(name, val []byte) bool) {
 			i++
 		}
 	}
-}
-
-// skipString returns the index just past the JSON string starting at b[i].
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
-// skipValue returns the index just past the compact JSON value at b[i].
-func skipValue(b []byte, i int) int {
-	depth := 0
-	for i < len(b) {
-		switch b[i] {
-		case '"':
-			i = skipString(b, i)
-			if depth == 0 {
-				return i
-			}
-			continue
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i // the end of the enclosing object
-			}
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		case ',':
-			if depth == 0 {
-				return i
-			}
-		}
-		i++
-	}
-	return i
 }

@@ -47,7 +47,8 @@ func (t *table) writeLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 	}
 	logged := t.p == nil
 	if t.stream != nil && changes(old, oldItem, ne, newItem) {
-		c := t.recordOf(old, oldItem, ne, newItem, service)
+		c := t.recordInto(t.keyBuf[:0], old, oldItem, ne, newItem, service)
+		t.keyBuf = c.Keys // the stream copies the keys it keeps
 		if t.p != nil {
 			c.Commit = func(ev *stream.Event) error {
 				logged = true
@@ -84,7 +85,7 @@ func (t *table) applyLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 		}
 	}
 	if ne != nil {
-		t.items.Put(ne.key(), ne)
+		t.items.Put(ne.key(), ne, t.expiry(newItem))
 		t.size += int64(ne.size)
 		for _, ix := range t.lsis {
 			ix.add(t, ne, newItem)
@@ -101,7 +102,12 @@ func (t *table) applyLocked(key []byte, old *entry, oldItem attr.Item, ne *entry
 // both). The stored JSON is what the stream would encode: it is handed
 // over as is. t.mu is held.
 func (t *table) recordOf(old *entry, oldItem attr.Item, ne *entry, newItem attr.Item, service bool) stream.EncodedChange {
-	c := stream.EncodedChange{Service: service, Shared: true} // the images are stored items: immutable
+	return t.recordInto(make([]byte, 0, 64), old, oldItem, ne, newItem, service)
+}
+
+// recordInto is recordOf with the Keys JSON written to dst.
+func (t *table) recordInto(dst []byte, old *entry, oldItem attr.Item, ne *entry, newItem attr.Item, service bool) stream.EncodedChange {
+	c := stream.EncodedChange{Service: service} // the images are stored items' blobs: immutable
 	var keyItem attr.Item
 	var keySrc []byte
 	switch {
@@ -113,17 +119,17 @@ func (t *table) recordOf(old *entry, oldItem attr.Item, ne *entry, newItem attr.
 		c.EventName, keyItem, keySrc = "REMOVE", oldItem, old.raw()
 	}
 	view := t.stream.ViewType()
-	c.Keys = keysJSON(make([]byte, 0, 64), keySrc, t.ktoks)
+	c.Keys = keysJSON(dst, keySrc, t.ktoks)
 	c.Size = attr.SizeOf(t.key.Hash, keyItem[t.key.Hash])
 	if t.key.Range != "" {
 		c.Size += attr.SizeOf(t.key.Range, keyItem[t.key.Range])
 	}
 	if old != nil && (view == stream.OldImage || view == stream.NewAndOldImages) {
-		c.Old = old.raw()
+		c.OldBlob = old.blob()
 		c.Size += int(old.size)
 	}
 	if ne != nil && (view == stream.NewImage || view == stream.NewAndOldImages) {
-		c.New = ne.raw()
+		c.NewBlob = ne.blob()
 		c.Size += int(ne.size)
 	}
 	return c

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -522,8 +521,8 @@ func (s *Stream) atTimestampLocked(sh *shard, ts float64) uint64 {
 		pos = 0
 	case ms < float64(math.MaxInt64/1e6):
 		at := int64(ms) * 1e6
-		if i := sort.Search(len(sh.recs), func(i int) bool { return sh.recs[i].at >= at }); i < len(sh.recs) {
-			pos = sh.recs[i].seq
+		if i := sh.recs.search(func(r *record) bool { return r.at >= at }); i < sh.recs.Len() {
+			pos = sh.recs.at(i).seq
 		}
 	}
 	return pos
@@ -574,43 +573,29 @@ func (r *Registry) getRecords(region string, in getRecordsIn) (any, error) {
 		return nil, awserr.Newf(awserr.CodeTrimmedDataAccess,
 			"Attempted to access trimmed data: shard %s has been trimmed past the iterator's position", sh.id)
 	}
-	i := searchSeq(sh.recs, it.pos)
+	i := sh.recs.search(func(r *record) bool { return r.seq >= it.pos })
 	out := &getRecordsOut{s: s, events: s.events}
 	bytes := 0
 	j := i
-	for ; j < len(sh.recs) && j-i < limit; j++ {
-		n := sh.recs[j].dataLen() + recordOverhead
+	for ; j < sh.recs.Len() && j-i < limit; j++ {
+		n := sh.recs.at(j).dataLen() + recordOverhead
 		if j > i && bytes+n > MaxGetRecordsBytes {
 			break
 		}
 		bytes += n
 	}
-	out.records = append([]record(nil), sh.recs[i:j]...)
+	out.records = sh.recs.slice(i, j)
 	next := it.pos
 	if j > i {
-		next = sh.recs[j-1].seq + 1
+		next = sh.recs.at(j-1).seq + 1
 	}
-	drained := sh.closed() && j == len(sh.recs)
+	drained := sh.closed() && j == sh.recs.Len()
 	s.mu.Unlock()
 	if !drained {
 		nit := iterator{arn: it.arn, streamID: it.streamID, shardID: it.shardID, pos: next, issued: now.UnixNano(), epoch: r.epoch.Load()}
 		out.next = r.encodeIterator(nit)
 	}
 	return out, nil
-}
-
-// searchSeq returns the index of the first record with seq >= pos.
-func searchSeq(recs []record, pos uint64) int {
-	lo, hi := 0, len(recs)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if recs[m].seq < pos {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
 }
 
 func (r *Registry) takeThrottle() bool {

@@ -70,10 +70,10 @@ func AppendAll(changes []Pending, commit func(evs []*Event) error) error {
 			continue
 		}
 		s := changes[i].Stream
-		sh.recs = append(sh.recs, recs[i])
+		added := sh.recs.push(recs[i])
 		sh.count++
 		if commit == nil {
-			s.journalRecord(sh, &sh.recs[len(sh.recs)-1], changes[i].Change.EventName)
+			s.journalRecord(sh, added, changes[i].Change.EventName, changes[i].Change.Keys)
 		}
 	}
 	for i, sh := range shards {
@@ -98,7 +98,7 @@ func number(changes []Pending, recs []record, streams []*Stream, now time.Time) 
 	hashes := make([]uint64, len(changes))
 	for i, p := range changes {
 		s := p.Stream
-		hashes[i] = recs[i].keyHash()
+		hashes[i] = keyHash(p.Change.Keys)
 		if sh := s.shardForLocked(hashes[i]); sh != nil && s.status == StatusEnabled {
 			if ro := s.reg.opts.Rollover; ro > 0 && now.Sub(sh.created) >= ro {
 				s.rolloverLocked(sh, now)
@@ -118,11 +118,11 @@ func number(changes []Pending, recs []record, streams []*Stream, now time.Time) 
 		rec.seq = s.lastSeq
 		rec.ev = s.eventIndexLocked(p.Change.EventName)
 		rec.at = now.UnixNano()
-		if n := len(sh.recs); n > 0 && sh.recs[n-1].at > rec.at {
-			rec.at = sh.recs[n-1].at // keep creation times ordered within the shard
+		if last := sh.recs.last(); last != nil && last.at > rec.at {
+			rec.at = last.at // keep creation times ordered within the shard
 		}
 		shards[i] = sh
-		evs[i] = &Event{Kind: EvRecord, Stream: s.ord, Shard: ShardState{Ord: sh.ord}, Record: exportRecord(rec, p.Change.EventName)}
+		evs[i] = &Event{Kind: EvRecord, Stream: s.ord, Shard: ShardState{Ord: sh.ord}, Record: exportRecord(rec, p.Change.EventName, p.Change.Keys)}
 	}
 	return shards, evs
 }

@@ -61,12 +61,13 @@ func (r *Registry) Inject(arn, shardID string, c EncodedChange) (string, error) 
 		seq:  s.lastSeq,
 		size: uint32(size), svc: c.Service, ev: s.eventIndexLocked(c.EventName), at: now.UnixNano(),
 	}
-	rec.keys, rec.newImg, rec.oldImg = splitData(b.Bytes(), kEnd, nEnd)
-	if n := len(sh.recs); n > 0 && sh.recs[n-1].at > rec.at {
-		rec.at = sh.recs[n-1].at
+	data := b.Bytes()
+	rec.setCopies(data[:kEnd], data[kEnd:nEnd], data[nEnd:])
+	if last := sh.recs.last(); last != nil && last.at > rec.at {
+		rec.at = last.at
 	}
-	sh.recs = append(sh.recs, rec)
+	added := sh.recs.push(rec)
 	sh.count++
-	s.journalRecord(sh, &sh.recs[len(sh.recs)-1], c.EventName)
+	s.journalRecord(sh, added, c.EventName, b.Bytes()[:kEnd])
 	return string(appendSeq(nil, rec.seq)), nil
 }

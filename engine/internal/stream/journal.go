@@ -6,7 +6,6 @@ import (
 	mrand "math/rand/v2"
 	"sort"
 	"time"
-	"unsafe"
 )
 
 // Persistence support. A Registry with a Journal reports every change to
@@ -120,22 +119,19 @@ func closedNanos(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-func (s *Stream) journalRecord(sh *shard, rec *record, event string) {
+// journalRecord reports a record just added, whose Keys JSON is keys.
+func (s *Stream) journalRecord(sh *shard, rec *record, event string, keys []byte) {
 	if s.reg.journal == nil {
 		return
 	}
-	s.jot(Event{Kind: EvRecord, Shard: ShardState{Ord: sh.ord}, Record: exportRecord(rec, event)})
+	s.jot(Event{Kind: EvRecord, Shard: ShardState{Ord: sh.ord}, Record: exportRecord(rec, event, keys)})
 }
 
-func exportRecord(rec *record, event string) Record {
+// exportRecord is rec as the journal sees it; keys is its Keys JSON
+// (rec.appendKeys).
+func exportRecord(rec *record, event string, keys []byte) Record {
 	return Record{Seq: rec.seq, At: rec.at, Event: event, Service: rec.svc, Size: rec.size,
-		Keys: unfrozen(rec.keys), New: unfrozen(rec.newImg), Old: unfrozen(rec.oldImg)}
-}
-
-// unfrozen returns s's bytes without copying them: they must not be
-// modified.
-func unfrozen(s string) []byte {
-	return unsafe.Slice(unsafe.StringData(s), len(s))
+		Keys: keys, New: unfrozen(rec.newImg()), Old: unfrozen(rec.oldImg())}
 }
 
 func (s *Stream) header() Header {
@@ -172,7 +168,7 @@ func (r *Registry) Export(fn func(*Event) error) error {
 		recs := make([][]record, len(s.shards))
 		for i, sh := range s.shards {
 			shards[i] = sh.state()
-			recs[i] = append([]record(nil), sh.recs...) // trimming clears the array in place
+			recs[i] = sh.recs.slice(0, sh.recs.Len())
 		}
 		events := append([]string(nil), s.events...)
 		s.mu.RUnlock()
@@ -185,7 +181,8 @@ func (r *Registry) Export(fn func(*Event) error) error {
 			}
 			ev := Event{Kind: EvRecord, Stream: s.ord, Shard: ShardState{Ord: shards[i].Ord}}
 			for j := range recs[i] {
-				ev.Record = exportRecord(&recs[i][j], unquote(events[recs[i][j].ev]))
+				rec := &recs[i][j]
+				ev.Record = exportRecord(rec, unquote(events[rec.ev]), rec.appendKeys(nil))
 				if err := fn(&ev); err != nil {
 					return err
 				}
@@ -309,13 +306,12 @@ func (s *Stream) applyLocked(ev *Event) error {
 			return fmt.Errorf("stream %s: record %d for unknown shard #%d", s.arn, ev.Record.Seq, ev.Shard.Ord)
 		}
 		rec := ev.Record
-		if n := len(sh.recs); n > 0 && sh.recs[n-1].seq >= rec.Seq || rec.Seq <= sh.trimmed {
+		if last := sh.recs.last(); last != nil && last.seq >= rec.Seq || rec.Seq <= sh.trimmed {
 			return nil // already there (or trimmed since)
 		}
-		data := append(append(append(make([]byte, 0, len(rec.Keys)+len(rec.New)+len(rec.Old)), rec.Keys...), rec.New...), rec.Old...)
 		r := record{seq: rec.Seq, at: rec.At, size: rec.Size, svc: rec.Service, ev: s.eventIndexLocked(rec.Event)}
-		r.keys, r.newImg, r.oldImg = splitData(data, len(rec.Keys), len(rec.Keys)+len(rec.New))
-		sh.recs = append(sh.recs, r)
+		r.setCopies(rec.Keys, rec.New, rec.Old)
+		sh.recs.push(r)
 		if rec.Seq > s.lastSeq {
 			s.lastSeq = rec.Seq
 			sh.count++

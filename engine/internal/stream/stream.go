@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	mrand "math/rand/v2"
 	"sort"
 	"strconv"
@@ -24,9 +23,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
+	"github.com/ttl-archiver/archiver/engine/internal/blob"
 )
 
 // Stream view types, as DynamoDB names them.
@@ -171,46 +170,9 @@ type shard struct {
 	start    uint64 // StartingSequenceNumber
 	end      uint64 // EndingSequenceNumber; 0 while open
 	closedAt time.Time
-	count    int      // records ever appended
-	recs     []record // untrimmed records
-	trimmed  uint64   // highest sequence number trimmed away (0: none)
-}
-
-// record is a stream record kept compactly: only what varies between
-// records is stored (the key and image JSON and a few numbers); GetRecords
-// renders the rest of the wire JSON around it. The JSON is held as strings
-// (never modified): an image may be the very bytes of a stored item
-// (EncodedChange.Shared), so a record of a write costs its key, not a copy
-// of the item.
-type record struct {
-	seq    uint64
-	at     int64  // creation time, unix nanoseconds
-	keys   string // Keys JSON
-	newImg string // NewImage JSON; empty when absent
-	oldImg string // OldImage JSON; empty when absent
-	size   uint32 // SizeBytes
-	ev     uint8  // index into Stream.events
-	svc    bool   // TTL delete: carries userIdentity
-}
-
-// dataLen is the length of the record's JSON.
-func (rec *record) dataLen() int { return len(rec.keys) + len(rec.newImg) + len(rec.oldImg) }
-
-// splitData returns a record's JSON parts from data, which holds Keys,
-// then NewImage (up to nEnd), then OldImage, and which no one modifies
-// afterwards.
-func splitData(data []byte, kEnd, nEnd int) (keys, newImg, oldImg string) {
-	s := frozen(data)
-	return s[:kEnd], s[kEnd:nEnd], s[nEnd:]
-}
-
-// frozen returns b as a string without copying it: b must never be
-// modified afterwards.
-func frozen(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
+	count    int     // records ever appended
+	recs     recList // untrimmed records
+	trimmed  uint64  // highest sequence number trimmed away (0: none)
 }
 
 func (sh *shard) closed() bool { return sh.end != 0 }
@@ -441,12 +403,9 @@ func (s *Stream) Append(c Change) {
 	if withOld {
 		b = attr.AppendItemJSON(b, c.Old)
 	}
-	if cap(b)-len(b) > len(b)/8 {
-		b = append(make([]byte, 0, len(b)), b...) // keep only what is used
-	}
 	rec := record{size: uint32(size), svc: c.Service}
-	rec.keys, rec.newImg, rec.oldImg = splitData(b, kEnd, nEnd)
-	s.append(c.EventName, rec, nil)
+	rec.setCopies(b[:kEnd], b[kEnd:nEnd], b[nEnd:])
+	s.append(c.EventName, rec, b[:kEnd], nil)
 }
 
 // EncodedChange is a Change whose key and images are already DynamoDB JSON
@@ -456,14 +415,14 @@ func (s *Stream) Append(c Change) {
 type EncodedChange struct {
 	EventName      string
 	Keys, Old, New []byte
+	// OldBlob and NewBlob, when set, are the images in place of Old and
+	// New: the JSON of blobs that no one modifies (the stored items), which
+	// the stream keeps by pointer instead of copying it.
+	OldBlob, NewBlob *blob.Header
 	// Size is SizeBytes: attr.ItemSize of Keys plus that of each image the
 	// stream's view type keeps (see Stream.ViewType).
 	Size    int
 	Service bool
-	// Shared, when set, says that Old and New are never modified (the
-	// stored JSON of an item): the stream keeps them as they are instead
-	// of copying them. Keys are always copied.
-	Shared bool
 	// Commit, when set, makes the record durable in place of the
 	// registry's Journal, together with whatever the caller must make
 	// durable with it (the item change the record describes): it is
@@ -478,56 +437,66 @@ type EncodedChange struct {
 // AppendEncoded is Append for a change whose JSON the caller already holds
 // (for instance the stored image of an item the TTL sweeper deletes): it
 // saves decoding and re-encoding. The stream keeps only the images its view
-// type asks for; the byte slices are copied (the images not when
-// c.Shared). Keys, and every image kept,
-// must be a JSON object: otherwise nothing is appended and the error says
-// which part is wrong (a bug in the caller, never a client mistake).
+// type asks for; the byte slices are copied (blobs are not). Keys, and
+// every image kept, must be a JSON object: otherwise nothing is appended
+// and the error says which part is wrong (a bug in the caller, never a
+// client mistake).
 func (s *Stream) AppendEncoded(c EncodedChange) error {
 	rec, err := s.encodedRecord(c)
 	if err != nil {
 		return err
 	}
-	return s.append(c.EventName, rec, c.Commit)
+	return s.append(c.EventName, rec, c.Keys, c.Commit)
 }
 
 // encodedRecord checks c's JSON and returns the record it makes (data,
 // kEnd, nEnd, size, svc set).
 func (s *Stream) encodedRecord(c EncodedChange) (record, error) {
-	withOld := c.Old != nil && (s.viewType == OldImage || s.viewType == NewAndOldImages)
-	withNew := c.New != nil && (s.viewType == NewImage || s.viewType == NewAndOldImages)
+	newJS := imageJSON(c.NewBlob, c.New, s.viewType == NewImage || s.viewType == NewAndOldImages)
+	oldJS := imageJSON(c.OldBlob, c.Old, s.viewType == OldImage || s.viewType == NewAndOldImages)
 	for _, p := range []struct {
 		name string
 		b    []byte
 		use  bool
-	}{{"Keys", c.Keys, true}, {"Old", c.Old, withOld}, {"New", c.New, withNew}} {
+	}{{"Keys", c.Keys, true}, {"Old", oldJS, oldJS != nil}, {"New", newJS, newJS != nil}} {
 		if p.use && (len(p.b) < 2 || p.b[0] != '{' || !json.Valid(p.b)) {
 			return record{}, fmt.Errorf("stream %s: AppendEncoded: %s is not a JSON object", s.arn, p.name)
 		}
 	}
-	rec := record{size: uint32(max(c.Size, 0)), svc: c.Service, keys: string(c.Keys)}
-	if withNew {
-		rec.newImg = c.image(c.New)
-	}
-	if withOld {
-		rec.oldImg = c.image(c.Old)
-	}
+	rec := record{size: uint32(max(c.Size, 0)), svc: c.Service}
+	rec.setImages(c.Keys, keptBlob(c.NewBlob, newJS), keptBlob(c.OldBlob, oldJS))
 	return rec, nil
 }
 
-// image returns img as a record keeps it: itself when c.Shared, else a
-// copy.
-func (c *EncodedChange) image(img []byte) string {
-	if c.Shared {
-		return frozen(img)
+// imageJSON returns the JSON of an image given as a blob b or as js: nil
+// when absent or not kept (keep false).
+func imageJSON(b *blob.Header, js []byte, keep bool) []byte {
+	switch {
+	case !keep:
+		return nil
+	case b != nil:
+		return b.JSON() // never nil
 	}
-	return string(img)
+	return js
 }
 
-// append adds a record (keys, images, size, svc set) to the shard that
-// owns its key. With commit, the record is added only once commit has made
-// it durable (see EncodedChange.Commit).
-func (s *Stream) append(eventName string, rec record, commit func(*Event) error) error {
-	h := rec.keyHash()
+// keptBlob returns the blob a record keeps of an image whose JSON is js
+// (nil: absent): b itself when the image is a blob, else a copy of js.
+func keptBlob(b *blob.Header, js []byte) *blob.Header {
+	switch {
+	case js == nil:
+		return nil
+	case b != nil:
+		return b
+	}
+	return blob.New(nil, js, 0)
+}
+
+// append adds a record (JSON, size, svc set) with Keys JSON keys to the
+// shard that owns its key. With commit, the record is added only once
+// commit has made it durable (see EncodedChange.Commit).
+func (s *Stream) append(eventName string, rec record, keys []byte, commit func(*Event) error) error {
+	h := keyHash(keys)
 	now := s.reg.opts.Now()
 
 	s.mu.Lock()
@@ -550,31 +519,24 @@ func (s *Stream) append(eventName string, rec record, commit func(*Event) error)
 	rec.seq = s.lastSeq
 	rec.ev = s.eventIndexLocked(eventName)
 	rec.at = now.UnixNano()
-	if n := len(sh.recs); n > 0 && sh.recs[n-1].at > rec.at {
-		rec.at = sh.recs[n-1].at // keep creation times ordered within the shard
+	if last := sh.recs.last(); last != nil && last.at > rec.at {
+		rec.at = last.at // keep creation times ordered within the shard
 	}
 	if commit != nil {
-		if err := commit(&Event{Kind: EvRecord, Stream: s.ord, Shard: ShardState{Ord: sh.ord}, Record: exportRecord(&rec, eventName)}); err != nil {
+		if err := commit(&Event{Kind: EvRecord, Stream: s.ord, Shard: ShardState{Ord: sh.ord}, Record: exportRecord(&rec, eventName, keys)}); err != nil {
 			s.lastSeq-- // nobody saw it: s.mu is held
 			return err
 		}
 	}
-	sh.recs = append(sh.recs, rec)
+	added := sh.recs.push(rec)
 	sh.count++
 	if commit == nil {
-		s.journalRecord(sh, &sh.recs[len(sh.recs)-1], eventName)
+		s.journalRecord(sh, added, eventName, keys)
 	}
 	if rr := s.reg.opts.RolloverRecords; rr > 0 && sh.count >= rr {
 		s.rolloverLocked(sh, now)
 	}
 	return nil
-}
-
-// keyHash is the hash that picks the shard of a record's key.
-func (rec *record) keyHash() uint64 {
-	hf := fnv.New64a()
-	hf.Write(unsafe.Slice(unsafe.StringData(rec.keys), len(rec.keys)))
-	return mix64(hf.Sum64())
 }
 
 // eventIndexLocked interns an event name. The engine only sends INSERT,
@@ -599,14 +561,14 @@ func (s *Stream) appendRecord(b []byte, r *record, events []string) []byte {
 	b = append(b, s.prefix...)
 	b = strconv.AppendInt(b, r.at/int64(time.Second), 10)
 	b = append(b, `,"Keys":`...)
-	b = append(b, r.keys...)
-	if r.newImg != "" {
+	b = r.appendKeys(b)
+	if img := r.newImg(); img != "" {
 		b = append(b, `,"NewImage":`...)
-		b = append(b, r.newImg...)
+		b = append(b, img...)
 	}
-	if r.oldImg != "" {
+	if img := r.oldImg(); img != "" {
 		b = append(b, `,"OldImage":`...)
-		b = append(b, r.oldImg...)
+		b = append(b, img...)
 	}
 	b = append(b, `,"SequenceNumber":"`...)
 	b = appendSeq(b, r.seq)
@@ -672,7 +634,7 @@ func (s *Stream) maintainLocked(now time.Time) {
 	kept := s.shards[:0]
 	var dropped []uint32
 	for _, sh := range s.shards {
-		if sh.closed() && len(sh.recs) == 0 && !sh.closedAt.After(cutoff) {
+		if sh.closed() && sh.recs.Len() == 0 && !sh.closedAt.After(cutoff) {
 			delete(s.byOrd, sh.ord)
 			dropped = append(dropped, sh.ord)
 			continue
@@ -692,7 +654,7 @@ func (s *Stream) maintainLocked(now time.Time) {
 func (s *Stream) trimLocked(cutoff int64) {
 	jotted := false
 	for _, sh := range s.shards {
-		n := sort.Search(len(sh.recs), func(i int) bool { return sh.recs[i].at >= cutoff })
+		n := sh.recs.search(func(r *record) bool { return r.at >= cutoff })
 		if n == 0 {
 			continue
 		}
@@ -700,21 +662,8 @@ func (s *Stream) trimLocked(cutoff int64) {
 			s.jot(Event{Kind: EvTrimmed, At: cutoff})
 			jotted = true
 		}
-		sh.trimmed = sh.recs[n-1].seq
-		if n == len(sh.recs) {
-			sh.recs = nil
-			continue
-		}
-		// Copy the survivors when the dead prefix is most of the backing
-		// array, so trimmed records' memory is released.
-		if n > len(sh.recs)/2 {
-			rest := make([]record, len(sh.recs)-n, len(sh.recs)-n+len(sh.recs)/8+16)
-			copy(rest, sh.recs[n:])
-			sh.recs = rest
-		} else {
-			clear(sh.recs[:n])
-			sh.recs = sh.recs[n:]
-		}
+		sh.trimmed = sh.recs.at(n - 1).seq
+		sh.recs.dropFront(n)
 	}
 }
 
@@ -966,7 +915,7 @@ func (s *Stream) Shards() []ShardInfo {
 	defer s.mu.RUnlock()
 	out := make([]ShardInfo, 0, len(s.shards))
 	for _, sh := range s.shards {
-		si := ShardInfo{ID: sh.id, ParentID: sh.parent, Start: formatSeq(sh.start), Records: len(sh.recs), Open: !sh.closed(), HashLo: sh.lo, HashHi: sh.hi}
+		si := ShardInfo{ID: sh.id, ParentID: sh.parent, Start: formatSeq(sh.start), Records: sh.recs.Len(), Open: !sh.closed(), HashLo: sh.lo, HashHi: sh.hi}
 		if sh.closed() {
 			si.End = formatSeq(sh.end)
 		}

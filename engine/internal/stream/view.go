@@ -47,15 +47,14 @@ func (s *Stream) View(maxRecords, maxBytes int) View {
 	for i := len(s.shards) - 1; i >= 0; i-- {
 		sh := s.shards[i]
 		sv := ShardView{ShardID: sh.id, Parent: sh.parent, Start: formatSeq(sh.start), Created: sh.created.UTC(),
-			Count: sh.count, Kept: len(sh.recs), Records: []json.RawMessage{}}
+			Count: sh.count, Kept: sh.recs.Len(), Records: []json.RawMessage{}}
 		if sh.closed() {
 			sv.End = formatSeq(sh.end)
 			c := sh.closedAt.UTC()
 			sv.Closed = &c
 		}
-		recs := sh.recs[max(0, len(sh.recs)-maxRecords):]
-		for j := len(recs) - 1; j >= 0; j-- { // newest first, while the budget lasts
-			b := s.appendRecord(nil, &recs[j], s.events)
+		for j := sh.recs.Len() - 1; j >= max(0, sh.recs.Len()-maxRecords); j-- { // newest first, while the budget lasts
+			b := s.appendRecord(nil, sh.recs.at(j), s.events)
 			if budget -= len(b); budget < 0 {
 				break
 			}
