@@ -145,9 +145,16 @@ func asARN(s *shape, v []byte) *shape {
 }
 
 // matchName matches DynamoDB's name pattern [a-zA-Z0-9_.-]+.
-func matchName(b []byte) bool {
-	for _, c := range b {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+func matchName(b []byte) bool { return nameChars(b) }
+
+// ValidName reports whether s matches DynamoDB's pattern for table and
+// index names, [a-zA-Z0-9_.-]+ (one character at least), as Check holds
+// them: for the handlers' own checks, without a regular expression.
+func ValidName(s string) bool { return nameChars(s) }
+
+func nameChars[T string | []byte](b T) bool {
+	for i := 0; i < len(b); i++ {
+		if c := b[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
 			return false
 		}
 	}
