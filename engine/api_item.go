@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/ttl-archiver/archiver/engine/internal/apimodel"
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
 	"github.com/ttl-archiver/archiver/engine/internal/awserr"
 	"github.com/ttl-archiver/archiver/engine/internal/expr"
@@ -131,6 +132,12 @@ func (req *getItemRequest) projection() (*projection, error) {
 	return proj, p.CheckUnused()
 }
 
+// itemAnswer is a GetItem answer of the item alone, {"Item":...}, which
+// writeResponse writes from the entry's stored JSON without copying it
+// into an answer of its own (entries are immutable). A single pointer, it
+// goes into an interface without an allocation.
+type itemAnswer struct{ ent *entry }
+
 // opGetItem reads one item. The request, its key and the key's encoding
 // live on the stack (fastGetItem, getItemKey): a read allocates little
 // more than its answer.
@@ -139,6 +146,9 @@ func (e *Engine) opGetItem(ctx context.Context, body []byte) (any, error) {
 	var keyAttrs [2]attr.Attr
 	fastKey, ok := fastGetItem(body, &req, keyAttrs[:0])
 	if !ok {
+		if err := apimodel.Check(false, "GetItem", body); err != nil { // see checkModel
+			return nil, err
+		}
 		var err error
 		if req, err = decodeAs[getItemRequest](body); err != nil {
 			return nil, err
@@ -175,6 +185,9 @@ func (e *Engine) opGetItem(ctx context.Context, body []byte) (any, error) {
 		size = int(ent.size)
 	}
 	cc := consumed(req.ReturnConsumedCapacity, t.name, readUnits(size, req.ConsistentRead), false, nil)
+	if ent != nil && proj == nil && cc == nil {
+		return itemAnswer{ent}, nil
+	}
 	// Entries are immutable: their JSON can be sent as is.
 	out := make([]byte, 0, 64+size+len(t.name))
 	out = append(out, '{')

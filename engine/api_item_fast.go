@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/ttl-archiver/archiver/engine/internal/attr"
+import (
+	"github.com/ttl-archiver/archiver/engine/internal/apimodel"
+	"github.com/ttl-archiver/archiver/engine/internal/attr"
+)
 
 // The hot requests in the shape SDKs send them, decoded without
 // encoding/json's reflection (about a fifth of their handler's CPU). Each
@@ -41,8 +44,9 @@ func fastPutItem(body []byte, req *putItemRequest) bool {
 
 // fastGetItem decodes a GetItem request of TableName, Key, ConsistentRead
 // and ReturnConsumedCapacity. It leaves req.Key nil and returns the key's
-// attributes, appended to keyBuf (nil when the body has no Key): see
-// getItemKey.
+// attributes, appended to keyBuf: see getItemKey. It takes only bodies
+// within the API model (those apimodel.Check passes: a TableName and a Key,
+// each valid), so that opGetItem checks only the others.
 func fastGetItem(body []byte, req *getItemRequest, keyBuf []attr.Attr) (key []attr.Attr, ok bool) {
 	r := attr.NewRequestReader(body)
 	var seen fastSeen
@@ -50,7 +54,9 @@ func fastGetItem(body []byte, req *getItemRequest, keyBuf []attr.Attr) (key []at
 		switch string(name) {
 		case "TableName":
 			seen.once(&r, 0)
-			req.TableName = r.String()
+			if req.TableName = r.String(); !apimodel.ValidTableRef(req.TableName) {
+				r.Fail()
+			}
 		case "Key":
 			seen.once(&r, 1)
 			key = r.Attrs(keyBuf)
@@ -59,12 +65,14 @@ func fastGetItem(body []byte, req *getItemRequest, keyBuf []attr.Attr) (key []at
 			req.ConsistentRead = r.Bool()
 		case "ReturnConsumedCapacity":
 			seen.once(&r, 3)
-			req.ReturnConsumedCapacity = r.String()
+			if req.ReturnConsumedCapacity = r.String(); req.ReturnConsumedCapacity == "" || checkRCC(req.ReturnConsumedCapacity) != nil {
+				r.Fail()
+			}
 		default:
 			r.Fail()
 		}
 	}
-	if !r.OK() {
+	if !r.OK() || req.TableName == "" || key == nil {
 		*req = getItemRequest{}
 		return nil, false
 	}

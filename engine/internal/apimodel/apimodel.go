@@ -135,6 +135,17 @@ func tableRef() *shape {
 // arnShape is what a table ARN in a TableName is held to.
 var arnShape = strLen(1, 1024)
 
+// ValidTableRef reports whether Check passes name as the TableName of an
+// operation on an existing table: 3 to 255 characters of [a-zA-Z0-9_.-],
+// or an ARN ("arn:...") of at most 1024.
+func ValidTableRef(name string) bool {
+	if strings.HasPrefix(name, "arn:") {
+		// A UTF-16 length is at most the UTF-8 one.
+		return len(name) <= int(arnShape.max) || javaLen([]byte(name)) <= int(arnShape.max)
+	}
+	return len(name) >= int(tableS.min) && len(name) <= int(tableS.max) && ValidName(name)
+}
+
 // asARN returns the shape v is checked against: arnShape for an ARN, or
 // for an empty name, where s allows one, else s.
 func asARN(s *shape, v []byte) *shape {
