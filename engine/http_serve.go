@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math/bits"
 	"net/http"
 	"os"
 	"runtime/debug"
@@ -434,20 +435,31 @@ func (e *Engine) writeError(w http.ResponseWriter, err error, status int) {
 	e.write(w, status, b)
 }
 
+// requestID returns a new request ID: 52 characters of A-Z and 0-9, as
+// DynamoDB's look, unique within the engine. Each of four 64-bit words
+// mixed from the request's number gives 13 base-36 digits of its value
+// as a fraction of 2^64, one multiplication each (the four side by side);
+// 36^13 > 2^64, so the first word's digits differ for every number.
 func (e *Engine) requestID() string {
-	n := e.reqSeq.Add(1)
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	n, g := e.reqSeq.Add(1)^e.reqSalt, uint64(0x9E3779B97F4A7C15)
+	x0, x1, x2, x3 := mix64(n), mix64(n+g), mix64(n+2*g), mix64(n+3*g) // x0: a bijection of n
 	var b [52]byte
-	x := n*0x9E3779B97F4A7C15 ^ e.reqSalt
-	y := n ^ e.reqSalt*0xBF58476D1CE4E5B9
-	for i := range b {
-		if i%2 == 0 {
-			b[i] = alphabet[x%36]
-			x = x/36 + (x%36)*0x100000001B3
-		} else {
-			b[i] = alphabet[y%36]
-			y = y/36 + (y%36)*0x100000001B3
-		}
+	for i := range 13 {
+		var d0, d1, d2, d3 uint64
+		d0, x0 = bits.Mul64(x0, 36)
+		d1, x1 = bits.Mul64(x1, 36)
+		d2, x2 = bits.Mul64(x2, 36)
+		d3, x3 = bits.Mul64(x3, 36)
+		b[i], b[13+i], b[26+i], b[39+i] = alphabet[d0], alphabet[d1], alphabet[d2], alphabet[d3]
 	}
 	return string(b[:])
+}
+
+// mix64 is SplitMix64's finalizer: a bijection of 64-bit words whose
+// output bits each depend on every input bit.
+func mix64(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
+	z = (z ^ z>>27) * 0x94D049BB133111EB
+	return z ^ z>>31
 }
