@@ -386,7 +386,7 @@ func (e *Engine) writeItem(w http.ResponseWriter, raw []byte) {
 // canonical, set directly; the values take one allocation for their
 // strings and one for their slices.
 func setBodyHeaders(h http.Header, crc uint32, n int) {
-	var b [24]byte // two numbers of at most 10 digits
+	var b [24]byte // a CRC32's 10 digits at most, and a length
 	d := strconv.AppendUint(b[:0], uint64(crc), 10)
 	c := len(d)
 	s := string(strconv.AppendInt(d, int64(n), 10))
