@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/ttl-archiver/archiver/engine/internal/apimodel"
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
 	"github.com/ttl-archiver/archiver/engine/internal/awserr"
 	"github.com/ttl-archiver/archiver/engine/internal/expr"
@@ -105,25 +106,20 @@ type getItemRequest struct {
 	AttributesToGet        []string `json:"AttributesToGet"`
 	ReturnConsumedCapacity string   `json:"ReturnConsumedCapacity"`
 	exprFields
-	fastKey    []attr.Attr  // Key as fastGetItem read it (Key is then nil)
-	fastKeyBuf [2]attr.Attr // fastKey's storage
 }
 
-func (e *Engine) opGetItem(ctx context.Context, body []byte) (any, error) {
-	var req getItemRequest
-	if !fastGetItem(body, &req) {
-		if err := decode(body, &req); err != nil {
-			return nil, err
-		}
-	}
-	if err := checkTableRef(req.TableName, "tableName"); err != nil {
-		return nil, err
-	}
-	if err := checkRCC(req.ReturnConsumedCapacity); err != nil {
-		return nil, err
-	}
-	if req.Key == nil && req.fastKey == nil {
-		return nil, nullErr("key")
+// projects reports whether the request names attributes to return or
+// expression parameters: only then are they parsed and checked.
+func (req *getItemRequest) projects() bool {
+	return req.ProjectionExpression != nil || req.AttributesToGet != nil ||
+		req.ExpressionAttributeNames != nil || req.ExpressionAttributeValues != nil
+}
+
+// projection parses and checks the request's projection and expression
+// parameters; nil when it has none.
+func (req *getItemRequest) projection() (*projection, error) {
+	if !req.projects() {
+		return nil, nil
 	}
 	p, err := req.params(expression{"ProjectionExpression", req.ProjectionExpression})
 	if err != nil {
@@ -133,15 +129,51 @@ func (e *Engine) opGetItem(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.CheckUnused(); err != nil {
+	return proj, p.CheckUnused()
+}
+
+// itemAnswer is a GetItem answer of the item alone, {"Item":...}, which
+// writeResponse writes from the entry's stored JSON without copying it
+// into an answer of its own (entries are immutable). A single pointer, it
+// goes into an interface without an allocation.
+type itemAnswer struct{ ent *entry }
+
+// opGetItem reads one item. The request, its key and the key's encoding
+// live on the stack (fastGetItem, getItemKey): a read allocates little
+// more than its answer.
+func (e *Engine) opGetItem(ctx context.Context, body []byte) (any, error) {
+	var req getItemRequest
+	var keyAttrs [2]attr.Attr
+	fastKey, ok := fastGetItem(body, &req, keyAttrs[:0])
+	if !ok {
+		if err := apimodel.Check(false, "GetItem", body); err != nil { // see checkModel
+			return nil, err
+		}
+		var err error
+		if req, err = decodeAs[getItemRequest](body); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkTableRef(req.TableName, "tableName"); err != nil {
+		return nil, err
+	}
+	if err := checkRCC(req.ReturnConsumedCapacity); err != nil {
+		return nil, err
+	}
+	if req.Key == nil && fastKey == nil {
+		return nil, nullErr("key")
+	}
+	proj, err := req.projection()
+	if err != nil {
 		return nil, err
 	}
 	t, err := e.itemTable(ctx, req.TableName)
 	if err != nil {
 		return nil, err
 	}
+	var keyBuf [64]byte
 	t.mu.RLock()
-	key, err := req.storageKey(t)
+	key, err := getItemKey(t, attr.Item(req.Key), fastKey, keyBuf[:0])
 	if err != nil {
 		t.mu.RUnlock()
 		return nil, err
@@ -153,6 +185,9 @@ func (e *Engine) opGetItem(ctx context.Context, body []byte) (any, error) {
 		size = int(ent.size)
 	}
 	cc := consumed(req.ReturnConsumedCapacity, t.name, readUnits(size, req.ConsistentRead), false, nil)
+	if ent != nil && proj == nil && cc == nil {
+		return itemAnswer{ent}, nil
+	}
 	// Entries are immutable: their JSON can be sent as is.
 	out := make([]byte, 0, 64+size+len(t.name))
 	out = append(out, '{')

@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/ttl-archiver/archiver/engine/internal/attr"
+import (
+	"github.com/ttl-archiver/archiver/engine/internal/apimodel"
+	"github.com/ttl-archiver/archiver/engine/internal/attr"
+)
 
 // The hot requests in the shape SDKs send them, decoded without
 // encoding/json's reflection (about a fifth of their handler's CPU). Each
@@ -40,34 +43,40 @@ func fastPutItem(body []byte, req *putItemRequest) bool {
 }
 
 // fastGetItem decodes a GetItem request of TableName, Key, ConsistentRead
-// and ReturnConsumedCapacity. It leaves Key nil and the key's attributes in
-// req.fastKey: see storageKey.
-func fastGetItem(body []byte, req *getItemRequest) bool {
+// and ReturnConsumedCapacity. It leaves req.Key nil and returns the key's
+// attributes, appended to keyBuf: see getItemKey. It takes only bodies
+// within the API model (those apimodel.Check passes: a TableName and a Key,
+// each valid), so that opGetItem checks only the others.
+func fastGetItem(body []byte, req *getItemRequest, keyBuf []attr.Attr) (key []attr.Attr, ok bool) {
 	r := attr.NewRequestReader(body)
 	var seen fastSeen
 	for name, ok := r.Next(); ok; name, ok = r.Next() {
 		switch string(name) {
 		case "TableName":
 			seen.once(&r, 0)
-			req.TableName = r.String()
+			if req.TableName = r.String(); !apimodel.ValidTableRef(req.TableName) {
+				r.Fail()
+			}
 		case "Key":
 			seen.once(&r, 1)
-			req.fastKey = r.Attrs(req.fastKeyBuf[:0])
+			key = r.Attrs(keyBuf)
 		case "ConsistentRead":
 			seen.once(&r, 2)
 			req.ConsistentRead = r.Bool()
 		case "ReturnConsumedCapacity":
 			seen.once(&r, 3)
-			req.ReturnConsumedCapacity = r.String()
+			if req.ReturnConsumedCapacity = r.String(); req.ReturnConsumedCapacity == "" || checkRCC(req.ReturnConsumedCapacity) != nil {
+				r.Fail()
+			}
 		default:
 			r.Fail()
 		}
 	}
-	if !r.OK() {
+	if !r.OK() || req.TableName == "" || key == nil {
 		*req = getItemRequest{}
-		return false
+		return nil, false
 	}
-	return true
+	return key, true
 }
 
 // fastSeen records which members a fast decoder has read: a member given
@@ -81,14 +90,14 @@ func (s *fastSeen) once(r *attr.RequestReader, bit uint) {
 	*s |= 1 << bit
 }
 
-// storageKey returns the storage key of the request's Key under t's schema
-// (t.mu held). A key that fastGetItem read is encoded without building an
-// Item when it is exactly t's key attributes with valid values; anything
-// else goes through keyOf, which words the error.
-func (req *getItemRequest) storageKey(t *table) ([]byte, error) {
-	kv := req.fastKey
+// getItemKey returns the storage key of a GetItem's Key under t's schema
+// (t.mu held), appended to dst: the key as fastGetItem read it (kv), or
+// else as decoded (key). Attributes that are exactly t's key attributes
+// with valid values are encoded without building an Item; anything else
+// goes through keyOf, which words the error.
+func getItemKey(t *table, key attr.Item, kv []attr.Attr, dst []byte) ([]byte, error) {
 	if kv == nil {
-		return t.keyOf(attr.Item(req.Key))
+		return t.keyOf(key)
 	}
 	hash, rng := -1, -1
 	for i := range kv {
@@ -105,11 +114,11 @@ func (req *getItemRequest) storageKey(t *table) ([]byte, error) {
 	}
 	if len(kv) == n && hash >= 0 && validKeyValue(kv[hash].Value, t.key.HashType) &&
 		(n == 1 || rng >= 0 && validKeyValue(kv[rng].Value, t.key.RangeType)) {
-		key := appendComponent(make([]byte, 0, 32), kv[hash].Value)
+		dst = appendComponent(dst, kv[hash].Value)
 		if n == 2 {
-			key = appendComponent(key, kv[rng].Value)
+			dst = appendComponent(dst, kv[rng].Value)
 		}
-		return key, nil
+		return dst, nil
 	}
 	it := make(attr.Item, len(kv))
 	for _, a := range kv {

@@ -367,6 +367,15 @@ func decode(body []byte, req any) error {
 	return nil
 }
 
+// decodeAs is decode into a new T, returned by value: a caller whose
+// request would otherwise escape to the heap through decode's interface
+// keeps its own on the stack and pays for the heap only here.
+func decodeAs[T any](body []byte) (T, error) {
+	var req T
+	err := decode(body, &req)
+	return req, err
+}
+
 // nullErr is AWS's wording for a required parameter that is missing.
 func nullErr(field string) error {
 	return awserr.Validation("1 validation error detected: Value null at '%s' failed to satisfy constraint: Member must not be null", field)

@@ -3,11 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/ttl-archiver/archiver/engine/internal/apimodel"
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
 	"github.com/ttl-archiver/archiver/engine/internal/awserr"
 	"github.com/ttl-archiver/archiver/engine/internal/stream"
@@ -113,8 +113,6 @@ func epochSeconds(t time.Time) float64 {
 	return float64(t.UnixMilli()) / 1000
 }
 
-var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
-
 // checkTableRef is checkTableName for a reference to an existing table,
 // which DynamoDB also takes as the table's ARN (apimodel.Check holds an ARN to
 // its length; lookup resolves it).
@@ -135,7 +133,7 @@ func checkTableName(name, field string) error {
 	if len(name) > 255 {
 		return awserr.Validation("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must have length less than or equal to 255", name, field)
 	}
-	if !namePattern.MatchString(name) {
+	if !apimodel.ValidName(name) {
 		return awserr.Validation("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+", name, field)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -74,35 +75,50 @@ func (e *Engine) boundBody(w http.ResponseWriter, r *http.Request) {
 // up to five seconds for one that was accepted and never sent a byte
 // (state New), which SDK clients leave behind whenever a dial they started
 // loses the race to a connection that became free.
+//
+// A connection's state changes twice a request; each connection keeps its
+// own, without a lock (trackedConn), and the lock is taken only to open or
+// close one, or to wake an admit waiting for room.
 type conns struct {
 	max    int
+	start  time.Time // the origin of the connections' since
 	mu     sync.Mutex
-	cond   sync.Cond // signalled when a connection closes or starts waiting
-	open   map[*trackedConn]connState
+	cond   sync.Cond // signalled when a connection closes, or goes idle while admit waits
+	open   map[*trackedConn]struct{}
 	closed bool // the listener is closed: Accept returns net.ErrClosed
-}
-
-type connState struct {
-	state http.ConnState
-	since time.Time
+	// waiting counts the admit calls looking for room or waiting for it;
+	// raised before they look, so that a connection going idle after the
+	// look sees it and wakes them (track).
+	waiting atomic.Int32
 }
 
 func newConns(max int) *conns {
-	c := &conns{max: max, open: map[*trackedConn]connState{}}
+	c := &conns{max: max, start: time.Now(), open: map[*trackedConn]struct{}{}}
 	c.cond.L = &c.mu
 	return c
 }
 
-// trackedConn is a connection that leaves its conns when closed.
+// trackedConn is a connection that leaves its conns when closed, with its
+// state and since when it has been in it.
 type trackedConn struct {
 	net.Conn
-	c    *conns
-	once sync.Once
+	c     *conns
+	once  sync.Once
+	state atomic.Int32 // an http.ConnState
+	since atomic.Int64 // when it went New or Idle: time since c.start, in ns
 }
 
 func (t *trackedConn) Close() error {
 	t.once.Do(func() { t.c.remove(t) })
 	return t.Conn.Close()
+}
+
+// set records that t went into state now.
+func (t *trackedConn) set(state http.ConnState) {
+	if state == http.StateIdle || state == http.StateNew {
+		t.since.Store(int64(time.Since(t.c.start))) // before the state: whoever sees it sees this
+	}
+	t.state.Store(int32(state))
 }
 
 func (c *conns) remove(t *trackedConn) {
@@ -122,14 +138,11 @@ func (c *conns) track(conn net.Conn, state http.ConnState) {
 		c.remove(t)
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.open[t]; !ok {
-		return // evicted
-	}
-	c.open[t] = connState{state: state, since: time.Now()}
-	if state == http.StateIdle {
+	t.set(state)
+	if state == http.StateIdle && c.waiting.Load() > 0 {
+		c.mu.Lock() // held by admit until it waits: the signal cannot come before
 		c.cond.Broadcast()
+		c.mu.Unlock()
 	}
 }
 
@@ -138,18 +151,22 @@ func (c *conns) admit(conn net.Conn) (*trackedConn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for len(c.open) >= c.max && !c.closed {
+		c.waiting.Add(1)
 		if v := c.waitingLongestLocked(); v != nil {
+			c.waiting.Add(-1)
 			delete(c.open, v)
 			v.Conn.Close() // its server goroutine ends; v.Close finds it gone
 			continue
 		}
 		c.cond.Wait()
+		c.waiting.Add(-1)
 	}
 	if c.closed {
 		return nil, net.ErrClosed
 	}
 	t := &trackedConn{Conn: conn, c: c}
-	c.open[t] = connState{state: http.StateNew, since: time.Now()}
+	t.set(http.StateNew)
+	c.open[t] = struct{}{}
 	return t, nil
 }
 
@@ -160,10 +177,12 @@ func (c *conns) admit(conn net.Conn) (*trackedConn, error) {
 // serving a request. c.mu is held.
 func (c *conns) waitingLongestLocked() *trackedConn {
 	var best *trackedConn
-	var since time.Time
-	for t, s := range c.open {
-		if (s.state == http.StateIdle || s.state == http.StateNew) && (best == nil || s.since.Before(since)) {
-			best, since = t, s.since
+	var since int64
+	for t := range c.open {
+		if s := http.ConnState(t.state.Load()); s == http.StateIdle || s == http.StateNew {
+			if ts := t.since.Load(); best == nil || ts < since {
+				best, since = t, ts
+			}
 		}
 	}
 	return best
@@ -173,8 +192,8 @@ func (c *conns) waitingLongestLocked() *trackedConn {
 func (c *conns) closeNew() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for t, s := range c.open {
-		if s.state == http.StateNew {
+	for t := range c.open {
+		if http.ConnState(t.state.Load()) == http.StateNew {
 			delete(c.open, t)
 			t.Conn.Close()
 		}

@@ -13,8 +13,8 @@ func (e *Engine) BodiesInReadForTest() int64 { return e.bodiesInRead.Load() }
 func (s *Server) ConnsForTest() (open, idle int) {
 	s.conns.mu.Lock()
 	defer s.conns.mu.Unlock()
-	for _, st := range s.conns.open {
-		if st.state == http.StateIdle {
+	for t := range s.conns.open {
+		if http.ConnState(t.state.Load()) == http.StateIdle {
 			idle++
 		}
 	}

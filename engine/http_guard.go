@@ -75,6 +75,10 @@ func localAddr(r *http.Request) netip.AddrPort {
 	if !ok {
 		return netip.AddrPort{}
 	}
+	if ta, ok := a.(*net.TCPAddr); ok { // what net/http's listeners give: no string round trip
+		ap := ta.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
 	ap, err := netip.ParseAddrPort(a.String())
 	if err != nil {
 		return netip.AddrPort{}
@@ -184,8 +188,12 @@ func sameHost(a, b string) bool {
 // brackets, and without a final dot.
 func hostName(hostport string) string {
 	h := hostport
-	if host, _, err := net.SplitHostPort(hostport); err == nil {
-		h = host
+	// Without a colon there is no port to split off: SplitHostPort would
+	// only fail, allocating its error, on most hosts (names, IPv4).
+	if strings.IndexByte(hostport, ':') >= 0 {
+		if host, _, err := net.SplitHostPort(hostport); err == nil {
+			h = host
+		}
 	}
 	return strings.TrimSuffix(strings.Trim(h, "[]"), ".")
 }

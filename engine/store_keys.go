@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
 	"github.com/ttl-archiver/archiver/engine/internal/awserr"
 )
@@ -12,7 +14,11 @@ import (
 // with 0x00 0x01, which sorts below any continuation of the component.
 
 func appendComponent(dst []byte, v attr.Value) []byte {
-	dst = appendEscaped(dst, attr.OrderedKey(v))
+	n := len(dst)
+	dst = attr.AppendOrderedKey(dst, v)
+	if bytes.IndexByte(dst[n:], 0) >= 0 { // rare: escape in a copy
+		dst = appendEscaped(dst[:n], attr.OrderedKey(v))
+	}
 	return append(dst, 0x00, 0x01)
 }
 

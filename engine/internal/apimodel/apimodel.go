@@ -135,6 +135,17 @@ func tableRef() *shape {
 // arnShape is what a table ARN in a TableName is held to.
 var arnShape = strLen(1, 1024)
 
+// ValidTableRef reports whether Check passes name as the TableName of an
+// operation on an existing table: 3 to 255 characters of [a-zA-Z0-9_.-],
+// or an ARN ("arn:...") of at most 1024.
+func ValidTableRef(name string) bool {
+	if strings.HasPrefix(name, "arn:") {
+		// A UTF-16 length is at most the UTF-8 one.
+		return len(name) <= int(arnShape.max) || javaLen([]byte(name)) <= int(arnShape.max)
+	}
+	return len(name) >= int(tableS.min) && len(name) <= int(tableS.max) && ValidName(name)
+}
+
 // asARN returns the shape v is checked against: arnShape for an ARN, or
 // for an empty name, where s allows one, else s.
 func asARN(s *shape, v []byte) *shape {
@@ -145,9 +156,16 @@ func asARN(s *shape, v []byte) *shape {
 }
 
 // matchName matches DynamoDB's name pattern [a-zA-Z0-9_.-]+.
-func matchName(b []byte) bool {
-	for _, c := range b {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+func matchName(b []byte) bool { return nameChars(b) }
+
+// ValidName reports whether s matches DynamoDB's pattern for table and
+// index names, [a-zA-Z0-9_.-]+ (one character at least), as Check holds
+// them: for the handlers' own checks, without a regular expression.
+func ValidName(s string) bool { return nameChars(s) }
+
+func nameChars[T string | []byte](b T) bool {
+	for i := 0; i < len(b); i++ {
+		if c := b[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
 			return false
 		}
 	}

@@ -7,18 +7,28 @@ package attr
 // cannot be keys) yield nil; an invalid N string sorts as zero.
 func OrderedKey(v Value) []byte {
 	switch v.T {
+	case S, B, N:
+		return AppendOrderedKey([]byte{}, v)
+	}
+	return nil
+}
+
+// AppendOrderedKey appends OrderedKey(v) to dst, without a buffer of its
+// own: for keys built in one buffer.
+func AppendOrderedKey(dst []byte, v Value) []byte {
+	switch v.T {
 	case S:
-		return []byte(v.S)
+		return append(dst, v.S...)
 	case B:
-		return append([]byte{}, v.B...)
+		return append(dst, v.B...)
 	case N:
 		n, msg := parseNumber(v.S)
 		if msg != "" {
 			n = Number{}
 		}
-		return AppendNumberKey(nil, n)
+		return AppendNumberKey(dst, n)
 	}
-	return nil
+	return dst
 }
 
 // Leading bytes of encoded numbers: negatives < zero < positives.
