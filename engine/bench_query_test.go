@@ -27,12 +27,5 @@ func BenchmarkQuery(b *testing.B) {
 	for i := range reqs {
 		reqs[i] = benchReq{"DynamoDB_20120810.Query", fmt.Sprintf(`{"TableName":"query","Limit":10,"KeyConditionExpression":"pk = :p","ExpressionAttributeValues":{":p":{"S":"p%d"}}}`, (i*7919)%partitions)}
 	}
-	b.ReportAllocs()
-	start := cpuTime()
-	i := 0
-	for b.Loop() {
-		reqs[i%partitions].serve(b, eng, r, body, w)
-		i++
-	}
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+	serveLoop(b, eng, reqs)
 }
