@@ -92,7 +92,7 @@ func TestAthenaTerraform(t *testing.T) {
 	if m := regexp.MustCompile(`'projection.kind.values' = '([^']*)'`).FindStringSubmatch(ddl); m == nil || m[1] != strings.Join(kinds, ",") {
 		t.Errorf("table.sql: projection.kind.values %q, the archiver writes kinds %q", m, strings.Join(kinds, ","))
 	}
-	if params["projection.table.values"] != `join(",", distinct(concat([var.source_table], var.athena_tables)))` {
+	if params["projection.table.values"] != `join(",", distinct(compact(concat([var.source_table], var.athena_tables))))` {
 		t.Errorf("projection.table.values = %s: want the source table and athena_tables", params["projection.table.values"])
 	}
 

@@ -89,21 +89,27 @@ func sourceRegions(region string, regions, replicaRegions []string) []string {
 }
 
 // regionPolicy is main.tf's local.task_policy for region reading read
-// (sourceRegions): iam-policy.json filled in for region, the statements
-// of sids with the Resource of iam-policy.json filled in for each Region
-// read, in order.
-func regionPolicy(t *testing.T, region string, read, sids []string) policy {
+// (sourceRegions) and the tables named by source_tables (source_table,
+// then tagged_table_prefix*): iam-policy.json filled in for region and the
+// first table, the statements of sids with the Resource of iam-policy.json
+// filled in for each pair of setproduct(read, tables), in order.
+func regionPolicy(t *testing.T, region string, read, tables, sids []string) policy {
 	t.Helper()
-	vars := map[string]string{"bucket": "b", "prefix": "ttl-archive/", "dead_letter_prefix": "dead-letter/"}
+	vars := map[string]string{"bucket": "b", "prefix": "ttl-archive/", "dead_letter_prefix": "dead-letter/", "source_table": tables[0]}
 	home := filledPolicy(t, with(vars, "region", region))
 	for _, r := range read {
-		p := filledPolicy(t, with(vars, "region", r))
-		for i := range home.Statement {
-			if home.Statement[i].Sid != p.Statement[i].Sid {
-				t.Fatalf("iam-policy.json's statements are not in one order for two Regions")
+		for _, table := range tables {
+			if r == region && table == tables[0] {
+				continue
 			}
-			if slices.Contains(sids, home.Statement[i].Sid) && r != region {
-				home.Statement[i].Resource = append(home.Statement[i].Resource, p.Statement[i].Resource...)
+			p := filledPolicy(t, with(with(vars, "region", r), "source_table", table))
+			for i := range home.Statement {
+				if home.Statement[i].Sid != p.Statement[i].Sid {
+					t.Fatalf("iam-policy.json's statements are not in one order for two Regions")
+				}
+				if slices.Contains(sids, home.Statement[i].Sid) {
+					home.Statement[i].Resource = append(home.Statement[i].Resource, p.Statement[i].Resource...)
+				}
 			}
 		}
 	}
@@ -132,7 +138,8 @@ func TestPolicyPerRegion(t *testing.T) {
 	main := readFile(t, "terraform/main.tf")
 	for _, tc := range []struct{ local, want string }{
 		{"source_regions", `distinct(concat([var.region], contains(var.regions, "all") ? var.replica_regions : var.regions))`},
-		{"policy_by_region", `[for r in local.source_regions : jsondecode(templatefile("${path.module}/../iam-policy.json", merge(local.policy_vars, { region = r })))]`},
+		{"source_tables", `compact([var.source_table, local.tagged ? "${var.tagged_table_prefix}*" : ""])`},
+		{"policy_by_region", `[for p in setproduct(local.source_regions, local.source_tables) : jsondecode(templatefile("${path.module}/../iam-policy.json", merge(local.policy_vars, { region = p[0], source_table = p[1] })))]`},
 		{"policy_template", `jsondecode(templatefile("${path.module}/../iam-policy.json", local.policy_vars))`},
 	} {
 		if got := tfLocal(t, main, tc.local); got != tc.want {
@@ -180,12 +187,12 @@ func TestPolicyPerRegion(t *testing.T) {
 		t.Fatalf("the scan found no calls on the source table, its stream or the lease table: %v", want)
 	}
 	const account = "123456789012"
-	arn := func(region, kind string) string {
+	arn := func(region, kind, table string) string {
 		switch kind {
 		case "table":
-			return "arn:aws:dynamodb:" + region + ":" + account + ":table/T"
+			return "arn:aws:dynamodb:" + region + ":" + account + ":table/" + table
 		case "stream":
-			return "arn:aws:dynamodb:" + region + ":" + account + ":table/T/stream/2026-01-02T03:04:05.678"
+			return "arn:aws:dynamodb:" + region + ":" + account + ":table/" + table + "/stream/2026-01-02T03:04:05.678"
 		}
 		return "arn:aws:dynamodb:" + region + ":" + account + ":table/L"
 	}
@@ -193,33 +200,41 @@ func TestPolicyPerRegion(t *testing.T) {
 		name                    string
 		regions, replicaRegions []string
 		read                    []string
+		// tables is local.source_tables; readTables the tables it must
+		// grant, otherTables tables it must not.
+		tables, readTables, otherTables []string
 	}{
-		{"one Region", nil, nil, []string{"eu-west-1"}},
-		{"a list", []string{"eu-west-1", "us-east-1", "ap-southeast-2"}, nil, []string{"eu-west-1", "us-east-1", "ap-southeast-2"}},
-		{"a list without region", []string{"us-east-1"}, nil, []string{"eu-west-1", "us-east-1"}},
-		{"all", []string{"all"}, []string{"us-east-1", "eu-west-1"}, []string{"eu-west-1", "us-east-1"}},
+		{"one Region", nil, nil, []string{"eu-west-1"}, []string{"T"}, []string{"T"}, []string{"U"}},
+		{"a list", []string{"eu-west-1", "us-east-1", "ap-southeast-2"}, nil, []string{"eu-west-1", "us-east-1", "ap-southeast-2"}, []string{"T"}, []string{"T"}, []string{"U"}},
+		{"a list without region", []string{"us-east-1"}, nil, []string{"eu-west-1", "us-east-1"}, []string{"T"}, []string{"T"}, []string{"U"}},
+		{"all", []string{"all"}, []string{"us-east-1", "eu-west-1"}, []string{"eu-west-1", "us-east-1"}, []string{"T"}, []string{"T"}, []string{"U"}},
+		{"tagged tables", nil, nil, []string{"eu-west-1"}, []string{"T", "app-*"}, []string{"T", "app-orders", "app-carts"}, []string{"U", "other-app"}},
+		{"tagged tables only", nil, nil, []string{"eu-west-1"}, []string{"app-*"}, []string{"app-orders"}, []string{"T"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			read := sourceRegions("eu-west-1", tc.regions, tc.replicaRegions)
 			if !slices.Equal(read, tc.read) {
 				t.Fatalf("source_regions = %v, want %v", read, tc.read)
 			}
-			p := regionPolicy(t, "eu-west-1", read, sids)
+			p := regionPolicy(t, "eu-west-1", read, tc.tables, sids)
 			var missing, extra []string
 			for _, r := range append(slices.Clone(read), "sa-east-1") {
 				granted := r != "sa-east-1"
-				for _, kind := range []string{"table", "stream"} {
-					for a, where := range want[kind] {
-						switch ok := p.allows(a, arn(r, kind)); {
-						case granted && !ok:
-							missing = append(missing, a+" on the "+kind+" in "+r+" (called in "+where+")")
-						case !granted && ok:
-							extra = append(extra, a+" on the "+kind+" in "+r+", which is not read")
+				for _, table := range append(slices.Clone(tc.readTables), tc.otherTables...) {
+					granted := granted && slices.Contains(tc.readTables, table)
+					for _, kind := range []string{"table", "stream"} {
+						for a, where := range want[kind] {
+							switch ok := p.allows(a, arn(r, kind, table)); {
+							case granted && !ok:
+								missing = append(missing, a+" on the "+kind+" of "+table+" in "+r+" (called in "+where+")")
+							case !granted && ok:
+								extra = append(extra, a+" on the "+kind+" of "+table+" in "+r+", which is not read")
+							}
 						}
 					}
 				}
 				for a, where := range want["lease"] {
-					switch ok := p.allows(a, arn(r, "lease")); {
+					switch ok := p.allows(a, arn(r, "lease", "")); {
 					case r == "eu-west-1" && !ok:
 						missing = append(missing, a+" on the lease table (called in "+where+")")
 					case r != "eu-west-1" && ok:
