@@ -70,18 +70,13 @@ func newTTLCache(api TTLAPI, refresh time.Duration, now func() time.Time, log *z
 		now: now, log: log, m: m, entries: map[string]*ttlEntry{}}
 }
 
-// attribute returns the table's TTL attribute ("" when unknown). It calls
-// DescribeTimeToLive when the cached answer is stale; a failed call leaves
-// the attribute unknown (logged and counted) rather than stalling the shard.
-func (c *ttlCache) attribute(ctx context.Context, table string) string {
-	attr, _ := c.lookup(ctx, table)
-	return attr
-}
-
-// lookup is attribute, and also says (as an error) when the answer is
-// unknown rather than "TTL is off": no DescribeTimeToLive call has
-// succeeded for the table yet, or there is no API or table name to ask
-// with. Once a call succeeded, a failed refresh keeps the last answer.
+// lookup returns the table's TTL attribute ("" when unknown or TTL is
+// off). It calls DescribeTimeToLive when the cached answer is stale; a
+// failed call is logged and counted, and lookup says (as an error) when
+// the answer is unknown rather than "TTL is off": no DescribeTimeToLive
+// call has succeeded for the table yet, or there is no API or table name
+// to ask with. Once a call succeeded, a failed refresh keeps the last
+// answer.
 func (c *ttlCache) lookup(ctx context.Context, table string) (string, error) {
 	if c != nil && c.fixed != "" {
 		return c.fixed, nil
@@ -157,7 +152,8 @@ func (c *ttlCache) lookup(ctx context.Context, table string) (string, error) {
 // restarts the shard later from its checkpoint): classifying the batch
 // without it would pass swept expiries off as user deletes, for good.
 // Under service a failed lookup never holds the batch back: the attribute
-// is then "" (no TTL values, no warning).
+// is then "" (no TTL values, no warning); only a lookup cut short because
+// ctx is done fails the batch.
 func (c *Consumer) ttlAttribute(ctx context.Context, table string, recs []types.Record) (string, error) {
 	pastTTL := c.cfg.ExpiredWhen == event.ExpiredWhenPastTTL
 	for i := range recs {
@@ -169,7 +165,15 @@ func (c *Consumer) ttlAttribute(ctx context.Context, table string, recs []types.
 			continue // KEYS_ONLY or NEW_IMAGE: nothing to warn about
 		}
 		if !pastTTL {
-			return c.ttl.attribute(ctx, table), nil
+			attr, err := c.ttl.lookup(ctx, table)
+			if err != nil && ctx.Err() != nil {
+				// A stop or a lease handed off: the batch cannot be
+				// checkpointed here, and handing it to the sinks without
+				// its TTL metadata left lines the next owner's copy
+				// could not mend (TestFaults, shards split).
+				return "", fmt.Errorf("consumer: table %s: TTL attribute lookup stopped: %w", table, err)
+			}
+			return attr, nil
 		}
 		attr, err := c.ttl.lookup(ctx, table)
 		if err != nil {
