@@ -332,6 +332,9 @@ func (env *faultEnv) finish() *tally {
 		env.t.Errorf("after the graceful stop: %v", err)
 	}
 	got.checkItems(env.t, "far end")
+	if env.t.Failed() {
+		env.t.Logf("DescribeTimeToLive failures counted by the workers: %v", env.metric("archiver_ttl_lookup_failures_total"))
+	}
 	if got.torn > 0 {
 		env.t.Errorf("%d archive lines do not decode", got.torn)
 	}
