@@ -176,7 +176,7 @@ func (e *Engine) replicaOf(t *table, region string) (*table, error) {
 		tableClass: t.tableClass, lagNanos: t.lagNanos, p: e.p, ktoks: t.keyToks()}
 	seed := e.seedSeq.Add(1)
 	nt.id = newTableID(now, seed)
-	nt.items = newSkiplist(uint64(now.UnixNano()) + seed)
+	nt.items = newItemList(uint64(now.UnixNano()) + seed)
 	for n, ty := range t.attrDefs {
 		nt.attrDefs[n] = ty
 	}

@@ -357,7 +357,7 @@ func (e *Engine) newTable(ctx context.Context, req *createTableRequest) (*table,
 	}
 	seed := e.seedSeq.Add(1)
 	t.id = newTableID(now, seed)
-	t.items = newSkiplist(uint64(now.UnixNano()) + seed)
+	t.items = newItemList(uint64(now.UnixNano()) + seed)
 	if err := t.defineAttrs(req.AttributeDefinitions); err != nil {
 		return nil, err
 	}

@@ -294,7 +294,7 @@ func (l *loader) tableMeta(js []byte) error {
 			return fmt.Errorf("table %s: Region %q is not a Region name", m.Name, region)
 		}
 		t = &table{name: m.Name, region: region, arn: m.ARN, id: m.ID, created: created, lagNanos: int64(l.e.o.TTLLag), p: l.p,
-			items: newSkiplist(uint64(m.Created) ^ uint64(len(l.byID)))}
+			items: newItemList(uint64(m.Created) ^ uint64(len(l.byID)))}
 		l.byID[m.ID] = t
 	}
 	var err error

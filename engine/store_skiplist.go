@@ -17,13 +17,24 @@ type skiplist struct {
 	length int
 	rnd    *rand.Rand
 	update [slMaxLevel]*slNode // scratch for insert/delete
-	hint   []byte              // key whose predecessors update holds (see GetForWrite)
+	hint   []byte              // key GetForWrite looked up last (see Put)
+	// hintNode is hint's node when it is in the list; otherwise update
+	// holds hint's predecessors.
+	hintNode *slNode
 	// Nodes come from chunks of slChunk (newNode): the collector then
 	// scans a chunk's nodes in one go instead of chasing the level-0 chain
-	// one node at a time. free lists deleted nodes (linked through prev)
-	// for reuse, so a chunk is never left mostly empty.
-	chunk []slNode
-	free  *slNode
+	// one node at a time. taken is how many nodes of the last chunk are in
+	// use; a node's number is its chunk's index times slChunk plus its
+	// place (the pointIndex keeps numbers). free lists deleted nodes
+	// (linked through prev, each keeping its number in exp) for reuse, so
+	// a chunk is never left mostly empty.
+	chunks []*[slChunk]slNode
+	taken  int
+	free   *slNode
+	// points, on a table's list (newItemList), finds a node by its whole
+	// key for Get and GetForWrite; an index's list is only ever searched
+	// in order.
+	points *pointIndex
 }
 
 const (
@@ -74,6 +85,14 @@ func newUp(lvl int) **slNode {
 func newSkiplist(seed uint64) *skiplist {
 	s := &skiplist{level: 1, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 	s.head.up = newUp(slMaxLevel)
+	return s
+}
+
+// newItemList is newSkiplist for a table's items: Get is then a hash
+// lookup (pointIndex) rather than a walk down the levels.
+func newItemList(seed uint64) *skiplist {
+	s := newSkiplist(seed)
+	s.points = newPointIndex()
 	return s
 }
 
@@ -141,6 +160,12 @@ func (s *skiplist) seekGE(key []byte, fill bool) *slNode {
 
 // Get returns the value stored under key, or nil.
 func (s *skiplist) Get(key []byte) *entry {
+	if s.points != nil {
+		if n := s.points.get(s.chunks, key, prefix64(key)); n != nil {
+			return n.val
+		}
+		return nil
+	}
 	if n := s.seekGE(key, false); n.is(key) {
 		return n.val
 	}
@@ -148,12 +173,21 @@ func (s *skiplist) Get(key []byte) *entry {
 }
 
 // GetForWrite is Get for a caller holding the write lock that may Put the
-// same key next: the search's predecessors are kept so that Put needs no
-// second search. Readers under a shared lock must use Get.
+// same key next: what the search found is kept so that Put needs no
+// second search (the node itself when the key is there, its predecessors
+// when it is not). Readers under a shared lock must use Get.
 func (s *skiplist) GetForWrite(key []byte) *entry {
-	n := s.seekGE(key, true)
 	s.hint = key
+	if s.points != nil {
+		if n := s.points.get(s.chunks, key, prefix64(key)); n != nil {
+			s.hintNode = n
+			return n.val
+		}
+	}
+	s.hintNode = nil
+	n := s.seekGE(key, true)
 	if n.is(key) {
+		s.hintNode = n
 		return n.val
 	}
 	return nil
@@ -163,12 +197,15 @@ func (s *skiplist) GetForWrite(key []byte) *entry {
 // replaced, if any.
 func (s *skiplist) Put(key []byte, val *entry, exp int64) *entry {
 	var n *slNode
-	if s.hint != nil && bytes.Equal(s.hint, key) {
+	switch {
+	case s.hint != nil && bytes.Equal(s.hint, key) && s.hintNode != nil:
+		n = s.hintNode
+	case s.hint != nil && bytes.Equal(s.hint, key):
 		n = s.update[0].next
-	} else {
+	default:
 		n = s.seekGE(key, true)
 	}
-	s.hint = nil
+	s.hint, s.hintNode = nil, nil
 	if n.is(key) {
 		old := n.val
 		n.val, n.exp = val, exp
@@ -181,7 +218,7 @@ func (s *skiplist) Put(key []byte, val *entry, exp int64) *entry {
 		}
 		s.level = lvl
 	}
-	nn := s.newNode()
+	nn, num := s.newNode()
 	nn.key, nn.val, nn.exp, nn.pfx, nn.up = frozenKey(key), val, exp, prefix64(key), newUp(lvl)
 	for i := 0; i < lvl; i++ {
 		p := s.update[i].nextAt(i)
@@ -197,12 +234,15 @@ func (s *skiplist) Put(key []byte, val *entry, exp int64) *entry {
 		s.tail = nn
 	}
 	s.length++
+	if s.points != nil {
+		s.points.add(s.chunks, num)
+	}
 	return nil
 }
 
 // Delete removes key and returns its value, or nil when absent.
 func (s *skiplist) Delete(key []byte) *entry {
-	s.hint = nil
+	s.hint, s.hintNode = nil, nil
 	n := s.seekGE(key, true)
 	if !n.is(key) {
 		return nil
@@ -216,7 +256,7 @@ func (s *skiplist) Delete(key []byte) *entry {
 // from the previous key's predecessors, so deleting a run of neighbouring
 // keys costs far less than as many Delete calls.
 func (s *skiplist) DeleteSorted(keys [][]byte) {
-	s.hint = nil
+	s.hint, s.hintNode = nil, nil
 	for i := range s.update {
 		s.update[i] = &s.head
 	}
@@ -264,22 +304,30 @@ func (s *skiplist) unlink(n *slNode) {
 		s.level--
 	}
 	s.length--
-	*n = slNode{prev: s.free} // no caller holds n past a delete: reuse it
+	var num uint32
+	if s.points != nil {
+		num = s.points.remove(s.chunks, n)
+	}
+	*n = slNode{prev: s.free, exp: int64(num)} // no caller holds n past a delete: reuse it
 	s.free = n
 }
 
-// newNode returns a zeroed node from the free list or the current chunk.
-func (s *skiplist) newNode() *slNode {
+// newNode returns a zeroed node and its number, from the free list or the
+// last chunk.
+func (s *skiplist) newNode() (*slNode, uint32) {
 	if n := s.free; n != nil {
-		s.free, n.prev = n.prev, nil
-		return n
+		num := uint32(n.exp)
+		s.free, n.prev, n.exp = n.prev, nil, 0
+		return n, num
 	}
-	if len(s.chunk) == 0 {
-		s.chunk = make([]slNode, slChunk)
+	if len(s.chunks) == 0 || s.taken == slChunk {
+		s.chunks = append(s.chunks, new([slChunk]slNode))
+		s.taken = 0
 	}
-	n := &s.chunk[0]
-	s.chunk = s.chunk[1:]
-	return n
+	c := len(s.chunks) - 1
+	n := &s.chunks[c][s.taken]
+	s.taken++
+	return n, uint32(c*slChunk + s.taken - 1)
 }
 
 // First returns the first node, or nil.

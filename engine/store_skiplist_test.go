@@ -11,16 +11,24 @@ import (
 )
 
 // TestSkiplistModel checks the skiplist against a map under random puts
-// (with and without GetForWrite), deletes and sorted batch deletes.
+// (with and without GetForWrite), deletes, sorted batch deletes and point
+// reads, as an index's list and as a table's (newItemList, whose Get and
+// GetForWrite ask the pointIndex), then empties it key by key (the
+// pointIndex shrinks back to its smallest).
 func TestSkiplistModel(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { skiplistModel(t, seed) })
+		for _, items := range []bool{false, true} {
+			t.Run(fmt.Sprint(seed, items), func(t *testing.T) { skiplistModel(t, seed, items) })
+		}
 	}
 }
 
-func skiplistModel(t *testing.T, seed uint64) {
+func skiplistModel(t *testing.T, seed uint64, items bool) {
 	r := rand.New(rand.NewPCG(seed, 2))
 	s := newSkiplist(7)
+	if items {
+		s = newItemList(7)
+	}
 	model := map[string]*entry{}
 	// Short keys, keys sharing long prefixes and keys with zero bytes
 	// exercise the 8-byte prefix comparison.
@@ -34,7 +42,7 @@ func skiplistModel(t *testing.T, seed uint64) {
 		return []byte{0, byte(r.IntN(4)), 0, byte(r.IntN(4)), 0, 0, 0, byte(r.IntN(8)), byte(r.IntN(4))}[:1+r.IntN(9)]
 	}
 	for step := 0; step < 20000; step++ {
-		switch r.IntN(4) {
+		switch r.IntN(5) {
 		case 0, 1:
 			k := key()
 			e := newStoredEntry(k, nil, 0)
@@ -62,8 +70,14 @@ func skiplistModel(t *testing.T, seed uint64) {
 			for _, k := range ks {
 				delete(model, string(k))
 			}
+		case 4:
+			k := key()
+			if got := s.Get(k); got != model[string(k)] {
+				t.Fatalf("Get(%s) = %v, want %v", k, got, model[string(k)])
+			}
 		}
 	}
+	defer emptyList(t, s, model, r)
 	want := make([]string, 0, len(model))
 	for k := range model {
 		want = append(want, k)
@@ -97,24 +111,64 @@ func skiplistModel(t *testing.T, seed uint64) {
 	}
 }
 
+// emptyList deletes model's keys from s one by one in a random order,
+// checking after each that every key is still found until deleted.
+func emptyList(t *testing.T, s *skiplist, model map[string]*entry, r *rand.Rand) {
+	keys := make([]string, 0, len(model))
+	for k := range model {
+		keys = append(keys, k)
+	}
+	r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	for i, k := range keys {
+		if got := s.Delete([]byte(k)); got != model[k] {
+			t.Fatalf("emptying: Delete(%q) = %v, want %v", k, got, model[k])
+		}
+		for _, rest := range keys[i+1:] {
+			if s.Get([]byte(rest)) != model[rest] {
+				t.Fatalf("emptying: Get(%q) lost after deleting %q", rest, k)
+			}
+		}
+		if s.Get([]byte(k)) != nil {
+			t.Fatalf("emptying: Get(%q) after its Delete", k)
+		}
+	}
+	if s.Len() != 0 || s.First() != nil {
+		t.Fatalf("emptied list: Len %d", s.Len())
+	}
+	if s.points != nil && (s.points.used != 0 || len(s.points.slots) != pointsMin) {
+		t.Fatalf("emptied pointIndex: %d used of %d slots", s.points.used, len(s.points.slots))
+	}
+}
+
 // BenchmarkSkiplist times Get, Put over an existing key (the write path's
 // GetForWrite then Put) and a 10-node forward walk from SeekGE in a list
 // of 100,000 storage keys like a pk+sk table's (50 sort keys to each
-// partition key, so most 8-byte prefixes tie), visited in a shuffled order.
+// partition key, so most 8-byte prefixes tie), visited in a shuffled order;
+// Get also on a table's list (newItemList: the pointIndex's hash lookup).
 func BenchmarkSkiplist(b *testing.B) {
 	const n = 100_000
-	s := newSkiplist(1)
+	s, items := newSkiplist(1), newItemList(1)
 	keys := make([][]byte, n)
 	for i := range keys {
 		k := appendComponent(nil, attr.Str(fmt.Sprintf("p%d", i%2000)))
 		keys[i] = appendComponent(k, attr.MustNum(fmt.Sprint(i)))
 		s.Put(keys[i], newStoredEntry(keys[i], nil, 0), noExpiry)
+		items.Put(keys[i], newStoredEntry(keys[i], nil, 0), noExpiry)
 	}
 	rand.New(rand.NewPCG(1, 2)).Shuffle(n, func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 	b.Run("Get", func(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			if s.Get(keys[i%n]) == nil {
+				b.Fatal("missing")
+			}
+			i++
+		}
+	})
+	b.Run("GetItemList", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if items.Get(keys[i%n]) == nil {
 				b.Fatal("missing")
 			}
 			i++
