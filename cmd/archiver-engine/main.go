@@ -39,8 +39,7 @@ const prog = "archiver-engine"
 var version = ""
 
 func main() {
-	ctx, _ := cli.WatchSignals(os.Stderr, cli.Stopping{Prog: prog,
-		Graceful: "finishing the requests in flight, stopping the engine", Forced: "the requests in flight are abandoned"})
+	ctx, _ := cli.WatchSignals(os.Stderr, enginecmd.Stopping(prog))
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/ttl-archiver/archiver/cmd/internal/cli"
+	"github.com/ttl-archiver/archiver/cmd/internal/enginecmd"
 	"github.com/ttl-archiver/archiver/internal/suggest"
 )
 
@@ -62,9 +63,19 @@ Run 'archiver <command> -h' for a command's flags.
 func main() {
 	// The first signal starts a graceful stop; a second one (not the
 	// same stop delivered twice) stops at once, saying what it abandons.
-	ctx, stop := cli.WatchSignals(os.Stderr, cli.Stopping{Prog: "archiver",
-		Graceful: "flushing sinks, writing final checkpoints, releasing leases", Forced: "the flush is abandoned"})
+	ctx, stop := cli.WatchSignals(os.Stderr, stopping(os.Args[1:]))
 	os.Exit(dispatch(ctx, os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stop: stop}))
+}
+
+// stopping is what the command of args says on a signal: `archiver
+// engine` stops as archiver-engine does; the others flush their sinks and
+// checkpoints.
+func stopping(args []string) cli.Stopping {
+	if len(args) > 0 && args[0] == "engine" {
+		return enginecmd.Stopping("archiver")
+	}
+	return cli.Stopping{Prog: "archiver",
+		Graceful: "flushing sinks, writing final checkpoints, releasing leases", Forced: "the flush is abandoned"}
 }
 
 // dispatch runs the subcommand named by args[0] and returns the exit code.

@@ -110,3 +110,21 @@ func TestRunSignals(t *testing.T) {
 		})
 	}
 }
+
+// TestStoppingWords: the signal lines name what the command does, so
+// `archiver engine` does not claim to flush sinks or release leases.
+func TestStoppingWords(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "flushing sinks"},
+		{[]string{"run"}, "flushing sinks"},
+		{[]string{"engine", "--addr", ":8000"}, "stopping the engine"},
+		{[]string{"demo"}, "flushing sinks"},
+	} {
+		if got := stopping(tc.args); got.Prog != "archiver" || !strings.Contains(got.Graceful, tc.want) {
+			t.Errorf("stopping(%q) = %+v, want %q in it", tc.args, got, tc.want)
+		}
+	}
+}

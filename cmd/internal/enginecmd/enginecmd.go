@@ -25,6 +25,13 @@ import (
 	"github.com/ttl-archiver/archiver/internal/logging"
 )
 
+// Stopping is what the engine's command does on SIGINT and SIGTERM, for
+// the signal lines of a program that runs it (cli.WatchSignals).
+func Stopping(prog string) cli.Stopping {
+	return cli.Stopping{Prog: prog,
+		Graceful: "finishing the requests in flight, stopping the engine", Forced: "the requests in flight are abandoned"}
+}
+
 // Run serves the engine as the flags in args say until ctx ends
 // (SIGINT/SIGTERM), then shuts it down cleanly. prog names the program in
 // help ("usage: archiver engine [flags]") and errors ("archiver-engine:
