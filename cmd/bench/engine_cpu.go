@@ -94,9 +94,13 @@ func serverCPU(ctx context.Context, w io.Writer, sz cpuSizes) error {
 			}
 		}
 	}
-	puts, gets, err := serverCPURoundsRun(ctx, sz, c.all, c.null, c.disk)
+	puts, gets, peerErr, err := serverCPURoundsRun(ctx, sz, c.all, c.null, c.disk, c.dynalite)
 	if err != nil {
 		return err
+	}
+	if peerErr != nil {
+		fmt.Fprintf(w, "  dynalite: n/a (it failed a request: %v); the engine's figures alone follow\n", peerErr)
+		c.dynalite = nil
 	}
 	printServerCPU(w, sz, puts, gets, c.engine, c.dynalite, c.null, c.disk)
 	return nil
@@ -145,14 +149,30 @@ func (c *cpuServers) start(ctx context.Context, w io.Writer, archiver, nullServe
 
 // serverCPURoundsRun runs the rounds: in each, a PutItem phase against
 // every server in turn, then a GetItem phase against every server that
-// keeps items in memory. It returns the phases per server.
-func serverCPURoundsRun(ctx context.Context, sz cpuSizes, servers []*serverProc, null, disk *serverProc) (puts, gets map[*serverProc][]phase, err error) {
+// keeps items in memory. It returns the phases per server. A failure of
+// peer (dynalite: it has reset connections under this load) drops it
+// from the rounds and is returned as peerErr; any other server's failure
+// ends the run.
+func serverCPURoundsRun(ctx context.Context, sz cpuSizes, servers []*serverProc, null, disk, peer *serverProc) (puts, gets map[*serverProc][]phase, peerErr, err error) {
 	puts, gets = map[*serverProc][]phase{}, map[*serverProc][]phase{}
+	failed := func(s *serverProc, op string, e error) error {
+		if s != peer || peer == nil {
+			return fmt.Errorf("%s %s: %w", s.name, op, e)
+		}
+		peerErr = fmt.Errorf("%s: %w", op, e)
+		servers = slices.DeleteFunc(slices.Clone(servers), func(x *serverProc) bool { return x == peer })
+		delete(puts, peer)
+		delete(gets, peer)
+		return nil
+	}
 	for range sz.rounds {
 		for _, s := range servers {
 			p, err := s.measure(ctx, sz.phase, s.putOne)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s PutItem: %w", s.name, err)
+				if err := failed(s, "PutItem", err); err != nil {
+					return nil, nil, nil, err
+				}
+				continue
 			}
 			puts[s] = append(puts[s], p)
 		}
@@ -166,12 +186,15 @@ func serverCPURoundsRun(ctx context.Context, sz cpuSizes, servers []*serverProc,
 			}
 			p, err := s.measure(ctx, sz.phase, get)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s GetItem: %w", s.name, err)
+				if err := failed(s, "GetItem", err); err != nil {
+					return nil, nil, nil, err
+				}
+				continue
 			}
 			gets[s] = append(gets[s], p)
 		}
 	}
-	return puts, gets, nil
+	return puts, gets, peerErr, nil
 }
 
 // printServerCPU prints per request: the engine's and dynalite's server CPU
