@@ -82,6 +82,21 @@ func TestInternalImportsOnlyInternal(t *testing.T) {
 	}
 }
 
+// TestEngineInternalImportsOnlyItsLeaves: the engine's layers under
+// engine/internal (attr, expr, partiql, stream, wal, ...) are leaves the
+// engine stands on; they import each other at most, never the engine
+// (a cycle) nor anything else of this module (the engine stands alone).
+func TestEngineInternalImportsOnlyItsLeaves(t *testing.T) {
+	files := eachImport(t, "engine/internal", func(rel, path string) {
+		if path == module || strings.HasPrefix(path, module+"/") && !strings.HasPrefix(path, module+"/engine/internal/") {
+			t.Errorf("%s imports %s: packages under engine/internal import only engine/internal packages of this module", rel, path)
+		}
+	})
+	if files < 10 {
+		t.Fatalf("read %d non-test files under engine/internal; the walk is broken", files)
+	}
+}
+
 // importRules are the imports a package's non-test files must not have
 // (a forbidden path also forbids the packages under it): they keep the
 // layout of docs/DESIGN.md ("Layout and dependency direction").
