@@ -584,8 +584,8 @@ func validateOption(c *runConfig, o option[runConfig], from string, p *cli.Probl
 			p.Add("%s: %v", from, err)
 		}
 	case "ttl-attribute":
-		if c.TTLAttribute != "" && !attrNameRE.MatchString(c.TTLAttribute) {
-			p.Add("%s: %q is not an attribute name (1 to 255 characters)", from, c.TTLAttribute)
+		if c.TTLAttribute != "" && !validAttrName(c.TTLAttribute) {
+			p.Add("%s: %q %s", from, c.TTLAttribute, attrNameProblem)
 		}
 	case "worker-id":
 		if strings.ContainsFunc(c.WorkerID, func(r rune) bool { return r < 0x21 || r == 0x7f }) {

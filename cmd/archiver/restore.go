@@ -245,7 +245,11 @@ func validateRestoreOption(c *restoreConfig, o option[restoreConfig], from strin
 		if c.Parallel < 1 || c.Parallel > 256 {
 			p.Add("%s: %d must be from 1 to 256", from, c.Parallel)
 		}
-	case "overwrite", "keep-ttl", "remove-ttl", "ttl-attribute", "dry-run", "resume":
+	case "ttl-attribute":
+		if c.TTLAttribute != "" && !validAttrName(c.TTLAttribute) {
+			p.Add("%s: %q %s", from, c.TTLAttribute, attrNameProblem)
+		}
+	case "overwrite", "keep-ttl", "remove-ttl", "dry-run", "resume":
 	default:
 		validateOption(&c.shared, runOption(o.name), from, p)
 	}

@@ -122,6 +122,7 @@ func TestRestoreCommandRejectsBadFlags(t *testing.T) {
 		{[]string{"--from", "file:///tmp/a", "--table", "Sessions", "--parallel", "0"}, "--parallel: 0 must be from 1"},
 		{[]string{"--from", "file:///tmp/a", "--table", "Sessions", "--ttl-extend", "0s"}, "--ttl-extend: 0s must be positive"},
 		{[]string{"--from", "file:///tmp/a", "--table", "Sessions", "--dry-run", "--resume", "f"}, "--dry-run and --resume"},
+		{[]string{"--from", "file:///tmp/a", "--table", "Sessions", "--ttl-attribute", strings.Repeat("x", 256)}, "--ttl-attribute: \"xxx"},
 	}
 	for _, c := range cases {
 		_, err := execCmd(t, restoreCmd, c.args...)

@@ -2,9 +2,9 @@ package main
 
 import (
 	"io"
-	"regexp"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ttl-archiver/archiver/cmd/internal/cli"
 	"github.com/ttl-archiver/archiver/event"
@@ -98,8 +98,15 @@ func runOption(name string) option[runConfig] {
 	panic("archiver: archiver run has no option " + name)
 }
 
-// attrNameRE: DynamoDB key attribute names are 1 to 255 bytes.
-var attrNameRE = regexp.MustCompile(`^.{1,255}$`)
+// validAttrName reports whether name can be a DynamoDB key or TTL
+// attribute's name: 1 to 255 bytes of UTF-8 (bytes, as DynamoDB counts:
+// 255 characters of Japanese are 765 bytes).
+func validAttrName(name string) bool {
+	return len(name) >= 1 && len(name) <= 255 && utf8.ValidString(name)
+}
+
+// attrNameProblem says what validAttrName wants.
+const attrNameProblem = "is not an attribute name (1 to 255 bytes of UTF-8)"
 
 // validateSweepOption checks one option's value; the options shared with
 // run are checked as run checks them.
@@ -116,12 +123,12 @@ func validateSweepOption(c *sweepConfig, o option[sweepConfig], from string, p *
 			p.Add("%s: index name %q must be 3-255 letters, digits, '_', '-' or '.'", from, c.Index)
 		}
 	case "window-attribute":
-		if !attrNameRE.MatchString(c.WindowAttribute) {
-			p.Add("%s: %q is not an attribute name (1 to 255 characters)", from, c.WindowAttribute)
+		if !validAttrName(c.WindowAttribute) {
+			p.Add("%s: %q %s", from, c.WindowAttribute, attrNameProblem)
 		}
 	case "ttl-attribute":
-		if c.TTLAttribute != "" && !attrNameRE.MatchString(c.TTLAttribute) {
-			p.Add("%s: %q is not an attribute name (1 to 255 characters)", from, c.TTLAttribute)
+		if c.TTLAttribute != "" && !validAttrName(c.TTLAttribute) {
+			p.Add("%s: %q %s", from, c.TTLAttribute, attrNameProblem)
 		}
 	case "window":
 		if c.Window < time.Millisecond || c.Window%time.Millisecond != 0 {

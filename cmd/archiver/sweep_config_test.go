@@ -86,6 +86,8 @@ func TestSweepConfigValidation(t *testing.T) {
 		{"interval", append(ok, "--interval", "0s"), nil, "", []string{"--interval: 0s must be positive"}},
 		{"index", append(ok, "--index", "ix"), nil, "", []string{`--index: index name "ix"`}},
 		{"window attribute", append(ok, "--window-attribute", ""), nil, "", []string{`--window-attribute: "" is not an attribute name`}},
+		{"window attribute of 255 characters, 765 bytes", append(ok, "--window-attribute", strings.Repeat("期", 255)), nil, "", []string{`is not an attribute name (1 to 255 bytes of UTF-8)`}},
+		{"TTL attribute not UTF-8", append(ok, "--ttl-attribute", "exp\xff"), nil, "", []string{`--ttl-attribute: "exp\xff" is not an attribute name`}},
 		{"shared options checked as run checks them", append(ok, "--checkpoint", "redis://x", "--region", "Mars", "--metrics", "statsd",
 			"--lease-duration", "10s", "--lease-renew", "5s", "--shutdown-timeout", "0s"), nil, "", []string{
 			`--checkpoint: "redis://x": scheme must be file or dynamodb`, `--region: "Mars"`, `--metrics: "statsd"`,
@@ -170,5 +172,27 @@ func TestSweepHelpAndExitCodes(t *testing.T) {
 	out.Reset()
 	if code := dispatch(t.Context(), []string{"help"}, e); code != 0 || !strings.Contains(out.String(), "sweep ") {
 		t.Fatalf("top usage lacks sweep:\n%s", out.String())
+	}
+}
+
+// TestValidAttrName: DynamoDB counts an attribute name's bytes, not its
+// characters, and wants UTF-8.
+func TestValidAttrName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"", false},
+		{"e", true},
+		{strings.Repeat("x", 255), true},
+		{strings.Repeat("x", 256), false},
+		{strings.Repeat("期", 85), true},  // 255 bytes
+		{strings.Repeat("期", 86), false}, // 258 bytes
+		{"exp\xff", false},
+		{"line\nbreak", true}, // DynamoDB allows any UTF-8
+	} {
+		if got := validAttrName(tc.name); got != tc.ok {
+			t.Errorf("validAttrName(%q) = %v, want %v", tc.name, got, tc.ok)
+		}
 	}
 }
