@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/ttl-archiver/archiver/engine/internal/apimodel"
 	"github.com/ttl-archiver/archiver/engine/internal/stream"
 )
 
@@ -162,7 +161,7 @@ func (e *Engine) uiCall(w http.ResponseWriter, r *http.Request) {
 	if len(body) == 0 || string(body) == "null" {
 		body = []byte("{}")
 	}
-	if err := apimodel.Check(false, in.Op, body); err != nil {
+	if err := checkModel(false, in.Op, body); err != nil {
 		e.writeError(w, err, 0)
 		return
 	}
