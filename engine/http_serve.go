@@ -73,6 +73,9 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := e.checkHost(r); err != nil {
 		e.logRefusal(&e.guardLog.host, "request refused for its Host", zap.String("remote", r.RemoteAddr), zap.Error(err))
 		if strings.HasPrefix(r.URL.Path, controlPrefix) {
+			if isUIPath(r.URL.Path) {
+				setUIHeaders(w.Header()) // a refusal is a console answer too: never framed, sniffed or cached
+			}
 			writeControl(w, http.StatusForbidden, map[string]string{"error": err.Error()})
 		} else {
 			e.writeError(w, awserr.New(codeAccessDenied, err.Error()), http.StatusForbidden)

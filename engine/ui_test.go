@@ -180,6 +180,11 @@ func TestUIGuards(t *testing.T) {
 		if resp.StatusCode != c.status {
 			t.Errorf("%s: %s %s: %d %s, want %d", c.name, c.method, c.path, resp.StatusCode, body, c.status)
 		}
+		// Every answer, a refusal too, is the console's: never framed,
+		// sniffed or cached.
+		if resp.Header.Get("Content-Security-Policy") == "" || resp.Header.Get("X-Frame-Options") != "DENY" || resp.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("%s: answer %d lacks the console's headers: %v", c.name, resp.StatusCode, resp.Header)
+		}
 	}
 }
 
