@@ -310,6 +310,13 @@ func (s *skiplist) unlink(n *slNode) {
 	}
 	*n = slNode{prev: s.free, exp: int64(num)} // no caller holds n past a delete: reuse it
 	s.free = n
+	if s.length == 0 {
+		// Empty (a table whose items all expired): every node is free, so
+		// the chunks go back to the collector instead of staying at the
+		// high-water mark; after a sweep of a million items that was 64
+		// MiB for the table and as much for each index.
+		s.chunks, s.taken, s.free = nil, 0, nil
+	}
 }
 
 // newNode returns a zeroed node and its number, from the free list or the

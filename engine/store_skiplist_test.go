@@ -138,6 +138,18 @@ func emptyList(t *testing.T, s *skiplist, model map[string]*entry, r *rand.Rand)
 	if s.points != nil && (s.points.used != 0 || len(s.points.slots) != pointsMin) {
 		t.Fatalf("emptied pointIndex: %d used of %d slots", s.points.used, len(s.points.slots))
 	}
+	if s.chunks != nil || s.free != nil {
+		t.Fatalf("emptied list keeps %d chunks", len(s.chunks))
+	}
+	// Filled again, from new chunks.
+	for i, k := range keys[:min(len(keys), 300)] {
+		s.Put([]byte(k), model[k], noExpiry)
+		for _, back := range keys[:i+1] {
+			if s.Get([]byte(back)) != model[back] {
+				t.Fatalf("refilled: Get(%q) lost", back)
+			}
+		}
+	}
 }
 
 // BenchmarkSkiplist times Get, Put over an existing key (the write path's
