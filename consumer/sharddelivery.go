@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/checkpoint"
+	"github.com/ttl-archiver/archiver/internal/backoff"
 )
 
 // shardDelivery tracks one shard's records from Process until every sink
@@ -230,7 +231,7 @@ func (s *shardDelivery) runSaver() {
 		}
 		due = false
 		if !s.recordDue() {
-			if !sleep(ctx, interval) {
+			if !backoff.Sleep(ctx, interval) {
 				return
 			}
 			due = s.unsaved()
@@ -255,7 +256,7 @@ func (s *shardDelivery) runSaver() {
 		case !wrote:
 			continue // nothing written: the next advance may save at once
 		}
-		if !sleep(ctx, interval) {
+		if !backoff.Sleep(ctx, interval) {
 			return
 		}
 		// Advances during the interval (a pending wake) are saved now, as
@@ -265,18 +266,6 @@ func (s *shardDelivery) runSaver() {
 			due = true
 		default:
 		}
-	}
-}
-
-// sleep waits d, or until ctx ends (false).
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 
