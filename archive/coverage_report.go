@@ -74,6 +74,12 @@ type CoverageShard struct {
 	// and what to keep elsewhere to anchor the chain (docs/VERIFY.md).
 	NewestManifest string `json:"newestManifest"`
 	NewestDigest   string `json:"newestDigest"`
+	// NewestWritten and NewestWriter are when, and by which worker (run's
+	// --worker-id, the ECS task ID or HOSTNAME-PID), the newest manifest
+	// says it was written: a shard whose proof stops early names the task
+	// that last proved it.
+	NewestWritten time.Time `json:"newestWritten,omitzero"`
+	NewestWriter  string    `json:"newestWriter,omitempty"`
 }
 
 // CoverageFinding is one thing the archive's manifests could not prove,
@@ -130,7 +136,8 @@ func (c *Coverage) Finish() *CoverageReport {
 		r.UnrecordedLines += sc.before
 		r.PendingLines += sc.pending
 		r.Shards = append(r.Shards, CoverageShard{Shard: sc.sh, FirstTime: sc.first, LastTime: sc.last,
-			Objects: len(sc.objects), Lines: sc.lines, PendingLines: sc.pending, NewestManifest: sc.newest.Key, NewestDigest: sc.newest.Digest})
+			Objects: len(sc.objects), Lines: sc.lines, PendingLines: sc.pending, NewestManifest: sc.newest.Key, NewestDigest: sc.newest.Digest,
+			NewestWritten: sc.newest.M.Written, NewestWriter: sc.newest.M.Writer})
 	}
 	r.Shards = orEmpty(r.Shards)
 	r.Lineages = lineages(r.Shards)

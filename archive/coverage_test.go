@@ -81,6 +81,9 @@ func TestCoverageSelection(t *testing.T) {
 		if rep.Verdict != archive.VerdictComplete || rep.ObjectsVerified != tc.verified || rep.ObjectsNotRead != tc.notRead || rep.Shards[0].Lines != tc.lines {
 			t.Errorf("selection %+v: %+v", tc.sel, rep)
 		}
+		if sh := rep.Shards[0]; sh.NewestWriter != "w" || !sh.NewestWritten.Equal(t0) {
+			t.Errorf("selection %+v: the newest manifest written at %v by %q, want %v by w", tc.sel, sh.NewestWritten, sh.NewestWriter, t0)
+		}
 	}
 }
 

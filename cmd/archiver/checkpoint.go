@@ -30,6 +30,20 @@ type openedCheckpoint struct {
 	file   *checkpoint.FileStore // file:// only
 	leases *lease.Store          // dynamodb:// only
 	probe  ops.Check             // dynamodb:// only
+	// worker names this worker: in its leases, and in the manifests its
+	// sinks write.
+	worker string
+}
+
+// workerName is --worker-id, or else lease.DefaultWorkerID (the ECS task
+// ID, or HOSTNAME-PID), asked for at most 3 s.
+func workerName(ctx context.Context, cfg *runConfig) string {
+	if cfg.WorkerID != "" {
+		return cfg.WorkerID
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	return lease.DefaultWorkerID(wctx)
 }
 
 // assigner is the walker's shard.Assigner: the leases, or nil (one worker
@@ -90,7 +104,7 @@ func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pi
 		if err != nil {
 			return nil, fmt.Errorf("--checkpoint: %w", err)
 		}
-		return &openedCheckpoint{store: fs, file: fs}, nil
+		return &openedCheckpoint{store: fs, file: fs, worker: workerName(ctx, cfg)}, nil
 	case "dynamodb":
 		du, err := checkpoint.ParseDynamoURL(cfg.Checkpoint)
 		if err != nil {
@@ -112,12 +126,7 @@ func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pi
 				o.BaseEndpoint = aws.String(endpoint)
 			}
 		})
-		worker := cfg.WorkerID
-		if worker == "" {
-			wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			worker = lease.DefaultWorkerID(wctx)
-			cancel()
-		}
+		worker := workerName(ctx, cfg)
 		ls, err := lease.Open(ctx, lease.Options{
 			Client:        client,
 			Table:         du.Table,
@@ -140,7 +149,7 @@ func openCheckpoint(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pi
 			}
 			return nil
 		}
-		return &openedCheckpoint{store: checkpoint.NewDynamo(ls), leases: ls, probe: probe}, nil
+		return &openedCheckpoint{store: checkpoint.NewDynamo(ls), leases: ls, probe: probe, worker: worker}, nil
 	}
 	return nil, cli.Usagef("archiver run: --checkpoint: scheme %q is not file or dynamodb", u.Scheme)
 }

@@ -101,7 +101,7 @@ func runPipeline(ctx context.Context, cfg *runConfig, d pipelineDeps) error {
 			ss.close(ctx)
 		}
 	}()
-	if err := ss.open(ctx, cfg, awsCfg, d, log); err != nil {
+	if err := ss.open(ctx, cfg, awsCfg, store.worker, d, log); err != nil {
 		return err
 	}
 	if !cfg.SkipPreflight {
@@ -167,12 +167,13 @@ type runSinks struct {
 }
 
 // open opens the sinks of cfg, in order; those it opened before one
-// failed stay in s, for close.
-func (s *runSinks) open(ctx context.Context, cfg *runConfig, awsCfg aws.Config, d pipelineDeps, log *zap.Logger) error {
+// failed stay in s, for close. worker names this worker in the manifests.
+func (s *runSinks) open(ctx context.Context, cfg *runConfig, awsCfg aws.Config, worker string, d pipelineDeps, log *zap.Logger) error {
 	sinkOpts := sinks.Options{
 		Logger:     d.log.Named("sinks"),
 		Registerer: d.reg,
 		Stdout:     d.stdout,
+		Worker:     worker,
 		AWSConfig: func(ctx context.Context, region string) (aws.Config, error) {
 			c := awsCfg.Copy()
 			if region != "" {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +23,7 @@ import (
 	"github.com/ttl-archiver/archiver/engine"
 	"github.com/ttl-archiver/archiver/engine/enginetest"
 	"github.com/ttl-archiver/archiver/internal/eventually"
+	"github.com/ttl-archiver/archiver/manifest"
 )
 
 // archiverProc is `archiver run` as a subprocess of the test.
@@ -158,6 +161,36 @@ func TestRunTablesTagged(t *testing.T) {
 	if !strings.Contains(p.out.String(), `"table added"`) {
 		t.Error("no INFO line \"table added\"")
 	}
+	if ws := manifestWriters(t, archive); len(ws) != 1 || ws["w1"] == 0 {
+		t.Errorf("the manifests name the writers %v, want w1 alone (--worker-id)", ws)
+	}
+}
+
+// manifestWriters counts the coverage manifests under archive by the
+// worker they name.
+func manifestWriters(t *testing.T, archive string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	err := filepath.WalkDir(filepath.Join(archive, manifest.Dir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		m, err := manifest.Decode(f)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		out[m.Writer]++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestRunTablesTaggedWaits: with no table carrying the tag, run starts,

@@ -137,7 +137,7 @@ func New(dir string, o sinkapi.Options) (*Sink, error) {
 // modes mean the defaults; a mode beyond 0777 or one that locks the owner
 // out is an error naming it.
 func NewWith(c sinkurl.FileConfig, o sinkapi.Options) (*Sink, error) {
-	c.Manifests.Off = c.Manifests.Off || o.NoManifests
+	c.Manifests = o.Manifests(c.Manifests)
 	c, err := c.WithDefaults()
 	if err != nil {
 		return nil, err

@@ -280,7 +280,7 @@ func NewClient(ctx context.Context, c objstore.S3Config, o sinkapi.Options) (*s3
 // NewWithClient opens an S3 sink on a given client (tests, benchmarks,
 // callers with their own client set-up).
 func NewWithClient(c objstore.S3Config, api API, o sinkapi.Options) (*Sink, error) {
-	c.Manifests.Off = c.Manifests.Off || o.NoManifests
+	c.Manifests = o.Manifests(c.Manifests)
 	if c.FlushBytes <= 0 {
 		c.FlushBytes = 8 << 20
 	}

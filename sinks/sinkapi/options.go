@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/ttl-archiver/archiver/sinkurl"
 )
 
 // ErrClosed is returned by Write after Close.
@@ -32,6 +34,21 @@ type Options struct {
 	// never call Record (replay, restore tests, benches); such a sink
 	// would otherwise track its objects for a Record that never comes.
 	NoManifests bool
+	// Worker names this worker (run's --worker-id, or the ECS task ID, or
+	// HOSTNAME-PID) in the coverage manifests it writes, their writer
+	// field, so that an auditor reading a manifest learns which task
+	// proved the range. "" leaves the field out.
+	Worker string
+}
+
+// Manifests is c as o has it: off when o says NoManifests, its writer
+// o's Worker unless c names one.
+func (o Options) Manifests(c sinkurl.ManifestConfig) sinkurl.ManifestConfig {
+	c.Off = c.Off || o.NoManifests
+	if c.Writer == "" {
+		c.Writer = o.Worker
+	}
+	return c
 }
 
 // Log is o.Logger, or a logger that discards when it is nil.
