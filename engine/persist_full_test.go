@@ -17,7 +17,7 @@ import (
 	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/ttl-archiver/archiver/engine"
-	"github.com/ttl-archiver/archiver/engine/internal/smallfs"
+	"github.com/ttl-archiver/archiver/internal/smallfs"
 )
 
 // TestPersistFullDisk fills a real 8 MiB tmpfs under the data directory

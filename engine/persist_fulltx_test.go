@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/ttl-archiver/archiver/engine"
-	"github.com/ttl-archiver/archiver/engine/internal/smallfs"
+	"github.com/ttl-archiver/archiver/internal/smallfs"
 )
 
 // TestPersistFullDiskTransactAndBatch fills a real 8 MiB tmpfs under the

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ttl-archiver/archiver/engine/internal/smallfs"
+	"github.com/ttl-archiver/archiver/internal/smallfs"
 )
 
 // fillLog appends 1 KiB entries with TryAppend, syncing each, until one is

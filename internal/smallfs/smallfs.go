@@ -5,10 +5,12 @@
 package smallfs
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 )
 
@@ -43,4 +45,26 @@ func Fill(t testing.TB, dir string, n int) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// FillUp writes a ballast file into dir until the file system refuses
+// more (ENOSPC) and returns its path: afterwards not even a small file
+// fits. Removing it gives the space back.
+func FillUp(t testing.TB, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "ballast-full")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling %s: %v, want ENOSPC at the end", dir, err)
+			}
+			return path
+		}
+	}
 }
