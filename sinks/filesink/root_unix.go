@@ -330,6 +330,7 @@ func (r *fileRoot) renameInto(parent int, names []string, data []byte) error {
 		return err
 	}
 	if err := unix.Renameat(parent, tmp, parent, name); err != nil {
+		_ = unix.Unlinkat(parent, tmp, 0)
 		return pathError("rename", r.path(names), parent, tmp, err)
 	}
 	if err := unix.Fsync(parent); err != nil {
@@ -351,7 +352,18 @@ func (r *fileRoot) writeTemp(parent int, name, path string, data []byte) error {
 	if err := regular(fd, path); err != nil {
 		return err
 	}
-	if err := unix.Fchmod(fd, r.fileMode); err != nil {
+	// From here the file is the sink's own: one it could not fill is
+	// removed, so that a full disk does not keep the space it took.
+	if err := r.fillTemp(f, path, data); err != nil {
+		_ = unix.Unlinkat(parent, name, 0)
+		return err
+	}
+	return nil
+}
+
+// fillTemp sets the temporary file f's mode, writes data and fsyncs it.
+func (r *fileRoot) fillTemp(f *os.File, path string, data []byte) error {
+	if err := unix.Fchmod(int(f.Fd()), r.fileMode); err != nil {
 		return fmt.Errorf("file sink: chmod %s: %w", path, err)
 	}
 	if _, err := f.Write(data); err != nil {
