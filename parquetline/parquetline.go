@@ -247,11 +247,19 @@ func NewEncoder() *Encoder { return &Encoder{codec: newCodec()} }
 
 // NewWriter returns a Writer of one file to w.
 func (enc *Encoder) NewWriter(w io.Writer) *Writer {
-	return &Writer{w: parquet.NewGenericWriter[Row](w,
-		parquet.Compression(enc.codec),
-		parquet.CreatedBy("ttl-archiver", "", ""),
-	)}
+	opts := []parquet.WriterOption{parquet.Compression(enc.codec), parquet.CreatedBy("ttl-archiver", "", "")}
+	for _, col := range blobColumns {
+		opts = append(opts, parquet.SkipPageStatistics(col), parquet.SkipPageBounds(col))
+	}
+	return &Writer{w: parquet.NewGenericWriter[Row](w, opts...)}
 }
+
+// blobColumns hold whole documents (DynamoDB JSON, a raw stream record,
+// an error's text): their minimum and maximum, which Parquet writes by
+// default in each page's header, the column index and the footer, are two
+// whole values each time, prune no query (they are read with
+// json_extract), and tripled a file of large items. They are left out.
+var blobColumns = []string{"item", "keys", "old_image", "dead_letter_error", "dead_letter_record"}
 
 // NewWriter returns a Writer of one file to w, with an Encoder of its own.
 func NewWriter(w io.Writer) *Writer { return NewEncoder().NewWriter(w) }
