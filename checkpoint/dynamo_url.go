@@ -2,12 +2,14 @@ package checkpoint
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/redact"
+	"github.com/ttl-archiver/archiver/internal/suggest"
 )
 
 // DynamoURL is a parsed `dynamodb://TABLE?endpoint=&region=&create=true`
@@ -18,6 +20,9 @@ type DynamoURL struct {
 	Region   string // "" = the default chain's region
 	Create   bool   // create the table when missing
 }
+
+// dynamoURLParams are the parameters a dynamodb:// URL takes.
+var dynamoURLParams = []string{"endpoint", "region", "create"}
 
 // ParseDynamoURL parses a `dynamodb://TABLE[?endpoint=URL&region=R&create=BOOL]`
 // checkpoint URL. Errors name the part that is wrong.
@@ -54,7 +59,10 @@ func ParseDynamoURL(raw string) (DynamoURL, error) {
 	if err != nil {
 		return d, fmt.Errorf("checkpoint URL %q: query: %s", shown, redact.ParseError(err))
 	}
-	for name, vals := range q {
+	// In order: with several bad parameters, the same one is named each
+	// time.
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		vals := q[name]
 		if len(vals) != 1 {
 			return d, fmt.Errorf("checkpoint URL %q: parameter %s given %d times", shown, name, len(vals))
 		}
@@ -67,9 +75,7 @@ func ParseDynamoURL(raw string) (DynamoURL, error) {
 			}
 			d.Endpoint = v
 		case "region":
-			if v == "" || strings.ContainsFunc(v, func(r rune) bool {
-				return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-')
-			}) {
+			if !event.ValidRegion(v) {
 				return d, fmt.Errorf("checkpoint URL %q: parameter region %q is not a region name like eu-west-1", shown, v)
 			}
 			d.Region = v
@@ -80,7 +86,11 @@ func ParseDynamoURL(raw string) (DynamoURL, error) {
 			}
 			d.Create = b
 		default:
-			return d, fmt.Errorf("checkpoint URL %q: unknown parameter %q (want endpoint, region or create)", shown, name)
+			hint := ""
+			if near := suggest.Nearest(name, dynamoURLParams); near != "" {
+				hint = "; did you mean " + near + "?"
+			}
+			return d, fmt.Errorf("checkpoint URL %q: unknown parameter %q%s (want endpoint, region or create)", shown, name, hint)
 		}
 	}
 	return d, nil

@@ -37,6 +37,10 @@ func TestParseDynamoURL(t *testing.T) {
 		{in: "dynamodb://leases?region=", wantErr: "parameter region"},
 		{in: "dynamodb://leases?create=true&create=false", wantErr: "create given 2 times"},
 		{in: "dynamodb://leases?tabel=x", wantErr: `unknown parameter "tabel"`},
+		{in: "dynamodb://leases?regoin=eu-west-1", wantErr: `unknown parameter "regoin"; did you mean region?`},
+		{in: "dynamodb://leases?zz=1&create=maybe&aa=2", wantErr: `unknown parameter "aa"`}, // the first in order
+		{in: "dynamodb://leases?region=1eu", wantErr: "parameter region"},
+		{in: "dynamodb://leases?region=eu.west", wantErr: "parameter region"},
 		{in: "dynamodb://leases?a=%zz", wantErr: "query"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/redact"
 	"github.com/ttl-archiver/archiver/sinkurl"
 )
@@ -88,6 +89,11 @@ func ParseS3(p *sinkurl.Params) (S3Config, error) {
 	}
 	if c.Region, err = p.Str("region", ""); err != nil {
 		return c, err
+	}
+	if c.Region != "" && !event.ValidRegion(c.Region) {
+		// The SDK would put it in the endpoint's host name, and refuse
+		// it only at the first request.
+		return c, p.Fail("region", fmt.Sprintf("%q is not a region name like eu-west-1", c.Region))
 	}
 	if c.Endpoint, err = p.Str("endpoint", ""); err != nil {
 		return c, err

@@ -28,6 +28,8 @@ func TestOpenErrors(t *testing.T) {
 		{"s3://bucket/p?kms-key-id=k", `kms-key-id: needs sse=aws:kms`},
 		{"s3://bucket/p?storage-class=COLD", `storage-class: "COLD" is not one of`},
 		{"s3://bucket/p?endpoint=localhost:9000", `endpoint: "localhost:9000" is not an http:// or https:// URL`},
+		{"s3://bucket/p?region=eu-west-1.evil.example", `region: "eu-west-1.evil.example" is not a region name like eu-west-1`},
+		{"s3://bucket/p?region=EU-WEST-1", `region: "EU-WEST-1" is not a region name`},
 		{"s3://bucket/p?path-style=maybe", `path-style: "maybe" is not true or false`},
 		{"s3://bucket/p?region=a&region=b", `region: given more than once`},
 		{"s3://bucket/p?colour=red", `colour: unknown parameter for s3:// (known: `},
