@@ -43,7 +43,7 @@ const (
 // a second cross-compile would double the test's time and run nothing
 // more here), then checks it against the Dockerfile and, as root, runs its
 // binary inside it with chroot as the image's user: `version` and an
-// `engine` that answers ListTables.
+// `engine` that answers ListTables and `health --engine`.
 func TestImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the container image (a cross-compile of the archiver)")
@@ -419,6 +419,10 @@ func runInChroot(ctx context.Context, t *testing.T, root string, c containerConf
 		func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
 	if _, err := db.ListTables(ctx, &dynamodb.ListTablesInput{}); err != nil {
 		t.Errorf("ListTables on the engine in the image: %v", err)
+	}
+	// The health check a compose file gives the engine (docs/ENGINE.md).
+	if out, err := chrootCmd(ctx, t, root, c, "health", "--engine", "--addr", strings.TrimPrefix(endpoint, "http://")).CombinedOutput(); err != nil {
+		t.Errorf("archiver health --engine in the image: %v\n%s", err, out)
 	}
 	if err := eng.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
