@@ -31,6 +31,11 @@
 //     cmd/internal/cli) and the leaves internal/logging and
 //     internal/suggest: their inits would cost its idle memory.
 //
+// and of what git tracks:
+//
+//   - TestNoExecutablesCommitted: no tracked file is a compiled program
+//     (ELF, Mach-O or PE), as a `go build` in a command's folder leaves.
+//
 // and of its documentation, read as text:
 //
 //   - TestReadmeShape: README.md, written for users, has at most
