@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
@@ -103,5 +104,32 @@ func BenchmarkVerifyRead(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkCoverageLoadMemory is the heap `archiver verify` holds per
+// manifest once Coverage.Load read them (a manifest of one object each,
+// as a shard writes every manifest-interval when it archives little):
+// the figure that bounds how long an archive one verify can prove.
+func BenchmarkCoverageLoadMemory(b *testing.B) {
+	const shards, hours = 4, 2000
+	dir := b.TempDir()
+	benchArchive(b, dir, shards, hours, 1)
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		cov := archive.NewCoverage(archive.Selection{})
+		a, err := archive.Open(testCtx(b), "file://"+dir, cov.Hook(archive.Options{}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cov.Load(testCtx(b), a); err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(shards*hours), "heap-B/manifest")
+		runtime.KeepAlive(cov)
 	}
 }
