@@ -154,10 +154,13 @@ func (c *Coverage) Hook(o Options) Options {
 	return o
 }
 
-// Load reads the archive's manifests (Archive.Manifests) and proves what
-// they cover (manifest.Check). It must be called before Events.
+// Load reads the archive's manifests (as Archive.Manifests does, but only
+// those in the selected tables' folders) and proves what they cover
+// (manifest.Check). It must be called before Events.
 func (c *Coverage) Load(ctx context.Context, a *Archive) error {
-	set, err := a.Manifests(ctx)
+	// Another table's manifests cost verify --table neither memory nor
+	// requests.
+	set, err := a.manifestsWhere(ctx, c.wantsManifest)
 	if err != nil {
 		return err
 	}
@@ -179,7 +182,7 @@ func (c *Coverage) load(set ManifestSet, root string) {
 	set.Stored = stored
 	bad := set.Bad[:0:0]
 	for _, b := range set.Bad {
-		if t, ok := manifestTable(strings.TrimPrefix(b.Object, c.root)); !ok || c.sel.wantsTable(t) {
+		if c.wantsManifest(strings.TrimPrefix(b.Object, c.root)) {
 			bad = append(bad, b)
 		}
 	}
@@ -213,6 +216,14 @@ func (c *Coverage) load(set ManifestSet, root string) {
 			}
 		}
 	}
+}
+
+// wantsManifest reports whether the manifest at rel (relative to the
+// archive's root) is in a selected table's folder, or in none that
+// unescapes (then its problem is reported whatever the selection).
+func (c *Coverage) wantsManifest(rel string) bool {
+	t, ok := manifestTable(rel)
+	return !ok || c.sel.wantsTable(t)
 }
 
 // manifestTable is the table a manifest's key names (false when it names

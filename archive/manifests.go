@@ -37,6 +37,13 @@ const maxManifestBytes = 16 << 20
 // a Problem naming its key, never an error: only a failure to list or to
 // download (after retries) is.
 func (a *Archive) Manifests(ctx context.Context) (ManifestSet, error) {
+	return a.manifestsWhere(ctx, nil)
+}
+
+// manifestsWhere is Manifests of the manifest keys keep accepts (nil:
+// all), given relative to the archive's root; the others are not
+// downloaded.
+func (a *Archive) manifestsWhere(ctx context.Context, keep func(rel string) bool) (ManifestSet, error) {
 	var set ManifestSet
 	type entry struct {
 		key, rel string
@@ -44,6 +51,9 @@ func (a *Archive) Manifests(ctx context.Context) (ManifestSet, error) {
 	}
 	var keys []entry
 	err := a.st.list(ctx, manifest.Dir, func(key, rel string, size int64) {
+		if manifest.IsKey(rel) && keep != nil && !keep(rel) {
+			return
+		}
 		if manifest.IsKey(rel) {
 			keys = append(keys, entry{key, rel, size})
 		} else {
