@@ -189,6 +189,11 @@ func (c *Coverage) load(set ManifestSet, root string) {
 	set.Bad = bad
 	c.set = set
 	c.res = manifest.Check(stored)
+	// The counts by kind and reason are summed into c.res's shards; each
+	// manifest's own maps, a few hundred bytes each, are not read again.
+	for i := range stored {
+		stored[i].M.Events, stored[i].M.DeadLettered = nil, nil
+	}
 	for i := range c.res.Shards {
 		sh := c.res.Shards[i]
 		sc := &shardCov{sh: sh, objects: map[string]bool{}}

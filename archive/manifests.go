@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ttl-archiver/archiver/internal/ddbjson"
 	"github.com/ttl-archiver/archiver/manifest"
 )
 
@@ -100,6 +101,10 @@ func (a *Archive) manifestsWhere(ctx context.Context, keep func(rel string) bool
 	if err := ctx.Err(); err != nil {
 		return set, err
 	}
+	// A shard's manifests repeat its stream, table, Region, shard and
+	// writer; verify holds every manifest, so they are kept once.
+	var in ddbjson.Interner
+	intern := func(s string) string { return in.Intern([]byte(s)) }
 	for i, r := range results {
 		if r.err != nil {
 			return set, r.err
@@ -108,6 +113,9 @@ func (a *Archive) manifestsWhere(ctx context.Context, keep func(rel string) bool
 			set.Bad = append(set.Bad, Problem{Object: keys[i].key, Problem: r.problem})
 		}
 		if r.s.Digest != "" {
+			m := &r.s.M
+			m.Stream, m.Region, m.Table = intern(m.Stream), intern(m.Region), intern(m.Table)
+			m.Shard, m.Parent, m.Writer = intern(m.Shard), intern(m.Parent), intern(m.Writer)
 			set.Stored = append(set.Stored, r.s)
 		}
 	}
