@@ -88,7 +88,7 @@ type listedObject struct {
 
 type listing struct {
 	s *manifest.Stored
-	o manifest.Object
+	o *manifest.Object // in s.M.Objects, which nothing changes after load
 }
 
 // objCov is one object read: its digest and what its lines said.
@@ -207,7 +207,8 @@ func (c *Coverage) load(set ManifestSet, root string) {
 		if sc.newest == nil || event.CompareSequence(s.M.To, sc.newest.M.To) >= 0 {
 			sc.newest = s
 		}
-		for _, o := range s.M.Objects {
+		for j := range s.M.Objects {
+			o := &s.M.Objects[j]
 			key := c.root + o.Key
 			lo := c.listed[key]
 			if lo == nil {

@@ -196,7 +196,7 @@ func objectProblem(oc *objCov, lo *listedObject, e *listing) string {
 	case oc == nil || !oc.read:
 		return "not in the archive"
 	}
-	d, o := &oc.digest, &e.o
+	d, o := &oc.digest, e.o
 	switch {
 	case o.Bytes == d.Size && o.SHA256 == d.SHA256:
 		return ""
