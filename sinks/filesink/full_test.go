@@ -11,7 +11,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/ttl-archiver/archiver/archive"
 	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/smallfs"
 	"github.com/ttl-archiver/archiver/sinks/internal/testkit"
@@ -107,28 +106,4 @@ func tempFiles(t *testing.T, dir string) []string {
 		}
 	}
 	return out
-}
-
-// checkComplete reads the archive in dir as verify does: its manifests
-// prove it complete and it holds n events, each once, every line whole.
-func checkComplete(t *testing.T, dir string, n int64) {
-	t.Helper()
-	ctx := testkit.Ctx(t)
-	cov := archive.NewCoverage(archive.Selection{})
-	ar, err := archive.Open(ctx, "file://"+dir, cov.Hook(archive.Options{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cov.Load(ctx, ar); err != nil {
-		t.Fatal(err)
-	}
-	st, err := ar.Events(ctx, archive.Selection{}, func(archive.Line) error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep := cov.Finish()
-	if rep.Verdict != archive.VerdictComplete || st.Events != n || st.Duplicates != 0 || st.Undecodable != 0 {
-		t.Fatalf("coverage %s, %d events read (want %d), %d duplicates, %d undecodable; findings %+v",
-			rep.Summary, st.Events, n, st.Duplicates, st.Undecodable, rep.Findings)
-	}
 }
