@@ -240,18 +240,22 @@ const rowBuffer = 256
 // Encoder. It is safe for concurrent use.
 type Encoder struct {
 	codec *codec
+	opts  []parquet.WriterOption // every file's, built once
 }
 
 // NewEncoder returns an Encoder.
-func NewEncoder() *Encoder { return &Encoder{codec: newCodec()} }
-
-// NewWriter returns a Writer of one file to w.
-func (enc *Encoder) NewWriter(w io.Writer) *Writer {
-	opts := []parquet.WriterOption{parquet.Compression(enc.codec), parquet.CreatedBy("ttl-archiver", "", "")}
+func NewEncoder() *Encoder {
+	c := newCodec()
+	opts := []parquet.WriterOption{parquet.Compression(c), parquet.CreatedBy("ttl-archiver", "", "")}
 	for _, col := range blobColumns {
 		opts = append(opts, parquet.SkipPageStatistics(col), parquet.SkipPageBounds(col))
 	}
-	return &Writer{w: parquet.NewGenericWriter[Row](w, opts...)}
+	return &Encoder{codec: c, opts: opts}
+}
+
+// NewWriter returns a Writer of one file to w.
+func (enc *Encoder) NewWriter(w io.Writer) *Writer {
+	return &Writer{w: parquet.NewGenericWriter[Row](w, enc.opts...)}
 }
 
 // blobColumns hold whole documents (DynamoDB JSON, a raw stream record,
