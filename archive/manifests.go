@@ -104,7 +104,7 @@ func (a *Archive) manifestsWhere(ctx context.Context, keep func(rel string) bool
 	// A shard's manifests repeat its stream, table, Region, shard and
 	// writer; verify holds every manifest, so they are kept once.
 	var in ddbjson.Interner
-	intern := func(s string) string { return in.Intern([]byte(s)) }
+	intern := in.String
 	for i, r := range results {
 		if r.err != nil {
 			return set, r.err

@@ -54,6 +54,24 @@ func (in *Interner) Intern(b []byte) string {
 	return s
 }
 
+// String is Intern of a string the caller already holds: the same string
+// for the same text, and s itself kept (no copy) the first time.
+func (in *Interner) String(s string) string {
+	if in == nil {
+		return s
+	}
+	if c, ok := in.m[s]; ok {
+		return c
+	}
+	if in.m == nil {
+		in.m = map[string]string{}
+	}
+	if len(in.m) < maxInterned {
+		in.m[s] = s
+	}
+	return s
+}
+
 // strictBase64 is the standard encoding that takes only the canonical
 // form of a value (padding bits zero), the one AppendBase64 writes.
 var strictBase64 = base64.StdEncoding.Strict()

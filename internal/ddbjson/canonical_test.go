@@ -3,6 +3,7 @@ package ddbjson
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 )
@@ -82,4 +83,20 @@ func FuzzCanonicalItem(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkCanonical(t, data)
 	})
+}
+
+// TestInternerString: String and Intern hand out one string per text,
+// whichever met it first; a nil Interner hands back its argument.
+func TestInternerString(t *testing.T) {
+	var in Interner
+	a := in.String(string([]byte("arn:aws:dynamodb:eu-west-1:1:table/T/stream/x")))
+	b := in.String(string([]byte("arn:aws:dynamodb:eu-west-1:1:table/T/stream/x")))
+	c := in.Intern([]byte("arn:aws:dynamodb:eu-west-1:1:table/T/stream/x"))
+	if unsafe.StringData(a) != unsafe.StringData(b) || unsafe.StringData(a) != unsafe.StringData(c) {
+		t.Error("the same text gave different strings")
+	}
+	var none *Interner
+	if s := "x"; none.String(s) != s {
+		t.Error("a nil Interner changed its argument")
+	}
 }
