@@ -25,6 +25,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/internal/sdkhttp"
 	"github.com/ttl-archiver/archiver/sweep"
 )
 
@@ -151,6 +152,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	ddb := dynamodb.NewFromConfig(aws.Config{
 		Region:      "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("demo", "demo", ""),
+		HTTPClient:  sdkhttp.Client(nil), // as every AWS client of the archiver
 	}, func(op *dynamodb.Options) { op.BaseEndpoint = aws.String(eng.Endpoint()) })
 	// Set up even when ctx ended (Ctrl-C at start): the demo still stops
 	// as it would later, with its summary. The engine is local and answers

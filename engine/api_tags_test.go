@@ -12,6 +12,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/internal/sdkhttp"
 )
 
 // rawDB is an SDK client without the SDK's own input validation, so
@@ -21,6 +22,9 @@ func (e *env) rawDB() *dynamodb.Client {
 	cfg := aws.Config{
 		Region:      "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
+		// With retries off, the SDK's "use of closed network connection"
+		// race (internal/sdkhttp) would fail a call now and then.
+		HTTPClient: sdkhttp.Client(nil),
 	}
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(e.srv.Endpoint())

@@ -24,6 +24,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/ttl-archiver/archiver/engine"
+	"github.com/ttl-archiver/archiver/internal/sdkhttp"
 )
 
 var getRecordsSchema = smithy.NewOperationSchema(schemas.GetRecords, schemas.GetRecordsInput, schemas.GetRecordsOutput)
@@ -307,7 +308,7 @@ func TestFastGetRecordsContainsSDKPanics(t *testing.T) {
 	}))
 	defer srv.Close()
 	st := dynamodbstreams.New(dynamodbstreams.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
-		Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1}, FastGetRecords)
+		Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1, HTTPClient: sdkhttp.Client(nil)}, FastGetRecords)
 	ctx := context.Background()
 	_, err := st.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String("arn:aws:dynamodb:us-east-1:1:table/t/stream/x")})
 	var de *smithy.DeserializationError

@@ -19,6 +19,8 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/ttl-archiver/archiver/internal/sdkhttp"
 )
 
 // answered wraps err as the SDK does for an HTTP answer with status.
@@ -142,6 +144,7 @@ func TestClassifyWhatTheSDKBuilds(t *testing.T) {
 			defer srv.Close()
 			c := dynamodb.New(dynamodb.Options{
 				Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Retryer: aws.NopRetryer{},
+				HTTPClient:  sdkhttp.Client(nil), // without retries, the SDK's closed-connection race would show
 				Credentials: credentials.NewStaticCredentialsProvider("id", "secret", ""),
 			})
 			_, err := c.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String("t"),

@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/ttl-archiver/archiver/internal/sdkhttp"
 )
 
 // The credentials versitygw is started with.
@@ -141,9 +143,12 @@ func AWSConfig(_ context.Context, region string) (aws.Config, error) {
 }
 
 // NewClient returns a path-style client of endpoint with the server's
-// credentials and the SDK's retries off.
+// credentials and the SDK's retries off, through internal/sdkhttp (without
+// it, and without retries, the SDK's "use of closed network connection"
+// race would fail a call now and then).
 func NewClient(endpoint string) *s3.Client {
 	cfg, _ := AWSConfig(context.Background(), "us-east-1")
+	cfg.HTTPClient = sdkhttp.Client(nil)
 	return s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
 		o.UsePathStyle = true

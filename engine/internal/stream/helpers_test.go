@@ -19,6 +19,7 @@ import (
 
 	"github.com/ttl-archiver/archiver/engine/internal/attr"
 	"github.com/ttl-archiver/archiver/engine/internal/awserr"
+	"github.com/ttl-archiver/archiver/internal/sdkhttp"
 )
 
 // clock is a test clock that only moves when told.
@@ -62,9 +63,11 @@ func newEnv(t testing.TB, o Options) *env {
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(srv.URL),
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
-		// The default retryer stays on: the SDK's HTTP/1.1 transport now and
-		// then fails a body read with "use of closed network connection"
-		// (aws/aws-sdk-go-v2#2737), which it treats as retryable.
+		// Through internal/sdkhttp, as every client of this module: the SDK
+		// and net/http now and then fail a body read with "use of closed
+		// network connection" (aws/aws-sdk-go-v2#2737), and a test that
+		// turns retries off (TestThrottle) would see it.
+		HTTPClient: sdkhttp.Client(nil),
 	})
 	return &env{reg: reg, clk: clk, client: client}
 }
