@@ -3,6 +3,7 @@ package archive
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"net/url"
 	"sort"
 	"strings"
@@ -38,9 +39,13 @@ const (
 // number against the ranges its shard's manifests cover.
 //
 // Use: NewCoverage; pass Hook's Options to Open (after the Verifier's
-// Hook, whose hooks it calls on); Load the manifests; read with Events;
-// then Finish. Its memory is the manifests, one small record per object
-// read and per shard, and one run of lines of one sequence number.
+// Hook, whose hooks it calls on); Load the manifests; read with Events,
+// with the Selection given to NewCoverage; then Finish. Its memory is the
+// manifests, one small record per object read and per shard, and one run
+// of lines of one sequence number. A manifest's objects outside the
+// selection's partitions (--since, --until, --kind), which the read does
+// not reach, are kept as a 64-bit hash of their key each, for counting: of
+// such a manifest, only its place in its shard's chain is held.
 type Coverage struct {
 	sel    Selection
 	root   string // what keys read start with before the part relative to the archive's root
@@ -62,6 +67,10 @@ type Coverage struct {
 	run       seqRun
 	// unrecorded counts lines of shards that have no manifest.
 	unrecorded int64
+	// notRead holds the listed objects outside the selection's
+	// partitions, by a hash of their key (seed): not read, only counted.
+	seed    maphash.Seed
+	notRead map[uint64]struct{}
 }
 
 type shardKey struct{ stream, shard string }
@@ -72,7 +81,8 @@ type shardCov struct {
 	first, last time.Time        // creation times of its first and last covered records
 	newest      *manifest.Stored // the manifest with the highest To
 	objects     map[string]bool
-	idx         int // the covered range the last line fell in
+	notRead     map[uint64]struct{} // hashes of listed objects not read, as Coverage.notRead
+	idx         int                 // the covered range the last line fell in
 	lines       int64
 	pending     int64
 	before      int64 // lines before recording began (Begun)
@@ -129,7 +139,8 @@ type outsideKey struct {
 // them are not read, and counted as such).
 func NewCoverage(sel Selection) *Coverage {
 	return &Coverage{sel: sel, shards: map[shardKey]*shardCov{}, listed: map[string]*listedObject{},
-		objs: map[string]*objCov{}, outside: map[outsideKey]*CoverageFinding{}}
+		objs: map[string]*objCov{}, outside: map[outsideKey]*CoverageFinding{},
+		seed: maphash.MakeSeed(), notRead: map[uint64]struct{}{}}
 }
 
 // Hook returns o with the Coverage's OnObject and DigestPrefixes set, and
@@ -160,23 +171,49 @@ func (c *Coverage) Hook(o Options) Options {
 func (c *Coverage) Load(ctx context.Context, a *Archive) error {
 	// Another table's manifests cost verify --table neither memory nor
 	// requests.
-	set, err := a.manifestsWhere(ctx, c.wantsManifest)
+	set, notRead, err := a.manifestsWhere(ctx, manifestFilter{keep: c.wantsManifest, trim: c.trim})
 	if err != nil {
 		return err
 	}
-	c.load(set, a.st.root())
+	c.load(set, notRead, a.st.root())
 	return nil
 }
 
+// trim drops from a manifest the objects the read will not reach (their
+// partitions lie outside the selection) and returns their keys' hashes.
+// Objects whose keys do not follow the layout stay: they are findings.
+func (c *Coverage) trim(s *manifest.Stored) []uint64 {
+	var gone []uint64
+	kept := s.M.Objects[:0]
+	for _, o := range s.M.Objects {
+		if p, err := ParseKey(o.Key); err == nil && !skipDir(o.Key) && !c.sel.wantsObject(&p) {
+			gone = append(gone, maphash.String(c.seed, o.Key))
+		} else {
+			kept = append(kept, o)
+		}
+	}
+	clear(s.M.Objects[len(kept):]) // what the backing array still held of the others
+	if len(kept) == 0 {
+		kept = nil
+	}
+	s.M.Objects = kept
+	return gone
+}
+
 // load proves what the manifests of set cover, those of the selected
-// tables, and indexes the objects they list; root is what keys read
-// start with before the part relative to the archive's root.
-func (c *Coverage) load(set ManifestSet, root string) {
+// tables, and indexes the objects they list; notRead (nil, or one per
+// manifest of set) holds what trim returned for each; root is what keys
+// read start with before the part relative to the archive's root.
+func (c *Coverage) load(set ManifestSet, notRead [][]uint64, root string) {
 	c.root = root
 	stored := set.Stored[:0:0]
-	for _, s := range set.Stored {
+	var gone [][]uint64
+	for i, s := range set.Stored {
 		if c.sel.wantsTable(s.M.Table) {
 			stored = append(stored, s)
+			if notRead != nil {
+				gone = append(gone, notRead[i])
+			}
 		}
 	}
 	set.Stored = stored
@@ -207,19 +244,39 @@ func (c *Coverage) load(set ManifestSet, root string) {
 		if sc.newest == nil || event.CompareSequence(s.M.To, sc.newest.M.To) >= 0 {
 			sc.newest = s
 		}
-		for j := range s.M.Objects {
-			o := &s.M.Objects[j]
-			key := c.root + o.Key
-			lo := c.listed[key]
-			if lo == nil {
-				lo = &listedObject{}
-				c.listed[key] = lo
-			}
-			lo.entries = append(lo.entries, listing{s, o})
-			if !sc.objects[key] {
-				sc.objects[key] = true
-				lo.shards = append(lo.shards, sc)
-			}
+		if gone != nil {
+			c.notReadBy(sc, gone[i])
+		}
+		c.index(sc, s)
+	}
+}
+
+// notReadBy counts the hashes of objects a manifest of sc lists that the
+// read will not reach.
+func (c *Coverage) notReadBy(sc *shardCov, hashes []uint64) {
+	if len(hashes) > 0 && sc.notRead == nil {
+		sc.notRead = map[uint64]struct{}{}
+	}
+	for _, h := range hashes {
+		c.notRead[h] = struct{}{}
+		sc.notRead[h] = struct{}{}
+	}
+}
+
+// index records the objects s, a manifest of sc, lists.
+func (c *Coverage) index(sc *shardCov, s *manifest.Stored) {
+	for j := range s.M.Objects {
+		o := &s.M.Objects[j]
+		key := c.root + o.Key
+		lo := c.listed[key]
+		if lo == nil {
+			lo = &listedObject{}
+			c.listed[key] = lo
+		}
+		lo.entries = append(lo.entries, listing{s, o})
+		if !sc.objects[key] {
+			sc.objects[key] = true
+			lo.shards = append(lo.shards, sc)
 		}
 	}
 }

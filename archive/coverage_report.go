@@ -118,8 +118,8 @@ func (f *CoverageFinding) Holds(r *StreamRemove) bool {
 // Finish completes the report once Events has read the archive.
 func (c *Coverage) Finish() *CoverageReport {
 	c.endRun()
-	r := &CoverageReport{Manifests: len(c.set.Stored), ObjectsListed: len(c.listed), UnrecordedLines: c.unrecorded,
-		OtherKeys: orEmpty(c.set.Other)}
+	r := &CoverageReport{Manifests: len(c.set.Stored), ObjectsListed: len(c.listed) + len(c.notRead), ObjectsNotRead: len(c.notRead),
+		UnrecordedLines: c.unrecorded, OtherKeys: orEmpty(c.set.Other)}
 	var fs []CoverageFinding
 	for _, f := range c.res.Findings {
 		fs = append(fs, CoverageFinding{Finding: f})
@@ -136,7 +136,7 @@ func (c *Coverage) Finish() *CoverageReport {
 		r.UnrecordedLines += sc.before
 		r.PendingLines += sc.pending
 		r.Shards = append(r.Shards, CoverageShard{Shard: sc.sh, FirstTime: sc.first, LastTime: sc.last,
-			Objects: len(sc.objects), Lines: sc.lines, PendingLines: sc.pending, NewestManifest: sc.newest.Key, NewestDigest: sc.newest.Digest,
+			Objects: len(sc.objects) + len(sc.notRead), Lines: sc.lines, PendingLines: sc.pending, NewestManifest: sc.newest.Key, NewestDigest: sc.newest.Digest,
 			NewestWritten: sc.newest.M.Written, NewestWriter: sc.newest.M.Writer})
 	}
 	r.Shards = orEmpty(r.Shards)

@@ -47,7 +47,8 @@ func TestManifestsFindings(t *testing.T) {
 }
 
 // TestCoverageSelection: listed objects outside --since/--until are not
-// read, and counted as such; the proof over the manifests still holds.
+// read, and counted as such (listed, and not read); the proof over the
+// manifests still holds.
 func TestCoverageSelection(t *testing.T) {
 	dir := t.TempDir()
 	evs := inRegion("us-east-1", events("T", "s1", event.Expired, 0, 10, 0), true)
@@ -71,14 +72,11 @@ func TestCoverageSelection(t *testing.T) {
 		{archive.Selection{Since: t0.Add(time.Hour)}, 0, 1, 0},
 		{archive.Selection{Tables: []string{"T"}, Until: t0.Add(time.Second)}, 1, 0, 10}, // the hour is read whole
 	} {
-		cov := archive.NewCoverage(tc.sel)
-		a := open(t, "file://"+dir, cov.Hook(archive.Options{}))
-		if err := cov.Load(testCtx(t), a); err != nil {
-			t.Fatal(err)
-		}
-		readAll(t, a, tc.sel)
-		rep := cov.Finish()
-		if rep.Verdict != archive.VerdictComplete || rep.ObjectsVerified != tc.verified || rep.ObjectsNotRead != tc.notRead || rep.Shards[0].Lines != tc.lines {
+		rep := coverageOf(t, dir, tc.sel)
+		// An object outside the window is kept as a hash of its key
+		// (Coverage.trim): it still counts as listed, once, in its shard.
+		if rep.Verdict != archive.VerdictComplete || rep.ObjectsVerified != tc.verified || rep.ObjectsNotRead != tc.notRead || rep.Shards[0].Lines != tc.lines ||
+			rep.ObjectsListed != 1 || rep.Shards[0].Objects != 1 {
 			t.Errorf("selection %+v: %+v", tc.sel, rep)
 		}
 		if sh := rep.Shards[0]; sh.NewestWriter != "w" || !sh.NewestWritten.Equal(t0) {
@@ -104,13 +102,7 @@ func TestCoverageHostileListing(t *testing.T) {
 	p := filepath.Join(dir, filepath.FromSlash(manifest.Key(m)))
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	os.WriteFile(p, manifest.Encode(m), 0o644)
-	cov := archive.NewCoverage(archive.Selection{})
-	a := open(t, "file://"+dir, cov.Hook(archive.Options{}))
-	if err := cov.Load(testCtx(t), a); err != nil {
-		t.Fatal(err)
-	}
-	readAll(t, a, archive.Selection{})
-	rep := cov.Finish()
+	rep := coverageOf(t, dir, archive.Selection{})
 	var got []string
 	for _, f := range rep.Findings {
 		got = append(got, f.Kind+" "+f.Object)
@@ -120,5 +112,40 @@ func TestCoverageHostileListing(t *testing.T) {
 	}
 	if want := []string{"missing " + manifest.Key(testManifest("1")), "missing notes.txt"}; !slices.Equal(got, want) || rep.ObjectsVerified != 1 {
 		t.Errorf("findings %v, want %v; %s", got, want, rep.Summary)
+	}
+}
+
+// TestCoverageWindowTrimmed: with a window, the manifests whose objects
+// lie outside it are held as their chain alone (Coverage.trim), and the
+// report counts what a whole load counted: every object listed, once, in
+// its shard; those outside not read; those inside verified.
+func TestCoverageWindowTrimmed(t *testing.T) {
+	const shards, hours = 3, 12
+	dir := t.TempDir()
+	benchArchive(t, dir, shards, hours, 5)
+	for _, tc := range []struct {
+		name    string
+		sel     archive.Selection
+		hoursIn int
+	}{
+		{"all", archive.Selection{}, hours},
+		{"since", archive.Selection{Since: t0.Add(9 * time.Hour)}, 3},
+		{"until", archive.Selection{Until: t0.Add(2 * time.Hour)}, 2},
+		{"between", archive.Selection{Since: t0.Add(4*time.Hour + time.Minute), Until: t0.Add(6 * time.Hour)}, 2},
+		{"other kind", archive.Selection{Kinds: []event.Kind{event.Deleted}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := coverageOf(t, dir, tc.sel)
+			in := shards * tc.hoursIn
+			if rep.Verdict != archive.VerdictComplete || rep.Manifests != shards*hours || rep.ObjectsListed != shards*hours ||
+				rep.ObjectsVerified != in || rep.ObjectsNotRead != shards*hours-in || len(rep.Shards) != shards {
+				t.Fatalf("%s: %+v", rep.Summary, rep)
+			}
+			for _, sh := range rep.Shards {
+				if sh.Objects != hours || sh.Lines != int64(5*tc.hoursIn) {
+					t.Errorf("shard %s: %d objects, %d lines; want %d, %d", sh.Shard.Shard, sh.Objects, sh.Lines, hours, 5*tc.hoursIn)
+				}
+			}
+		})
 	}
 }

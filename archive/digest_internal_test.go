@@ -64,7 +64,7 @@ func BenchmarkCoverageLine(b *testing.B) {
 		prev, from = manifest.Digest(enc), to
 	}
 	c := NewCoverage(Selection{})
-	c.load(ManifestSet{Stored: stored}, "")
+	c.load(ManifestSet{Stored: stored}, nil, "")
 	lines := make([]Line, 100_000)
 	objs := make([]Object, 100)
 	for i := range objs {

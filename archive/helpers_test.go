@@ -158,3 +158,16 @@ func ids(lines []archive.Line) []string {
 	}
 	return out
 }
+
+// coverageOf is verify's coverage report of the archive in dir for sel:
+// the manifests loaded, the selected objects read.
+func coverageOf(t testing.TB, dir string, sel archive.Selection) *archive.CoverageReport {
+	t.Helper()
+	cov := archive.NewCoverage(sel)
+	a := open(t, "file://"+dir, cov.Hook(archive.Options{}))
+	if err := cov.Load(testCtx(t), a); err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, a, sel)
+	return cov.Finish()
+}

@@ -38,55 +38,104 @@ const maxManifestBytes = 16 << 20
 // a Problem naming its key, never an error: only a failure to list or to
 // download (after retries) is.
 func (a *Archive) Manifests(ctx context.Context) (ManifestSet, error) {
-	return a.manifestsWhere(ctx, nil)
+	set, _, err := a.manifestsWhere(ctx, manifestFilter{})
+	return set, err
 }
 
-// manifestsWhere is Manifests of the manifest keys keep accepts (nil:
-// all), given relative to the archive's root; the others are not
-// downloaded.
-func (a *Archive) manifestsWhere(ctx context.Context, keep func(rel string) bool) (ManifestSet, error) {
+// manifestFilter says what manifestsWhere reads and keeps.
+type manifestFilter struct {
+	// keep accepts a manifest key relative to the archive's root (nil:
+	// all); the others are not downloaded.
+	keep func(rel string) bool
+	// trim, when set, is called on each manifest as soon as it decoded
+	// (concurrently): it drops what the caller will not use, before the
+	// next manifests arrive, and returns what it wants kept of that.
+	trim func(s *manifest.Stored) []uint64
+}
+
+// manifestKey is a manifest's key as listed, relative to the archive's
+// root, and its size.
+type manifestKey struct {
+	key, rel string
+	size     int64
+}
+
+// manifestsWhere is Manifests of the manifests f keeps, trimmed by f; the
+// second result is, per manifest in the set's Stored, what f.trim
+// returned.
+func (a *Archive) manifestsWhere(ctx context.Context, f manifestFilter) (ManifestSet, [][]uint64, error) {
 	var set ManifestSet
-	type entry struct {
-		key, rel string
-		size     int64
-	}
-	var keys []entry
+	var keys []manifestKey
 	err := a.st.list(ctx, manifest.Dir, func(key, rel string, size int64) {
-		if manifest.IsKey(rel) && keep != nil && !keep(rel) {
-			return
-		}
-		if manifest.IsKey(rel) {
-			keys = append(keys, entry{key, rel, size})
-		} else {
+		switch {
+		case !manifest.IsKey(rel):
 			set.Other = append(set.Other, key)
+		case f.keep == nil || f.keep(rel):
+			keys = append(keys, manifestKey{key, rel, size})
 		}
 	})
 	if err != nil {
-		return set, err
+		return set, nil, err
 	}
-	slices.SortFunc(keys, func(x, y entry) int { return strings.Compare(x.key, y.key) })
-	type result struct {
-		s       manifest.Stored
-		problem string
-		err     error
+	slices.SortFunc(keys, func(x, y manifestKey) int { return strings.Compare(x.key, y.key) })
+	results, err := a.readManifests(ctx, keys, f.trim)
+	if err != nil {
+		return set, nil, err
 	}
-	results := make([]result, len(keys))
+	// A shard's manifests repeat its stream, table, Region, shard and
+	// writer; verify holds every manifest, so they are kept once.
+	var in ddbjson.Interner
+	intern := in.String
+	var trimmed [][]uint64
+	for i, r := range results {
+		if r.problem != "" {
+			set.Bad = append(set.Bad, Problem{Object: keys[i].key, Problem: r.problem})
+		}
+		if r.s.Digest != "" {
+			m := &r.s.M
+			m.Stream, m.Region, m.Table = intern(m.Stream), intern(m.Region), intern(m.Table)
+			m.Shard, m.Parent, m.Writer = intern(m.Shard), intern(m.Parent), intern(m.Writer)
+			set.Stored = append(set.Stored, r.s)
+			trimmed = append(trimmed, r.trimmed)
+		}
+	}
+	return set, trimmed, nil
+}
+
+// manifestRead is one manifest downloaded: the manifest, or the problem
+// that it is not one (or both, when it is stored elsewhere than its
+// content puts it), and what trim returned.
+type manifestRead struct {
+	s       manifest.Stored
+	problem string
+	trimmed []uint64
+}
+
+// readManifests downloads and decodes the manifests at keys,
+// Options.Parallel at a time, calling trim (when set) on each that
+// decodes.
+func (a *Archive) readManifests(ctx context.Context, keys []manifestKey, trim func(*manifest.Stored) []uint64) ([]manifestRead, error) {
+	results := make([]manifestRead, len(keys))
+	errs := make([]error, len(keys))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(a.o.Parallel, max(len(keys), 1)) {
 		wg.Go(func() {
 			for i := range next {
-				k := keys[i]
+				k, r := keys[i], &results[i]
 				if k.size > maxManifestBytes {
-					results[i].problem = fmt.Sprintf("not a manifest: %d bytes, longer than any manifest (%d)", k.size, maxManifestBytes)
+					r.problem = fmt.Sprintf("not a manifest: %d bytes, longer than any manifest (%d)", k.size, maxManifestBytes)
 					continue
 				}
 				body, _, err := a.st.get(ctx, k.key, k.size)
 				if err != nil {
-					results[i].err = fmt.Errorf("archive %s: reading manifest %s: %w", a.url, k.key, err)
+					errs[i] = fmt.Errorf("archive %s: reading manifest %s: %w", a.url, k.key, err)
 					continue
 				}
-				results[i].s, results[i].problem = readManifest(k.key, k.rel, body)
+				r.s, r.problem = readManifest(k.key, k.rel, body)
+				if trim != nil && r.s.Digest != "" {
+					r.trimmed = trim(&r.s)
+				}
 			}
 		})
 	}
@@ -99,27 +148,14 @@ func (a *Archive) manifestsWhere(ctx context.Context, keep func(rel string) bool
 	close(next)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return set, err
+		return nil, err
 	}
-	// A shard's manifests repeat its stream, table, Region, shard and
-	// writer; verify holds every manifest, so they are kept once.
-	var in ddbjson.Interner
-	intern := in.String
-	for i, r := range results {
-		if r.err != nil {
-			return set, r.err
-		}
-		if r.problem != "" {
-			set.Bad = append(set.Bad, Problem{Object: keys[i].key, Problem: r.problem})
-		}
-		if r.s.Digest != "" {
-			m := &r.s.M
-			m.Stream, m.Region, m.Table = intern(m.Stream), intern(m.Region), intern(m.Table)
-			m.Shard, m.Parent, m.Writer = intern(m.Shard), intern(m.Parent), intern(m.Writer)
-			set.Stored = append(set.Stored, r.s)
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // the first in key order
 		}
 	}
-	return set, nil
+	return results, nil
 }
 
 // readManifest decodes one stored manifest. A manifest that does not

@@ -2,12 +2,16 @@ package archive
 
 import (
 	"context"
+	"hash/maphash"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/ttl-archiver/archiver/manifest"
 )
 
 // gets records the keys an archive downloads.
@@ -70,5 +74,29 @@ func TestLoadReadsSelectedTablesManifests(t *testing.T) {
 		if len(cov.set.Bad) != len(tc.want) {
 			t.Errorf("tables %q: problems %+v, want one for each folder read (none decodes)", tc.tables, cov.set.Bad)
 		}
+	}
+}
+
+// TestTrimKeepsWhatTheReadReaches: of a manifest's objects, trim keeps
+// those in the selection's partitions and keys off the layout (findings),
+// and returns a hash for each other, which no longer holds its strings.
+func TestTrimKeepsWhatTheReadReaches(t *testing.T) {
+	c := NewCoverage(Selection{Since: time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)})
+	in, out, stray := "T/2026-03-04/06.jsonl", "T/2026-03-04/05.jsonl", "notes.txt"
+	s := manifest.Stored{M: manifest.Manifest{Objects: []manifest.Object{{Key: out}, {Key: in}, {Key: stray}, {Key: "T/2026-03-04/04.jsonl"}}}}
+	gone := c.trim(&s)
+	var kept []string
+	for _, o := range s.M.Objects {
+		kept = append(kept, o.Key)
+	}
+	if !slices.Equal(kept, []string{in, stray}) || len(gone) != 2 || gone[0] != maphash.String(c.seed, out) {
+		t.Errorf("kept %q, gone %v", kept, gone)
+	}
+	if all := s.M.Objects[:cap(s.M.Objects)]; all[2].Key != "" || all[3].Key != "" {
+		t.Errorf("the backing array still holds %q, %q", all[2].Key, all[3].Key)
+	}
+	s = manifest.Stored{M: manifest.Manifest{Objects: []manifest.Object{{Key: out}}}}
+	if gone := c.trim(&s); len(gone) != 1 || s.M.Objects != nil {
+		t.Errorf("a manifest of one object outside: objects %v, gone %v", s.M.Objects, gone)
 	}
 }
