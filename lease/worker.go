@@ -17,7 +17,10 @@ import (
 // TaskARN from the task metadata endpoint, $ECS_CONTAINER_METADATA_URI_V4)
 // when running on ECS, else "HOSTNAME-PID".
 func DefaultWorkerID(ctx context.Context) string {
-	if id, err := ecsTaskID(ctx, os.Getenv("ECS_CONTAINER_METADATA_URI_V4"), http.DefaultClient); err == nil {
+	// Its own client, not http.DefaultClient: the metadata endpoint is
+	// link-local, never behind the HTTP_PROXY a task may set for the rest.
+	direct := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	if id, err := ecsTaskID(ctx, os.Getenv("ECS_CONTAINER_METADATA_URI_V4"), direct); err == nil {
 		return id
 	}
 	host, err := os.Hostname()

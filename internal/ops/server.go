@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -274,7 +275,10 @@ func ProbePath(ctx context.Context, addr, path string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	// Its own client, not http.DefaultClient: the address is this host's,
+	// never behind an HTTP_PROXY the container sets for the rest.
+	direct := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	resp, err := direct.Do(req)
 	if err != nil {
 		return fmt.Errorf("GET %s: %w", url, err)
 	}
@@ -282,7 +286,7 @@ func ProbePath(ctx context.Context, addr, path string) error {
 	var body struct {
 		Checks map[string]string `json:"checks"`
 	}
-	_ = json.NewDecoder(resp.Body).Decode(&body)
+	_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body) // a readiness answer is small
 	if resp.StatusCode != http.StatusOK {
 		var failing []string
 		for n, v := range body.Checks {
