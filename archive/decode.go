@@ -127,7 +127,7 @@ func decodeObject(ctx context.Context, key string, body []byte, enc string, o de
 	defer closeFn()
 	c = make(chunk, 0, chunkLines)
 	sp := &lineSplitter{r: zr, buf: make([]byte, 64<<10)} // grows for a longer line
-	names := &interner{}
+	names := &event.LineDecoder{}
 	for n := 1; ; n++ {
 		line, tooLong, err := sp.next()
 		if err == io.EOF && len(line) == 0 && !tooLong {
@@ -154,7 +154,7 @@ func decodeObject(ctx context.Context, key string, body []byte, enc string, o de
 // (parquetline.Lines), sending full chunks as it goes; a file that is
 // not an archive's Parquet is one error at its first row.
 func decodeParquet(key string, body []byte, o decodeOpts, c *chunk, send func() bool) {
-	names := &interner{}
+	names := &event.LineDecoder{}
 	stopped := errors.New("stopped")
 	err := parquetline.Lines(body, func(n int, line []byte) error {
 		*c = append(*c, decoded{})
@@ -227,14 +227,14 @@ func (s *lineSplitter) fill() {
 // which hashes an expiry's ID from the line's own bytes when o asks for
 // it, else event.DecodeLine, which explains what is wrong. With
 // o.skipImages the event keeps no images (they are checked all the same).
-func decodeLine(d *decoded, key string, n int, line []byte, names *interner, o decodeOpts) {
+func decodeLine(d *decoded, key string, n int, line []byte, names *event.LineDecoder, o decodeOpts) {
 	d.line.Object, d.line.Line, d.counted = key, n, true
 	e := &d.line.Event
 	var x *event.IDHasher // nil: identities by event ID
 	if o.crossRegion {
-		x = names.hasher()
+		x = names.IDHasher()
 	}
-	head, ok := fastDecodeLine(e, line, names, o.skipImages)
+	head, ok := names.DecodeFast(e, line, o.skipImages)
 	switch {
 	case ok && head > 0 && x != nil:
 		d.id = expiryIdentity(x.ExpiryDigest(line[:head], e.Table))

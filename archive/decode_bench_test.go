@@ -43,7 +43,7 @@ func BenchmarkDecodeLineIdentity(b *testing.B) {
 			name += ", Regions meet" // the expiry's ID hashed
 		}
 		b.Run(name, func(b *testing.B) {
-			names := &interner{}
+			names := &event.LineDecoder{}
 			b.SetBytes(int64(len(line)))
 			b.ReportAllocs()
 			for b.Loop() {

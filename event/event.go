@@ -7,6 +7,11 @@
 // package that reads records: [Decode] and [Classify] (which REMOVE is an
 // expiry, under [ExpiredWhen]) and the record's sequence number helpers.
 //
+// The archive line is its text form: [AppendLine] writes one, [DecodeLine]
+// and [DecodeLineText] read any (and explain what is wrong), and a
+// [LineDecoder] reads an object's lines in one pass each, as AppendLine
+// wrote them, for the archive reader and the Parquet writer alike.
+//
 // Images are kept as DynamoDB attribute values (the SDK's streams types), so
 // nothing about an item is lost between the stream and an archive: numbers
 // stay decimal strings, binary stays bytes, sets stay sets. Render them with

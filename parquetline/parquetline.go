@@ -546,6 +546,7 @@ func FromLines(w io.Writer, lines []byte) error { return NewEncoder().FromLines(
 // FromLines is the package's FromLines with enc's compressors.
 func (enc *Encoder) FromLines(w io.Writer, lines []byte) error {
 	pw := enc.NewWriter(w)
+	var dec event.LineDecoder
 	for n := 1; len(lines) > 0; n++ {
 		line := lines
 		if i := bytes.IndexByte(lines, '\n'); i >= 0 {
@@ -556,7 +557,7 @@ func (enc *Encoder) FromLines(w io.Writer, lines []byte) error {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		e, text, err := event.DecodeLineText(line)
+		e, text, err := dec.DecodeText(line) // text refers to lines, which lineRow copies
 		if err != nil {
 			return fmt.Errorf("parquet: line %d: %w", n, err)
 		}

@@ -1,16 +1,19 @@
 package ddbjson
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 )
 
 // Canonical reads attribute values written exactly as [AppendItem] writes
 // them, in one pass, and declines everything else: whitespace, escapes in
-// strings, invalid UTF-8, names out of strictly ascending order (so no
-// name twice), base64 in any but its one canonical form, {"NULL":false},
-// any value [UnmarshalItem] would refuse. Whatever it reads, UnmarshalItem
+// attribute names, escapes in string values other than AppendString's
+// own, invalid UTF-8, names out of strictly ascending order (so no name
+// twice), base64 in any but its one canonical form, {"NULL":false}, any
+// value [UnmarshalItem] would refuse. Whatever it reads, UnmarshalItem
 // reads to the same value (FuzzCanonicalItem holds it to that), and the
 // bytes it read are then the canonical JSON of that value.
 //
@@ -85,6 +88,36 @@ func (p *Canonical) str() (string, bool) {
 	return string(b), true
 }
 
+// text reads a string value (an S, or an SS member) as a copy: a plain
+// one as str does, or one with escapes when they are the ones
+// AppendString writes, byte for byte (items hold JSON documents, quotes
+// and newlines; declining them sent whole lines to encoding/json).
+// Anything else AppendString would write otherwise is declined: another
+// escape of the same character (\u0041, \/), a raw U+2028, invalid UTF-8.
+func (p *Canonical) text() (string, bool) {
+	start := p.i
+	if b, ok := p.Plain(); ok {
+		return string(b), true
+	}
+	if !p.skipString() {
+		return "", false
+	}
+	raw := p.b[start:p.i]
+	var s string
+	if bytes.IndexByte(raw, '\\') < 0 || json.Unmarshal(raw, &s) != nil {
+		return "", false // not an escape that Plain declined: a raw control byte, U+2028, invalid UTF-8
+	}
+	var scratch []byte
+	if p.Names != nil {
+		scratch = p.Names.scratch[:0]
+	}
+	again := AppendString(scratch, s)
+	if p.Names != nil {
+		p.Names.scratch = again
+	}
+	return s, string(again) == string(raw)
+}
+
 // Item reads a DynamoDB JSON object of attribute values (nil when
 // skipping), its names in strictly ascending order, as AppendItem writes
 // them.
@@ -131,7 +164,7 @@ func (p *Canonical) skipValue() bool {
 	}
 	switch string(tb) {
 	case "S":
-		_, ok = p.Plain()
+		_, ok = p.text()
 	case "N":
 		var b []byte
 		b, ok = p.Plain()
@@ -146,8 +179,12 @@ func (p *Canonical) skipValue() bool {
 		ok = p.Lit("true")
 	case "SS", "NS", "BS":
 		ok = p.skipArray(func() bool {
+			if tb[0] == 'S' {
+				_, ok := p.text()
+				return ok
+			}
 			b, ok := p.Plain()
-			return ok && (tb[0] == 'S' || (tb[0] == 'N' && ValidNumber(string(b))) || (tb[0] == 'B' && p.base64OK(b)))
+			return ok && ((tb[0] == 'N' && ValidNumber(string(b))) || (tb[0] == 'B' && p.base64OK(b)))
 		})
 	case "M":
 		_, ok = p.Item()
@@ -214,7 +251,7 @@ func (p *Canonical) value() (types.AttributeValue, bool) {
 	var av types.AttributeValue
 	switch string(tb) { // compared only: no allocation
 	case "S":
-		s, ok := p.str()
+		s, ok := p.text()
 		av = &types.AttributeValueMemberS{Value: s}
 		if !ok {
 			return nil, false
@@ -279,7 +316,11 @@ func (p *Canonical) set(typ byte) (types.AttributeValue, bool) {
 		if len(ss) > 0 && !p.Char(',') {
 			return nil, false
 		}
-		s, ok := p.str()
+		read := p.str
+		if typ == 'S' {
+			read = p.text
+		}
+		s, ok := read()
 		if !ok {
 			return nil, false
 		}

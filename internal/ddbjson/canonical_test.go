@@ -46,24 +46,28 @@ var canonicalSeeds = []string{
 	`{"a":{"N":"1.50"},"b":{"B":"aGk="},"m":{"M":{"y":{"BOOL":false},"z":{"NULL":true}}},"ss":{"SS":["x"]}}`,
 	`{"bs":{"BS":["AQ==","AgM="]},"l":{"L":[{"S":"x"},{"N":"0"},{"NULL":true},{"M":{}}]},"ns":{"NS":["1","2.50"]},"u":{"S":"ünï"}}`,
 	`{}`,
+	`{"a":{"S":"x\"y"},"j":{"S":"{\"k\":\"v\"}\n\t\u0001\u2028\\"},"ss":{"SS":["\"","\\"]}}`, // AppendString's escapes
 	`{"b":{"S":"x"},"a":{"S":"y"}}`,     // out of order
 	`{"a":{"S":"x"},"a":{"S":"y"}}`,     // twice
-	`{"a":{"S":"x\"y"}}`,                // an escape
+	`{"a":{"S":"\u0041"}}`,              // an escape AppendString does not write
+	`{"a":{"SS":["\/"]}}`,               // another
+	`{"a\"":{"S":"x"}}`,                 // an escape in a name
 	`{"a":{"B":"aGl="}}`,                // not canonical base64
 	`{"a":{"NULL":false}}`,              // refused by UnmarshalItem
 	`{"a":{"N":"1e"}}`,                  // not a number
 	`{"a": {"S":"x"}}`,                  // whitespace
 	"{\"a\":{\"S\":\"\u2028\"}}",        // escaped by AppendString
+	"{\"a\":{\"S\":\"\xff\\\"\"}}",      // invalid UTF-8 beside an escape
 	`{"a":{"L":[{"SS":[]},{"BS":[]}]}}`, // empty sets
 }
 
 func TestCanonicalReadsWhatAppendItemWrites(t *testing.T) {
-	for _, s := range canonicalSeeds[:3] {
+	for _, s := range canonicalSeeds[:4] {
 		if !checkCanonical(t, []byte(s)) {
 			t.Errorf("canonical reader declined %s", s)
 		}
 	}
-	for _, s := range canonicalSeeds[3:11] {
+	for _, s := range canonicalSeeds[4:15] {
 		if checkCanonical(t, []byte(s)) {
 			t.Errorf("canonical reader read %s, which AppendItem never writes", s)
 		}

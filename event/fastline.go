@@ -1,65 +1,118 @@
-package archive
+package event
 
 import (
 	"strconv"
 	"time"
 
-	"github.com/ttl-archiver/archiver/event"
 	"github.com/ttl-archiver/archiver/internal/ddbjson"
 )
 
-// fastDecodeLine decodes an archive line written exactly as
-// event.AppendLine writes it, in one pass, or declines (ok false). It may
-// only ever return the event event.DecodeLine returns for the same bytes,
-// field for field; it declines everything else: whitespace, members out
-// of AppendLine's order or unknown, escapes in strings, invalid UTF-8, a
-// DeadLetter, any value DecodeLine would refuse. The caller then runs
-// event.DecodeLine, which decodes or explains. encoding/json made
-// decoding about 98% of a verify's CPU; FuzzFastDecodeLine holds this
-// function to DecodeLine.
+// LineDecoder decodes the lines of one archive object, one after
+// another, in one pass each where it can (DecodeFast, DecodeText), which
+// encoding/json's DecodeLine and DecodeLineText cost several times over.
+// It keeps one string for the attribute names and metadata values an
+// object's lines repeat, and an IDHasher for their identities. The zero
+// LineDecoder is ready to use; it is not safe for concurrent use.
+type LineDecoder struct {
+	in interner
+}
+
+// DecodeFast decodes a line written exactly as AppendLine writes it into
+// *e, which must be zero, or declines (ok false) and may leave *e half
+// filled; the caller then runs DecodeLine, which decodes or explains.
+// Whatever it accepts, it decodes to DecodeLine's event, field for field
+// (FuzzFastDecodeLine); it declines everything else: whitespace, members
+// out of AppendLine's order or unknown, escapes in strings, invalid
+// UTF-8, a DeadLetter, any value DecodeLine would refuse. Every string in
+// *e is its own copy: none refers to line.
 //
 // It accepts only what AppendLine writes, byte for byte: attribute names
 // in strictly ascending order (so no name twice), strings without U+2028
 // or U+2029 (AppendLine escapes them), base64 in its one canonical form.
 // So the line's Item and Keys are the canonical JSON an expiry's message
-// ID is hashed from (event.IDHasher): for an expiry that carries its old
-// image, head is the length of the line's {"Item":...,"Keys":... (0
-// otherwise), and the caller hashes those bytes as they are.
+// ID is hashed from (IDHasher): for an expiry that carries its old image,
+// head is the length of the line's {"Item":...,"Keys":... (0 otherwise),
+// and the caller may hash those bytes as they are (IDHasher.ExpiryDigest).
 //
 // With skipImages, the images are checked as thoroughly but not built:
 // the event has no Keys, OldImage or NewImage.
-//
-// It fills *e, which must be zero, and may leave it half filled when it
-// declines. Every string in *e is its own copy: none refers to b.
-func fastDecodeLine(e *event.Event, b []byte, names *interner, skipImages bool) (head int, ok bool) {
+func (d *LineDecoder) DecodeFast(e *Event, line []byte, skipImages bool) (head int, ok bool) {
+	return fastDecodeLine(e, line, d.interner(), skipImages, nil)
+}
+
+// DecodeText is DecodeLineText, in one pass when DecodeFast would take
+// the line; text's slices then refer to line's bytes, which the caller
+// must not change while it uses them.
+func (d *LineDecoder) DecodeText(line []byte) (Event, LineText, error) {
+	var e Event
+	var text LineText
+	if _, ok := fastDecodeLine(&e, line, d.interner(), true, &text); ok {
+		return e, text, nil
+	}
+	return DecodeLineText(line)
+}
+
+// IDHasher is the decoder's IDHasher, for its lines' identities.
+func (d *LineDecoder) IDHasher() *IDHasher { return d.interner().hasher() }
+
+// interner is d's, nil for a nil d (every string copied).
+func (d *LineDecoder) interner() *interner {
+	if d == nil {
+		return nil
+	}
+	return &d.in
+}
+
+// fastDecodeLine is DecodeFast with names (nil: every string copied) and,
+// when text is not nil, DecodeText's fast path: the images are checked but
+// only Keys is built, and text gets the images' bytes.
+func fastDecodeLine(e *Event, b []byte, names *interner, skipImages bool, text *LineText) (head int, ok bool) {
 	p := &lineParser{Canonical: ddbjson.Canonical{Scanner: ddbjson.NewScanner(b), Names: names.strs(), Skip: skipImages}, names: names}
 	if !p.Lit(`{"Item":`) {
 		return 0, false
 	}
+	itemAt := p.Pos()
 	item, ok := p.Item()
+	itemEnd := p.Pos()
 	if !ok || !p.Lit(`,"Keys":`) {
 		return 0, false
 	}
-	if e.Keys, ok = p.Item(); !ok {
+	keysAt := p.Pos()
+	p.Skip = skipImages && text == nil // DecodeText builds the keys (parquetline's key column)
+	e.Keys, ok = p.Item()
+	p.Skip = skipImages
+	if !ok {
 		return 0, false
 	}
 	head = p.Pos()
-	var old event.Item
-	hasOld := p.Lit(`,"OldImage":`)
-	if hasOld {
+	var old Item
+	oldAt := -1
+	if p.Lit(`,"OldImage":`) {
+		oldAt = p.Pos()
 		if old, ok = p.Item(); !ok {
 			return 0, false
+		}
+	}
+	hasOld := oldAt >= 0
+	if text != nil {
+		*text = LineText{Item: b[itemAt:itemEnd], Keys: b[keysAt:head]}
+		if hasOld {
+			text.OldImage = b[oldAt:p.Pos()]
 		}
 	}
 	if !p.Lit(`,"Metadata":`) || !p.metadata(e) || !p.Char('}') || len(p.Rest()) != 0 {
 		return 0, false
 	}
-	remove := e.EventName == "REMOVE" || (e.EventName == "" && (e.Kind == event.Expired || e.Kind == event.Deleted))
+	remove := e.EventName == "REMOVE" || (e.EventName == "" && (e.Kind == Expired || e.Kind == Deleted))
 	switch {
-	case e.Kind == event.Expired && (hasOld || (!p.keysOnly && !remove)):
+	case e.Kind == Expired && (hasOld || (!p.keysOnly && !remove)):
 		return 0, false // an expiry in a shape AppendLine never writes: which image is its old one is DecodeLine's to say
-	case e.Kind != event.Expired || p.keysOnly:
+	case e.Kind != Expired || p.keysOnly:
 		head = 0 // no expiry ID: no old image (a dead letter is declined)
+	}
+	if text != nil {
+		text.KeysOnly = p.keysOnly
+		return head, true
 	}
 	if skipImages {
 		return head, true
@@ -102,7 +155,7 @@ type interner struct {
 	ddbjson.Interner
 	scratch []byte // strings' buffer
 	last    [slots]string
-	ids     *event.IDHasher
+	ids     *IDHasher
 }
 
 // strs is the interner of the line's attribute names (nil when in is).
@@ -115,12 +168,12 @@ func (in *interner) strs() *ddbjson.Interner {
 
 // hasher is the object's IDHasher, for its lines' identities (a new one
 // when in is nil).
-func (in *interner) hasher() *event.IDHasher {
+func (in *interner) hasher() *IDHasher {
 	if in == nil {
-		return event.NewIDHasher()
+		return NewIDHasher()
 	}
 	if in.ids == nil {
-		in.ids = event.NewIDHasher()
+		in.ids = NewIDHasher()
 	}
 	return in.ids
 }
@@ -167,7 +220,7 @@ func (in *interner) strings(a, b, c []byte) (sa, sb, sc string) {
 
 // metadata reads the Metadata object in AppendLine's member order and
 // checks what DecodeLine checks.
-func (p *lineParser) metadata(e *event.Event) bool {
+func (p *lineParser) metadata(e *Event) bool {
 	var kind string
 	var id, seq, ttlValue []byte
 	ok := p.Lit(`{"kind":`) && p.fieldTo(slotKind, &kind) &&
@@ -180,13 +233,13 @@ func (p *lineParser) metadata(e *event.Event) bool {
 	if !ok {
 		return false
 	}
-	e.Kind = event.Kind(kind)
+	e.Kind = Kind(kind)
 	if p.Lit(`,"region":`) {
-		if !p.fieldTo(slotRegion, &e.Region) || !event.ValidRegion(e.Region) {
+		if !p.fieldTo(slotRegion, &e.Region) || !ValidRegion(e.Region) {
 			return false
 		}
 	} else {
-		e.Region = event.RegionOf(e.StreamARN) // a line written before lines named it
+		e.Region = RegionOf(e.StreamARN) // a line written before lines named it
 	}
 	if p.Lit(`,"approximateCreationDateTime":`) && !p.timeTo(&e.ApproximateCreationTime) {
 		return false
@@ -214,7 +267,7 @@ func (p *lineParser) metadata(e *event.Event) bool {
 	if p.Lit(`,"deletedBy":`) && !p.fieldTo(slotDeletedBy, &e.DeletedBy) {
 		return false
 	}
-	p.keysOnly = p.Lit(`,"image":"` + event.ImageKeysOnly + `"`)
+	p.keysOnly = p.Lit(`,"image":"` + ImageKeysOnly + `"`)
 	if !p.Char('}') {
 		return false
 	}
@@ -223,7 +276,7 @@ func (p *lineParser) metadata(e *event.Event) bool {
 }
 
 // checkMeta declines what DecodeLine refuses in Metadata.
-func checkMeta(e *event.Event) bool {
+func checkMeta(e *Event) bool {
 	if !e.Kind.Valid() {
 		return false
 	}
@@ -237,11 +290,11 @@ func checkMeta(e *event.Event) bool {
 			return false
 		}
 	}
-	remove := e.EventName == "REMOVE" || (e.EventName == "" && (e.Kind == event.Expired || e.Kind == event.Deleted))
+	remove := e.EventName == "REMOVE" || (e.EventName == "" && (e.Kind == Expired || e.Kind == Deleted))
 	switch e.DeletedBy {
 	case "":
 		return true
-	case event.DeletedByTTL, event.DeletedByOther:
+	case DeletedByTTL, DeletedByOther:
 		return remove
 	}
 	return false
