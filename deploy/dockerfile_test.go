@@ -115,6 +115,24 @@ func dockerfileContract(src string) (imageContract, error) {
 	return c, nil
 }
 
+// dockerfileBinaries returns where the final stage copies files from the
+// build stage (COPY --from=build SRC DEST: each DEST), sorted.
+func dockerfileBinaries(src string) ([]string, error) {
+	instrs, err := finalStage(src)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, in := range instrs {
+		f := strings.Fields(in[1])
+		if in[0] == "COPY" && len(f) == 3 && f[0] == "--from=build" {
+			out = append(out, f[2])
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // parseEnv reads ENV KEY=VALUE ... (unquoted values) or the old ENV KEY VALUE.
 func parseEnv(args string, env map[string]string) error {
 	fields := strings.Fields(args)

@@ -42,8 +42,9 @@ const (
 // TestImage builds the amd64 image the way `make image` does (only amd64:
 // a second cross-compile would double the test's time and run nothing
 // more here), then checks it against the Dockerfile and, as root, runs its
-// binary inside it with chroot as the image's user: `version` and an
-// `engine` that answers ListTables and `health --engine`.
+// binaries inside it with chroot as the image's user: `version`, and the
+// engine alone (/archiver-engine) answering ListTables and the
+// archiver's `health --engine`.
 func TestImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the container image (a cross-compile of the archiver)")
@@ -64,7 +65,18 @@ func TestImage(t *testing.T) {
 	})
 	root := t.TempDir()
 	extract(t, img.layers, root)
-	t.Run("binary", func(t *testing.T) { checkBinary(t, filepath.Join(root, img.Config.Entrypoint[0])) })
+	t.Run("binaries", func(t *testing.T) {
+		want, err := dockerfileBinaries(readFile(t, "Dockerfile"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rootExecutables(t, root); !slices.Equal(got, want) || !slices.Contains(got, img.Config.Entrypoint[0]) {
+			t.Errorf("the image's programs %v, the Dockerfile copies %v, entrypoint %s", got, want, img.Config.Entrypoint[0])
+		}
+		for _, b := range want {
+			checkBinary(t, filepath.Join(root, b))
+		}
+	})
 	t.Run("user is not root", func(t *testing.T) { imageUser(t, root, img.Config.User) })
 	t.Run("CA roots", func(t *testing.T) { checkCARoots(t, root, img.Config.Env) })
 	t.Run("runs in chroot", func(t *testing.T) { runInChroot(ctx, t, root, img.Config) })
@@ -326,6 +338,23 @@ func checkBinary(t *testing.T, path string) {
 	}
 }
 
+// rootExecutables lists the executable regular files at the root of the
+// extracted image, as "/NAME", sorted.
+func rootExecutables(t *testing.T, root string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && info.Mode()&0o111 != 0 {
+			out = append(out, "/"+e.Name())
+		}
+	}
+	return out // ReadDir sorts by name
+}
+
 // imageUser checks that user (UID:GID, numeric) is not root and that
 // /etc/passwd and /etc/group of the image name both.
 func imageUser(t *testing.T, root, user string) (uid, gid int) {
@@ -380,8 +409,13 @@ func checkCARoots(t *testing.T, root string, env []string) {
 // root at root, as the image's user, in its working directory, with its
 // environment and nothing of the test's.
 func chrootCmd(ctx context.Context, t *testing.T, root string, c containerConfig, args ...string) *exec.Cmd {
+	return chrootArgv(ctx, t, root, c, append(slices.Clone(c.Entrypoint), args...)...)
+}
+
+// chrootArgv is chrootCmd of a whole command line, as a runtime runs an
+// --entrypoint override.
+func chrootArgv(ctx context.Context, t *testing.T, root string, c containerConfig, argv ...string) *exec.Cmd {
 	uid, gid := imageUser(t, root, c.User)
-	argv := append(slices.Clone(c.Entrypoint), args...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = c.Env, c.WorkingDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
@@ -399,8 +433,12 @@ func runInChroot(ctx context.Context, t *testing.T, root string, c containerConf
 	if err != nil || !strings.Contains(string(out), imageVersion) {
 		t.Fatalf("archiver version: %v\n%s", err, out)
 	}
+	if out, err := chrootArgv(ctx, t, root, c, "/archiver-engine", "version").CombinedOutput(); err != nil || !strings.Contains(string(out), "archiver-engine "+imageVersion) {
+		t.Fatalf("archiver-engine version: %v\n%s", err, out)
+	}
 
-	eng := chrootCmd(ctx, t, root, c, "engine", "--listen", "127.0.0.1:0", "--ttl-interval", "-1s")
+	// The engine alone, as docs/ENGINE.md's compose service runs it.
+	eng := chrootArgv(ctx, t, root, c, "/archiver-engine", "--listen", "127.0.0.1:0", "--ttl-interval", "-1s")
 	stdout, err := eng.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 // zone database embedded (timetzdata: the image has no /usr/share/zoneinfo),
 // stripped, with the version stamped as `make build` does.
 func goBuild(ctx context.Context, src, pkg, arch, version, dir string) ([]byte, error) {
-	out := filepath.Join(dir, "archiver-"+arch)
+	out := filepath.Join(dir, filepath.Base(pkg)+"-"+arch)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "timetzdata",
 		"-ldflags", "-s -w -X main.version="+version, "-o", out, pkg)
 	cmd.Dir = src

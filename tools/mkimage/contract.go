@@ -9,6 +9,10 @@ import "time"
 // here because this image has no base.
 const (
 	binaryPath = "/archiver"
+	// engineBinaryPath is the engine alone (cmd/archiver-engine): what a
+	// compose file or a CI service runs as its local DynamoDB, at about a
+	// third of `archiver engine`'s idle memory.
+	engineBinaryPath = "/archiver-engine"
 	// imageUser is numeric, as in the task definitions: a runtime can check
 	// that it is not root without reading /etc/passwd.
 	imageUser  = "65532:65532"

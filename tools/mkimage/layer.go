@@ -55,8 +55,8 @@ func baseEntries(caPEM []byte) []entry {
 
 // appEntries is the binary, owned by root so that the image's user cannot
 // replace it.
-func appEntries(binary []byte) []entry {
-	return []entry{{name: binaryPath[1:], mode: 0o755, data: binary}}
+func appEntries(archiver, engine []byte) []entry {
+	return []entry{{name: binaryPath[1:], mode: 0o755, data: archiver}, {name: engineBinaryPath[1:], mode: 0o755, data: engine}}
 }
 
 // buildLayer writes entries as a tar with every time set to mtime and no

@@ -112,8 +112,8 @@ func (l *layout) addJSON(mediaType string, v any) (descriptor, error) {
 
 // addImage stores one platform's image (the shared base layer, then a layer
 // holding binary) and returns its manifest's descriptor.
-func (l *layout) addImage(p platform, base layer, binary []byte, m meta) (descriptor, error) {
-	app, err := buildLayer(appEntries(binary), m.created)
+func (l *layout) addImage(p platform, base layer, archiver, engine []byte, m meta) (descriptor, error) {
+	app, err := buildLayer(appEntries(archiver, engine), m.created)
 	if err != nil {
 		return descriptor{}, err
 	}
@@ -127,7 +127,7 @@ func (l *layout) addImage(p platform, base layer, binary []byte, m meta) (descri
 		},
 		History: []history{
 			{Created: created, CreatedBy: "mkimage: users, CA roots, /tmp, " + homeDir},
-			{Created: created, CreatedBy: "mkimage: " + binaryPath + " " + m.version},
+			{Created: created, CreatedBy: "mkimage: " + binaryPath + " and " + engineBinaryPath + " " + m.version},
 		},
 	}
 	cfg.RootFS.Type = "layers"

@@ -2,7 +2,8 @@
 // archive (an OCI image layout in a tar, its index.json naming one image
 // index of every platform's manifest) without a Docker engine and without
 // pulling a base image: each platform's image is a shared base layer (users,
-// CA roots, /tmp, the user's home) and the static binary, with the contract
+// CA roots, /tmp, the user's home) and the static binaries (/archiver and
+// the engine alone, /archiver-engine), with the contract
 // of deploy/Dockerfile (entrypoint, user, health check, port, environment,
 // working directory). `make image` runs it.
 //
@@ -40,9 +41,9 @@ func main() {
 
 // options are mkimage's flags, checked.
 type options struct {
-	out, src, pkg, caFile string
-	platforms             []platform
-	meta                  meta
+	out, src, pkg, enginePkg, caFile string
+	platforms                        []platform
+	meta                             meta
 }
 
 // archs are the platforms mkimage builds for, as GOARCH and OCI platform.
@@ -60,7 +61,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	var o options
 	fs.StringVar(&o.out, "o", "bin/archiver-image.tar", "the OCI image archive to write")
 	fs.StringVar(&o.src, "src", ".", "the archiver's module root")
-	fs.StringVar(&o.pkg, "pkg", "./cmd/archiver", "the package to build, relative to -src")
+	fs.StringVar(&o.pkg, "pkg", "./cmd/archiver", "the package to build as "+binaryPath+", relative to -src")
+	fs.StringVar(&o.enginePkg, "engine-pkg", "./cmd/archiver-engine", "the package to build as "+engineBinaryPath+", relative to -src")
 	fs.StringVar(&o.caFile, "ca-certs", "/etc/ssl/certs/ca-certificates.crt", "PEM bundle of CA roots to put in the image (must hold AWS's)")
 	plats := fs.String("platforms", "linux/amd64,linux/arm64", "comma-separated OS/ARCH: linux/amd64, linux/arm64")
 	fs.StringVar(&o.meta.version, "version", "dev", "version stamped into the binary (main.version) and the image's labels")
@@ -126,7 +128,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	defer os.RemoveAll(tmp)
 	began := time.Now()
-	fmt.Fprintf(stderr, "mkimage: building the image %s (version %s) for %s: each platform is a cross-compile of the archiver,\n"+
+	fmt.Fprintf(stderr, "mkimage: building the image %s (version %s) for %s: each platform is a cross-compile of the archiver and the engine,\n"+
 		"  a few minutes the first time, seconds once Go's build cache holds it\n", o.meta.name, o.meta.version, platformList(o.platforms))
 	var l layout
 	var manifests []descriptor
@@ -136,7 +138,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		if err != nil {
 			return err
 		}
-		d, err := l.addImage(p, base, bin, o.meta)
+		eng, err := goBuild(ctx, o.src, o.enginePkg, p.Architecture, o.meta.version, tmp)
+		if err != nil {
+			return err
+		}
+		d, err := l.addImage(p, base, bin, eng, o.meta)
 		if err != nil {
 			return fmt.Errorf("linux/%s: %w", p.Architecture, err)
 		}

@@ -135,7 +135,7 @@ func buildArchive(t *testing.T, m meta) []byte {
 	var l layout
 	var ds []descriptor
 	for _, p := range []platform{archs["linux/amd64"], archs["linux/arm64"]} {
-		d, err := l.addImage(p, base, []byte("binary for "+p.Architecture), m)
+		d, err := l.addImage(p, base, []byte("binary for "+p.Architecture), []byte("engine for "+p.Architecture), m)
 		if err != nil {
 			t.Fatal(err)
 		}
