@@ -71,10 +71,14 @@ const codeInvalidSignature = "InvalidSignatureException"
 // maxRegionLen bounds a Region name (AWS's are at most 20-odd characters).
 const maxRegionLen = 63
 
-// validRegion reports whether name can be a Region: 1 to 63 lower-case
-// letters, digits and hyphens, starting with a letter and not ending with
-// a hyphen ("us-east-1", "eu-central-2", also "local"). It says nothing of
-// whether AWS has such a Region: a local engine serves any.
+// ValidRegion reports whether name can be a Region the engine serves
+// (Options.Region, a request's SigV4 scope): 1 to 63 lower-case letters,
+// digits and hyphens, starting with a letter and not ending with a hyphen
+// ("us-east-1", "eu-central-2", also "local"). It says nothing of whether
+// AWS has such a Region: a local engine serves any.
+func ValidRegion(name string) bool { return validRegion(name) }
+
+// validRegion is ValidRegion.
 func validRegion(name string) bool {
 	if name == "" || len(name) > maxRegionLen || name[0] < 'a' || name[0] > 'z' || name[len(name)-1] == '-' {
 		return false

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -229,6 +230,21 @@ func TestRunConnectionFlagsInvalid(t *testing.T) {
 			t.Errorf("engine %q: %v, want a usage error containing %s", c.args, err, c.want)
 		}
 	}
+}
+
+// TestRunRegionFlag: --region takes what the engine serves (any
+// well-formed name, local too), not only AWS's form; anything else is a
+// usage error naming the flag.
+func TestRunRegionFlag(t *testing.T) {
+	for _, bad := range []string{"US-East-1", "us_east_1", "-local", "local-", ""} {
+		err := Run(t.Context(), "archiver engine", []string{"--region", bad}, io.Discard)
+		var ue *cli.UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), fmt.Sprintf("--region: %q is not a Region name", bad)) {
+			t.Errorf("engine --region %q: %v, want a usage error naming the flag", bad, err)
+		}
+	}
+	_, stop := startEngine(t, []string{"--ttl-interval", "-1s", "--log-level", "error", "--region", "local"})
+	stop()
 }
 
 // TestRunAllowHost starts `archiver engine` on loopback with

@@ -76,8 +76,10 @@ func (f *flags) options() (engine.Options, error) {
 	if f.retention <= 0 {
 		probs.Add("--stream-retention: %s must be positive", f.retention)
 	}
-	if !cli.IsRegion(f.region) {
-		probs.Add("--region: %q is not a region name like us-east-1", f.region)
+	// The engine's own rule, not the archiver's stricter one: the engine
+	// serves any well-formed name (local too), as its requests' scopes.
+	if !engine.ValidRegion(f.region) {
+		probs.Add("--region: %q is not a Region name: 1 to 63 lower-case letters, digits and hyphens, like us-east-1 or local", f.region)
 	}
 	if _, err := logging.ParseLevel(f.logLevel); err != nil {
 		probs.Add("--log-level: %v", err)
