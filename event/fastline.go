@@ -22,7 +22,8 @@ type LineDecoder struct {
 // filled; the caller then runs DecodeLine, which decodes or explains.
 // Whatever it accepts, it decodes to DecodeLine's event, field for field
 // (FuzzFastDecodeLine); it declines everything else: whitespace, members
-// out of AppendLine's order or unknown, escapes in strings, invalid
+// out of AppendLine's order or unknown, escapes other than those
+// AppendLine writes in string values (none in names or metadata), invalid
 // UTF-8, a DeadLetter, any value DecodeLine would refuse. Every string in
 // *e is its own copy: none refers to line.
 //
