@@ -3,7 +3,8 @@ package ddbjson
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 )
@@ -103,19 +104,103 @@ func (p *Canonical) text() (string, bool) {
 		return "", false
 	}
 	raw := p.b[start:p.i]
-	var s string
-	if bytes.IndexByte(raw, '\\') < 0 || json.Unmarshal(raw, &s) != nil {
+	if bytes.IndexByte(raw, '\\') < 0 {
 		return "", false // not an escape that Plain declined: a raw control byte, U+2028, invalid UTF-8
 	}
 	var scratch []byte
 	if p.Names != nil {
 		scratch = p.Names.scratch[:0]
 	}
-	again := AppendString(scratch, s)
+	u, ok := unquote(scratch, raw[1:len(raw)-1])
+	if !ok {
+		return "", false
+	}
+	s := string(u)
+	again := AppendString(u[:0], s)
 	if p.Names != nil {
 		p.Names.scratch = again
 	}
 	return s, string(again) == string(raw)
+}
+
+// unquote appends to dst the text of a JSON string's content b (between
+// its quotes), its escapes decoded as encoding/json decodes them
+// (a lone surrogate as U+FFFD); false for a raw control byte or a bad
+// escape. Other bytes are copied as they are, invalid UTF-8 too: text's
+// check against AppendString declines what encoding/json would have
+// replaced.
+func unquote(dst, b []byte) ([]byte, bool) {
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c < 0x20:
+			return nil, false
+		case c != '\\':
+			dst = append(dst, c)
+			continue
+		}
+		if i++; i == len(b) {
+			return nil, false
+		}
+		switch b[i] {
+		case '"', '\\', '/':
+			dst = append(dst, b[i])
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, n := hexRune(b[i+1:])
+			if n == 0 {
+				return nil, false
+			}
+			i += n
+			if utf16.IsSurrogate(r) {
+				r2, n2 := rune(-1), 0
+				if i+2 < len(b) && b[i+1] == '\\' && b[i+2] == 'u' {
+					r2, n2 = hexRune(b[i+3:])
+				}
+				if dec := utf16.DecodeRune(r, r2); n2 > 0 && dec != utf8.RuneError {
+					r, i = dec, i+2+n2
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+		default:
+			return nil, false
+		}
+	}
+	return dst, true
+}
+
+// hexRune reads the four hex digits b starts with: the rune and 4, or 0
+// and 0 when they are not there.
+func hexRune(b []byte) (rune, int) {
+	if len(b) < 4 {
+		return 0, 0
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, 0
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, 4
 }
 
 // Item reads a DynamoDB JSON object of attribute values (nil when

@@ -1,8 +1,11 @@
 package ddbjson
 
 import (
+	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
@@ -102,5 +105,65 @@ func TestInternerString(t *testing.T) {
 	var none *Interner
 	if s := "x"; none.String(s) != s {
 		t.Error("a nil Interner changed its argument")
+	}
+}
+
+// FuzzUnquote holds unquote to encoding/json on string contents holding
+// no raw quote (as skipString delimits them): whatever unquote decodes to
+// valid UTF-8, encoding/json decodes to the same; whatever it refuses,
+// encoding/json refuses too.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`plain`, `a\"b\\c\/d\b\f\n\r\t`, `\u0041\u00e9\u2028`, `\ud83d\ude00`, `\ud83d`, `\ude00x`, `\ud83d\u0041`, `\u12`, `\x`, "\x01", `\`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for i := 0; i < len(b); i++ {
+			if b[i] == '\\' {
+				i++
+			} else if b[i] == '"' {
+				return // not the content of one string
+			}
+		}
+		got, ok := unquote(nil, b)
+		var want string
+		err := json.Unmarshal(append(append([]byte{'"'}, b...), '"'), &want)
+		switch {
+		case !ok && err == nil:
+			t.Fatalf("unquote refused %q, encoding/json reads %q", b, want)
+		case ok && err != nil:
+			if utf8.Valid(got) {
+				t.Fatalf("unquote read %q as %q, encoding/json refuses it: %v", b, got, err)
+			}
+		case ok && utf8.Valid(got) && string(got) != want:
+			t.Fatalf("%q: unquote %q, encoding/json %q", b, got, want)
+		}
+	})
+}
+
+// BenchmarkCanonicalEscapes reads an item holding a 1 KB JSON document in
+// a string, with the escapes AppendString writes (quotes, newlines) and
+// without (the same text with none to escape), against UnmarshalItem.
+func BenchmarkCanonicalEscapes(b *testing.B) {
+	doc := `{"user":"u1","cart":[` + strings.Repeat(`{"sku":"sku-4242","qty":1,"note":"gift`+"\n"+`wrap"},`, 20) + `{}]}`
+	plain := strings.NewReplacer(`"`, `'`, "\n", " ").Replace(doc)
+	for _, tc := range []struct{ name, v string }{{"no escapes", plain}, {"escapes", doc}} {
+		data := AppendItem(nil, Item{"pk": &types.AttributeValueMemberS{Value: "a"}, "doc": &types.AttributeValueMemberS{Value: tc.v}})
+		b.Run(tc.name+"/Canonical", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			var in Interner
+			for b.Loop() {
+				if _, ok := readCanonical(data, &in, false); !ok {
+					b.Fatal("declined")
+				}
+			}
+		})
+		b.Run(tc.name+"/UnmarshalItem", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := UnmarshalItem(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
