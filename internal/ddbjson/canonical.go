@@ -96,10 +96,26 @@ func (p *Canonical) str() (string, bool) {
 // Anything else AppendString would write otherwise is declined: another
 // escape of the same character (\u0041, \/), a raw U+2028, invalid UTF-8.
 func (p *Canonical) text() (string, bool) {
-	start := p.i
 	if b, ok := p.Plain(); ok {
 		return string(b), true
 	}
+	return p.escaped()
+}
+
+// skipText checks a string value as text reads it, copying a plain one
+// not at all.
+func (p *Canonical) skipText() bool {
+	if _, ok := p.Plain(); ok {
+		return true
+	}
+	_, ok := p.escaped()
+	return ok
+}
+
+// escaped reads, for text, a string Plain declined: one with
+// AppendString's escapes, unquoted and written again to compare.
+func (p *Canonical) escaped() (string, bool) {
+	start := p.i
 	if !p.skipString() {
 		return "", false
 	}
@@ -249,7 +265,7 @@ func (p *Canonical) skipValue() bool {
 	}
 	switch string(tb) {
 	case "S":
-		_, ok = p.text()
+		ok = p.skipText()
 	case "N":
 		var b []byte
 		b, ok = p.Plain()
@@ -265,8 +281,7 @@ func (p *Canonical) skipValue() bool {
 	case "SS", "NS", "BS":
 		ok = p.skipArray(func() bool {
 			if tb[0] == 'S' {
-				_, ok := p.text()
-				return ok
+				return p.skipText()
 			}
 			b, ok := p.Plain()
 			return ok && ((tb[0] == 'N' && ValidNumber(string(b))) || (tb[0] == 'B' && p.base64OK(b)))
