@@ -89,31 +89,14 @@ func (p *Canonical) str() (string, bool) {
 	return string(b), true
 }
 
-// text reads a string value (an S, or an SS member) as a copy: a plain
-// one as str does, or one with escapes when they are the ones
-// AppendString writes, byte for byte (items hold JSON documents, quotes
-// and newlines; declining them sent whole lines to encoding/json).
-// Anything else AppendString would write otherwise is declined: another
-// escape of the same character (\u0041, \/), a raw U+2028, invalid UTF-8.
-func (p *Canonical) text() (string, bool) {
-	if b, ok := p.Plain(); ok {
-		return string(b), true
-	}
-	return p.escaped()
-}
-
-// skipText checks a string value as text reads it, copying a plain one
-// not at all.
-func (p *Canonical) skipText() bool {
-	if _, ok := p.Plain(); ok {
-		return true
-	}
-	_, ok := p.escaped()
-	return ok
-}
-
-// escaped reads, for text, a string Plain declined: one with
-// AppendString's escapes, unquoted and written again to compare.
+// escaped reads a string value (an S, or an SS member) that Plain
+// declined: its escapes are taken when they are the ones AppendString
+// writes, byte for byte, unquoted and written again to compare (items hold
+// JSON documents, quotes and newlines; declining them sent whole lines to
+// encoding/json). Anything else AppendString would write otherwise is
+// declined: another escape of the same character (\u0041, \/), a raw
+// U+2028, invalid UTF-8. Callers try str (or Plain, when checking) first,
+// in place: it is inlined, and almost every string has no escape.
 func (p *Canonical) escaped() (string, bool) {
 	start := p.i
 	if !p.skipString() {
@@ -265,7 +248,9 @@ func (p *Canonical) skipValue() bool {
 	}
 	switch string(tb) {
 	case "S":
-		ok = p.skipText()
+		if _, ok = p.Plain(); !ok {
+			_, ok = p.escaped()
+		}
 	case "N":
 		var b []byte
 		b, ok = p.Plain()
@@ -281,7 +266,11 @@ func (p *Canonical) skipValue() bool {
 	case "SS", "NS", "BS":
 		ok = p.skipArray(func() bool {
 			if tb[0] == 'S' {
-				return p.skipText()
+				if _, ok := p.Plain(); ok {
+					return true
+				}
+				_, ok := p.escaped()
+				return ok
 			}
 			b, ok := p.Plain()
 			return ok && ((tb[0] == 'N' && ValidNumber(string(b))) || (tb[0] == 'B' && p.base64OK(b)))
@@ -351,7 +340,10 @@ func (p *Canonical) value() (types.AttributeValue, bool) {
 	var av types.AttributeValue
 	switch string(tb) { // compared only: no allocation
 	case "S":
-		s, ok := p.text()
+		s, ok := p.str()
+		if !ok {
+			s, ok = p.escaped()
+		}
 		av = &types.AttributeValueMemberS{Value: s}
 		if !ok {
 			return nil, false
@@ -416,11 +408,10 @@ func (p *Canonical) set(typ byte) (types.AttributeValue, bool) {
 		if len(ss) > 0 && !p.Char(',') {
 			return nil, false
 		}
-		read := p.str
-		if typ == 'S' {
-			read = p.text
+		s, ok := p.str()
+		if !ok && typ == 'S' {
+			s, ok = p.escaped()
 		}
-		s, ok := read()
 		if !ok {
 			return nil, false
 		}
