@@ -100,3 +100,27 @@ func TestTrimKeepsWhatTheReadReaches(t *testing.T) {
 		t.Errorf("a manifest of one object outside: objects %v, gone %v", s.M.Objects, gone)
 	}
 }
+
+// TestLoadTrims: Load trims each manifest as it reads it, so a manifest
+// whose object lies outside the window holds no object once loaded.
+func TestLoadTrims(t *testing.T) {
+	dir := t.TempDir()
+	m := manifest.New(manifest.Range{StreamARN: "arn:aws:dynamodb:us-east-1:1:table/T/stream/s", Region: "us-east-1", Table: "T", ShardID: "a", To: "9"},
+		[]manifest.Object{{Key: "T/2026-03-04/05.jsonl", Bytes: 1, SHA256: strings.Repeat("0", 64)}}, "", "w", time.Unix(0, 0))
+	p := filepath.Join(dir, filepath.FromSlash(manifest.Key(m)))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, manifest.Encode(m), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := &Archive{st: &fileStore{dir: dir}, url: "file://" + dir}
+	a.o.defaults()
+	cov := NewCoverage(Selection{Since: time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)})
+	if err := cov.Load(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	if len(cov.set.Stored) != 1 || cov.set.Stored[0].M.Objects != nil || len(cov.notRead) != 1 || len(cov.listed) != 0 {
+		t.Errorf("loaded %+v, %d not read, %d listed: want the manifest without its object", cov.set.Stored, len(cov.notRead), len(cov.listed))
+	}
+}
