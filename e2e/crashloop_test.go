@@ -316,8 +316,9 @@ func crashLoop(t *testing.T, leases bool) {
 
 	logSummary(t, work)
 
-	t.Logf("crash loop: %d kill -9 rounds, %d expired items, %d archive lines, %d duplicate deliveries (%.2f%%), %d torn lines",
-		killed, len(keys), lines, dups, 100*float64(dups)/float64(max(1, len(keys))), torn)
+	kept, _ := filepath.Glob(filepath.Join(sinkDir, "w*", "_archiver", "torn", "*", "*", "*.jsonl.*"))
+	t.Logf("crash loop: %d kill -9 rounds, %d expired items, %d archive lines, %d duplicate deliveries (%.2f%%), %d torn lines, %d torn tails cut off and kept aside",
+		killed, len(keys), lines, dups, 100*float64(dups)/float64(max(1, len(keys))), torn, len(kept))
 	t.Logf("JetStream: %d messages for %d expired items; S3: %d lines in %d objects (%d duplicates)",
 		msgs.tally.lines, len(all), s3r.tally.lines, s3r.objects, s3r.tally.duplicates())
 }

@@ -242,10 +242,10 @@ func readFileSink(t testing.TB, dir string) *tally {
 // the last one (polling a growing archive stays cheap under -race).
 //
 // A line that does not decode is counted as torn (a process killed
-// mid-append). The restarted file sink ends a torn tail with a newline
-// before it appends, but the reader still looks for a complete line glued
-// to a torn prefix and counts it, so a sink that ever glued one again would
-// show as a torn line, never hide a re-delivered record.
+// mid-append). The restarted file sink cuts a torn tail off before it
+// appends (keeping it in _archiver/torn/), and the reader reads only up to
+// a newline, so a torn line it counts is one a sink left in the archive or
+// glued a new line onto: never hidden, always a failure.
 type fileSinkReader struct {
 	dir     string
 	offsets map[string]int64 // file → bytes decoded (up to a newline)

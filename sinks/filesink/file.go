@@ -8,12 +8,14 @@
 package filesink
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -49,10 +51,11 @@ type queue = serial.Queue
 // DIR/_archiver/lock from New to Close, and a second sink on the
 // same directory, in this process or another archiver, fails to open with
 // an error matching [ErrDirectoryInUse]. A file whose last line lacks its
-// '\n' (a writer killed mid-append, which never acknowledged that line) is
-// closed with a '\n' before anything is appended, and a warning names it:
-// the torn line stays, alone on its line, and archive readers report it as
-// undecodable; no new line is ever glued onto it.
+// '\n' (a writer killed mid-append, which never acknowledged that line)
+// is cut back to its last whole line before anything is appended: the
+// cut bytes are kept in DIR/_archiver/torn/ and a warning names both; the
+// records they held are delivered again, so the archive holds whole lines
+// only and no new line is ever glued onto a torn one.
 //
 // Below DIR nothing is followed: every folder and file is opened from
 // DIR's descriptor one name at a time with O_NOFOLLOW, and a symbolic link
@@ -386,7 +389,7 @@ func (s *Sink) appendSync(path string, segs [][]byte) (int, *fileDigest, error) 
 }
 
 // open returns path's file, opened for appending (see [fileRoot.openFile])
-// and with its torn tail closed (see closeTornTail).
+// and with its torn tail cut off (see cutTornTail).
 func (s *Sink) open(path string) (*os.File, error) {
 	if f, ok := s.files[path]; ok {
 		return f, nil
@@ -405,7 +408,7 @@ func (s *Sink) open(path string) (*os.File, error) {
 		return nil, err
 	}
 	if !created {
-		if err := s.closeTornTail(f); err != nil {
+		if err := s.cutTornTail(f, filepath.ToSlash(rel)); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("file sink: %w", err)
 		}
@@ -414,28 +417,79 @@ func (s *Sink) open(path string) (*os.File, error) {
 	return f, nil
 }
 
-// closeTornTail appends a '\n' when f's last byte is not one: a writer was
-// killed mid-append (a line it never acknowledged). The torn line is kept
-// on a line of its own, for readers to report, and the next line starts
-// clean. The '\n' becomes durable with the next append's fsync.
-func (s *Sink) closeTornTail(f *os.File) error {
+// cutTornTail cuts f back to just after its last '\n' when its last byte
+// is not one: a writer was killed mid-append, and the bytes after that
+// '\n' were never acknowledged, so their records are delivered again (no
+// checkpoint passed them). The cut bytes are first kept, durable, in
+// DIR/_archiver/torn/REL.OFFSET (see [tornKey]), and a warning names both,
+// so nothing is destroyed and the archive holds whole lines only. Every
+// manifest lists a prefix ending in an acknowledged '\n', so none covers
+// the cut bytes.
+func (s *Sink) cutTornTail(f *os.File, rel string) error {
 	fi, err := f.Stat()
 	if err != nil || fi.Size() == 0 {
 		return err
 	}
-	last := make([]byte, 1)
-	if _, err := f.ReadAt(last, fi.Size()-1); err != nil {
-		return fmt.Errorf("reading the last byte of %s: %w", f.Name(), err)
+	size := fi.Size()
+	end, err := lineEnd(f, size)
+	if err != nil || end == size {
+		return err
 	}
-	if last[0] == '\n' {
-		return nil
+	key := tornKey(rel, end)
+	if err := s.keepTorn(key, io.NewSectionReader(f, end, size-end)); err != nil {
+		return fmt.Errorf("keeping the torn tail of %s: %w", f.Name(), err)
 	}
-	s.log.Warn("file sink: the file ends in a torn line (a writer was stopped mid-append); closing it with a newline, readers will report it as undecodable",
-		zap.String("path", f.Name()), zap.Int64("torn_line_ends_at", fi.Size()))
-	if _, err := f.Write([]byte{'\n'}); err != nil {
-		return fmt.Errorf("closing the torn line of %s: %w", f.Name(), err)
+	if err := f.Truncate(end); err != nil {
+		return fmt.Errorf("cutting the torn tail of %s: %w", f.Name(), err)
 	}
+	if err := s.fsync(f); err != nil {
+		return fmt.Errorf("cutting the torn tail of %s: %w", f.Name(), err)
+	}
+	s.log.Warn("file sink: the file ended in a torn line (a writer was stopped mid-append); cut it off and kept it aside, its records are delivered again",
+		zap.String("path", f.Name()), zap.Int64("cut_at", end), zap.Int64("bytes", size-end),
+		zap.String("kept_in", filepath.Join(s.dir, filepath.FromSlash(key))))
 	return nil
+}
+
+// tornKey is where the torn tail of the file DIR/rel, cut at offset, is
+// kept: below _archiver/, which archive readers skip.
+func tornKey(rel string, offset int64) string {
+	return "_archiver/torn/" + rel + "." + strconv.FormatInt(offset, 10)
+}
+
+// keepTorn writes r to DIR/key (replacing a copy an interrupted cut left)
+// and fsyncs it.
+func (s *Sink) keepTorn(key string, r io.Reader) error {
+	t, _, err := s.root.openFile(key, os.O_WRONLY|os.O_TRUNC)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(t, r); err != nil {
+		t.Close()
+		return err
+	}
+	if err := s.fsync(t); err != nil {
+		t.Close()
+		return err
+	}
+	return t.Close()
+}
+
+// lineEnd returns the offset just after the last '\n' in f's first size
+// bytes (0 when there is none), reading backwards from size.
+func lineEnd(f *os.File, size int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for end := size; end > 0; {
+		n := min(int64(len(buf)), end)
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return 0, fmt.Errorf("reading %s for its last line: %w", f.Name(), err)
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return end - n + int64(i) + 1, nil
+		}
+		end -= n
+	}
+	return 0, nil
 }
 
 // classifyFileError marks err permanent when the file system refuses the

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -218,52 +219,74 @@ func TestFileSinkAppendsWithOAppend(t *testing.T) {
 	}
 }
 
-// TestFileSinkClosesTornTail: a file whose last line was torn (a writer
-// killed mid-append) gets a '\n' before the next append, so the torn line
-// stays alone on its line (readers report it as undecodable) and every new
-// line is whole.
-func TestFileSinkClosesTornTail(t *testing.T) {
-	ctx := testkit.Ctx(t)
-	dir := t.TempDir()
-	hour := filepath.Join(dir, "t", "2026-03-04", "05.jsonl")
-	mkdir(t, filepath.Dir(hour))
+// TestFileSinkCutsTornTail: a file whose last line was torn (a writer
+// killed mid-append) is cut back to its last whole line before the next
+// append; the cut bytes are kept, whole, in _archiver/torn/ (replacing what
+// an interrupted cut left there), and every line in the file decodes.
+func TestFileSinkCutsTornTail(t *testing.T) {
 	evs := testkit.Events("t", "s", 0, 4)
 	whole := event.AppendLine(nil, &evs[0])
 	torn := event.MarshalLine(&evs[1])
 	torn = torn[:len(torn)/2]
-	if err := os.WriteFile(hour, append(append([]byte{}, whole...), torn...), 0o640); err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(dir, sinkapi.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := testkit.NewAcks()
-	if err := s.Write(ctx, sinkapi.Batch{Events: evs[2:]}, a.Ack("b")); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.WaitAck(t, "b"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
-	if len(lines) != 4 || !bytes.Equal(lines[1], torn) {
-		t.Fatalf("%d lines, the second %q; want 4 with the torn one alone second", len(lines), lines[1])
-	}
-	for _, i := range []int{0, 2, 3} {
-		got, err := event.DecodeLine(lines[i])
-		if err != nil || !testkit.SameEvent(got, evs[i]) {
-			t.Fatalf("line %d %q: %v, want event %s", i, lines[i], err, evs[i].EventID)
-		}
-	}
-	if _, err := event.DecodeLine(lines[1]); err == nil {
-		t.Fatal("the torn line decodes")
+	for _, tc := range []struct {
+		name     string
+		file     []byte
+		leftover []byte // in the kept file before the sink opens
+		want     []event.Event
+	}{
+		{"after a whole line", append(append([]byte{}, whole...), torn...), nil, []event.Event{evs[0], evs[2], evs[3]}},
+		{"the only line", torn, nil, evs[2:]},
+		{"an interrupted cut", append(append([]byte{}, whole...), torn...), []byte("x"), []event.Event{evs[0], evs[2], evs[3]}},
+		{"whole lines only", whole, nil, []event.Event{evs[0], evs[2], evs[3]}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testkit.Ctx(t)
+			dir := t.TempDir()
+			hour := filepath.Join(dir, "t", "2026-03-04", "05.jsonl")
+			mkdir(t, filepath.Dir(hour))
+			if err := os.WriteFile(hour, tc.file, 0o640); err != nil {
+				t.Fatal(err)
+			}
+			cut := int64(bytes.LastIndexByte(tc.file, '\n') + 1)
+			kept := filepath.Join(dir, "_archiver", "torn", "t", "2026-03-04", fmt.Sprintf("05.jsonl.%d", cut))
+			if tc.leftover != nil {
+				mkdir(t, filepath.Dir(kept))
+				if err := os.WriteFile(kept, tc.leftover, 0o640); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := New(dir, sinkapi.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := testkit.NewAcks()
+			if err := s.Write(ctx, sinkapi.Batch{Events: evs[2:]}, a.Ack("b")); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.WaitAck(t, "b"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := testkit.RenderLines(tc.want, nil); !bytes.Equal(data, want) {
+				t.Fatalf("the file holds\n%s\nwant\n%s", data, want)
+			}
+			got, err := os.ReadFile(kept)
+			if cut == int64(len(tc.file)) {
+				if !errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("a file of whole lines left a torn copy: %v", err)
+				}
+				return
+			}
+			if err != nil || !bytes.Equal(got, torn) {
+				t.Fatalf("kept %q (%v), want the torn bytes %q", got, err, torn)
+			}
+		})
 	}
 }
 
