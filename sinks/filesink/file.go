@@ -445,6 +445,7 @@ func (s *Sink) cutTornTail(f *os.File, rel string) error {
 	if err := s.fsync(f); err != nil {
 		return fmt.Errorf("cutting the torn tail of %s: %w", f.Name(), err)
 	}
+	s.m.Repairs.Inc()
 	s.log.Warn("file sink: the file ended in a torn line (a writer was stopped mid-append); cut it off and kept it aside, its records are delivered again",
 		zap.String("path", f.Name()), zap.Int64("cut_at", end), zap.Int64("bytes", size-end),
 		zap.String("kept_in", filepath.Join(s.dir, filepath.FromSlash(key))))

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
 	"github.com/ttl-archiver/archiver/event"
@@ -255,7 +256,8 @@ func TestFileSinkCutsTornTail(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			s, err := New(dir, sinkapi.Options{})
+			reg := prometheus.NewRegistry()
+			s, err := New(dir, sinkapi.Options{Registerer: reg})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -276,8 +278,12 @@ func TestFileSinkCutsTornTail(t *testing.T) {
 			if want := testkit.RenderLines(tc.want, nil); !bytes.Equal(data, want) {
 				t.Fatalf("the file holds\n%s\nwant\n%s", data, want)
 			}
+			repaired := cut < int64(len(tc.file))
+			if n := testkit.Counter(t, reg, "archiver_sink_repairs_total"); n != map[bool]float64{true: 1}[repaired] {
+				t.Errorf("archiver_sink_repairs_total = %v after repairing: %v", n, repaired)
+			}
 			got, err := os.ReadFile(kept)
-			if cut == int64(len(tc.file)) {
+			if !repaired {
 				if !errors.Is(err, fs.ErrNotExist) {
 					t.Fatalf("a file of whole lines left a torn copy: %v", err)
 				}

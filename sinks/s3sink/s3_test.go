@@ -143,7 +143,7 @@ func TestS3RetryAfterLostResponse(t *testing.T) {
 	if ids := v.AllEventIDs(t, "lost/"); len(ids) != 10 {
 		t.Fatalf("%d events stored, want 10", len(ids))
 	}
-	if got := gatherCounter(t, reg, "archiver_sink_retries_total"); got != 1 {
+	if got := testkit.Counter(t, reg, "archiver_sink_retries_total"); got != 1 {
 		t.Fatalf("retries metric %v, want 1", got)
 	}
 }
@@ -407,23 +407,6 @@ func startFailingProxy(t testing.TB, target string) string {
 		return true
 	})
 	return px.URL
-}
-
-func gatherCounter(t testing.TB, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
 }
 
 // TestS3BackpressureAndNoEarlyAck holds every PUT at a proxy: the sink must

@@ -1,5 +1,5 @@
 // Package sinkmetrics holds the sinks' own metrics, labelled by sink name:
-// bytes and objects written, retries, stalls, what is buffered.
+// bytes and objects written, retries, stalls, repairs, what is buffered.
 package sinkmetrics
 
 import (
@@ -16,13 +16,14 @@ type metrics struct {
 	objects  *prometheus.CounterVec
 	retries  *prometheus.CounterVec
 	stalls   *prometheus.CounterVec
+	repairs  *prometheus.CounterVec
 	buffered *prometheus.GaugeVec
 }
 
 // Sink is one sink's series of the sinks' metrics.
 type Sink struct {
-	Bytes, Objects, Retries, Stalls prometheus.Counter
-	Buffered                        prometheus.Gauge
+	Bytes, Objects, Retries, Stalls, Repairs prometheus.Counter
+	Buffered                                 prometheus.Gauge
 }
 
 // New returns sink's series, registering the metrics with reg (none when
@@ -41,6 +42,9 @@ func New(reg prometheus.Registerer, sink string) Sink {
 		stalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "archiver_sink_stalls_total", Help: "Writes a sink had to start again because its destination had not yet acknowledged enough earlier ones (NATS: the publish window was full).",
 		}, []string{"sink"}),
+		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "archiver_sink_repairs_total", Help: "Torn tails a sink cut off what a writer killed mid-append left (file sink: kept in DIR/_archiver/torn/; their records are delivered again).",
+		}, []string{"sink"}),
 		buffered: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "archiver_sink_buffered_bytes", Help: "Bytes a sink holds that are not yet acknowledged.",
 		}, []string{"sink"}),
@@ -50,6 +54,7 @@ func New(reg prometheus.Registerer, sink string) Sink {
 		m.objects = promreg.Register(reg, m.objects)
 		m.retries = promreg.Register(reg, m.retries)
 		m.stalls = promreg.Register(reg, m.stalls)
+		m.repairs = promreg.Register(reg, m.repairs)
 		m.buffered = promreg.Register(reg, m.buffered)
 	}
 	return Sink{
@@ -57,6 +62,7 @@ func New(reg prometheus.Registerer, sink string) Sink {
 		Objects:  m.objects.WithLabelValues(sink),
 		Retries:  m.retries.WithLabelValues(sink),
 		Stalls:   m.stalls.WithLabelValues(sink),
+		Repairs:  m.repairs.WithLabelValues(sink),
 		Buffered: m.buffered.WithLabelValues(sink),
 	}
 }

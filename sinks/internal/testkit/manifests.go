@@ -148,21 +148,25 @@ func Observed() (*zap.Logger, *observer.ObservedLogs) {
 // archiver_manifest_failures_total.
 func ManifestCounts(t testing.TB, reg *prometheus.Registry) (written, failed float64) {
 	t.Helper()
+	return Counter(t, reg, "archiver_manifests_written_total"), Counter(t, reg, "archiver_manifest_failures_total")
+}
+
+// Counter returns the sum of the counter family name's series in reg.
+func Counter(t testing.TB, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	var sum float64
 	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			switch mf.GetName() {
-			case "archiver_manifests_written_total":
-				written += m.GetCounter().GetValue()
-			case "archiver_manifest_failures_total":
-				failed += m.GetCounter().GetValue()
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
 			}
 		}
 	}
-	return written, failed
+	return sum
 }
 
 // Recorder is what the consumer asks of a sink that records manifests.
