@@ -71,6 +71,8 @@ type Coverage struct {
 	// partitions, by a hash of their key (seed): not read, only counted.
 	seed    maphash.Seed
 	notRead map[uint64]struct{}
+	// whole: read every manifest even with a window (WholeChains).
+	whole bool
 }
 
 type shardKey struct{ stream, shard string }
@@ -86,6 +88,9 @@ type shardCov struct {
 	lines       int64
 	pending     int64
 	before      int64 // lines before recording began (Begun)
+	// ends: the shard was read at its ends only (manifest.Result.Outside):
+	// none of its lines is expected, and each is a finding.
+	ends bool
 }
 
 // listedObject is an object some manifests list: each listing, and the
@@ -132,6 +137,8 @@ type outsideKey struct {
 	// covered: the range is covered, by manifests that do not list the
 	// object, while no object they list holds the lines' events.
 	covered bool
+	// window: the shard was read at its ends only (shardCov.ends).
+	window bool
 }
 
 // NewCoverage returns a Coverage of the events sel selects: manifests of
@@ -142,6 +149,12 @@ func NewCoverage(sel Selection) *Coverage {
 		objs: map[string]*objCov{}, outside: map[outsideKey]*CoverageFinding{},
 		seed: maphash.MakeSeed(), notRead: map[uint64]struct{}{}}
 }
+
+// WholeChains makes Load read every manifest of the selected tables even
+// when the selection has a window (Since, Until), so the chains of the
+// shards outside it are checked too; by default those shards are read at
+// their ends only (see manifest.Stored.EndOnly). Call it before Load.
+func (c *Coverage) WholeChains() { c.whole = true }
 
 // Hook returns o with the Coverage's OnObject and DigestPrefixes set, and
 // OnLine and OnBadKey that call o's own after the Coverage's.
@@ -171,12 +184,54 @@ func (c *Coverage) Hook(o Options) Options {
 func (c *Coverage) Load(ctx context.Context, a *Archive) error {
 	// Another table's manifests cost verify --table neither memory nor
 	// requests.
-	set, notRead, err := a.manifestsWhere(ctx, manifestFilter{keep: c.wantsManifest, trim: c.trim})
+	f := manifestFilter{keep: c.wantsManifest, trim: c.trim}
+	if !c.whole && (!c.sel.Since.IsZero() || !c.sel.Until.IsZero()) {
+		f.reaches = c.reaches
+	}
+	set, notRead, err := a.manifestsWhere(ctx, f)
 	if err != nil {
 		return err
 	}
 	c.load(set, notRead, a.st.root())
 	return nil
+}
+
+// windowMargin widens the selection's window, whole hours, when a
+// shard's ends decide whether its records may reach it: a shard's records
+// come in creation-time order, give or take the clock's rounding.
+const windowMargin = time.Hour
+
+// reaches is manifestFilter.reaches: whether a shard whose first and last
+// manifests are these may hold records in the selection's window. The
+// shard's records were created from its first manifest's first record
+// (unknown: it may) to its last manifest's last record, or, when that
+// range holds none, to when that manifest was written.
+func (c *Coverage) reaches(first, last []manifest.Stored) bool {
+	var lo, hi time.Time
+	for _, s := range first {
+		t := s.M.FirstTime
+		if t.IsZero() {
+			return true
+		}
+		if lo.IsZero() || t.Before(lo) {
+			lo = t
+		}
+	}
+	for _, s := range last {
+		t := s.M.LastTime
+		if t.IsZero() {
+			t = s.M.Written
+		}
+		if t.After(hi) {
+			hi = t
+		}
+	}
+	if lo.IsZero() || hi.IsZero() {
+		return true
+	}
+	since, until := c.sel.Since, c.sel.Until
+	return (since.IsZero() || !hi.Before(since.Truncate(time.Hour).Add(-windowMargin))) &&
+		(until.IsZero() || lo.Before(until.Truncate(time.Hour).Add(time.Hour+windowMargin)))
 }
 
 // trim drops from a manifest the objects the read will not reach (their
@@ -236,6 +291,9 @@ func (c *Coverage) load(set ManifestSet, notRead [][]uint64, root string) {
 		sc := &shardCov{sh: sh, objects: map[string]bool{}}
 		c.shards[shardKey{sh.Stream, sh.Shard}] = sc
 		c.order = append(c.order, sc)
+	}
+	for _, sh := range c.res.Outside {
+		c.shards[shardKey{sh.Stream, sh.Shard}] = &shardCov{sh: sh, objects: map[string]bool{}, ends: true}
 	}
 	for i := range c.set.Stored {
 		s := &c.set.Stored[i]
@@ -412,6 +470,10 @@ func (c *Coverage) line(o *Object, l *Line) {
 		return
 	}
 	sc.lines++
+	if sc.ends {
+		c.outsideLines(outsideKey{obj: oc, sc: sc, window: true}, l.Line, l.Line, 1)
+		return
+	}
 	if c.run.sc != sc || c.run.seq != e.SequenceNumber {
 		c.endRun()
 		c.run.sc, c.run.seq = sc, e.SequenceNumber
@@ -431,7 +493,7 @@ func (c *Coverage) line(o *Object, l *Line) {
 	case placeBefore:
 		sc.before++
 	default:
-		c.outsideLines(outsideKey{oc, sc, from, to, false}, l.Line, l.Line, 1)
+		c.outsideLines(outsideKey{obj: oc, sc: sc, from: from, to: to}, l.Line, l.Line, 1)
 	}
 }
 
@@ -473,7 +535,7 @@ func (c *Coverage) endRun() {
 		if r.listed&u.kind != 0 {
 			u.oc.copies += u.n
 		} else {
-			c.outsideLines(outsideKey{u.oc, r.sc, r.from, r.to, true}, u.first, u.last, u.n)
+			c.outsideLines(outsideKey{obj: u.oc, sc: r.sc, from: r.from, to: r.to, covered: true}, u.first, u.last, u.n)
 		}
 	}
 	r.unlisted, r.listed = r.unlisted[:0], 0
@@ -488,8 +550,11 @@ func (c *Coverage) outsideLines(k outsideKey, first, last int, n int64) {
 		sh := &k.sc.sh
 		f = &CoverageFinding{Finding: manifest.Finding{Kind: FindOutside, Stream: sh.Stream, Region: sh.Region, Table: sh.Table,
 			Shard: sh.Shard, From: k.from, To: k.to}, Object: k.obj.key, Line: first}
-		if k.covered {
+		switch {
+		case k.covered:
 			f.Detail = "unlisted"
+		case k.window:
+			f.Detail = "window"
 		}
 		c.outside[k] = f
 	}

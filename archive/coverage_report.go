@@ -38,6 +38,12 @@ type CoverageReport struct {
 	ObjectsListed   int `json:"objectsListed"`
 	ObjectsVerified int `json:"objectsVerified"`
 	ObjectsNotRead  int `json:"objectsNotRead"`
+	// ShardsOutside counts the shards whose records all lie outside
+	// --since/--until by their first and last manifests, which alone were
+	// read (ManifestsNotRead counts the others): they are not in Shards,
+	// and their chains are not checked.
+	ShardsOutside    int `json:"shardsOutsideWindow"`
+	ManifestsNotRead int `json:"manifestsNotRead"`
 	// PendingLines are lines after their open shard's newest manifest
 	// (not recorded yet), in PendingObjects objects no manifest lists.
 	PendingLines   int64 `json:"pendingLines"`
@@ -119,7 +125,7 @@ func (f *CoverageFinding) Holds(r *StreamRemove) bool {
 func (c *Coverage) Finish() *CoverageReport {
 	c.endRun()
 	r := &CoverageReport{Manifests: len(c.set.Stored), ObjectsListed: len(c.listed) + len(c.notRead), ObjectsNotRead: len(c.notRead),
-		UnrecordedLines: c.unrecorded, OtherKeys: orEmpty(c.set.Other)}
+		UnrecordedLines: c.unrecorded, OtherKeys: orEmpty(c.set.Other), ShardsOutside: len(c.res.Outside), ManifestsNotRead: c.set.NotRead}
 	var fs []CoverageFinding
 	for _, f := range c.res.Findings {
 		fs = append(fs, CoverageFinding{Finding: f})
@@ -296,6 +302,8 @@ func linesText(f *CoverageFinding) string {
 // object).
 func outsideWhy(f *CoverageFinding) string {
 	switch {
+	case f.Detail == "window":
+		return "its shard was read at its ends only, which put every record of it outside --since/--until; verify without them checks these lines"
 	case f.Detail == "unlisted":
 		return fmt.Sprintf("in the range %s, whose manifests do not list this object, and no object they list holds these events",
 			describe(f.From, f.To))
@@ -351,6 +359,10 @@ func (c *Coverage) verdict(r *CoverageReport, fs []CoverageFinding) (string, str
 	}
 	if r.ObjectsNotRead > 0 {
 		notes = append(notes, fmt.Sprintf("%s outside --since/--until not read", plural(r.ObjectsNotRead, "listed object")))
+	}
+	if r.ShardsOutside > 0 {
+		notes = append(notes, fmt.Sprintf("%s outside --since/--until read at their ends only, %s not read",
+			plural(r.ShardsOutside, "shard"), plural(r.ManifestsNotRead, "manifest")))
 	}
 	if len(notes) > 0 {
 		s += " (" + strings.Join(notes, "; ") + ")"

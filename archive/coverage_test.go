@@ -1,6 +1,7 @@
 package archive_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -147,5 +148,98 @@ func TestCoverageWindowTrimmed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// lineageArchive writes three shards, each the child of the one before,
+// four hours each (an object and a manifest an hour, two events each):
+// shard-0 from t0, shard-1 from t0+4h, shard-2 (open) from t0+8h.
+func lineageArchive(t *testing.T, dir string) {
+	prev := ""
+	for s := range 3 {
+		sh := archShard{shard: fmt.Sprintf("shard-%d", s), id: s, startHour: 4 * s, hours: 4, perObject: 2, prev: prev, ended: s < 2}
+		if s > 0 {
+			sh.parent = fmt.Sprintf("shard-%d", s-1)
+		}
+		_, _, prev = writeShard(t, dir, sh)
+	}
+}
+
+// TestCoverageWindowReadsEnds: with --since/--until, a shard whose first
+// and last manifests put all its records outside the window (an hour's
+// margin either side) is read at its ends only: its other manifests are
+// not downloaded, it is not in the report's shards, and the chain from
+// its child's first manifest to its last still holds. What the skipped
+// manifests would have shown is not checked; a line of such a shard in the
+// window, or a broken end, is a finding.
+func TestCoverageWindowReadsEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		sel      archive.Selection
+		edit     func(t *testing.T, dir string)
+		shards   []string // in the report, read whole
+		outside  int
+		notRead  int
+		findings []string
+	}{
+		{"all", archive.Selection{}, nil, []string{"shard-0", "shard-1", "shard-2"}, 0, 0, nil},
+		{"since", archive.Selection{Since: t0.Add(9 * time.Hour)}, nil, []string{"shard-2"}, 2, 4, nil},
+		{"until", archive.Selection{Until: t0.Add(2 * time.Hour)}, nil, []string{"shard-0"}, 2, 4, nil},
+		// shard-0's last record (t0+3h) lies within the hour's margin.
+		{"between", archive.Selection{Since: t0.Add(4*time.Hour + time.Minute), Until: t0.Add(6 * time.Hour)}, nil, []string{"shard-0", "shard-1"}, 1, 2, nil},
+		{"the parent's last manifest removed", archive.Selection{Since: t0.Add(9 * time.Hour)}, func(t *testing.T, dir string) {
+			removeManifest(t, dir, "shard-1", 3)
+		}, []string{"shard-2"}, 2, 3, []string{manifest.FindParent, manifest.FindChain}},
+		{"whole chains", archive.Selection{Since: t0.Add(9 * time.Hour)}, nil, []string{"shard-0", "shard-1", "shard-2"}, 0, 0, nil},
+		{"a line of a shard outside the window", archive.Selection{Since: t0.Add(9 * time.Hour)}, func(t *testing.T, dir string) {
+			writeShard(t, dir, archShard{shard: "shard-0", id: 9, startHour: 10, hours: 1, perObject: 1})
+			removeManifest(t, dir, "shard-0", 4) // the stray object's own
+		}, []string{"shard-2"}, 2, 4, []string{archive.FindOutside}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			lineageArchive(t, dir)
+			if tc.edit != nil {
+				tc.edit(t, dir)
+			}
+			cov := archive.NewCoverage(tc.sel)
+			if tc.name == "whole chains" {
+				cov.WholeChains()
+			}
+			rep := coverageWith(t, dir, cov, tc.sel)
+			var shards, kinds []string
+			for _, sh := range rep.Shards {
+				shards = append(shards, sh.Shard.Shard)
+			}
+			for _, f := range rep.Findings {
+				kinds = append(kinds, f.Kind)
+			}
+			if !slices.Equal(shards, tc.shards) || rep.ShardsOutside != tc.outside || rep.ManifestsNotRead != tc.notRead || !slices.Equal(kinds, tc.findings) {
+				t.Fatalf("%s\nshards %v, %d outside, %d manifests not read, findings %v (%+v); want %v, %d, %d, %v",
+					rep.Summary, shards, rep.ShardsOutside, rep.ManifestsNotRead, kinds, rep.Findings, tc.shards, tc.outside, tc.notRead, tc.findings)
+			}
+			if tc.findings == nil && (rep.Verdict != archive.VerdictComplete || (tc.outside > 0 && !strings.Contains(rep.Summary, "read at their ends only"))) {
+				t.Errorf("summary %q", rep.Summary)
+			}
+			for _, f := range rep.Findings {
+				if f.Kind == archive.FindOutside && !strings.Contains(f.Detail, "ends only") {
+					t.Errorf("finding %q does not say its shard was read at its ends only", f.Detail)
+				}
+			}
+		})
+	}
+}
+
+// removeManifest removes the manifest of shard's hour-th range (from 0)
+// from a lineageArchive.
+func removeManifest(t *testing.T, dir, shard string, hour int) {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "_manifests", "*", "*", "*", "shard="+shard, "*.json"))
+	if err != nil || len(paths) <= hour {
+		t.Fatalf("%d manifests of %s (%v), want more than %d", len(paths), shard, err, hour)
+	}
+	slices.Sort(paths)
+	if err := os.Remove(paths[hour]); err != nil {
+		t.Fatal(err)
 	}
 }

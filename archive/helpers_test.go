@@ -163,7 +163,12 @@ func ids(lines []archive.Line) []string {
 // the manifests loaded, the selected objects read.
 func coverageOf(t testing.TB, dir string, sel archive.Selection) *archive.CoverageReport {
 	t.Helper()
-	cov := archive.NewCoverage(sel)
+	return coverageWith(t, dir, archive.NewCoverage(sel), sel)
+}
+
+// coverageWith is coverageOf with cov, made for sel.
+func coverageWith(t testing.TB, dir string, cov *archive.Coverage, sel archive.Selection) *archive.CoverageReport {
+	t.Helper()
 	a := open(t, "file://"+dir, cov.Hook(archive.Options{}))
 	if err := cov.Load(testCtx(t), a); err != nil {
 		t.Fatal(err)

@@ -25,6 +25,10 @@ type ManifestSet struct {
 	Bad []Problem
 	// Other are the keys there that are not .json files (skipped).
 	Other []string
+	// NotRead counts the manifests listed but not downloaded: the
+	// interiors of shards a windowed read found outside its window (see
+	// manifest.Stored.EndOnly).
+	NotRead int
 }
 
 // maxManifestBytes bounds a manifest read (manifest.Decode's own bound):
@@ -51,6 +55,13 @@ type manifestFilter struct {
 	// (concurrently): it drops what the caller will not use, before the
 	// next manifests arrive, and returns what it wants kept of that.
 	trim func(s *manifest.Stored) []uint64
+	// reaches, when set, makes the read windowed. Of a shard with
+	// manifests at three or more To, the first and the last (by To, each
+	// with its conflict copies) are read first and given to reaches,
+	// which says whether the shard's records may reach the window: if
+	// not, its other manifests are not downloaded and those two are
+	// EndOnly.
+	reaches func(first, last []manifest.Stored) bool
 }
 
 // manifestKey is a manifest's key as listed, relative to the archive's
@@ -78,7 +89,7 @@ func (a *Archive) manifestsWhere(ctx context.Context, f manifestFilter) (Manifes
 		return set, nil, err
 	}
 	slices.SortFunc(keys, func(x, y manifestKey) int { return strings.Compare(x.key, y.key) })
-	results, err := a.readManifests(ctx, keys, f.trim)
+	results, err := a.readWindowed(ctx, keys, f, &set)
 	if err != nil {
 		return set, nil, err
 	}
@@ -102,6 +113,106 @@ func (a *Archive) manifestsWhere(ctx context.Context, f manifestFilter) (Manifes
 	return set, trimmed, nil
 }
 
+// readWindowed reads the manifests at keys (sorted), all of them unless
+// f.reaches is set: then of each shard read at its ends only (see
+// manifestFilter.reaches) the others are skipped, counted in set.NotRead,
+// and their results left zero.
+func (a *Archive) readWindowed(ctx context.Context, keys []manifestKey, f manifestFilter, set *ManifestSet) ([]manifestRead, error) {
+	results := make([]manifestRead, len(keys))
+	var shards []shardKeys
+	first := make([]int, 0, len(keys))
+	if f.reaches == nil {
+		for i := range keys {
+			first = append(first, i)
+		}
+	} else {
+		shards = groupShards(keys)
+		for _, g := range shards {
+			first = append(first, g.ends()...)
+		}
+	}
+	if err := a.readManifests(ctx, keys, first, results, f.trim); err != nil {
+		return nil, err
+	}
+	var rest []int
+	for _, g := range shards {
+		if len(g.middle) == 0 {
+			continue
+		}
+		if f.reaches(readOf(results, g.first), readOf(results, g.last)) {
+			rest = append(rest, g.middle...)
+			continue
+		}
+		set.NotRead += len(g.middle)
+		for _, i := range g.ends() {
+			results[i].s.EndOnly = true
+		}
+	}
+	return results, a.readManifests(ctx, keys, rest, results, f.trim)
+}
+
+// shardKeys are the indexes of one shard folder's manifest keys: those of
+// its lowest To (first), of its highest (last) and the others (middle,
+// empty when the shard has manifests at fewer than three To).
+type shardKeys struct{ first, last, middle []int }
+
+func (g shardKeys) ends() []int { return append(slices.Clip(g.first), g.last...) }
+
+// groupShards groups sorted manifest keys by shard folder and, in each,
+// by To: a key's name is the To, padded, then ".json" or a conflict's
+// ".DIGEST12.json" (manifest.Key, manifest.ConflictKey).
+func groupShards(keys []manifestKey) []shardKeys {
+	var out []shardKeys
+	for i := 0; i < len(keys); {
+		dir, _ := splitManifestKey(keys[i].rel)
+		var tos [][]int
+		for ; i < len(keys); i++ {
+			d, to := splitManifestKey(keys[i].rel)
+			if d != dir {
+				break
+			}
+			if n := len(tos); n > 0 {
+				if _, prev := splitManifestKey(keys[tos[n-1][0]].rel); prev == to {
+					tos[n-1] = append(tos[n-1], i)
+					continue
+				}
+			}
+			tos = append(tos, []int{i})
+		}
+		g := shardKeys{first: tos[0]}
+		if len(tos) > 1 {
+			g.last = tos[len(tos)-1]
+		}
+		if len(tos) > 2 {
+			for _, t := range tos[1 : len(tos)-1] {
+				g.middle = append(g.middle, t...)
+			}
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// splitManifestKey splits a manifest key into its folder and the padded
+// To its name begins with.
+func splitManifestKey(rel string) (dir, to string) {
+	slash := strings.LastIndexByte(rel, '/')
+	name := rel[slash+1:]
+	to, _, _ = strings.Cut(name, ".")
+	return rel[:slash+1], to
+}
+
+// readOf returns the manifests at idx that decoded.
+func readOf(results []manifestRead, idx []int) []manifest.Stored {
+	var out []manifest.Stored
+	for _, i := range idx {
+		if results[i].s.Digest != "" {
+			out = append(out, results[i].s)
+		}
+	}
+	return out
+}
+
 // manifestRead is one manifest downloaded: the manifest, or the problem
 // that it is not one (or both, when it is stored elsewhere than its
 // content puts it), and what trim returned.
@@ -111,17 +222,17 @@ type manifestRead struct {
 	trimmed []uint64
 }
 
-// readManifests downloads and decodes the manifests at keys,
-// Options.Parallel at a time, calling trim (when set) on each that
-// decodes.
-func (a *Archive) readManifests(ctx context.Context, keys []manifestKey, trim func(*manifest.Stored) []uint64) ([]manifestRead, error) {
-	results := make([]manifestRead, len(keys))
-	errs := make([]error, len(keys))
+// readManifests downloads and decodes the manifests at keys[i] for each i
+// of idx into results[i], Options.Parallel at a time, calling trim (when
+// set) on each that decodes.
+func (a *Archive) readManifests(ctx context.Context, keys []manifestKey, idx []int, results []manifestRead, trim func(*manifest.Stored) []uint64) error {
+	errs := make([]error, len(idx))
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(a.o.Parallel, max(len(keys), 1)) {
+	for range min(a.o.Parallel, max(len(idx), 1)) {
 		wg.Go(func() {
-			for i := range next {
+			for j := range next {
+				i := idx[j]
 				k, r := keys[i], &results[i]
 				if k.size > maxManifestBytes {
 					r.problem = fmt.Sprintf("not a manifest: %d bytes, longer than any manifest (%d)", k.size, maxManifestBytes)
@@ -129,7 +240,7 @@ func (a *Archive) readManifests(ctx context.Context, keys []manifestKey, trim fu
 				}
 				body, _, err := a.st.get(ctx, k.key, k.size)
 				if err != nil {
-					errs[i] = fmt.Errorf("archive %s: reading manifest %s: %w", a.url, k.key, err)
+					errs[j] = fmt.Errorf("archive %s: reading manifest %s: %w", a.url, k.key, err)
 					continue
 				}
 				r.s, r.problem = readManifest(k.key, k.rel, body)
@@ -139,23 +250,23 @@ func (a *Archive) readManifests(ctx context.Context, keys []manifestKey, trim fu
 			}
 		})
 	}
-	for i := range keys {
+	for j := range idx {
 		select {
-		case next <- i:
+		case next <- j:
 		case <-ctx.Done():
 		}
 	}
 	close(next)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	for _, err := range errs {
 		if err != nil {
-			return nil, err // the first in key order
+			return err // the first in key order
 		}
 	}
-	return results, nil
+	return nil
 }
 
 // readManifest decodes one stored manifest. A manifest that does not

@@ -124,3 +124,37 @@ func TestLoadTrims(t *testing.T) {
 		t.Errorf("loaded %+v, %d not read, %d listed: want the manifest without its object", cov.set.Stored, len(cov.notRead), len(cov.listed))
 	}
 }
+
+// TestGroupShards: sorted manifest keys group by shard folder and, in
+// each, by To; a conflict copy (its key with a digest) sits with its To.
+func TestGroupShards(t *testing.T) {
+	var keys []manifestKey
+	for _, rel := range []string{
+		"_manifests/table=t/region=r/stream=s/shard=a/001.0123456789ab.json",
+		"_manifests/table=t/region=r/stream=s/shard=a/001.json",
+		"_manifests/table=t/region=r/stream=s/shard=a/002.json",
+		"_manifests/table=t/region=r/stream=s/shard=a/003.json",
+		"_manifests/table=t/region=r/stream=s/shard=a/004.json",
+		"_manifests/table=t/region=r/stream=s/shard=a/004.ba9876543210.json",
+		"_manifests/table=t/region=r/stream=s/shard=b/001.json",
+		"_manifests/table=t/region=r/stream=s/shard=b/002.json",
+		"_manifests/table=t/region=r/stream=s/shard=c/001.json",
+	} {
+		keys = append(keys, manifestKey{key: "p/" + rel, rel: rel})
+	}
+	slices.SortFunc(keys, func(x, y manifestKey) int { return strings.Compare(x.key, y.key) })
+	got := groupShards(keys)
+	want := []shardKeys{
+		{first: []int{0, 1}, last: []int{4, 5}, middle: []int{2, 3}},
+		{first: []int{6}, last: []int{7}},
+		{first: []int{8}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d shards, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range want {
+		if !slices.Equal(got[i].first, want[i].first) || !slices.Equal(got[i].last, want[i].last) || !slices.Equal(got[i].middle, want[i].middle) {
+			t.Errorf("shard %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}

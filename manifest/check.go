@@ -16,6 +16,12 @@ type Stored struct {
 	Key    string
 	Digest string
 	M      Manifest
+	// EndOnly: of its shard's manifests only the first and the last (by
+	// To) were read, because a windowed read found all of the shard's
+	// records outside its window. [Check] proves nothing of such a shard
+	// (see Result.Outside); its manifests still serve as the predecessor
+	// a child's first manifest names and tell whether the shard ended.
+	EndOnly bool
 }
 
 // The kinds of a [Finding].
@@ -84,6 +90,10 @@ type Shard struct {
 type Result struct {
 	Shards   []Shard   `json:"shards"`
 	Findings []Finding `json:"findings"`
+	// Outside are the shards whose manifests are all EndOnly: read at
+	// their ends only, not checked. Start and To are their ends' From and
+	// To; Manifests counts the ends read.
+	Outside []Shard `json:"outside,omitempty"`
 }
 
 // Check proves from an archive's manifests alone that each shard was read
@@ -92,7 +102,8 @@ type Result struct {
 // while it is open; that every manifest's predecessor is there with the
 // digest it names; and that a shard's parent was recorded to its end. It
 // returns what each shard's manifests cover and every finding. Objects
-// and lines are the reader's to check against the manifests.
+// and lines are the reader's to check against the manifests. A shard whose
+// manifests are all EndOnly is not checked: it is in Result.Outside.
 func Check(all []Stored) Result {
 	byDigest := map[string]*Stored{}
 	shards := map[[2]string][]*Stored{}
@@ -110,12 +121,24 @@ func Check(all []Stored) Result {
 		slices.SortFunc(ms, func(a, b *Stored) int {
 			return cmp.Or(event.CompareSequence(a.M.To, b.M.To), compareFrom(a.M.From, b.M.From), cmp.Compare(a.Key, b.Key))
 		})
+		if !slices.ContainsFunc(ms, func(s *Stored) bool { return !s.EndOnly }) {
+			res.Outside = append(res.Outside, endsOf(ms))
+			continue
+		}
 		sh, fs := checkShard(ms, byDigest)
 		res.Shards = append(res.Shards, sh)
 		res.Findings = append(res.Findings, fs...)
 	}
 	res.Findings = append(res.Findings, checkParents(res.Shards, shards)...)
 	return res
+}
+
+// endsOf is what a shard read at its ends only says of itself, unproven.
+func endsOf(ms []*Stored) Shard {
+	first, last := ms[0].M, ms[len(ms)-1].M
+	return Shard{Stream: first.Stream, Region: first.Region, Table: first.Table, Shard: first.Shard, Parent: first.Parent,
+		Start: earliestFrom(ms), To: last.To, Ended: slices.ContainsFunc(ms, func(s *Stored) bool { return s.M.Ended }),
+		Manifests: len(ms), Events: map[string]int64{}}
 }
 
 // compareFrom orders From values, the shard's start ("") first.
@@ -244,7 +267,8 @@ func hasTo(ms []*Stored, to string) bool {
 }
 
 // checkParents finds children whose parent has manifests but none that
-// ended: the child was read before its parent was read to its end.
+// ended: the child was read before its parent was read to its end. A
+// parent read at its ends only (EndOnly) is judged by its last manifest.
 func checkParents(shards []Shard, byShard map[[2]string][]*Stored) []Finding {
 	var fs []Finding
 	for _, sh := range shards {

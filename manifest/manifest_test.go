@@ -33,6 +33,14 @@ func chain(shard, parent, prev string, ended bool, bounds ...string) []Stored {
 
 func last(s []Stored) string { return s[len(s)-1].Digest }
 
+// ends is the first and last of a shard's manifests, as a windowed read
+// keeps them (EndOnly).
+func ends(s []Stored) []Stored {
+	out := []Stored{s[0], s[len(s)-1]}
+	out[0].EndOnly, out[1].EndOnly = true, true
+	return out
+}
+
 func TestCheck(t *testing.T) {
 	parent := chain("shard-1", "", "", true, "", "100", "200", "300")
 	child := chain("shard-2", "shard-1", last(parent), false, "", "400", "500")
@@ -52,6 +60,9 @@ func TestCheck(t *testing.T) {
 	openParent := chain("shard-1", "", "", false, "", "100")
 	begun := chain("shard-1", "", "", false, "900", "1000", "1100")
 	crash := append(chain("shard-1", "", "", false, "", "100", "200"), chain("shard-1", "", last(chain("shard-1", "", "", false, "", "100")), false, "100", "200", "300")...)
+	openLong := chain("shard-1", "", "", false, "", "100", "200", "300")
+	editedEnd := ends(parent)
+	editedEnd[1].Digest = Digest([]byte("someone else's bytes"))
 	tests := []struct {
 		name     string
 		in       []Stored
@@ -59,19 +70,23 @@ func TestCheck(t *testing.T) {
 		shards   int
 		gaps     int
 		begun    bool
+		outside  int
 	}{
-		{"a parent and its child", append(copyOf(parent), child...), nil, 2, 0, false},
-		{"middle manifest removed", append(copyOf(parent[:1]), parent[2:]...), []string{FindGap, FindChain}, 1, 1, false},
-		{"first manifest removed", copyOf(parent[1:]), []string{FindChain}, 1, 0, false},
-		{"manifest edited", edited, []string{FindChain}, 1, 0, false},
-		{"parent's last manifest removed", append(copyOf(parent[:2]), child...), []string{FindChain, FindParent}, 2, 0, false},
-		{"trimmed start", trimmed, []string{FindTrimmed}, 1, 0, false},
-		{"trimmed after a range", midTrim, []string{FindTrimmed}, 1, 0, false},
-		{"LATEST start", skipped, []string{FindSkipped}, 1, 0, false},
-		{"trimmed start recorded twice", trimmedTwice, []string{FindTrimmed}, 1, 0, false},
-		{"child of an open parent", append(copyOf(openParent), chain("shard-2", "shard-1", "", false, "", "400")...), []string{FindParent}, 2, 0, false},
-		{"recording begun mid-shard", begun, nil, 1, 0, true},
-		{"a range recorded again after a crash", crash, nil, 1, 0, false},
+		{"a parent read at its ends, its child whole", append(ends(parent), child...), nil, 1, 0, false, 1},
+		{"a parent read at its ends, never ended", append(ends(openLong), chain("shard-2", "shard-1", "", false, "", "400")...), []string{FindParent}, 1, 0, false, 1},
+		{"a parent read at its ends, its last edited", append(editedEnd, child...), []string{FindChain}, 1, 0, false, 1},
+		{"a parent and its child", append(copyOf(parent), child...), nil, 2, 0, false, 0},
+		{"middle manifest removed", append(copyOf(parent[:1]), parent[2:]...), []string{FindGap, FindChain}, 1, 1, false, 0},
+		{"first manifest removed", copyOf(parent[1:]), []string{FindChain}, 1, 0, false, 0},
+		{"manifest edited", edited, []string{FindChain}, 1, 0, false, 0},
+		{"parent's last manifest removed", append(copyOf(parent[:2]), child...), []string{FindChain, FindParent}, 2, 0, false, 0},
+		{"trimmed start", trimmed, []string{FindTrimmed}, 1, 0, false, 0},
+		{"trimmed after a range", midTrim, []string{FindTrimmed}, 1, 0, false, 0},
+		{"LATEST start", skipped, []string{FindSkipped}, 1, 0, false, 0},
+		{"trimmed start recorded twice", trimmedTwice, []string{FindTrimmed}, 1, 0, false, 0},
+		{"child of an open parent", append(copyOf(openParent), chain("shard-2", "shard-1", "", false, "", "400")...), []string{FindParent}, 2, 0, false, 0},
+		{"recording begun mid-shard", begun, nil, 1, 0, true, 0},
+		{"a range recorded again after a crash", crash, nil, 1, 0, false, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,8 +101,13 @@ func TestCheck(t *testing.T) {
 			if strings.Join(kinds, ",") != strings.Join(tc.findings, ",") {
 				t.Errorf("findings %v, want %v: %+v", kinds, tc.findings, res.Findings)
 			}
-			if len(res.Shards) != tc.shards {
-				t.Fatalf("%d shards, want %d", len(res.Shards), tc.shards)
+			if len(res.Shards) != tc.shards || len(res.Outside) != tc.outside {
+				t.Fatalf("%d shards and %d outside, want %d and %d", len(res.Shards), len(res.Outside), tc.shards, tc.outside)
+			}
+			for _, o := range res.Outside {
+				if o.Manifests != 2 || o.Start != "" || o.To == "" {
+					t.Errorf("outside shard %+v: want its two ends, from its start", o)
+				}
 			}
 			if res.Shards[0].Gaps != tc.gaps || res.Shards[0].Begun != tc.begun {
 				t.Errorf("shard %+v: want %d gaps, begun %v", res.Shards[0], tc.gaps, tc.begun)

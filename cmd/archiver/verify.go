@@ -33,6 +33,7 @@ type verifyConfig struct {
 	Kinds              []event.Kind
 	JSON               bool
 	SkipStream         bool
+	WholeChains        bool
 	StreamTimeout      time.Duration
 	Grace              time.Duration
 	Parallel           int
@@ -65,6 +66,8 @@ var verifyOptions = []option[verifyConfig]{
 				c.kindsRaw = splitList(s, false)
 			}
 		}},
+	{name: "whole-chains", boolean: true, def: "false", usage: "with --since/--until: still read every manifest, to check the chains of the shards outside the window too (by default those are read at their ends only)",
+		get: func(c *verifyConfig) any { return c.WholeChains }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.WholeChains = s == "true" }},
 	{name: "skip-stream", boolean: true, def: "false", usage: "with --table: do not read the table's stream",
 		get: func(c *verifyConfig) any { return c.SkipStream }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.SkipStream = s == "true" }},
 	{name: "stream-timeout", kind: kindDuration, def: "5m", usage: "with --table: the longest the stream may take to be read to its end",
@@ -146,7 +149,7 @@ func validateVerifyOption(c *verifyConfig, o option[verifyConfig], from string, 
 			p.Add("%s: %q is not a size like 64MiB", from, c.maxBufferRaw)
 		}
 		c.MaxBufferBytes = n
-	case "skip-stream", "json":
+	case "skip-stream", "json", "whole-chains":
 	default:
 		validateOption(&c.shared, runOption(o.name), from, p)
 	}
@@ -246,6 +249,9 @@ func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr i
 	check := archive.NewMissingCheck(cfg.Table, inStream, started.Add(-cfg.Grace))
 	v := archive.NewVerifier()
 	cov := archive.NewCoverage(sel)
+	if cfg.WholeChains {
+		cov.WholeChains()
+	}
 	opts := archive.Options{Logger: log, Parallel: cfg.Parallel, MaxBufferBytes: cfg.MaxBufferBytes, SkipImages: true}
 	a, err := archive.Open(ctx, cfg.From, cov.Hook(check.Hook(v.Hook(opts))))
 	if err != nil {
