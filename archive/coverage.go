@@ -88,7 +88,7 @@ type shardCov struct {
 	lines       int64
 	pending     int64
 	before      int64 // lines before recording began (Begun)
-	// ends: the shard was read at its ends only (manifest.Result.Outside):
+	// ends: the shard was read at its end only (manifest.Result.Outside):
 	// none of its lines is expected, and each is a finding.
 	ends bool
 }
@@ -137,7 +137,7 @@ type outsideKey struct {
 	// covered: the range is covered, by manifests that do not list the
 	// object, while no object they list holds the lines' events.
 	covered bool
-	// window: the shard was read at its ends only (shardCov.ends).
+	// window: the shard was read at its end only (shardCov.ends).
 	window bool
 }
 
@@ -151,9 +151,9 @@ func NewCoverage(sel Selection) *Coverage {
 }
 
 // WholeChains makes Load read every manifest of the selected tables even
-// when the selection has a window (Since, Until), so the chains of the
-// shards outside it are checked too; by default those shards are read at
-// their ends only (see manifest.Stored.EndOnly). Call it before Load.
+// when the selection has a Since, so the chains of the shards before it
+// are checked too; by default those are read at their end only (see
+// manifest.Stored.EndOnly). Call it before Load.
 func (c *Coverage) WholeChains() { c.whole = true }
 
 // Hook returns o with the Coverage's OnObject and DigestPrefixes set, and
@@ -185,7 +185,7 @@ func (c *Coverage) Load(ctx context.Context, a *Archive) error {
 	// Another table's manifests cost verify --table neither memory nor
 	// requests.
 	f := manifestFilter{keep: c.wantsManifest, trim: c.trim}
-	if !c.whole && (!c.sel.Since.IsZero() || !c.sel.Until.IsZero()) {
+	if !c.whole && !c.sel.Since.IsZero() {
 		f.reaches = c.reaches
 	}
 	set, notRead, err := a.manifestsWhere(ctx, f)
@@ -197,26 +197,24 @@ func (c *Coverage) Load(ctx context.Context, a *Archive) error {
 }
 
 // windowMargin widens the selection's window, whole hours, when a
-// shard's ends decide whether its records may reach it: a shard's records
-// come in creation-time order, give or take the clock's rounding.
+// shard's last manifest decides whether its records may reach it: a
+// shard's records come in creation-time order, give or take the clock's
+// rounding.
 const windowMargin = time.Hour
 
-// reaches is manifestFilter.reaches: whether a shard whose first and last
-// manifests are these may hold records in the selection's window. The
-// shard's records were created from its first manifest's first record
-// (unknown: it may) to its last manifest's last record, or, when that
-// range holds none, to when that manifest was written.
-func (c *Coverage) reaches(first, last []manifest.Stored) bool {
-	var lo, hi time.Time
-	for _, s := range first {
-		t := s.M.FirstTime
-		if t.IsZero() {
-			return true
-		}
-		if lo.IsZero() || t.Before(lo) {
-			lo = t
-		}
+// reaches is manifestFilter.reaches: whether a shard whose last manifests
+// (by To) are these may hold records at or after the selection's Since.
+// Its records were created up to the last manifest's last record or, when
+// that range holds none, up to when that manifest was written. Only
+// Since skips a shard: that last manifest is anchored by digest, named by
+// its child's first (see manifestFilter.reaches), and its records are
+// later than all its ancestors'; a shard's first record time has no such
+// anchor, so shards after Until are read whole.
+func (c *Coverage) reaches(last []manifest.Stored) bool {
+	if c.sel.Since.IsZero() {
+		return true
 	}
+	var hi time.Time
 	for _, s := range last {
 		t := s.M.LastTime
 		if t.IsZero() {
@@ -226,12 +224,7 @@ func (c *Coverage) reaches(first, last []manifest.Stored) bool {
 			hi = t
 		}
 	}
-	if lo.IsZero() || hi.IsZero() {
-		return true
-	}
-	since, until := c.sel.Since, c.sel.Until
-	return (since.IsZero() || !hi.Before(since.Truncate(time.Hour).Add(-windowMargin))) &&
-		(until.IsZero() || lo.Before(until.Truncate(time.Hour).Add(time.Hour+windowMargin)))
+	return hi.IsZero() || !hi.Before(c.sel.Since.Truncate(time.Hour).Add(-windowMargin))
 }
 
 // trim drops from a manifest the objects the read will not reach (their

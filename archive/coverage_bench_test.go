@@ -136,7 +136,7 @@ func BenchmarkVerifyRead(b *testing.B) {
 //
 // "lineage" is one lineage of shards that live 4 hours each, as DynamoDB
 // Streams rolls them: a window of its last hour reads the shards outside
-// it at their ends only; manifests-read/listed says how many it
+// it at their end only; manifests-read/listed says how many it
 // downloaded.
 func BenchmarkCoverageLoadMemory(b *testing.B) {
 	const shards, hours = 4, 2000

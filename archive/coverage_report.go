@@ -38,10 +38,10 @@ type CoverageReport struct {
 	ObjectsListed   int `json:"objectsListed"`
 	ObjectsVerified int `json:"objectsVerified"`
 	ObjectsNotRead  int `json:"objectsNotRead"`
-	// ShardsOutside counts the shards whose records all lie outside
-	// --since/--until by their first and last manifests, which alone were
-	// read (ManifestsNotRead counts the others): they are not in Shards,
-	// and their chains are not checked.
+	// ShardsOutside counts the shards whose records all lie before
+	// --since by their last manifest, which alone was read
+	// (ManifestsNotRead counts the others): they are not in Shards, and
+	// their chains are not checked.
 	ShardsOutside    int `json:"shardsOutsideWindow"`
 	ManifestsNotRead int `json:"manifestsNotRead"`
 	// PendingLines are lines after their open shard's newest manifest
@@ -303,7 +303,7 @@ func linesText(f *CoverageFinding) string {
 func outsideWhy(f *CoverageFinding) string {
 	switch {
 	case f.Detail == "window":
-		return "its shard was read at its ends only, which put every record of it outside --since/--until; verify without them checks these lines"
+		return "its shard was read at its end only, which put every record of it before --since; verify with --whole-chains checks these lines"
 	case f.Detail == "unlisted":
 		return fmt.Sprintf("in the range %s, whose manifests do not list this object, and no object they list holds these events",
 			describe(f.From, f.To))
@@ -361,7 +361,7 @@ func (c *Coverage) verdict(r *CoverageReport, fs []CoverageFinding) (string, str
 		notes = append(notes, fmt.Sprintf("%s outside --since/--until not read", plural(r.ObjectsNotRead, "listed object")))
 	}
 	if r.ShardsOutside > 0 {
-		notes = append(notes, fmt.Sprintf("%s outside --since/--until read at their ends only, %s not read",
+		notes = append(notes, fmt.Sprintf("%s before --since read at their end only, %s not read",
 			plural(r.ShardsOutside, "shard"), plural(r.ManifestsNotRead, "manifest")))
 	}
 	if len(notes) > 0 {

@@ -1,6 +1,7 @@
 package archive_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -165,14 +166,15 @@ func lineageArchive(t *testing.T, dir string) {
 	}
 }
 
-// TestCoverageWindowReadsEnds: with --since/--until, a shard whose first
-// and last manifests put all its records outside the window (an hour's
-// margin either side) is read at its ends only: its other manifests are
-// not downloaded, it is not in the report's shards, and the chain from
-// its child's first manifest to its last still holds. What the skipped
-// manifests would have shown is not checked; a line of such a shard in the
-// window, or a broken end, is a finding.
+// TestCoverageWindowReadsEnds: with --since, a shard whose last manifest
+// puts all its records before the window (an hour's margin) and that has
+// a child is read at its end only: its other manifests are not
+// downloaded, it is not in the report's shards, and the chain from its
+// child's first manifest to its last still holds, so a forged or removed
+// end is a finding. A lineage's tip, and shards after --until, are read
+// whole. A line of a shard read at its end only is a finding too.
 func TestCoverageWindowReadsEnds(t *testing.T) {
+	since9 := archive.Selection{Since: t0.Add(9 * time.Hour)}
 	for _, tc := range []struct {
 		name     string
 		sel      archive.Selection
@@ -183,18 +185,35 @@ func TestCoverageWindowReadsEnds(t *testing.T) {
 		findings []string
 	}{
 		{"all", archive.Selection{}, nil, []string{"shard-0", "shard-1", "shard-2"}, 0, 0, nil},
-		{"since", archive.Selection{Since: t0.Add(9 * time.Hour)}, nil, []string{"shard-2"}, 2, 4, nil},
-		{"until", archive.Selection{Until: t0.Add(2 * time.Hour)}, nil, []string{"shard-0"}, 2, 4, nil},
-		// shard-0's last record (t0+3h) lies within the hour's margin.
-		{"between", archive.Selection{Since: t0.Add(4*time.Hour + time.Minute), Until: t0.Add(6 * time.Hour)}, nil, []string{"shard-0", "shard-1"}, 1, 2, nil},
-		{"the parent's last manifest removed", archive.Selection{Since: t0.Add(9 * time.Hour)}, func(t *testing.T, dir string) {
-			removeManifest(t, dir, "shard-1", 3)
-		}, []string{"shard-2"}, 2, 3, []string{manifest.FindParent, manifest.FindChain}},
-		{"whole chains", archive.Selection{Since: t0.Add(9 * time.Hour)}, nil, []string{"shard-0", "shard-1", "shard-2"}, 0, 0, nil},
-		{"a line of a shard outside the window", archive.Selection{Since: t0.Add(9 * time.Hour)}, func(t *testing.T, dir string) {
+		{"since", since9, nil, []string{"shard-2"}, 2, 6, nil},
+		{"until", archive.Selection{Until: t0.Add(2 * time.Hour)}, nil, []string{"shard-0", "shard-1", "shard-2"}, 0, 0, nil},
+		// shard-0's last record (t0+3h) lies before the window's margin.
+		{"between", archive.Selection{Since: t0.Add(5*time.Hour + time.Minute), Until: t0.Add(6 * time.Hour)}, nil, []string{"shard-1", "shard-2"}, 1, 3, nil},
+		{"within the margin", archive.Selection{Since: t0.Add(4*time.Hour + time.Minute)}, nil, []string{"shard-0", "shard-1", "shard-2"}, 0, 0, nil},
+		{"the tip before the window", archive.Selection{Since: t0.Add(14 * time.Hour)}, nil, []string{"shard-2"}, 2, 6, nil},
+		{"whole chains", since9, nil, []string{"shard-0", "shard-1", "shard-2"}, 0, 0, nil},
+		{"the parent's last manifest removed", since9, func(t *testing.T, dir string) {
+			os.Remove(manifestPath(t, dir, "shard-1", 3))
+		}, []string{"shard-2"}, 2, 5, []string{manifest.FindParent, manifest.FindChain}},
+		{"the parent's last manifest forged to lie before the window", since9, func(t *testing.T, dir string) {
+			p := manifestPath(t, dir, "shard-1", 3)
+			body, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := manifest.Decode(bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.FirstTime, m.LastTime = t0.Add(time.Hour), t0.Add(time.Hour)
+			if err := os.WriteFile(p, manifest.Encode(m), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"shard-2"}, 2, 6, []string{manifest.FindChain}},
+		{"a line of a shard outside the window", since9, func(t *testing.T, dir string) {
 			writeShard(t, dir, archShard{shard: "shard-0", id: 9, startHour: 10, hours: 1, perObject: 1})
-			removeManifest(t, dir, "shard-0", 4) // the stray object's own
-		}, []string{"shard-2"}, 2, 4, []string{archive.FindOutside}},
+			os.Remove(manifestPath(t, dir, "shard-0", 4)) // the stray object's own
+		}, []string{"shard-2"}, 2, 6, []string{archive.FindOutside}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -218,28 +237,26 @@ func TestCoverageWindowReadsEnds(t *testing.T) {
 				t.Fatalf("%s\nshards %v, %d outside, %d manifests not read, findings %v (%+v); want %v, %d, %d, %v",
 					rep.Summary, shards, rep.ShardsOutside, rep.ManifestsNotRead, kinds, rep.Findings, tc.shards, tc.outside, tc.notRead, tc.findings)
 			}
-			if tc.findings == nil && (rep.Verdict != archive.VerdictComplete || (tc.outside > 0 && !strings.Contains(rep.Summary, "read at their ends only"))) {
+			if tc.findings == nil && (rep.Verdict != archive.VerdictComplete || (tc.outside > 0 && !strings.Contains(rep.Summary, "read at their end only"))) {
 				t.Errorf("summary %q", rep.Summary)
 			}
 			for _, f := range rep.Findings {
-				if f.Kind == archive.FindOutside && !strings.Contains(f.Detail, "ends only") {
-					t.Errorf("finding %q does not say its shard was read at its ends only", f.Detail)
+				if f.Kind == archive.FindOutside && !strings.Contains(f.Detail, "end only") {
+					t.Errorf("finding %q does not say its shard was read at its end only", f.Detail)
 				}
 			}
 		})
 	}
 }
 
-// removeManifest removes the manifest of shard's hour-th range (from 0)
-// from a lineageArchive.
-func removeManifest(t *testing.T, dir, shard string, hour int) {
+// manifestPath is the path of the manifest of shard's hour-th range
+// (from 0) in a lineageArchive.
+func manifestPath(t *testing.T, dir, shard string, hour int) string {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(dir, "_manifests", "*", "*", "*", "shard="+shard, "*.json"))
 	if err != nil || len(paths) <= hour {
 		t.Fatalf("%d manifests of %s (%v), want more than %d", len(paths), shard, err, hour)
 	}
 	slices.Sort(paths)
-	if err := os.Remove(paths[hour]); err != nil {
-		t.Fatal(err)
-	}
+	return paths[hour]
 }

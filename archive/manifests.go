@@ -56,12 +56,14 @@ type manifestFilter struct {
 	// next manifests arrive, and returns what it wants kept of that.
 	trim func(s *manifest.Stored) []uint64
 	// reaches, when set, makes the read windowed. Of a shard with
-	// manifests at three or more To, the first and the last (by To, each
-	// with its conflict copies) are read first and given to reaches,
-	// which says whether the shard's records may reach the window: if
-	// not, its other manifests are not downloaded and those two are
-	// EndOnly.
-	reaches func(first, last []manifest.Stored) bool
+	// manifests at two or more To, the last (by To, with its conflict
+	// copies) is read first and given to reaches, which says whether the
+	// shard's records may reach the window. A shard they may not reach,
+	// and that a manifest read names as a parent, is read at its end only
+	// (EndOnly): its other manifests are not downloaded. A shard no
+	// manifest read names as a parent (a lineage's tip) is read whole:
+	// it is what anchors the ends of the shards before it.
+	reaches func(last []manifest.Stored) bool
 }
 
 // manifestKey is a manifest's key as listed, relative to the archive's
@@ -114,7 +116,7 @@ func (a *Archive) manifestsWhere(ctx context.Context, f manifestFilter) (Manifes
 }
 
 // readWindowed reads the manifests at keys (sorted), all of them unless
-// f.reaches is set: then of each shard read at its ends only (see
+// f.reaches is set: then of each shard read at its end only (see
 // manifestFilter.reaches) the others are skipped, counted in set.NotRead,
 // and their results left zero.
 func (a *Archive) readWindowed(ctx context.Context, keys []manifestKey, f manifestFilter, set *ManifestSet) ([]manifestRead, error) {
@@ -128,64 +130,65 @@ func (a *Archive) readWindowed(ctx context.Context, keys []manifestKey, f manife
 	} else {
 		shards = groupShards(keys)
 		for _, g := range shards {
-			first = append(first, g.ends()...)
+			first = append(first, g.last...)
 		}
 	}
 	if err := a.readManifests(ctx, keys, first, results, f.trim); err != nil {
 		return nil, err
 	}
+	parents := map[[2]string]bool{}
+	for _, i := range first {
+		if m := &results[i].s.M; results[i].s.Digest != "" && m.Parent != "" {
+			parents[[2]string{m.Stream, m.Parent}] = true
+		}
+	}
 	var rest []int
 	for _, g := range shards {
-		if len(g.middle) == 0 {
+		if len(g.rest) == 0 {
 			continue
 		}
-		if f.reaches(readOf(results, g.first), readOf(results, g.last)) {
-			rest = append(rest, g.middle...)
+		last := readOf(results, g.last)
+		if len(last) == 0 || !parents[[2]string{last[0].M.Stream, last[0].M.Shard}] || f.reaches(last) {
+			rest = append(rest, g.rest...)
 			continue
 		}
-		set.NotRead += len(g.middle)
-		for _, i := range g.ends() {
+		set.NotRead += len(g.rest)
+		for _, i := range g.last {
 			results[i].s.EndOnly = true
 		}
 	}
+	slices.Sort(rest)
 	return results, a.readManifests(ctx, keys, rest, results, f.trim)
 }
 
 // shardKeys are the indexes of one shard folder's manifest keys: those of
-// its lowest To (first), of its highest (last) and the others (middle,
-// empty when the shard has manifests at fewer than three To).
-type shardKeys struct{ first, last, middle []int }
-
-func (g shardKeys) ends() []int { return append(slices.Clip(g.first), g.last...) }
+// its highest To (last) and the others (rest).
+type shardKeys struct{ last, rest []int }
 
 // groupShards groups sorted manifest keys by shard folder and, in each,
-// by To: a key's name is the To, padded, then ".json" or a conflict's
-// ".DIGEST12.json" (manifest.Key, manifest.ConflictKey).
+// finds those of the highest To: a key's name is the To, padded, then
+// ".json" or a conflict's ".DIGEST12.json" (manifest.Key,
+// manifest.ConflictKey).
 func groupShards(keys []manifestKey) []shardKeys {
 	var out []shardKeys
 	for i := 0; i < len(keys); {
 		dir, _ := splitManifestKey(keys[i].rel)
-		var tos [][]int
+		start, lastTo := i, i
 		for ; i < len(keys); i++ {
 			d, to := splitManifestKey(keys[i].rel)
 			if d != dir {
 				break
 			}
-			if n := len(tos); n > 0 {
-				if _, prev := splitManifestKey(keys[tos[n-1][0]].rel); prev == to {
-					tos[n-1] = append(tos[n-1], i)
-					continue
-				}
+			if _, prev := splitManifestKey(keys[lastTo].rel); prev != to {
+				lastTo = i
 			}
-			tos = append(tos, []int{i})
 		}
-		g := shardKeys{first: tos[0]}
-		if len(tos) > 1 {
-			g.last = tos[len(tos)-1]
-		}
-		if len(tos) > 2 {
-			for _, t := range tos[1 : len(tos)-1] {
-				g.middle = append(g.middle, t...)
+		g := shardKeys{}
+		for j := start; j < i; j++ {
+			if j < lastTo {
+				g.rest = append(g.rest, j)
+			} else {
+				g.last = append(g.last, j)
 			}
 		}
 		out = append(out, g)

@@ -125,8 +125,9 @@ func TestLoadTrims(t *testing.T) {
 	}
 }
 
-// TestGroupShards: sorted manifest keys group by shard folder and, in
-// each, by To; a conflict copy (its key with a digest) sits with its To.
+// TestGroupShards: sorted manifest keys group by shard folder, and in
+// each those of the highest To (a conflict copy, its key with a digest,
+// with its To) from the rest.
 func TestGroupShards(t *testing.T) {
 	var keys []manifestKey
 	for _, rel := range []string{
@@ -145,15 +146,15 @@ func TestGroupShards(t *testing.T) {
 	slices.SortFunc(keys, func(x, y manifestKey) int { return strings.Compare(x.key, y.key) })
 	got := groupShards(keys)
 	want := []shardKeys{
-		{first: []int{0, 1}, last: []int{4, 5}, middle: []int{2, 3}},
-		{first: []int{6}, last: []int{7}},
-		{first: []int{8}},
+		{last: []int{4, 5}, rest: []int{0, 1, 2, 3}},
+		{last: []int{7}, rest: []int{6}},
+		{last: []int{8}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d shards, want %d: %+v", len(got), len(want), got)
 	}
 	for i := range want {
-		if !slices.Equal(got[i].first, want[i].first) || !slices.Equal(got[i].last, want[i].last) || !slices.Equal(got[i].middle, want[i].middle) {
+		if !slices.Equal(got[i].last, want[i].last) || !slices.Equal(got[i].rest, want[i].rest) {
 			t.Errorf("shard %d: %+v, want %+v", i, got[i], want[i])
 		}
 	}

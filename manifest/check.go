@@ -16,11 +16,12 @@ type Stored struct {
 	Key    string
 	Digest string
 	M      Manifest
-	// EndOnly: of its shard's manifests only the first and the last (by
-	// To) were read, because a windowed read found all of the shard's
-	// records outside its window. [Check] proves nothing of such a shard
-	// (see Result.Outside); its manifests still serve as the predecessor
-	// a child's first manifest names and tell whether the shard ended.
+	// EndOnly: of its shard's manifests only the last (by To, with its
+	// conflict copies) was read, because a windowed read found all of the
+	// shard's records before its window. [Check] proves nothing of such a
+	// shard (see Result.Outside); the manifest still serves as the
+	// predecessor its child's first manifest names by digest, and tells
+	// whether the shard ended.
 	EndOnly bool
 }
 
@@ -91,8 +92,8 @@ type Result struct {
 	Shards   []Shard   `json:"shards"`
 	Findings []Finding `json:"findings"`
 	// Outside are the shards whose manifests are all EndOnly: read at
-	// their ends only, not checked. Start and To are their ends' From and
-	// To; Manifests counts the ends read.
+	// their end only, not checked. Start and To are the From and To of
+	// their last range; Manifests counts the manifests read.
 	Outside []Shard `json:"outside,omitempty"`
 }
 
@@ -133,7 +134,7 @@ func Check(all []Stored) Result {
 	return res
 }
 
-// endsOf is what a shard read at its ends only says of itself, unproven.
+// endsOf is what a shard read at its end only says of itself, unproven.
 func endsOf(ms []*Stored) Shard {
 	first, last := ms[0].M, ms[len(ms)-1].M
 	return Shard{Stream: first.Stream, Region: first.Region, Table: first.Table, Shard: first.Shard, Parent: first.Parent,
@@ -268,7 +269,7 @@ func hasTo(ms []*Stored, to string) bool {
 
 // checkParents finds children whose parent has manifests but none that
 // ended: the child was read before its parent was read to its end. A
-// parent read at its ends only (EndOnly) is judged by its last manifest.
+// parent read at its end only (EndOnly) is judged by its last manifest.
 func checkParents(shards []Shard, byShard map[[2]string][]*Stored) []Finding {
 	var fs []Finding
 	for _, sh := range shards {

@@ -66,7 +66,7 @@ var verifyOptions = []option[verifyConfig]{
 				c.kindsRaw = splitList(s, false)
 			}
 		}},
-	{name: "whole-chains", boolean: true, def: "false", usage: "with --since/--until: still read every manifest, to check the chains of the shards outside the window too (by default those are read at their ends only)",
+	{name: "whole-chains", boolean: true, def: "false", usage: "with --since: still read every manifest, to check the chains of the shards before the window too (by default those are read at their last manifest only)",
 		get: func(c *verifyConfig) any { return c.WholeChains }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.WholeChains = s == "true" }},
 	{name: "skip-stream", boolean: true, def: "false", usage: "with --table: do not read the table's stream",
 		get: func(c *verifyConfig) any { return c.SkipStream }, set: func(c *verifyConfig, s string, _ []string, _ time.Duration) { c.SkipStream = s == "true" }},
