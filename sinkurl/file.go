@@ -7,6 +7,13 @@ import (
 	"strings"
 )
 
+// TornDir is where, below a file sink's directory, the sink keeps the torn
+// tails it cut off its files (a writer killed mid-append: bytes never
+// acknowledged, whose records were delivered again), as
+// TornDir+TABLE/DAY/HH.jsonl.OFFSET. Archive readers skip _archiver/;
+// verify lists what is there.
+const TornDir = "_archiver/torn/"
+
 // FileConfig configures a file sink (sinks.FileSink). The sinks' Open
 // fills it from
 // file://DIR?file-mode=&dir-mode=&format=&manifests=&manifest-objects=&manifest-interval=.

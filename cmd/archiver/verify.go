@@ -260,6 +260,12 @@ func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr i
 	if err := cov.Load(ctx, a); err != nil {
 		return nil, err
 	}
+	torn, err := a.TornTails(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tornTotal := len(torn)
+	torn = append([]archive.TornTail{}, torn[:min(len(torn), archive.MaxListed)]...)
 	f, tty := stderr.(*os.File)
 	rp := progress.New(progress.Options{Label: "verify", Out: stderr, TTY: tty && logging.IsTerminal(f), Logger: log,
 		Objects: func() (int64, int64) { p := a.Progress(); return p.ObjectsDone, p.ObjectsTotal }})
@@ -273,7 +279,8 @@ func runVerify(ctx context.Context, cfg *verifyConfig, log *zap.Logger, stderr i
 	if err != nil {
 		return nil, err
 	}
-	rep := &verifyReport{Report: *v.Finish(a.URL(), st), Coverage: cov.Finish(), Stream: check.Result()}
+	rep := &verifyReport{Report: *v.Finish(a.URL(), st), Coverage: cov.Finish(), Stream: check.Result(),
+		TornTails: torn, TornTailsTotal: tornTotal}
 	gapRecords(rep.Coverage, inStream, check)
 	return rep, nil
 }

@@ -24,6 +24,10 @@ type verifyReport struct {
 	Coverage *archive.CoverageReport `json:"coverage"`
 	// Stream is the cross-check against the live stream (--table).
 	Stream *archive.StreamReport `json:"stream,omitempty"`
+	// TornTails are the torn tails file sinks cut off and kept (the first
+	// archive.MaxListed; TornTailsTotal counts them): no finding.
+	TornTails      []archive.TornTail `json:"tornTails"`
+	TornTailsTotal int                `json:"tornTailsTotal"`
 }
 
 // print writes the report: the coverage verdict in one line, what the
@@ -47,6 +51,14 @@ func (r *verifyReport) print(w io.Writer) error {
 		t := progress.Table{Title: "lines that do not decode", Header: []string{"object", "line", "error"}}
 		for _, b := range r.BadLines {
 			t.Add(b.Object, b.Line, b.Error)
+		}
+		tables = append(tables, t)
+	}
+	if len(r.TornTails) > 0 {
+		t := progress.Table{Title: fmt.Sprintf("torn tails kept aside: %d (a writer killed mid-append left them; the file sink cut them off and their records were delivered again)", r.TornTailsTotal),
+			Header: []string{"kept in", "bytes"}}
+		for _, tt := range r.TornTails {
+			t.Add(tt.Key, tt.Bytes)
 		}
 		tables = append(tables, t)
 	}

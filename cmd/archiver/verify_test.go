@@ -96,6 +96,36 @@ func decodeReport(t *testing.T, out string) verifyReport {
 	return r
 }
 
+// TestVerifyListsTornTails: a torn tail a file sink cut off (a writer
+// killed mid-append) is listed where it was kept, with its size, and is
+// no failure: its records were delivered again and every line decodes.
+func TestVerifyListsTornTails(t *testing.T) {
+	dir := t.TempDir()
+	evs := verifyEvents("Sessions", "s1", 0, 20)
+	archiveWith(t, "file://"+dir, evs[:10])
+	hour := filepath.Join(dir, "Sessions", "2026-03-04", "23.jsonl")
+	whole, err := os.ReadFile(hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	torn := event.AppendLine(nil, &evs[10])
+	torn = torn[:len(torn)/2]
+	if err := os.WriteFile(hour, append(whole, torn...), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	archiveWith(t, "file://"+dir, evs[10:])
+	code, out, stderr := runVerifyCmd(t, "--from", "file://"+dir, "--json")
+	r := decodeReport(t, out)
+	want := archive.TornTail{Key: fmt.Sprintf("_archiver/torn/Sessions/2026-03-04/23.jsonl.%d", len(whole)), Bytes: int64(len(torn))}
+	if code != 0 || r.Undecodable != 0 || r.Events != 20 || r.TornTailsTotal != 1 || len(r.TornTails) != 1 || r.TornTails[0] != want {
+		t.Fatalf("exit %d, %d undecodable, %d events, torn tails %d %+v; want 0, 0, 20, 1 %+v\n%s", code, r.Undecodable, r.Events, r.TornTailsTotal, r.TornTails, want, stderr)
+	}
+	_, out, _ = runVerifyCmd(t, "--from", "file://"+dir)
+	if !strings.Contains(out, "torn tails kept aside: 1") || !strings.Contains(out, want.Key) {
+		t.Errorf("the tables do not list the torn tail:\n%s", out)
+	}
+}
+
 // TestVerifyFileArchive: a file archive with duplicates, two days, an
 // undecodable line and a file in the wrong hour: the numbers, the bad
 // line's place, the mismatch, and exit code 1.

@@ -455,7 +455,7 @@ func (s *Sink) cutTornTail(f *os.File, rel string) error {
 // tornKey is where the torn tail of the file DIR/rel, cut at offset, is
 // kept: below _archiver/, which archive readers skip.
 func tornKey(rel string, offset int64) string {
-	return "_archiver/torn/" + rel + "." + strconv.FormatInt(offset, 10)
+	return sinkurl.TornDir + rel + "." + strconv.FormatInt(offset, 10)
 }
 
 // keepTorn writes r to DIR/key (replacing a copy an interrupted cut left)
