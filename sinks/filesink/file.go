@@ -431,8 +431,15 @@ func (s *Sink) cutTornTail(f *os.File, rel string) error {
 		return err
 	}
 	size := fi.Size()
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, size-1); err != nil {
+		return fmt.Errorf("reading the last byte of %s: %w", f.Name(), err)
+	}
+	if last[0] == '\n' {
+		return nil
+	}
 	end, err := lineEnd(f, size)
-	if err != nil || end == size {
+	if err != nil {
 		return err
 	}
 	key := tornKey(rel, end)
