@@ -45,7 +45,9 @@ const (
 // of lines of one sequence number. A manifest's objects outside the
 // selection's partitions (--since, --until, --kind), which the read does
 // not reach, are kept as a 64-bit hash of their key each, for counting: of
-// such a manifest, only its place in its shard's chain is held.
+// such a manifest, only its place in its shard's chain is held. With a
+// Since, a shard whose records all precede it is read at its last manifest
+// only (see [Coverage.WholeChains]).
 type Coverage struct {
 	sel    Selection
 	root   string // what keys read start with before the part relative to the archive's root
