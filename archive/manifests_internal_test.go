@@ -159,3 +159,55 @@ func TestGroupShards(t *testing.T) {
 		}
 	}
 }
+
+// FuzzGroupShards: whatever keys a listing holds, groupShards puts each
+// in exactly one shard, in its folder, and a shard's last are the run of
+// its keys at the end, in key order, that share one To (for the
+// archiver's own keys, whose To is padded to one width, those of the
+// highest To).
+func FuzzGroupShards(f *testing.F) {
+	f.Add("_manifests/t/s=a/001.json\n_manifests/t/s=a/002.x.json\n_manifests/t/s=a/002.json\n_manifests/t/s=b/001.json")
+	f.Add("_manifests/a\n_manifests/a/\n_manifests//.json\n_manifests/a/..json")
+	f.Fuzz(func(t *testing.T, listing string) {
+		var keys []manifestKey
+		for _, rel := range strings.Split(listing, "\n") {
+			if strings.HasPrefix(rel, manifest.Dir) {
+				keys = append(keys, manifestKey{key: rel, rel: rel})
+			}
+		}
+		slices.SortFunc(keys, func(x, y manifestKey) int { return strings.Compare(x.key, y.key) })
+		seen := make([]int, len(keys))
+		for _, g := range groupShards(keys) {
+			if len(g.last) == 0 {
+				t.Fatalf("a shard without a last: %+v", g)
+			}
+			dir, top := splitManifestKey(keys[g.last[0]].rel)
+			for _, i := range append(slices.Clone(g.rest), g.last...) {
+				seen[i]++
+				if d, _ := splitManifestKey(keys[i].rel); d != dir {
+					t.Fatalf("%q grouped with %q", keys[i].rel, dir)
+				}
+			}
+			for _, i := range g.last {
+				if _, to := splitManifestKey(keys[i].rel); to != top {
+					t.Fatalf("last %q, To %q; want %q", keys[i].rel, to, top)
+				}
+			}
+			for _, i := range g.rest {
+				if i > g.last[0] {
+					t.Fatalf("rest %q follows the last %q", keys[i].rel, keys[g.last[0]].rel)
+				}
+			}
+			if n := len(g.rest); n > 0 {
+				if _, to := splitManifestKey(keys[g.rest[n-1]].rel); to == top {
+					t.Fatalf("rest %q ends with the last's To %q", keys[g.rest[n-1]].rel, top)
+				}
+			}
+		}
+		for i, n := range seen {
+			if n != 1 {
+				t.Fatalf("%q grouped %d times", keys[i].rel, n)
+			}
+		}
+	})
+}
