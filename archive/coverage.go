@@ -205,25 +205,24 @@ func (c *Coverage) Load(ctx context.Context, a *Archive) error {
 const windowMargin = time.Hour
 
 // reaches is manifestFilter.reaches: whether a shard whose last manifests
-// (by To) are these may hold records at or after the selection's Since.
-// Its records were created up to the last manifest's last record or, when
-// that range holds none, up to when that manifest was written. Only
-// Since skips a shard: that last manifest is anchored by digest, named by
-// its child's first (see manifestFilter.reaches), and its records are
-// later than all its ancestors'; a shard's first record time has no such
-// anchor, so shards after Until are read whole.
+// (by To, with the conflict copies sharing it) are these may hold records
+// at or after the selection's Since. Its records were created up to the
+// latest record those ranges hold; an ended shard's empty last range
+// shares its To with the range before it, which holds them. When none
+// holds a record the shard is read whole: a manifest's writing time is
+// the writer's clock, which may be off. Only Since skips a shard: that
+// last manifest is anchored by digest, named by its child's first (see
+// manifestFilter.reaches), and its records are later than all its
+// ancestors'; a shard's first record time has no such anchor, so shards
+// after Until are read whole.
 func (c *Coverage) reaches(last []manifest.Stored) bool {
 	if c.sel.Since.IsZero() {
 		return true
 	}
 	var hi time.Time
 	for _, s := range last {
-		t := s.M.LastTime
-		if t.IsZero() {
-			t = s.M.Written
-		}
-		if t.After(hi) {
-			hi = t
+		if s.M.LastTime.After(hi) {
+			hi = s.M.LastTime
 		}
 	}
 	return hi.IsZero() || !hi.Before(c.sel.Since.Truncate(time.Hour).Add(-windowMargin))

@@ -211,3 +211,32 @@ func FuzzGroupShards(f *testing.F) {
 		}
 	})
 }
+
+// TestReachesTrustsNoClock: whether a shard's last manifests put it
+// before Since goes by the record times they hold, an hour's margin
+// given; an empty range (an ended shard's last, beside the range it
+// shares its To with) adds nothing, and when no range holds a record the
+// shard is read whole, whatever the writer's clock said.
+func TestReachesTrustsNoClock(t *testing.T) {
+	since := time.Date(2026, 3, 4, 12, 30, 0, 0, time.UTC)
+	c := NewCoverage(Selection{Since: since})
+	ranged := func(last time.Time) manifest.Stored {
+		return manifest.Stored{M: manifest.Manifest{FirstTime: last.Add(-time.Hour), LastTime: last, Written: last.Add(time.Minute)}}
+	}
+	empty := manifest.Stored{M: manifest.Manifest{Ended: true, Written: since.Add(-48 * time.Hour)}} // a clock two days behind
+	for _, tc := range []struct {
+		name string
+		last []manifest.Stored
+		want bool
+	}{
+		{"records before the margin", []manifest.Stored{ranged(since.Add(-2 * time.Hour))}, false},
+		{"records within the margin", []manifest.Stored{ranged(since.Add(-80 * time.Minute))}, true},
+		{"records in the window", []manifest.Stored{ranged(since.Add(time.Hour))}, true},
+		{"an empty end beside records before", []manifest.Stored{ranged(since.Add(-2 * time.Hour)), empty}, false},
+		{"an empty end alone, written by a clock behind", []manifest.Stored{empty}, true},
+	} {
+		if got := c.reaches(tc.last); got != tc.want {
+			t.Errorf("%s: reaches %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
