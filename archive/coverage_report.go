@@ -315,6 +315,13 @@ func outsideWhy(f *CoverageFinding) string {
 	return fmt.Sprintf("in the gap after %s up to %s, which no manifest covers", f.From, f.To)
 }
 
+// outsideNote says how many shards before --since were read at their end
+// only, and how many of their manifests were not read.
+func outsideNote(r *CoverageReport) string {
+	return fmt.Sprintf("%s before --since read at their end only, %s not read",
+		plural(r.ShardsOutside, "shard"), plural(r.ManifestsNotRead, "manifest"))
+}
+
 func timeOrUnknown(t time.Time) string {
 	if t.IsZero() {
 		return "(unknown)"
@@ -343,8 +350,12 @@ func (c *Coverage) verdict(r *CoverageReport, fs []CoverageFinding) (string, str
 		for _, k := range slices.SortedFunc(maps.Keys(byKind), func(a, b string) int { return cmp.Compare(findingRank[a], findingRank[b]) }) {
 			parts = append(parts, fmt.Sprintf("%d %s", byKind[k], k))
 		}
-		return VerdictIncomplete, fmt.Sprintf("INCOMPLETE: %s (%s); %s, %d of %d listed objects verified",
+		s := fmt.Sprintf("INCOMPLETE: %s (%s); %s, %d of %d listed objects verified",
 			plural(r.FindingsTotal, "finding"), strings.Join(parts, ", "), shards, r.ObjectsVerified, r.ObjectsListed)
+		if r.ShardsOutside > 0 {
+			s += "; " + outsideNote(r)
+		}
+		return VerdictIncomplete, s
 	}
 	s := fmt.Sprintf("complete: %s covered, %s verified", shards, plural(r.ObjectsVerified, "object"))
 	var notes []string
@@ -361,8 +372,7 @@ func (c *Coverage) verdict(r *CoverageReport, fs []CoverageFinding) (string, str
 		notes = append(notes, fmt.Sprintf("%s outside --since/--until not read", plural(r.ObjectsNotRead, "listed object")))
 	}
 	if r.ShardsOutside > 0 {
-		notes = append(notes, fmt.Sprintf("%s before --since read at their end only, %s not read",
-			plural(r.ShardsOutside, "shard"), plural(r.ManifestsNotRead, "manifest")))
+		notes = append(notes, outsideNote(r))
 	}
 	if len(notes) > 0 {
 		s += " (" + strings.Join(notes, "; ") + ")"

@@ -237,7 +237,7 @@ func TestCoverageWindowReadsEnds(t *testing.T) {
 				t.Fatalf("%s\nshards %v, %d outside, %d manifests not read, findings %v (%+v); want %v, %d, %d, %v",
 					rep.Summary, shards, rep.ShardsOutside, rep.ManifestsNotRead, kinds, rep.Findings, tc.shards, tc.outside, tc.notRead, tc.findings)
 			}
-			if tc.findings == nil && (rep.Verdict != archive.VerdictComplete || (tc.outside > 0 && !strings.Contains(rep.Summary, "read at their end only"))) {
+			if (tc.findings == nil) != (rep.Verdict == archive.VerdictComplete) || (tc.outside > 0) != strings.Contains(rep.Summary, "read at their end only") {
 				t.Errorf("summary %q", rep.Summary)
 			}
 			for _, f := range rep.Findings {
